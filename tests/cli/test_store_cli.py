@@ -1,0 +1,120 @@
+import json
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from vbstore.cli import cli
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    store = str(tmp_path / "s")
+
+    def invoke(*args, input=None):
+        return runner.invoke(cli, ["--store", store, *args], input=input)
+
+    return invoke
+
+
+def test_every_command_has_help_text():
+    def walk(group, prefix):
+        for name, command in group.commands.items():
+            assert command.help and command.help.strip(), f"{prefix} {name} has no help"
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix} {name}")
+
+    walk(cli, "vbstore")
+
+
+def test_every_command_takes_json():
+    def walk(group):
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                walk(command)
+            elif name != "cat":  # cat writes raw bytes by definition
+                assert any("--json" in p.opts for p in command.params), name
+
+    walk(cli)
+
+
+def test_put_show_ls_tag_why_cat(run, tmp_path):
+    doc = tmp_path / "suite.json"
+    doc.write_text(json.dumps({"kind": "suite", "name": "demo", "version": "1"}))
+    result = run("put", str(doc), "--json")
+    assert result.exit_code == 0, result.output
+    oid = json.loads(result.output)["id"]
+    assert json.loads(result.output)["kind"] == "suite"
+    assert run("tag", "my-suite", oid[:8]).exit_code == 0
+    shown = json.loads(run("show", "my-suite", "--json").output)
+    assert shown["content"]["name"] == "demo" and shown["refs"] == ["my-suite"]
+    listing = json.loads(run("ls", "suite", "--json").output)
+    assert [row["id"] for row in listing] == [oid]
+    assert "demo v1" in run("ls").output
+    assert json.loads(run("cat", oid).output)["name"] == "demo"
+    tree = json.loads(run("why", oid, "--json").output)
+    assert tree["id"] == oid and tree["kind"] == "suite"
+
+
+def test_why_prints_lineage(run, tmp_path):
+    from vbstore import Store
+    from vbstore.store import derivation_spec
+
+    with Store(tmp_path / "s") as s:
+        a = s.put_bytes(b"image")
+        m = s.put_json({"layout": "folder", "split": "val", "samples": [{"image": a}]}, "manifest",
+                       edges={"image": a})
+        r = s.put_json({"task": "knn", "op_version": 1, "metrics": {"top1": 0.5}, "params": {},
+                        "inputs": {"manifest": m}}, "result")
+        s.record(derivation_spec("result", 1, {"manifest": m}, {}), r)
+    out = run("why", r[:10]).output
+    assert f"result {r[:12]} (result v1)  knn: top1=0.5" in out
+    assert f"manifest: manifest {m[:12]}" in out
+    assert f"image: blob {a[:12]}" in out
+
+
+def test_errors_are_one_line_with_documented_exit_codes(run, tmp_path):
+    result = run("show", "deadbeef")
+    assert result.exit_code == 3
+    assert result.output.strip().count("\n") == 0
+    assert result.output.startswith("error: no object matches 'deadbeef'")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "suite", "name": "x", "version": 1}))
+    result = run("put", str(bad))
+    assert result.exit_code == 2 and "at version" in result.output
+
+
+def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
+    oid = run("put", "-", input="payload").output.strip()
+    assert run("fsck").exit_code == 0
+    assert json.loads(run("gc", "--grace", "0", "--dry-run", "--json").output)["removed"][0]["id"] == oid
+    from vbstore import Store
+
+    with Store(tmp_path / "s") as s:
+        path = s.files.path(oid)
+    os.chmod(path, 0o644)
+    path.write_bytes(b"tampered")
+    result = run("fsck")
+    assert result.exit_code == 1 and "CORRUPT" in result.output
+    assert run("cat", oid).exit_code == 4
+    usage = json.loads(run("du", "--json").output)
+    assert usage["kinds"]["blob"]["count"] == 1
+    assert run("gc", "--max-size", "lots").exit_code == 2
+
+
+def test_debug_shows_traceback(tmp_path):
+    env = dict(os.environ, VBSTORE_DEBUG="1", VBSTORE_HOME=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "vbstore", "show", "abcdef"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_cli_does_not_import_torch():
+    code = "import sys, vbstore.cli; vbstore.cli.cli(['--help'], standalone_mode=False); " \
+           "print(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip().endswith("[]"), proc.stdout + proc.stderr

@@ -1,0 +1,25 @@
+"""Fixtures shared by the whole suite: every test gets its own store and caches."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    """Point VBSTORE_HOME, HF_HOME, TORCH_HOME and friends at fresh temp dirs."""
+    home = tmp_path_factory.mktemp("env")
+    for name, sub in [("VBSTORE_HOME", "store"), ("HF_HOME", "hf"), ("TORCH_HOME", "torch"),
+                      ("XDG_CACHE_HOME", "cache")]:
+        monkeypatch.setenv(name, str(home / sub))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.delenv("VBSTORE_DEBUG", raising=False)
+    return home
+
+
+@pytest.fixture
+def store(tmp_path):
+    from vbstore import Store
+
+    with Store(tmp_path / "store") as s:
+        yield s

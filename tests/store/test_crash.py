@@ -1,0 +1,52 @@
+"""SIGKILL a writer at random instants: afterwards fsck is clean and no partial blob is visible."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from vbstore import Store
+from vbstore.canonical import digest
+
+WRITER = textwrap.dedent("""
+    import os, sys
+    from vbstore import Store
+    from vbstore.store import derivation_spec
+    s = Store(sys.argv[1])
+    print("ready", flush=True)
+    i = 0
+    while True:
+        i += 1
+        size = (i * 7919) % (3 << 20)
+        s.put_bytes(os.urandom(size))
+        doc = s.put_json({"name": f"n{os.getpid()}-{i}", "version": "1"}, "suite")
+        s.record(derivation_spec("op", 1, {"doc": doc}, {"i": i}), doc)
+""")
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_leaves_a_clean_store(tmp_path):
+    rng = random.Random(1234)
+    Store(tmp_path).close()
+    for _trial in range(20):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.3))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()
+    with Store(tmp_path) as s:
+        for oid, path in s.files.iter_files():  # nothing partial is visible under its id
+            assert digest(path.read_bytes()) == oid
+        for row in s.ls():
+            assert s.has(row.id), f"registered {row.id} has no blob"
+        report = s.fsck()
+        assert report.clean, report.as_dict()
+        assert s.fsck().temp_removed == []  # the first pass already removed the dead writers' temps
+        assert len(s.ls()) > 20

@@ -1,0 +1,69 @@
+import os
+import time
+
+import pytest
+
+from vbstore.canonical import digest
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "images"
+    root.mkdir()
+    paths = []
+    for i in range(200):
+        path = root / f"{i:04d}.bin"
+        path.write_bytes(os.urandom(64) + str(i).encode())
+        paths.append(path)
+    past = time.time() - 10  # older than the racy window
+    for path in paths:
+        os.utime(path, (past, past))
+    return paths
+
+
+def _count_hashes(monkeypatch):
+    import vbstore.store._filestate as fs
+
+    calls = []
+    real = fs.hash_file
+
+    def counting(path):
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(fs, "hash_file", counting)
+    return calls
+
+
+def test_warm_hash_is_served_from_file_state(store, folder, monkeypatch):
+    calls = _count_hashes(monkeypatch)
+    cold = store.hash_files(folder)
+    assert cold == [digest(p.read_bytes()) for p in folder]
+    assert len(calls) == 200
+    calls.clear()
+    assert store.hash_files(folder) == cold
+    assert calls == []
+
+
+def test_touched_and_replaced_files_are_rehashed(store, folder, monkeypatch):
+    store.hash_files(folder)
+    calls = _count_hashes(monkeypatch)
+    folder[3].write_bytes(b"new content")
+    past = time.time() - 5
+    os.utime(folder[3], (past, past))
+    replacement = folder[7].with_suffix(".new")
+    replacement.write_bytes(folder[7].read_bytes()[::-1])
+    os.replace(replacement, folder[7])
+    os.utime(folder[7], (past, past))
+    os.utime(folder[9])  # touched, same content
+    hashes = store.hash_files(folder)
+    assert sorted(map(str, calls)) == sorted(map(str, [folder[3], folder[7], folder[9]]))
+    assert hashes[3] == digest(b"new content")
+    assert hashes[7] == digest(folder[7].read_bytes())
+
+
+def test_missing_file_is_named(store, tmp_path):
+    from vbstore.errors import StoreIOError
+
+    with pytest.raises(StoreIOError, match="nope.jpg"):
+        store.hash_files([tmp_path / "nope.jpg"])

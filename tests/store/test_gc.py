@@ -1,0 +1,113 @@
+import threading
+
+import pytest
+
+from vbstore.store import derivation_key, derivation_spec
+
+
+def _old(store, *oids, age=7200.0):
+    """Backdate objects as if written ``age`` seconds ago."""
+    with store.db.write() as conn:
+        for oid in oids:
+            conn.execute("UPDATE objects SET created=created-?, last_used=last_used-? WHERE id=?",
+                         (age, age, oid))
+
+
+def test_gc_keeps_roots_and_what_they_need(store):
+    weights = store.put_bytes(b"weights")
+    pack = store.put_tensors({"x": __import__("numpy").zeros(3)}, "pack", edges={"w": weights})
+    result = store.put_json({"task": "t", "op_version": 1, "metrics": {"a": 1.0}, "params": {},
+                             "inputs": {"pack": pack}}, "result", edges={"pack": pack})
+    tagged = store.put_bytes(b"tagged")
+    store.tag("keep-me", tagged)
+    junk = store.put_bytes(b"junk")
+    _old(store, weights, pack, result, tagged, junk)
+
+    dry = store.gc(dry_run=True)
+    assert [o["id"] for o in dry.removed] == [junk]
+    assert store.has(junk)
+
+    report = store.gc()
+    assert [o["id"] for o in report.removed] == [junk]
+    assert not store.has(junk)
+    for oid in (weights, pack, result, tagged):
+        assert store.has(oid)
+    assert store.fsck().clean
+
+
+def test_grace_period_protects_young_objects(store):
+    young = store.put_bytes(b"young")
+    assert store.gc().removed == []
+    assert store.has(young)
+    assert [o["id"] for o in store.gc(grace=0).removed] == [young]
+
+
+def test_gc_spares_inputs_of_a_running_computation(store):
+    feature = store.put_bytes(b"features in use")
+    _old(store, feature)
+    spec = derivation_spec("op", 1, {"features": feature}, {})
+    inside, release = threading.Event(), threading.Event()
+    outcome = {}
+
+    def compute():
+        inside.set()
+        release.wait(10)
+        return store.put_bytes(b"output")
+
+    from vbstore import Store
+
+    worker_store = Store(store.root)  # its own connection, as another process would have
+
+    def run():
+        outcome["oid"] = worker_store.derive(spec, compute)[0]
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert inside.wait(10)
+    report = store.gc(grace=0)
+    assert feature not in [o["id"] for o in report.removed]
+    assert store.has(feature)
+    release.set()
+    thread.join(10)
+    assert store.lookup(derivation_key(spec)) == outcome["oid"]
+    worker_store.close()
+
+
+def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
+    np = pytest.importorskip("numpy")
+    manifest = store.put_json({"layout": "folder", "samples": []}, "manifest")
+    packs = []
+    for i in range(3):
+        pack = store.put_tensors({"x": np.full(25_000, i, dtype=np.float32)}, "pack")
+        spec = derivation_spec("pack", 1, {"manifest": manifest}, {"i": i})
+        store.record(spec, pack)
+        packs.append((pack, derivation_key(spec)))
+    result = store.put_json({"task": "t", "op_version": 1, "metrics": {}, "params": {},
+                             "inputs": {}}, "result", edges={f"p{i}": p for i, (p, _) in enumerate(packs)})
+    _old(store, manifest, result, *[p for p, _ in packs])
+    _old(store, packs[1][0], age=9000)  # least recently used
+    report = store.gc(max_size=250_000)
+    assert [o["id"] for o in report.evicted] == [packs[1][0]]
+    assert not store.has(packs[1][0])
+    assert store.lookup(packs[1][1]) is None
+    assert store.lookup(packs[0][1]) == packs[0][0]
+    assert store.has(manifest) and store.has(result)
+    assert store.info(packs[1][0]).evicted_at is not None
+    assert store.fsck().clean  # an evicted row is not a missing blob
+
+
+def test_max_size_warns_when_cap_is_below_one_working_set(store):
+    np = pytest.importorskip("numpy")
+    pack = store.put_tensors({"x": np.zeros(50_000, dtype=np.float32)}, "pack")
+    store.put_json({"extractor": {}, "extractor_key": pack, "manifest": pack, "backbone": pack,
+                    "packs": [pack]}, "featureset", edges={"pack": pack})
+    report = store.gc(max_size=1000, dry_run=True)
+    assert any("smaller than one feature set" in w for w in report.warnings)
+
+
+def test_gc_of_many_objects_is_batched(store):
+    ids = [store.put_bytes(str(i).encode()) for i in range(1200)]
+    _old(store, *ids)
+    assert len(store.gc().removed) == 1200
+    assert store.ls() == []
+    assert not any(store.files.iter_files())

@@ -1,0 +1,29 @@
+"""vbstore: probe vision backbones; keep every piece of the work as a content-addressed artifact.
+
+Names are loaded lazily so that ``import vbstore`` (and a cached ``vbstore get``) never pulls
+in torch, timm or open_clip.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Store": "vbstore.store",
+    "VbstoreError": "vbstore.errors",
+    "ObjectNotFound": "vbstore.errors",
+    "CorruptObject": "vbstore.errors",
+    "tensor_identity": "vbstore.store",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vbstore' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,64 @@
+"""Canonical JSON: the one encoding every JSON artifact and derivation key is hashed in.
+
+UTF-8, keys sorted, no insignificant whitespace, finite numbers only, string keys only. Equal
+content therefore always gives equal bytes and equal ids.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import blake3
+
+from .errors import NonCanonical
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def _check(value: Any, path: str) -> None:
+    """Walk ``value`` and raise :class:`NonCanonical` naming the first bad field."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NonCanonical(f"{value!r} is not allowed in canonical JSON", path)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NonCanonical(f"key {key!r} is not a string", path)
+            _check(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check(item, f"{path}[{index}]")
+    elif value is None or isinstance(value, (str, int, bool)):
+        return
+    else:
+        raise NonCanonical(f"{type(value).__name__} is not a JSON value", path)
+
+
+def dumps(value: Any) -> bytes:
+    """Encode ``value`` as canonical JSON bytes.
+
+    Raises:
+        NonCanonical: a NaN/Infinity, a non-string key or a non-JSON type, with its field path.
+    """
+    _check(value, "")
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+def loads(data: bytes | str) -> Any:
+    """Decode JSON bytes (canonical or not)."""
+    return json.loads(data)
+
+
+def digest(data: bytes) -> str:
+    """The BLAKE3 hex digest that names a blob."""
+    return blake3.blake3(data).hexdigest()
+
+
+def key_of(value: Any) -> str:
+    """The id of a JSON value: the BLAKE3 of its canonical encoding."""
+    return digest(dumps(value))

@@ -1,0 +1,29 @@
+"""The ``vbstore`` command. It only parses and prints; the work happens in the library."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from ._common import VbstoreGroup
+from .store_cmds import COMMANDS
+
+
+@click.group(cls=VbstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--store", "store", type=click.Path(file_okay=False), default=None,
+              envvar="VBSTORE_HOME", show_envvar=True,
+              help="Store directory (default: ~/.cache/vbstore). Created on first use.")
+@click.version_option(__version__, prog_name="vbstore")
+def cli(store: str | None) -> None:
+    """Probe vision backbones; keep every result traceable to its exact inputs.
+
+    Errors exit non-zero with one line naming the fix; set VBSTORE_DEBUG=1 for the traceback.
+    """
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
+
+
+def main() -> None:
+    cli(prog_name="vbstore")

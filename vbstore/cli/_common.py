@@ -1,0 +1,110 @@
+"""What every command shares: the store option, --json, error handling, size and time parsing."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..errors import UsageError, VbstoreError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_size(text: str) -> int:
+    """``"10G"`` → 10 * 1024**3. Binary units; a bare number is bytes."""
+    match = _SIZE.match(text)
+    if not match:
+        raise click.BadParameter(f"{text!r} is not a size; use e.g. 500M, 10G or 123456")
+    power = "kmgtp".find(match.group(2).lower()) + 1 if match.group(2) else 0
+    return int(float(match.group(1)) * 1024**power)
+
+
+def parse_duration(text: str) -> float:
+    """``"1h"`` → 3600.0; a bare number is seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise click.BadParameter(f"{text!r} is not a duration; use e.g. 0, 90s, 30m, 1h, 2d")
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def human_size(size: int | float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def get_store(ctx: click.Context):
+    """The Store for this invocation, opened once (``--store``, else VBSTORE_HOME, else default)."""
+    from ..store import Store
+
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = {}
+    if "store" not in root.obj:
+        root.obj["store"] = Store(root.params.get("store"))
+        root.call_on_close(root.obj["store"].close)
+    return root.obj["store"]
+
+
+def emit(ctx_json: bool, data: Any, text: Callable[[], None] | str | None = None) -> None:
+    """Print ``data`` as JSON when --json was given, else the human form."""
+    if ctx_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    elif callable(text):
+        text()
+    elif text is not None:
+        click.echo(text)
+
+
+def json_option(func: Callable) -> Callable:
+    """Add ``--json`` to a command."""
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
+
+
+def with_store(func: Callable) -> Callable:
+    """Pass the store as the first argument of a command."""
+
+    @functools.wraps(func)
+    @click.pass_context
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        return func(get_store(ctx), *args, **kwargs)
+
+    return wrapper
+
+
+class VbstoreGroup(click.Group):
+    """A group that turns a known error into one line and its documented exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except VbstoreError as exc:
+            _fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted; the store is unchanged by the unfinished step", 130)
+        except OSError as exc:
+            _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 7)
+
+
+def _fail(message: str, code: int) -> None:
+    if os.environ.get("VBSTORE_DEBUG"):
+        raise
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def refuse(message: str, hint: str) -> None:
+    raise UsageError(message, hint=hint)

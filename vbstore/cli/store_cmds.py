@@ -1,0 +1,234 @@
+"""Commands on the store itself: init, put, cat, show, ls, tag, why, du, gc, fsck."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Any
+
+import click
+
+from ..store._kinds import KINDS, encoding
+from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
+from ._lineage import lineage, render_lineage, summary
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+@click.command()
+@json_option
+@with_store
+def init(store, as_json: bool) -> None:
+    """Create the store (if needed) and print where it is."""
+    store.db  # noqa: B018 - opening the registry creates it and applies migrations
+    emit(as_json, {"store": str(store.root)}, f"store ready at {store.root}")
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--kind", type=click.Choice(KINDS), default=None,
+              help="Artifact kind; default: read from a JSON 'kind' field or safetensors metadata, else blob.")
+@json_option
+@with_store
+def put(store, path: str, kind: str | None, as_json: bool) -> None:
+    """Add a file (or - for stdin) to the store and print its id."""
+    data = sys.stdin.buffer.read() if path == "-" else None
+    if kind is None:
+        from ..store._fsck import sniff_kind
+
+        if data is None:
+            kind = sniff_kind(path)
+        else:
+            kind = "blob"
+    if data is not None:
+        oid = store.put_bytes(data, kind) if encoding(kind) == "raw" else store.put_parsed(data, kind)
+    else:
+        oid = store.put_file(path, kind)
+    emit(as_json, {"id": oid, "kind": kind}, oid)
+
+
+@click.command()
+@click.argument("ref")
+@with_store
+def cat(store, ref: str) -> None:
+    """Write an object's raw bytes to stdout (verified first)."""
+    sys.stdout.buffer.write(store.read_bytes(store.resolve(ref), verify=True))
+
+
+@click.command()
+@click.argument("ref")
+@json_option
+@with_store
+def show(store, ref: str, as_json: bool) -> None:
+    """Show an object's registry row, content summary and direct inputs."""
+    oid = store.resolve(ref)
+    info = store.info(oid).as_dict()
+    data: dict[str, Any] = {**info, "present": store.has(oid),
+                            "refs": [n for n, i in store.refs().items() if i == oid],
+                            "inputs": [{"role": r, "id": c} for r, c in store.children(oid)],
+                            "used_by": [{"role": r, "id": p} for r, p in store.parents(oid)]}
+    if data["present"]:
+        if encoding(info["kind"]) == "json":
+            data["content"] = store.read_json(oid)
+        elif encoding(info["kind"]) == "safetensors":
+            from ..store._tensors import read_safetensors_header
+
+            header, _ = read_safetensors_header(store.path(oid))
+            data["metadata"] = header.pop("__metadata__", {})
+            data["tensors"] = {k: {"dtype": v["dtype"], "shape": v["shape"]} for k, v in header.items()}
+
+    def text() -> None:
+        click.echo(f"{oid}  {info['kind']}  {human_size(info['size'])}")
+        click.echo(f"created {_when(info['created'])}  last used {_when(info['last_used'])}"
+                   f"  verified {_when(info['verified_at'])}"
+                   + ("  EVICTED (recomputable)" if info["evicted_at"] else ""))
+        for name in data["refs"]:
+            click.echo(f"ref: {name}")
+        for edge in data["inputs"]:
+            click.echo(f"input {edge['role']}: {edge['id'][:12]}")
+        if "content" in data:
+            click.echo(json.dumps(data["content"], indent=2, sort_keys=True)[:20000])
+        if "tensors" in data:
+            click.echo(json.dumps({"metadata": data["metadata"], "tensors": data["tensors"]}, indent=2))
+
+    emit(as_json, data, text)
+
+
+@click.command(name="ls")
+@click.argument("kind", required=False, type=click.Choice(KINDS))
+@json_option
+@with_store
+def ls_cmd(store, kind: str | None, as_json: bool) -> None:
+    """List objects, optionally of one KIND."""
+    rows = store.ls(kind)
+    refs: dict[str, list[str]] = {}
+    for name, oid in store.refs().items():
+        refs.setdefault(oid, []).append(name)
+
+    def text() -> None:
+        for row in rows:
+            names = ",".join(refs.get(row.id, []))
+            state = " (evicted)" if row.evicted_at else ""
+            click.echo(f"{row.id[:12]}  {row.kind:<10} {human_size(row.size):>10}  "
+                       f"{_when(row.created)}  {summary(store, row.id, row.kind)}{state}"
+                       + (f"  [{names}]" if names else ""))
+
+    emit(as_json, [dict(r.as_dict(), refs=refs.get(r.id, [])) for r in rows], text)
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.argument("ref", required=False)
+@click.option("-d", "--delete", is_flag=True, help="Remove the ref NAME.")
+@json_option
+@with_store
+def tag(store, name: str | None, ref: str | None, delete: bool, as_json: bool) -> None:
+    """Name an object (NAME REF), remove a name (-d NAME), or list names (no arguments).
+
+    Named objects are gc roots: they and everything they were made from are kept.
+    """
+    if delete:
+        if not name:
+            raise click.UsageError("give the NAME to delete")
+        store.untag(name)
+        emit(as_json, {"deleted": name}, f"deleted {name}")
+        return
+    if name and ref:
+        oid = store.resolve(ref)
+        store.tag(name, oid)
+        emit(as_json, {"name": name, "id": oid}, f"{name} -> {oid[:12]}")
+        return
+    if name:
+        raise click.UsageError("give both NAME and REF (an id, prefix or ref) to tag")
+    refs = store.refs()
+    emit(as_json, refs, lambda: [click.echo(f"{n}  {i[:12]}") for n, i in refs.items()])
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--depth", type=int, default=None, help="Stop after this many levels.")
+@json_option
+@with_store
+def why(store, ref: str, depth: int | None, as_json: bool) -> None:
+    """Trace an object to everything it was made from (its lineage tree)."""
+    tree = lineage(store, store.resolve(ref), depth)
+    emit(as_json, tree, lambda: render_lineage(tree))
+
+
+@click.command()
+@json_option
+@with_store
+def du(store, as_json: bool) -> None:
+    """Disk usage of the store, per kind."""
+    usage = store.du()
+
+    def text() -> None:
+        click.echo(f"store {usage['store']}")
+        for kind, row in usage["kinds"].items():
+            extra = f"  ({row['evicted']} evicted)" if row["evicted"] else ""
+            click.echo(f"  {kind:<11} {row['count']:>7}  {human_size(row['bytes']):>10}{extra}")
+        click.echo(f"  {'total':<11} {usage['objects']:>7}  {human_size(usage['bytes']):>10}"
+                   f"  (+ registry {human_size(usage['registry_bytes'])})")
+
+    emit(as_json, usage, text)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Say what would be removed, remove nothing.")
+@click.option("--grace", default="1h", show_default=True,
+              help="Keep anything used more recently than this (e.g. 0, 30m, 2d).")
+@click.option("--max-size", default=None,
+              help="Then evict least-recently-used recomputable artifacts (packs first) until the store fits (e.g. 10G).")
+@json_option
+@with_store
+def gc(store, dry_run: bool, grace: str, max_size: str | None, as_json: bool) -> None:
+    """Remove what no ref, result or suite needs; optionally shrink to a size."""
+    report = store.gc(grace=parse_duration(grace), dry_run=dry_run,
+                      max_size=parse_size(max_size) if max_size else None)
+
+    def text() -> None:
+        verb = "would remove" if dry_run else "removed"
+        click.echo(f"{verb} {len(report.removed)} unreachable objects, evicted "
+                   f"{len(report.evicted)}, freed {human_size(report.freed_bytes)}; kept {report.kept}")
+        for warning in report.warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+    emit(as_json, report.as_dict(), text)
+
+
+@click.command()
+@click.option("--jobs", type=int, default=None, help="Hashing threads (default: one per core).")
+@click.option("--repair", is_flag=True,
+              help="Move damaged blobs aside so the next get recomputes them.")
+@json_option
+@with_store
+def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
+    """Re-hash every blob and check the registry; exit 1 on any fault."""
+    report = store.fsck(jobs=jobs, repair=repair)
+
+    def text() -> None:
+        click.echo(f"checked {report.checked} blobs ({human_size(report.bytes)}) in {report.seconds:.2f} s")
+        for oid in report.corrupt:
+            click.echo(f"CORRUPT  {oid}  {store.files.path(oid)}")
+        for oid in report.missing:
+            click.echo(f"MISSING  {oid}")
+        for edge in report.dangling_edges:
+            click.echo(f"DANGLING edge {edge['parent'][:12]} -{edge['role']}-> {edge['child'][:12]}")
+        for oid in report.adopted:
+            click.echo(f"adopted  {oid[:12]} (intact blob without a registry row)")
+        if report.temp_removed:
+            click.echo(f"removed {len(report.temp_removed)} temp files left by dead writers")
+        for oid in report.repaired:
+            click.echo(f"moved aside {oid[:12]} (will be recomputed)")
+        click.echo("store is intact" if report.clean else f"{report.faults} faults")
+
+    emit(as_json, report.as_dict(), text)
+    if not report.clean and not (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
+                                 and not report.dangling_edges):
+        sys.exit(1)
+
+
+COMMANDS = [init, put, cat, show, ls_cmd, tag, why, du, gc, fsck]

@@ -1,0 +1,178 @@
+"""Derivation records (key → output) and the per-key leases that stop duplicate work.
+
+A derivation key is the BLAKE3 of the canonical JSON ``{"op", "op_version", "inputs",
+"params"}``. A recorded key is only a hint: :meth:`DeriveMixin.lookup` returns it only when the
+output blob is present (and, for JSON, still hashes to its id).
+
+Leases: the owner holds an exclusive ``flock`` on ``locks/<key>.lock`` and a row in ``leases``.
+The kernel drops the flock when the owner dies however it dies, so a dead owner's lease is taken
+over at once; waiters block on the same flock and then read the owner's output.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from .. import canonical
+from ..errors import CorruptObject, LeaseTimeout
+from ._kinds import encoding
+from ._objects import HOST
+from ._registry import now
+
+
+def derivation_spec(
+    op: str, op_version: int, inputs: Mapping[str, str], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The canonical description of a derivation."""
+    return {"op": op, "op_version": int(op_version), "inputs": dict(inputs), "params": dict(params)}
+
+
+def derivation_key(spec: Mapping[str, Any]) -> str:
+    return canonical.key_of(spec)
+
+
+class DeriveMixin:
+    """Derivation and lease methods of :class:`vbstore.Store`."""
+
+    def lookup(self, key: str) -> str | None:
+        """The recorded output of ``key`` if it is present and intact, else None (a miss)."""
+        row = self.db.one(
+            "SELECT d.output, o.kind FROM derivations d LEFT JOIN objects o ON o.id = d.output "
+            "WHERE d.key = ?", (key,),
+        )
+        if row is None:
+            return None
+        output, kind = row
+        if not self.has(output):
+            return None
+        if kind is not None and encoding(kind) == "json":
+            try:
+                self.read_bytes(output, verify=True)
+            except CorruptObject:
+                return None
+        self.touch([output])
+        return output
+
+    def record(
+        self, spec: Mapping[str, Any], output: str, extra_edges: Mapping[str, Any] | None = None
+    ) -> str:
+        """Record ``spec → output`` and edges from output to each input; return the key."""
+        key = derivation_key(spec)
+        edges = dict(spec["inputs"])
+        edges.update(extra_edges or {})
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO derivations(key, op, output, spec, created) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(key) DO UPDATE SET output=excluded.output, created=excluded.created",
+                (key, spec["op"], output, canonical.dumps(spec).decode(), now()),
+            )
+            self._insert_edges(conn, output, edges)
+        return key
+
+    def derivation_of(self, oid: str) -> dict[str, Any] | None:
+        """The spec that produced ``oid`` (the newest, when several did)."""
+        row = self.db.one(
+            "SELECT spec FROM derivations WHERE output=? ORDER BY created DESC LIMIT 1", (oid,)
+        )
+        return json.loads(row[0]) if row else None
+
+    def derive(
+        self, spec: Mapping[str, Any], compute: Callable[[], str],
+        extra_edges: Mapping[str, Any] | None = None, timeout: float | None = None,
+    ) -> tuple[str, bool]:
+        """Return ``(output, computed)``, running ``compute`` only when no one has the answer.
+
+        When several processes ask at once, one computes under the lease and the others wait,
+        then read its output.
+
+        Raises:
+            LeaseTimeout: ``timeout`` seconds passed waiting for another process.
+        """
+        key = derivation_key(spec)
+        hit = self.lookup(key)
+        if hit is not None:
+            return hit, False
+        with self.lease(key, inputs=list(spec["inputs"].values()), timeout=timeout):
+            hit = self.lookup(key)
+            if hit is not None:
+                return hit, False
+            output = compute()
+            self.record(spec, output, extra_edges)
+            return output, True
+
+    @contextmanager
+    def lease(
+        self, key: str, inputs: list[str] | None = None, timeout: float | None = None
+    ) -> Iterator[None]:
+        """Hold the lease on ``key``; wait while a live process holds it."""
+        lock_path = self.root / "locks" / f"{key}.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _acquire(fd, key, timeout)
+            with self.db.write() as conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO leases(key, pid, host, heartbeat, inputs) "
+                    "VALUES (?,?,?,?,?)",
+                    (key, os.getpid(), HOST, now(), json.dumps(inputs or [])),
+                )
+            try:
+                yield
+            finally:
+                with self.db.write() as conn:
+                    conn.execute("DELETE FROM leases WHERE key=? AND pid=?", (key, os.getpid()))
+        finally:
+            os.close(fd)  # releases the flock
+
+    def live_leases(self) -> list[dict[str, Any]]:
+        """Leases whose owner still holds the lock; dead owners' rows are dropped."""
+        live, dead = [], []
+        for key, pid, host, heartbeat, inputs in self.db.query(
+            "SELECT key, pid, host, heartbeat, inputs FROM leases"
+        ):
+            if _held(self.root / "locks" / f"{key}.lock"):
+                live.append({"key": key, "pid": pid, "host": host, "since": heartbeat,
+                             "inputs": json.loads(inputs or "[]")})
+            else:
+                dead.append(key)
+        if dead:
+            with self.db.write() as conn:
+                conn.executemany("DELETE FROM leases WHERE key=?", [(k,) for k in dead])
+        return live
+
+
+def _acquire(fd: int, key: str, timeout: float | None) -> None:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if deadline is not None and time.monotonic() > deadline:
+                raise LeaseTimeout(
+                    f"another process has been computing {key[:12]} for over {timeout:.0f} s",
+                    hint="wait for it, or raise the timeout",
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+
+def _held(lock_path) -> bool:
+    """Whether a live process holds the flock on ``lock_path``."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -1,0 +1,159 @@
+"""``fsck``: prove the store is intact, or say exactly what is not.
+
+Re-hashes every blob on a thread pool (BLAKE3 releases the GIL), reconciles registry rows with
+files, removes temp files that dead writers left, and reports dangling edges. Faults (a corrupt
+blob, a registered blob that is missing, a dangling edge) make the report unclean; adopting an
+intact blob a crash left without its row, or removing dead temp files, is routine housekeeping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._kinds import KINDS
+from ._objects import HOST, hash_file
+from ._registry import now
+from ._tensors import parse_safetensors_header
+
+DEAD_TEMP_AGE = 24 * 3600.0
+
+
+@dataclass
+class FsckReport:
+    """The findings of one fsck run."""
+
+    checked: int = 0
+    bytes: int = 0
+    corrupt: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    dangling_edges: list[dict[str, str]] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
+    temp_removed: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def faults(self) -> int:
+        return len(self.corrupt) + len(self.missing) + len(self.dangling_edges)
+
+    @property
+    def clean(self) -> bool:
+        return self.faults == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data.update(faults=self.faults, clean=self.clean)
+        return data
+
+
+def sniff_kind(path) -> str:
+    """The kind of an unregistered blob, read from its own content."""
+    with open(path, "rb") as handle:
+        head = handle.read(1)
+    try:
+        if head == b"{":
+            kind = json.loads(open(path, "rb").read()).get("kind")
+            return kind if kind in KINDS else "blob"
+        data = open(path, "rb").read()
+        kind = (parse_safetensors_header(data).get("__metadata__") or {}).get("vbstore.kind")
+        return kind if kind in KINDS else "blob"
+    except Exception:  # any undecodable content is just a blob
+        return "blob"
+
+
+class FsckMixin:
+    """The fsck method of :class:`vbstore.Store`."""
+
+    def fsck(self, jobs: int | None = None, repair: bool = False) -> FsckReport:
+        """Check every blob and row; with ``repair``, move corrupt blobs aside so they recompute."""
+        start = time.perf_counter()
+        report = FsckReport()
+        report.temp_removed = self._remove_dead_temps()
+        files = dict(self.files.iter_files())
+        rows = {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
+            "SELECT id, kind, evicted_at FROM objects")}
+
+        def check(item):
+            oid, path = item
+            try:
+                return oid, hash_file(path), os.path.getsize(path)
+            except OSError:
+                return oid, None, 0
+
+        verified = []
+        with ThreadPoolExecutor(jobs or min(8, (os.cpu_count() or 2))) as pool:
+            for oid, digest, size in pool.map(check, files.items()):
+                report.checked += 1
+                report.bytes += size
+                if digest != oid:
+                    report.corrupt.append(oid)
+                elif oid not in rows:
+                    report.adopted.append(oid)
+                else:
+                    verified.append(oid)
+        for oid, (_kind, evicted) in rows.items():
+            if oid not in files and evicted is None:
+                report.missing.append(oid)
+        known = set(rows) | set(files)
+        for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
+            if parent not in known or child not in known:
+                report.dangling_edges.append({"parent": parent, "child": child, "role": role})
+        with self.db.write() as conn:
+            t = now()
+            conn.executemany("UPDATE objects SET verified_at=? WHERE id=?", [(t, o) for o in verified])
+            for oid in report.adopted:
+                path = files[oid]
+                conn.execute(
+                    "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
+                    "VALUES (?,?,?,?,?)", (oid, sniff_kind(path), os.path.getsize(path), t, t),
+                )
+        if repair:
+            report.repaired = self._quarantine(report.corrupt + report.missing)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _quarantine(self, oids: list[str]) -> list[str]:
+        """Move damaged blobs out of ``objects/`` and forget them, so the next get recomputes."""
+        aside = self.root / "quarantine"
+        aside.mkdir(exist_ok=True)
+        repaired = []
+        with self.db.write() as conn:
+            for oid in oids:
+                path = self.files.path(oid)
+                if path.exists():
+                    os.replace(path, aside / oid)
+                # kept as an evicted row, so edges to it stay explainable, not dangling
+                conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), oid))
+                self._forget(conn, oid)
+                repaired.append(oid)
+        return repaired
+
+    def _remove_dead_temps(self) -> list[str]:
+        removed = []
+        for entry in os.scandir(self.files.tmp):
+            parts = entry.name.rsplit(".", 3)  # host.pid.uuid.tmp (the host may hold dots)
+            dead = time.time() - entry.stat().st_mtime > DEAD_TEMP_AGE
+            if len(parts) == 4 and parts[0] == HOST and parts[1].isdigit():
+                dead = dead or not _pid_alive(int(parts[1]))
+            if dead:
+                try:
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+                except FileNotFoundError:
+                    pass
+        return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,180 @@
+"""Garbage collection, disk usage and eviction by size.
+
+Roots are refs, results, suites and the inputs of live leases; everything reachable from a root
+through edges is kept. Nothing younger than the grace period is collected, so an artifact
+written a moment before its parent is recorded is never lost. Rows are deleted and files
+unlinked inside one registry write lock per batch, so a concurrent put cannot interleave.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._kinds import EVICTABLE, ROOT_KINDS
+from ._registry import now
+
+DEFAULT_GRACE = 3600.0
+_BATCH = 500
+
+
+@dataclass
+class GcReport:
+    """What one gc run removed (or would remove, with ``dry_run``)."""
+
+    dry_run: bool
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    evicted: list[dict[str, Any]] = field(default_factory=list)
+    kept: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def freed_bytes(self) -> int:
+        return sum(o["size"] for o in self.removed) + sum(o["size"] for o in self.evicted)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "removed": self.removed, "evicted": self.evicted,
+                "kept": self.kept, "freed_bytes": self.freed_bytes, "warnings": self.warnings}
+
+
+class GcMixin:
+    """gc and du methods of :class:`vbstore.Store`."""
+
+    def reachable(self) -> set[str]:
+        """Every id reachable from a root (refs, results, suites, live lease inputs)."""
+        roots = {r[0] for r in self.db.query("SELECT id FROM refs")}
+        marks = ",".join("?" * len(ROOT_KINDS))
+        roots |= {r[0] for r in self.db.query(
+            f"SELECT id FROM objects WHERE kind IN ({marks})", ROOT_KINDS)}  # noqa: S608
+        for lease in self.live_leases():
+            roots |= set(lease["inputs"])
+        children: dict[str, list[str]] = defaultdict(list)
+        for parent, child in self.db.query("SELECT parent, child FROM edges"):
+            children[parent].append(child)
+        seen, stack = set(roots), list(roots)
+        while stack:
+            for child in children.get(stack.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        return seen
+
+    def gc(self, grace: float = DEFAULT_GRACE, dry_run: bool = False,
+           max_size: int | None = None) -> GcReport:
+        """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``."""
+        report = GcReport(dry_run=dry_run)
+        keep = self.reachable()
+        cutoff = now() - grace
+        rows = self.db.query("SELECT id, kind, size, created, last_used FROM objects")
+        doomed = [
+            {"id": oid, "kind": kind, "size": size}
+            for oid, kind, size, created, last_used in rows
+            if oid not in keep and max(created, last_used) < cutoff
+        ]
+        report.kept = len(rows) - len(doomed)
+        if dry_run:
+            report.removed = doomed
+        else:
+            for i in range(0, len(doomed), _BATCH):
+                report.removed += self._delete_batch(doomed[i : i + _BATCH], cutoff)
+        if max_size is not None:
+            self._evict(max_size, cutoff, report)
+        return report
+
+    def _delete_batch(self, batch: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
+        removed = []
+        with self.db.write() as conn:
+            for obj in batch:
+                oid = obj["id"]
+                # re-checked under the lock: a put or lookup may have used it since we looked
+                if conn.execute(
+                    "DELETE FROM objects WHERE id=? AND max(created, last_used) < ?", (oid, cutoff)
+                ).rowcount == 0:
+                    continue
+                self._forget(conn, oid)
+                conn.execute("DELETE FROM edges WHERE parent=?", (oid,))
+                _unlink(self.files.path(oid))
+                removed.append(obj)
+        return removed
+
+    @staticmethod
+    def _forget(conn, oid: str) -> None:
+        """Drop every row that would point a lookup at ``oid``."""
+        conn.execute("DELETE FROM derivations WHERE output=?", (oid,))
+        conn.execute("DELETE FROM aliases WHERE id=?", (oid,))
+        conn.execute("DELETE FROM feature_rows WHERE pack=?", (oid,))
+
+    def _evict(self, max_size: int, cutoff: float, report: GcReport) -> None:
+        gone = {o["id"] for o in report.removed}
+        total = sum(size for oid, size in self.db.query(
+            "SELECT id, size FROM objects WHERE evicted_at IS NULL") if oid not in gone)
+        working_set = max((s for (s,) in self.db.query(
+            "SELECT sum(o.size) FROM edges e JOIN objects o ON o.id = e.child "
+            "WHERE o.kind='pack' GROUP BY e.parent")), default=0) or 0
+        if working_set > max_size:
+            report.warnings.append(
+                f"--max-size {max_size} is smaller than one feature set ({working_set} bytes): "
+                "the next run will have to recompute its features"
+            )
+        if total <= max_size:
+            return
+        pinned = {r[0] for r in self.db.query("SELECT id FROM refs")}
+        for lease in self.live_leases():
+            pinned |= set(lease["inputs"])
+        order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
+        marks = ",".join("?" * len(EVICTABLE))
+        candidates = self.db.query(
+            f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "  # noqa: S608
+            f"AND max(created, last_used) < ? ORDER BY CASE kind {order} END, last_used",
+            (*EVICTABLE, cutoff),
+        )
+        for oid, kind, size in candidates:
+            if total <= max_size:
+                break
+            if oid in pinned or oid in gone:
+                continue
+            if not report.dry_run:
+                with self.db.write() as conn:
+                    if conn.execute(
+                        "UPDATE objects SET evicted_at=? WHERE id=? AND max(created, last_used) < ?",
+                        (now(), oid, cutoff),
+                    ).rowcount == 0:
+                        continue
+                    self._forget(conn, oid)
+                    # whatever was assembled from this blob must be recomputed too
+                    conn.execute(
+                        "DELETE FROM derivations WHERE output IN (SELECT parent FROM edges "
+                        "WHERE child=? AND parent IN (SELECT id FROM objects WHERE kind='featureset'))",
+                        (oid,),
+                    )
+                    _unlink(self.files.path(oid))
+            report.evicted.append({"id": oid, "kind": kind, "size": size})
+            total -= size
+
+    def du(self) -> dict[str, Any]:
+        """Bytes and counts per kind, for present and evicted objects."""
+        kinds = {}
+        for kind, count, size, evicted in self.db.query(
+            "SELECT kind, count(*), sum(CASE WHEN evicted_at IS NULL THEN size ELSE 0 END), "
+            "sum(evicted_at IS NOT NULL) FROM objects GROUP BY kind ORDER BY kind"
+        ):
+            kinds[kind] = {"count": count - evicted, "bytes": size, "evicted": evicted}
+        db_bytes = sum(
+            os.path.getsize(p) for p in self.root.glob("registry.db*") if p.is_file()
+        )
+        return {
+            "store": str(self.root),
+            "kinds": kinds,
+            "objects": sum(k["count"] for k in kinds.values()),
+            "bytes": sum(k["bytes"] for k in kinds.values()),
+            "registry_bytes": db_bytes,
+        }
+
+
+def _unlink(path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,137 @@
+"""Blobs on disk: ``objects/ab/cdef...``, mode 0444, published atomically.
+
+Publishing follows one order so that a crash at any instant leaves no partial blob visible:
+write to a unique temp file in ``tmp/`` (same filesystem), hashing as the bytes go out; fsync;
+``os.replace`` into place; fsync the fan-out directory. The caller inserts the registry row
+afterwards, inside the same registry write lock as the rename, so ``gc`` never races a publish.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import blake3
+
+from ..errors import DiskFull, StoreIOError
+
+CHUNK = 1 << 20
+HOST = socket.gethostname()
+
+
+def _io_error(exc: OSError, what: str) -> StoreIOError:
+    if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
+        return DiskFull(f"no space left on device while {what}",
+                        hint="free space (`vbstore gc --max-size SIZE`) and retry; nothing partial was kept")
+    return StoreIOError(f"{what} failed: {exc.strerror or exc}", hint="check the store's permissions and disk")
+
+
+class ObjectFiles:
+    """The blob and temp-file layout of one store directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.objects = root / "objects"
+        self.tmp = root / "tmp"
+
+    def path(self, oid: str) -> Path:
+        return self.objects / oid[:2] / oid[2:]
+
+    def exists(self, oid: str) -> bool:
+        return self.path(oid).is_file()
+
+    def temp_path(self) -> Path:
+        # pid and host in the name let fsck tell a dead writer's leftovers from a live one's
+        return self.tmp / f"{HOST}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+
+    def write_temp(self, chunks: Iterable[bytes | memoryview]) -> tuple[Path, str, int]:
+        """Write ``chunks`` to a fresh temp file, fsynced; return (path, blake3 hex, size).
+
+        Raises:
+            DiskFull: the disk filled up; the temp file is already removed.
+            StoreIOError: any other write failure; the temp file is already removed.
+        """
+        temp = self.temp_path()
+        hasher = blake3.blake3()
+        size = 0
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise _io_error(exc, f"creating {temp}") from exc
+        try:
+            try:
+                for chunk in chunks:
+                    view = memoryview(chunk)
+                    hasher.update(view)
+                    size += len(view)
+                    while view:
+                        written = os.write(fd, view)
+                        view = view[written:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.chmod(temp, 0o444)
+        except OSError as exc:
+            _unlink_quietly(temp)
+            raise _io_error(exc, "writing a blob") from exc
+        except BaseException:
+            _unlink_quietly(temp)
+            raise
+        return temp, hasher.hexdigest(), size
+
+    def publish(self, temp: Path, oid: str) -> bool:
+        """Move a verified temp file into place; return False when the blob already existed."""
+        target = self.path(oid)
+        if target.is_file():
+            _unlink_quietly(temp)
+            return False
+        try:
+            target.parent.mkdir(exist_ok=True)
+            os.replace(temp, target)
+            dir_fd = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            _unlink_quietly(temp)
+            raise _io_error(exc, f"publishing {oid[:12]}") from exc
+        return True
+
+    def iter_files(self) -> Iterator[tuple[str, Path]]:
+        """Every blob file as (id, path), including ones the registry does not know."""
+        if not self.objects.is_dir():
+            return
+        for fan in sorted(self.objects.iterdir()):
+            if len(fan.name) != 2 or not fan.is_dir():
+                continue
+            for entry in os.scandir(fan):
+                if entry.is_file():
+                    yield fan.name + entry.name, Path(entry.path)
+
+
+def hash_file(path: Path | str) -> str:
+    """BLAKE3 of a file's bytes, read through mmap (large files hash on several threads)."""
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    if os.path.getsize(path) == 0:
+        return hasher.hexdigest()
+    hasher.update_mmap(path)
+    return hasher.hexdigest()
+
+
+def read_chunks(handle: BinaryIO) -> Iterator[bytes]:
+    while chunk := handle.read(CHUNK):
+        yield chunk
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.chmod(0o600)
+        path.unlink()
+    except FileNotFoundError:
+        pass

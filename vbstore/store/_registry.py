@@ -1,0 +1,128 @@
+"""The SQLite registry beside the blobs: rows, edges, derivations, refs, aliases, file states.
+
+One connection per :class:`Registry`, autocommit mode, WAL. Every write runs inside
+``BEGIN IMMEDIATE`` (:meth:`Registry.write`) so two processes never deadlock upgrading a read
+lock, and a busy timeout makes writers queue instead of failing with "database is locked".
+Schema changes happen only through the numbered :data:`MIGRATIONS`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import StoreLocked
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+def _m1_initial(db) -> None:
+    db["objects"].create(
+        {"id": str, "kind": str, "size": int, "created": float, "last_used": float,
+         "verified_at": float, "evicted_at": float},
+        pk="id", not_null={"kind", "size", "created", "last_used"},
+    )
+    db["objects"].create_index(["kind"])
+    db["objects"].create_index(["last_used"])
+    db["edges"].create(
+        {"parent": str, "child": str, "role": str}, pk=("parent", "role", "child")
+    )
+    db["edges"].create_index(["child"])
+    db["derivations"].create(
+        {"key": str, "op": str, "output": str, "spec": str, "created": float},
+        pk="key", not_null={"op", "output", "spec", "created"},
+    )
+    db["derivations"].create_index(["output"])
+    db["refs"].create({"name": str, "id": str, "updated": float}, pk="name")
+    db["aliases"].create({"spec": str, "id": str, "created": float}, pk="spec")
+    db["file_state"].create(
+        {"dev": int, "inode": int, "size": int, "mtime_ns": int, "ctime_ns": int, "hash": str},
+        pk=("dev", "inode"),
+    )
+    db["feature_rows"].create(
+        {"extractor": str, "image": str, "pack": str, "row": int},
+        pk=("extractor", "image"),
+    )
+    db["feature_rows"].create_index(["pack"])
+    db["leases"].create(
+        {"key": str, "pid": int, "host": str, "heartbeat": float, "inputs": str},
+        pk="key",
+    )
+
+
+# Append only: a released migration is never edited, a new one is added with the next number.
+MIGRATIONS: list[tuple[int, str, Callable]] = [
+    (1, "initial tables", _m1_initial),
+]
+
+
+class Registry:
+    """A connection to ``registry.db`` with migrations applied."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(
+                str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                check_same_thread=False,
+            )
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                with self.write():
+                    pass
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.OperationalError as exc:
+            raise StoreLocked(f"cannot open registry {path}: {exc}",
+                              hint="another vbstore process holds it; retry") from exc
+
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version >= MIGRATIONS[-1][0]:
+            return
+        import sqlite_utils  # only needed the first time a store is created or upgraded
+
+        with self.write():
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            db = sqlite_utils.Database(self.conn)
+            for number, _title, apply in MIGRATIONS:
+                if number > version:
+                    apply(db)
+                    self.conn.execute(f"PRAGMA user_version={number}")
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction, committed on success, rolled back on error.
+
+        Raises:
+            StoreLocked: another process held the write lock past the busy timeout.
+        """
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreLocked(f"registry is locked: {exc}",
+                              hint="another vbstore process is writing; retry") from exc
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: tuple | list = ()) -> tuple | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def now() -> float:
+    return time.time()

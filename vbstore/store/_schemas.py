@@ -1,0 +1,50 @@
+"""JSON Schema validation of every JSON artifact, and of safetensors ``__metadata__``.
+
+The schemas live in the repository's top-level ``schemas/`` folder; ``vbstore/_schemas`` links to
+it so they ship inside the package. jsonschema is imported on the first write only, so reads
+stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import SchemaError, UnknownKind
+
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "_schemas"
+
+
+def schema_text(name: str) -> str:
+    """The text of ``schemas/<name>.schema.json``."""
+    path = SCHEMA_DIR / f"{name}.schema.json"
+    if not path.is_file():
+        raise UnknownKind(f"no schema for {name!r}", hint="reinstall vbstore")
+    return path.read_text()
+
+
+@lru_cache(maxsize=None)
+def _validator(name: str):
+    import jsonschema
+
+    schema = json.loads(schema_text(name))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def validate(name: str, document: Any) -> None:
+    """Validate ``document`` against schema ``name``.
+
+    Raises:
+        SchemaError: naming the JSON path of the first offending field.
+    """
+    errors = sorted(_validator(name).iter_errors(document), key=lambda e: list(e.absolute_path))
+    if errors:
+        error = errors[0]
+        field = "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+        ).lstrip(".")
+        raise SchemaError(name, field, error.message)

@@ -1,0 +1,347 @@
+"""The :class:`Store`: blobs + registry, and the operations every other layer builds on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .. import canonical
+from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, UsageError, VbstoreError
+from . import _kinds, _schemas
+from ._derive import DeriveMixin
+from ._filestate import FileStateMixin
+from ._fsck import FsckMixin
+from ._gc import GcMixin
+from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
+from ._registry import Registry, now
+
+_HEX = re.compile(r"^[0-9a-f]+$")
+_REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
+MIN_PREFIX = 4
+
+
+def default_root() -> Path:
+    """``VBSTORE_HOME``, else ``~/.cache/vbstore``."""
+    env = os.environ.get("VBSTORE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "vbstore"
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One registry row."""
+
+    id: str
+    kind: str
+    size: int
+    created: float
+    last_used: float
+    verified_at: float | None
+    evicted_at: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+Edges = Mapping[str, "str | Iterable[str]"]
+
+
+class Store(DeriveMixin, FileStateMixin, GcMixin, FsckMixin):
+    """A content-addressed object store with its SQLite registry.
+
+    ```python
+    store = Store("/tmp/s")
+    oid = store.put_json({"kind": "suite", ...}, kind="suite")
+    store.read_json(oid)
+    ```
+    """
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        for sub in ("objects", "tmp", "locks"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.files = ObjectFiles(self.root)
+        self._db: Registry | None = None
+
+    @property
+    def db(self) -> Registry:
+        if self._db is None:
+            self._db = Registry(self.root / "registry.db")
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def put_bytes(self, data: bytes, kind: str = "blob", edges: Edges | None = None) -> str:
+        """Store ``data`` as a blob of ``kind``; return its id. Existing blobs are not rewritten."""
+        _kinds.check_kind(kind)
+        oid = canonical.digest(data)
+        if self._touch_existing(oid, kind, len(data), edges):
+            return oid
+        view = memoryview(data)
+        temp, written, size = self.files.write_temp(
+            view[i : i + CHUNK] for i in range(0, len(view), CHUNK)
+        )
+        if written != oid:  # the bytes changed under us (a mutable buffer): refuse
+            os.chmod(temp, 0o600)
+            os.unlink(temp)
+            raise VbstoreError("the buffer changed while it was being stored", hint="pass immutable bytes")
+        self._publish(temp, oid, kind, size, edges)
+        return oid
+
+    def put_file(self, path: str | Path, kind: str = "blob", edges: Edges | None = None) -> str:
+        """Copy a file into the store, hashing as it is copied; return its id."""
+        _kinds.check_kind(kind)
+        if _kinds.encoding(kind) != "raw":
+            data = Path(path).read_bytes()
+            return self.put_parsed(data, kind, edges)
+        with open(path, "rb") as handle:
+            temp, oid, size = self.files.write_temp(read_chunks(handle))
+        if self._touch_existing(oid, kind, size, edges):
+            os.chmod(temp, 0o600)
+            os.unlink(temp)
+            return oid
+        self._publish(temp, oid, kind, size, edges)
+        return oid
+
+    def put_parsed(self, data: bytes, kind: str, edges: Edges | None = None) -> str:
+        """Store bytes of a JSON or safetensors kind after checking they are what they claim."""
+        if _kinds.encoding(kind) == "json":
+            try:
+                document = json.loads(data)
+            except ValueError as exc:
+                raise UsageError(f"not a JSON document: {exc}") from None
+            return self.put_json(document, kind, edges)
+        if _kinds.encoding(kind) == "safetensors":
+            from ._tensors import check_safetensors_bytes
+
+            check_safetensors_bytes(data, kind)
+        return self.put_bytes(data, kind, edges)
+
+    def put_json(self, document: Mapping[str, Any], kind: str, edges: Edges | None = None) -> str:
+        """Validate ``document`` against its kind's schema and store its canonical encoding.
+
+        Raises:
+            NonCanonical: a NaN, Infinity or non-string key, with its field.
+            SchemaError: the document does not match ``schemas/<kind>.schema.json``.
+        """
+        if _kinds.encoding(kind) != "json":
+            raise UsageError(f"{kind} is not a JSON kind", hint=f"JSON kinds: {', '.join(_kinds.JSON_KINDS)}")
+        document = dict(document)
+        if document.setdefault("kind", kind) != kind:
+            raise UsageError(f"document says kind {document['kind']!r} but was put as {kind!r}")
+        data = canonical.dumps(document)
+        _schemas.validate(kind, document)
+        return self.put_bytes(data, kind, edges)
+
+    def put_tensors(
+        self, tensors: Mapping[str, Any], kind: str, metadata: Mapping[str, str] | None = None,
+        edges: Edges | None = None,
+    ) -> str:
+        """Serialise tensors (torch or numpy) as safetensors with ``vbstore.kind`` in the metadata."""
+        from ._tensors import to_safetensors_bytes
+
+        if _kinds.encoding(kind) != "safetensors":
+            raise UsageError(f"{kind} is not a tensor kind")
+        return self.put_bytes(to_safetensors_bytes(tensors, kind, metadata or {}), kind, edges)
+
+    def _touch_existing(self, oid: str, kind: str, size: int, edges: Edges | None) -> bool:
+        if not self.files.exists(oid):
+            return False
+        with self.db.write() as conn:
+            if not self.files.exists(oid):  # gc removed it while we looked
+                return False
+            self._upsert(conn, oid, kind, size)
+            self._insert_edges(conn, oid, edges)
+        return True
+
+    def _publish(self, temp: Path, oid: str, kind: str, size: int, edges: Edges | None) -> None:
+        # rename and row happen under one registry write lock, so gc cannot interleave
+        with self.db.write() as conn:
+            self.files.publish(temp, oid)
+            self._upsert(conn, oid, kind, size)
+            self._insert_edges(conn, oid, edges)
+
+    @staticmethod
+    def _upsert(conn, oid: str, kind: str, size: int) -> None:
+        t = now()
+        conn.execute(
+            "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET last_used=excluded.last_used, evicted_at=NULL, "
+            "kind=CASE WHEN objects.kind='blob' THEN excluded.kind ELSE objects.kind END",
+            (oid, kind, size, t, t),
+        )
+
+    @staticmethod
+    def _insert_edges(conn, parent: str, edges: Edges | None) -> None:
+        for role, children in (edges or {}).items():
+            for child in [children] if isinstance(children, str) else children:
+                conn.execute(
+                    "INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
+                    (parent, child, role),
+                )
+
+    def add_edges(self, parent: str, edges: Edges) -> None:
+        """Record that ``parent`` was made from / refers to each child under ``role``."""
+        with self.db.write() as conn:
+            self._insert_edges(conn, parent, edges)
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def has(self, oid: str) -> bool:
+        """Whether the blob is present (its row alone is not enough)."""
+        return len(oid) == 64 and self.files.exists(oid)
+
+    def path(self, oid: str) -> Path:
+        """The read-only path of a present blob.
+
+        Raises:
+            ObjectNotFound: no such blob on disk.
+        """
+        path = self.files.path(oid)
+        if not path.is_file():
+            raise ObjectNotFound(oid)
+        return path
+
+    def open(self, oid: str) -> BinaryIO:
+        """Open a blob for reading (not verified: use :meth:`verify` or :meth:`read_json`)."""
+        try:
+            return open(self.files.path(oid), "rb")
+        except FileNotFoundError:
+            raise ObjectNotFound(oid) from None
+
+    def read_bytes(self, oid: str, verify: bool = False) -> bytes:
+        """The blob's bytes; with ``verify`` they are re-hashed first.
+
+        Raises:
+            ObjectNotFound: no such blob.
+            CorruptObject: ``verify`` and the bytes no longer hash to ``oid``.
+        """
+        with self.open(oid) as handle:
+            data = handle.read()
+        if verify and canonical.digest(data) != oid:
+            raise CorruptObject(oid, str(self.files.path(oid)))
+        return data
+
+    def read_json(self, oid: str) -> dict[str, Any]:
+        """A JSON artifact, always re-hashed before it is returned."""
+        return json.loads(self.read_bytes(oid, verify=True))
+
+    def verify(self, oid: str) -> bool:
+        """Re-hash a blob; True when it matches its id."""
+        try:
+            return hash_file(self.path(oid)) == oid
+        except ObjectNotFound:
+            return False
+
+    def info(self, oid: str) -> ObjectInfo:
+        row = self.db.one(
+            "SELECT id, kind, size, created, last_used, verified_at, evicted_at FROM objects "
+            "WHERE id = ?", (oid,),
+        )
+        if row is None:
+            raise ObjectNotFound(oid)
+        return ObjectInfo(*row)
+
+    def touch(self, oids: Iterable[str]) -> None:
+        """Mark objects as used now (for least-recently-used eviction)."""
+        ids = list(oids)
+        if ids:
+            with self.db.write() as conn:
+                conn.executemany("UPDATE objects SET last_used=? WHERE id=?", [(now(), i) for i in ids])
+
+    # ---- names ---------------------------------------------------------------------------
+
+    def resolve(self, name: str) -> str:
+        """A full id from a full id, a ref name or a unique hex prefix (at least 4 digits).
+
+        Raises:
+            ObjectNotFound: nothing matches.
+            AmbiguousPrefix: the prefix matches several objects.
+        """
+        row = self.db.one("SELECT id FROM refs WHERE name = ?", (name,))
+        if row:
+            return row[0]
+        lowered = name.lower()
+        if not _HEX.match(lowered) or len(lowered) < MIN_PREFIX:
+            raise ObjectNotFound(name, hint="give a ref name (`vbstore tag`) or at least 4 hex digits of an id")
+        if len(lowered) == 64 and (self.files.exists(lowered) or self.db.one(
+                "SELECT 1 FROM objects WHERE id=?", (lowered,))):
+            return lowered
+        rows = self.db.query(
+            "SELECT id FROM objects WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
+            (lowered, lowered + "g"),
+        )
+        if not rows:
+            raise ObjectNotFound(name)
+        if len(rows) > 1:
+            raise AmbiguousPrefix(name, [r[0] for r in rows])
+        return rows[0][0]
+
+    def tag(self, name: str, oid: str) -> None:
+        """Point ref ``name`` at ``oid`` (a root for gc)."""
+        if not _REF_NAME.match(name) or ".." in name or _HEX.match(name):
+            raise UsageError(
+                f"bad ref name {name!r}",
+                hint="use letters, digits and . _ / @ + - (not only hex digits, no '..')",
+            )
+        if not self.db.one("SELECT 1 FROM objects WHERE id=?", (oid,)):
+            raise ObjectNotFound(oid)
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO refs(name, id, updated) VALUES (?,?,?) ON CONFLICT(name) DO UPDATE "
+                "SET id=excluded.id, updated=excluded.updated", (name, oid, now()),
+            )
+
+    def untag(self, name: str) -> None:
+        with self.db.write() as conn:
+            if conn.execute("DELETE FROM refs WHERE name=?", (name,)).rowcount == 0:
+                raise ObjectNotFound(name, hint="list refs with: vbstore tag")
+
+    def refs(self) -> dict[str, str]:
+        return dict(self.db.query("SELECT name, id FROM refs ORDER BY name"))
+
+    def ls(self, kind: str | None = None) -> list[ObjectInfo]:
+        sql = "SELECT id, kind, size, created, last_used, verified_at, evicted_at FROM objects"
+        if kind is None:
+            rows = self.db.query(sql + " ORDER BY created, id")
+        else:
+            _kinds.check_kind(kind)
+            rows = self.db.query(sql + " WHERE kind=? ORDER BY created, id", (kind,))
+        return [ObjectInfo(*r) for r in rows]
+
+    def children(self, oid: str) -> list[tuple[str, str]]:
+        """(role, child) pairs: what ``oid`` was made from."""
+        return self.db.query("SELECT role, child FROM edges WHERE parent=? ORDER BY role, child", (oid,))
+
+    def parents(self, oid: str) -> list[tuple[str, str]]:
+        """(role, parent) pairs: what was made from ``oid``."""
+        return self.db.query("SELECT role, parent FROM edges WHERE child=? ORDER BY role, parent", (oid,))
+
+    # ---- aliases -------------------------------------------------------------------------
+
+    def alias(self, spec: Mapping[str, Any]) -> str | None:
+        """The id a spec (e.g. a backbone request) resolved to before, if its blob is present."""
+        row = self.db.one("SELECT id FROM aliases WHERE spec=?", (canonical.key_of(spec),))
+        return row[0] if row and self.has(row[0]) else None
+
+    def set_alias(self, spec: Mapping[str, Any], oid: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO aliases(spec, id, created) VALUES (?,?,?) ON CONFLICT(spec) DO "
+                "UPDATE SET id=excluded.id", (canonical.key_of(spec), oid, now()),
+            )

@@ -1,0 +1,174 @@
+"""Canonical identity of a dict of tensors, independent of the file format that carried them.
+
+The identity hashes, for each tensor in name order: its name, its dtype (safetensors' codes),
+its shape and its raw little-endian C-order bytes. The same weights saved as ``.pth`` and as
+``.safetensors`` therefore get the same id. torch is only touched when torch tensors are given.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import blake3
+import numpy as np
+
+from ..errors import VbstoreError
+
+_NUMPY_CODES = {
+    "float64": "F64", "float32": "F32", "float16": "F16",
+    "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8",
+    "uint64": "U64", "uint32": "U32", "uint16": "U16", "uint8": "U8", "bool": "BOOL",
+}
+_TORCH_CODES = {
+    "torch.float64": "F64", "torch.float32": "F32", "torch.float16": "F16", "torch.bfloat16": "BF16",
+    "torch.int64": "I64", "torch.int32": "I32", "torch.int16": "I16", "torch.int8": "I8",
+    "torch.uint8": "U8", "torch.bool": "BOOL",
+    "torch.float8_e4m3fn": "F8_E4M3", "torch.float8_e5m2": "F8_E5M2",
+}
+_DOMAIN = b"vbstore.tensors.v1\0"
+
+
+def _code_and_bytes(value: Any) -> tuple[str, tuple[int, ...], bytes]:
+    dtype = str(getattr(value, "dtype", ""))
+    if dtype.startswith("torch."):
+        if dtype not in _TORCH_CODES:
+            raise VbstoreError(f"tensor dtype {dtype} has no canonical code")
+        tensor = value.detach().to("cpu").contiguous()
+        shape = tuple(tensor.shape)
+        # view as bytes through uint8 so bfloat16/float8 need no numpy support
+        raw = tensor.reshape(-1).view(__import__("torch").uint8).numpy().tobytes()
+        return _TORCH_CODES[dtype], shape, raw
+    array = np.ascontiguousarray(value)
+    if array.dtype.name not in _NUMPY_CODES:
+        raise VbstoreError(f"array dtype {array.dtype} has no canonical code")
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return _NUMPY_CODES[array.dtype.name], tuple(array.shape), array.tobytes()
+
+
+class _IdentityHasher:
+    def __init__(self) -> None:
+        self._hash = blake3.blake3(_DOMAIN)
+
+    def add(self, name: str, code: str, shape: tuple[int, ...], raw: bytes | memoryview) -> None:
+        header = json.dumps([name, code, list(shape), len(raw)], separators=(",", ":")).encode()
+        self._hash.update(struct.pack("<Q", len(header)))
+        self._hash.update(header)
+        self._hash.update(raw)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def tensor_identity(tensors: Mapping[str, Any]) -> str:
+    """The canonical id of a name → tensor mapping (torch tensors or numpy arrays).
+
+    ```python
+    tensor_identity(model.state_dict()) == safetensors_identity("model.safetensors")
+    ```
+    """
+    hasher = _IdentityHasher()
+    for name in sorted(tensors):
+        code, shape, raw = _code_and_bytes(tensors[name])
+        hasher.add(name, code, shape, raw)
+    return hasher.hexdigest()
+
+
+def read_safetensors_header(path: str | Path) -> tuple[dict[str, Any], int]:
+    """Parse a safetensors header without loading tensors: ``(header, data_offset)``.
+
+    Raises:
+        VbstoreError: the file is not a safetensors file.
+    """
+    with open(path, "rb") as handle:
+        prefix = handle.read(8)
+        if len(prefix) != 8:
+            raise VbstoreError(f"{path} is not a safetensors file (too short)")
+        (size,) = struct.unpack("<Q", prefix)
+        if size > 100_000_000:
+            raise VbstoreError(f"{path} is not a safetensors file (header size {size})")
+        try:
+            header = json.loads(handle.read(size))
+        except ValueError as exc:
+            raise VbstoreError(f"{path} is not a safetensors file ({exc})") from None
+    if not isinstance(header, dict):
+        raise VbstoreError(f"{path} is not a safetensors file (header is not an object)")
+    return header, 8 + size
+
+
+def safetensors_identity(path: str | Path) -> str:
+    """The canonical tensor id of a ``.safetensors`` file, read straight from its bytes (no torch)."""
+    header, offset = read_safetensors_header(path)
+    hasher = _IdentityHasher()
+    with open(path, "rb") as handle:
+        data = memoryview(np.memmap(handle, dtype=np.uint8, mode="r", offset=offset)) if Path(
+            path
+        ).stat().st_size > offset else memoryview(b"")
+        for name in sorted(k for k in header if k != "__metadata__"):
+            entry = header[name]
+            start, end = entry["data_offsets"]
+            hasher.add(name, entry["dtype"], tuple(entry["shape"]), data[start:end])
+    return hasher.hexdigest()
+
+
+def to_safetensors_bytes(
+    tensors: Mapping[str, Any], kind: str, metadata: Mapping[str, str]
+) -> bytes:
+    """Serialise torch tensors or numpy arrays with ``vbstore.kind`` set in ``__metadata__``."""
+    meta = {str(k): str(v) for k, v in metadata.items()}
+    meta["vbstore.kind"] = kind
+    if any(str(getattr(v, "dtype", "")).startswith("torch.") for v in tensors.values()):
+        from safetensors.torch import save
+
+        return save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata=meta)
+    from safetensors.numpy import save as save_numpy
+
+    return save_numpy({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=meta)
+
+
+def parse_safetensors_header(data: bytes | memoryview) -> dict[str, Any]:
+    """The header of in-memory safetensors bytes, checked for shape and offsets.
+
+    Raises:
+        VbstoreError: the bytes are not a well-formed safetensors file.
+    """
+    if len(data) < 8:
+        raise VbstoreError("not a safetensors file: too short")
+    (size,) = struct.unpack("<Q", bytes(data[:8]))
+    if size > len(data) - 8:
+        raise VbstoreError("not a safetensors file: header runs past the end")
+    try:
+        header = json.loads(bytes(data[8 : 8 + size]))
+    except ValueError:
+        raise VbstoreError("not a safetensors file: header is not JSON") from None
+    if not isinstance(header, dict):
+        raise VbstoreError("not a safetensors file: header is not an object")
+    body = len(data) - 8 - size
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            start, end = entry["data_offsets"]
+            ok = 0 <= start <= end <= body and isinstance(entry["dtype"], str)
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise VbstoreError(f"not a safetensors file: bad entry for tensor {name!r}")
+    return header
+
+
+def check_safetensors_bytes(data: bytes, kind: str) -> dict[str, str]:
+    """Refuse bytes that are not safetensors of ``kind`` (a pickle disguised as a head, say)."""
+    header = parse_safetensors_header(data)
+    metadata = header.get("__metadata__") or {}
+    found = metadata.get("vbstore.kind")
+    if kind != "tensors" and found != kind:
+        raise VbstoreError(
+            f"safetensors metadata says kind {found!r}, expected {kind!r}",
+            hint="only files written by vbstore carry a vbstore.kind",
+        )
+    return metadata
