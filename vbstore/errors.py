@@ -120,3 +120,16 @@ class UsageError(VbstoreError, ValueError):
     """An argument combination that cannot work, with the flag to fix."""
 
     exit_code = 2
+
+
+class BadInput(VbstoreError, ValueError):
+    """Input files that cannot be used (corrupt, unreadable, mislaid); lists the first few."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, problems: list[tuple[str, str]], *, hint: str | None = None) -> None:
+        shown = "; ".join(f"{path}: {why}" for path, why in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"{len(problems)} {what}: {shown}{more}",
+                         hint=hint or "fix or remove them and run again; nothing was written")
+        self.problems = problems

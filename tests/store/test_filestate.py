@@ -67,3 +67,18 @@ def test_missing_file_is_named(store, tmp_path):
 
     with pytest.raises(StoreIOError, match="nope.jpg"):
         store.hash_files([tmp_path / "nope.jpg"])
+
+
+def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
+    from vbstore.errors import BadInput
+
+    def reject_odd(path):
+        return "odd" if int(path.stem) % 2 else None
+
+    with pytest.raises(BadInput, match=r"100 unusable files: .*0001.bin: odd.*and 95 more"):
+        store.hash_files(folder, check=reject_odd)
+    evens = folder[::2]
+    store.hash_files(evens, check=reject_odd)
+    seen = []
+    store.hash_files(evens, check=lambda p: seen.append(p))
+    assert seen == []  # cached: not checked again

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import StoreIOError
+from ..errors import BadInput, StoreIOError
 from ._objects import hash_file
 
 # A file modified this recently may change again within the timestamp granularity: do not cache it.
@@ -23,11 +23,18 @@ _CHUNK = 500
 class FileStateMixin:
     """File hashing methods of :class:`vbstore.Store`."""
 
-    def hash_files(self, paths: Sequence[str | Path], threads: int | None = None) -> list[str]:
+    def hash_files(
+        self, paths: Sequence[str | Path], threads: int | None = None,
+        check: Callable[[Path], str | None] | None = None, what: str = "unusable files",
+    ) -> list[str]:
         """BLAKE3 of each file's bytes, in order, skipping unchanged files via the cache.
+
+        ``check(path)`` runs on every file that is hashed afresh (not on cache hits) and returns
+        a problem description or None; problem files are never cached.
 
         Raises:
             StoreIOError: a file is missing or unreadable (named).
+            BadInput: ``check`` found problems; lists the first offending paths and the count.
         """
         states = []
         for path in paths:
@@ -41,17 +48,22 @@ class FileStateMixin:
         hashes: list[str | None] = [known.get(s) for s in states]
         missing = [i for i, h in enumerate(hashes) if h is None]
         if missing:
-            def one(i: int) -> str:
+            def one(i: int) -> tuple[str, str | None]:
                 try:
-                    return hash_file(paths[i])
+                    return hash_file(paths[i]), check(Path(paths[i])) if check else None
                 except OSError as exc:
                     raise StoreIOError(f"cannot read {paths[i]}: {exc.strerror}",
                                        hint="check the path and its permissions") from None
 
             workers = threads or min(8, (os.cpu_count() or 2) * 2)
+            problems = []
             with ThreadPoolExecutor(workers) as pool:
-                for i, digest in zip(missing, pool.map(one, missing)):
+                for i, (digest, problem) in zip(missing, pool.map(one, missing)):
                     hashes[i] = digest
+                    if problem:
+                        problems.append((str(paths[i]), problem))
+            if problems:
+                raise BadInput(what, sorted(problems))
             cutoff = time.time_ns() - int(RACY_SECONDS * 1e9)
             rows = [(*states[i], hashes[i]) for i in missing if states[i][3] < cutoff]
             if rows:

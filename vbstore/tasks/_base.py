@@ -1,0 +1,361 @@
+"""What a probe task declares, and the three calls the engine makes on it.
+
+A task is a stateless object. Its class attributes are the declaration that goes into derivation
+keys and records (``op_version``, the resolved params, metric directions); its methods are pure
+functions of tensors, params and a seed.
+
+The engine calls, with features already loaded:
+
+```python
+params = task.resolve_params(user_params)      # defaults filled, unknown keys refused
+# a task that trains a head (task.trains_head):
+head_state, train_metrics = task.fit(train_feats, train_targets, params, seed, class_names)
+metrics = task.evaluate(head_state, eval_feats, eval_targets, params)
+# a zero-shot task (task.zero_shot):
+metrics = task.evaluate_zero_shot(eval_feats, eval_targets, params, context)
+```
+
+The public methods check their inputs, call the subclass hooks ``_fit``, ``_evaluate`` and
+``_evaluate_zero_shot``, then check the outputs (CPU tensors; finite floats for exactly the
+declared metrics). torch is imported only inside those calls, so reading a task's declaration
+(a cached ``vbstore get``) never imports it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+Level = Literal["high", "mid", "low"]
+Direction = Literal["higher", "lower"]
+TargetKind = Literal["class_index", "multi_hot", "captions"]
+ParamValue = bool | int | float | str
+HeadState = dict[str, "torch.Tensor"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number a task reports, and which way is better."""
+
+    name: str
+    direction: Direction
+    description: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """One task parameter: its default (whose type is the parameter's type) and its bounds.
+
+    Attributes:
+        default: The value used when the user gives none; ``bool``, ``int``, ``float`` or ``str``.
+        help: One line for ``vbstore list tasks`` and the docs.
+        minimum: Inclusive lower bound for numbers.
+        above: Exclusive lower bound for numbers (a learning rate must be > 0).
+        maximum: Inclusive upper bound for numbers.
+        choices: The allowed values of a string parameter.
+    """
+
+    default: ParamValue
+    help: str
+    minimum: float | None = None
+    above: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+    def normalise(self, task: str, key: str, value: Any) -> ParamValue:
+        """Check ``value`` and return it in canonical form (an integral float for an int becomes
+        an int; an int for a float becomes a float), so equal settings hash equal.
+
+        Raises:
+            UsageError: the value has the wrong type, is out of bounds or not a choice.
+        """
+
+        def refuse(expected: str) -> UsageError:
+            return UsageError(
+                f"parameter {key!r} of task {task!r} must be {expected}, got {value!r}",
+                hint=f"{key}: {self.help} (default {self.default!r})",
+            )
+
+        kind = type(self.default)
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise refuse("true or false")
+            return value
+        if kind is str:
+            if not isinstance(value, str):
+                raise refuse("a string")
+            if self.choices is not None and value not in self.choices:
+                raise refuse("one of " + ", ".join(repr(c) for c in self.choices))
+            return value
+        # bool is an int subclass; `k=True` is a mistake, never 1.
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise refuse("an integer" if kind is int else "a number")
+        if not math.isfinite(value):
+            raise refuse("a finite number")
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise refuse("an integer")
+            value = int(value)
+        else:
+            value = float(value)
+        if self.minimum is not None and value < self.minimum:
+            raise refuse(f">= {self.minimum:g}")
+        if self.above is not None and value <= self.above:
+            raise refuse(f"> {self.above:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise refuse(f"<= {self.maximum:g}")
+        return value
+
+    def describe(self) -> dict[str, Any]:
+        """The parameter as a JSON-ready dict (bounds only where set)."""
+        out: dict[str, Any] = {"default": self.default, "help": self.help}
+        for field in ("minimum", "above", "maximum"):
+            if getattr(self, field) is not None:
+                out[field] = getattr(self, field)
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        return out
+
+
+class ZeroShotContext(TypedDict, total=False):
+    """What a zero-shot task may need beside the image features.
+
+    Attributes:
+        text_encoder: A CLIP text tower: list of N strings -> tensor (N, D) in the image
+            embedding space. Called with at most 1024 strings at a time.
+        class_names: Class names, indexed by the class-index targets.
+        captions: For image-caption data: captions[i] are the captions of image row i.
+    """
+
+    text_encoder: Callable[[list[str]], torch.Tensor]
+    class_names: Sequence[str]
+    captions: Sequence[Sequence[str]]
+
+
+class Task:
+    """Base class of every probe task. Subclasses set the class attributes and the hooks.
+
+    Attributes:
+        name: The registered name (set by :func:`register_task`).
+        level: ``high``, ``mid`` or ``low`` vision.
+        op_version: Bumped whenever the numbers the task produces would change.
+        feature_mode: ``pooled`` (N, C) or ``dense`` (N, C, H, W) features.
+        pooling: Which pooled vector; ``default`` is the backbone's own (CLS token for a ViT,
+            global average for a CNN).
+        target_kind: How targets come: ``class_index`` (N,) ints, ``multi_hot`` (N, K) 0/1,
+            or ``captions`` (in the zero-shot context; targets are None).
+        trains_head: Whether the task fits a head on a train split (``fit`` then ``evaluate``).
+        zero_shot: Whether the task takes no train split (``evaluate_zero_shot``).
+        needs_text: Whether the context must carry a CLIP ``text_encoder``.
+        stochastic: Whether the seed changes the numbers; a task that ignores it gives the same
+            result for every seed.
+        params: Parameter schema: name -> :class:`Param`.
+        metrics: The evaluation metrics, in report order.
+        train_metrics: Metrics ``fit`` reports on the train split.
+        headline: The metric a leaderboard ranks by.
+    """
+
+    name: str = ""
+    level: ClassVar[Level]
+    op_version: ClassVar[int]
+    feature_mode: ClassVar[Literal["pooled", "dense"]] = "pooled"
+    pooling: ClassVar[str] = "default"
+    target_kind: ClassVar[TargetKind]
+    trains_head: ClassVar[bool] = False
+    zero_shot: ClassVar[bool] = False
+    needs_text: ClassVar[bool] = False
+    stochastic: ClassVar[bool] = False
+    params: ClassVar[Mapping[str, Param]] = {}
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    train_metrics: ClassVar[tuple[Metric, ...]] = ()
+    headline: ClassVar[str] = ""
+
+    def __init__(self, *, defaults: Mapping[str, Any] | None = None) -> None:
+        """Make a task, optionally with other parameter defaults (a registered variant).
+
+        Raises:
+            UsageError: an unknown parameter or a bad value in ``defaults``.
+        """
+        if defaults:
+            resolved = self.resolve_params(defaults)
+            # An instance attribute: the class's schema stays as declared for other variants.
+            self.params = {k: replace(p, default=resolved[k]) for k, p in self.params.items()}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} task {self.name!r} v{self.op_version}>"
+
+    def resolve_params(self, user_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Fill defaults into ``user_params`` and normalise every value.
+
+        The result holds every parameter, so it is what a record and a derivation key carry.
+
+        Raises:
+            UsageError: an unknown key (naming the valid ones) or a bad value.
+        """
+        given = dict(user_params or {})
+        for key in sorted(given, key=str):
+            if key not in self.params:
+                valid = ", ".join(sorted(self.params)) or "none"
+                close = difflib.get_close_matches(str(key), list(self.params), n=1)
+                raise UsageError(
+                    f"task {self.name!r} has no parameter {key!r} (valid: {valid})",
+                    hint=f"did you mean {close[0]!r}?" if close else "see: vbstore list tasks",
+                )
+        return {
+            key: spec.normalise(self.name, key, given.get(key, spec.default))
+            for key, spec in sorted(self.params.items())
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The whole declaration as a JSON-ready dict (for ``vbstore list tasks --json``)."""
+        return {
+            "name": self.name,
+            "level": self.level,
+            "op_version": self.op_version,
+            "feature_mode": self.feature_mode,
+            "pooling": self.pooling,
+            "target_kind": self.target_kind,
+            "trains_head": self.trains_head,
+            "zero_shot": self.zero_shot,
+            "needs_text": self.needs_text,
+            "stochastic": self.stochastic,
+            "params": {key: spec.describe() for key, spec in sorted(self.params.items())},
+            "metrics": [vars(m).copy() for m in self.metrics],
+            "train_metrics": [vars(m).copy() for m in self.train_metrics],
+            "headline": self.headline,
+        }
+
+    def fit(
+        self,
+        train_feats: torch.Tensor,
+        train_targets: torch.Tensor,
+        params: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        class_names: Sequence[str] | None = None,
+    ) -> tuple[HeadState, dict[str, float]]:
+        """Fit the task's head on train features.
+
+        Args:
+            train_feats: (N, C) floating features.
+            train_targets: Targets of ``target_kind``.
+            params: Task params; resolved again here, so partial params are fine.
+            seed: Seeds every random draw (a local generator; global RNG state is untouched).
+            class_names: The manifest's class names; they fix the class count, so a class
+                missing from the train split still gets an output. ``None``: inferred.
+
+        Returns:
+            ``(head_state, train_metrics)``: CPU tensors for safetensors, and finite floats.
+
+        Raises:
+            UsageError: the task is zero-shot (it takes no training data) or a bad param/seed.
+            TaskInputError: features or targets of the wrong shape, dtype or value.
+            TrainingDiverged: the head's weights became NaN or infinite.
+            UndefinedMetric: a train metric would be NaN.
+        """
+        if not self.trains_head:
+            raise UsageError(
+                f"task {self.name!r} is zero-shot and takes no training data",
+                hint="drop the train split (--train-data)",
+            )
+        from . import _checks
+
+        params = self.resolve_params(params)
+        seed = _checks.seed(seed)
+        feats = _checks.features(train_feats, "train")
+        names = None if class_names is None else _checks.class_names(class_names)
+        targets = _checks.targets(
+            self.target_kind, train_targets, len(feats), "train", None if names is None else len(names)
+        )
+        head, train_metrics = self._fit(feats, targets, params, seed, names)
+        return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)
+
+    def evaluate(
+        self,
+        head_state: Mapping[str, torch.Tensor],
+        eval_feats: torch.Tensor,
+        eval_targets: torch.Tensor,
+        params: Mapping[str, Any] | None = None,
+    ) -> dict[str, float]:
+        """Score a fitted head on eval features.
+
+        Returns:
+            Every declared metric, as a finite float, in declaration order.
+
+        Raises:
+            UsageError: the task is zero-shot, or a bad param.
+            TaskInputError: inputs, or a head, that do not fit (shape, dtype, class count).
+            UndefinedMetric: a metric would be NaN (the message names why).
+        """
+        if not self.trains_head:
+            raise UsageError(
+                f"task {self.name!r} is zero-shot and has no head",
+                hint="call evaluate_zero_shot instead",
+            )
+        from . import _checks
+
+        params = self.resolve_params(params)
+        feats = _checks.features(eval_feats, "eval")
+        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
+        head = _checks.head_in(head_state)
+        return _checks.metrics_out(self, self._evaluate(head, feats, targets, params), self.metrics)
+
+    def evaluate_zero_shot(
+        self,
+        eval_feats: torch.Tensor,
+        eval_targets: torch.Tensor | None,
+        params: Mapping[str, Any] | None = None,
+        context: ZeroShotContext | Mapping[str, Any] | None = None,
+    ) -> dict[str, float]:
+        """Score eval features with no training data.
+
+        Raises:
+            UsageError: the task trains a head, or needs a text encoder the context lacks.
+            TaskInputError: inputs or context that do not fit.
+            UndefinedMetric: a metric would be NaN (the message names why).
+        """
+        if not self.zero_shot:
+            raise UsageError(
+                f"task {self.name!r} trains a head and needs a train split",
+                hint="call fit, then evaluate",
+            )
+        from . import _checks
+
+        context = dict(context or {})
+        if self.needs_text and not callable(context.get("text_encoder")):
+            raise UsageError(
+                f"task {self.name!r} needs a text encoder",
+                hint="use a CLIP backbone (one with a text tower), e.g. an open_clip model",
+            )
+        params = self.resolve_params(params)
+        feats = _checks.features(eval_feats, "eval")
+        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
+        metrics = self._evaluate_zero_shot(feats, targets, params, context)
+        return _checks.metrics_out(self, metrics, self.metrics)
+
+    def _fit(
+        self,
+        feats: torch.Tensor,
+        targets: Any,
+        params: dict[str, Any],
+        seed: int,
+        class_names: list[str] | None,
+    ) -> tuple[HeadState, dict[str, float]]:
+        raise NotImplementedError(f"task {self.name!r} does not train a head")
+
+    def _evaluate(
+        self, head: HeadState, feats: torch.Tensor, targets: Any, params: dict[str, Any]
+    ) -> dict[str, float]:
+        raise NotImplementedError(f"task {self.name!r} does not evaluate a head")
+
+    def _evaluate_zero_shot(
+        self, feats: torch.Tensor, targets: Any, params: dict[str, Any], context: dict[str, Any]
+    ) -> dict[str, float]:
+        raise NotImplementedError(f"task {self.name!r} is not zero-shot")

@@ -1,0 +1,138 @@
+"""A linear head on standardised features, trained with AdamW: shared by the linear probes.
+
+The recipe (fixed; a change bumps the tasks' ``op_version``):
+
+- standardise each feature with the train split's mean and std (computed in float64; a
+  constant feature gets std 1), stored in the head so evaluation applies the same map;
+- weights drawn like ``torch.nn.Linear`` (uniform in +-1/sqrt(C)), bias zero, from a local
+  generator seeded by the run's seed, which also shuffles the minibatches;
+- AdamW, weight decay on the weights only, learning rate decayed to zero on a cosine over all
+  steps; ``batch_size >= N`` is full-batch gradient descent.
+
+Imported only inside task calls, because it imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from ._errors import TrainingDiverged
+from ._metrics import row_blocks
+
+Loss = Literal["cross_entropy", "binary_cross_entropy"]
+
+# A feature whose train std is below this is treated as constant: dividing by ~0 would turn
+# float noise into huge inputs.
+_MIN_STD = 1e-6
+
+
+def standardisation(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-feature (mean, std) of ``x`` as float32, computed in float64."""
+    x64 = x.to(torch.float64)
+    mean = x64.mean(dim=0)
+    std = x64.std(dim=0, unbiased=False)
+    std = torch.where(std < _MIN_STD, torch.ones_like(std), std)
+    return mean.to(torch.float32), std.to(torch.float32)
+
+
+def logits(head: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Scores (N, K) of a linear head on raw features (standardised here with its stats)."""
+    out = torch.empty(len(x), head["weight"].shape[0], dtype=torch.float32, device=x.device)
+    for rows in row_blocks(len(x), x.shape[1]):
+        z = (x[rows] - head["mean"]) / head["std"]
+        out[rows] = z @ head["weight"].T + head["bias"]
+    return out
+
+
+def _loss(kind: Loss, scores: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if kind == "cross_entropy":
+        return F.cross_entropy(scores, y)
+    return F.binary_cross_entropy_with_logits(scores, y)
+
+
+def train(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    n_out: int,
+    loss: Loss,
+    epochs: int,
+    lr: float,
+    weight_decay: float,
+    batch_size: int,
+    seed: int,
+    task: str,
+) -> tuple[dict[str, torch.Tensor], float]:
+    """Fit a linear head on (x, y).
+
+    Args:
+        x: (N, C) float32 features (raw; standardised here).
+        y: (N,) int64 class indices for ``cross_entropy``; (N, K) float 0/1 for
+            ``binary_cross_entropy``.
+        n_out: Output size (classes or labels).
+        loss: Which loss.
+        epochs: Passes over the data.
+        lr: Peak AdamW learning rate.
+        weight_decay: Decoupled weight decay on the weights.
+        batch_size: Minibatch size; clipped to N.
+        seed: Seeds weight init and shuffling.
+        task: Task name, for error messages.
+
+    Returns:
+        (head, final loss over the whole train split). The head holds ``weight`` (K, C),
+        ``bias`` (K,), ``mean`` (C,), ``std`` (C,), all float32.
+
+    Raises:
+        TrainingDiverged: the weights or the loss stopped being finite.
+    """
+    n, dim = x.shape
+    device = x.device
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    mean, std = standardisation(x)
+    mean, std = mean.to(device), std.to(device)
+    z = (x - mean) / std
+
+    bound = 1.0 / math.sqrt(dim)
+    weight = ((torch.rand(n_out, dim, generator=generator) * 2 - 1) * bound).to(device)
+    weight.requires_grad_(True)
+    bias = torch.zeros(n_out, device=device, requires_grad=True)
+    optimiser = torch.optim.AdamW(
+        [{"params": [weight], "weight_decay": weight_decay}, {"params": [bias], "weight_decay": 0.0}],
+        lr=lr,
+    )
+    batch = min(batch_size, n)
+    steps_per_epoch = math.ceil(n / batch)
+    total = epochs * steps_per_epoch
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total))
+    )
+    for epoch in range(epochs):
+        # Full-batch needs no shuffle; skipping it keeps the generator's draws identical.
+        order = torch.randperm(n, generator=generator).to(device) if batch < n else None
+        for start in range(0, n, batch):
+            rows = order[start : start + batch] if order is not None else slice(None)
+            optimiser.zero_grad(set_to_none=True)
+            step_loss = _loss(loss, z[rows] @ weight.T + bias, y[rows])
+            step_loss.backward()
+            optimiser.step()
+            schedule.step()
+        if not (torch.isfinite(weight).all() and torch.isfinite(bias).all()):
+            raise TrainingDiverged(
+                f"task {task!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
+                hint=f"lower lr (now {lr:g})",
+            )
+    head = {
+        "weight": weight.detach(),
+        "bias": bias.detach(),
+        "mean": mean,
+        "std": std,
+    }
+    with torch.no_grad():
+        final = float(_loss(loss, logits(head, x), y))
+    if not math.isfinite(final):
+        raise TrainingDiverged(f"task {task!r}: the final train loss is {final}")
+    return head, final

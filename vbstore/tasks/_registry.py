@@ -1,0 +1,143 @@
+"""The task registry: ``@register_task``, ``get_task``, ``list_tasks``.
+
+Built-in tasks register through exactly this path, like a user's plugin does. Registration
+instantiates the task and checks its declaration, so a malformed task fails when its module is
+imported, not in the middle of a run.
+
+```python
+from vbstore.tasks import Task, register_task
+
+@register_task(name="my_probe")
+class MyProbe(Task):
+    ...
+
+@register_task                     # registered as "knn_k10"
+def knn_k10() -> Task:
+    return KnnClassification(defaults={"k": 10})
+```
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from ..errors import UsageError
+from ._base import Param, Task
+from ._errors import UnknownTask
+
+_TASKS: dict[str, Task] = {}
+_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+T = TypeVar("T", bound=Callable[..., Any])
+
+
+def _check_declaration(task: Task) -> None:
+    """Refuse a declaration the engine could not use; each message names the attribute."""
+
+    def bad(what: str) -> UsageError:
+        return UsageError(f"task {task.name!r} ({type(task).__name__}): {what}")
+
+    for attr in ("level", "op_version", "target_kind"):
+        if not hasattr(task, attr):
+            raise bad(f"declares no {attr}")
+    if task.level not in ("high", "mid", "low"):
+        raise bad(f"level must be high, mid or low, not {task.level!r}")
+    if isinstance(task.op_version, bool) or not isinstance(task.op_version, int):
+        raise bad("op_version must be an int")
+    if task.op_version < 1:
+        raise bad("op_version must be >= 1")
+    if task.feature_mode not in ("pooled", "dense"):
+        raise bad(f"feature_mode must be pooled or dense, not {task.feature_mode!r}")
+    if task.target_kind not in ("class_index", "multi_hot", "captions"):
+        raise bad(f"unknown target_kind {task.target_kind!r}")
+    if task.trains_head == task.zero_shot:
+        raise bad("exactly one of trains_head and zero_shot must be true")
+    if task.needs_text and not task.zero_shot:
+        raise bad("needs_text is only for zero-shot tasks")
+    for key, spec in task.params.items():
+        if not isinstance(spec, Param):
+            raise bad(f"params[{key!r}] is not a Param")
+        spec.normalise(task.name, key, spec.default)  # a default must pass its own bounds
+    names = [m.name for m in (*task.metrics, *task.train_metrics)]
+    if not task.metrics:
+        raise bad("declares no metrics")
+    if len(set(names)) != len(names):
+        raise bad("declares a metric name twice")
+    if any(m.direction not in ("higher", "lower") for m in (*task.metrics, *task.train_metrics)):
+        raise bad("a metric direction must be higher or lower")
+    if task.headline not in [m.name for m in task.metrics]:
+        raise bad(f"headline {task.headline!r} is not one of its metrics")
+
+
+@overload
+def register_task(obj: T, *, name: str | None = None) -> T: ...
+@overload
+def register_task(obj: None = None, *, name: str | None = None) -> Callable[[T], T]: ...
+
+
+def register_task(obj: Any = None, *, name: str | None = None) -> Any:
+    """Register a :class:`Task` subclass, or a function returning a :class:`Task`.
+
+    The registered name is ``name`` when given, else the decorated object's ``__name__``.
+    Names are lower-case identifiers (``[a-z][a-z0-9_]*``) so they read the same in a CLI, a
+    record and a glob.
+
+    Raises:
+        UsageError: the name is taken or malformed, or the task's declaration is invalid.
+    """
+
+    def decorate(target: T) -> T:
+        task_name = name or getattr(target, "__name__", "")
+        if not _NAME.match(task_name):
+            raise UsageError(
+                f"task name {task_name!r} is not a lower-case identifier",
+                hint="pass register_task(name='my_task')",
+            )
+        if task_name in _TASKS:
+            owner = type(_TASKS[task_name]).__module__
+            raise UsageError(
+                f"task {task_name!r} is already registered (by {owner})",
+                hint="register yours under another name: register_task(name=...)",
+            )
+        if isinstance(target, type):
+            if not issubclass(target, Task):
+                raise UsageError(f"{target.__name__} is not a vbstore.tasks.Task subclass")
+            task = target()
+        elif callable(target):
+            task = target()
+            if not isinstance(task, Task):
+                raise UsageError(f"{task_name}() returned {type(task).__name__}, not a Task")
+        else:
+            raise UsageError(f"cannot register {target!r} as a task")
+        if task.name and task.name != task_name:
+            raise UsageError(
+                f"{type(task).__name__} declares name {task.name!r} but registers as {task_name!r}",
+                hint=f"use register_task(name={task.name!r})",
+            )
+        task.name = task_name
+        _check_declaration(task)
+        _TASKS[task_name] = task
+        return target
+
+    return decorate(obj) if obj is not None else decorate
+
+
+def get_task(name: str) -> Task:
+    """The registered task called ``name``.
+
+    Raises:
+        UnknownTask: no task has that name (the message suggests the closest).
+    """
+    try:
+        return _TASKS[name]
+    except KeyError:
+        raise UnknownTask(name, difflib.get_close_matches(name, list(_TASKS), n=1)) from None
+
+
+def list_tasks(pattern: str = "*") -> list[str]:
+    """Sorted names of the registered tasks matching the fnmatch ``pattern``."""
+    return sorted(n for n in _TASKS if fnmatch.fnmatchcase(n, pattern))

@@ -1,0 +1,110 @@
+"""Linear classification probe: a linear softmax classifier on frozen pooled features.
+
+The standard measure of what a backbone encodes linearly (linear evaluation as in SimCLR,
+DINO/DINOv2 and the CLIP paper's linear probes). The recipe is in :mod:`._linear`: features
+standardised with train statistics kept in the head, AdamW with cosine decay, seeded init and
+shuffling. ``train_top1`` is reported with the head: a low one means the probe underfit, so a
+low eval ``top1`` says little about the backbone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._base import HeadState, Metric, Param, Task
+from ._registry import register_task
+
+if TYPE_CHECKING:
+    import torch
+
+LINEAR_PARAMS = {
+    "epochs": Param(100, "passes over the train split", minimum=1),
+    "lr": Param(1e-2, "peak AdamW learning rate (cosine-decayed to 0)", above=0.0),
+    "weight_decay": Param(1e-2, "decoupled AdamW weight decay on the weights", minimum=0.0),
+    "batch_size": Param(256, "minibatch size; >= the train size means full-batch", minimum=1),
+}
+
+
+@register_task(name="classification")
+class LinearClassification(Task):
+    """Linear probe for single-label classification; metrics top1, top5."""
+
+    level = "high"
+    op_version = 1
+    target_kind = "class_index"
+    trains_head = True
+    stochastic = True
+    params = LINEAR_PARAMS
+    metrics = (
+        Metric("top1", "higher", "fraction of eval images whose best-scored class is right"),
+        Metric("top5", "higher", "fraction whose class is among the top min(5, classes)"),
+    )
+    train_metrics = (
+        Metric("train_top1", "higher", "top1 on the train split; low means the probe underfit"),
+        Metric("train_loss", "lower", "mean cross-entropy on the train split after training"),
+    )
+    headline = "top1"
+
+    def _fit(
+        self,
+        feats: torch.Tensor,
+        targets: torch.Tensor,
+        params: dict[str, Any],
+        seed: int,
+        class_names: list[str] | None,
+    ) -> tuple[HeadState, dict[str, float]]:
+        from . import _linear, _metrics
+
+        # Without class names the class count comes from the labels seen in training.
+        n_classes = len(class_names) if class_names is not None else int(targets.max()) + 1
+        head, loss = _linear.train(
+            feats, targets, n_out=n_classes, loss="cross_entropy", seed=seed, task=self.name,
+            **params,
+        )
+        train_top1, _ = _metrics.topk_accuracies(_linear.logits(head, feats), targets)
+        return head, {"train_top1": train_top1, "train_loss": loss}
+
+    def _evaluate(
+        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
+    ) -> dict[str, float]:
+        from . import _checks, _linear, _metrics
+
+        head = linear_head(head, self.name, feats.shape[1])
+        n_classes = head["weight"].shape[0]
+        if int(targets.max()) >= n_classes:
+            from ._errors import TaskInputError
+
+            raise TaskInputError(
+                f"eval targets hold class {int(targets.max())} but the head has {n_classes} classes",
+                hint="evaluate on data with the head's class names",
+            )
+        del _checks  # imported for linear_head's errors; keeps the import cost in one place
+        top1, top5 = _metrics.topk_accuracies(_linear.logits(head, feats), targets)
+        return {"top1": top1, "top5": top5}
+
+
+def linear_head(head: HeadState, task: str, dim: int) -> HeadState:
+    """The four tensors of a linear head, checked against a feature size ``dim``.
+
+    Raises:
+        TaskInputError: a missing tensor or a feature size the head was not trained on.
+    """
+    from . import _checks
+
+    weight = _checks.head_tensor(head, "weight", task, 2, (1, dim))
+    k = weight.shape[0]
+    out = {"weight": weight}
+    for key, shape in (("bias", k), ("mean", dim), ("std", dim)):
+        value = _checks.head_tensor(head, key, task, 1)
+        if value.shape[0] != shape:
+            from ._errors import TaskInputError
+
+            raise TaskInputError(f"head tensor {key!r} has {value.shape[0]} entries, expected {shape}")
+        out[key] = value
+    return {k_: v.to(weight.device, torch_float32()) for k_, v in out.items()}
+
+
+def torch_float32() -> Any:
+    import torch
+
+    return torch.float32
