@@ -21,6 +21,7 @@ import blake3
 from ..errors import DiskFull, StoreIOError
 
 CHUNK = 1 << 20
+SMALL_FILE = 1 << 20
 HOST = socket.gethostname()
 
 
@@ -49,15 +50,20 @@ class ObjectFiles:
         # pid and host in the name let fsck tell a dead writer's leftovers from a live one's
         return self.tmp / f"{HOST}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
 
-    def write_temp(self, chunks: Iterable[bytes | memoryview]) -> tuple[Path, str, int]:
+    def write_temp(
+        self, chunks: Iterable[bytes | memoryview], known_id: str | None = None
+    ) -> tuple[Path, str, int]:
         """Write ``chunks`` to a fresh temp file, fsynced; return (path, blake3 hex, size).
+
+        The bytes are hashed as they are written, unless the caller already hashed exactly
+        these immutable bytes and passes ``known_id``.
 
         Raises:
             DiskFull: the disk filled up; the temp file is already removed.
             StoreIOError: any other write failure; the temp file is already removed.
         """
         temp = self.temp_path()
-        hasher = blake3.blake3()
+        hasher = None if known_id else blake3.blake3()
         size = 0
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -67,7 +73,8 @@ class ObjectFiles:
             try:
                 for chunk in chunks:
                     view = memoryview(chunk)
-                    hasher.update(view)
+                    if hasher is not None:
+                        hasher.update(view)
                     size += len(view)
                     while view:
                         written = os.write(fd, view)
@@ -82,7 +89,7 @@ class ObjectFiles:
         except BaseException:
             _unlink_quietly(temp)
             raise
-        return temp, hasher.hexdigest(), size
+        return temp, known_id or hasher.hexdigest(), size
 
     def publish(self, temp: Path, oid: str) -> bool:
         """Move a verified temp file into place; return False when the blob already existed."""
@@ -91,8 +98,11 @@ class ObjectFiles:
             _unlink_quietly(temp)
             return False
         try:
-            target.parent.mkdir(exist_ok=True)
-            os.replace(temp, target)
+            try:
+                os.replace(temp, target)
+            except FileNotFoundError:  # first blob of this fan-out directory
+                target.parent.mkdir(exist_ok=True)
+                os.replace(temp, target)
             dir_fd = os.open(target.parent, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)
@@ -117,9 +127,11 @@ class ObjectFiles:
 
 def hash_file(path: Path | str) -> str:
     """BLAKE3 of a file's bytes, read through mmap (large files hash on several threads)."""
+    size = os.path.getsize(path)
+    if size < SMALL_FILE:  # mmap setup costs more than it saves on small files
+        with open(path, "rb") as handle:
+            return blake3.blake3(handle.read()).hexdigest()
     hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-    if os.path.getsize(path) == 0:
-        return hasher.hexdigest()
     hasher.update_mmap(path)
     return hasher.hexdigest()
 

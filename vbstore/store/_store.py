@@ -6,6 +6,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,6 +24,12 @@ from ._registry import Registry, now
 _HEX = re.compile(r"^[0-9a-f]+$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
 MIN_PREFIX = 4
+OVERLAP_SIZE = 4 << 20
+
+
+def _discard(temp: Path) -> None:
+    os.chmod(temp, 0o600)
+    os.unlink(temp)
 
 
 def default_root() -> Path:
@@ -89,17 +96,23 @@ class Store(DeriveMixin, FileStateMixin, GcMixin, FsckMixin):
     def put_bytes(self, data: bytes, kind: str = "blob", edges: Edges | None = None) -> str:
         """Store ``data`` as a blob of ``kind``; return its id. Existing blobs are not rewritten."""
         _kinds.check_kind(kind)
-        oid = canonical.digest(data)
-        if self._touch_existing(oid, kind, len(data), edges):
-            return oid
+        data = bytes(data)  # immutable, so the bytes hashed are the bytes written
         view = memoryview(data)
-        temp, written, size = self.files.write_temp(
-            view[i : i + CHUNK] for i in range(0, len(view), CHUNK)
-        )
-        if written != oid:  # the bytes changed under us (a mutable buffer): refuse
-            os.chmod(temp, 0o600)
-            os.unlink(temp)
-            raise VbstoreError("the buffer changed while it was being stored", hint="pass immutable bytes")
+        chunks = (view[i : i + CHUNK] for i in range(0, len(view), CHUNK))
+        if len(data) < OVERLAP_SIZE:
+            oid = canonical.digest(data)
+            if self._touch_existing(oid, kind, len(data), edges):
+                return oid
+            temp, _, size = self.files.write_temp(chunks, known_id=oid)
+        else:
+            # large blobs: hash on another thread (BLAKE3 drops the GIL) while the write runs
+            with ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(canonical.digest, data)
+                temp, _, size = self.files.write_temp(chunks, known_id="-")
+                oid = pending.result()
+            if self._touch_existing(oid, kind, size, edges):
+                _discard(temp)
+                return oid
         self._publish(temp, oid, kind, size, edges)
         return oid
 
@@ -112,8 +125,7 @@ class Store(DeriveMixin, FileStateMixin, GcMixin, FsckMixin):
         with open(path, "rb") as handle:
             temp, oid, size = self.files.write_temp(read_chunks(handle))
         if self._touch_existing(oid, kind, size, edges):
-            os.chmod(temp, 0o600)
-            os.unlink(temp)
+            _discard(temp)
             return oid
         self._publish(temp, oid, kind, size, edges)
         return oid

@@ -27,6 +27,7 @@ import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from ..errors import UsageError
@@ -173,7 +174,7 @@ class Task:
     zero_shot: ClassVar[bool] = False
     needs_text: ClassVar[bool] = False
     stochastic: ClassVar[bool] = False
-    params: ClassVar[Mapping[str, Param]] = {}
+    params: Mapping[str, Param] = MappingProxyType({})
     metrics: ClassVar[tuple[Metric, ...]] = ()
     train_metrics: ClassVar[tuple[Metric, ...]] = ()
     headline: ClassVar[str] = ""
@@ -272,7 +273,11 @@ class Task:
         feats = _checks.features(train_feats, "train")
         names = None if class_names is None else _checks.class_names(class_names)
         targets = _checks.targets(
-            self.target_kind, train_targets, len(feats), "train", None if names is None else len(names)
+            self.target_kind,
+            train_targets,
+            len(feats),
+            "train",
+            None if names is None else len(names),
         )
         head, train_metrics = self._fit(feats, targets, params, seed, names)
         return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)

@@ -140,7 +140,9 @@ def head_out(head: Any) -> HeadState:
     return {k: v.detach().to("cpu").contiguous() for k, v in sorted(state.items())}
 
 
-def metrics_out(task: Task, values: Mapping[str, Any], declared: Sequence[Metric]) -> dict[str, float]:
+def metrics_out(
+    task: Task, values: Mapping[str, Any], declared: Sequence[Metric]
+) -> dict[str, float]:
     """Exactly the declared metrics, as finite Python floats, in declared order."""
     names = [m.name for m in declared]
     if set(values) != set(names):

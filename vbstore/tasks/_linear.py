@@ -20,7 +20,8 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from ._errors import TrainingDiverged
+from . import _checks
+from ._errors import TaskInputError, TrainingDiverged
 from ._metrics import row_blocks
 
 Loss = Literal["cross_entropy", "binary_cross_entropy"]
@@ -101,7 +102,10 @@ def train(
     weight.requires_grad_(True)
     bias = torch.zeros(n_out, device=device, requires_grad=True)
     optimiser = torch.optim.AdamW(
-        [{"params": [weight], "weight_decay": weight_decay}, {"params": [bias], "weight_decay": 0.0}],
+        [
+            {"params": [weight], "weight_decay": weight_decay},
+            {"params": [bias], "weight_decay": 0.0},
+        ],
         lr=lr,
     )
     batch = min(batch_size, n)
@@ -136,3 +140,21 @@ def train(
     if not math.isfinite(final):
         raise TrainingDiverged(f"task {task!r}: the final train loss is {final}")
     return head, final
+
+
+def check_head(head: dict[str, torch.Tensor], task: str, dim: int) -> dict[str, torch.Tensor]:
+    """The four float32 tensors of a linear head, checked against a feature size ``dim``.
+
+    Raises:
+        TaskInputError: a missing tensor, or a feature size the head was not trained on.
+    """
+    weight = _checks.head_tensor(head, "weight", task, 2, (1, dim))
+    out = {"weight": weight}
+    for key, size in (("bias", weight.shape[0]), ("mean", dim), ("std", dim)):
+        value = _checks.head_tensor(head, key, task, 1)
+        if value.shape[0] != size:
+            raise TaskInputError(
+                f"head tensor {key!r} has {value.shape[0]} entries, expected {size}"
+            )
+        out[key] = value
+    return {key: value.to(torch.float32) for key, value in out.items()}

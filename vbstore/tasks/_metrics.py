@@ -1,9 +1,8 @@
 """Ranking metrics shared by the tasks: top-k hits, average precision, per-class recall.
 
-One tie rule everywhere: rows are ranked by a stable descending sort, so equal scores keep
-index order (lower index first). Average precision is the exception that ignores order within
-a tie, as scikit-learn's ``average_precision_score`` does: a group of tied scores is one
-threshold.
+One tie rule for rankings: rows are ranked by a stable descending sort, so equal scores keep
+index order (lower index first). Average precision ignores order within a tie, as
+scikit-learn's ``average_precision_score`` does: a group of tied scores is one threshold.
 
 Imported only inside task calls, because it imports torch.
 """

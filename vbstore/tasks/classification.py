@@ -5,10 +5,13 @@ DINO/DINOv2 and the CLIP paper's linear probes). The recipe is in :mod:`._linear
 standardised with train statistics kept in the head, AdamW with cosine decay, seeded init and
 shuffling. ``train_top1`` is reported with the head: a low one means the probe underfit, so a
 low eval ``top1`` says little about the backbone.
+
+Head state: ``weight`` (K, C), ``bias`` (K,), ``mean`` (C,), ``std`` (C,), float32.
 """
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._base import HeadState, Metric, Param, Task
@@ -17,12 +20,15 @@ from ._registry import register_task
 if TYPE_CHECKING:
     import torch
 
-LINEAR_PARAMS = {
-    "epochs": Param(100, "passes over the train split", minimum=1),
-    "lr": Param(1e-2, "peak AdamW learning rate (cosine-decayed to 0)", above=0.0),
-    "weight_decay": Param(1e-2, "decoupled AdamW weight decay on the weights", minimum=0.0),
-    "batch_size": Param(256, "minibatch size; >= the train size means full-batch", minimum=1),
-}
+# Shared with the multi-label probe, so both train the same way.
+LINEAR_PARAMS = MappingProxyType(
+    {
+        "epochs": Param(100, "passes over the train split", minimum=1),
+        "lr": Param(1e-2, "peak AdamW learning rate (cosine-decayed to 0)", above=0.0),
+        "weight_decay": Param(1e-2, "decoupled AdamW weight decay on the weights", minimum=0.0),
+        "batch_size": Param(256, "minibatch size; >= the train size means full-batch", minimum=1),
+    }
+)
 
 
 @register_task(name="classification")
@@ -58,7 +64,12 @@ class LinearClassification(Task):
         # Without class names the class count comes from the labels seen in training.
         n_classes = len(class_names) if class_names is not None else int(targets.max()) + 1
         head, loss = _linear.train(
-            feats, targets, n_out=n_classes, loss="cross_entropy", seed=seed, task=self.name,
+            feats,
+            targets,
+            n_out=n_classes,
+            loss="cross_entropy",
+            seed=seed,
+            task=self.name,
             **params,
         )
         train_top1, _ = _metrics.topk_accuracies(_linear.logits(head, feats), targets)
@@ -67,44 +78,15 @@ class LinearClassification(Task):
     def _evaluate(
         self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
     ) -> dict[str, float]:
-        from . import _checks, _linear, _metrics
+        from . import _linear, _metrics
+        from ._errors import TaskInputError
 
-        head = linear_head(head, self.name, feats.shape[1])
+        head = _linear.check_head(head, self.name, feats.shape[1])
         n_classes = head["weight"].shape[0]
         if int(targets.max()) >= n_classes:
-            from ._errors import TaskInputError
-
             raise TaskInputError(
-                f"eval targets hold class {int(targets.max())} but the head has {n_classes} classes",
-                hint="evaluate on data with the head's class names",
+                f"eval targets hold class {int(targets.max())}; the head has {n_classes} classes",
+                hint="evaluate on data labelled with the head's class names",
             )
-        del _checks  # imported for linear_head's errors; keeps the import cost in one place
         top1, top5 = _metrics.topk_accuracies(_linear.logits(head, feats), targets)
         return {"top1": top1, "top5": top5}
-
-
-def linear_head(head: HeadState, task: str, dim: int) -> HeadState:
-    """The four tensors of a linear head, checked against a feature size ``dim``.
-
-    Raises:
-        TaskInputError: a missing tensor or a feature size the head was not trained on.
-    """
-    from . import _checks
-
-    weight = _checks.head_tensor(head, "weight", task, 2, (1, dim))
-    k = weight.shape[0]
-    out = {"weight": weight}
-    for key, shape in (("bias", k), ("mean", dim), ("std", dim)):
-        value = _checks.head_tensor(head, key, task, 1)
-        if value.shape[0] != shape:
-            from ._errors import TaskInputError
-
-            raise TaskInputError(f"head tensor {key!r} has {value.shape[0]} entries, expected {shape}")
-        out[key] = value
-    return {k_: v.to(weight.device, torch_float32()) for k_, v in out.items()}
-
-
-def torch_float32() -> Any:
-    import torch
-
-    return torch.float32

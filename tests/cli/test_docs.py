@@ -1,0 +1,22 @@
+from pathlib import Path
+
+from vbstore.cli._reference import reference
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_cli_reference_is_current():
+    assert (DOCS / "cli.md").read_text() == reference(), \
+        "docs/cli.md is stale: python -m vbstore.cli._reference > docs/cli.md"
+
+
+def test_every_exit_code_raised_is_documented():
+    import vbstore.errors as errors
+    from vbstore.cli._reference import EXIT_CODES
+
+    documented = {code for code, _ in EXIT_CODES}
+    for name in dir(errors):
+        obj = getattr(errors, name)
+        if isinstance(obj, type) and issubclass(obj, errors.VbstoreError):
+            assert obj.exit_code in documented, name
+            assert obj.__doc__ and obj.__doc__.strip(), f"{name} has no docstring"

@@ -1,0 +1,97 @@
+"""Preprocessing configuration and the one function that applies it.
+
+``BackboneCfg`` is frozen and serializes canonically into the backbone record, so two backbones
+that see images differently never share features.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+_CROPS = ("center", "squash")
+_INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos")
+
+
+@dataclass(frozen=True)
+class BackboneCfg:
+    """How an image becomes the model's input tensor.
+
+    Attributes:
+        input_size: side of the square tensor fed to the model.
+        resize: shorter side after resizing, before a ``center`` crop to ``input_size``.
+        crop: ``center`` (resize the shorter side, then center-crop) or ``squash`` (resize the
+            whole image to ``input_size`` x ``input_size``, ignoring aspect ratio).
+        mean: per-channel mean subtracted after scaling pixels to [0, 1].
+        std: per-channel std divided by.
+        interpolation: ``bilinear``, ``bicubic``, ``nearest`` or ``lanczos`` (PIL filters).
+    """
+
+    input_size: int = 224
+    resize: int = 256
+    crop: str = "center"
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    interpolation: str = "bicubic"
+
+    def __post_init__(self) -> None:
+        if self.crop not in _CROPS:
+            raise ValueError(f"crop must be one of {_CROPS}, not {self.crop!r}")
+        if self.interpolation not in _INTERPOLATIONS:
+            raise ValueError(f"interpolation must be one of {_INTERPOLATIONS}, not {self.interpolation!r}")
+        if self.input_size < 1 or self.resize < self.input_size:
+            raise ValueError(f"need 1 <= input_size <= resize, got {self.input_size}, {self.resize}")
+        # tuples, floats: so the record is canonical whatever sequence type was passed
+        object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
+        object.__setattr__(self, "std", tuple(float(v) for v in self.std))
+
+    def with_input_size(self, input_size: int | None) -> BackboneCfg:
+        """The same preprocessing at another input size, keeping the resize/crop ratio."""
+        if input_size is None or input_size == self.input_size:
+            return self
+        ratio = self.resize / self.input_size
+        return replace(self, input_size=input_size, resize=max(input_size, math.floor(input_size * ratio)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for the backbone record."""
+        data = asdict(self)
+        data["mean"], data["std"] = list(self.mean), list(self.std)
+        return data
+
+    def __call__(self, image: Any) -> Any:
+        """Alias of :func:`preprocess`, so a cfg can be a DataLoader transform."""
+        return preprocess(self, image)
+
+
+def preprocess(cfg: BackboneCfg, image: Any) -> Any:
+    """Turn a PIL image (or HxWx3 uint8 array) into a normalized float32 CHW tensor.
+
+    Resizing follows torchvision's ``Resize(int)`` + ``CenterCrop`` on PIL images, which is what
+    timm, torchvision and open_clip evaluation transforms do.
+    """
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    if isinstance(image, np.ndarray):
+        image = Image.fromarray(image)
+    image = image.convert("RGB")
+    resample = getattr(Image.Resampling, cfg.interpolation.upper())
+    size = cfg.input_size
+    if cfg.crop == "squash":
+        image = image.resize((size, size), resample)
+    else:
+        width, height = image.size
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = cfg.resize, int(cfg.resize * long / short)
+        new_size = (new_short, new_long) if width <= height else (new_long, new_short)
+        image = image.resize(new_size, resample)
+        left = int(round((new_size[0] - size) / 2.0))
+        top = int(round((new_size[1] - size) / 2.0))
+        image = image.crop((left, top, left + size, top + size))
+    array = np.asarray(image, dtype=np.float32) / 255.0
+    array = (array - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(cfg.std, dtype=np.float32)
+    return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))

@@ -1,0 +1,221 @@
+"""Getting upstream files: the local cache first, the network only when it answers quickly.
+
+A missing file must fail within seconds with :class:`WeightsUnavailable`, never after the ~50 s
+of retries a hub client spends without a network, and never by falling back to other weights.
+So every fetch looks in the cache without touching the network, then probes the download host
+with a short TCP connect (in a thread, because a DNS lookup ignores socket timeouts), and only
+then downloads, with timeouts set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ._errors import WeightsUnavailable
+
+PROBE_TIMEOUT_S = 2.0
+DOWNLOAD_TIMEOUT_S = 30.0
+_PROBE_TTL_S = 60.0
+_probes: dict[tuple[str, int], tuple[float, bool]] = {}
+_TRUE = {"1", "on", "yes", "true"}
+# torch.hub's convention: the file name carries a prefix of its sha256 ("resnet18-f37072fd.pth")
+_HASH_IN_NAME = re.compile(r"-([a-f0-9]{8,})\.")
+
+
+def offline_reason() -> str | None:
+    """Why the environment declares itself offline, or None."""
+    for var in ("VBSTORE_OFFLINE", "HF_HUB_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in _TRUE:
+            return f"{var}={os.environ[var]}"
+    return None
+
+
+def forget_probes() -> None:
+    """Drop remembered probe results (tests, or after the network changed)."""
+    _probes.clear()
+
+
+def _proxy_for(host: str) -> tuple[str, int] | None:
+    # behind a proxy the download host is never reached directly: probe the proxy instead
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get("https") or proxies.get("http")
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    parsed = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+    return (parsed.hostname, parsed.port or 80) if parsed.hostname else None
+
+
+def reachable(host: str, port: int = 443, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether a TCP connection to ``host`` (or the configured proxy) opens within ``timeout``."""
+    if offline_reason():
+        return False
+    target = _proxy_for(host) or (host, port)
+    cached = _probes.get(target)
+    if cached and time.monotonic() - cached[0] < _PROBE_TTL_S:
+        return cached[1]
+    outcome: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection(target, timeout=timeout):
+                outcome.append(True)
+        except OSError:
+            outcome.append(False)
+
+    thread = threading.Thread(target=probe, name=f"vbstore-probe-{host}", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    ok = bool(outcome and outcome[0])
+    _probes[target] = (time.monotonic(), ok)
+    return ok
+
+
+def _require_network(host: str, what: str, upstream: str) -> None:
+    reason = offline_reason()
+    if reason is None and not reachable(host):
+        reason = f"{host} cannot be reached (no answer within {PROBE_TIMEOUT_S:g} s)"
+    if reason is not None:
+        raise WeightsUnavailable(what, f"not in the local cache and offline ({reason})", upstream=upstream)
+
+
+def _hf_endpoint_host() -> str:
+    endpoint = os.environ.get("HF_ENDPOINT")
+    if not endpoint:
+        from huggingface_hub import constants
+
+        endpoint = constants.ENDPOINT
+    return urlparse(endpoint).hostname or "huggingface.co"
+
+
+def revision_of(path: str | Path) -> str | None:
+    """The commit a Hugging Face cache path was resolved at (``.../snapshots/<sha>/file``)."""
+    parts = Path(path).parts
+    if "snapshots" in parts:
+        index = parts.index("snapshots")
+        if index + 1 < len(parts):
+            return parts[index + 1]
+    return None
+
+
+def hf_file(repo_id: str, filenames: list[str], *, what: str, revision: str | None = None) -> tuple[Path, str | None]:
+    """A file from a Hugging Face repo: the first of ``filenames`` that exists.
+
+    Returns:
+        ``(local path, resolved commit sha or None)``.
+
+    Raises:
+        WeightsUnavailable: not cached and the hub cannot be reached, or the download failed.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    upstream = f"hf://{repo_id}" + (f"@{revision}" if revision else "")
+    for filename in filenames:
+        try:
+            path = hf_hub_download(repo_id, filename, revision=revision, local_files_only=True)
+            return Path(path), revision_of(path)
+        except Exception:  # noqa: BLE001,S112 - any cache miss just means "try the next way"
+            continue
+    _require_network(_hf_endpoint_host(), what, upstream)
+    last: Exception | None = None
+    for filename in filenames:
+        try:
+            path = hf_hub_download(repo_id, filename, revision=revision, etag_timeout=PROBE_TIMEOUT_S * 5)
+            return Path(path), revision_of(path)
+        except EntryNotFoundError as exc:
+            last = exc
+        except Exception as exc:
+            raise WeightsUnavailable(what, f"download from {upstream} failed ({exc})", upstream=upstream) from exc
+    raise WeightsUnavailable(
+        what, f"{upstream} has none of {filenames} ({last})", upstream=upstream,
+        hint="choose another tag, or pass a checkpoint with --weights PATH",
+    )
+
+
+def torch_hub_dir() -> Path:
+    """torch.hub's cache folder (``$TORCH_HOME/hub``), read at call time."""
+    import torch.hub
+
+    return Path(torch.hub.get_dir())
+
+
+def _download(url: str, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+    try:
+        request = urllib.request.Request(url, headers={"User-Agent": "vbstore"})  # noqa: S310
+        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as src:  # noqa: S310
+            shutil.copyfileobj(src, out, 1 << 20)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def url_file(url: str, *, what: str) -> Path:
+    """A file downloaded from ``url`` into ``$TORCH_HOME/hub/checkpoints`` (torch.hub's layout).
+
+    Raises:
+        WeightsUnavailable: not cached and the host cannot be reached, the download failed, or
+            the file does not match the sha256 prefix in its name.
+    """
+    dest = torch_hub_dir() / "checkpoints" / os.path.basename(urlparse(url).path)
+    if dest.is_file():
+        return dest
+    _require_network(urlparse(url).hostname or "", what, url)
+    try:
+        _download(url, dest)
+    except OSError as exc:
+        raise WeightsUnavailable(what, f"download from {url} failed ({exc})", upstream=url) from exc
+    match = _HASH_IN_NAME.search(dest.name)
+    if match:
+        digest = hashlib.sha256()
+        with open(dest, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        actual = digest.hexdigest()
+        if not actual.startswith(match.group(1)):
+            dest.unlink()
+            raise WeightsUnavailable(what, f"{url} downloaded with sha256 {actual[:12]}, not {match.group(1)}", upstream=url)
+    return dest
+
+
+def github_repo(owner: str, repo: str, commit: str, *, what: str) -> Path:
+    """A GitHub repository at a pinned commit, in torch.hub's cache layout.
+
+    The folder is ``$TORCH_HOME/hub/{owner}_{repo}_{commit}``, the one ``torch.hub.load``
+    itself would create, so a cache warmed by either is used by both.
+
+    Raises:
+        WeightsUnavailable: not cached and github.com cannot be reached, or the download failed.
+    """
+    dest = torch_hub_dir() / f"{owner}_{repo}_{commit}"
+    if (dest / "hubconf.py").is_file():
+        return dest
+    url = f"https://github.com/{owner}/{repo}/zipball/{commit}"
+    _require_network("github.com", what, f"github:{owner}/{repo}@{commit}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # extract next to the destination so the final move is a rename on one filesystem
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        archive = Path(tmp) / "repo.zip"
+        try:
+            _download(url, archive)
+            with zipfile.ZipFile(archive) as zipped:
+                top = zipped.namelist()[0].split("/")[0]
+                zipped.extractall(tmp)  # noqa: S202 - a pinned upstream commit, as torch.hub does
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise WeightsUnavailable(what, f"download from {url} failed ({exc})", upstream=url) from exc
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.move(str(Path(tmp) / top), dest)
+    return dest

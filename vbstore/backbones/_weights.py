@@ -1,0 +1,204 @@
+"""What weights a backbone gets, how they are read, and how they are identified.
+
+Identity is the canonical tensor hash of the state dict as read from its source (after removing
+a training wrapper such as ``{"state_dict": ...}`` or a ``module.`` prefix), so the same tensors
+saved as ``.pth`` and ``.safetensors`` are the same weights, and any change to any tensor is new
+weights. Checkpoints are read with ``torch.load(weights_only=True)`` or safetensors: never
+arbitrary pickles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
+
+TORCH_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt")
+CHECKPOINT_SUFFIXES = (*TORCH_SUFFIXES, ".safetensors")
+_WRAPPER_KEYS = ("state_dict", "model", "model_state", "model_state_dict", "module", "net")
+
+
+@dataclass(frozen=True)
+class WeightsChoice:
+    """The user's weights argument, classified.
+
+    Attributes:
+        kind: ``pretrained`` (pinned default or a tag), ``checkpoint`` or ``random``.
+        tag: the pretrained tag, if one was named.
+        path: the checkpoint file, for ``checkpoint``.
+        seed: the init seed, for ``random`` (0 unless given).
+    """
+
+    kind: str
+    tag: str | None = None
+    path: Path | None = None
+    seed: int | None = None
+
+
+def parse_weights(weights: str | os.PathLike[str], *, seed: int | None = None, tag: str | None = None,
+                  spec: str = "") -> WeightsChoice:
+    """Classify a weights argument: ``"default"``, ``"random"``, a tag, or a checkpoint path.
+
+    A value is a path when it is path-like, contains a path separator, or ends in a checkpoint
+    suffix; otherwise it is a pretrained tag. ``seed`` only matters for ``random``.
+
+    Raises:
+        InvalidSpec: a tag given twice with different values, or an unsupported file type.
+        CheckpointNotFound: the path does not exist.
+    """
+    text = os.fspath(weights)
+    is_path = isinstance(weights, os.PathLike) or os.sep in text or "/" in text or text.endswith(
+        (*CHECKPOINT_SUFFIXES, ".npz", ".onnx", ".h5")
+    )
+    if text == "random":
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise InvalidSpec(spec, f"seed must be a non-negative integer, not {seed!r}")
+        return WeightsChoice("random", seed=0 if seed is None else seed)
+    if is_path:
+        path = Path(text).expanduser()
+        if path.suffix not in CHECKPOINT_SUFFIXES:
+            raise InvalidSpec(
+                spec, f"unsupported checkpoint type {path.suffix!r}",
+                hint=f"convert it to one of {', '.join(CHECKPOINT_SUFFIXES)}",
+            )
+        if not path.is_file():
+            raise CheckpointNotFound(str(path))
+        return WeightsChoice("checkpoint", path=path.resolve())
+    if text in ("default", "pretrained"):
+        return WeightsChoice("pretrained", tag=tag)
+    if tag is not None and tag != text:
+        raise InvalidSpec(spec, f"two tags given: @{tag} and weights={text!r}", hint="give the tag once")
+    return WeightsChoice("pretrained", tag=text)
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """BLAKE3 of a file's bytes: what stands for a checkpoint in a spec's alias key."""
+    import blake3
+
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    try:
+        hasher.update_mmap(os.fspath(path))
+    except (AttributeError, ValueError):  # very old blake3, or an empty file mmap refuses
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 22), b""):
+                hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def _is_tensor_map(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, Mapping) and bool(value) and all(isinstance(v, torch.Tensor) for v in value.values())
+
+
+def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a checkpoint's tensors, unwrapping common training wrappers.
+
+    Raises:
+        CheckpointNotFound: the file does not exist.
+        CheckpointError: the file is not a weights-only checkpoint or holds no state dict.
+    """
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointNotFound(str(path))
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            obj: Any = load_file(str(path))
+        else:
+            obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise CheckpointError(
+            str(path), f"cannot be read as weights only ({type(exc).__name__}: {str(exc)[:200]})",
+            hint="vbstore never unpickles code: save a plain state_dict or a .safetensors file",
+        ) from exc
+    for _ in range(3):  # {"model": {"state_dict": ...}} happens; deeper nesting does not
+        if _is_tensor_map(obj) or not isinstance(obj, Mapping):
+            break
+        inner = next((obj[k] for k in _WRAPPER_KEYS if isinstance(obj.get(k), Mapping)), None)
+        if inner is None:
+            break
+        obj = inner
+    if not _is_tensor_map(obj):
+        raise CheckpointError(
+            str(path), "holds no state dict (a mapping of names to tensors)",
+            hint="save model.state_dict() (or wrap it as {'state_dict': ...})",
+        )
+    state = dict(obj)
+    if all(k.startswith("module.") for k in state):  # saved from DataParallel/DDP
+        state = {k[len("module."):]: v for k, v in state.items()}
+    return state
+
+
+def load_strict(module: Any, state: Mapping[str, Any], *, where: str, ignorable: tuple[str, ...] = ()) -> None:
+    """Load ``state`` into ``module``, refusing any mismatch outside ``ignorable`` prefixes.
+
+    Classifier heads are the usual ``ignorable``: features never pass through them, so a
+    checkpoint fine-tuned for 10 classes still loads into a 1000-class architecture.
+
+    Raises:
+        CheckpointError: a missing, unexpected or mis-shaped tensor that features depend on.
+    """
+    own = module.state_dict()
+    state = dict(state)
+    for key in [k for k in state if k.startswith(ignorable) and ignorable]:
+        if key not in own or tuple(own[key].shape) != tuple(state[key].shape):
+            del state[key]
+    wrong = [k for k in state if k in own and tuple(own[k].shape) != tuple(state[k].shape)]
+    missing = [k for k in own if k not in state and not (ignorable and k.startswith(ignorable))]
+    unexpected = [k for k in state if k not in own]
+    if wrong or missing or unexpected:
+        parts = []
+        for label, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)):
+            if keys:
+                parts.append(f"{len(keys)} {label} ({', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''})")
+        raise CheckpointError(
+            where, f"does not fit the architecture: {'; '.join(parts)}",
+            hint="check that the spec names the architecture the checkpoint was trained with",
+        )
+    module.load_state_dict(state, strict=False)
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block under ``torch.manual_seed(seed)`` without disturbing the caller's RNG."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+@dataclass(frozen=True)
+class WeightsRecord:
+    """The identity of a backbone's weights and where they came from (JSON via ``to_dict``)."""
+
+    tensor_hash: str
+    origin: str
+    upstream: str | None = None
+    revision: str | None = None
+    path: str | None = None
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (the ``weights`` artifact body)."""
+        return asdict(self)
+
+
+def weights_record(choice: WeightsChoice, tensor_hash: str, *, upstream: str | None = None,
+                   revision: str | None = None) -> WeightsRecord:
+    """The record for ``choice`` once its tensors have been hashed."""
+    if choice.kind == "random":
+        return WeightsRecord(tensor_hash, "random", seed=choice.seed)
+    if choice.kind == "checkpoint":
+        assert choice.path is not None
+        return WeightsRecord(tensor_hash, "checkpoint", path=choice.path.name)
+    return WeightsRecord(tensor_hash, "pretrained", upstream=upstream, revision=revision)

@@ -1,0 +1,52 @@
+"""Generate docs/cli.md from the commands' own help, so the reference cannot drift.
+
+    python -m vbstore.cli._reference > docs/cli.md
+"""
+
+from __future__ import annotations
+
+import click
+
+EXIT_CODES = [
+    (0, "success"),
+    (1, "failure found: `fsck` found faults, or an unexpected error"),
+    (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input files"),
+    (3, "not found: no object, ref, remote, backbone or task by that name"),
+    (4, "integrity: a blob does not hash to its id (local or downloaded)"),
+    (5, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update"),
+    (6, "network: offline, or pretrained weights / a remote cannot be reached"),
+    (7, "disk: no space left, or the filesystem refused a write"),
+    (8, "busy: waited too long for another process (registry lock or a derivation's lease)"),
+    (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),
+]
+
+
+def _commands(group: click.Group, prefix: str):
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        yield f"{prefix} {name}", command
+        if isinstance(command, click.Group):
+            yield from _commands(command, f"{prefix} {name}")
+
+
+def reference() -> str:
+    from . import cli
+
+    lines = ["# CLI reference", "",
+             "Generated from `--help` by `python -m vbstore.cli._reference`; a test fails when "
+             "this page and the code disagree.", "",
+             "Every command takes `--json`; errors are one line naming the fix (set "
+             "`VBSTORE_DEBUG=1` for the traceback).", "", "## Exit codes", "",
+             "| code | meaning |", "|---|---|"]
+    lines += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
+    lines.append("")
+    root_ctx = click.Context(cli, info_name="vbstore", terminal_width=80, max_content_width=80)
+    lines += ["## vbstore", "", "```", cli.get_help(root_ctx), "```", ""]
+    for path, command in _commands(cli, "vbstore"):
+        ctx = click.Context(command, info_name=path, terminal_width=80, max_content_width=80)
+        lines += [f"## {path}", "", "```", command.get_help(ctx), "```", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    click.echo(reference(), nl=False)

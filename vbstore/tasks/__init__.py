@@ -1,0 +1,42 @@
+"""Probe tasks: what a backbone's features are scored on, independent of storage.
+
+A task declares its level, ``op_version``, feature mode, whether it trains a head or is
+zero-shot, its parameters with defaults, and its metrics with directions and a headline (see
+:class:`Task`). The engine resolves params with ``task.resolve_params``, then calls ``fit`` and
+``evaluate`` (trained tasks) or ``evaluate_zero_shot`` (zero-shot tasks) on feature tensors.
+
+Importing this package registers the built-in tasks but does not import torch: a task's
+declaration is enough to build a derivation key, and a cached result must not pay for torch.
+"""
+
+from __future__ import annotations
+
+# Built-ins register through the same decorator a plugin uses; importing them is the act.
+from . import (  # noqa: F401
+    classification,
+    knn,
+    multilabel,
+    retrieval,
+    zeroshot_classification,
+    zeroshot_retrieval,
+)
+from ._base import HeadState, Metric, Param, Task, ZeroShotContext
+from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
+from ._registry import get_task, list_tasks, register_task
+from .aggregate import aggregate_seeds
+
+__all__ = [
+    "HeadState",
+    "Metric",
+    "Param",
+    "Task",
+    "TaskInputError",
+    "TrainingDiverged",
+    "UndefinedMetric",
+    "UnknownTask",
+    "ZeroShotContext",
+    "aggregate_seeds",
+    "get_task",
+    "list_tasks",
+    "register_task",
+]

@@ -1,0 +1,94 @@
+"""Class-level image retrieval on frozen features, with no training (zero-shot).
+
+Every eval image is a query; the gallery is every *other* eval image, ranked by cosine
+similarity; a gallery image is relevant when it has the query's class label. This is the
+in-shop / CUB / Stanford-Online-Products style evaluation used in metric learning.
+
+- ``recall@k``: fraction of queries with at least one relevant image among the k most similar
+  (k is capped at the gallery size). Ties in similarity keep gallery order.
+- ``mean_average_precision``: mean over queries of the (non-interpolated) average precision of
+  the whole ranked gallery, tied similarities forming one threshold.
+
+A query whose class has no other image has nothing to retrieve: it is left out of every metric,
+as in those benchmarks. If no query has a relevant image, the metrics are undefined and the
+task says so.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._base import Metric, Task
+from ._registry import register_task
+
+if TYPE_CHECKING:
+    import torch
+
+RECALL_KS = (1, 5, 10)
+
+
+@register_task(name="retrieval")
+class Retrieval(Task):
+    """Leave-one-out image retrieval by class label; recall@1/5/10 and mAP."""
+
+    level = "high"
+    op_version = 1
+    target_kind = "class_index"
+    zero_shot = True
+    stochastic = False
+    metrics = (
+        *(
+            Metric(
+                f"recall@{k}", "higher", f"share of queries with a same-class image in the top {k}"
+            )
+            for k in RECALL_KS
+        ),
+        Metric("mean_average_precision", "higher", "mean over queries of the ranking's AP"),
+    )
+    headline = "recall@1"
+
+    def _evaluate_zero_shot(
+        self,
+        feats: torch.Tensor,
+        targets: torch.Tensor,
+        params: dict[str, Any],
+        context: dict[str, Any],
+    ) -> dict[str, float]:
+        import torch
+
+        from ._errors import UndefinedMetric
+        from ._metrics import average_precision_ranked, l2_normalise, row_blocks
+
+        n = len(feats)
+        if n < 2:
+            raise UndefinedMetric(self.name, "recall@1", "retrieval needs at least 2 eval images")
+        x = l2_normalise(feats)
+        hits = dict.fromkeys(RECALL_KS, 0)
+        ap_sum = 0.0
+        used = 0
+        for rows in row_blocks(n, n):
+            index = torch.arange(rows.start, rows.stop, device=x.device)
+            sims = x[rows] @ x.T
+            relevant = targets[rows, None] == targets[None, :]
+            # The query itself is not in its gallery: last in the ranking and never relevant.
+            sims[torch.arange(len(index)), index] = -torch.inf
+            relevant[torch.arange(len(index)), index] = False
+            sorted_sims, order = torch.sort(sims, dim=1, descending=True, stable=True)
+            sorted_relevant = relevant.gather(1, order)
+            keep = sorted_relevant.any(dim=1)
+            if not keep.any():
+                continue
+            sorted_sims, sorted_relevant = sorted_sims[keep], sorted_relevant[keep]
+            used += int(keep.sum())
+            for k in RECALL_KS:
+                hits[k] += int(sorted_relevant[:, : min(k, n - 1)].any(dim=1).sum())
+            ap_sum += float(average_precision_ranked(sorted_sims, sorted_relevant).sum())
+        if used == 0:
+            raise UndefinedMetric(
+                self.name,
+                "recall@1",
+                "no eval image shares its class with another, so no query has anything to find",
+            )
+        metrics = {f"recall@{k}": hits[k] / used for k in RECALL_KS}
+        metrics["mean_average_precision"] = ap_sum / used
+        return metrics

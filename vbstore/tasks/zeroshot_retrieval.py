@@ -1,0 +1,112 @@
+"""Zero-shot image-text retrieval for CLIP models, as CLIP_benchmark defines it.
+
+Data: N images, each with one or more captions (``context["captions"][i]`` belongs to image
+row ``i``; eval targets are ``None``). Every caption is embedded by the text tower; images and
+captions are L2-normalised and scored by cosine similarity.
+
+- ``image_retrieval_recall@k`` (text -> image): for each caption, whether its image is among
+  the k images most similar to it; averaged over captions.
+- ``text_retrieval_recall@k`` (image -> text): for each image, whether at least one of its
+  captions is among the k captions most similar to it; averaged over images.
+
+k is 1, 5 and 10, capped at the candidate count. Ties in similarity keep candidate order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._base import Metric, Task
+from ._registry import register_task
+
+if TYPE_CHECKING:
+    import torch
+
+RECALL_KS = (1, 5, 10)
+
+
+def _captions(context: dict[str, Any], n_images: int) -> tuple[list[str], list[int]]:
+    """Flatten the per-image captions into (texts, image index of each text)."""
+    from ..errors import UsageError
+    from ._errors import TaskInputError
+    from ._text import strings
+
+    if "captions" not in context:
+        raise UsageError(
+            "zeroshot_retrieval needs the captions in context['captions']",
+            hint="evaluate on an image-caption manifest",
+        )
+    captions = context["captions"]
+    if isinstance(captions, str) or len(captions) != n_images:
+        raise TaskInputError(
+            f"context['captions'] must hold one list of captions per image ({n_images})"
+        )
+    texts: list[str] = []
+    owners: list[int] = []
+    for i, per_image in enumerate(captions):
+        per_image = strings(per_image, f"captions of image {i}")
+        if not per_image:
+            raise TaskInputError(f"image {i} has no caption; each image needs at least one")
+        texts.extend(per_image)
+        owners.extend([i] * len(per_image))
+    return texts, owners
+
+
+@register_task(name="zeroshot_retrieval")
+class ZeroShotRetrieval(Task):
+    """CLIP image<->text retrieval; image_/text_retrieval_recall@1/5/10."""
+
+    level = "high"
+    op_version = 1
+    target_kind = "captions"
+    zero_shot = True
+    needs_text = True
+    stochastic = False
+    metrics = (
+        *(
+            Metric(f"image_retrieval_recall@{k}", "higher", f"text->image: its image in top {k}")
+            for k in RECALL_KS
+        ),
+        *(
+            Metric(f"text_retrieval_recall@{k}", "higher", f"image->text: a caption in top {k}")
+            for k in RECALL_KS
+        ),
+    )
+    headline = "image_retrieval_recall@1"
+
+    def _evaluate_zero_shot(
+        self,
+        feats: torch.Tensor,
+        targets: None,
+        params: dict[str, Any],
+        context: dict[str, Any],
+    ) -> dict[str, float]:
+        import torch
+
+        from ._metrics import l2_normalise, ranking, row_blocks
+        from ._text import encode
+
+        texts, owners = _captions(context, len(feats))
+        images = l2_normalise(feats)
+        text = encode(context["text_encoder"], texts, feats.shape[1], feats.device)
+        owner = torch.tensor(owners, dtype=torch.int64, device=feats.device)
+        kmax = max(RECALL_KS)
+
+        image_hits = dict.fromkeys(RECALL_KS, 0)
+        for rows in row_blocks(len(text), len(images)):
+            top = ranking(text[rows] @ images.T)[:, :kmax] == owner[rows, None]
+            for k in RECALL_KS:
+                image_hits[k] += int(top[:, :k].any(dim=1).sum())
+
+        text_hits = dict.fromkeys(RECALL_KS, 0)
+        for rows in row_blocks(len(images), len(text)):
+            image_index = torch.arange(rows.start, rows.stop, device=feats.device)
+            top = owner[ranking(images[rows] @ text.T)[:, :kmax]] == image_index[:, None]
+            for k in RECALL_KS:
+                text_hits[k] += int(top[:, :k].any(dim=1).sum())
+
+        metrics = {f"image_retrieval_recall@{k}": image_hits[k] / len(text) for k in RECALL_KS}
+        metrics.update(
+            {f"text_retrieval_recall@{k}": text_hits[k] / len(images) for k in RECALL_KS}
+        )
+        return metrics
