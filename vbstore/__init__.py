@@ -13,6 +13,15 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Store": "vbstore.store",
+    "get_result": "vbstore.engine",
+    "get_features": "vbstore.engine",
+    "load_manifest": "vbstore.data",
+    "register_backbone": "vbstore.backbones",
+    "build_backbone": "vbstore.backbones",
+    "CustomBackbone": "vbstore.backbones",
+    "register_task": "vbstore.tasks",
+    "save_head": "vbstore.heads",
+    "load_head": "vbstore.heads",
     "VbstoreError": "vbstore.errors",
     "ObjectNotFound": "vbstore.errors",
     "CorruptObject": "vbstore.errors",

@@ -100,7 +100,7 @@ def test_max_size_warns_when_cap_is_below_one_working_set(store):
     np = pytest.importorskip("numpy")
     pack = store.put_tensors({"x": np.zeros(50_000, dtype=np.float32)}, "pack")
     store.put_json({"extractor": {}, "extractor_key": pack, "manifest": pack, "backbone": pack,
-                    "packs": [pack]}, "featureset", edges={"pack": pack})
+                    "packs": [pack], "rows": [[0, 0]]}, "featureset", edges={"pack": pack})
     report = store.gc(max_size=1000, dry_run=True)
     assert any("smaller than one feature set" in w for w in report.warnings)
 

@@ -40,8 +40,11 @@ def derivation_key(spec: Mapping[str, Any]) -> str:
 class DeriveMixin:
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
-    def lookup(self, key: str) -> str | None:
-        """The recorded output of ``key`` if it is present and intact, else None (a miss)."""
+    def lookup(self, key: str, valid: Callable[[str], bool] | None = None) -> str | None:
+        """The recorded output of ``key`` if it is present and intact, else None (a miss).
+
+        ``valid(output)`` can add a deeper check (a featureset's packs are present, say).
+        """
         row = self.db.one(
             "SELECT d.output, o.kind FROM derivations d LEFT JOIN objects o ON o.id = d.output "
             "WHERE d.key = ?", (key,),
@@ -56,6 +59,8 @@ class DeriveMixin:
                 self.read_bytes(output, verify=True)
             except CorruptObject:
                 return None
+        if valid is not None and not valid(output):
+            return None
         self.touch([output])
         return output
 
@@ -85,6 +90,7 @@ class DeriveMixin:
     def derive(
         self, spec: Mapping[str, Any], compute: Callable[[], str],
         extra_edges: Mapping[str, Any] | None = None, timeout: float | None = None,
+        valid: Callable[[str], bool] | None = None,
     ) -> tuple[str, bool]:
         """Return ``(output, computed)``, running ``compute`` only when no one has the answer.
 
@@ -95,11 +101,11 @@ class DeriveMixin:
             LeaseTimeout: ``timeout`` seconds passed waiting for another process.
         """
         key = derivation_key(spec)
-        hit = self.lookup(key)
+        hit = self.lookup(key, valid)
         if hit is not None:
             return hit, False
         with self.lease(key, inputs=list(spec["inputs"].values()), timeout=timeout):
-            hit = self.lookup(key)
+            hit = self.lookup(key, valid)
             if hit is not None:
                 return hit, False
             output = compute()

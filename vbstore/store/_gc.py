@@ -101,10 +101,14 @@ class GcMixin:
 
     @staticmethod
     def _forget(conn, oid: str) -> None:
-        """Drop every row that would point a lookup at ``oid``."""
+        """Drop every row that would point a lookup at ``oid`` or at a featureset built from it."""
         conn.execute("DELETE FROM derivations WHERE output=?", (oid,))
         conn.execute("DELETE FROM aliases WHERE id=?", (oid,))
         conn.execute("DELETE FROM feature_rows WHERE pack=?", (oid,))
+        conn.execute(
+            "DELETE FROM derivations WHERE output IN (SELECT e.parent FROM edges e JOIN objects o "
+            "ON o.id = e.parent WHERE e.child=? AND o.kind='featureset')", (oid,),
+        )
 
     def _evict(self, max_size: int, cutoff: float, report: GcReport) -> None:
         gone = {o["id"] for o in report.removed}
@@ -143,12 +147,6 @@ class GcMixin:
                     ).rowcount == 0:
                         continue
                     self._forget(conn, oid)
-                    # whatever was assembled from this blob must be recomputed too
-                    conn.execute(
-                        "DELETE FROM derivations WHERE output IN (SELECT parent FROM edges "
-                        "WHERE child=? AND parent IN (SELECT id FROM objects WHERE kind='featureset'))",
-                        (oid,),
-                    )
                     _unlink(self.files.path(oid))
             report.evicted.append({"id": oid, "kind": kind, "size": size})
             total -= size

@@ -20,6 +20,7 @@ from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._registry import Registry, now
+from ._rows import FeatureRowsMixin
 
 _HEX = re.compile(r"^[0-9a-f]+$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
@@ -57,7 +58,7 @@ class ObjectInfo:
 Edges = Mapping[str, "str | Iterable[str]"]
 
 
-class Store(DeriveMixin, FileStateMixin, GcMixin, FsckMixin):
+class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
     """A content-addressed object store with its SQLite registry.
 
     ```python
@@ -157,8 +158,12 @@ class Store(DeriveMixin, FileStateMixin, GcMixin, FsckMixin):
         if document.setdefault("kind", kind) != kind:
             raise UsageError(f"document says kind {document['kind']!r} but was put as {kind!r}")
         data = canonical.dumps(document)
-        _schemas.validate(kind, document)
-        return self.put_bytes(data, kind, edges)
+        oid = canonical.digest(data)
+        # a blob already present was validated when it was first written
+        if not self._touch_existing(oid, kind, len(data), edges):
+            _schemas.validate(kind, document)
+            self.put_bytes(data, kind, edges)
+        return oid
 
     def put_tensors(
         self, tensors: Mapping[str, Any], kind: str, metadata: Mapping[str, str] | None = None,

@@ -30,6 +30,8 @@ _TORCH_CODES = {
     "torch.float8_e4m3fn": "F8_E4M3", "torch.float8_e5m2": "F8_E5M2",
 }
 _DOMAIN = b"vbstore.tensors.v1\0"
+_ITEM_SIZE = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4,
+              "F16": 2, "BF16": 2, "I16": 2, "U16": 2}
 
 
 def _code_and_bytes(value: Any) -> tuple[str, tuple[int, ...], bytes]:
@@ -118,16 +120,28 @@ def safetensors_identity(path: str | Path) -> str:
 def to_safetensors_bytes(
     tensors: Mapping[str, Any], kind: str, metadata: Mapping[str, str]
 ) -> bytes:
-    """Serialise torch tensors or numpy arrays with ``vbstore.kind`` set in ``__metadata__``."""
+    """Serialise torch tensors or numpy arrays as canonical safetensors bytes.
+
+    The safetensors library writes ``__metadata__`` in hash-map order, so the same tensors
+    would get a different id on every call. Here the header is canonical JSON (sorted keys,
+    compact), padded with spaces to 8 bytes, and tensors are laid out in name order: equal
+    content, equal bytes. Data are laid out widest dtype first, then by name, so every tensor is
+    aligned to its item size. ``vbstore.kind`` is set in ``__metadata__``.
+    """
     meta = {str(k): str(v) for k, v in metadata.items()}
     meta["vbstore.kind"] = kind
-    if any(str(getattr(v, "dtype", "")).startswith("torch.") for v in tensors.values()):
-        from safetensors.torch import save
-
-        return save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata=meta)
-    from safetensors.numpy import save as save_numpy
-
-    return save_numpy({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=meta)
+    header: dict[str, Any] = {"__metadata__": meta}
+    chunks, offset = [], 0
+    encoded_tensors = {name: _code_and_bytes(value) for name, value in tensors.items()}
+    # widest dtypes first (then by name): every tensor's data starts aligned to its item size
+    for name in sorted(encoded_tensors, key=lambda n: (-_ITEM_SIZE.get(encoded_tensors[n][0], 1), n)):
+        code, shape, raw = encoded_tensors[name]
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    encoded = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    return b"".join([struct.pack("<Q", len(encoded)), encoded, *chunks])
 
 
 def parse_safetensors_header(data: bytes | memoryview) -> dict[str, Any]:

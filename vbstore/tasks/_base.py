@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
@@ -190,6 +190,11 @@ class Task:
             # An instance attribute: the class's schema stays as declared for other variants.
             self.params = {k: replace(p, default=resolved[k]) for k, p in self.params.items()}
 
+    @property
+    def display_name(self) -> str:
+        """The registered name, or the class name before registration (for messages)."""
+        return self.name or type(self).__name__
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} task {self.name!r} v{self.op_version}>"
 
@@ -207,11 +212,11 @@ class Task:
                 valid = ", ".join(sorted(self.params)) or "none"
                 close = difflib.get_close_matches(str(key), list(self.params), n=1)
                 raise UsageError(
-                    f"task {self.name!r} has no parameter {key!r} (valid: {valid})",
+                    f"task {self.display_name!r} has no parameter {key!r} (valid: {valid})",
                     hint=f"did you mean {close[0]!r}?" if close else "see: vbstore list tasks",
                 )
         return {
-            key: spec.normalise(self.name, key, given.get(key, spec.default))
+            key: spec.normalise(self.display_name, key, given.get(key, spec.default))
             for key, spec in sorted(self.params.items())
         }
 
@@ -229,8 +234,8 @@ class Task:
             "needs_text": self.needs_text,
             "stochastic": self.stochastic,
             "params": {key: spec.describe() for key, spec in sorted(self.params.items())},
-            "metrics": [vars(m).copy() for m in self.metrics],
-            "train_metrics": [vars(m).copy() for m in self.train_metrics],
+            "metrics": [asdict(m) for m in self.metrics],
+            "train_metrics": [asdict(m) for m in self.train_metrics],
             "headline": self.headline,
         }
 

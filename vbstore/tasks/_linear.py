@@ -142,8 +142,10 @@ def train(
     return head, final
 
 
-def check_head(head: dict[str, torch.Tensor], task: str, dim: int) -> dict[str, torch.Tensor]:
-    """The four float32 tensors of a linear head, checked against a feature size ``dim``.
+def check_head(
+    head: dict[str, torch.Tensor], task: str, dim: int, device: torch.device
+) -> dict[str, torch.Tensor]:
+    """The four float32 tensors of a linear head on ``device``, checked against a feature size.
 
     Raises:
         TaskInputError: a missing tensor, or a feature size the head was not trained on.
@@ -157,4 +159,5 @@ def check_head(head: dict[str, torch.Tensor], task: str, dim: int) -> dict[str, 
                 f"head tensor {key!r} has {value.shape[0]} entries, expected {size}"
             )
         out[key] = value
-    return {key: value.to(torch.float32) for key, value in out.items()}
+    # A head loaded from safetensors is on CPU; the features may be on an accelerator.
+    return {key: value.to(device=device, dtype=torch.float32) for key, value in out.items()}

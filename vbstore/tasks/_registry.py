@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from ..errors import UsageError
-from ._base import Param, Task
+from ._base import Metric, Param, Task
 from ._errors import UnknownTask
 
 _TASKS: dict[str, Task] = {}
@@ -62,6 +62,8 @@ def _check_declaration(task: Task) -> None:
         if not isinstance(spec, Param):
             raise bad(f"params[{key!r}] is not a Param")
         spec.normalise(task.name, key, spec.default)  # a default must pass its own bounds
+    if not all(isinstance(m, Metric) for m in (*task.metrics, *task.train_metrics)):
+        raise bad("metrics and train_metrics must hold Metric objects")
     names = [m.name for m in (*task.metrics, *task.train_metrics)]
     if not task.metrics:
         raise bad("declares no metrics")

@@ -81,7 +81,7 @@ class LinearClassification(Task):
         from . import _linear, _metrics
         from ._errors import TaskInputError
 
-        head = _linear.check_head(head, self.name, feats.shape[1])
+        head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
         n_classes = head["weight"].shape[0]
         if int(targets.max()) >= n_classes:
             raise TaskInputError(

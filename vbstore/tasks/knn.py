@@ -79,8 +79,9 @@ class KnnClassification(Task):
         from ._metrics import l2_normalise, ranking, row_blocks
 
         bank = _checks.head_tensor(head, "bank", self.name, 2, (1, feats.shape[1]))
-        bank = bank.to(torch.float32)
-        labels = _checks.head_tensor(head, "labels", self.name, 1).to(torch.int64)
+        bank = bank.to(device=feats.device, dtype=torch.float32)
+        labels = _checks.head_tensor(head, "labels", self.name, 1)
+        labels = labels.to(device=feats.device, dtype=torch.int64)
         n_classes = int(_checks.head_tensor(head, "n_classes", self.name, 0))
         if len(labels) != len(bank):
             raise TaskInputError(f"head has {len(bank)} bank rows but {len(labels)} labels")

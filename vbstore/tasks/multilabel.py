@@ -86,7 +86,7 @@ class MultiLabel(Task):
         from . import _linear
         from ._errors import TaskInputError, UndefinedMetric
 
-        head = _linear.check_head(head, self.name, feats.shape[1])
+        head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
         n_labels = head["weight"].shape[0]
         if n_labels != targets.shape[1]:
             raise TaskInputError(

@@ -14,6 +14,7 @@ k is 1, 5 and 10, capped at the candidate count. Ties in similarity keep candida
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Metric, Task
@@ -37,7 +38,7 @@ def _captions(context: dict[str, Any], n_images: int) -> tuple[list[str], list[i
             hint="evaluate on an image-caption manifest",
         )
     captions = context["captions"]
-    if isinstance(captions, str) or len(captions) != n_images:
+    if isinstance(captions, str) or not isinstance(captions, Sequence) or len(captions) != n_images:
         raise TaskInputError(
             f"context['captions'] must hold one list of captions per image ({n_images})"
         )

@@ -1,0 +1,90 @@
+import shutil
+
+import pytest
+import torch
+
+import vbstore
+from vbstore.features import Features
+
+
+def test_second_get_features_does_no_forward(store, shapes, forwards):
+    first = vbstore.get_features("test_vit", shapes, split="val", weights="random", store=store,
+                                 input_size=32, progress=False)
+    assert not first.from_cache and first.stats["extracted"] == 30
+    forwards.clear()
+    second = vbstore.get_features("test_vit", shapes, split="val", weights="random", store=store,
+                                  input_size=32, progress=False)
+    assert second.from_cache and second.id == first.id
+    assert forwards == []
+    x = second.features.pooled()
+    assert x.shape == (30, first.backbone.doc["geometry"]["embed_dim"])
+    assert torch.equal(x, first.features.pooled())
+
+
+def test_same_image_through_two_datasets_is_extracted_once(store, shapes, tmp_path, forwards):
+    other = tmp_path / "other"
+    shutil.copytree(f"{shapes}/val/circle", other / "circle")
+    shutil.copytree(f"{shapes}/val/square", other / "square")
+    a = vbstore.get_features("test_cnn", shapes, split="val", weights="random", store=store,
+                             input_size=32, progress=False)
+    forwards.clear()
+    b = vbstore.get_features("test_cnn", str(other), weights="random", store=store, input_size=32,
+                             progress=False)
+    assert forwards == []  # every image of the second dataset was already extracted
+    assert b.stats["reused"] == 12 and b.stats["extracted"] == 0
+    names_a = [s["name"] for s in a.manifest.doc["samples"]]
+    names_b = [s["name"] for s in b.manifest.doc["samples"]]
+    xa, xb = a.features.pooled(), b.features.pooled()
+    for i, name in enumerate(names_b):
+        assert torch.equal(xb[i], xa[names_a.index(name)])
+
+
+def test_layers_modes_and_precision_are_separate_extractors(store, shapes, forwards):
+    kw = dict(split="val", weights="random", store=store, input_size=32, progress=False, limit=2)
+    both = vbstore.get_features("test_vit", shapes, layers=[0, -1], mode="both", **kw)
+    assert both.stats["forward_passes"] == 1  # all layers from one forward per batch
+    feats = Features(store, both.id)
+    assert feats.dense(0).dtype == torch.float16 and feats.dense(0).ndim == 4
+    assert feats.pooled(0).shape[0] == 10
+    bf16 = vbstore.get_features("test_vit", shapes, precision="bf16", **kw)
+    fp32 = vbstore.get_features("test_vit", shapes, **kw)
+    assert len({both.id, bf16.id, fp32.id}) == 3
+    assert not torch.equal(bf16.features.pooled(), fp32.features.pooled())
+
+
+def test_missing_pack_is_recomputed(store, shapes, forwards):
+    kw = dict(split="val", weights="random", store=store, input_size=32, progress=False)
+    first = vbstore.get_features("test_cnn", shapes, **kw)
+    before = first.features.pooled()
+    store.tag("features", first.id)  # a root: gc keeps it, --max-size may still evict its packs
+    report = store.gc(grace=0, max_size=0)
+    assert [o["kind"] for o in report.evicted] == ["pack"] and report.removed == []
+    forwards.clear()
+    again = vbstore.get_features("test_cnn", shapes, **kw)
+    assert not again.from_cache and again.stats["extracted"] == 30
+    after = again.features.pooled()
+    assert torch.equal(after, before)
+    assert again.id == first.id  # packs are canonical bytes: the same features, the same ids
+
+
+def test_custom_backbone_module(store, shapes):
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU())
+    from vbstore.backbones import BackboneCfg
+
+    backbone = vbstore.CustomBackbone(conv, BackboneCfg(input_size=32, resize=32), name="tiny_conv")
+    result = vbstore.get_features(backbone, shapes, split="val", store=store, limit=1, progress=False)
+    assert result.features.pooled().shape == (5, 8)
+    weights = store.read_json(result.backbone.doc["weights"])
+    assert weights["tensor_hash"] == vbstore.tensor_identity(conv.state_dict())
+
+
+def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):
+    from vbstore.errors import BadInput
+
+    root = tmp_path / "bad" / "cls"
+    root.mkdir(parents=True)
+    (root / "a.jpg").write_bytes(b"\xff\xd8\xff\xe0 definitely not a jpeg")
+    with pytest.raises(BadInput, match="a.jpg"):
+        vbstore.get_features("test_cnn", str(tmp_path / "bad"), weights="random", store=store,
+                             progress=False)
+    assert [o.kind for o in store.ls()] in ([], ["weights", "backbone"])

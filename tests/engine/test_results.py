@@ -1,0 +1,106 @@
+import json
+import multiprocessing as mp
+import subprocess
+import sys
+
+import pytest
+
+import vbstore
+from vbstore.errors import UsageError
+
+KW = dict(split="val", train_split="train", weights="random", input_size=32, progress=False)
+
+
+def test_cached_result_and_second_task_share_features(store, shapes, forwards):
+    first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
+    assert not first.from_cache
+    assert set(first.metrics) == {"top1", "top5"}
+    assert 0 <= first.metrics["top1"] <= 1 and "train_top1" in first.record["train_metrics"]
+    assert first.record["weights_kind"] == "random"
+    assert first.record["versions"]["torch"] and first.record["device"].startswith("cpu")
+    for key in ("backbone", "weights", "eval_manifest", "train_manifest", "eval_features",
+                "train_features", "head"):
+        assert key in first.record["inputs"], key
+    forwards.clear()
+    again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
+    assert again.from_cache and again.id == first.id and forwards == []
+    knn = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, k=5, **KW)
+    assert forwards == [] and knn.record["features_from_cache"]
+    assert knn.record["params"]["k"] == 5
+
+
+def test_result_lineage_reaches_weights_and_manifests(store, shapes):
+    from vbstore.cli._lineage import lineage
+
+    result = vbstore.get_result("test_vit", "retrieval", shapes, store=store, split="val",
+                                weights="random", input_size=32, progress=False)
+    tree = lineage(store, result.id)
+    kinds = set()
+
+    def walk(node):
+        kinds.add(node["kind"])
+        for child in node.get("inputs", []):
+            walk(child)
+
+    walk(tree)
+    assert {"result", "backbone", "weights", "manifest", "featureset", "pack"} <= kinds
+
+
+def test_data_argument_errors(store, shapes):
+    with pytest.raises(UsageError, match="zero-shot.*--train-data"):
+        vbstore.get_result("test_cnn", "retrieval", shapes, shapes, store=store, **KW)
+    with pytest.raises(UsageError, match="--train-data"):
+        vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
+                           weights="random", progress=False)
+    with pytest.raises(UsageError, match="k"):
+        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, k=-1, **KW)
+    assert store.ls("result") == []
+
+
+def test_seeds_aggregate_and_recompute(store, shapes):
+    result = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3, **KW)
+    agg = result.record["aggregate"]["top1"]
+    assert agg["n"] == 3 and agg["ci_low"] <= agg["mean"] <= agg["ci_high"]
+    assert result.record["seeds"] == [0, 1, 2] and len(result.record["inputs"]) >= 9
+    again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3,
+                               recompute=True, **KW)
+    assert again.reproduced["previous"] == result.id
+    assert again.reproduced["reproduced"], again.reproduced
+
+
+def _ask(root, shapes, queue):
+    from vbstore import Store
+
+    with Store(root) as s:
+        r = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=s, **KW)
+        queue.put((r.id, r.from_cache))
+
+
+def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_ask, args=(tmp_path, shapes, queue)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    answers = [queue.get(timeout=240) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert len({a[0] for a in answers}) == 1
+    assert sorted(a[1] for a in answers) == [False, True, True, True]
+
+
+def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):
+    args = ["--store", str(tmp_path), "get", "result", "-b", "test_cnn", "-t", "knn", "-d", shapes,
+            "--split", "val", "--train-data", shapes, "--train-split", "train", "--weights", "random",
+            "--input-size", "32", "--json"]
+    first = subprocess.run([sys.executable, "-m", "vbstore", *args], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    code = ("import sys, json, vbstore.cli\n"
+            "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
+            "finally:\n    print(json.dumps(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules)))")
+    second = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    out = second.stdout
+    record, imported = json.loads(out[: out.rindex("[")]), json.loads(out[out.rindex("["):])
+    assert record["from_cache"] and imported == []
+    assert record["id"] == json.loads(first.stdout)["id"]

@@ -1,0 +1,186 @@
+"""The linear probes (classification, multilabel) against scikit-learn and by-hand forwards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load, save
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import average_precision_score
+
+from vbstore.errors import UsageError
+from vbstore.tasks import TaskInputError, TrainingDiverged, UndefinedMetric, get_task
+
+NAMES4 = ["a", "b", "c", "d"]
+
+
+def numpy_logits(head, x):
+    """The head's forward pass written independently, in float64 numpy."""
+    h = {k: v.double().numpy() for k, v in head.items()}
+    return ((x.double().numpy() - h["mean"]) / h["std"]) @ h["weight"].T + h["bias"]
+
+
+@pytest.mark.parametrize(("sep", "dim", "n_classes"), [(3.0, 16, 4), (0.35, 32, 6)])
+def test_classification_matches_sklearn_logistic_regression(blobs, sep, dim, n_classes):
+    x, y = blobs(n=300, dim=dim, n_classes=n_classes, sep=sep, seed=0)
+    xe, ye = blobs(n=300, dim=dim, n_classes=n_classes, sep=sep, seed=1)
+    task = get_task("classification")
+    head, train = task.fit(x, y, {}, seed=0, class_names=[f"c{i}" for i in range(n_classes)])
+    metrics = task.evaluate(head, xe, ye)
+
+    reference = LogisticRegression(max_iter=5000).fit(x.numpy(), y.numpy())
+    assert metrics["top1"] == pytest.approx(reference.score(xe.numpy(), ye.numpy()), abs=0.05)
+    assert train["train_top1"] == pytest.approx(reference.score(x.numpy(), y.numpy()), abs=0.05)
+    if sep >= 3.0:
+        assert metrics["top1"] >= 0.95
+
+    # top1/top5 recomputed from the stored head by an independent forward pass.
+    order = np.argsort(-numpy_logits(head, xe), axis=1, kind="stable")
+    assert metrics["top1"] == pytest.approx(np.mean(order[:, 0] == ye.numpy()))
+    assert metrics["top5"] == pytest.approx(
+        np.mean([t in o[:5] for t, o in zip(ye.numpy(), order, strict=True)])
+    )
+
+
+def test_train_top1_reveals_an_underfit_probe(blobs):
+    x, y = blobs(n=200, sep=3.0)
+    task = get_task("classification")
+    _, good = task.fit(x, y, {}, seed=0)
+    _, starved = task.fit(x, y, {"epochs": 1, "lr": 1e-5, "batch_size": 200}, seed=0)
+    assert good["train_top1"] > 0.95
+    assert starved["train_top1"] < 0.8
+    assert starved["train_loss"] > good["train_loss"]
+
+
+def test_top5_is_top_c_with_fewer_than_five_classes(blobs):
+    x, y = blobs(n=60, n_classes=3, sep=0.2)
+    task = get_task("classification")
+    head, _ = task.fit(x, y, {"epochs": 5}, seed=0)
+    assert task.evaluate(head, x, y)["top5"] == 1.0
+
+
+def test_head_holds_the_standardisation_and_round_trips_safetensors(blobs):
+    x, y = blobs(n=80)
+    x = x * 10 + 5  # standardisation must undo this
+    task = get_task("classification")
+    head, _ = task.fit(x, y, {"epochs": 20}, seed=0, class_names=NAMES4)
+    assert set(head) == {"weight", "bias", "mean", "std"}
+    assert head["weight"].shape == (4, 16)
+    assert head["weight"].dtype == torch.float32
+    np.testing.assert_allclose(head["mean"].numpy(), x.double().mean(0).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(head["std"].numpy(), x.double().std(0, unbiased=False), rtol=1e-5)
+    reloaded = load(save(head))
+    assert task.evaluate(reloaded, x, y) == task.evaluate(head, x, y)
+
+
+@pytest.mark.parametrize("name", ["classification", "multilabel"])
+def test_same_seed_same_head_other_seed_other_head(blobs, name):
+    x, y = blobs(n=100)
+    targets = y if name == "classification" else torch.nn.functional.one_hot(y, 4)
+    task = get_task(name)
+    params = {"epochs": 5, "batch_size": 32}
+    a, ma = task.fit(x, targets, params, seed=7)
+    b, mb = task.fit(x, targets, params, seed=7)
+    c, _ = task.fit(x, targets, params, seed=8)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert ma == mb
+    assert not torch.equal(a["weight"], c["weight"])
+
+
+def test_class_names_fix_the_class_count(blobs):
+    x, y = blobs(n=60)
+    y = y.clamp(max=2)  # class 3 never appears in training
+    task = get_task("classification")
+    head, _ = task.fit(x, y, {"epochs": 2}, seed=0, class_names=NAMES4)
+    assert head["weight"].shape[0] == 4
+    inferred, _ = task.fit(x, y, {"epochs": 2}, seed=0)
+    assert inferred["weight"].shape[0] == 3
+    with pytest.raises(TaskInputError, match="the head has 3 classes"):
+        task.evaluate(inferred, x, torch.full_like(y, 3))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda x, y: (x[:, :8], y), "8"),
+        (lambda x, y: (x.unsqueeze(1), y), "pooled"),
+        (lambda x, y: (x.int(), y), "floating point"),
+        (lambda x, y: (x, y.float()), "integer class indices"),
+        (lambda x, y: (x, y[:-1]), "shape"),
+        (lambda x, y: (x, y - 5), "negative"),
+        (lambda x, y: (torch.where(torch.arange(len(x))[:, None] == 3, torch.nan, x), y), "row 3"),
+    ],
+)
+def test_bad_eval_inputs_are_refused(blobs, mutate, message):
+    x, y = blobs(n=40)
+    task = get_task("classification")
+    head, _ = task.fit(x, y, {"epochs": 2}, seed=0)
+    with pytest.raises(TaskInputError, match=message):
+        task.evaluate(head, *mutate(x, y))
+
+
+def test_a_head_of_another_task_is_refused(blobs):
+    x, y = blobs(n=40)
+    knn_head, _ = get_task("knn").fit(x, y, seed=0)
+    with pytest.raises(TaskInputError, match="no 'weight' tensor"):
+        get_task("classification").evaluate(knn_head, x, y)
+
+
+def test_float16_features_are_accepted(blobs):
+    x, y = blobs(n=80)
+    task = get_task("classification")
+    head, _ = task.fit(x.half(), y, {"epochs": 20}, seed=0)
+    assert task.evaluate(head, x.half(), y)["top1"] > 0.9
+
+
+def test_divergence_is_an_error_not_a_nan(blobs):
+    x, y = blobs(n=40)
+    with pytest.raises(TrainingDiverged, match="lower lr"):
+        get_task("classification").fit(x, y, {"lr": 1e37, "epochs": 3}, seed=0)
+
+
+def test_a_trained_task_refuses_the_zero_shot_call(blobs):
+    x, y = blobs(n=20)
+    with pytest.raises(UsageError, match="needs a train split"):
+        get_task("classification").evaluate_zero_shot(x, y)
+
+
+def test_seed_must_be_a_non_negative_int(blobs):
+    x, y = blobs(n=20)
+    for seed in (-1, 1.5, True):
+        with pytest.raises(UsageError, match="seed"):
+            get_task("classification").fit(x, y, seed=seed)
+
+
+def test_multilabel_map_matches_sklearn(blobs):
+    x, y = blobs(n=300, dim=16, n_classes=5, sep=1.0, seed=0)
+    xe, ye = blobs(n=200, dim=16, n_classes=5, sep=1.0, seed=1)
+
+    # Three labels: "is class 0", "is class 1 or 2", "is class 4" (plus a label never seen).
+    def labels(c):
+        cols = [c == 0, (c == 1) | (c == 2), c == 4, torch.zeros_like(c, dtype=torch.bool)]
+        return torch.stack(cols, dim=1).int()
+
+    task = get_task("multilabel")
+    head, train = task.fit(x, labels(y), {}, seed=0, class_names=["0", "12", "4", "never"])
+    metrics = task.evaluate(head, xe, labels(ye))
+    scores, truth = numpy_logits(head, xe), labels(ye).numpy()
+    expected = np.mean([average_precision_score(truth[:, j], scores[:, j]) for j in range(3)])
+    assert metrics["mean_average_precision"] == pytest.approx(expected, abs=1e-9)
+    assert metrics["mean_average_precision"] > 0.8
+    assert train["train_mean_average_precision"] > 0.8
+
+
+def test_multilabel_refuses_bad_targets_and_undefined_map(blobs):
+    x, y = blobs(n=40)
+    task = get_task("multilabel")
+    with pytest.raises(TaskInputError, match="only 0 and 1"):
+        task.fit(x, torch.full((40, 3), 2), seed=0)
+    with pytest.raises(TaskInputError, match="3 class names"):
+        task.fit(x, torch.zeros(40, 2), seed=0, class_names=["a", "b", "c"])
+    head, _ = task.fit(x, torch.nn.functional.one_hot(y, 4), {"epochs": 2}, seed=0)
+    with pytest.raises(UndefinedMetric, match="no label has a positive eval image"):
+        task.evaluate(head, x, torch.zeros(40, 4))
+    with pytest.raises(TaskInputError, match="the head has 4"):
+        task.evaluate(head, x, torch.zeros(40, 3))

@@ -1,0 +1,97 @@
+"""Backbone specs → ``backbone`` artifacts, without building the model when the store knows them.
+
+The first time a spec is seen the model is built, its weights identity and record are stored
+(``weights`` and ``backbone`` artifacts) and the request is aliased to the backbone id. After
+that the alias answers, so a cached ``get`` never imports torch. When the model is built later
+(features are missing), its record must hash to the aliased id; otherwise the weights or code
+behind the spec changed and the old artifacts would be mislabelled, which is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import canonical
+from ..errors import VbstoreError
+
+ALIAS_VERSION = 1
+
+
+class BackboneDrift(VbstoreError, RuntimeError):
+    """A spec now builds a different backbone than the one the store recorded for it."""
+
+    exit_code = 5
+
+
+@dataclass
+class BackboneRef:
+    """A resolved backbone: its id and record, and the model built only on demand."""
+
+    store: Any
+    id: str
+    doc: dict[str, Any]
+    request: dict[str, Any] = field(default_factory=dict)
+    _built: Any = None
+
+    @property
+    def default_pooling(self) -> str:
+        return self.doc["default_pooling"]
+
+    @property
+    def weights_origin(self) -> str:
+        return self.store.read_json(self.doc["weights"])["origin"]
+
+    def load(self):
+        """The built backbone (torch is imported here)."""
+        if self._built is None:
+            from ..backbones import build_backbone
+
+            backbone = build_backbone(**self.request)
+            found = _store_backbone(self.store, backbone)
+            if found != self.id:
+                raise BackboneDrift(
+                    f"{self.request['spec']} now builds backbone {found[:12]}, not the stored "
+                    f"{self.id[:12]} (different weights or model code)",
+                    hint="pin the weights with a checkpoint path, or `vbstore gc` the old alias",
+                )
+            self._built = backbone
+        return self._built
+
+
+def _store_backbone(store, backbone) -> str:
+    weights = store.put_json(backbone.weights_record(), "weights")
+    doc = {**backbone.record(), "weights": weights}
+    return store.put_json(doc, "backbone", edges={"weights": weights})
+
+
+def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,
+                     input_size: int | None = None, use_projection: bool = False) -> BackboneRef:
+    """The ``backbone`` artifact for a spec string (or an already built backbone object).
+
+    Raises:
+        UnknownBackbone, InvalidSpec, WeightsUnavailable, CheckpointNotFound: from the adapters.
+    """
+    if not isinstance(backbone, str):  # a Backbone object, e.g. a CustomBackbone
+        oid = _store_backbone(store, backbone)
+        return BackboneRef(store, oid, store.read_json(oid), _built=backbone)
+    from ..backbones._build import spec_params  # parses and validates without torch
+
+    request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
+               "use_projection": use_projection}
+    alias = {"op": "backbone", "version": ALIAS_VERSION,
+             "params": spec_params(backbone, weights=weights, seed=seed, input_size=input_size,
+                                   use_projection=use_projection)}
+    oid = store.alias(alias)
+    if oid is not None:
+        return BackboneRef(store, oid, store.read_json(oid), request)
+    from ..backbones import build_backbone
+
+    built = build_backbone(**request)
+    oid = _store_backbone(store, built)
+    store.set_alias(alias, oid)
+    return BackboneRef(store, oid, store.read_json(oid), request, _built=built)
+
+
+def alias_key(alias: dict[str, Any]) -> str:
+    return canonical.key_of(alias)

@@ -1,0 +1,90 @@
+"""``get_features``: backbone + data + extractor settings → a stored featureset, computed once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..store import derivation_spec
+from ._backbone import BackboneRef, resolve_backbone
+
+
+@dataclass
+class FeatureResult:
+    """What ``get_features`` returns."""
+
+    id: str
+    backbone: BackboneRef
+    manifest: Any
+    params: Any
+    from_cache: bool
+    stats: dict[str, Any]
+
+    @property
+    def features(self):
+        from ..features import Features
+
+        return Features(self.backbone.store, self.id)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"featureset": self.id, "backbone": self.backbone.id, "manifest": self.manifest.id,
+                "samples": len(self.manifest.doc["samples"]), "extractor": self.params.to_dict(),
+                "from_cache": self.from_cache, "stats": self.stats}
+
+
+def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any]:
+    from ..features import OP_VERSION  # small module, but it imports torch: only when computing
+
+    return derivation_spec("featureset", OP_VERSION, {"backbone": backbone_id, "manifest": manifest_id},
+                           params.to_dict())
+
+
+def _packs_present(store, featureset_id: str) -> bool:
+    return all(store.has(p) for p in store.read_json(featureset_id)["packs"])
+
+
+def get_features(
+    backbone: Any, data: Any, *, store=None, split: str | None = None, limit: int | None = None,
+    layers: Sequence[int] = (-1,), pooling: str | None = None, mode: str = "pooled",
+    precision: str = "fp32", dense_dtype: str = "float16", weights: str = "default",
+    seed: int | None = None, input_size: int | None = None, use_projection: bool = False,
+    batch_size: int = 32, workers: int = 2, device: str | None = None, progress: bool = True,
+    data_options: dict[str, Any] | None = None,
+) -> FeatureResult:
+    """Features of ``data`` under ``backbone``, computing only what the store lacks.
+
+    ```python
+    result = vbstore.get_features("test_vit", "path/to/images", split="val", weights="random")
+    x = result.features.pooled()     # (N, C)
+    ```
+    """
+    from ..data import load_manifest
+    from ..store import Store
+
+    store = store if store is not None else Store()
+    ref = resolve_backbone(store, backbone, weights=weights, seed=seed, input_size=input_size,
+                           use_projection=use_projection)
+    manifest = load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
+    from ..features import ExtractorParams, extract_featureset
+
+    params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling, mode=mode,
+                             precision=precision, dense_dtype=dense_dtype, input_size=input_size)
+    spec = featureset_spec(ref.id, manifest.id, params)
+    stats: dict[str, Any] = {}
+
+    def compute() -> str:
+        featureset, done = extract_featureset(
+            store, manifest, ref.id, params, ref.load, batch_size=batch_size, workers=workers,
+            device=device or _default_device(), progress=progress)
+        stats.update(done.as_dict())
+        return featureset
+
+    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o))
+    return FeatureResult(oid, ref, manifest, params, not computed, stats)
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

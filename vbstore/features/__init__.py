@@ -1,0 +1,23 @@
+"""Feature extraction into packs, the featureset artifact, and reading features back.
+
+Settings and keys (``ExtractorParams``, ``extractor_key``) import without torch; extraction and
+reading load it on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._params import OP_VERSION, ExtractorParams, extractor_doc, extractor_key
+
+_LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read"}
+
+__all__ = ["OP_VERSION", "ExtractionStats", "ExtractorParams", "Features", "extract_featureset",
+           "extractor_doc", "extractor_key"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'vbstore.features' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name], __name__), name)

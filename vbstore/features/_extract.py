@@ -1,0 +1,136 @@
+"""Streamed extraction: decode on threads, one forward per batch for all layers, packs as it goes.
+
+Decoding runs on a small thread pool a few batches ahead of the forward pass (PIL and torch both
+release the GIL), so the model rarely waits for JPEGs. Only a bounded window of batches is ever
+in memory, and packs are flushed at a fixed size, so peak memory does not grow with the dataset.
+Images whose features this extractor already produced, for any dataset, are reused, not
+recomputed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import BadInput
+from ._packs import PackWriter
+from ._params import ExtractorParams, extractor_doc, extractor_key
+
+DTYPES = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class ExtractionStats:
+    """What one extraction did: images run through the backbone and images reused."""
+
+    extracted: int = 0
+    reused: int = 0
+    forward_passes: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch_size: int,
+              workers: int, ahead: int = 3) -> Iterator[tuple[list[int], torch.Tensor]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        window: deque = deque()
+        for start in range(0, len(indices), batch_size):
+            chunk = list(indices[start : start + batch_size])
+            window.append((chunk, [pool.submit(load, i) for i in chunk]))
+            if len(window) > ahead:
+                chunk, futures = window.popleft()
+                yield chunk, torch.stack([f.result() for f in futures])
+        while window:
+            chunk, futures = window.popleft()
+            yield chunk, torch.stack([f.result() for f in futures])
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled or total == 0:
+        return contextlib.nullcontext(None)
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="img", desc="extracting", file=sys.stderr, dynamic_ncols=True,
+                disable=not sys.stderr.isatty() and not os.environ.get("VBSTORE_PROGRESS"))
+
+
+def extract_featureset(
+    store, manifest, backbone_id: str, params: ExtractorParams,
+    load_backbone: Callable[[], Any], *, batch_size: int = 32, workers: int = 2,
+    device: str | None = None, progress: bool = True,
+) -> tuple[str, ExtractionStats]:
+    """Compute (or assemble from reusable rows) the featureset of ``manifest``; store it.
+
+    Args:
+        store: the :class:`vbstore.Store`.
+        manifest: a loaded manifest (``.id``, ``.doc``, ``.load_image(i)``, ``.image_path(i)``).
+        backbone_id: id of the ``backbone`` artifact the features belong to.
+        params: extractor settings with the pooling already resolved.
+        load_backbone: builds the backbone; called only if some image needs a forward pass.
+
+    Returns:
+        The featureset id and what was done to produce it.
+    """
+    started = time.perf_counter()
+    stats = ExtractionStats()
+    key = extractor_key(backbone_id, params)
+    images = [sample["image"] for sample in manifest.doc["samples"]]
+    have = store.feature_rows(key, images)
+    first_index: dict[str, int] = {}
+    for index, image in enumerate(images):
+        if image not in have:
+            first_index.setdefault(image, index)
+    todo = list(first_index.values())
+    stats.reused = len(images) - sum(1 for image in images if image in first_index)
+    rows = dict(have)
+    if todo:
+        backbone = load_backbone()
+        if device:
+            backbone.to(device)
+        writer = PackWriter(store, key, params.layers, params.mode, DTYPES[params.dense_dtype])
+
+        def load(index: int) -> torch.Tensor:
+            try:
+                return backbone.preprocess(manifest.load_image(index))
+            except (OSError, ValueError) as exc:
+                raise BadInput("unreadable images", [(str(manifest.image_path(index)), str(exc))]) from None
+
+        autocast = (torch.autocast(backbone.device.type, dtype=torch.bfloat16)
+                    if params.precision == "bf16" else contextlib.nullcontext())
+        with _progress(len(todo), progress) as bar, autocast:
+            for chunk, batch in _prefetch(load, todo, batch_size, workers):
+                if backbone.device.type == "cuda":
+                    batch = batch.pin_memory()
+                out = backbone.extract(batch, layers=list(params.layers), pooling=params.pooling)
+                stats.forward_passes += 1
+                writer.add([images[i] for i in chunk], out)
+                if bar is not None:
+                    bar.update(len(chunk))
+        writer.flush()
+        rows.update(writer.rows)
+        stats.extracted = len(todo)
+    packs = sorted({rows[image][0] for image in images})
+    position = {pack: i for i, pack in enumerate(packs)}
+    doc = {
+        "extractor": extractor_doc(backbone_id, params),
+        "extractor_key": key,
+        "manifest": manifest.id,
+        "backbone": backbone_id,
+        "packs": packs,
+        "rows": [[position[rows[image][0]], rows[image][1]] for image in images],
+    }
+    featureset = store.put_json(doc, "featureset", edges={"pack": packs})
+    stats.seconds = time.perf_counter() - started
+    return featureset, stats
