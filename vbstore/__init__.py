@@ -15,6 +15,7 @@ _EXPORTS = {
     "Store": "vbstore.store",
     "get_result": "vbstore.engine",
     "get_features": "vbstore.engine",
+    "get_head": "vbstore.engine",
     "load_manifest": "vbstore.data",
     "register_backbone": "vbstore.backbones",
     "build_backbone": "vbstore.backbones",

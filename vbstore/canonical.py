@@ -20,8 +20,26 @@ _ENCODER = json.JSONEncoder(
 )
 
 
+_SIMPLE = (str, int, bool, type(None))
+
+
 def _check(value: Any, path: str) -> None:
     """Walk ``value`` and raise :class:`NonCanonical` naming the first bad field."""
+    kind = type(value)
+    if kind in _SIMPLE:  # the common leaves first: manifests hold many thousands of them
+        return
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise NonCanonical(f"key {key!r} is not a string", path)
+            if type(item) not in _SIMPLE:
+                _check(item, f"{path}.{key}" if path else key)
+        return
+    if kind is list:
+        for index, item in enumerate(value):
+            if type(item) not in _SIMPLE:
+                _check(item, f"{path}[{index}]")
+        return
     if isinstance(value, float):
         if not math.isfinite(value):
             raise NonCanonical(f"{value!r} is not allowed in canonical JSON", path)

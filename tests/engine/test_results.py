@@ -1,5 +1,4 @@
 import json
-import multiprocessing as mp
 import subprocess
 import sys
 
@@ -68,25 +67,18 @@ def test_seeds_aggregate_and_recompute(store, shapes):
     assert again.reproduced["reproduced"], again.reproduced
 
 
-def _ask(root, shapes, queue):
-    from vbstore import Store
-
-    with Store(root) as s:
-        r = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=s, **KW)
-        queue.put((r.id, r.from_cache))
-
-
 def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_ask, args=(tmp_path, shapes, queue)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    answers = [queue.get(timeout=240) for _ in procs]
-    for p in procs:
-        p.join(60)
-    assert len({a[0] for a in answers}) == 1
-    assert sorted(a[1] for a in answers) == [False, True, True, True]
+    args = [sys.executable, "-m", "vbstore", "--store", str(tmp_path), "get", "result", "-b", "test_cnn",
+            "-t", "classification", "-d", shapes, "--split", "val", "--train-data", shapes,
+            "--train-split", "train", "--weights", "random", "--input-size", "32", "--json"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in outs]
+    answers = [json.loads(out) for out, _ in outs]
+    assert len({a["id"] for a in answers}) == 1
+    assert sorted(a["from_cache"] for a in answers) == [False, True, True, True]
+    assert len({json.dumps(a["record"], sort_keys=True) for a in answers}) == 1
 
 
 def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):

@@ -1,6 +1,5 @@
 """Several real processes on one store: no duplicate work, no 'database is locked'."""
 
-import multiprocessing as mp
 import os
 import signal
 import subprocess
@@ -11,53 +10,43 @@ import time
 from vbstore import Store
 from vbstore.store import derivation_spec
 
-BLOB = os.urandom(2 << 20)
+WRITE_SAME_BLOB = """
+import random, sys
+from vbstore import Store
+blob = random.Random(0).randbytes(2 << 20)
+with Store(sys.argv[1]) as s:
+    print(s.put_bytes(blob, "blob"))
+"""
+
+RACE_DERIVATION = """
+import os, sys, time
+from vbstore import Store
+from vbstore.store import derivation_spec
+with Store(sys.argv[1]) as s:
+    def compute():
+        with open(sys.argv[2], "a") as fh:
+            fh.write(f"{os.getpid()}\\n")
+        time.sleep(0.5)
+        return s.put_json({"name": "computed", "version": "1"}, "suite")
+    print(s.derive(derivation_spec("slow_op", 1, {}, {"n": 7}), compute)[0])
+"""
 
 
-def _write_same_blob(root, barrier, queue):
-    barrier.wait()
-    try:
-        with Store(root) as s:
-            queue.put(("ok", s.put_bytes(BLOB, "blob")))
-    except Exception as exc:  # reported to the parent, which fails the test
-        queue.put(("error", repr(exc)))
-
-
-def _race_derivation(root, counter, barrier, queue):
-    barrier.wait()
-    try:
-        with Store(root) as s:
-            spec = derivation_spec("slow_op", 1, {}, {"n": 7})
-
-            def compute():
-                with open(counter, "a") as fh:
-                    fh.write(f"{os.getpid()}\n")
-                time.sleep(0.5)
-                return s.put_json({"name": "computed", "version": "1"}, "suite")
-
-            oid, _ = s.derive(spec, compute)
-            queue.put(("ok", oid))
-    except Exception as exc:
-        queue.put(("error", repr(exc)))
-
-
-def _run(target, args, n=8):
-    ctx = mp.get_context("fork")
-    barrier, queue = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*args, barrier, queue)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    results = [queue.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(30)
-    return results
+def _run(script: str, *args: str, n: int = 8) -> list[str]:
+    """Start n processes at once; return what each printed (failing on any error)."""
+    procs = [subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    errors = [err for p, (_, err) in zip(procs, outs) if p.returncode != 0]
+    assert not errors, errors
+    assert not any("database is locked" in err for _, err in outs)
+    return [out.strip() for out, _ in outs]
 
 
 def test_eight_processes_write_the_same_blob(tmp_path):
     Store(tmp_path).close()
-    results = _run(_write_same_blob, (tmp_path,))
-    assert [r[0] for r in results] == ["ok"] * 8, results
-    assert len({r[1] for r in results}) == 1
+    ids = _run(WRITE_SAME_BLOB, str(tmp_path))
+    assert len(set(ids)) == 1
     with Store(tmp_path) as s:
         assert s.fsck().clean
         assert len(s.ls()) == 1
@@ -66,9 +55,8 @@ def test_eight_processes_write_the_same_blob(tmp_path):
 def test_eight_processes_race_on_one_derivation(tmp_path):
     Store(tmp_path).close()
     counter = tmp_path / "computations"
-    results = _run(_race_derivation, (tmp_path, counter))
-    assert [r[0] for r in results] == ["ok"] * 8, results
-    assert len({r[1] for r in results}) == 1
+    ids = _run(RACE_DERIVATION, str(tmp_path), str(counter))
+    assert len(set(ids)) == 1
     assert len(counter.read_text().splitlines()) == 1
 
 

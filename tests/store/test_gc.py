@@ -4,6 +4,12 @@ import pytest
 
 from vbstore.store import derivation_key, derivation_spec
 
+PACK_META = {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]", "images": "[]"}
+
+
+def put_pack(store, tensors, edges=None):
+    return store.put_tensors(tensors, "pack", PACK_META, edges=edges)
+
 
 def _old(store, *oids, age=7200.0):
     """Backdate objects as if written ``age`` seconds ago."""
@@ -15,7 +21,7 @@ def _old(store, *oids, age=7200.0):
 
 def test_gc_keeps_roots_and_what_they_need(store):
     weights = store.put_bytes(b"weights")
-    pack = store.put_tensors({"x": __import__("numpy").zeros(3)}, "pack", edges={"w": weights})
+    pack = put_pack(store, {"x": __import__("numpy").zeros(3)}, edges={"w": weights})
     result = store.put_json({"task": "t", "op_version": 1, "metrics": {"a": 1.0}, "params": {},
                              "inputs": {"pack": pack}}, "result", edges={"pack": pack})
     tagged = store.put_bytes(b"tagged")
@@ -78,7 +84,7 @@ def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
     manifest = store.put_json({"layout": "folder", "samples": []}, "manifest")
     packs = []
     for i in range(3):
-        pack = store.put_tensors({"x": np.full(25_000, i, dtype=np.float32)}, "pack")
+        pack = put_pack(store, {"x": np.full(25_000, i, dtype=np.float32)})
         spec = derivation_spec("pack", 1, {"manifest": manifest}, {"i": i})
         store.record(spec, pack)
         packs.append((pack, derivation_key(spec)))
@@ -98,7 +104,7 @@ def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
 
 def test_max_size_warns_when_cap_is_below_one_working_set(store):
     np = pytest.importorskip("numpy")
-    pack = store.put_tensors({"x": np.zeros(50_000, dtype=np.float32)}, "pack")
+    pack = put_pack(store, {"x": np.zeros(50_000, dtype=np.float32)})
     store.put_json({"extractor": {}, "extractor_key": pack, "manifest": pack, "backbone": pack,
                     "packs": [pack], "rows": [[0, 0]]}, "featureset", edges={"pack": pack})
     report = store.gc(max_size=1000, dry_run=True)

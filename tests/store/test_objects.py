@@ -102,12 +102,12 @@ def test_tensors_round_trip_with_kind_metadata(store):
     np = pytest.importorskip("numpy")
     from safetensors.numpy import load
 
-    oid = store.put_tensors({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, "head",
+    oid = store.put_tensors({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, "tensors",
                             {"task": "classification"})
     from vbstore.store._tensors import read_safetensors_header
 
     header, _ = read_safetensors_header(store.path(oid))
-    assert header["__metadata__"] == {"task": "classification", "vbstore.kind": "head"}
+    assert header["__metadata__"] == {"task": "classification", "vbstore.kind": "tensors"}
     assert load(store.read_bytes(oid))["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
 
 
@@ -139,3 +139,31 @@ def test_store_created_on_first_use(tmp_path, monkeypatch):
     with Store() as s:
         s.put_bytes(b"1")
     assert (tmp_path / "deep" / "home" / "registry.db").is_file()
+
+
+def test_pack_metadata_is_validated(store):
+    np = pytest.importorskip("numpy")
+    with pytest.raises(SchemaError, match="extractor"):
+        store.put_tensors({"x": np.zeros(2)}, "pack", {"format": "vbstore.pack.v1", "layers": "[-1]",
+                                                        "images": "[]"})
+    assert store.ls() == []
+
+
+def test_safetensors_bytes_are_canonical_golden():
+    """Pins the on-disk layout: header canonical JSON padded to 8, widest dtype first."""
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    from vbstore.store._tensors import to_safetensors_bytes
+
+    data = to_safetensors_bytes(
+        {"b.small": np.array([1, 2], dtype=np.int16), "a": np.array([0.5], dtype=np.float32)},
+        "tensors", {"z": "1", "m": "2"})
+    header = (b'{"__metadata__":{"m":"2","vbstore.kind":"tensors","z":"1"},'
+              b'"a":{"data_offsets":[0,4],"dtype":"F32","shape":[1]},'
+              b'"b.small":{"data_offsets":[4,8],"dtype":"I16","shape":[2]}}')
+    header += b" " * (-len(header) % 8)
+    assert data == len(header).to_bytes(8, "little") + header + \
+        np.array([0.5], dtype="<f4").tobytes() + np.array([1, 2], dtype="<i2").tobytes()
+    same = to_safetensors_bytes({"a": torch.tensor([0.5]), "b.small": torch.tensor([1, 2], dtype=torch.int16)},
+                                "tensors", {"m": "2", "z": "1"})
+    assert same == data  # torch or numpy, any key order: the same bytes

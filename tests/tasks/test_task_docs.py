@@ -14,7 +14,7 @@ from vbstore.tasks import Param, Task, get_task, list_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "tasks.md"
-NOTICE = ROOT / "NOTICE.tasks.md"
+NOTICE = ROOT / "NOTICE"
 
 
 def _bounds(spec: Param) -> str:

@@ -57,9 +57,20 @@ class Backbone:
 
     source = "custom"
 
-    def __init__(self, module: torch.nn.Module, cfg: BackboneCfg, *, arch: str, has_cls_token: bool,
-                 patch_size: int | None = None, num_prefix_tokens: int = 0, default_pooling: str | None = None,
-                 params: dict[str, Any] | None = None, revision: str | None = None, source: str | None = None) -> None:
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        cfg: BackboneCfg,
+        *,
+        arch: str,
+        has_cls_token: bool,
+        patch_size: int | None = None,
+        num_prefix_tokens: int = 0,
+        default_pooling: str | None = None,
+        params: dict[str, Any] | None = None,
+        revision: str | None = None,
+        source: str | None = None,
+    ) -> None:
         self.module = module.eval()
         self.cfg = cfg
         self.arch = arch
@@ -68,7 +79,9 @@ class Backbone:
         self.has_cls_token = has_cls_token
         self.patch_size = patch_size
         self.num_prefix_tokens = num_prefix_tokens
-        self.default_pooling = default_pooling or ("cls" if has_cls_token else ("mean" if patch_size else "gap"))
+        self.default_pooling = default_pooling or (
+            "cls" if has_cls_token else ("mean" if patch_size else "gap")
+        )
         self.params = dict(params or {})
         self.revision = revision
         self.weights: WeightsRecord | None = None
@@ -124,9 +137,14 @@ class Backbone:
         Raises:
             UsageError: an index outside ``-num_blocks .. num_blocks - 1``.
         """
-        requested = (-1,) if layers is None else ((layers,) if isinstance(layers, int) else tuple(layers))
+        requested = (
+            (-1,) if layers is None else ((layers,) if isinstance(layers, int) else tuple(layers))
+        )
         if not requested:
-            raise UsageError("no layers requested", hint=f"pass block indices, e.g. layers=[-1] (of {self.num_blocks})")
+            raise UsageError(
+                "no layers requested",
+                hint=f"pass block indices, e.g. layers=[-1] (of {self.num_blocks})",
+            )
         n = self.num_blocks
         resolved = []
         for layer in requested:
@@ -138,8 +156,12 @@ class Backbone:
             resolved.append(layer % n)
         return tuple(resolved)
 
-    def extract(self, images: torch.Tensor, layers: int | Sequence[int] | None = None,
-                pooling: str | None = None) -> dict[str, Any]:
+    def extract(
+        self,
+        images: torch.Tensor,
+        layers: int | Sequence[int] | None = None,
+        pooling: str | None = None,
+    ) -> dict[str, Any]:
         """Features of ``images`` at ``layers``, all from one forward pass.
 
         Args:
@@ -157,23 +179,42 @@ class Backbone:
         """
         pooling = pooling or self.default_pooling
         if pooling not in self.poolings:
-            raise UsageError(f"{self.name} has no pooling {pooling!r}", hint=f"use one of: {', '.join(self.poolings)}")
+            raise UsageError(
+                f"{self.name} has no pooling {pooling!r}",
+                hint=f"use one of: {', '.join(self.poolings)}",
+            )
         if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 3:
-            shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
-            raise UsageError(f"images must be a (B, 3, H, W) tensor, got {shape}",
-                             hint="stack backbone.preprocess(image) outputs into a batch")
-        requested = (-1,) if layers is None else ((layers,) if isinstance(layers, int) else tuple(layers))
+            shape = (
+                tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+            )
+            raise UsageError(
+                f"images must be a (B, 3, H, W) tensor, got {shape}",
+                hint="stack backbone.preprocess(image) outputs into a batch",
+            )
+        requested = (
+            (-1,) if layers is None else ((layers,) if isinstance(layers, int) else tuple(layers))
+        )
         resolved = self.resolve_layers(requested)
         self.module.eval()
         with torch.inference_mode():
-            outs = self._forward(images.to(self.device, torch.float32), tuple(sorted(set(resolved))))
+            outs = self._forward(
+                images.to(self.device, torch.float32), tuple(sorted(set(resolved)))
+            )
             result: dict[Any, dict[str, Any]] = {}
-            for key, index in zip(requested, resolved):
+            for key, index in zip(requested, resolved, strict=True):
                 out = outs[index]
-                result[key] = {"dense": out.dense, "pooled": self._pool(out, pooling),
-                               "grid_hw": (int(out.dense.shape[-2]), int(out.dense.shape[-1]))}
+                result[key] = {
+                    "dense": out.dense,
+                    "pooled": self._pool(out, pooling),
+                    "grid_hw": (int(out.dense.shape[-2]), int(out.dense.shape[-1])),
+                }
         last = result[requested[-1]]
-        return {"layers": result, "dense": last["dense"], "pooled": last["pooled"], "grid_hw": last["grid_hw"]}
+        return {
+            "layers": result,
+            "dense": last["dense"],
+            "pooled": last["pooled"],
+            "grid_hw": last["grid_hw"],
+        }
 
     @staticmethod
     def _pool(out: LayerOut, pooling: str) -> torch.Tensor | None:
@@ -194,8 +235,11 @@ class Backbone:
             if static is None:
                 static = self._probe_geometry()
             self._geometry = {
-                "patch_size": self.patch_size, "has_cls_token": self.has_cls_token,
-                "num_prefix_tokens": self.num_prefix_tokens, "num_blocks": self.num_blocks, **static,
+                "patch_size": self.patch_size,
+                "has_cls_token": self.has_cls_token,
+                "num_prefix_tokens": self.num_prefix_tokens,
+                "num_blocks": self.num_blocks,
+                **static,
             }
         return dict(self._geometry)
 
@@ -216,7 +260,7 @@ class Backbone:
         return int(self.geometry()["embed_dim"])
 
     def weights_record(self) -> dict[str, Any]:
-        """The weights identity: ``tensor_hash``, ``origin``, ``upstream``, ``revision``, ``path``, ``seed``."""
+        """The weights identity: tensor_hash, origin, upstream, revision, path, seed."""
         if self.weights is None:
             raise RuntimeError(f"{self.name} was built without a weights record")
         return self.weights.to_dict()
@@ -241,9 +285,14 @@ class Backbone:
             return dict(self._spec_params)
         # built directly, not from a spec: the tensors themselves stand for the weights
         return {
-            "source": self.source, "arch": self.arch, "tag": None, "weights": "tensors",
-            "checkpoint": self.weights_record()["tensor_hash"], "seed": None,
-            "use_projection": bool(self.params.get("use_projection", False)), "input_size": self.cfg.input_size,
+            "source": self.source,
+            "arch": self.arch,
+            "tag": None,
+            "weights": "tensors",
+            "checkpoint": self.weights_record()["tensor_hash"],
+            "seed": None,
+            "use_projection": bool(self.params.get("use_projection", False)),
+            "input_size": self.cfg.input_size,
         }
 
     def __repr__(self) -> str:

@@ -41,9 +41,13 @@ class BackboneCfg:
         if self.crop not in _CROPS:
             raise ValueError(f"crop must be one of {_CROPS}, not {self.crop!r}")
         if self.interpolation not in _INTERPOLATIONS:
-            raise ValueError(f"interpolation must be one of {_INTERPOLATIONS}, not {self.interpolation!r}")
+            raise ValueError(
+                f"interpolation must be one of {_INTERPOLATIONS}, not {self.interpolation!r}"
+            )
         if self.input_size < 1 or self.resize < self.input_size:
-            raise ValueError(f"need 1 <= input_size <= resize, got {self.input_size}, {self.resize}")
+            raise ValueError(
+                f"need 1 <= input_size <= resize, got {self.input_size}, {self.resize}"
+            )
         # tuples, floats: so the record is canonical whatever sequence type was passed
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
         object.__setattr__(self, "std", tuple(float(v) for v in self.std))
@@ -53,7 +57,9 @@ class BackboneCfg:
         if input_size is None or input_size == self.input_size:
             return self
         ratio = self.resize / self.input_size
-        return replace(self, input_size=input_size, resize=max(input_size, math.floor(input_size * ratio)))
+        return replace(
+            self, input_size=input_size, resize=max(input_size, math.floor(input_size * ratio))
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the backbone record."""
@@ -89,8 +95,8 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
         new_short, new_long = cfg.resize, int(cfg.resize * long / short)
         new_size = (new_short, new_long) if width <= height else (new_long, new_short)
         image = image.resize(new_size, resample)
-        left = int(round((new_size[0] - size) / 2.0))
-        top = int(round((new_size[1] - size) / 2.0))
+        left = round((new_size[0] - size) / 2.0)
+        top = round((new_size[1] - size) / 2.0)
         image = image.crop((left, top, left + size, top + size))
     array = np.asarray(image, dtype=np.float32) / 255.0
     array = (array - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(cfg.std, dtype=np.float32)

@@ -42,8 +42,10 @@ class AmbiguousBackbone(VbstoreError, ValueError):
 
     exit_code = 2
 
-    def __init__(self, message: str, argument: str) -> None:
-        super().__init__(message, hint=f"pass {argument} to CustomBackbone")
+    def __init__(self, message: str, argument: str, how: str = "") -> None:
+        super().__init__(
+            message, hint=f"pass {argument}{f' ({how})' if how else ''} to CustomBackbone"
+        )
         self.argument = argument
 
 
@@ -52,8 +54,9 @@ class WeightsUnavailable(VbstoreError, ConnectionError):
 
     exit_code = 6
 
-    def __init__(self, what: str, reason: str, *, upstream: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, what: str, reason: str, *, upstream: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(f"{what}: {reason}", hint=hint or _WAYS_OUT)
         self.what = what
         self.reason = reason

@@ -56,10 +56,11 @@ def _proxy_for(host: str) -> tuple[str, int] | None:
     return (parsed.hostname, parsed.port or 80) if parsed.hostname else None
 
 
-def reachable(host: str, port: int = 443, timeout: float = PROBE_TIMEOUT_S) -> bool:
+def reachable(host: str, port: int = 443, timeout: float | None = None) -> bool:
     """Whether a TCP connection to ``host`` (or the configured proxy) opens within ``timeout``."""
     if offline_reason():
         return False
+    timeout = PROBE_TIMEOUT_S if timeout is None else timeout
     target = _proxy_for(host) or (host, port)
     cached = _probes.get(target)
     if cached and time.monotonic() - cached[0] < _PROBE_TTL_S:
@@ -81,21 +82,41 @@ def reachable(host: str, port: int = 443, timeout: float = PROBE_TIMEOUT_S) -> b
     return ok
 
 
-def _require_network(host: str, what: str, upstream: str) -> None:
+def _require_network(url: str, what: str, upstream: str, hint: str | None = None) -> None:
     reason = offline_reason()
-    if reason is None and not reachable(host):
-        reason = f"{host} cannot be reached (no answer within {PROBE_TIMEOUT_S:g} s)"
+    parsed = urlparse(url)
+    host = parsed.hostname or url
+    if reason is None and not reachable(
+        host, parsed.port or (80 if parsed.scheme == "http" else 443)
+    ):
+        reason = f"{parsed.netloc or host} is unreachable (probed for {PROBE_TIMEOUT_S:g} s)"
     if reason is not None:
-        raise WeightsUnavailable(what, f"not in the local cache and offline ({reason})", upstream=upstream)
+        raise WeightsUnavailable(
+            what, f"not in the local cache and offline ({reason})", upstream=upstream, hint=hint
+        )
 
 
-def _hf_endpoint_host() -> str:
+def _hf_endpoint() -> str:
+    # HF_ENDPOINT is read at call time for the same reason as hf_cache_dir
     endpoint = os.environ.get("HF_ENDPOINT")
     if not endpoint:
         from huggingface_hub import constants
 
         endpoint = constants.ENDPOINT
-    return urlparse(endpoint).hostname or "huggingface.co"
+    return endpoint
+
+
+def hf_cache_dir() -> str | None:
+    """The Hugging Face hub cache, read from the environment at call time.
+
+    huggingface_hub reads ``HF_HOME`` once, at import; reading it here keeps a process that
+    changes it (tests, a CLI flag) pointing at one cache.
+    """
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    return None
 
 
 def revision_of(path: str | Path) -> str | None:
@@ -108,7 +129,9 @@ def revision_of(path: str | Path) -> str | None:
     return None
 
 
-def hf_file(repo_id: str, filenames: list[str], *, what: str, revision: str | None = None) -> tuple[Path, str | None]:
+def hf_file(
+    repo_id: str, filenames: list[str], *, what: str, revision: str | None = None
+) -> tuple[Path, str | None]:
     """A file from a Hugging Face repo: the first of ``filenames`` that exists.
 
     Returns:
@@ -118,27 +141,45 @@ def hf_file(repo_id: str, filenames: list[str], *, what: str, revision: str | No
         WeightsUnavailable: not cached and the hub cannot be reached, or the download failed.
     """
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        from huggingface_hub.errors import EntryNotFoundError
+    except ImportError:  # huggingface_hub < 0.25 kept it in utils
+        from huggingface_hub.utils import EntryNotFoundError
 
     upstream = f"hf://{repo_id}" + (f"@{revision}" if revision else "")
+    cache_dir = hf_cache_dir()
     for filename in filenames:
         try:
-            path = hf_hub_download(repo_id, filename, revision=revision, local_files_only=True)
+            path = hf_hub_download(
+                repo_id, filename, revision=revision, cache_dir=cache_dir, local_files_only=True
+            )
             return Path(path), revision_of(path)
-        except Exception:  # noqa: BLE001,S112 - any cache miss just means "try the next way"
+        except Exception:  # noqa: S112 - any cache miss just means "try the next way"
             continue
-    _require_network(_hf_endpoint_host(), what, upstream)
+    _require_network(_hf_endpoint(), what, upstream)
     last: Exception | None = None
     for filename in filenames:
         try:
-            path = hf_hub_download(repo_id, filename, revision=revision, etag_timeout=PROBE_TIMEOUT_S * 5)
+            path = hf_hub_download(
+                repo_id,
+                filename,
+                revision=revision,
+                cache_dir=cache_dir,
+                endpoint=_hf_endpoint(),
+                etag_timeout=PROBE_TIMEOUT_S * 5,
+            )
             return Path(path), revision_of(path)
         except EntryNotFoundError as exc:
             last = exc
         except Exception as exc:
-            raise WeightsUnavailable(what, f"download from {upstream} failed ({exc})", upstream=upstream) from exc
+            raise WeightsUnavailable(
+                what, f"download from {upstream} failed ({exc})", upstream=upstream
+            ) from exc
     raise WeightsUnavailable(
-        what, f"{upstream} has none of {filenames} ({last})", upstream=upstream,
+        what,
+        f"{upstream} has none of {filenames} ({last})",
+        upstream=upstream,
         hint="choose another tag, or pass a checkpoint with --weights PATH",
     )
 
@@ -155,7 +196,10 @@ def _download(url: str, dest: Path) -> None:
     handle, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "vbstore"})  # noqa: S310
-        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as src:  # noqa: S310
+        with (
+            os.fdopen(handle, "wb") as out,
+            urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as src,  # noqa: S310 - https URLs from pinned cfgs
+        ):
             shutil.copyfileobj(src, out, 1 << 20)
         os.replace(tmp, dest)
     finally:
@@ -173,7 +217,7 @@ def url_file(url: str, *, what: str) -> Path:
     dest = torch_hub_dir() / "checkpoints" / os.path.basename(urlparse(url).path)
     if dest.is_file():
         return dest
-    _require_network(urlparse(url).hostname or "", what, url)
+    _require_network(url, what, url)
     try:
         _download(url, dest)
     except OSError as exc:
@@ -187,11 +231,15 @@ def url_file(url: str, *, what: str) -> Path:
         actual = digest.hexdigest()
         if not actual.startswith(match.group(1)):
             dest.unlink()
-            raise WeightsUnavailable(what, f"{url} downloaded with sha256 {actual[:12]}, not {match.group(1)}", upstream=url)
+            raise WeightsUnavailable(
+                what,
+                f"{url} downloaded with sha256 {actual[:12]}, not {match.group(1)}",
+                upstream=url,
+            )
     return dest
 
 
-def github_repo(owner: str, repo: str, commit: str, *, what: str) -> Path:
+def github_repo(owner: str, repo: str, commit: str, *, what: str, hint: str | None = None) -> Path:
     """A GitHub repository at a pinned commit, in torch.hub's cache layout.
 
     The folder is ``$TORCH_HOME/hub/{owner}_{repo}_{commit}``, the one ``torch.hub.load``
@@ -204,7 +252,7 @@ def github_repo(owner: str, repo: str, commit: str, *, what: str) -> Path:
     if (dest / "hubconf.py").is_file():
         return dest
     url = f"https://github.com/{owner}/{repo}/zipball/{commit}"
-    _require_network("github.com", what, f"github:{owner}/{repo}@{commit}")
+    _require_network(url, what, f"github:{owner}/{repo}@{commit}", hint)
     dest.parent.mkdir(parents=True, exist_ok=True)
     # extract next to the destination so the final move is a rename on one filesystem
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
@@ -213,9 +261,11 @@ def github_repo(owner: str, repo: str, commit: str, *, what: str) -> Path:
             _download(url, archive)
             with zipfile.ZipFile(archive) as zipped:
                 top = zipped.namelist()[0].split("/")[0]
-                zipped.extractall(tmp)  # noqa: S202 - a pinned upstream commit, as torch.hub does
+                zipped.extractall(tmp)
         except (OSError, zipfile.BadZipFile) as exc:
-            raise WeightsUnavailable(what, f"download from {url} failed ({exc})", upstream=url) from exc
+            raise WeightsUnavailable(
+                what, f"download from {url} failed ({exc})", upstream=url
+            ) from exc
         shutil.rmtree(dest, ignore_errors=True)
         shutil.move(str(Path(tmp) / top), dest)
     return dest

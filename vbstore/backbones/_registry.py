@@ -109,10 +109,20 @@ def register_backbone(
             raise ValueError(f"default_pooling must be one of {POOLINGS}, not {default_pooling!r}")
         doc = (func.__doc__ or "").strip().splitlines()
         _REGISTRY[name] = BackboneEntry(
-            name=name, fn=func, source=source, prefix=prefix, extra=extra,
-            extra_module=extra_module, default_pooling=default_pooling, embed_dim=embed_dim,
-            pretrained=pretrained, tags=tags, upstream=upstream, revision=revision,
-            catalog=dict(catalog or {}), description=doc[0] if doc else "",
+            name=name,
+            fn=func,
+            source=source,
+            prefix=prefix,
+            extra=extra,
+            extra_module=extra_module,
+            default_pooling=default_pooling,
+            embed_dim=embed_dim,
+            pretrained=pretrained,
+            tags=tags,
+            upstream=upstream,
+            revision=revision,
+            catalog=dict(catalog or {}),
+            description=doc[0] if doc else "",
         )
         return func
 
@@ -170,9 +180,13 @@ def backbone_rows(pattern: str = "*") -> list[dict[str, Any]]:
     rows = []
     for entry in entries():
         base = {
-            "name": entry.name, "source": entry.source, "extra": entry.extra,
-            "installed": entry.installed(), "default_pooling": entry.default_pooling,
-            "embed_dim": entry.embed_dim, "description": entry.description,
+            "name": entry.name,
+            "source": entry.source,
+            "extra": entry.extra,
+            "installed": entry.installed(),
+            "default_pooling": entry.default_pooling,
+            "embed_dim": entry.embed_dim,
+            "description": entry.description,
         }
         if entry.prefix and entry.catalog:
             specs = [(f"{entry.name}:{arch}", dim) for arch, dim in sorted(entry.catalog.items())]

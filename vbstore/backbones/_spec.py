@@ -47,9 +47,12 @@ def _unknown_name(text: str) -> UnknownBackbone:
         hint = f"did you mean {', '.join(close)}? list them with: vbstore list backbones"
     else:
         # a bare architecture name is the most common slip: say how to prefix it
+        # timm and torchvision hold most architectures: suggest them first
+        sources = sorted(_sources(), key=lambda s: (s not in ("timm", "torchvision"), s))
+        examples = ", ".join(f"{source}:{text}" for source in sources[:2])
         hint = (
-            f"prefix an architecture with its source ({', '.join(f'{s}:{text}' for s in _sources()[:3])}"
-            "...); list them with: vbstore list backbones"
+            f"prefix an architecture with its source ({examples}...); "
+            "list them with: vbstore list backbones"
         )
     return UnknownBackbone(text, hint=hint)
 
@@ -67,11 +70,16 @@ def parse_spec(text: str) -> BackboneSpec:
         UnknownBackbone: the name, source or catalogued architecture is not registered.
     """
     if not isinstance(text, str) or not text.strip():
-        raise InvalidSpec(str(text), "empty spec", hint="e.g. timm:resnet50; list them with: vbstore list backbones")
+        raise InvalidSpec(
+            str(text),
+            "empty spec",
+            hint="e.g. timm:resnet50; list them with: vbstore list backbones",
+        )
     text = text.strip()
     if "://" in text or text.startswith(("/", "./", "~")) or text.endswith(_CHECKPOINT_SUFFIXES):
         raise InvalidSpec(
-            text, "looks like a path or URL",
+            text,
+            "looks like a path or URL",
             hint="give the architecture as the spec and the file as weights (--weights PATH)",
         )
     head, sep, rest = text.partition(":")
@@ -81,7 +89,9 @@ def parse_spec(text: str) -> BackboneSpec:
         if entry is None:
             raise _unknown_name(name)
         if entry.prefix:
-            raise InvalidSpec(text, f"source {name!r} needs an architecture", hint=f"write {name}:ARCH")
+            raise InvalidSpec(
+                text, f"source {name!r} needs an architecture", hint=f"write {name}:ARCH"
+            )
         if at:
             raise InvalidSpec(text, f"{name!r} takes no @TAG", hint="choose weights with --weights")
         return BackboneSpec(name=name, source=entry.source, arch=name)
@@ -90,11 +100,13 @@ def parse_spec(text: str) -> BackboneSpec:
     if entry is None:
         if head in ("hf-hub", "local-dir", "hf"):
             raise InvalidSpec(
-                text, f"{head}: models are not pinned sources",
+                text,
+                f"{head}: models are not pinned sources",
                 hint="download the checkpoint and pass it with --weights PATH",
             )
         raise UnknownBackbone(
-            head, f"unknown backbone source {head!r}",
+            head,
+            f"unknown backbone source {head!r}",
             hint=f"known sources: {', '.join(_sources())}; list them with: vbstore list backbones",
         )
     if not entry.prefix:
@@ -104,18 +116,22 @@ def parse_spec(text: str) -> BackboneSpec:
         raise InvalidSpec(text, "missing architecture", hint=f"write {head}:ARCH")
     if ":" in arch or "/" in arch:
         raise InvalidSpec(
-            text, f"architecture {arch!r} contains ':' or '/'",
+            text,
+            f"architecture {arch!r} contains ':' or '/'",
             hint="remote model ids are not pinned; pass the checkpoint file with --weights PATH",
         )
     if at and not tag:
-        raise InvalidSpec(text, "empty tag after '@'", hint=f"write {head}:{arch}@TAG or drop the '@'")
+        raise InvalidSpec(
+            text, "empty tag after '@'", hint=f"write {head}:{arch}@TAG or drop the '@'"
+        )
     if at and not entry.tags:
         hint = f"write timm:{arch}.{tag}" if head == "timm" else f"{head} takes no @TAG"
         raise InvalidSpec(text, f"source {head!r} takes no @TAG", hint=hint)
     if entry.catalog and arch not in entry.catalog:
         close = difflib.get_close_matches(arch, list(entry.catalog), n=1)
         raise UnknownBackbone(
-            arch, f"{head} has no architecture {arch!r}",
+            arch,
+            f"{head} has no architecture {arch!r}",
             hint=(f"did you mean {head}:{close[0]}? " if close else "")
             + f"known: {', '.join(sorted(entry.catalog))}",
         )

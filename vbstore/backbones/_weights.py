@@ -20,6 +20,7 @@ from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
 
 TORCH_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt")
 CHECKPOINT_SUFFIXES = (*TORCH_SUFFIXES, ".safetensors")
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
 _WRAPPER_KEYS = ("state_dict", "model", "model_state", "model_state_dict", "module", "net")
 
 
@@ -40,8 +41,13 @@ class WeightsChoice:
     seed: int | None = None
 
 
-def parse_weights(weights: str | os.PathLike[str], *, seed: int | None = None, tag: str | None = None,
-                  spec: str = "") -> WeightsChoice:
+def parse_weights(
+    weights: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    tag: str | None = None,
+    spec: str = "",
+) -> WeightsChoice:
     """Classify a weights argument: ``"default"``, ``"random"``, a tag, or a checkpoint path.
 
     A value is a path when it is path-like, contains a path separator, or ends in a checkpoint
@@ -52,8 +58,11 @@ def parse_weights(weights: str | os.PathLike[str], *, seed: int | None = None, t
         CheckpointNotFound: the path does not exist.
     """
     text = os.fspath(weights)
-    is_path = isinstance(weights, os.PathLike) or os.sep in text or "/" in text or text.endswith(
-        (*CHECKPOINT_SUFFIXES, ".npz", ".onnx", ".h5")
+    is_path = (
+        isinstance(weights, os.PathLike)
+        or os.sep in text
+        or "/" in text
+        or text.endswith((*CHECKPOINT_SUFFIXES, ".npz", ".onnx", ".h5"))
     )
     if text == "random":
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
@@ -63,7 +72,8 @@ def parse_weights(weights: str | os.PathLike[str], *, seed: int | None = None, t
         path = Path(text).expanduser()
         if path.suffix not in CHECKPOINT_SUFFIXES:
             raise InvalidSpec(
-                spec, f"unsupported checkpoint type {path.suffix!r}",
+                spec,
+                f"unsupported checkpoint type {path.suffix!r}",
                 hint=f"convert it to one of {', '.join(CHECKPOINT_SUFFIXES)}",
             )
         if not path.is_file():
@@ -72,14 +82,24 @@ def parse_weights(weights: str | os.PathLike[str], *, seed: int | None = None, t
     if text in ("default", "pretrained"):
         return WeightsChoice("pretrained", tag=tag)
     if tag is not None and tag != text:
-        raise InvalidSpec(spec, f"two tags given: @{tag} and weights={text!r}", hint="give the tag once")
+        raise InvalidSpec(
+            spec, f"two tags given: @{tag} and weights={text!r}", hint="give the tag once"
+        )
     return WeightsChoice("pretrained", tag=text)
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
-    """BLAKE3 of a file's bytes: what stands for a checkpoint in a spec's alias key."""
+    """BLAKE3 of a file's bytes: what stands for a checkpoint in a spec's alias key.
+
+    Remembered per process under the file's (path, inode, size, mtime), since a spec is often
+    resolved and then built, and checkpoints are large.
+    """
     import blake3
 
+    stat = os.stat(path)
+    key = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
     hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
     try:
         hasher.update_mmap(os.fspath(path))
@@ -87,13 +107,18 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 22), b""):
                 hasher.update(chunk)
-    return hasher.hexdigest()
+    _DIGESTS[key] = hasher.hexdigest()
+    return _DIGESTS[key]
 
 
 def _is_tensor_map(value: Any) -> bool:
     import torch
 
-    return isinstance(value, Mapping) and bool(value) and all(isinstance(v, torch.Tensor) for v in value.values())
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(v, torch.Tensor) for v in value.values())
+    )
 
 
 def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -117,7 +142,8 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
             obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:
         raise CheckpointError(
-            str(path), f"cannot be read as weights only ({type(exc).__name__}: {str(exc)[:200]})",
+            str(path),
+            f"cannot be read as weights only ({type(exc).__name__}: {str(exc)[:200]})",
             hint="vbstore never unpickles code: save a plain state_dict or a .safetensors file",
         ) from exc
     for _ in range(3):  # {"model": {"state_dict": ...}} happens; deeper nesting does not
@@ -129,16 +155,19 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
         obj = inner
     if not _is_tensor_map(obj):
         raise CheckpointError(
-            str(path), "holds no state dict (a mapping of names to tensors)",
+            str(path),
+            "holds no state dict (a mapping of names to tensors)",
             hint="save model.state_dict() (or wrap it as {'state_dict': ...})",
         )
     state = dict(obj)
     if all(k.startswith("module.") for k in state):  # saved from DataParallel/DDP
-        state = {k[len("module."):]: v for k, v in state.items()}
+        state = {k[len("module.") :]: v for k, v in state.items()}
     return state
 
 
-def load_strict(module: Any, state: Mapping[str, Any], *, where: str, ignorable: tuple[str, ...] = ()) -> None:
+def load_strict(
+    module: Any, state: Mapping[str, Any], *, where: str, ignorable: tuple[str, ...] = ()
+) -> None:
     """Load ``state`` into ``module``, refusing any mismatch outside ``ignorable`` prefixes.
 
     Classifier heads are the usual ``ignorable``: features never pass through them, so a
@@ -157,11 +186,18 @@ def load_strict(module: Any, state: Mapping[str, Any], *, where: str, ignorable:
     unexpected = [k for k in state if k not in own]
     if wrong or missing or unexpected:
         parts = []
-        for label, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)):
+        for label, keys in (
+            ("missing", missing),
+            ("unexpected", unexpected),
+            ("wrong shape", wrong),
+        ):
             if keys:
-                parts.append(f"{len(keys)} {label} ({', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''})")
+                parts.append(
+                    f"{len(keys)} {label} ({', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''})"
+                )
         raise CheckpointError(
-            where, f"does not fit the architecture: {'; '.join(parts)}",
+            where,
+            f"does not fit the architecture: {'; '.join(parts)}",
             hint="check that the spec names the architecture the checkpoint was trained with",
         )
     module.load_state_dict(state, strict=False)
@@ -193,8 +229,13 @@ class WeightsRecord:
         return asdict(self)
 
 
-def weights_record(choice: WeightsChoice, tensor_hash: str, *, upstream: str | None = None,
-                   revision: str | None = None) -> WeightsRecord:
+def weights_record(
+    choice: WeightsChoice,
+    tensor_hash: str,
+    *,
+    upstream: str | None = None,
+    revision: str | None = None,
+) -> WeightsRecord:
     """The record for ``choice`` once its tensors have been hashed."""
     if choice.kind == "random":
         return WeightsRecord(tensor_hash, "random", seed=choice.seed)

@@ -58,27 +58,49 @@ class CustomBackbone(Backbone):
 
     source = "custom"
 
-    def __init__(self, module: torch.nn.Module, preprocess: BackboneCfg | None = None, *, name: str = "custom",
-                 patch_size: int | None = None, has_cls_token: bool | None = None,
-                 feature_fn: FeatureFn | None = None) -> None:
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        preprocess: BackboneCfg | None = None,
+        *,
+        name: str = "custom",
+        patch_size: int | None = None,
+        has_cls_token: bool | None = None,
+        feature_fn: FeatureFn | None = None,
+    ) -> None:
         cfg = preprocess or BackboneCfg()
         self._feature_fn = feature_fn
         size = cfg.input_size
         module.eval()
         with torch.inference_mode():
-            outputs = self._outputs(module, torch.zeros(1, 3, size, size, device=_device_of(module)))
+            outputs = self._outputs(
+                module, torch.zeros(1, 3, size, size, device=_device_of(module))
+            )
         layouts = [self._layout(out, size, patch_size, has_cls_token) for out in outputs]
         prefixes = {prefix for kind, prefix in layouts if kind == "tokens"}
         if len(prefixes) > 1:
-            raise AmbiguousBackbone(f"{name}: blocks have different prefix token counts {sorted(prefixes)}",
-                                    "feature_fn= returning consistent tokens")
+            raise AmbiguousBackbone(
+                f"{name}: blocks have different prefix token counts {sorted(prefixes)}",
+                "feature_fn=",
+                "returning tokens with the same prefix in every block",
+            )
         prefix = prefixes.pop() if prefixes else 0
         cls = bool(has_cls_token) if has_cls_token is not None else prefix >= 1
-        grid = next((outputs[i].shape[1] - prefix for i, (k, _) in enumerate(layouts) if k == "tokens"), None)
+        grid = next(
+            (outputs[i].shape[1] - prefix for i, (k, _) in enumerate(layouts) if k == "tokens"),
+            None,
+        )
         side = _square(grid) if grid else None
         if patch_size is None and side and size % side == 0:
             patch_size = size // side
-        super().__init__(module, cfg, arch=name, has_cls_token=cls, patch_size=patch_size, num_prefix_tokens=prefix)
+        super().__init__(
+            module,
+            cfg,
+            arch=name,
+            has_cls_token=cls,
+            patch_size=patch_size,
+            num_prefix_tokens=prefix,
+        )
         self._layouts = layouts
         self.weights = WeightsRecord(tensor_identity(module.state_dict()), "checkpoint")
 
@@ -86,43 +108,71 @@ class CustomBackbone(Backbone):
         raw = self._feature_fn(module, images) if self._feature_fn else module(images)
         if isinstance(raw, torch.Tensor):
             outputs = [raw]
-        elif isinstance(raw, (list, tuple)) and self._feature_fn and raw and all(isinstance(t, torch.Tensor) for t in raw):
+        elif (
+            isinstance(raw, (list, tuple))
+            and self._feature_fn
+            and raw
+            and all(isinstance(t, torch.Tensor) for t in raw)
+        ):
             outputs = list(raw)
         else:
             raise AmbiguousBackbone(
                 f"the module returns {type(raw).__name__}, not a feature tensor",
-                "feature_fn= (returning a (B,C,H,W) or (B,N,C) tensor, or a list of them)",
+                "feature_fn=",
+                "returning a (B, C, H, W) or (B, N, C) tensor, or a list of them",
             )
         return outputs
 
     @staticmethod
-    def _layout(out: torch.Tensor, size: int, patch_size: int | None, has_cls: bool | None) -> tuple[str, int]:
+    def _layout(
+        out: torch.Tensor, size: int, patch_size: int | None, has_cls: bool | None
+    ) -> tuple[str, int]:
         if out.ndim == 4:
             # the dummy input is square, so a channels-first map is square too: (B,H,W,C) is not
             if out.shape[2] != out.shape[3]:
-                raise AmbiguousBackbone(f"output {tuple(out.shape)} is not (B, C, H, W) (channels last?)",
-                                        "feature_fn= returning (B, C, H, W)")
+                raise AmbiguousBackbone(
+                    f"output {tuple(out.shape)} is not (B, C, H, W) (channels last?)",
+                    "feature_fn=",
+                    "returning (B, C, H, W)",
+                )
             return "nchw", 0
         if out.ndim == 2:
-            raise AmbiguousBackbone(f"output {tuple(out.shape)} is a flat vector with no spatial map",
-                                    "feature_fn= returning patch tokens or a feature map")
+            raise AmbiguousBackbone(
+                f"output {tuple(out.shape)} is a flat vector with no spatial map",
+                "feature_fn=",
+                "returning patch tokens or a feature map",
+            )
         if out.ndim != 3:
-            raise AmbiguousBackbone(f"output {tuple(out.shape)} is neither (B,C,H,W) nor (B,N,C)", "feature_fn=")
+            raise AmbiguousBackbone(
+                f"output {tuple(out.shape)} is neither (B,C,H,W) nor (B,N,C)", "feature_fn="
+            )
         n = int(out.shape[1])
         if patch_size is not None:
-            prefix = n - (size // patch_size) ** 2
-            if prefix < 0 or (has_cls and prefix < 1):
-                raise AmbiguousBackbone(f"{n} tokens do not fit a {size // patch_size}x{size // patch_size} grid "
-                                        f"for patch_size={patch_size}", "the right patch_size=")
+            grid = (size // patch_size) ** 2
+            prefix = n - grid
+            # more prefix tokens than patches: the patch size is wrong, these are not registers
+            if prefix < 0 or prefix >= grid or (has_cls and prefix < 1):
+                raise AmbiguousBackbone(
+                    f"{n} tokens do not fit a {size // patch_size}x{size // patch_size} grid "
+                    f"for patch_size={patch_size}",
+                    "patch_size=",
+                    "the model's real patch size",
+                )
             return "tokens", prefix
         if has_cls:
             if _square(n - 1) is None:
-                raise AmbiguousBackbone(f"{n - 1} patch tokens after the class token are not a square grid",
-                                        "patch_size=")
+                raise AmbiguousBackbone(
+                    f"{n - 1} patch tokens after the class token are not a square grid",
+                    "patch_size=",
+                )
             return "tokens", 1
         if _square(n) is None:
-            hint = "has_cls_token=True (or patch_size=)" if has_cls is None else "patch_size="
-            raise AmbiguousBackbone(f"{n} tokens are not a square grid: class or register tokens?", hint)
+            message = f"{n} tokens are not a square grid: class or register tokens?"
+            if has_cls is None:
+                raise AmbiguousBackbone(
+                    message, "has_cls_token=", "True if token 0 is a class token; or patch_size="
+                )
+            raise AmbiguousBackbone(message, "patch_size=")
         return "tokens", 0
 
     @property
@@ -130,11 +180,16 @@ class CustomBackbone(Backbone):
         return len(self._layouts)
 
     def _grid(self, height: int, width: int, count: int) -> tuple[int, int]:
-        if self.patch_size is not None and (height // self.patch_size) * (width // self.patch_size) == count:
+        if (
+            self.patch_size is not None
+            and (height // self.patch_size) * (width // self.patch_size) == count
+        ):
             return height // self.patch_size, width // self.patch_size
         side = _square(count)
         if side is None:
-            raise AmbiguousBackbone(f"{count} patch tokens for a {height}x{width} input", "patch_size=")
+            raise AmbiguousBackbone(
+                f"{count} patch tokens for a {height}x{width} input", "patch_size="
+            )
         return side, side
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
@@ -145,7 +200,7 @@ class CustomBackbone(Backbone):
             if self._layouts[index][0] == "nchw":
                 result[index] = LayerOut(out)
                 continue
-            patches = out[:, self.num_prefix_tokens:]
+            patches = out[:, self.num_prefix_tokens :]
             gh, gw = self._grid(images.shape[2], images.shape[3], patches.shape[1])
             dense = patches.transpose(1, 2).reshape(out.shape[0], out.shape[2], gh, gw)
             result[index] = LayerOut(dense, out[:, 0] if self.has_cls_token else None)

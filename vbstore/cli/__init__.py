@@ -6,6 +6,12 @@ import click
 
 from .. import __version__
 from ._common import VbstoreGroup
+from .demo_cmd import demo
+from .get_cmds import get
+from .head_cmds import pull, push  # the head forms register on the remote push/pull groups
+from .list_cmds import list_group
+from .remote_cmds import remote
+from .results_cmds import export_group, sweep
 from .store_cmds import COMMANDS
 
 
@@ -21,7 +27,7 @@ def cli(store: str | None) -> None:
     """
 
 
-for _command in COMMANDS:
+for _command in [*COMMANDS, get, list_group, export_group, sweep, demo, remote, push, pull]:
     cli.add_command(_command)
 
 

@@ -97,13 +97,16 @@ def show(store, ref: str, as_json: bool) -> None:
     emit(as_json, data, text)
 
 
+_PLURALS = {f"{k}s": k for k in KINDS if k != "weights"}
+
+
 @click.command(name="ls")
-@click.argument("kind", required=False, type=click.Choice(KINDS))
+@click.argument("kind", required=False, type=click.Choice([*KINDS, *_PLURALS]))
 @json_option
 @with_store
 def ls_cmd(store, kind: str | None, as_json: bool) -> None:
-    """List objects, optionally of one KIND."""
-    rows = store.ls(kind)
+    """List objects, optionally of one KIND (singular or plural: result, results...)."""
+    rows = store.ls(_PLURALS.get(kind, kind) if kind else None)
     refs: dict[str, list[str]] = {}
     for name, oid in store.refs().items():
         refs.setdefault(oid, []).append(name)
@@ -207,7 +210,7 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, as_json: bool) ->
 @with_store
 def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
     """Re-hash every blob and check the registry; exit 1 on any fault."""
-    report = store.fsck(jobs=jobs, repair=repair)
+    report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store))
 
     def text() -> None:
         click.echo(f"checked {report.checked} blobs ({human_size(report.bytes)}) in {report.seconds:.2f} s")
@@ -222,13 +225,32 @@ def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
         if report.temp_removed:
             click.echo(f"removed {len(report.temp_removed)} temp files left by dead writers")
         for oid in report.repaired:
-            click.echo(f"moved aside {oid[:12]} (will be recomputed)")
+            how = "re-fetched from a remote" if oid in report.refetched else "will be recomputed"
+            click.echo(f"moved aside {oid[:12]} ({how})")
         click.echo("store is intact" if report.clean else f"{report.faults} faults")
 
     emit(as_json, report.as_dict(), text)
     if not report.clean and not (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
                                  and not report.dangling_edges):
         sys.exit(1)
+
+
+def _refetcher(store):
+    """Re-fetch a damaged blob from the configured remotes; None when there are none."""
+    if not (store.root / "remotes.json").is_file():
+        return None
+
+    def refetch(oid: str) -> bool:
+        from ..errors import VbstoreError
+        from ..remotes import fetch_object
+
+        try:
+            return fetch_object(store, oid) is not None
+        except VbstoreError as exc:  # a remote without it, or offline: it will be recomputed
+            click.echo(f"warning: could not re-fetch {oid[:12]}: {exc}", err=True)
+            return False
+
+    return refetch
 
 
 COMMANDS = [init, put, cat, show, ls_cmd, tag, why, du, gc, fsck]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import derivation_spec
+from ._cache import remote_fetch
 from ._features import featureset_spec
 
 
@@ -42,8 +43,8 @@ def _device(job: Inputs) -> str:
     return job.device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def featureset(job: Inputs, manifest) -> str:
-    """The featureset of ``manifest``, from the store or extracted now."""
+def featureset(job: Inputs, manifest, role: str) -> str:
+    """The featureset of ``manifest`` (``role``: eval or train), from the store or extracted now."""
     from ..features import extract_featureset
     from ._features import _packs_present
 
@@ -55,25 +56,25 @@ def featureset(job: Inputs, manifest) -> str:
         return extract_featureset(store, manifest, job.ref.id, job.extractor, job.ref.load,
                                   device=_device(job), progress=job.progress)[0]
 
-    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o))
-    role = "eval" if manifest is job.eval_m else "train"
+    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o),
+                                 fetch=remote_fetch(store))
     job.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
     job.from_cache[f"{role}_features"] = not computed
     return oid
 
 
-def targets(task, manifest):
-    """The targets of a manifest in the form ``task.target_kind`` asks for."""
+def targets(task, manifest, classes=None):
+    """The targets of a manifest in the form ``task.target_kind`` asks for.
+
+    ``classes`` (the training classes) re-indexes labels by class name, so an eval split read
+    with another class list is still scored against the right head outputs.
+    """
     import torch
 
-    samples = manifest.doc["samples"]
     if task.target_kind == "class_index":
-        return torch.tensor([s["label"] for s in samples], dtype=torch.long)
+        return torch.tensor(manifest.labels(classes=classes), dtype=torch.long)
     if task.target_kind == "multi_hot":
-        out = torch.zeros(len(samples), len(manifest.doc["classes"]))
-        for i, s in enumerate(samples):
-            out[i, s["labels"]] = 1.0
-        return out
+        return torch.as_tensor(manifest.multi_hot(classes=classes), dtype=torch.float32)
     return None
 
 
@@ -86,8 +87,9 @@ def _compat(job: Inputs, features_id: str, embed_dim: int) -> dict[str, Any]:
             "embed_dim": embed_dim, "task": job.task.name, "task_op_version": job.task.op_version}
 
 
-def train_head(job: Inputs, train_features: str, feats, seed: int, fresh: bool) -> str:
-    """Fit (or fetch) the head for one seed."""
+def train_head(job: Inputs, train_features: str, feats, seed: int, fresh: bool = False
+               ) -> tuple[str, bool]:
+    """Fit (or fetch) the head for one seed; return its id and whether it was trained now."""
     from ..heads import save_head
 
     store, task = job.store, job.task
@@ -107,8 +109,8 @@ def train_head(job: Inputs, train_features: str, feats, seed: int, fresh: bool) 
     if fresh:
         oid = compute()
         store.record(spec, oid)
-        return oid
-    return store.derive(spec, compute)[0]
+        return oid, True
+    return store.derive(spec, compute, fetch=remote_fetch(store))
 
 
 def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
@@ -117,9 +119,13 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
     from ..heads import head_record, load_head
 
     store, task = job.store, job.task
-    eval_features = featureset(job, job.eval_m)
+    eval_features = featureset(job, job.eval_m, "eval")
     eval_x = Features(store, eval_features).pooled()
-    eval_y = targets(task, job.eval_m)
+    if job.head is not None:  # a given head fixes the class order it was trained with
+        classes = head_record(store, job.head).get("class_names") or None
+    else:
+        classes = job.train_m.classes if job.train_m is not None else None
+    eval_y = targets(task, job.eval_m, classes)
     edges: dict[str, Any] = {"backbone": job.ref.id, "eval_manifest": job.eval_m.id,
                              "eval_features": eval_features}
     per_seed, train_metrics, comparable = [], [], True
@@ -136,7 +142,7 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
         if job.head is not None:
             heads = [job.head]
         else:
-            train_features = featureset(job, job.train_m)
+            train_features = featureset(job, job.train_m, "train")
             edges.update(train_manifest=job.train_m.id, train_features=train_features)
             cache: dict[str, Any] = {}
 
@@ -145,7 +151,7 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
                     cache["x"] = Features(store, train_features).pooled()
                 return cache["x"]
 
-            heads = [train_head(job, train_features, feats, seed, fresh_heads) for seed in job.seeds]
+            heads = [train_head(job, train_features, feats, seed, fresh_heads)[0] for seed in job.seeds]
         expected = _compat(job, eval_features, int(eval_x.shape[1]))
         for head in heads:
             state, record, ok = load_head(store, head, expected, strict=job.strict)

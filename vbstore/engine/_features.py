@@ -8,6 +8,7 @@ from typing import Any
 
 from ..store import derivation_spec
 from ._backbone import BackboneRef, resolve_backbone
+from ._cache import remote_fetch
 
 
 @dataclass
@@ -50,7 +51,7 @@ def get_features(
     precision: str = "fp32", dense_dtype: str = "float16", weights: str = "default",
     seed: int | None = None, input_size: int | None = None, use_projection: bool = False,
     batch_size: int = 32, workers: int = 2, device: str | None = None, progress: bool = True,
-    data_options: dict[str, Any] | None = None,
+    data_options: dict[str, Any] | None = None, loader: str = "threads",
 ) -> FeatureResult:
     """Features of ``data`` under ``backbone``, computing only what the store lacks.
 
@@ -76,11 +77,12 @@ def get_features(
     def compute() -> str:
         featureset, done = extract_featureset(
             store, manifest, ref.id, params, ref.load, batch_size=batch_size, workers=workers,
-            device=device or _default_device(), progress=progress)
+            device=device or _default_device(), progress=progress, loader=loader)
         stats.update(done.as_dict())
         return featureset
 
-    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o))
+    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o),
+                                 fetch=remote_fetch(store))
     return FeatureResult(oid, ref, manifest, params, not computed, stats)
 
 

@@ -18,7 +18,8 @@ from .. import __version__
 from ..errors import UsageError
 from ..store import derivation_key, derivation_spec
 from ._backbone import resolve_backbone
-from ._compute import Inputs, compute_result
+from ._cache import remote_fetch
+from ._compute import Inputs, compute_result, featureset, train_head
 
 RECORD_VERSION = 1
 
@@ -43,6 +44,20 @@ class Result:
         if self.reproduced is not None:
             out["reproduced"] = self.reproduced
         return out
+
+
+@dataclass
+class HeadResult:
+    """A stored head, its compatibility record, and how it was obtained."""
+
+    id: str
+    record: dict[str, Any]
+    from_cache: bool
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "from_cache": self.from_cache, "seconds": round(self.seconds, 4),
+                "record": self.record}
 
 
 def versions() -> dict[str, str | None]:
@@ -70,6 +85,69 @@ def _check_data_args(task, train_data, head) -> None:
                          hint="pass --train-data DATA (and --train-split if it has splits)")
 
 
+def _prepare(store, task_obj, params, backbone, weights, backbone_seed, input_size, layers, precision):
+    """Resolve the task params, the backbone and the extractor settings (no torch)."""
+    from ..features import ExtractorParams
+
+    task_params = task_obj.resolve_params(params)
+    ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
+                           input_size=input_size, use_projection=task_obj.needs_text)
+    pooling = ref.default_pooling if task_obj.pooling == "default" else task_obj.pooling
+    extractor = ExtractorParams(layers=tuple(layers or (-1,)), pooling=pooling,
+                                mode=task_obj.feature_mode, precision=precision, input_size=input_size)
+    return task_params, ref, extractor
+
+
+def _manifest(store, data, split, limit, data_options):
+    from ..data import load_manifest
+
+    return load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
+
+
+def get_head(
+    backbone: Any, task: str, train_data: Any, *, store=None, train_split: str | None = None,
+    train_limit: int | None = None, seed: int = 0, weights: str = "default",
+    backbone_seed: int | None = None, input_size: int | None = None, layers: list[int] | None = None,
+    precision: str = "fp32", device: str | None = None, progress: bool = True,
+    data_options: dict[str, Any] | None = None, **params: Any,
+) -> HeadResult:
+    """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
+    or trained now.
+
+    Raises:
+        UsageError: the task is zero-shot (it has no head).
+    """
+    from ..heads import head_record
+    from ..store import Store
+
+    started = time.perf_counter()
+    store = store if store is not None else Store()
+    from ..tasks import get_task
+
+    task_obj = get_task(task)
+    if not task_obj.trains_head:
+        raise UsageError(f"task {task_obj.name!r} is zero-shot and has no head",
+                         hint="use `vbstore get result` for it")
+    task_params, ref, extractor = _prepare(
+        store, task_obj, params, backbone, weights, backbone_seed, input_size, layers, precision)
+    train_m = _manifest(store, train_data, train_split, train_limit, data_options)
+    job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=train_m,
+                 train_m=train_m, extractor=extractor, seeds=[seed], head=None, strict=True,
+                 device=device, progress=progress, started=started, versions=versions(), derivation="")
+    cache: dict[str, Any] = {}
+    train_features = featureset(job, train_m, "train")
+
+    def feats():
+        if "x" not in cache:
+            from ..features import Features
+
+            cache["x"] = Features(store, train_features).pooled()
+        return cache["x"]
+
+    oid, trained = train_head(job, train_features, feats, seed)
+    return HeadResult(oid, head_record(store, oid), not trained, time.perf_counter() - started)
+
+
 def get_result(
     backbone: Any, task: str, data: Any, train_data: Any = None, *, store=None,
     split: str | None = None, train_split: str | None = None, limit: int | None = None,
@@ -92,28 +170,21 @@ def get_result(
             unknown or invalid task parameter.
         UnknownTask, UnknownBackbone, WeightsUnavailable, BadInput, HeadMismatch: from below.
     """
-    from ..data import load_manifest
-    from ..features import ExtractorParams
     from ..features import OP_VERSION as FEATURES_VERSION
     from ..store import Store
-    from ..tasks import get_task
 
     started = time.perf_counter()
     store = store if store is not None else Store()
+    from ..tasks import get_task
+
     task_obj = get_task(task)
     _check_data_args(task_obj, train_data, head)
     if seeds < 1:
         raise UsageError("--seeds must be at least 1", hint="use --seeds 1 for a single run")
-    task_params = task_obj.resolve_params(params)
-    ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
-                           input_size=input_size, use_projection=task_obj.needs_text)
-    options = data_options or {}
-    eval_m = load_manifest(store, data, split=split, limit=limit, **options)
-    train_m = (load_manifest(store, train_data, split=train_split, limit=train_limit, **options)
-               if train_data is not None else None)
-    pooling = ref.default_pooling if task_obj.pooling == "default" else task_obj.pooling
-    extractor = ExtractorParams(layers=tuple(layers or (-1,)), pooling=pooling,
-                                mode=task_obj.feature_mode, precision=precision, input_size=input_size)
+    task_params, ref, extractor = _prepare(
+        store, task_obj, params, backbone, weights, backbone_seed, input_size, layers, precision)
+    eval_m = _manifest(store, data, split, limit, data_options)
+    train_m = _manifest(store, train_data, train_split, train_limit, data_options) if train_data else None
     head_id = store.resolve(head) if head is not None else None
     inputs = {"backbone": ref.id, "eval_manifest": eval_m.id}
     if train_m is not None:
@@ -132,7 +203,7 @@ def get_result(
                  derivation=derivation_key(spec))
     if recompute:
         return _recompute(store, spec, job, started)
-    oid, computed = store.derive(spec, lambda: compute_result(job))
+    oid, computed = store.derive(spec, lambda: compute_result(job), fetch=remote_fetch(store))
     return Result(oid, store.read_json(oid), not computed, time.perf_counter() - started)
 
 

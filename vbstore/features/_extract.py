@@ -57,6 +57,34 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
             yield chunk, torch.stack([f.result() for f in futures])
 
 
+class _Decode:
+    """Picklable decode + preprocess of one sample, for DataLoader worker processes."""
+
+    def __init__(self, manifest, preprocess, indices: Sequence[int]) -> None:
+        self.manifest, self.preprocess, self.indices = manifest, preprocess, list(indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, position: int) -> tuple[int, torch.Tensor]:
+        index = self.indices[position]
+        try:
+            return index, self.preprocess(self.manifest.load_image(index))
+        except (OSError, ValueError) as exc:
+            raise BadInput("unreadable images", [(str(self.manifest.image_path(index)), str(exc))]) from None
+
+
+def _worker_batches(decode: _Decode, batch_size: int, workers: int
+                    ) -> Iterator[tuple[list[int], torch.Tensor]]:
+    from torch.utils.data import DataLoader
+
+    def collate(items):
+        return [i for i, _ in items], torch.stack([t for _, t in items])
+
+    yield from DataLoader(decode, batch_size=batch_size, num_workers=workers, collate_fn=collate,
+                          prefetch_factor=2 if workers else None, persistent_workers=False)
+
+
 def _progress(total: int, enabled: bool):
     if not enabled or total == 0:
         return contextlib.nullcontext(None)
@@ -69,7 +97,7 @@ def _progress(total: int, enabled: bool):
 def extract_featureset(
     store, manifest, backbone_id: str, params: ExtractorParams,
     load_backbone: Callable[[], Any], *, batch_size: int = 32, workers: int = 2,
-    device: str | None = None, progress: bool = True,
+    device: str | None = None, progress: bool = True, loader: str = "threads",
 ) -> tuple[str, ExtractionStats]:
     """Compute (or assemble from reusable rows) the featureset of ``manifest``; store it.
 
@@ -79,6 +107,8 @@ def extract_featureset(
         backbone_id: id of the ``backbone`` artifact the features belong to.
         params: extractor settings with the pooling already resolved.
         load_backbone: builds the backbone; called only if some image needs a forward pass.
+        loader: ``threads`` (decode on a thread pool in this process) or ``workers`` (a torch
+            DataLoader with worker processes); benchmarks/extract_bench.py compares them.
 
     Returns:
         The featureset id and what was done to produce it.
@@ -101,16 +131,16 @@ def extract_featureset(
             backbone.to(device)
         writer = PackWriter(store, key, params.layers, params.mode, DTYPES[params.dense_dtype])
 
-        def load(index: int) -> torch.Tensor:
-            try:
-                return backbone.preprocess(manifest.load_image(index))
-            except (OSError, ValueError) as exc:
-                raise BadInput("unreadable images", [(str(manifest.image_path(index)), str(exc))]) from None
-
+        decode = _Decode(manifest, backbone.preprocess, todo)
+        if loader == "workers":
+            batches = _worker_batches(decode, batch_size, workers)
+        else:
+            position = {index: p for p, index in enumerate(todo)}
+            batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers)
         autocast = (torch.autocast(backbone.device.type, dtype=torch.bfloat16)
                     if params.precision == "bf16" else contextlib.nullcontext())
         with _progress(len(todo), progress) as bar, autocast:
-            for chunk, batch in _prefetch(load, todo, batch_size, workers):
+            for chunk, batch in batches:
                 if backbone.device.type == "cuda":
                     batch = batch.pin_memory()
                 out = backbone.extract(batch, layers=list(params.layers), pooling=params.pooling)

@@ -58,8 +58,10 @@ class PackWriter:
         if not self._images:
             return
         tensors = {name: torch.cat(parts) for name, parts in self._parts.items()}
+        compact = {"separators": (",", ":")}
         metadata = {"format": PACK_FORMAT, "extractor": self.extractor,
-                    "layers": json.dumps(self.layers), "images": json.dumps(self._images)}
+                    "layers": json.dumps(self.layers, **compact),
+                    "images": json.dumps(self._images, **compact)}
         pack = self.store.put_tensors(tensors, "pack", metadata)
         self.store.add_feature_rows(self.extractor, pack, self._images)
         self.packs.append(pack)

@@ -43,6 +43,9 @@ class HeadMismatchWarning(UserWarning):
 def save_head(store, state: Mapping[str, Any], compat: Mapping[str, Any],
               edges: Mapping[str, Any] | None = None) -> str:
     """Store a head's tensors with its compatibility record; return its id."""
+    from ..store._schemas import validate
+
+    validate("head.compat", dict(compat))
     metadata = {"format": HEAD_FORMAT, "vbstore.compat": canonical.dumps(dict(compat)).decode()}
     return store.put_tensors(dict(state), "head", metadata, edges=edges)
 

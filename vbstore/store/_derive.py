@@ -91,11 +91,13 @@ class DeriveMixin:
         self, spec: Mapping[str, Any], compute: Callable[[], str],
         extra_edges: Mapping[str, Any] | None = None, timeout: float | None = None,
         valid: Callable[[str], bool] | None = None,
+        fetch: Callable[[str], str | None] | None = None,
     ) -> tuple[str, bool]:
         """Return ``(output, computed)``, running ``compute`` only when no one has the answer.
 
         When several processes ask at once, one computes under the lease and the others wait,
-        then read its output.
+        then read its output. ``fetch(key)`` is asked before computing (a remote binary cache);
+        whatever it returns must already be recorded under ``key``.
 
         Raises:
             LeaseTimeout: ``timeout`` seconds passed waiting for another process.
@@ -108,6 +110,10 @@ class DeriveMixin:
             hit = self.lookup(key, valid)
             if hit is not None:
                 return hit, False
+            if fetch is not None and fetch(key) is not None:
+                hit = self.lookup(key, valid)
+                if hit is not None:
+                    return hit, False
             output = compute()
             self.record(spec, output, extra_edges)
             return output, True

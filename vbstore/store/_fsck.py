@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ class FsckReport:
     adopted: list[str] = field(default_factory=list)
     temp_removed: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
+    refetched: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -69,8 +71,13 @@ def sniff_kind(path) -> str:
 class FsckMixin:
     """The fsck method of :class:`vbstore.Store`."""
 
-    def fsck(self, jobs: int | None = None, repair: bool = False) -> FsckReport:
-        """Check every blob and row; with ``repair``, move corrupt blobs aside so they recompute."""
+    def fsck(self, jobs: int | None = None, repair: bool = False,
+             refetch: Callable[[str], bool] | None = None) -> FsckReport:
+        """Check every blob and row.
+
+        With ``repair``, damaged blobs are moved to ``quarantine/``; ``refetch(oid)`` may bring
+        each back (from a remote), otherwise it is forgotten so the next ``get`` recomputes it.
+        """
         start = time.perf_counter()
         report = FsckReport()
         report.temp_removed = self._remove_dead_temps()
@@ -113,25 +120,28 @@ class FsckMixin:
                     "VALUES (?,?,?,?,?)", (oid, sniff_kind(path), os.path.getsize(path), t, t),
                 )
         if repair:
-            report.repaired = self._quarantine(report.corrupt + report.missing)
+            report.repaired, report.refetched = self._quarantine(report.corrupt + report.missing, refetch)
         report.seconds = time.perf_counter() - start
         return report
 
-    def _quarantine(self, oids: list[str]) -> list[str]:
-        """Move damaged blobs out of ``objects/`` and forget them, so the next get recomputes."""
+    def _quarantine(self, oids: list[str], refetch) -> tuple[list[str], list[str]]:
+        """Move damaged blobs out of ``objects/``; re-fetch them or forget them."""
         aside = self.root / "quarantine"
         aside.mkdir(exist_ok=True)
-        repaired = []
-        with self.db.write() as conn:
-            for oid in oids:
-                path = self.files.path(oid)
-                if path.exists():
-                    os.replace(path, aside / oid)
+        repaired, refetched = [], []
+        for oid in oids:
+            path = self.files.path(oid)
+            if path.exists():
+                os.replace(path, aside / oid)
+            repaired.append(oid)
+            if refetch is not None and refetch(oid):
+                refetched.append(oid)
+                continue
+            with self.db.write() as conn:
                 # kept as an evicted row, so edges to it stay explainable, not dangling
                 conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), oid))
                 self._forget(conn, oid)
-                repaired.append(oid)
-        return repaired
+        return repaired, refetched
 
     def _remove_dead_temps(self) -> list[str]:
         removed = []

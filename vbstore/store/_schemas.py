@@ -25,6 +25,10 @@ def schema_text(name: str) -> str:
     return path.read_text()
 
 
+def has_schema(name: str) -> bool:
+    return (SCHEMA_DIR / f"{name}.schema.json").is_file()
+
+
 @lru_cache(maxsize=None)
 def _validator(name: str):
     import jsonschema
@@ -47,4 +51,5 @@ def validate(name: str, document: Any) -> None:
         field = "".join(
             f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
         ).lstrip(".")
-        raise SchemaError(name, field, error.message)
+        message = error.message if len(error.message) <= 300 else error.message[:240] + " …"
+        raise SchemaError(name, field, message)

@@ -174,7 +174,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
 
         if _kinds.encoding(kind) != "safetensors":
             raise UsageError(f"{kind} is not a tensor kind")
-        return self.put_bytes(to_safetensors_bytes(tensors, kind, metadata or {}), kind, edges)
+        data = to_safetensors_bytes(tensors, kind, metadata or {})
+        if _schemas.has_schema(f"{kind}.metadata"):
+            _schemas.validate(f"{kind}.metadata", {**(metadata or {}), "vbstore.kind": kind})
+        return self.put_bytes(data, kind, edges)
 
     def _touch_existing(self, oid: str, kind: str, size: int, edges: Edges | None) -> bool:
         if not self.files.exists(oid):

@@ -1,0 +1,134 @@
+"""Every kind of unusable input: one error naming the paths and the count, nothing stored."""
+
+import os
+import shutil
+
+import pytest
+from data_support import age, write_image
+
+from vbstore.data import load_manifest
+from vbstore.errors import BadInput, UsageError
+
+
+def _assert_nothing_stored(store):
+    assert store.ls() == []
+    assert not list((store.root / "objects").rglob("*[0-9a-f]"))
+
+
+def test_corrupt_jpeg_bytes_are_named(store, image_folder):
+    for name in ("01.jpg", "03.jpg"):
+        path = image_folder / "train" / "cat" / name
+        path.write_bytes(path.read_bytes()[:40])  # a truncated JPEG still opens; load() fails
+    (image_folder / "train" / "dog" / "01.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg at all")
+    age(image_folder)
+    with pytest.raises(
+        BadInput,
+        match=r"^3 unreadable or corrupt images: .*cat/01\.jpg: not a "
+        r"readable image.*cat/03\.jpg.*dog/01\.jpg",
+    ) as caught:
+        load_manifest(store, image_folder, split="train")
+    assert [p for p, _ in caught.value.problems] == [
+        str(image_folder / "train" / c / n)
+        for c, n in (("cat", "01.jpg"), ("cat", "03.jpg"), ("dog", "01.jpg"))
+    ]
+    _assert_nothing_stored(store)
+
+
+def test_corrupt_image_is_caught_again_until_fixed(store, image_folder):
+    bad = image_folder / "val" / "eel" / "01.jpg"
+    original = bad.read_bytes()
+    bad.write_bytes(original[: len(original) // 2])
+    age(image_folder)
+    for _ in range(2):  # a problem file is never cached as good
+        with pytest.raises(BadInput, match="1 unreadable or corrupt images"):
+            load_manifest(store, image_folder, split="val")
+    bad.write_bytes(original)
+    assert len(load_manifest(store, image_folder, split="val")) == 6
+
+
+def test_empty_class_folders_are_named(store, image_folder):
+    (image_folder / "train" / "fox").mkdir()
+    (image_folder / "train" / "gnu").mkdir()
+    (image_folder / "train" / "gnu" / "readme.txt").write_text("no images here")
+    with pytest.raises(
+        BadInput, match=r"^2 empty class folders: .*train/fox: no images; .*train/gnu"
+    ):
+        load_manifest(store, image_folder, split="train")
+    _assert_nothing_stored(store)
+
+
+def test_images_without_targets_are_named(store, dense_folder):
+    (dense_folder / "train" / "masks" / "s1.png").unlink()
+    (dense_folder / "train" / "masks" / "s3.png").unlink()
+    write_image(dense_folder / "train" / "masks" / "orphan.png")
+    with pytest.raises(
+        BadInput,
+        match=r"^3 images and targets that do not pair: .*orphan\.png: no image in "
+        r"images/; .*s1\.jpg: no target in masks/; .*s3\.jpg",
+    ):
+        load_manifest(store, dense_folder, split="train")
+    _assert_nothing_stored(store)
+
+
+def test_missing_and_unreadable_images_are_all_listed(store, image_folder):
+    for name in ("gone.png", "lost.png"):  # dangling links: listed, then gone when read
+        os.symlink(image_folder / "nowhere" / name, image_folder / "val" / "cat" / name)
+    with pytest.raises(
+        BadInput, match=r"^2 missing or unreadable images: .*gone\.png: No such file.*lost\.png"
+    ):
+        load_manifest(store, image_folder / "val")
+    if os.geteuid() != 0:  # root reads any file
+        for name in ("gone.png", "lost.png"):
+            os.unlink(image_folder / "val" / "cat" / name)
+        os.chmod(image_folder / "val" / "cat" / "00.png", 0)
+        with pytest.raises(
+            BadInput, match=r"1 missing or unreadable images: .*00\.png: Permission denied"
+        ):
+            load_manifest(store, image_folder / "val")
+    _assert_nothing_stored(store)
+
+
+def test_dense_layout_forced_on_a_class_folder(store, image_folder):
+    with pytest.raises(BadInput, match=r"dense splits without images: .*train/images"):
+        load_manifest(store, image_folder, split="train", layout="dense")
+
+
+def test_loose_images_match_no_layout(store, tmp_path):
+    write_image(tmp_path / "flat" / "a.png")
+    with pytest.raises(BadInput, match=r"folders in no known layout: .*flat: no class folders"):
+        load_manifest(store, tmp_path / "flat")
+    write_image(tmp_path / "mixed" / "cls" / "b.png")
+    write_image(tmp_path / "mixed" / "c.png")
+    with pytest.raises(BadInput, match=r"images outside any class folder: .*mixed/c\.png"):
+        load_manifest(store, tmp_path / "mixed")
+    _assert_nothing_stored(store)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"layout": "coco"}, "unknown layout 'coco'"),
+        ({"layout": "list"}, "the list layout reads a .csv or .jsonl file"),
+        ({"stem": "x.txt"}, "no layout option 'stem'.*did you mean 'stems'"),
+        ({"target": "masks"}, "the image_folder layout takes no target option"),
+    ],
+)
+def test_unknown_layouts_and_options_are_refused(store, image_folder, options, error):
+    with pytest.raises(UsageError, match=error):
+        load_manifest(store, image_folder, split="train", **options)
+    _assert_nothing_stored(store)
+
+
+def test_bad_arguments(store, image_folder, tmp_path):
+    with pytest.raises(UsageError, match="limit must be a positive integer"):
+        load_manifest(store, image_folder, split="train", limit=0)
+    with pytest.raises(UsageError, match="no such file or folder"):
+        load_manifest(store, tmp_path / "nowhere")
+    with pytest.raises(UsageError, match="unknown data source 'torchvision:'"):
+        load_manifest(store, "torchvision:cifar10")
+    with pytest.raises(UsageError, match="unknown dataset sklearn:iris"):
+        load_manifest(store, "sklearn:iris")
+    with pytest.raises(UsageError, match="bad split name"):
+        load_manifest(store, image_folder, split="../data")
+    shutil.rmtree(image_folder / "val")
+    _assert_nothing_stored(store)

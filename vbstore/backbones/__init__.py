@@ -1,0 +1,71 @@
+"""Vision backbones behind one interface: name them, build them, extract features.
+
+Importing this package is cheap (no torch): it holds the registry, spec parsing and the
+listings. torch and the source libraries load when a backbone is built; ``Backbone`` and
+``CustomBackbone`` load on first access.
+
+```python
+from vbstore.backbones import build_backbone
+bb = build_backbone("timm:vit_small_patch14_dinov2.lvd142m", input_size=224)
+feats = bb.extract(torch.stack([bb.preprocess(img) for img in images]), layers=[-4, -1])
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _builtins, _testing  # noqa: F401 - register the built-in sources and test backbones
+from ._build import BuildRequest, build_backbone, spec_params
+from ._cfg import BackboneCfg, preprocess
+from ._errors import (
+    AmbiguousBackbone,
+    BackboneAlreadyRegistered,
+    CheckpointError,
+    CheckpointNotFound,
+    InvalidSpec,
+    MissingExtra,
+    UnknownBackbone,
+    WeightsUnavailable,
+)
+from ._registry import BackboneEntry, backbone_rows, get_entry, list_backbones, register_backbone
+from ._spec import BackboneSpec, parse_spec
+from ._weights import WeightsRecord, file_digest
+
+__all__ = [
+    "AmbiguousBackbone",
+    "Backbone",
+    "BackboneAlreadyRegistered",
+    "BackboneCfg",
+    "BackboneEntry",
+    "BackboneSpec",
+    "BuildRequest",
+    "CheckpointError",
+    "CheckpointNotFound",
+    "CustomBackbone",
+    "InvalidSpec",
+    "MissingExtra",
+    "UnknownBackbone",
+    "WeightsRecord",
+    "WeightsUnavailable",
+    "backbone_rows",
+    "build_backbone",
+    "file_digest",
+    "get_entry",
+    "list_backbones",
+    "parse_spec",
+    "preprocess",
+    "register_backbone",
+    "spec_params",
+]
+
+_LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"}
+
+
+def __getattr__(name: str) -> Any:
+    # these import torch: load them only when someone asks
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

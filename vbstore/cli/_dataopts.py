@@ -1,0 +1,63 @@
+"""The dataset-layout flags shared by every command that reads data."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+LAYOUTS = ("image_folder", "dense", "stems", "list")  # vbstore.data.LAYOUTS, without importing it
+_PATH_OPTIONS = ("stems", "train_stems", "classes")
+_NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type", "classes")
+
+
+def data_layout_options(func: Callable) -> Callable:
+    """Add the layout flags; the command receives them gathered as ``data_options``."""
+    options = [
+        click.option("--layout", type=click.Choice(LAYOUTS), default=None, help="Override layout detection."),
+        click.option("--stems", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Official list of sample stems, one per line (VOC style)."),
+        click.option("--train-stems", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Stems list used instead of --stems when the split is train."),
+        click.option("--image-dir", default=None, help="Image folder of a stems layout (default JPEGImages)."),
+        click.option("--target-dir", default=None,
+                     help="Target folder of a stems layout (default SegmentationClass)."),
+        click.option("--target", default=None,
+                     help="Target folder of a dense split with several (masks, depth...)."),
+        click.option("--target-type", default=None, help="Record this target type instead of the folder name."),
+        click.option("--classes", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="File of a sample list's class names, one per line, in index order."),
+    ]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        gathered = {name: kwargs.pop(name) for name in _NAMES}
+        for name in _PATH_OPTIONS:  # relative to the working directory, not to the data
+            if gathered[name] is not None:
+                gathered[name] = str(Path(gathered[name]).resolve())
+        kwargs["data_options"] = {k: v for k, v in gathered.items() if v is not None}
+        return func(*args, **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``("k=20", "temperature=0.1", "normalize=true")`` → typed task parameters."""
+    import json
+
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--param")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw  # a bare word is a string
+        params[key.replace("-", "_")] = value
+    return params

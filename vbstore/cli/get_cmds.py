@@ -1,0 +1,149 @@
+"""``vbstore get result|features|manifest``: ask for an artifact, compute only what is missing."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import emit, json_option, with_store
+from ._dataopts import data_layout_options, parse_params
+from .data_cmds import manifest_cmd
+
+
+@click.group()
+def get() -> None:
+    """Get an artifact, computing only what the store lacks."""
+
+
+def backbone_options(func):
+    """The flags that choose a backbone and its weights."""
+    for option in reversed([
+        click.option("--backbone", "-b", required=True,
+                     help="Backbone spec: torchvision:resnet18, timm:NAME, dinov2:dinov2_vits14, "
+                          "open_clip:MODEL@TAG, or a registered name (vbstore list backbones)."),
+        click.option("--weights", default="default", show_default=True,
+                     help="default (pinned pretrained), a pretrained tag, a checkpoint path, or random."),
+        click.option("--backbone-seed", type=int, default=None,
+                     help="Init seed with --weights random (default 0)."),
+        click.option("--input-size", type=int, default=None, help="Override the input resolution."),
+        click.option("--layers", default=None,
+                     help="Comma-separated block indices (negative from the end); default -1."),
+        click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+                     help="Compute precision; bf16 is faster on recent CPUs/GPUs but changes the numbers."),
+        click.option("--device", default=None, help="cpu, cuda, cuda:1... (default: cuda if available)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def parse_layers(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers",
+                                 param_hint="--layers") from None
+
+
+@get.command("result")
+@backbone_options
+@click.option("--task", "-t", required=True, help="Probe task (vbstore list tasks).")
+@click.option("--data", "-d", required=True, help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--split", default=None, help="Split of --data to evaluate on (val, test...).")
+@click.option("--train-data", default=None, help="Training data for tasks that fit a head.")
+@click.option("--train-split", default=None, help="Split of --train-data to train on.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class (or total) cap on eval samples.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="The same cap for training data.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe's training.")
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run N seeds on one set of features; report mean, std and a bootstrap 95% CI.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
+@click.option("--head", default=None, help="Apply this stored head (id or ref) instead of training one.")
+@click.option("--no-strict", is_flag=True,
+              help="Apply a mismatched head anyway (warns; the result is comparable with nothing).")
+@click.option("--recompute", is_flag=True,
+              help="Compute the result afresh (heads retrained, features reused) and say whether it reproduced.")
+@data_layout_options
+@json_option
+@with_store
+def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
+                   data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
+                   no_strict, recompute, data_options, as_json) -> None:
+    """Metrics of a probe TASK for a backbone on data, from the store when known.
+
+    Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
+    cached result returns without importing torch. `vbstore why ID` shows where it came from.
+    """
+    from ..engine import get_result
+
+    result = get_result(
+        backbone, task, data, train_data, store=store, split=split, train_split=train_split,
+        limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, recompute=recompute,
+        head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
+        input_size=input_size, layers=parse_layers(layers), precision=precision, device=device,
+        progress=not as_json, data_options=data_options, **parse_params(params),
+    )
+    emit(as_json, result.as_dict(), lambda: print_result(result))
+
+
+def print_result(result) -> None:
+    record = result.record
+    source = "cached" if result.from_cache else "computed"
+    click.echo(f"{record['task']} on {record['backbone']['spec']} ({record['weights_kind']} weights): "
+               f"{source} in {result.seconds:.2f} s  [{result.id[:12]}]")
+    aggregate = record.get("aggregate", {})
+    for name, value in record["metrics"].items():
+        if name in aggregate:
+            a = aggregate[name]
+            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  "
+                       f"(95% CI {a['ci_low']:.4f}–{a['ci_high']:.4f}, n={a['n']})")
+        else:
+            click.echo(f"  {name:<28} {value:.4f}")
+    for name, value in record.get("train_metrics", {}).items():
+        click.echo(f"  {name:<28} {value:.4f}  (train)")
+    if not record.get("comparable", True):
+        click.echo("  warning: a mismatched head was applied; comparable with nothing", err=True)
+    if result.reproduced is not None:
+        verdict = "reproduced" if result.reproduced["reproduced"] else "DID NOT reproduce"
+        click.echo(f"  {verdict} the stored numbers (max abs diff {result.reproduced['max_abs_diff']:.3g})")
+
+
+@get.command("features")
+@backbone_options
+@click.option("--data", "-d", required=True, help="A folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--split", default=None, help="Split to read (train, val...).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class (or total) cap on samples.")
+@click.option("--pooling", type=click.Choice(["cls", "mean", "gap", "none"]), default=None,
+              help="Pooled vector to keep (default: the backbone's own).")
+@click.option("--mode", type=click.Choice(["pooled", "dense", "both"]), default="pooled", show_default=True,
+              help="Keep pooled vectors, dense maps (float16), or both.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Images per forward pass.")
+@data_layout_options
+@json_option
+@with_store
+def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, data,
+                     split, limit, pooling, mode, batch_size, data_options, as_json) -> None:
+    """Features of DATA under a backbone, extracted once and shared by every task."""
+    from ..engine import get_features
+
+    result = get_features(
+        backbone, data, store=store, split=split, limit=limit, layers=parse_layers(layers) or (-1,),
+        pooling=pooling, mode=mode, precision=precision, weights=weights, seed=backbone_seed,
+        input_size=input_size, batch_size=batch_size, device=device, progress=not as_json,
+        data_options=data_options,
+    )
+    info = result.as_dict()
+
+    def text() -> None:
+        stats = info["stats"]
+        how = "cached" if info["from_cache"] else (
+            f"extracted {stats.get('extracted', 0)} images, reused {stats.get('reused', 0)}")
+        click.echo(f"{info['featureset']}  {info['samples']} samples ({how})")
+        click.echo(f"  backbone {info['backbone'][:12]}  manifest {info['manifest'][:12]}  "
+                   f"extractor {info['extractor']}")
+
+    emit(as_json, info, text)
+
+
+get.add_command(manifest_cmd)

@@ -1,0 +1,166 @@
+"""Probe heads on the command line: ``get head``, ``push head``, ``pull head``, ``push results``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..errors import UsageError
+from ._common import emit, json_option, with_store
+from ._dataopts import data_layout_options, parse_params
+from .get_cmds import backbone_options, get, parse_layers
+from .remote_cmds import pull, push
+
+
+@get.command("head")
+@backbone_options
+@click.option("--task", "-t", required=True, help="A task that trains a head (vbstore list tasks).")
+@click.option("--train-data", required=True, help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--train-split", default=None, help="Split of --train-data to train on.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="Per-class cap on training samples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe's training.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A task parameter.")
+@click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
+@data_layout_options
+@json_option
+@with_store
+def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
+                 train_data, train_split, train_limit, seed, params, tag_name, data_options, as_json):
+    """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
+    from ..engine import get_head
+
+    result = get_head(backbone, task, train_data, store=store, train_split=train_split,
+                      train_limit=train_limit, seed=seed, weights=weights, backbone_seed=backbone_seed,
+                      input_size=input_size, layers=parse_layers(layers), precision=precision,
+                      device=device, progress=not as_json, data_options=data_options,
+                      **parse_params(params))
+    if tag_name:
+        store.tag(tag_name, result.id)
+
+    def text() -> None:
+        record = result.record
+        state = "cached" if result.from_cache else "trained"
+        click.echo(f"{result.id}  {record['task']} head ({state} in {result.seconds:.2f} s)")
+        click.echo(f"  backbone {record['backbone'][:12]}  pooling {record['pooling']}  layers "
+                   f"{record['layers']}  embed_dim {record['embed_dim']}")
+        for name, value in record.get("train_metrics", {}).items():
+            click.echo(f"  {name:<12} {value:.4f}  (train)")
+        if tag_name:
+            click.echo(f"  tagged {tag_name}")
+
+    emit(as_json, result.as_dict(), text)
+
+
+def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]:
+    """model.safetensors, vbstore.json and the model card that make a Hub repo browsable."""
+    from ..heads import head_record
+    from ..remotes import write_model_card
+
+    record = head_record(store, head_id)
+    backbone = store.read_json(record["backbone"])
+    spec = f"{backbone['source']}:{backbone['architecture']}"
+    card = write_model_card({
+        "name": name, "id": head_id, "backbone": spec, "task": record["task"],
+        "pooling": record["pooling"], "layers": record["layers"], "feature_mode": record["feature_mode"],
+        "embed_dim": record["embed_dim"], "classes": record.get("class_names"),
+        "train_manifest": record.get("train_manifest"), "metrics": record.get("train_metrics", {}),
+        "remote_ref": f"{remote}/{name}",
+    })
+    info = {"head": head_id, "compat": record, "backbone": backbone,
+            "weights": store.read_json(backbone["weights"])}
+    return {"model.safetensors": store.read_bytes(head_id, verify=True),
+            "vbstore.json": json.dumps(info, indent=2, sort_keys=True).encode(),
+            "README.md": card.encode()}
+
+
+@push.command("head")
+@click.argument("name")
+@click.option("--to", "to", required=True, metavar="REMOTE", help="The remote to push to.")
+@click.option("--private/--public", default=None,
+              help="Hub repository visibility when the push creates it (default: the remote's option).")
+@json_option
+@with_store
+def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool) -> None:
+    """Push head NAME (a ref) with its lineage; on the Hub also as a browsable model repo."""
+    from ..remotes import list_remotes, push as do_push
+
+    head_id = store.resolve(name)
+    if store.info(head_id).kind != "head":
+        raise UsageError(f"{name} is a {store.info(head_id).kind}, not a head",
+                         hint="push it with `vbstore push ref`")
+    if name not in store.refs():
+        raise UsageError(f"{name!r} is an id; heads are pushed by name",
+                         hint=f"name it first: vbstore tag NAME {head_id[:12]}")
+    config = next((c for c in list_remotes(store) if c.name == to), None)
+    extra = _head_files(store, head_id, name, to) if config is not None and config.scheme == "hf" else None
+    options = None if private is None else {"private": "true" if private else "false"}
+    result = do_push(store, to, name, extra_files=extra, options=options)
+    emit(as_json, result.as_dict(),
+         f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
+         + (f", revision {result.revision}" if result.revision else ""))
+
+
+@pull.command("head")
+@click.argument("target", metavar="REMOTE/NAME")
+@click.option("--revision", default=None, metavar="SHA", help="Pin a Hub commit (branch, tag or sha).")
+@click.option("--as", "as_name", default=None, metavar="NAME", help="Local ref name (default: NAME).")
+@click.option("--force", is_flag=True, help="Move an existing local ref that points elsewhere.")
+@click.option("--backbone", default=None, help="Refuse the head unless it was trained on these weights.")
+@click.option("--weights", default="default", show_default=True, help="Weights of --backbone.")
+@click.option("--backbone-seed", type=int, default=None, help="Init seed with --weights random.")
+@click.option("--input-size", type=int, default=None, help="Input resolution of --backbone.")
+@click.option("--no-strict", is_flag=True, help="Warn instead of refusing a mismatched head.")
+@json_option
+@with_store
+def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, backbone_seed, input_size,
+                  no_strict, as_json) -> None:
+    """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
+    from ..heads import HeadMismatch, check_compat, head_record
+    from ..remotes import pull as do_pull
+
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
+    if result.kind != "head":
+        raise UsageError(f"{target} is a {result.kind}, not a head", hint="use `vbstore pull ref`")
+    record = head_record(store, result.id)
+    problems = []
+    if backbone is not None:
+        from ..engine import resolve_backbone
+
+        ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
+        expected = {"weights": store.read_json(ref.doc["weights"])["tensor_hash"],
+                    "embed_dim": record["embed_dim"] if record["pooling"] == "none" else None}
+        expected = {k: v for k, v in expected.items() if v is not None}
+        problems = check_compat(record, expected)
+        if problems and not no_strict:
+            store.untag(result.local_ref)  # not usable here: do not leave it looking ready
+            raise HeadMismatch(problems)
+    data = {**result.as_dict(), "compat": record, "mismatch": problems}
+
+    def text() -> None:
+        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record['task']}, "
+                   f"pooling {record['pooling']}, layers {record['layers']})"
+                   + (f", revision {result.revision}" if result.revision else ""))
+        for problem in problems:
+            click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)
+
+    emit(as_json, data, text)
+
+
+@push.command("results")
+@click.option("--to", "to", required=True, metavar="REMOTE", help="The remote to push to.")
+@click.option("--task", default=None, help="Only results of this task.")
+@click.option("--backbone", default=None, help="Only backbones whose spec contains this.")
+@json_option
+@with_store
+def push_results_cmd(store, to: str, task: str | None, backbone: str | None, as_json: bool) -> None:
+    """Push stored results (refs results/<id>) so teammates get them as cache hits."""
+    from ..remotes import push as do_push
+    from .results_cmds import result_rows
+
+    pushed = []
+    for row in result_rows(store, task, backbone):
+        oid = store.resolve(row["id"])
+        result = do_push(store, to, oid, name=f"results/{oid[:16]}")
+        pushed.append({"id": oid, "task": row["task"], "uploaded": len(result.uploaded)})
+    emit(as_json, pushed, f"pushed {len(pushed)} results to {to}")

@@ -1,0 +1,177 @@
+"""``vbstore export results`` and ``vbstore sweep``: many results at once."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UsageError, VbstoreError
+from ._common import emit, json_option, with_store
+from ._dataopts import data_layout_options, parse_params
+
+BASE_COLUMNS = ["id", "task", "backbone", "weights", "data", "split", "samples", "seeds"]
+
+
+def result_rows(store, task: str | None = None, backbone: str | None = None,
+                weights: str | None = None) -> list[dict[str, Any]]:
+    """One flat row per stored result, filtered; metrics as their own keys."""
+    rows = []
+    for info in store.ls("result"):
+        if not store.has(info.id):
+            continue
+        record = store.read_json(info.id)
+        spec = record.get("backbone", {}).get("spec", "")
+        if task and record["task"] != task:
+            continue
+        if backbone and backbone not in spec and not record["inputs"].get("backbone", "").startswith(backbone):
+            continue
+        if weights and record.get("weights_kind") != weights:
+            continue
+        evaluation = record.get("data", {}).get("eval", {})
+        row = {"id": info.id[:12], "task": record["task"], "backbone": spec,
+               "weights": record.get("weights_kind"), "data": evaluation.get("manifest", "")[:12],
+               "split": evaluation.get("split"), "samples": evaluation.get("samples"),
+               "seeds": len(record.get("seeds", [record.get("seed")]))}
+        row.update({k: v for k, v in record["metrics"].items() if isinstance(v, (int, float))})
+        rows.append(row)
+    return rows
+
+
+def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+    columns: list[str] = []
+    for row in rows:  # only metrics some row has: no column that is empty for every row
+        columns += [k for k in row if k not in BASE_COLUMNS and k not in columns]
+    return columns
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    out = []
+    for task in sorted({r["task"] for r in rows}):
+        group = [r for r in rows if r["task"] == task]
+        columns = BASE_COLUMNS[:1] + BASE_COLUMNS[2:] + _metric_columns(group)
+        out += [f"## {task}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        for row in group:
+            cells = [f"{row[c]:.4f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
+                     for c in columns]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+@click.group(name="export")
+def export_group() -> None:
+    """Export stored artifacts as tables."""
+
+
+@export_group.command("results")
+@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl"]), default="md", show_default=True,
+              help="Table format (md: one table per task).")
+@click.option("--task", default=None, help="Only results of this task.")
+@click.option("--backbone", default=None, help="Only backbones whose spec contains this (or id prefix).")
+@click.option("--weights", type=click.Choice(["pretrained", "checkpoint", "random"]), default=None,
+              help="Only results with this kind of weights.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
+@json_option
+@with_store
+def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
+    """One table of stored results, with each task's own metric columns."""
+    rows = result_rows(store, task, backbone, weights)
+    if as_json:
+        emit(True, rows)
+        return
+    if fmt == "jsonl":
+        text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    elif fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        text = buffer.getvalue()
+    else:
+        text = _markdown(rows)
+    if output:
+        Path(output).write_text(text)
+    else:
+        click.echo(text, nl=False)
+
+
+def read_backbones_file(path: str) -> list[dict[str, Any]]:
+    """Lines ``SPEC [weights=W] [seed=N] [input_size=N]``; blank lines and ``#`` comments skipped."""
+    entries = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        spec, *options = line.split()
+        entry: dict[str, Any] = {"backbone": spec}
+        for option in options:
+            key, sep, value = option.partition("=")
+            if not sep or key not in ("weights", "seed", "input_size"):
+                raise UsageError(f"{path}:{number}: cannot read {option!r}",
+                                 hint="use weights=W, seed=N or input_size=N after the spec")
+            entry["backbone_seed" if key == "seed" else key] = int(value) if key != "weights" else value
+        entries.append(entry)
+    if not entries:
+        raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")
+    return entries
+
+
+@click.command()
+@click.option("--backbones", "backbones_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="File with one backbone spec per line (optionally weights=, seed=, input_size=).")
+@click.option("--tasks", required=True, help="Comma-separated tasks.")
+@click.option("--data", "-d", required=True, help="Evaluation data.")
+@click.option("--split", default=None, help="Split of --data to evaluate on.")
+@click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
+@click.option("--train-split", default=None, help="Split of --train-data to train on.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class cap on eval samples.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="Per-class cap on training samples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A parameter for every task.")
+@data_layout_options
+@json_option
+@with_store
+def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit, seed,
+          params, data_options, as_json) -> None:
+    """Every backbone x task combination; rerunning resumes, since finished results are cached."""
+    from ..engine import get_result
+    from ..tasks import get_task
+
+    task_names = [t.strip() for t in tasks.split(",") if t.strip()]
+    task_objs = [get_task(name) for name in task_names]  # unknown tasks fail before any work
+    rows, failures = [], 0
+    for entry in read_backbones_file(backbones_file):
+        for task in task_objs:
+            train = None if task.zero_shot else train_data
+            try:
+                result = get_result(
+                    entry["backbone"], task.name, data, train, store=store, split=split,
+                    train_split=None if task.zero_shot else train_split, limit=limit,
+                    train_limit=None if task.zero_shot else train_limit, seed=seed,
+                    weights=entry.get("weights", "default"), backbone_seed=entry.get("backbone_seed"),
+                    input_size=entry.get("input_size"), progress=not as_json, data_options=data_options,
+                    **parse_params(params),
+                )
+                row = {"backbone": entry["backbone"], "task": task.name, "id": result.id,
+                       "from_cache": result.from_cache, "metrics": result.metrics}
+            except VbstoreError as exc:
+                failures += 1
+                row = {"backbone": entry["backbone"], "task": task.name, "error": str(exc)}
+            rows.append(row)
+            if not as_json:
+                if "error" in row:
+                    click.echo(f"{row['backbone']:<32} {row['task']:<22} error: {row['error']}")
+                else:
+                    shown = ", ".join(f"{k}={v:.4f}" for k, v in list(row["metrics"].items())[:3])
+                    state = "cached" if row["from_cache"] else "computed"
+                    click.echo(f"{row['backbone']:<32} {row['task']:<22} {state:<9} {shown}")
+    emit(as_json, rows)
+    if failures:
+        click.echo(f"{failures} of {len(rows)} combinations failed; rerun to resume", err=True)
+        sys.exit(1)

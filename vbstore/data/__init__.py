@@ -1,0 +1,46 @@
+"""Datasets as ``manifest`` artifacts: sorted samples with the content hashes of their files.
+
+```python
+from vbstore import Store
+from vbstore.data import load_manifest, make_shapes
+
+store = Store()
+view = load_manifest(store, make_shapes("/tmp/shapes"), split="val", limit=10)
+view.id, len(view), view.classes, view.load_image(0)
+```
+
+See docs/data.md for the layouts and the manifest format.
+"""
+
+from typing import Any
+
+from ._files import IMAGE_EXTENSIONS
+from ._load import LAYOUTS, OPTIONS, load_manifest
+from ._manifest import manifest_digest
+from ._packaged import SOURCES
+from ._png import png_bytes
+from ._view import ManifestView
+
+# the generator needs numpy at import; loading a manifest should not
+_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes"}
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "LAYOUTS",
+    "OPTIONS",
+    "SHAPES",
+    "SOURCES",
+    "ManifestView",
+    "load_manifest",
+    "make_shapes",
+    "manifest_digest",
+    "png_bytes",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,118 @@
+"""Listing dataset files and checking that freshly seen ones decode.
+
+The checks run inside :meth:`vbstore.Store.hash_files`, i.e. only on files whose (inode, size,
+mtime, ctime) state is not cached yet, so a folder is decoded once, when first seen.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..canonical import digest
+from ..errors import BadInput
+
+# torchvision's ImageFolder extensions plus .gif; case-insensitive.
+IMAGE_EXTENSIONS = frozenset(
+    {".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".pbm", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
+)
+
+
+def is_image(name: str) -> bool:
+    """Whether a file name has an image extension vbstore reads."""
+    return os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
+
+
+def is_hidden(name: str) -> bool:
+    # .DS_Store, ._resource forks, editor droppings, our own temp folders
+    return name.startswith(".")
+
+
+def walk_files(top: Path, images_only: bool = True) -> Iterator[str]:
+    """Relative POSIX paths of the files under ``top``, recursively, hidden ones skipped.
+
+    Args:
+        top: The folder to walk.
+        images_only: Yield only files with an image extension.
+    """
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(top / rel if rel else top) as it:
+            for entry in it:
+                if is_hidden(entry.name):
+                    continue
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir():
+                    stack.append(child)
+                elif not images_only or is_image(entry.name):
+                    yield child
+
+
+def subdirs(top: Path) -> list[str]:
+    """Sorted names of the visible folders directly under ``top``."""
+    with os.scandir(top) as it:
+        return sorted(e.name for e in it if e.is_dir() and not is_hidden(e.name))
+
+
+def loose_images(top: Path) -> list[str]:
+    """Sorted names of the image files directly under ``top``."""
+    with os.scandir(top) as it:
+        return sorted(
+            e.name for e in it if e.is_file() and not is_hidden(e.name) and is_image(e.name)
+        )
+
+
+def check_image(path: Path) -> str | None:
+    """Decode an image fully; return what is wrong with it, or None.
+
+    ``load()`` rather than ``verify()``: verify only walks the chunk structure and lets a
+    truncated JPEG through, which would then fail in the middle of an extraction.
+    """
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except Exception as exc:  # PIL raises many types (OSError, SyntaxError, ValueError...)
+        return f"not a readable image ({type(exc).__name__}: {exc})"
+    return None
+
+
+def check_target(path: Path) -> str | None:
+    """Decode a target file when its format is one vbstore reads (images, .npy)."""
+    if is_image(path.name):
+        return check_image(path)
+    if path.suffix.lower() == ".npy":
+        import numpy as np
+
+        try:
+            np.load(path, mmap_mode="r", allow_pickle=False)
+        except Exception as exc:  # a bad header raises ValueError, a short file OSError
+            return f"not a readable .npy array ({type(exc).__name__}: {exc})"
+    return None
+
+
+def unreadable(paths: list[str], what: str) -> BadInput:
+    """The :class:`BadInput` for files that cannot be opened, listing every one of them.
+
+    Only called after a read failed, so the happy path never pays for an extra open per file.
+    """
+    problems = []
+    for path in paths:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            problems.append((str(path), exc.strerror or str(exc)))
+    return BadInput(what, problems or [(str(paths[0]), "unreadable")])
+
+
+def name_hash(name: str) -> str:
+    """BLAKE3 of a sample key's UTF-8 bytes: a stable rank (``--limit`` keeps the lowest).
+
+    Hashing the name rather than taking a prefix of the sorted names spreads a limited split
+    over the whole folder (not only the first sequences or cities of a dataset).
+    """
+    return digest(name.encode("utf-8"))

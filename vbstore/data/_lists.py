@@ -1,0 +1,208 @@
+"""Reading a CSV or JSONL sample list into a :class:`Scan`.
+
+Columns: ``image`` (a path relative to the list file) and exactly one of ``label`` (a class
+name), ``labels`` (class names: a list, or ``;``-separated), ``target`` (a path) or ``captions``
+(strings); optionally ``condition``. Rows naming the same image merge their captions.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import posixpath
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput, UsageError
+from ._scan import Entry, Scan
+
+TARGET_COLUMNS = ("label", "labels", "target", "captions")
+COLUMNS = ("image", *TARGET_COLUMNS, "condition")
+LIST_SUFFIXES = (".csv", ".jsonl")
+_TARGET_TYPES = {
+    "label": "class",
+    "labels": "multi_label",
+    "captions": "captions",
+    "target": "target",
+}
+
+
+def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(where, row) pairs; ``where`` is ``file:line`` for error messages."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: spreadsheets write a BOM
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput("unreadable sample lists", [(str(path), str(exc))]) from None
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        rows = []
+        for row in reader:
+            if None in row:  # more cells than header fields
+                raise BadInput(
+                    "malformed CSV rows", [(f"{path}:{reader.line_num}", "too many cells")]
+                )
+            rows.append(
+                (f"{path}:{reader.line_num}", {k: v for k, v in row.items() if v is not None})
+            )
+        return rows
+    rows, problems = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            problems.append((f"{path}:{number}", f"not JSON ({exc})"))
+            continue
+        if not isinstance(row, dict):
+            problems.append((f"{path}:{number}", "not a JSON object"))
+            continue
+        rows.append((f"{path}:{number}", row))
+    if problems:
+        raise BadInput("malformed JSONL lines", problems)
+    return rows
+
+
+def _path(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("empty path")
+    if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
+        raise ValueError(f"{value!r} is absolute; write it relative to the list file")
+    return posixpath.normpath(value.strip())
+
+
+def _name(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"class names are strings, not {value!r}")
+    name = str(value).strip()
+    if not name:
+        raise ValueError("empty class name")
+    return name
+
+
+def _names(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = (
+            json.loads(value)
+            if value.lstrip().startswith("[")
+            else [part for part in value.split(";") if part.strip()]
+        )
+    if not isinstance(value, list):
+        raise ValueError(f"labels are a list or ;-separated names, not {value!r}")
+    return sorted({_name(v) for v in value})
+
+
+def _captions(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = json.loads(value) if value.lstrip().startswith("[") else [value]
+    if not isinstance(value, list) or not all(isinstance(c, str) and c.strip() for c in value):
+        raise ValueError("captions are a list of non-empty strings")
+    if not value:
+        raise ValueError("no captions")
+    return [c.strip() for c in value]
+
+
+def scan_list(
+    path: Path, split: str | None, classes: Sequence[str] | None, target_type: str | None
+) -> Scan:
+    """Read a ``.csv`` or ``.jsonl`` sample list; names are relative to the list's folder.
+
+    Args:
+        path: The list file.
+        split: Recorded in the manifest.
+        classes: The class names in index order; default: the sorted names the list uses.
+        target_type: Recorded target type for a ``target`` column (default ``target``).
+
+    Raises:
+        BadInput: unknown or missing columns, bad cells (with ``file:line``), duplicate images,
+            labels outside ``classes``.
+        UsageError: ``target_type`` for a list without a ``target`` column.
+    """
+    rows = _rows(path)
+    if not rows:
+        raise BadInput("empty sample lists", [(str(path), "no rows")])
+    columns = {key for _, row in rows for key in row}
+    unknown = sorted(columns - set(COLUMNS))
+    kinds = [c for c in TARGET_COLUMNS if c in columns]
+    why = [f"unknown columns {', '.join(unknown)}"] if unknown else []
+    why += [] if "image" in columns else ["no image column"]
+    why += (
+        [] if len(kinds) == 1 else [f"{len(kinds)} target columns ({', '.join(kinds) or 'none'})"]
+    )
+    if why:
+        raise BadInput(
+            "sample lists with bad columns",
+            [(str(path), ", ".join(why))],
+            hint=f"columns are image, exactly one of {', '.join(TARGET_COLUMNS)}, "
+            "and optionally condition",
+        )
+    kind = kinds[0]
+    if target_type is not None and kind != "target":
+        raise UsageError(
+            f"target_type applies to a list with a target column, not to {kind!r}",
+            hint="drop --target-type",
+        )
+    parse = {"label": _name, "labels": _names, "target": _path, "captions": _captions}[kind]
+    by_name: dict[str, tuple[Any, str | None]] = {}
+    problems: list[tuple[str, str]] = []
+    for where, row in rows:
+        try:
+            name = _path(row.get("image"))
+            if kind not in row:
+                raise ValueError(f"no {kind}")
+            value = parse(row[kind])
+            condition = row.get("condition") or None
+            if condition is not None and not isinstance(condition, str):
+                raise ValueError(f"condition is a string, not {condition!r}")
+        except ValueError as exc:
+            problems.append((where, str(exc)))
+            continue
+        if name in by_name:
+            if kind != "captions" or by_name[name][1] != condition:
+                problems.append((where, f"{name} is listed twice"))
+                continue
+            value = by_name[name][0] + value
+        by_name[name] = (value, condition)
+    if problems:
+        raise BadInput("bad rows in a sample list", problems)
+    used: set[str] = set()
+    for value, _ in by_name.values():
+        if kind == "label":
+            used.add(value)
+        elif kind == "labels":
+            used.update(value)
+    names_used = sorted(used)
+    class_list = list(classes) if classes is not None else names_used
+    index = {c: i for i, c in enumerate(class_list)}
+    if len(index) != len(class_list):
+        raise BadInput("class lists with duplicates", [(str(path), "a class is named twice")])
+    outside = sorted(set(names_used) - set(index))
+    if outside:
+        raise BadInput(
+            "labels outside the given classes",
+            [(str(path), n) for n in outside],
+            hint="add them to the class list or fix the labels",
+        )
+    entries = []
+    for name, (value, condition) in by_name.items():
+        entry = Entry(name=name, condition=condition, key=name)
+        if kind == "label":
+            entry.label, entry.group = index[value], value
+        elif kind == "labels":
+            entry.labels = sorted(index[v] for v in value)
+        elif kind == "target":
+            entry.target_name = value
+        else:
+            entry.captions = value
+        entries.append(entry)
+    layout_type = target_type or _TARGET_TYPES[kind]
+    return Scan(
+        "list",
+        path.parent,
+        split,
+        class_list,
+        layout_type,
+        entries,
+        limit_by="class" if kind == "label" else "sample",
+    )

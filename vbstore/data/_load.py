@@ -1,0 +1,197 @@
+"""``load_manifest``: the one way from a data argument to a stored manifest.
+
+No ``spec -> manifest id`` alias is kept: files change under the same path, and the file-state
+cache already makes a re-read cost a ``stat`` per file, so every call hashes what is there now.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput, UsageError
+from ._files import loose_images, subdirs
+from ._lists import LIST_SUFFIXES, scan_list
+from ._manifest import build_document, check_limit, store_document
+from ._packaged import materialise, parse_source
+from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
+from ._view import ManifestView
+
+LAYOUTS = ("image_folder", "dense", "stems", "list")
+# which layout options each layout accepts; anything else is refused, never ignored
+_APPLIES = {
+    "image_folder": (),
+    "dense": ("target", "target_type"),
+    "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
+    "list": ("classes", "target_type"),
+}
+OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}))
+_VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
+_LAYOUT_HELP = (
+    "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
+    "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list"
+)
+
+
+def load_manifest(
+    store,
+    data: str | Path,
+    split: str | None = None,
+    limit: int | None = None,
+    **layout_options: Any,
+) -> ManifestView:
+    """Read a dataset split into a stored ``manifest`` and return it with its local root.
+
+    Args:
+        store: The :class:`vbstore.Store` to write the manifest into.
+        data: A folder, a ``.csv``/``.jsonl`` sample list, or a packaged source
+            (``sklearn:digits``, ``skimage:samples``, ``shapes[:per_class=N,noise=X,...]``).
+        split: The split folder to read (``train``, ``val``...); needed when there are several.
+        limit: Keep N samples per class (labelled data) or N in all (dense, stems, other
+            lists), chosen by the hash of their names; recorded in the manifest.
+        **layout_options: ``layout`` (one of :data:`LAYOUTS`; default: detected),
+            ``stems``/``train_stems``/``image_dir``/``target_dir`` (stems lists; relative paths
+            are under ``data``), ``target`` (the dense target folder), ``target_type``,
+            ``classes`` (a list's class names in index order, or a file of them).
+
+    Returns:
+        The stored manifest, its id, and the absolute folder its sample names resolve against.
+
+    Raises:
+        UsageError: an unknown layout or option, an option the layout does not take, a missing
+            or ambiguous split.
+        BadInput: files no layout explains, empty classes, unpaired images and targets,
+            missing, unreadable or corrupt files; the first paths and the count are named and
+            nothing is written to the store.
+    """
+    options = {k: v for k, v in layout_options.items() if v is not None}
+    _check_option_names(options)
+    check_limit(limit)
+    if split is not None and (
+        not isinstance(split, str) or not split or "/" in split or split in (".", "..")
+    ):
+        raise UsageError(f"bad split name {split!r}", hint="a split is one folder name, e.g. val")
+    root = _resolve_data(store, data)
+    layout = options.pop("layout", None) or _detect(root, split, options)
+    if layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
+    refused = sorted(set(options) - set(_APPLIES[layout]))
+    if refused:
+        raise UsageError(
+            f"the {layout} layout takes no {', '.join(refused)} option",
+            hint=f"it takes: {', '.join(_APPLIES[layout]) or 'no layout options'}",
+        )
+    scan = _scan(layout, root, split, options)
+    doc = build_document(store, scan, limit)
+    return ManifestView(scan.root, store_document(store, doc), doc)
+
+
+def _check_option_names(options: dict[str, Any]) -> None:
+    for key in sorted(options):
+        if key not in OPTIONS:
+            close = difflib.get_close_matches(key, OPTIONS, n=1)
+            raise UsageError(
+                f"no layout option {key!r} (valid: {', '.join(OPTIONS)})",
+                hint=f"did you mean {close[0]!r}?" if close else _LAYOUT_HELP,
+            )
+
+
+def _resolve_data(store, data: str | Path) -> Path:
+    if isinstance(data, str):
+        source = parse_source(data)
+        if source is not None:
+            return materialise(store, *source).resolve()
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise UsageError(
+            f"no such file or folder: {data}",
+            hint="give a folder, a .csv/.jsonl list, sklearn:digits or shapes",
+        )
+    return path.resolve()
+
+
+def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
+    """The layout ``root`` is in, or a clear error when it matches none or needs a split."""
+    if root.is_file():
+        if root.suffix.lower() in LIST_SUFFIXES:
+            return "list"
+        raise UsageError(
+            f"unknown layout: {root} is a file but not a .csv or .jsonl sample list",
+            hint="a stems list goes with --stems FILE and the dataset folder as DATA",
+        )
+    if "stems" in options or "train_stems" in options:
+        return "stems"
+    base = root / split if split is not None else root
+    if split is not None and not base.is_dir():
+        found = subdirs(root)
+        raise UsageError(
+            f"no split {split!r} in {root}",
+            hint=f"splits found: {', '.join(found)}" if found else "omit --split",
+        )
+    if (base / "images").is_dir():
+        return "dense"
+    folders = subdirs(base)
+    if split is None and folders and not any(loose_images(base / f) for f in folders):
+        nested = [f for f in folders if (base / f / "images").is_dir() or subdirs(base / f)]
+        if nested:
+            raise UsageError(
+                f"{root} has splits ({', '.join(folders)})", hint="choose one with --split"
+            )
+    if folders:
+        return "image_folder"
+    raise BadInput(
+        "folders in no known layout",
+        [(str(base), "no class folders, no images/ folder, no sample list")],
+        hint=_LAYOUT_HELP,
+    )
+
+
+def _classes(value: str | Path | Sequence[str]) -> list[str]:
+    if isinstance(value, (str, Path)):
+        path = Path(value)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise UsageError(f"cannot read the class list {path}: {exc.strerror}") from None
+        return [line.strip() for line in lines if line.strip()]
+    return [str(c) for c in value]
+
+
+def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -> Scan:
+    if layout == "list":
+        if not root.is_file():
+            raise UsageError(f"the list layout reads a .csv or .jsonl file, not the folder {root}")
+        classes = _classes(options["classes"]) if "classes" in options else None
+        return scan_list(root, split, classes, options.get("target_type"))
+    if not root.is_dir():
+        raise UsageError(f"the {layout} layout reads a folder, not the file {root}")
+    if layout == "image_folder":
+        return scan_image_folder(root, split)
+    if layout == "dense":
+        base = root / split if split is not None else root
+        if not base.is_dir():
+            raise UsageError(
+                f"no split {split!r} in {root}", hint=f"splits found: {', '.join(subdirs(root))}"
+            )
+        return scan_dense(base, split, options.get("target"), options.get("target_type"))
+    stems = (
+        options.get("train_stems")
+        if split == "train" and "train_stems" in options
+        else options.get("stems")
+    )
+    if stems is None:
+        raise UsageError(
+            "the stems layout needs a stems list",
+            hint="pass --stems FILE (and --train-stems FILE for the train split)",
+        )
+    paths = {key: root / options.get(key, default) for key, default in _VOC_DIRS.items()}
+    return scan_stems(
+        root,
+        split,
+        root / stems,
+        paths["image_dir"],
+        paths["target_dir"],
+        options.get("target_type"),
+    )

@@ -1,0 +1,121 @@
+"""Turning a :class:`Scan` into a stored ``manifest`` document.
+
+The document holds no absolute path, so a copied or shared folder gives the same id. Images are
+hashed through the store's file-state cache (a ``stat`` per unchanged file) and decoded only
+when hashed afresh. Nothing is written to the store unless every sample is usable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import canonical
+from ..errors import StoreIOError, UsageError
+from ._files import check_image, check_target, name_hash, unreadable
+from ._scan import Entry, Scan
+
+
+def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]]) -> str:
+    """The digest of a split's content: BLAKE3 of ``canonical({"classes", "samples"})``.
+
+    Unlike the manifest id it ignores how the data was laid out, named as a split or limited,
+    so two readings of the same files and labels share a digest.
+    """
+    return canonical.key_of({"classes": list(classes), "samples": list(samples)})
+
+
+def check_limit(limit: int | None) -> int | None:
+    """``limit`` itself, or :class:`UsageError` when it is not a positive integer."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise UsageError(f"limit must be a positive integer, not {limit!r}", hint="e.g. --limit 10")
+    return limit
+
+
+def select(scan: Scan, limit: int | None) -> list[Entry]:
+    """The entries ``--limit`` keeps: the N lowest name hashes per class, or N in all.
+
+    A hash rank rather than a prefix of the sorted names, so the kept samples are spread over
+    the whole split; ranks depend on relative names only, so every copy keeps the same ones.
+    """
+    if limit is None:
+        return list(scan.entries)
+    groups: dict[str, list[Entry]] = {}
+    for entry in scan.entries:
+        groups.setdefault(entry.group if scan.limit_by == "class" else "", []).append(entry)
+    kept = []
+    for members in groups.values():
+        kept.extend(sorted(members, key=lambda e: (name_hash(e.key), e.key))[:limit])
+    return kept
+
+
+def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
+    try:
+        return store.hash_files(paths, check=check, what=f"unreadable or corrupt {noun}")
+    except StoreIOError:
+        # hash_files names the first unreadable file; list them all, as for corrupt ones
+        raise unreadable(paths, f"missing or unreadable {noun}") from None
+
+
+def _sample(entry: Entry, image: str, target: str | None) -> dict[str, Any]:
+    sample: dict[str, Any] = {"name": entry.name, "image": image}
+    if entry.label is not None:
+        sample["label"] = entry.label
+    if entry.labels is not None:
+        sample["labels"] = entry.labels
+    if entry.target_name is not None:
+        sample["target"], sample["target_name"] = target, entry.target_name
+    if entry.captions is not None:
+        sample["captions"] = entry.captions
+    if entry.condition is not None:
+        sample["condition"] = entry.condition
+    return sample
+
+
+def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
+    """Hash the kept samples and assemble the manifest document (not stored yet).
+
+    Raises:
+        BadInput: missing, unreadable or corrupt images or targets, every one listed.
+    """
+    entries = sorted(select(scan, check_limit(limit)), key=lambda e: e.name)
+    # plain string joins: building 100k Path objects would cost more than the cached hashing
+    root = str(scan.root)
+    images = _hash(store, [os.path.join(root, e.name) for e in entries], check_image, "images")
+    with_target = [i for i, e in enumerate(entries) if e.target_name is not None]
+    target_hashes = (
+        _hash(
+            store,
+            [os.path.join(root, entries[i].target_name) for i in with_target],
+            check_target,
+            "targets",
+        )
+        if with_target
+        else []
+    )
+    targets: list[str | None] = [None] * len(entries)
+    for i, digest in zip(with_target, target_hashes, strict=True):
+        targets[i] = digest
+    samples = [_sample(e, h, t) for e, h, t in zip(entries, images, targets, strict=True)]
+    return {
+        "kind": "manifest",
+        "layout": scan.layout,
+        "split": scan.split,
+        "classes": scan.classes,
+        "target_type": scan.target_type,
+        "limit": limit,
+        "samples": samples,
+        "digest": manifest_digest(scan.classes, samples),
+    }
+
+
+def store_document(store, doc: dict[str, Any]) -> str:
+    """Store the document and return its id, validating it only the first time it is written."""
+    data = canonical.dumps(doc)
+    if store.has(canonical.digest(data)):
+        # validated when first written; put_bytes refreshes last_used (gc's grace period) and
+        # republishes safely if gc removed the blob meanwhile
+        return store.put_bytes(data, "manifest")
+    return store.put_json(doc, "manifest")

@@ -1,0 +1,163 @@
+"""Data that installed packages ship, written once under ``<store>/datasets/`` and read from there.
+
+``sklearn:digits``  the 1,797 8x8 digits, upscaled 4x (nearest) to 32x32 PNG, as an image folder
+                    with a fixed, class-stratified train/val split (25 % val, seed 0).
+``skimage:samples`` eight of scikit-image's bundled photos with captions, as a JSONL
+                    image-caption list (zero-shot retrieval demos).
+``shapes[:k=v,...]`` :func:`make_shapes` with the given ``per_class``, ``noise``, ``seed``,
+                    ``size`` (defaults 20, 0.0, 0, 64).
+
+Each folder is built in a hidden temporary folder and renamed into place, so a reader never
+sees half of one, and a version suffix lets a future change of the recipe use a new folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import UsageError
+from ._png import write_png
+
+# Descriptions from OpenAI's CLIP "Interacting with CLIP" notebook (MIT), which uses these images.
+SKIMAGE_CAPTIONS = {
+    "page": "a page of text about segmentation",
+    "chelsea": "a facial photo of a tabby cat",
+    "astronaut": "a portrait of an astronaut with the American flag",
+    "rocket": "a rocket standing on a launchpad",
+    "motorcycle_right": "a red motorcycle standing in a garage",
+    "camera": "a person looking at a camera on a tripod",
+    "horse": "a black-and-white silhouette of a horse",
+    "coffee": "a cup of coffee on a saucer",
+}
+_SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
+_SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)$")
+SOURCES = ("sklearn:digits", "skimage:samples", "shapes")
+
+
+def parse_source(data: str) -> tuple[str, str] | None:
+    """``(source, rest)`` for a packaged-data spec, None for anything else (a path).
+
+    Raises:
+        UsageError: a ``name:`` prefix that is no known source and no existing path.
+    """
+    if data == "shapes":
+        return "shapes", ""
+    match = _SOURCE.match(data)
+    if not match or (len(match.group(1)) == 1 and os.name == "nt"):  # C:\ is a drive, not a source
+        return None
+    source, rest = match.groups()
+    if source not in ("sklearn", "skimage", "shapes"):
+        if Path(data).exists():
+            return None
+        raise UsageError(
+            f"unknown data source {source + ':'!r}",
+            hint=f"give a folder, a .csv/.jsonl list, or one of: {', '.join(SOURCES)}",
+        )
+    return source, rest
+
+
+def materialise(store, source: str, rest: str) -> Path:
+    """The local folder (or list file) of a packaged dataset, written on first use.
+
+    Raises:
+        UsageError: an unknown dataset name or bad ``shapes`` parameters.
+    """
+    datasets = store.root / "datasets"
+    if source == "sklearn" and rest == "digits":
+        return _once(datasets / "sklearn-digits-v1", _write_digits)
+    if source == "skimage" and rest == "samples":
+        return _once(datasets / "skimage-samples-v1", _write_skimage) / "samples.jsonl"
+    if source == "shapes":
+        params = _shapes_params(rest)
+        name = "shapes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
+        from ._shapes import make_shapes  # numpy, only when shapes are asked for
+
+        return _once(datasets / name, lambda tmp: make_shapes(tmp, **params))
+    raise UsageError(
+        f"unknown dataset {source}:{rest}", hint=f"packaged datasets: {', '.join(SOURCES)}"
+    )
+
+
+def _shapes_params(rest: str) -> dict:
+    params = dict(_SHAPES_DEFAULTS)
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if key not in params:
+            raise UsageError(
+                f"shapes has no parameter {key!r}",
+                hint=f"e.g. shapes:per_class=40,noise=0.2 (parameters: {', '.join(params)})",
+            )
+        try:
+            params[key] = float(value) if key == "noise" else int(value)
+        except ValueError:
+            raise UsageError(f"shapes parameter {key}={value!r} is not a number") from None
+    return params
+
+
+def _once(final: Path, write: Callable[[Path], object]) -> Path:
+    """``final``, written by ``write(tmp)`` into a hidden sibling and renamed, unless it exists."""
+    if final.is_dir():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    try:
+        write(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():
+                raise
+            shutil.rmtree(tmp)  # another process won the race with the same content
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def _write_digits(root: Path) -> None:
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    rng = np.random.default_rng(0)
+    # 0..16 ink levels to 0..255, each pixel a 4x4 block (nearest; no resampler in the bytes)
+    pixels = (
+        np.rint(digits.images * (255 / 16)).astype(np.uint8).repeat(4, axis=1).repeat(4, axis=2)
+    )
+    for label in range(10):
+        members = rng.permutation(np.flatnonzero(digits.target == label))
+        n_val = round(len(members) * 0.25)
+        for split, chosen in (("val", members[:n_val]), ("train", members[n_val:])):
+            for index in chosen:
+                write_png(root / split / str(label) / f"{index:04d}.png", pixels[index])
+
+
+def _write_skimage(root: Path) -> None:
+    import json
+
+    import skimage.data
+
+    # copy the bundled files' bytes: no re-encoding, so the hashes follow skimage's files only
+    bundled = Path(skimage.data.__file__).parent
+    lines = []
+    for name in sorted(SKIMAGE_CAPTIONS):
+        found = sorted(bundled.glob(f"{name}.*"))
+        if not found:
+            raise UsageError(
+                f"scikit-image does not ship {name!r} in this version",
+                hint="install scikit-image >= 0.22",
+            )
+        (root / "images").mkdir(exist_ok=True)
+        shutil.copyfile(found[0], root / "images" / found[0].name)
+        lines.append(
+            json.dumps(
+                {"image": f"images/{found[0].name}", "captions": [SKIMAGE_CAPTIONS[name]]},
+                sort_keys=True,
+            )
+        )
+    (root / "samples.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,204 @@
+"""A stored manifest together with the folder its relative names resolve against."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
+
+
+@dataclass(frozen=True, eq=False)
+class ManifestView:
+    """One split: the manifest document, its id, and where its files are on this machine.
+
+    The manifest itself is location-independent; ``root`` is what ties it to this machine.
+
+    ```python
+    view = load_manifest(store, "data/", split="val")
+    image = view.load_image(0)                  # PIL RGB
+    labels = torch.tensor(view.labels())        # (N,) class indices
+    ```
+    """
+
+    root: Path
+    id: str
+    doc: dict[str, Any]
+
+    @classmethod
+    def open(cls, store, ref: str, root: str | Path) -> ManifestView:
+        """A stored manifest (id, prefix or ref) read against ``root``.
+
+        Raises:
+            ObjectNotFound: no such manifest.
+            UsageError: the object is not a manifest.
+        """
+        oid = store.resolve(ref)
+        doc = store.read_json(oid)
+        if doc.get("kind") != "manifest":
+            raise UsageError(f"{oid[:12]} is a {doc.get('kind')}, not a manifest")
+        return cls(Path(root).resolve(), oid, doc)
+
+    # ---- the document --------------------------------------------------------------------
+
+    @property
+    def layout(self) -> str:
+        return self.doc["layout"]
+
+    @property
+    def split(self) -> str | None:
+        return self.doc.get("split")
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.doc.get("classes", []))
+
+    @property
+    def target_type(self) -> str | None:
+        return self.doc.get("target_type")
+
+    @property
+    def digest(self) -> str | None:
+        return self.doc.get("digest")
+
+    @property
+    def samples(self) -> list[dict[str, Any]]:
+        return self.doc["samples"]
+
+    @property
+    def names(self) -> list[str]:
+        """Relative sample names, sorted."""
+        return [s["name"] for s in self.samples]
+
+    @property
+    def image_ids(self) -> list[str]:
+        """BLAKE3 of each image file: the ids feature rows are keyed by."""
+        return [s["image"] for s in self.samples]
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    # ---- files ---------------------------------------------------------------------------
+
+    def image_path(self, i: int) -> Path:
+        return self.root / self.samples[i]["name"]
+
+    def load_image(self, i: int) -> Image.Image:
+        """Sample ``i``'s image, decoded and converted to RGB."""
+        from PIL import Image
+
+        with Image.open(self.image_path(i)) as image:
+            return image.convert("RGB")
+
+    def target_path(self, i: int) -> Path:
+        """Sample ``i``'s target file (dense layouts and lists with a ``target`` column).
+
+        Raises:
+            UsageError: the manifest has no target files.
+        """
+        name = self.samples[i].get("target_name")
+        if name is None:
+            raise UsageError(
+                f"manifest {self.id[:12]} has no target files ({self.target_type} targets)"
+            )
+        return self.root / name
+
+    def target_paths(self) -> list[Path]:
+        return [self.target_path(i) for i in range(len(self))]
+
+    # ---- targets -------------------------------------------------------------------------
+
+    def _index_map(self, classes: Sequence[str] | None) -> list[int] | None:
+        """Where each of this manifest's class indices lands in ``classes`` (None: unchanged)."""
+        if classes is None or list(classes) == self.classes:
+            return None
+        position = {name: i for i, name in enumerate(classes)}
+        used = {
+            self.classes[i]
+            for s in self.samples
+            for i in ([s["label"]] if "label" in s else s.get("labels", []))
+        }
+        missing = sorted(used - set(position))
+        if missing:
+            raise UsageError(
+                f"classes {', '.join(missing[:5])} of manifest {self.id[:12]} are not in "
+                "the given class list",
+                hint="train and evaluate on the same classes",
+            )
+        return [position.get(name, -1) for name in self.classes]
+
+    def labels(self, classes: Sequence[str] | None = None) -> list[int]:
+        """Class index per sample, ready for ``torch.tensor(..., dtype=torch.long)``.
+
+        Args:
+            classes: Index into this class list instead (e.g. a head's), matched by name.
+
+        Raises:
+            UsageError: the manifest is not single-label, or a used class is not in ``classes``.
+        """
+        if any("label" not in s for s in self.samples):
+            raise UsageError(
+                f"manifest {self.id[:12]} has {self.target_type} targets, not one label per sample"
+            )
+        remap = self._index_map(classes)
+        return [s["label"] if remap is None else remap[s["label"]] for s in self.samples]
+
+    def multi_hot(self, classes: Sequence[str] | None = None) -> np.ndarray:
+        """(N, K) uint8 matrix, one column per class (single-label manifests give one-hot rows).
+
+        Raises:
+            UsageError: the manifest has no class labels.
+        """
+        import numpy as np
+
+        if not all("label" in s or "labels" in s for s in self.samples):
+            raise UsageError(f"manifest {self.id[:12]} has {self.target_type} targets, not labels")
+        remap = self._index_map(classes)
+        width = len(self.classes if classes is None else classes)
+        matrix = np.zeros((len(self), width), dtype=np.uint8)
+        for row, sample in enumerate(self.samples):
+            for index in [sample["label"]] if "label" in sample else sample["labels"]:
+                matrix[row, index if remap is None else remap[index]] = 1
+        return matrix
+
+    def captions(self) -> list[list[str]]:
+        """The captions of each image (image-caption lists)."""
+        if any("captions" not in s for s in self.samples):
+            raise UsageError(
+                f"manifest {self.id[:12]} has {self.target_type} targets, not captions"
+            )
+        return [list(s["captions"]) for s in self.samples]
+
+    def conditions(self) -> list[str | None]:
+        return [s.get("condition") for s in self.samples]
+
+    def counts(self) -> dict[str, int]:
+        """Samples per class (a multi-label sample counts once for each of its labels)."""
+        counts = dict.fromkeys(self.classes, 0)
+        for sample in self.samples:
+            for index in [sample["label"]] if "label" in sample else sample.get("labels", []):
+                counts[self.classes[index]] += 1
+        return counts
+
+    def summary(self) -> dict[str, Any]:
+        """What ``vbstore get manifest`` prints."""
+        conditions = sorted({c for c in self.conditions() if c is not None})
+        return {
+            "id": self.id,
+            "digest": self.digest,
+            "root": str(self.root),
+            "layout": self.layout,
+            "split": self.split,
+            "target_type": self.target_type,
+            "limit": self.doc.get("limit"),
+            "samples": len(self),
+            "classes": self.classes,
+            "per_class": self.counts(),
+            "conditions": conditions,
+        }

@@ -1,0 +1,60 @@
+"""Remotes: share artifacts through a directory, S3 or the Hugging Face Hub, with one layout.
+
+```python
+from vbstore.remotes import add_remote, push, pull, fetch_derivation
+
+add_remote(store, "team", "s3://bucket/vbstore", {"endpoint_url": "http://127.0.0.1:9000"})
+push(store, "team", "my-head")            # the head, its closure, derivations, then the ref
+pull(other, "team/my-head")               # every blob re-hashed before it enters `other`
+fetch_derivation(other, key)              # the binary cache: an id, or None to compute
+```
+
+Client libraries (fsspec, s3fs, huggingface_hub) are imported only when a remote of that kind is
+opened, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ._base import RefUpdate, Remote, forget_unreachable
+from ._card import write_model_card
+from ._closure import Entry, closure
+from ._config import RemoteConfig, RemoteRegistry, parse_url
+from ._errors import (
+    RemoteConflict,
+    RemoteError,
+    RemoteNotFound,
+    RemoteOffline,
+    TamperedBlob,
+    UnknownRemote,
+    UnsafeRemotePath,
+)
+from ._open import list_remote_refs, open_remote, registry
+from ._pull import PullResult, fetch_derivation, fetch_object, pull
+from ._push import PushResult, push, push_ref
+
+
+def add_remote(store, name: str, url: str, options: Mapping[str, str] | None = None,
+               replace: bool = False) -> RemoteConfig:
+    """Configure remote ``name`` for ``store`` (see :meth:`RemoteRegistry.add`)."""
+    return registry(store).add(name, url, options, replace=replace)
+
+
+def remove_remote(store, name: str) -> None:
+    """Forget remote ``name`` (nothing on the remote is touched)."""
+    registry(store).remove(name)
+
+
+def list_remotes(store) -> list[RemoteConfig]:
+    """The configured remotes, by name."""
+    return registry(store).all()
+
+
+__all__ = [
+    "Entry", "PullResult", "PushResult", "RefUpdate", "Remote", "RemoteConfig", "RemoteConflict",
+    "RemoteError", "RemoteNotFound", "RemoteOffline", "RemoteRegistry", "TamperedBlob",
+    "UnknownRemote", "UnsafeRemotePath", "add_remote", "closure", "fetch_derivation",
+    "fetch_object", "forget_unreachable", "list_remote_refs", "list_remotes", "open_remote",
+    "parse_url", "pull", "push", "push_ref", "registry", "remove_remote", "write_model_card",
+]

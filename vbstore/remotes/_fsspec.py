@@ -1,0 +1,292 @@
+"""Directory and S3 remotes: one fsspec code path, two ways to swap a ref safely.
+
+Blobs and derivation records go through the same fsspec calls on both (``cat_file``,
+``open``, ``exists``, ``put_file``/``pipe_file``, ``find``). Blobs are content-addressed, so a
+duplicate or concurrent upload of one is harmless. Only the ref update must be conditional:
+
+- directory: under an exclusive ``flock`` on ``refs/.lock``, compare the current ref's content
+  hash with the one read when the push began, then write a temp file and rename it over the ref;
+- S3: ``PutObject`` with ``If-Match: <ETag read before>`` (or ``If-None-Match: *`` to create),
+  which S3 evaluates atomically; a 412 or 409 answer is a :class:`RemoteConflict`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import blake3
+
+from ..errors import VbstoreError
+from ._base import RefUpdate, Remote, probe_url
+from ._config import RemoteConfig
+from ._errors import RemoteConflict, RemoteError, UnsafeRemotePath, redact
+from ._paths import check_ref
+
+CHUNK = 1 << 20
+_BATCH = 64
+
+
+class FsspecRemote(Remote):
+    """The shared body of directory and S3 remotes; ``self.fs`` is an fsspec filesystem."""
+
+    #: Exceptions of the client library that mean "this remote operation failed".
+    client_errors: tuple[type[BaseException], ...] = (OSError, ValueError)
+
+    def __init__(self, config: RemoteConfig, fs, root: str) -> None:
+        super().__init__(config)
+        self.fs = fs
+        self.root = root.rstrip("/")
+
+    def full(self, path: str) -> str:
+        return f"{self.root}/{path}"
+
+    @contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """Turn a filesystem error into one :class:`RemoteError` line naming the remote."""
+        try:
+            yield
+        except VbstoreError:  # already one of ours (ValueError below must not swallow it)
+            raise
+        except self.client_errors as exc:
+            raise RemoteError(f"{what} on remote {self.name!r} failed: {redact(str(exc))}",
+                              hint="check the remote URL, permissions and credentials") from None
+
+    def read(self, path: str, revision: str | None = None,
+             limit: int | None = None) -> bytes | None:
+        self.resolve(revision)
+        full = self.full(path)
+        with self._failing(f"reading {path}"):
+            try:
+                if limit is not None and self.fs.size(full) > limit:
+                    raise RemoteError(
+                        f"{path} on remote {self.name!r} is larger than {limit} bytes",
+                        hint="the remote is damaged or not a vbstore remote")
+                return self.fs.cat_file(full)
+            except FileNotFoundError:
+                return None
+
+    def download(self, path: str, revision: str | None = None) -> Iterable[bytes] | None:
+        self.resolve(revision)
+        with self._failing(f"opening {path}"):
+            try:
+                handle = self.fs.open(self.full(path), "rb")
+            except FileNotFoundError:
+                return None
+        return self._chunks(handle, path)
+
+    def _chunks(self, handle, path: str) -> Iterator[bytes]:
+        with handle, self._failing(f"downloading {path}"):
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+    def existing(self, paths: Iterable[str], revision: str | None = None) -> set[str]:
+        self.resolve(revision)
+        with self._failing("listing objects"):
+            return {p for p in paths if self.fs.exists(self.full(p))}
+
+    def list_refs(self, revision: str | None = None) -> list[str]:
+        self.resolve(revision)
+        base = self.full("refs") + "/"
+        with self._failing("listing refs"):
+            try:
+                found = self.fs.find(base)
+            except FileNotFoundError:
+                return []
+        names = []
+        for item in found:
+            rel = item[len(base):] if item.startswith(base) else ""
+            if rel.endswith(".json"):
+                try:
+                    names.append(check_ref(rel[: -len(".json")]))
+                except UnsafeRemotePath:
+                    continue  # not ours: never hand it on as a name
+        return sorted(names)
+
+    def publish(self, files: Mapping[str, Path | bytes], ref: RefUpdate | None,
+                message: str) -> str | None:
+        # blobs first: a ref must never point at something not yet uploaded
+        self._upload(files)
+        if ref is not None:
+            self._swap_ref(ref)
+        return None
+
+    @abstractmethod
+    def _upload(self, files: Mapping[str, Path | bytes]) -> None:
+        """Write every file (remote path → local file or bytes); blobs are idempotent."""
+
+    @abstractmethod
+    def _swap_ref(self, ref: RefUpdate) -> None:
+        """Apply ``ref`` only if the ref's version is still ``ref.expected``.
+
+        Raises:
+            RemoteConflict: it is not.
+        """
+
+
+class DirRemote(FsspecRemote):
+    """A plain directory (local disk or a mounted share)."""
+
+    def __init__(self, config: RemoteConfig) -> None:
+        import fsspec
+
+        root = urlsplit(config.url).path
+        super().__init__(config, fsspec.filesystem("file"), root)
+
+    def full(self, path: str) -> str:
+        full = super().full(path)
+        # a symlink inside the remote must not lead out of it
+        real_root = os.path.realpath(self.root)
+        real = os.path.realpath(full)
+        if real != real_root and not real.startswith(real_root + os.sep):
+            raise UnsafeRemotePath("path (leaves the remote through a link)", path)
+        return full
+
+    def _upload(self, files: Mapping[str, Path | bytes]) -> None:
+        for path in sorted(files):
+            with self._failing(f"uploading {path}"):
+                self._put(path, files[path])
+
+    def _put(self, path: str, source: Path | bytes) -> None:
+        # temp + rename, so a reader never sees a half-written blob under its final name
+        full = self.full(path)
+        if isinstance(source, Path) and path.startswith("objects/") and self.fs.exists(full):
+            return
+        self.fs.makedirs(os.path.dirname(full), exist_ok=True)
+        temp = f"{full}.{uuid.uuid4().hex}.tmp"
+        try:
+            if isinstance(source, bytes):
+                self.fs.pipe_file(temp, source)
+            else:
+                self.fs.put_file(str(source), temp)
+            os.replace(temp, full)
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+
+    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
+        data = self.read(f"refs/{check_ref(name)}.json", revision)
+        return data, (blake3.blake3(data).hexdigest() if data is not None else None)
+
+    def _swap_ref(self, ref: RefUpdate) -> None:
+        path = f"refs/{check_ref(ref.name)}.json"
+        refs_dir = os.path.dirname(self.full("refs/.lock"))
+        with self._failing(f"updating {path}"):
+            os.makedirs(refs_dir, exist_ok=True)
+            fd = os.open(os.path.join(refs_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                _, version = self.read_ref(ref.name)
+                if version != ref.expected:
+                    raise RemoteConflict(
+                        f"ref {ref.name!r} on remote {self.name!r} changed while this push ran",
+                        hint="pull it to see the other change, then push again")
+                self._put(path, ref.data)
+            finally:
+                os.close(fd)
+
+
+class S3Remote(FsspecRemote):
+    """An S3 (or S3-compatible) bucket prefix, through s3fs."""
+
+    def __init__(self, config: RemoteConfig) -> None:
+        import s3fs
+
+        opts = config.options
+        client_kwargs = {"region_name": opts["region"]} if opts.get("region") else {}
+        # fsspec reuses one instance per set of arguments: botocore loads its S3 model once
+        fs = s3fs.S3FileSystem(
+            endpoint_url=opts.get("endpoint_url"), client_kwargs=client_kwargs,
+            use_listings_cache=False,
+            config_kwargs={"connect_timeout": 5, "read_timeout": 60,
+                           "retries": {"max_attempts": 2}},
+        )
+        super().__init__(config, fs, config.url[len("s3://"):])
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self.client_errors = (OSError, ValueError, BotoCoreError, ClientError)
+
+    def existing(self, paths: Iterable[str], revision: str | None = None) -> set[str]:
+        # one HEAD per path, but many in flight at once on s3fs's event loop
+        import asyncio
+
+        from fsspec.asyn import sync
+
+        self.resolve(revision)
+        wanted = list(paths)
+
+        async def check() -> set[str]:
+            found: set[str] = set()
+            for i in range(0, len(wanted), _BATCH):
+                batch = wanted[i : i + _BATCH]
+                flags = await asyncio.gather(*(self.fs._exists(self.full(p)) for p in batch))
+                found.update(p for p, flag in zip(batch, flags, strict=True) if flag)
+            return found
+
+        with self._failing("listing objects"):
+            return sync(self.fs.loop, check)
+
+    def _upload(self, files: Mapping[str, Path | bytes]) -> None:
+        # s3fs uploads a list of files (and a dict of bytes) concurrently
+        local = sorted(p for p, source in files.items() if isinstance(source, Path))
+        data = {self.full(p): source for p, source in files.items() if isinstance(source, bytes)}
+        with self._failing("uploading"):
+            if local:
+                self.fs.put([str(files[p]) for p in local], [self.full(p) for p in local])
+            if data:
+                self.fs.pipe(data)
+
+    def check_online(self) -> None:
+        region = self.config.options.get("region")
+        default = f"https://s3.{region}.amazonaws.com" if region else "https://s3.amazonaws.com"
+        probe_url(self.name, self.config.options.get("endpoint_url") or default)
+
+    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
+        self.resolve(revision)
+        full = self.full(f"refs/{check_ref(name)}.json")
+        self.fs.invalidate_cache(full)
+        with self._failing(f"reading ref {name}"):
+            try:
+                # one open gives the bytes and the ETag of the same version (s3fs pins reads to it)
+                with self.fs.open(full, "rb") as handle:
+                    return handle.read(), handle.details.get("ETag")
+            except FileNotFoundError:
+                return None, None
+
+    def _swap_ref(self, ref: RefUpdate) -> None:
+        bucket, _, key = self.full(f"refs/{check_ref(ref.name)}.json").partition("/")
+        condition = {"IfMatch": ref.expected} if ref.expected else {"IfNoneMatch": "*"}
+        try:
+            self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=ref.data,
+                            ContentType="application/json", **condition)
+        except Exception as exc:
+            code = _s3_code(exc)
+            # 412: the condition failed; 409: a concurrent conditional write won the race;
+            # NoSuchKey under If-Match: the ref was deleted meanwhile
+            if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409") or (
+                    ref.expected and code in ("NoSuchKey", "404")) or isinstance(
+                    exc, FileExistsError):
+                raise RemoteConflict(
+                    f"ref {ref.name!r} on remote {self.name!r} changed while this push ran "
+                    "(S3 refused the conditional write)",
+                    hint="pull it to see the other change, then push again") from None
+            raise RemoteError(
+                f"updating ref {ref.name!r} on remote {self.name!r} failed: {redact(str(exc))}",
+                hint="check the bucket and credentials") from None
+
+
+def _s3_code(exc: BaseException) -> str | None:
+    """The S3 error code of a botocore error, also when s3fs wrapped it in an OSError."""
+    for candidate in (exc, exc.__cause__, exc.__context__):
+        response = getattr(candidate, "response", None)
+        if isinstance(response, dict):
+            error = response.get("Error", {})
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return str(error.get("Code") or status)
+    return None

@@ -1,0 +1,276 @@
+"""Hugging Face Hub remotes (``hf://namespace/repo``), through ``huggingface_hub``.
+
+Writes are commits: a push gathers every blob, derivation record, the ref and any browsable
+files into ONE ``HfApi.create_commit`` whose ``parent_commit`` is the branch head read when the
+push began. The Hub refuses such a commit once the branch has moved (HTTP 412, "A commit has
+happened since"), which becomes a :class:`RemoteConflict`. Reads are pinned to one commit: the
+revision asked for, or the branch head resolved once at the start, so a pull never mixes files
+from two commits. The endpoint and token come from ``HF_ENDPOINT`` and ``HF_TOKEN`` (or the
+locally saved token) at call time and are never written anywhere by vbstore.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from .. import __version__
+from ..errors import VbstoreError
+from ._base import RefUpdate, Remote, probe_url
+from ._config import RemoteConfig
+from ._errors import (
+    RemoteConflict,
+    RemoteError,
+    RemoteNotFound,
+    RemoteOffline,
+    UnsafeRemotePath,
+    redact,
+)
+from ._paths import check_ref
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+CHUNK = 1 << 20
+_PATHS_INFO_BATCH = 200
+_TRUE = ("1", "true", "yes", "on")
+
+
+def hub_endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def hub_offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in _TRUE
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+class HubRemote(Remote):
+    """A model (or dataset) repository on the Hub; refs, objects and derivations are files in it."""
+
+    has_revisions = True
+
+    def __init__(self, config: RemoteConfig) -> None:
+        super().__init__(config)
+        self.repo_id = config.url[len("hf://"):]
+        self.repo_type = config.options.get("repo_type", "model")
+        self.branch = config.options.get("branch", "main")
+        self.endpoint = hub_endpoint()
+        self._api = None
+        self._tmp: str | None = None
+        self._heads: dict[str | None, str] = {}
+
+    @property
+    def api(self):
+        if self._api is None:
+            from huggingface_hub import HfApi
+
+            self._api = HfApi(endpoint=self.endpoint, token=os.environ.get("HF_TOKEN") or None,
+                              library_name="vbstore", library_version=__version__)
+        return self._api
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def check_online(self) -> None:
+        # huggingface_hub retries a dead endpoint for tens of seconds; answer at once instead
+        if hub_offline():
+            raise RemoteOffline(self.name, "HF_HUB_OFFLINE is set")
+        probe_url(self.name, self.endpoint)
+
+    @contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """Map huggingface_hub errors to vbstore's, with the token never in the message."""
+        from huggingface_hub.errors import (
+            HfHubHTTPError,
+            OfflineModeIsEnabled,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+
+        http = _http_errors()
+        try:
+            yield
+        except VbstoreError:  # already one of ours (ValueError below must not swallow it)
+            raise
+        except (OfflineModeIsEnabled, *http.connect) as exc:
+            raise RemoteOffline(self.name, f"{what}: {type(exc).__name__}") from None
+        except http.transport as exc:  # the connection broke or timed out mid-way
+            raise RemoteError(f"{what} on {self.repo_id!r} failed: {type(exc).__name__}",
+                              hint="retry; nothing partial was kept") from None
+        except RepositoryNotFoundError:
+            raise RemoteNotFound(
+                f"repository {self.repo_id!r} not found at {self.endpoint} (or it is private)",
+                hint="push to create it, or set HF_TOKEN to a token that can read it") from None
+        except RevisionNotFoundError:
+            raise RemoteNotFound(f"{what}: no such revision in {self.repo_id!r}",
+                                 hint="check the commit sha or branch name") from None
+        except HfHubHTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else None
+            if status in (409, 412):
+                raise RemoteConflict(
+                    f"{what}: {self.repo_id!r} received another commit while this push ran",
+                    hint="pull to see the other change, then push again") from None
+            hint = ("set HF_TOKEN to a token with write access" if status in (401, 403)
+                    else "retry later; run with VBSTORE_DEBUG=1 for details")
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RemoteError(f"{what} on {self.repo_id!r} failed: {redact(first)}",
+                              hint=hint) from None
+        except ValueError as exc:  # e.g. README metadata the Hub refused
+            raise RemoteError(f"{what} on {self.repo_id!r} failed: {redact(str(exc))}") from None
+
+    def resolve(self, revision: str | None) -> str:
+        """The commit sha of ``revision`` (default: the configured branch), asked once and kept."""
+        if revision not in self._heads:
+            with self._failing(f"resolving {revision or self.branch}"):
+                info = self.api.repo_info(self.repo_id, repo_type=self.repo_type,
+                                          revision=revision or self.branch)
+            if not info.sha:
+                raise RemoteError(
+                    f"{self.repo_id!r} reported no commit for {revision or self.branch}")
+            self._heads[revision] = info.sha
+        return self._heads[revision]
+
+    def begin_push(self) -> str:
+        with self._failing("creating the repository"):
+            self.api.create_repo(self.repo_id, repo_type=self.repo_type, exist_ok=True,
+                                 private=self.config.options.get("private", "").lower() in _TRUE)
+            if self.branch != "main":
+                self.api.create_branch(self.repo_id, repo_type=self.repo_type,
+                                       branch=self.branch, exist_ok=True)
+        self._heads.pop(None, None)  # the head must be read now, not reused from earlier
+        return self.resolve(None)
+
+    def _fetch(self, path: str, revision: str | None) -> Path | None:
+        from huggingface_hub.errors import EntryNotFoundError
+        from tqdm.auto import tqdm
+
+        class _Quiet(tqdm):  # library code shows no progress bars of its own
+            def __init__(self, *args, **kwargs):
+                kwargs["disable"] = True
+                super().__init__(*args, **kwargs)
+
+        sha = self.resolve(revision)
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="vbstore-hub-")
+        with self._failing(f"downloading {path}"):
+            try:
+                local = self.api.hf_hub_download(
+                    self.repo_id, path, repo_type=self.repo_type, revision=sha,
+                    cache_dir=self._tmp, etag_timeout=5, tqdm_class=_Quiet)
+            except EntryNotFoundError:
+                return None
+        return Path(local)
+
+    def read(self, path: str, revision: str | None = None,
+             limit: int | None = None) -> bytes | None:
+        local = self._fetch(path, revision)
+        if local is None:
+            return None
+        if limit is not None and local.stat().st_size > limit:
+            raise RemoteError(f"{path} on remote {self.name!r} is larger than {limit} bytes",
+                              hint="the remote is damaged or not a vbstore remote")
+        data = local.read_bytes()
+        _drop(local)
+        return data
+
+    def download(self, path: str, revision: str | None = None) -> Iterable[bytes] | None:
+        local = self._fetch(path, revision)
+        return None if local is None else _file_chunks(local)
+
+    def existing(self, paths: Iterable[str], revision: str | None = None) -> set[str]:
+        sha = self.resolve(revision)
+        wanted, found = list(paths), set()
+        with self._failing("listing objects"):
+            for i in range(0, len(wanted), _PATHS_INFO_BATCH):
+                infos = self.api.get_paths_info(self.repo_id, wanted[i : i + _PATHS_INFO_BATCH],
+                                                repo_type=self.repo_type, revision=sha)
+                found.update(info.path for info in infos if hasattr(info, "size"))
+        return found
+
+    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
+        # the version of anything on the Hub is the commit it was read at
+        return self.read(f"refs/{check_ref(name)}.json", revision), self.resolve(revision)
+
+    def list_refs(self, revision: str | None = None) -> list[str]:
+        from huggingface_hub.errors import EntryNotFoundError
+
+        sha = self.resolve(revision)
+        with self._failing("listing refs"):
+            try:
+                entries = list(self.api.list_repo_tree(self.repo_id, path_in_repo="refs",
+                                                       recursive=True, repo_type=self.repo_type,
+                                                       revision=sha))
+            except EntryNotFoundError:
+                return []
+        names = []
+        for entry in entries:
+            if hasattr(entry, "size") and entry.path.endswith(".json"):
+                try:
+                    names.append(check_ref(entry.path[len("refs/"): -len(".json")]))
+                except UnsafeRemotePath:
+                    continue  # not a name vbstore would write: never hand it on
+        return sorted(names)
+
+    def publish(self, files: Mapping[str, Path | bytes], ref: RefUpdate | None,
+                message: str) -> str | None:
+        from huggingface_hub import CommitOperationAdd
+
+        operations = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=files[path])
+                      for path in sorted(files)]
+        if ref is not None:
+            operations.append(CommitOperationAdd(path_in_repo=f"refs/{check_ref(ref.name)}.json",
+                                                 path_or_fileobj=ref.data))
+        parent = ref.expected if ref is not None and ref.expected else self.resolve(None)
+        with self._failing("pushing"):
+            info = self.api.create_commit(
+                self.repo_id, operations, commit_message=message, repo_type=self.repo_type,
+                revision=self.branch, parent_commit=parent)
+        self._heads.pop(None, None)
+        return info.oid
+
+
+class _HttpErrors:
+    """The HTTP client's connect and transport errors: httpx2 (hub 2.x) or httpx (hub 1.x)."""
+
+    def __init__(self) -> None:
+        try:
+            import httpx2 as client
+        except ImportError:
+            import httpx as client
+        self.connect = (client.ConnectError, client.ConnectTimeout)
+        self.transport = client.TransportError
+
+
+_http: _HttpErrors | None = None
+
+
+def _http_errors() -> _HttpErrors:
+    global _http
+    if _http is None:
+        _http = _HttpErrors()
+    return _http
+
+
+def _file_chunks(path: Path) -> Iterator[bytes]:
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+    finally:
+        _drop(path)
+
+
+def _drop(path: Path) -> None:
+    """Remove a downloaded file (the cache entry and its blob) so a pull's disk use stays flat."""
+    try:
+        real = path.resolve()
+        path.unlink()
+        if real != path:
+            real.unlink()
+    except OSError:
+        pass

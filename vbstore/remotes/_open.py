@@ -1,0 +1,63 @@
+"""Opening a configured remote by name: the one place that maps a URL scheme to its class."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from ._base import Remote
+from ._config import RemoteConfig, RemoteRegistry
+
+
+def remote_for(config: RemoteConfig) -> Remote:
+    """A :class:`Remote` for ``config``; the client libraries are imported only here."""
+    if config.scheme == "dir":
+        from ._fsspec import DirRemote
+
+        return DirRemote(config)
+    if config.scheme == "s3":
+        from ._fsspec import S3Remote
+
+        return S3Remote(config)
+    from ._hub import HubRemote
+
+    return HubRemote(config)
+
+
+def store_root(store_or_root) -> Path:
+    """The directory of a :class:`vbstore.Store`, or a store directory given as a path."""
+    if isinstance(store_or_root, (str, os.PathLike)):
+        return Path(store_or_root)  # a Path has a `.root` too ("/"): never read it
+    return Path(store_or_root.root)
+
+
+def registry(store_or_root) -> RemoteRegistry:
+    """The remotes configured for a store."""
+    return RemoteRegistry(store_root(store_or_root))
+
+
+def open_remote(store_or_root, name: str, options: Mapping[str, str] | None = None) -> Remote:
+    """The remote called ``name`` in this store's configuration, ready for one operation.
+
+    ``options`` override configured options for this operation only (``private`` on a push).
+
+    Raises:
+        UnknownRemote: no such remote is configured.
+    """
+    config = registry(store_or_root).get(name)
+    if options:
+        config = replace(config, options={**config.options, **options})
+    return remote_for(config)
+
+
+def list_remote_refs(store_or_root, name: str, revision: str | None = None) -> list[str]:
+    """The ref names held by remote ``name`` (at ``revision`` on the Hub).
+
+    Raises:
+        RemoteOffline: the remote cannot be reached.
+    """
+    with open_remote(store_or_root, name) as remote:
+        remote.check_online()
+        return remote.list_refs(remote.resolve(revision))
