@@ -96,3 +96,17 @@ def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):
     record, imported = json.loads(out[: out.rindex("[")]), json.loads(out[out.rindex("["):])
     assert record["from_cache"] and imported == []
     assert record["id"] == json.loads(first.stdout)["id"]
+
+
+def test_head_for_another_input_size_is_refused(store, shapes):
+    from vbstore.heads import HeadMismatch
+
+    head = vbstore.get_head("test_cnn", "classification", shapes, store=store, train_split="train",
+                            weights="random", input_size=32, progress=False)
+    assert head.record["input_size"] == 32
+    with pytest.raises(HeadMismatch, match="input_size is 32 in the head, 48 here"):
+        vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
+                           weights="random", input_size=48, head=head.id, progress=False)
+    same = vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
+                              weights="random", input_size=32, head=head.id, progress=False)
+    assert same.record["inputs"]["head"] == head.id and same.record["comparable"]

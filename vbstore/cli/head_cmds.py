@@ -119,22 +119,26 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
     from ..heads import HeadMismatch, check_compat, head_record
     from ..remotes import pull as do_pull
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
-    if result.kind != "head":
-        raise UsageError(f"{target} is a {result.kind}, not a head", hint="use `vbstore pull ref`")
-    record = head_record(store, result.id)
-    problems = []
-    if backbone is not None:
+    problems: list[str] = []
+
+    def accept(pulled) -> None:
+        """Check the head before it gets a local name; a refusal leaves refs untouched."""
+        if pulled.kind != "head":
+            raise UsageError(f"{target} is a {pulled.kind}, not a head", hint="use `vbstore pull ref`")
+        if backbone is None:
+            return
         from ..engine import resolve_backbone
 
+        record = head_record(store, pulled.id)
         ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
         expected = {"weights": store.read_json(ref.doc["weights"])["tensor_hash"],
-                    "embed_dim": record["embed_dim"] if record["pooling"] == "none" else None}
-        expected = {k: v for k, v in expected.items() if v is not None}
-        problems = check_compat(record, expected)
+                    "input_size": ref.doc["preprocessing"]["input_size"]}
+        problems.extend(check_compat(record, expected))
         if problems and not no_strict:
-            store.untag(result.local_ref)  # not usable here: do not leave it looking ready
             raise HeadMismatch(problems)
+
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept)
+    record = head_record(store, result.id)
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
     def text() -> None:

@@ -82,6 +82,7 @@ def _compat(job: Inputs, features_id: str, embed_dim: int) -> dict[str, Any]:
     weights = job.store.read_json(job.ref.doc["weights"])
     ext = job.extractor
     return {"backbone": job.ref.id, "weights": weights["tensor_hash"],
+            "input_size": job.ref.doc["preprocessing"]["input_size"],
             "extractor_key": job.store.read_json(features_id)["extractor_key"],
             "pooling": ext.pooling, "layers": list(ext.layers), "feature_mode": ext.mode,
             "embed_dim": embed_dim, "task": job.task.name, "task_op_version": job.task.op_version}

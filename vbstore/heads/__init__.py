@@ -2,7 +2,7 @@
 
 A head's ``__metadata__`` holds ``vbstore.kind = head``, ``format = vbstore.head.v1`` and
 ``vbstore.compat``: the canonical JSON compatibility record (backbone id, weights tensor hash,
-extractor key, pooling, layers, feature mode, embed dim, task and its version, params, seed,
+input size, extractor key, pooling, layers, feature mode, embed dim, task and its version, params, seed,
 class names, train manifest, train metrics). Heads are plain tensors: loading one never unpickles
 anything and never runs code from where it came from.
 """
@@ -19,7 +19,7 @@ from ..errors import VbstoreError
 
 HEAD_FORMAT = "vbstore.head.v1"
 # What must agree between a head and the features it is applied to.
-CHECKED = ("weights", "pooling", "feature_mode", "layers", "embed_dim")
+CHECKED = ("weights", "input_size", "pooling", "feature_mode", "layers", "embed_dim")
 
 
 class HeadMismatch(VbstoreError, ValueError):
@@ -66,7 +66,7 @@ def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list
     """The differences between a head's record and the features it would be applied to."""
     problems = []
     for field in CHECKED:
-        if field in expected and record.get(field) != expected[field]:
+        if field in expected and field in record and record[field] != expected[field]:
             problems.append(f"{field} is {record.get(field)!r} in the head, {expected[field]!r} here")
     return problems
 
@@ -80,7 +80,8 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
         and something differed (a warning was issued).
 
     Raises:
-        HeadMismatch: ``strict`` and the backbone weights, pooling, feature mode or layers differ.
+        HeadMismatch: ``strict`` and the backbone weights, input size, pooling, feature mode,
+            layers or embedding width differ.
     """
     from safetensors.torch import load
 

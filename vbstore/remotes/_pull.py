@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,8 +146,11 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
 
 
 def pull(store, target: str, revision: str | None = None, as_name: str | None = None,
-         force: bool = False) -> PullResult:
+         force: bool = False, accept: Callable[[PullResult], None] | None = None) -> PullResult:
     """Pull ``REMOTE/REF``: download its closure (verified), record lineage, tag it locally.
+
+    ``accept(result)`` runs after the download and before the ref is tagged or the pull noted;
+    when it raises (a head that does not fit, say), local refs are left exactly as they were.
 
     ```python
     pull(store, "hub/heads/linear", revision="9f2c...")   # pinned to a Hub commit
@@ -176,6 +179,8 @@ def pull(store, target: str, revision: str | None = None, as_name: str | None = 
                 hint="pull it under another name (--as NAME) or move the local ref (--force)")
         result = PullResult(remote.name, ref, local_name, oid, kind, rev)
         install(store, remote, entries, rev, result, required=[oid])
+    if accept is not None:
+        accept(result)
     store.tag(local_name, oid)
     registry(store).note_pull(local_name, remote.config, ref, oid, rev)
     return result

@@ -1,0 +1,125 @@
+"""The engine through the command line, as a user runs it."""
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from vbstore.cli import cli
+
+TINY = ["--weights", "random", "--input-size", "32"]
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    from vbstore.data import make_shapes
+
+    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=4, seed=1, size=32))
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+
+    def invoke(*args):
+        result = runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
+        return result
+
+    return invoke
+
+
+def test_demo_runs_offline_and_answers_from_cache(run):
+    result = run("demo", "--backbone", "test_cnn", "--per-class", "3", "--input-size", "32", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["weights"] == "random" and "pretrained weights unavailable" in summary["note"]
+    assert summary["chance"] == pytest.approx(0.2) and 0 <= summary["top1"] <= 1
+    assert summary["cached"] and not summary["first_from_cache"]
+    again = json.loads(run("demo", "--backbone", "test_cnn", "--per-class", "3", "--input-size", "32",
+                           "--json").stdout)
+    assert again["first_from_cache"] and again["result"] == summary["result"]
+    text = run("demo", "--backbone", "test_cnn", "--per-class", "3", "--input-size", "32").output
+    assert "vs chance 0.200" in text and "vbstore why" in text
+
+
+def test_demo_noise_changes_the_data(run):
+    clean = json.loads(run("demo", "--backbone", "test_cnn", "--per-class", "2", "--input-size", "32",
+                           "--json").stdout)
+    noisy = json.loads(run("demo", "--backbone", "test_cnn", "--per-class", "2", "--input-size", "32",
+                           "--noise", "1", "--json").stdout)
+    assert clean["result"] != noisy["result"]
+
+
+def test_get_result_text_json_and_errors(run, shapes):
+    args = ["get", "result", "-b", "test_cnn", *TINY, "-t", "knn", "-d", shapes, "--split", "val",
+            "--train-data", shapes, "--train-split", "train", "-p", "k=3"]
+    first = run(*args, "--json")
+    assert first.exit_code == 0, first.output
+    record = json.loads(first.stdout)["record"]
+    assert record["params"]["k"] == 3 and set(record["metrics"]) == {"top1", "top5"}
+    text = run(*args).output
+    assert "cached" in text and "top1" in text
+    zero_shot = run("get", "result", "-b", "test_cnn", *TINY, "-t", "retrieval", "-d", shapes,
+                    "--split", "val", "--train-data", shapes)
+    assert zero_shot.exit_code == 2 and "drop --train-data" in zero_shot.output
+    missing = run("get", "result", "-b", "test_cnn", *TINY, "-t", "classification", "-d", shapes,
+                  "--split", "val")
+    assert missing.exit_code == 2 and "--train-data" in missing.output
+    unknown = run("get", "result", "-b", "test_cnn", *TINY, "-t", "clasification", "-d", shapes)
+    assert unknown.exit_code == 3 and "did you mean 'classification'" in unknown.output
+    bad_param = run(*args[:-2], "-p", "k=zero")
+    assert bad_param.exit_code == 2 and "'k'" in bad_param.output
+
+
+def test_export_has_each_tasks_own_columns(run, shapes):
+    base = ["-b", "test_cnn", *TINY, "-d", shapes, "--split", "val"]
+    assert run("get", "result", *base, "-t", "retrieval").exit_code == 0
+    assert run("get", "result", *base, "-t", "knn", "--train-data", shapes,
+               "--train-split", "train").exit_code == 0
+    table = list(csv.DictReader(io.StringIO(run("export", "results", "--format", "csv").stdout)))
+    assert {row["task"] for row in table} == {"retrieval", "knn"}
+    columns = set(table[0])
+    assert {"top1", "recall@1", "mean_average_precision"} <= columns
+    assert "acc1" not in columns  # no column for a metric no result has
+    knn = next(r for r in table if r["task"] == "knn")
+    assert knn["recall@1"] == "" and float(knn["top1"]) >= 0
+    markdown = run("export", "results", "--format", "md").stdout
+    assert "## knn" in markdown and "## retrieval" in markdown
+    assert "recall@1" not in markdown.split("## retrieval")[0]
+    only = [json.loads(line) for line in run("export", "results", "--format", "jsonl", "--task", "knn").stdout.splitlines()]
+    assert [r["task"] for r in only] == ["knn"]
+    listing = json.loads(run("ls", "results", "--json").stdout)
+    assert len(listing) == 2
+
+
+def test_sweep_is_resumable(run, shapes, tmp_path):
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("# two tiny backbones\ntest_cnn weights=random input_size=32\n"
+                         "test_vit weights=random input_size=32 seed=1\n")
+    args = ["sweep", "--backbones", str(backbones), "--tasks", "knn,retrieval", "-d", shapes,
+            "--split", "val", "--train-data", shapes, "--train-split", "train", "--json"]
+    first = run(*args)
+    assert first.exit_code == 0, first.output
+    rows = json.loads(first.stdout)
+    assert len(rows) == 4 and not any(r["from_cache"] for r in rows)
+    again = json.loads(run(*args).stdout)
+    assert all(r["from_cache"] for r in again)
+    assert [r["id"] for r in again] == [r["id"] for r in rows]
+
+
+def test_list_and_get_features_and_manifest(run, shapes):
+    backbones = json.loads(run("list", "backbones", "test_*", "--json").stdout)
+    assert {row["spec"] for row in backbones} >= {"test_cnn", "test_vit"}
+    tasks = json.loads(run("list", "tasks", "--json").stdout)
+    assert {"classification", "knn", "retrieval", "zeroshot_classification", "multilabel",
+            "zeroshot_retrieval"} <= {t["name"] for t in tasks}
+    manifest = json.loads(run("get", "manifest", shapes, "--split", "val", "--json").stdout)
+    assert manifest["samples"] == 20
+    feats = run("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val", "--json")
+    assert feats.exit_code == 0, feats.output
+    info = json.loads(feats.stdout)
+    assert info["manifest"] == manifest["id"] and not info["from_cache"]
+    assert json.loads(run("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val",
+                          "--json").stdout)["from_cache"]
