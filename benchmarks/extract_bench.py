@@ -99,27 +99,37 @@ def main() -> None:
     parser.add_argument("--backbone", default="torchvision:resnet18")
     parser.add_argument("--input-size", type=int, default=160)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--trials", type=int, default=3, help="best of N interleaved runs")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vbstore-extract-"))
     try:
         n = args.images
         folder = make_jpegs(work, n)
         folder4 = make_jpegs(work, 4 * n)
-        rows = {}
-        for loader in ("threads", "workers"):  # interleaved with bare runs: drift hits both
+        rows: dict[str, dict] = {}
+        bare_times = []
+        for trial in range(args.trials):  # interleaved, best of each: drift hits all sides alike
             bare, count = bare_forward(folder, args.backbone, args.input_size, args.batch_size)
-            e2e = end_to_end(folder, args.backbone, args.input_size, args.batch_size, loader,
-                             work / f"store-{loader}")
-            rows[loader] = {"bare_s": bare, **e2e}
+            bare_times.append(bare)
+            for loader in ("threads", "workers"):
+                e2e = end_to_end(folder, args.backbone, args.input_size, args.batch_size, loader,
+                                 work / f"store-{loader}-{trial}")
+                if loader not in rows or e2e["cold_s"] < rows[loader]["cold_s"]:
+                    rows[loader] = e2e
+        for row in rows.values():
+            row["bare_s"] = min(bare_times)
         rss_n = peak_rss(folder, args.backbone, args.input_size, work / "rss-n")
         rss_4n = peak_rss(folder4, args.backbone, args.input_size, work / "rss-4n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{args.backbone} (random weights) at {args.input_size}px, {count} JPEGs, batch {args.batch_size}")
     for loader, row in rows.items():
+        build = row["stats"]["build_seconds"]
         print(f"  {loader:<8} efficiency bare/end-to-end {row['bare_s'] / row['cold_s']:.2f}  "
               f"(bare {count / row['bare_s']:.1f} img/s, end-to-end {count / row['cold_s']:.1f} img/s)  "
               f"target >= 0.9")
+        print(f"  {'':<8} without the one-time model build ({build:.2f} s): "
+              f"{row['bare_s'] / (row['cold_s'] - build):.2f}")
     best = rows["threads"]
     print(f"  cache-hit rerun {best['hit_s'] * 1000:.0f} ms vs cold {best['cold_s']:.2f} s "
           f"({best['cold_s'] / best['hit_s']:.0f}x)")

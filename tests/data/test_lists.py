@@ -142,3 +142,21 @@ def test_target_type_only_for_target_lists(store, pictures):
     (pictures / "a.csv").write_text("image,label\nimg/0.jpg,owl\n")
     with pytest.raises(UsageError, match="target_type applies to a list with a target column"):
         load_manifest(store, pictures / "a.csv", target_type="masks")
+
+
+def test_unchanged_listing_reuses_its_manifest_and_a_relabel_does_not(store, pictures, monkeypatch):
+    import vbstore.data._load as load_module
+
+    csv_path = pictures / "val.csv"
+    csv_path.write_text("image,label\nimg/0.jpg,bat\nimg/1.jpg,owl\n")
+    first = load_manifest(store, csv_path)
+    built = []
+    real = load_module.build_document
+    monkeypatch.setattr(load_module, "build_document",
+                        lambda *a, **k: built.append(1) or real(*a, **k))
+    assert load_manifest(store, csv_path).id == first.id
+    assert built == []  # same listing, same file states: nothing hashed or re-encoded
+    csv_path.write_text("image,label\nimg/0.jpg,owl\nimg/1.jpg,bat\n")
+    relabelled = load_manifest(store, csv_path)
+    assert built == [1] and relabelled.id != first.id
+    assert relabelled.labels() == [1, 0] and relabelled.classes == ["bat", "owl"]

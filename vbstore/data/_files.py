@@ -21,7 +21,9 @@ IMAGE_EXTENSIONS = frozenset(
 
 def is_image(name: str) -> bool:
     """Whether a file name has an image extension vbstore reads."""
-    return os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
+    # rpartition, not os.path.splitext: this runs once per file of every dataset read
+    stem, dot, ext = name.rpartition(".")
+    return bool(dot and stem) and f".{ext.lower()}" in IMAGE_EXTENSIONS
 
 
 def is_hidden(name: str) -> bool:

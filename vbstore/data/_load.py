@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, VbstoreError
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
-from ._manifest import build_document, check_limit, store_document
+from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import materialise, parse_source
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
 from ._view import ManifestView
@@ -84,8 +84,20 @@ def load_manifest(
             hint=f"it takes: {', '.join(_APPLIES[layout]) or 'no layout options'}",
         )
     scan = _scan(layout, root, split, options)
+    key = state_key(scan, limit)
+    alias = {"op": "manifest-state", "key": key} if key else None
+    if alias is not None:
+        known = store.alias(alias)
+        if known is not None:  # the same listing over unchanged files: the same manifest
+            try:
+                return ManifestView(scan.root, known, store.read_json(known))
+            except VbstoreError:
+                pass  # damaged: rebuild it below
     doc = build_document(store, scan, limit)
-    return ManifestView(scan.root, store_document(store, doc), doc)
+    oid = store_document(store, doc)
+    if alias is not None:
+        store.set_alias(alias, oid)
+    return ManifestView(scan.root, oid, doc)
 
 
 def _check_option_names(options: dict[str, Any]) -> None:

@@ -8,11 +8,15 @@ when hashed afresh. Nothing is written to the store unless every sample is usabl
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from .. import canonical
+from ..store._filestate import RACY_SECONDS
 from ..errors import StoreIOError, UsageError
 from ._files import check_image, check_target, name_hash, unreadable
 from ._scan import Entry, Scan
@@ -72,6 +76,37 @@ def _sample(entry: Entry, image: str, target: str | None) -> dict[str, Any]:
     if entry.condition is not None:
         sample["condition"] = entry.condition
     return sample
+
+
+def state_key(scan: Scan, limit: int | None) -> str | None:
+    """A key for "this exact listing over files in these exact states", or None when racy.
+
+    It covers the layout, split, classes, limit and every kept entry with the (dev, inode, size,
+    mtime, ctime) of its files, so an unchanged folder maps to its manifest without hashing a
+    file or re-encoding 100k samples; any change to a file or to the listing changes the key.
+    A file modified in the last moments gives None (its timestamp could hide a second write).
+    """
+    entries = sorted(select(scan, check_limit(limit)), key=lambda e: e.name)
+    root = str(scan.root)
+    hasher = blake3.blake3(repr(("manifest-state", 1, scan.layout, root, scan.split, scan.classes,
+                                  scan.target_type, limit)).encode())
+    newest = 0
+    for e in entries:
+        states = []
+        for name in (e.name, e.target_name):
+            if name is None:
+                continue
+            try:
+                st = os.stat(os.path.join(root, name))
+            except OSError:
+                return None  # build_document names the missing file
+            states.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            newest = max(newest, st.st_mtime_ns)
+        hasher.update(repr((e.name, e.label, e.labels, e.target_name, e.captions, e.condition,
+                            states)).encode())
+    if time.time_ns() - newest < RACY_SECONDS * 1e9:
+        return None
+    return hasher.hexdigest()
 
 
 def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:

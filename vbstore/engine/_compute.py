@@ -31,7 +31,6 @@ class Inputs:
     device: str | None
     progress: bool
     started: float
-    versions: dict[str, Any]
     derivation: str
     timings: dict[str, float] = field(default_factory=dict)
     from_cache: dict[str, bool] = field(default_factory=dict)
@@ -169,6 +168,7 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
 
 def _record(job: Inputs, per_seed, train_metrics, comparable, edges) -> dict[str, Any]:
     from ..tasks import aggregate_seeds
+    from ._results import versions
 
     store = job.store
     weights = store.read_json(job.ref.doc["weights"])
@@ -187,7 +187,7 @@ def _record(job: Inputs, per_seed, train_metrics, comparable, edges) -> dict[str
         "extractor": job.extractor.to_dict(),
         "data": {"eval": {"manifest": job.eval_m.id, "split": job.eval_m.doc.get("split"),
                           "samples": len(job.eval_m.doc["samples"])}},
-        "versions": job.versions,
+        "versions": versions(),
         "device": _device_name(job),
         "features_from_cache": all(job.from_cache.values()),
         "comparable": comparable,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import platform
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from .. import __version__
@@ -62,6 +61,7 @@ class HeadResult:
 
 def versions() -> dict[str, str | None]:
     """Versions recorded in every result (read from package metadata: nothing is imported)."""
+    from importlib import metadata
 
     def version(dist: str) -> str | None:
         try:
@@ -133,7 +133,7 @@ def get_head(
     train_m = _manifest(store, train_data, train_split, train_limit, data_options)
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=train_m,
                  train_m=train_m, extractor=extractor, seeds=[seed], head=None, strict=True,
-                 device=device, progress=progress, started=started, versions=versions(), derivation="")
+                 device=device, progress=progress, started=started, derivation="")
     cache: dict[str, Any] = {}
     train_features = featureset(job, train_m, "train")
 
@@ -199,7 +199,7 @@ def get_result(
     })
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=eval_m,
                  train_m=train_m, extractor=extractor, seeds=seed_list, head=head_id, strict=strict,
-                 device=device, progress=progress, started=started, versions=versions(),
+                 device=device, progress=progress, started=started, 
                  derivation=derivation_key(spec))
     if recompute:
         return _recompute(store, spec, job, started)

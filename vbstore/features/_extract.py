@@ -34,6 +34,7 @@ class ExtractionStats:
     extracted: int = 0
     reused: int = 0
     forward_passes: int = 0
+    build_seconds: float = 0.0
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -126,7 +127,9 @@ def extract_featureset(
     stats.reused = len(images) - sum(1 for image in images if image in first_index)
     rows = dict(have)
     if todo:
+        built = time.perf_counter()
         backbone = load_backbone()
+        stats.build_seconds = time.perf_counter() - built
         if device:
             backbone.to(device)
         writer = PackWriter(store, key, params.layers, params.mode, DTYPES[params.dense_dtype])

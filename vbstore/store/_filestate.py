@@ -6,6 +6,7 @@ chunk of files; a touched or replaced file changes its state and is re-hashed.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +18,6 @@ from ._objects import hash_file
 
 # A file modified this recently may change again within the timestamp granularity: do not cache it.
 RACY_SECONDS = 0.1
-_CHUNK = 500
 
 
 class FileStateMixin:
@@ -75,14 +75,17 @@ class FileStateMixin:
         return hashes  # type: ignore[return-value]
 
     def _cached_states(self, states: list[tuple]) -> dict[tuple, str]:
+        # one indexed query per device: (dev, inode) is the primary key, and json_each passes
+        # any number of inodes as a single parameter
         known: dict[tuple, str] = {}
-        inodes = sorted({s[1] for s in states})
-        for i in range(0, len(inodes), _CHUNK):
-            chunk = inodes[i : i + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for dev, ino, size, mtime, ctime, digest in self.db.query(
+        by_dev: dict[int, list[int]] = {}
+        for state in states:
+            by_dev.setdefault(state[0], []).append(state[1])
+        for dev, inodes in by_dev.items():
+            for _, ino, size, mtime, ctime, digest in self.db.query(
                 "SELECT dev, inode, size, mtime_ns, ctime_ns, hash FROM file_state "
-                f"WHERE inode IN ({marks})", chunk,  # noqa: S608 - placeholders only
+                "WHERE dev = ? AND inode IN (SELECT value FROM json_each(?))",
+                (dev, json.dumps(inodes)),
             ):
                 known[(dev, ino, size, mtime, ctime)] = digest
         return known

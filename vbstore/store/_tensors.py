@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import blake3
-import numpy as np
 
 from ..errors import VbstoreError
 
@@ -35,6 +34,8 @@ _ITEM_SIZE = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4,
 
 
 def _code_and_bytes(value: Any) -> tuple[str, tuple[int, ...], bytes]:
+    import numpy as np  # only when tensors are handled: reads stay light
+
     dtype = str(getattr(value, "dtype", ""))
     if dtype.startswith("torch."):
         if dtype not in _TORCH_CODES:
@@ -104,6 +105,8 @@ def read_safetensors_header(path: str | Path) -> tuple[dict[str, Any], int]:
 
 def safetensors_identity(path: str | Path) -> str:
     """The canonical tensor id of a ``.safetensors`` file, read straight from its bytes (no torch)."""
+    import numpy as np  # only when tensors are handled: reads stay light
+
     header, offset = read_safetensors_header(path)
     hasher = _IdentityHasher()
     with open(path, "rb") as handle:
@@ -124,9 +127,9 @@ def to_safetensors_bytes(
 
     The safetensors library writes ``__metadata__`` in hash-map order, so the same tensors
     would get a different id on every call. Here the header is canonical JSON (sorted keys,
-    compact), padded with spaces to 8 bytes, and tensors are laid out in name order: equal
-    content, equal bytes. Data are laid out widest dtype first, then by name, so every tensor is
-    aligned to its item size. ``vbstore.kind`` is set in ``__metadata__``.
+    compact), padded with spaces to 8 bytes: equal content, equal bytes. Data are laid out
+    widest dtype first, then by name, so every tensor is aligned to its item size.
+    ``vbstore.kind`` is set in ``__metadata__``.
     """
     meta = {str(k): str(v) for k, v in metadata.items()}
     meta["vbstore.kind"] = kind
