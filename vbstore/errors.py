@@ -37,7 +37,7 @@ class ObjectNotFound(VbstoreError, KeyError):
 class AmbiguousPrefix(VbstoreError, KeyError):
     """A hex prefix matches more than one object."""
 
-    exit_code = 3
+    exit_code = 2
 
     def __init__(self, prefix: str, matches: list[str]) -> None:
         shown = ", ".join(m[:16] for m in matches[:5])

@@ -123,3 +123,58 @@ def test_list_and_get_features_and_manifest(run, shapes):
     assert info["manifest"] == manifest["id"] and not info["from_cache"]
     assert json.loads(run("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val",
                           "--json").stdout)["from_cache"]
+
+
+def test_user_mistakes_get_one_line_errors(run, shapes):
+    base = ["get", "result", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val"]
+    no_cuda = run("get", "features", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val",
+                  "--device", "cuda:7")
+    assert no_cuda.exit_code == 2 and "not available on this machine" in no_cuda.output
+    assert run("get", "features", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val",
+               "--device", "gpu").exit_code == 2
+    text_task = run(*base, "-t", "zeroshot_classification")
+    assert text_task.exit_code == 2 and "needs a CLIP backbone" in text_task.output
+    no_split = run(*base, "-t", "knn", "--train-data", shapes)
+    assert no_split.exit_code == 2 and "--train-split" in no_split.output
+    no_weights = run("get", "features", "-b", "test_cnn", "-d", shapes, "--split", "val")
+    assert no_weights.exit_code == 2 and "--weights random" in no_weights.output
+    for result in (no_cuda, text_task, no_split, no_weights):
+        assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_cached_features_and_heads_do_not_import_torch(tmp_path, shapes):
+    import subprocess
+    import sys
+
+    store = str(tmp_path / "s")
+    commands = [
+        ["get", "features", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val"],
+        ["get", "head", "-b", "test_cnn", *TINY, "-t", "classification", "--train-data", shapes,
+         "--train-split", "train"],
+    ]
+    code = ("import sys, vbstore.cli\n"
+            "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
+            "finally:\n    print('TORCH', 'torch' in sys.modules)")
+    for args in commands:
+        first = subprocess.run([sys.executable, "-c", code, "--store", store, *args],
+                               capture_output=True, text=True)
+        assert first.returncode == 0 and "TORCH True" in first.stdout, first.stderr
+        again = subprocess.run([sys.executable, "-c", code, "--store", store, *args],
+                               capture_output=True, text=True)
+        assert again.returncode == 0 and "TORCH False" in again.stdout, again.stdout + again.stderr
+        assert "cached" in again.stdout
+
+
+def test_broken_pipe_is_quiet(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    store = str(tmp_path / "s")
+    put = subprocess.run([sys.executable, "-m", "vbstore", "--store", store, "put", "-"],
+                         input=os.urandom(4 << 20), check=True, capture_output=True)
+    oid = put.stdout.decode().strip()
+    script = f"{sys.executable} -m vbstore --store {store} cat {oid} | head -c 10 >/dev/null; " \
+             "echo ${PIPESTATUS[0]}"
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert proc.stdout.strip() == "0" and "error" not in proc.stderr, proc.stderr

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import InvalidSpec, WeightsUnavailable
+from ._errors import InvalidSpec, NoPretrainedWeights, WeightsUnavailable
 from ._registry import BackboneEntry, get_entry
 from ._spec import BackboneSpec, parse_spec
 from ._weights import WeightsChoice, file_digest, parse_weights
@@ -160,7 +160,7 @@ def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
 
     if choice.kind == "pretrained":
         if not entry.pretrained:
-            raise WeightsUnavailable(
+            raise NoPretrainedWeights(
                 f"pretrained weights for {name}",
                 "this backbone has none",
                 hint="use --weights random (seeded) or --weights PATH to a checkpoint",

@@ -63,6 +63,12 @@ class WeightsUnavailable(VbstoreError, ConnectionError):
         self.upstream = upstream
 
 
+class NoPretrainedWeights(WeightsUnavailable):
+    """The backbone has no pretrained weights at all: a choice to make, not a network problem."""
+
+    exit_code = 2
+
+
 class CheckpointError(VbstoreError, ValueError):
     """A checkpoint file that cannot be read or does not fit the architecture."""
 

@@ -95,6 +95,10 @@ class VbstoreGroup(click.Group):
             _fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; the store is unchanged by the unfinished step", 130)
+        except BrokenPipeError:
+            # the reader went away (`vbstore ls | head`): not an error; keep exit quiet
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except OSError as exc:
             _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 7)
 
@@ -108,3 +112,15 @@ def _fail(message: str, code: int) -> None:
 
 def refuse(message: str, hint: str) -> None:
     raise UsageError(message, hint=hint)
+
+
+def ordered_metrics(task: str, metrics: dict) -> dict:
+    """``metrics`` in the order the task declares them (records store keys sorted)."""
+    try:
+        from ..tasks import get_task
+
+        order = [m.name for m in get_task(task).metrics]
+    except VbstoreError:  # a task no longer registered: keep the stored order
+        order = []
+    rank = {name: i for i, name in enumerate(order)}
+    return dict(sorted(metrics.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))

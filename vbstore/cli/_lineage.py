@@ -19,9 +19,11 @@ def summary(store, oid: str, kind: str) -> str:
     except VbstoreError:
         return "CORRUPT"
     if kind == "result":
+        from ._common import ordered_metrics
+
         metrics = ", ".join(
             f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
-            for k, v in sorted(doc.get("metrics", {}).items())[:4]
+            for k, v in list(ordered_metrics(doc.get("task", ""), doc.get("metrics", {})).items())[:4]
         )
         return f"{doc.get('task')}: {metrics}"
     if kind == "manifest":

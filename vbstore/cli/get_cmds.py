@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import emit, json_option, with_store
+from ._common import emit, json_option, ordered_metrics, with_store
 from ._dataopts import data_layout_options, parse_params
 from .data_cmds import manifest_cmd
 
@@ -93,7 +93,7 @@ def print_result(result) -> None:
     click.echo(f"{record['task']} on {record['backbone']['spec']} ({record['weights_kind']} weights): "
                f"{source} in {result.seconds:.2f} s  [{result.id[:12]}]")
     aggregate = record.get("aggregate", {})
-    for name, value in record["metrics"].items():
+    for name, value in ordered_metrics(record["task"], record["metrics"]).items():
         if name in aggregate:
             a = aggregate[name]
             click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  "
@@ -102,6 +102,8 @@ def print_result(result) -> None:
             click.echo(f"  {name:<28} {value:.4f}")
     for name, value in record.get("train_metrics", {}).items():
         click.echo(f"  {name:<28} {value:.4f}  (train)")
+    for warning in record.get("warnings", []):
+        click.echo(f"  warning: {warning}", err=True)
     if not record.get("comparable", True):
         click.echo("  warning: a mismatched head was applied; comparable with nothing", err=True)
     if result.reproduced is not None:

@@ -12,10 +12,11 @@ from typing import Any
 import click
 
 from ..errors import UsageError, VbstoreError
-from ._common import emit, json_option, with_store
+from ._common import emit, json_option, ordered_metrics, with_store
 from ._dataopts import data_layout_options, parse_params
 
-BASE_COLUMNS = ["id", "task", "backbone", "weights", "data", "split", "samples", "seeds"]
+BASE_COLUMNS = ["id", "task", "backbone", "weights", "input_size", "data", "split", "samples",
+                "seeds", "params"]
 
 
 def result_rows(store, task: str | None = None, backbone: str | None = None,
@@ -37,8 +38,11 @@ def result_rows(store, task: str | None = None, backbone: str | None = None,
         row = {"id": info.id[:12], "task": record["task"], "backbone": spec,
                "weights": record.get("weights_kind"), "data": evaluation.get("manifest", "")[:12],
                "split": evaluation.get("split"), "samples": evaluation.get("samples"),
-               "seeds": len(record.get("seeds", [record.get("seed")]))}
-        row.update({k: v for k, v in record["metrics"].items() if isinstance(v, (int, float))})
+               "seeds": len(record.get("seeds", [record.get("seed")])),
+               "input_size": record.get("extractor", {}).get("input_size"),
+               "params": " ".join(f"{k}={v}" for k, v in sorted(record.get("params", {}).items()))}
+        metrics = ordered_metrics(record["task"], record["metrics"])
+        row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         rows.append(row)
     return rows
 
@@ -145,6 +149,11 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
 
     task_names = [t.strip() for t in tasks.split(",") if t.strip()]
     task_objs = [get_task(name) for name in task_names]  # unknown tasks fail before any work
+    given = parse_params(params)
+    unused = sorted(k for k in given if not any(k in t.params for t in task_objs))
+    if unused:
+        raise UsageError(f"no task of this sweep takes {', '.join(unused)}",
+                         hint="see the parameters with: vbstore list tasks")
     rows, failures = [], 0
     for entry in read_backbones_file(backbones_file):
         for task in task_objs:
@@ -156,7 +165,7 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
                     train_limit=None if task.zero_shot else train_limit, seed=seed,
                     weights=entry.get("weights", "default"), backbone_seed=entry.get("backbone_seed"),
                     input_size=entry.get("input_size"), progress=not as_json, data_options=data_options,
-                    **parse_params(params),
+                    **{k: v for k, v in given.items() if k in task.params},
                 )
                 row = {"backbone": entry["backbone"], "task": task.name, "id": result.id,
                        "from_cache": result.from_cache, "metrics": result.metrics}
@@ -165,12 +174,15 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
                 row = {"backbone": entry["backbone"], "task": task.name, "error": str(exc)}
             rows.append(row)
             if not as_json:
+                label = " ".join([entry["backbone"], *(f"{k}={v}" for k, v in entry.items()
+                                                        if k != "backbone")])
                 if "error" in row:
-                    click.echo(f"{row['backbone']:<32} {row['task']:<22} error: {row['error']}")
+                    click.echo(f"{label:<40} {row['task']:<22} error: {row['error']}")
                 else:
-                    shown = ", ".join(f"{k}={v:.4f}" for k, v in list(row["metrics"].items())[:3])
+                    shown = ", ".join(f"{k}={v:.4f}" for k, v in
+                                      ordered_metrics(task.name, row["metrics"]).items())
                     state = "cached" if row["from_cache"] else "computed"
-                    click.echo(f"{row['backbone']:<32} {row['task']:<22} {state:<9} {shown}")
+                    click.echo(f"{label:<40} {row['task']:<22} {state:<9} {shown}")
     emit(as_json, rows)
     if failures:
         click.echo(f"{failures} of {len(rows)} combinations failed; rerun to resume", err=True)

@@ -97,7 +97,7 @@ def show(store, ref: str, as_json: bool) -> None:
     emit(as_json, data, text)
 
 
-_PLURALS = {f"{k}s": k for k in KINDS if k != "weights"}
+_PLURALS = {f"{k}s": k for k in KINDS if not k.endswith("s")}
 
 
 @click.command(name="ls")

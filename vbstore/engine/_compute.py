@@ -11,6 +11,7 @@ from typing import Any
 
 from ..store import derivation_spec
 from ._cache import remote_fetch
+from ._device import resolve_device
 from ._features import featureset_spec
 
 
@@ -36,15 +37,8 @@ class Inputs:
     from_cache: dict[str, bool] = field(default_factory=dict)
 
 
-def _device(job: Inputs) -> str:
-    import torch
-
-    return job.device or ("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def featureset(job: Inputs, manifest, role: str) -> str:
     """The featureset of ``manifest`` (``role``: eval or train), from the store or extracted now."""
-    from ..features import extract_featureset
     from ._features import _packs_present
 
     store = job.store
@@ -52,8 +46,10 @@ def featureset(job: Inputs, manifest, role: str) -> str:
     spec = featureset_spec(job.ref.id, manifest.id, job.extractor)
 
     def compute() -> str:
+        from ..features import extract_featureset  # torch: only when something is extracted
+
         return extract_featureset(store, manifest, job.ref.id, job.extractor, job.ref.load,
-                                  device=_device(job), progress=job.progress)[0]
+                                  device=resolve_device(job.device), progress=job.progress)[0]
 
     oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o),
                                  fetch=remote_fetch(store))
@@ -195,6 +191,8 @@ def _record(job: Inputs, per_seed, train_metrics, comparable, edges) -> dict[str
     if job.train_m is not None:
         record["data"]["train"] = {"manifest": job.train_m.id, "split": job.train_m.doc.get("split"),
                                    "samples": len(job.train_m.doc["samples"])}
+    if job.train_m is not None and job.train_m.id == job.eval_m.id:
+        record["warnings"] = ["trained and evaluated on the same samples: the metrics are train metrics"]
     if train_metrics and train_metrics[0]:
         record["train_metrics"] = train_metrics[0]
     if len(job.seeds) > 1:
@@ -208,8 +206,8 @@ def _record(job: Inputs, per_seed, train_metrics, comparable, edges) -> dict[str
 def _device_name(job: Inputs) -> str:
     import torch
 
-    device = _device(job)
-    if device.startswith("cuda") and torch.cuda.is_available():
+    device = resolve_device(job.device)
+    if device.startswith("cuda"):
         return f"cuda:{torch.cuda.get_device_name()}"
     import platform
 

@@ -9,6 +9,7 @@ from typing import Any
 from ..store import derivation_spec
 from ._backbone import BackboneRef, resolve_backbone
 from ._cache import remote_fetch
+from ._device import resolve_device
 
 
 @dataclass
@@ -67,7 +68,7 @@ def get_features(
     ref = resolve_backbone(store, backbone, weights=weights, seed=seed, input_size=input_size,
                            use_projection=use_projection)
     manifest = load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
-    from ..features import ExtractorParams, extract_featureset
+    from ..features import ExtractorParams
 
     params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling, mode=mode,
                              precision=precision, dense_dtype=dense_dtype, input_size=input_size)
@@ -75,18 +76,14 @@ def get_features(
     stats: dict[str, Any] = {}
 
     def compute() -> str:
+        from ..features import extract_featureset  # torch: only when something is extracted
+
         featureset, done = extract_featureset(
             store, manifest, ref.id, params, ref.load, batch_size=batch_size, workers=workers,
-            device=device or _default_device(), progress=progress, loader=loader)
+            device=resolve_device(device), progress=progress, loader=loader)
         stats.update(done.as_dict())
         return featureset
 
     oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o),
                                  fetch=remote_fetch(store))
     return FeatureResult(oid, ref, manifest, params, not computed, stats)
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -90,6 +90,13 @@ def _prepare(store, task_obj, params, backbone, weights, backbone_seed, input_si
     from ..features import ExtractorParams
 
     task_params = task_obj.resolve_params(params)
+    if task_obj.needs_text and isinstance(backbone, str):
+        from ..backbones import parse_spec
+
+        if parse_spec(backbone).source != "open_clip":
+            raise UsageError(f"task {task_obj.name!r} compares images with text and needs a CLIP "
+                             f"backbone, not {backbone!r}",
+                             hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')")
     ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
                            input_size=input_size, use_projection=task_obj.needs_text)
     pooling = ref.default_pooling if task_obj.pooling == "default" else task_obj.pooling
@@ -98,10 +105,15 @@ def _prepare(store, task_obj, params, backbone, weights, backbone_seed, input_si
     return task_params, ref, extractor
 
 
-def _manifest(store, data, split, limit, data_options):
+def _manifest(store, data, split, limit, data_options, flag: str = "--split"):
     from ..data import load_manifest
 
-    return load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
+    try:
+        return load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
+    except UsageError as exc:
+        if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
+            exc.hint = exc.hint.replace("--split", flag)
+        raise
 
 
 def get_head(
@@ -130,7 +142,7 @@ def get_head(
                          hint="use `vbstore get result` for it")
     task_params, ref, extractor = _prepare(
         store, task_obj, params, backbone, weights, backbone_seed, input_size, layers, precision)
-    train_m = _manifest(store, train_data, train_split, train_limit, data_options)
+    train_m = _manifest(store, train_data, train_split, train_limit, data_options, "--train-split")
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=train_m,
                  train_m=train_m, extractor=extractor, seeds=[seed], head=None, strict=True,
                  device=device, progress=progress, started=started, derivation="")
@@ -184,7 +196,8 @@ def get_result(
     task_params, ref, extractor = _prepare(
         store, task_obj, params, backbone, weights, backbone_seed, input_size, layers, precision)
     eval_m = _manifest(store, data, split, limit, data_options)
-    train_m = _manifest(store, train_data, train_split, train_limit, data_options) if train_data else None
+    train_m = (_manifest(store, train_data, train_split, train_limit, data_options, "--train-split")
+               if train_data else None)
     head_id = store.resolve(head) if head is not None else None
     inputs = {"backbone": ref.id, "eval_manifest": eval_m.id}
     if train_m is not None:
