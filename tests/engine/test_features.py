@@ -56,7 +56,9 @@ def test_missing_pack_is_recomputed(store, shapes, forwards):
     kw = dict(split="val", weights="random", store=store, input_size=32, progress=False)
     first = vbstore.get_features("test_cnn", shapes, **kw)
     before = first.features.pooled()
-    store.tag("features", first.id)  # a root: gc keeps it, --max-size may still evict its packs
+    # a result keeps the featureset (a gc root); --max-size may still evict the packs under it
+    store.put_json({"task": "t", "op_version": 1, "metrics": {}, "params": {}, "inputs": {}},
+                   "result", edges={"features": first.id})
     report = store.gc(grace=0, max_size=0)
     assert [o["kind"] for o in report.evicted] == ["pack"] and report.removed == []
     forwards.clear()

@@ -110,3 +110,24 @@ def test_head_for_another_input_size_is_refused(store, shapes):
     same = vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
                               weights="random", input_size=32, head=head.id, progress=False)
     assert same.record["inputs"]["head"] == head.id and same.record["comparable"]
+
+
+def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):
+    from vbstore.engine import BackboneDrift, resolve_backbone
+
+    seed0 = resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32)
+    seed1 = resolve_backbone(store, "test_cnn", weights="random", seed=1, input_size=32)
+    store.set_alias(seed0.alias, seed1.id)  # as if the spec's weights had changed upstream
+    stale = resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32)
+    assert stale.id == seed1.id
+    with pytest.raises(BackboneDrift, match="run the command again"):
+        stale.load()
+    assert resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32).id == seed0.id
+
+
+def test_damaged_registry_is_one_clear_error(tmp_path):
+    (tmp_path / "registry.db").write_bytes(b"not sqlite at all" * 64)
+    proc = subprocess.run([sys.executable, "-m", "vbstore", "--store", str(tmp_path), "ls"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 7 and proc.stderr.count("\n") == 1
+    assert "registry.db is damaged" in proc.stderr

@@ -117,3 +117,26 @@ def test_gc_of_many_objects_is_batched(store):
     assert len(store.gc().removed) == 1200
     assert store.ls() == []
     assert not any(store.files.iter_files())
+
+
+def test_old_inputs_of_a_young_artifact_are_kept(store):
+    old_input = store.put_bytes(b"features computed long ago")
+    _old(store, old_input)
+    young = store.put_json({"name": "fresh", "version": "1"}, "suite")  # stands for any fresh parent
+    with store.db.write() as conn:  # make it a plain young non-root artifact
+        conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (young,))
+    store.add_edges(young, {"input": old_input})
+    assert store.gc().removed == []
+    assert store.has(old_input) and store.fsck().clean
+
+
+def test_max_size_never_evicts_what_a_ref_needs(store):
+    np = pytest.importorskip("numpy")
+    pack = put_pack(store, {"x": np.zeros(20_000, dtype=np.float32)})
+    doc = {"extractor": {}, "extractor_key": pack, "manifest": pack, "backbone": pack,
+           "packs": [pack], "rows": [[0, 0]]}
+    featureset = store.put_json(doc, "featureset", edges={"pack": pack})
+    store.tag("keep", featureset)
+    _old(store, pack, featureset)
+    report = store.gc(grace=0, max_size=0)
+    assert report.evicted == [] and store.has(pack)

@@ -119,7 +119,10 @@ def read_backbones_file(path: str) -> list[dict[str, Any]]:
             if not sep or key not in ("weights", "seed", "input_size"):
                 raise UsageError(f"{path}:{number}: cannot read {option!r}",
                                  hint="use weights=W, seed=N or input_size=N after the spec")
-            entry["backbone_seed" if key == "seed" else key] = int(value) if key != "weights" else value
+            try:
+                entry["backbone_seed" if key == "seed" else key] = value if key == "weights" else int(value)
+            except ValueError:
+                raise UsageError(f"{path}:{number}: {key} must be an integer, not {value!r}") from None
         entries.append(entry)
     if not entries:
         raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")

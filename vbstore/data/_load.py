@@ -1,7 +1,9 @@
 """``load_manifest``: the one way from a data argument to a stored manifest.
 
-No ``spec -> manifest id`` alias is kept: files change under the same path, and the file-state
-cache already makes a re-read cost a ``stat`` per file, so every call hashes what is there now.
+A data path alone never stands for a manifest (files change under the same path). What is
+aliased is the listing plus every file's (dev, inode, size, mtime, ctime): an unchanged folder
+maps straight to its manifest, at the cost of a directory walk and a ``stat`` per file; any
+change to a file or to the listing misses and the manifest is rebuilt from the file-state cache.
 """
 
 from __future__ import annotations

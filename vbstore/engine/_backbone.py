@@ -32,6 +32,7 @@ class BackboneRef:
     id: str
     doc: dict[str, Any]
     request: dict[str, Any] = field(default_factory=dict)
+    alias: dict[str, Any] | None = None
     _built: Any = None
 
     @property
@@ -50,10 +51,13 @@ class BackboneRef:
             backbone = build_backbone(**self.request)
             found = _store_backbone(self.store, backbone)
             if found != self.id:
+                if self.alias is not None:  # the spec means the new backbone from now on
+                    self.store.set_alias(self.alias, found)
                 raise BackboneDrift(
-                    f"{self.request['spec']} now builds backbone {found[:12]}, not the stored "
-                    f"{self.id[:12]} (different weights or model code)",
-                    hint="pin the weights with a checkpoint path, or `vbstore gc` the old alias",
+                    f"{self.request['spec']} now builds backbone {found[:12]}, not the recorded "
+                    f"{self.id[:12]} (other weights or model code); nothing was computed",
+                    hint="run the command again to compute with the new backbone, or pin the "
+                         "old weights with a checkpoint path",
                 )
             self._built = backbone
         return self._built
@@ -84,13 +88,13 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
                                    use_projection=use_projection)}
     oid = store.alias(alias)
     if oid is not None:
-        return BackboneRef(store, oid, store.read_json(oid), request)
+        return BackboneRef(store, oid, store.read_json(oid), request, alias)
     from ..backbones import build_backbone
 
     built = build_backbone(**request)
     oid = _store_backbone(store, built)
     store.set_alias(alias, oid)
-    return BackboneRef(store, oid, store.read_json(oid), request, _built=built)
+    return BackboneRef(store, oid, store.read_json(oid), request, alias, _built=built)
 
 
 def alias_key(alias: dict[str, Any]) -> str:

@@ -43,7 +43,10 @@ def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any
 
 
 def _packs_present(store, featureset_id: str) -> bool:
-    return all(store.has(p) for p in store.read_json(featureset_id)["packs"])
+    """A featureset hit counts only with all its packs; using them refreshes them for gc."""
+    packs = store.read_json(featureset_id)["packs"]
+    store.touch(packs)
+    return all(store.has(p) for p in packs)
 
 
 def get_features(

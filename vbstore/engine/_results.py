@@ -20,7 +20,7 @@ from ._backbone import resolve_backbone
 from ._cache import remote_fetch
 from ._compute import Inputs, compute_result, featureset, train_head
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
 
 
 @dataclass

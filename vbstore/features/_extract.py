@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from ..canonical import digest
 from ..errors import BadInput
 from ._packs import PackWriter
 from ._params import ExtractorParams, extractor_doc, extractor_key
@@ -68,11 +69,23 @@ class _Decode:
         return len(self.indices)
 
     def __getitem__(self, position: int) -> tuple[int, torch.Tensor]:
+        import io
+
+        from PIL import Image
+
         index = self.indices[position]
+        path = self.manifest.image_path(index)
         try:
-            return index, self.preprocess(self.manifest.load_image(index))
+            data = path.read_bytes()
+            # features are shared by image hash: never file them under bytes they were not made of
+            if digest(data) != self.manifest.doc["samples"][index]["image"]:
+                raise BadInput("images changed since the manifest was read",
+                               [(str(path), "its bytes no longer match the manifest")],
+                               hint="run the command again to re-read the data")
+            with Image.open(io.BytesIO(data)) as image:
+                return index, self.preprocess(image.convert("RGB"))
         except (OSError, ValueError) as exc:
-            raise BadInput("unreadable images", [(str(self.manifest.image_path(index)), str(exc))]) from None
+            raise BadInput("unreadable images", [(str(path), str(exc))]) from None
 
 
 def _worker_batches(decode: _Decode, batch_size: int, workers: int
@@ -126,6 +139,7 @@ def extract_featureset(
     todo = list(first_index.values())
     stats.reused = len(images) - sum(1 for image in images if image in first_index)
     rows = dict(have)
+    store.touch({pack for pack, _ in have.values()})  # reused: recently used, for gc and eviction
     if todo:
         built = time.perf_counter()
         backbone = load_backbone()

@@ -19,7 +19,8 @@ from ..errors import VbstoreError
 
 HEAD_FORMAT = "vbstore.head.v1"
 # What must agree between a head and the features it is applied to.
-CHECKED = ("weights", "input_size", "pooling", "feature_mode", "layers", "embed_dim")
+CHECKED = ("task", "task_op_version", "weights", "input_size", "pooling", "feature_mode", "layers",
+           "embed_dim")
 
 
 class HeadMismatch(VbstoreError, ValueError):

@@ -52,16 +52,17 @@ class DeriveMixin:
         if row is None:
             return None
         output, kind = row
+        self.touch([output])  # first: gc re-checks last_used under its lock before deleting
         if not self.has(output):
             return None
         if kind is not None and encoding(kind) == "json":
             try:
                 self.read_bytes(output, verify=True)
             except CorruptObject:
+                self.move_aside(output)  # so the recompute can publish the good bytes again
                 return None
         if valid is not None and not valid(output):
             return None
-        self.touch([output])
         return output
 
     def record(

@@ -62,16 +62,18 @@ class FileStateMixin:
                     hashes[i] = digest
                     if problem:
                         problems.append((str(paths[i]), problem))
-            if problems:
-                raise BadInput(what, sorted(problems))
+            bad = {path for path, _ in problems}
             cutoff = time.time_ns() - int(RACY_SECONDS * 1e9)
-            rows = [(*states[i], hashes[i]) for i in missing if states[i][3] < cutoff]
+            rows = [(*states[i], hashes[i]) for i in missing
+                    if states[i][3] < cutoff and str(paths[i]) not in bad]
             if rows:
                 with self.db.write() as conn:
                     conn.executemany(
                         "INSERT OR REPLACE INTO file_state(dev, inode, size, mtime_ns, ctime_ns, "
                         "hash) VALUES (?,?,?,?,?,?)", rows,
                     )
+            if problems:  # the good files stay cached: fixing one file re-reads only it
+                raise BadInput(what, sorted(problems))
         return hashes  # type: ignore[return-value]
 
     def _cached_states(self, states: list[tuple]) -> dict[tuple, str]:

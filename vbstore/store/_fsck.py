@@ -54,15 +54,15 @@ class FsckReport:
 
 
 def sniff_kind(path) -> str:
-    """The kind of an unregistered blob, read from its own content."""
-    with open(path, "rb") as handle:
-        head = handle.read(1)
+    """The kind of an unregistered blob, read from its own content (JSON field or header)."""
     try:
-        if head == b"{":
-            kind = json.loads(open(path, "rb").read()).get("kind")
-            return kind if kind in KINDS else "blob"
-        data = open(path, "rb").read()
-        kind = (parse_safetensors_header(data).get("__metadata__") or {}).get("vbstore.kind")
+        with open(path, "rb") as handle:
+            if handle.read(1) == b"{":
+                handle.seek(0)
+                kind = json.loads(handle.read()).get("kind")
+                return kind if kind in KINDS else "blob"
+        header, _ = read_safetensors_header(path)
+        kind = (header.get("__metadata__") or {}).get("vbstore.kind")
         return kind if kind in KINDS else "blob"
     except Exception:  # any undecodable content is just a blob
         return "blob"
@@ -81,20 +81,26 @@ class FsckMixin:
         start = time.perf_counter()
         report = FsckReport()
         report.temp_removed = self._remove_dead_temps()
-        files = dict(self.files.iter_files())
+        # rows before files: a blob published in between is then an extra file (adopted or
+        # already registered), never a "missing" one
         rows = {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
             "SELECT id, kind, evicted_at FROM objects")}
+        files = dict(self.files.iter_files())
 
         def check(item):
             oid, path = item
             try:
                 return oid, hash_file(path), os.path.getsize(path)
+            except FileNotFoundError:  # removed by a concurrent gc since it was listed
+                return oid, None, -1
             except OSError:
                 return oid, None, 0
 
         verified = []
         with ThreadPoolExecutor(jobs or min(8, (os.cpu_count() or 2))) as pool:
             for oid, digest, size in pool.map(check, files.items()):
+                if size < 0:
+                    continue
                 report.checked += 1
                 report.bytes += size
                 if digest != oid:
@@ -104,21 +110,23 @@ class FsckMixin:
                 else:
                     verified.append(oid)
         for oid, (_kind, evicted) in rows.items():
-            if oid not in files and evicted is None:
-                report.missing.append(oid)
+            if oid not in files and evicted is None and not self.files.exists(oid):
+                still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (oid,))
+                if still is not None and still[0] is None:  # not collected meanwhile
+                    report.missing.append(oid)
         known = set(rows) | set(files)
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
+        adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
+                   for oid in report.adopted if files[oid].exists()]
         with self.db.write() as conn:
             t = now()
             conn.executemany("UPDATE objects SET verified_at=? WHERE id=?", [(t, o) for o in verified])
-            for oid in report.adopted:
-                path = files[oid]
-                conn.execute(
-                    "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
-                    "VALUES (?,?,?,?,?)", (oid, sniff_kind(path), os.path.getsize(path), t, t),
-                )
+            conn.executemany(
+                "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)",
+                [(oid, kind, size, t, t) for oid, kind, size in adopted],
+            )
         if repair:
             report.repaired, report.refetched = self._quarantine(report.corrupt + report.missing, refetch)
         report.seconds = time.perf_counter() - start
@@ -126,13 +134,12 @@ class FsckMixin:
 
     def _quarantine(self, oids: list[str], refetch) -> tuple[list[str], list[str]]:
         """Move damaged blobs out of ``objects/``; re-fetch them or forget them."""
-        aside = self.root / "quarantine"
-        aside.mkdir(exist_ok=True)
         repaired, refetched = [], []
         for oid in oids:
-            path = self.files.path(oid)
-            if path.exists():
-                os.replace(path, aside / oid)
+            with self.db.write() as conn:  # re-checked under the lock: it may be whole again
+                if self.files.exists(oid) and hash_file(self.files.path(oid)) == oid:
+                    continue
+                self.move_aside(oid)
             repaired.append(oid)
             if refetch is not None and refetch(oid):
                 refetched.append(oid)
@@ -143,11 +150,23 @@ class FsckMixin:
                 self._forget(conn, oid)
         return repaired, refetched
 
+    def move_aside(self, oid: str) -> None:
+        """Move a damaged blob to ``quarantine/`` so a recompute or re-fetch can publish it again."""
+        aside = self.root / "quarantine"
+        aside.mkdir(exist_ok=True)
+        try:
+            os.replace(self.files.path(oid), aside / oid)
+        except FileNotFoundError:
+            pass
+
     def _remove_dead_temps(self) -> list[str]:
         removed = []
         for entry in os.scandir(self.files.tmp):
             parts = entry.name.rsplit(".", 3)  # host.pid.uuid.tmp (the host may hold dots)
-            dead = time.time() - entry.stat().st_mtime > DEAD_TEMP_AGE
+            try:
+                dead = time.time() - entry.stat().st_mtime > DEAD_TEMP_AGE
+            except FileNotFoundError:  # its writer just published it
+                continue
             if len(parts) == 4 and parts[0] == HOST and parts[1].isdigit():
                 dead = dead or not _pid_alive(int(parts[1]))
             if dead:

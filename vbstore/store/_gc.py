@@ -42,14 +42,24 @@ class GcReport:
 class GcMixin:
     """gc and du methods of :class:`vbstore.Store`."""
 
-    def reachable(self) -> set[str]:
-        """Every id reachable from a root (refs, results, suites, live lease inputs)."""
+    def reachable(self, young_since: float | None = None, roots_only_pinned: bool = False) -> set[str]:
+        """Every id reachable through edges from a root.
+
+        Roots are refs, results, suites and the inputs of live leases, and, with
+        ``young_since``, every object created or used since then: a fresh artifact's inputs
+        are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and lease
+        inputs only (what size eviction must never touch).
+        """
         roots = {r[0] for r in self.db.query("SELECT id FROM refs")}
-        marks = ",".join("?" * len(ROOT_KINDS))
-        roots |= {r[0] for r in self.db.query(
-            f"SELECT id FROM objects WHERE kind IN ({marks})", ROOT_KINDS)}  # noqa: S608
         for lease in self.live_leases():
             roots |= set(lease["inputs"])
+        if not roots_only_pinned:
+            marks = ",".join("?" * len(ROOT_KINDS))
+            roots |= {r[0] for r in self.db.query(
+                f"SELECT id FROM objects WHERE kind IN ({marks})", ROOT_KINDS)}  # noqa: S608
+        if young_since is not None:
+            roots |= {r[0] for r in self.db.query(
+                "SELECT id FROM objects WHERE max(created, last_used) >= ?", (young_since,))}
         children: dict[str, list[str]] = defaultdict(list)
         for parent, child in self.db.query("SELECT parent, child FROM edges"):
             children[parent].append(child)
@@ -65,13 +75,13 @@ class GcMixin:
            max_size: int | None = None) -> GcReport:
         """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``."""
         report = GcReport(dry_run=dry_run)
-        keep = self.reachable()
         cutoff = now() - grace
-        rows = self.db.query("SELECT id, kind, size, created, last_used FROM objects")
+        keep = self.reachable(young_since=cutoff)
+        rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
         doomed = [
-            {"id": oid, "kind": kind, "size": size}
-            for oid, kind, size, created, last_used in rows
-            if oid not in keep and max(created, last_used) < cutoff
+            {"id": oid, "kind": kind, "size": 0 if evicted else size}
+            for oid, kind, size, evicted in rows
+            if oid not in keep
         ]
         report.kept = len(rows) - len(doomed)
         if dry_run:
@@ -84,6 +94,8 @@ class GcMixin:
         return report
 
     def _delete_batch(self, batch: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
+        """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
+        at worst blobs without rows, which fsck adopts, never rows without blobs."""
         removed = []
         with self.db.write() as conn:
             for obj in batch:
@@ -95,9 +107,19 @@ class GcMixin:
                     continue
                 self._forget(conn, oid)
                 conn.execute("DELETE FROM edges WHERE parent=?", (oid,))
-                _unlink(self.files.path(oid))
                 removed.append(obj)
+        self._unlink_unregistered([o["id"] for o in removed])
         return removed
+
+    def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False) -> None:
+        """Unlink the blobs of ``oids`` whose row is (still) gone, or (still) evicted."""
+        if not oids:
+            return
+        with self.db.write() as conn:  # a concurrent put re-registers under this same lock
+            for oid in oids:
+                row = conn.execute("SELECT evicted_at FROM objects WHERE id=?", (oid,)).fetchone()
+                if row is None or (evicted_only and row[0] is not None):
+                    _unlink(self.files.path(oid))
 
     @staticmethod
     def _forget(conn, oid: str) -> None:
@@ -124,9 +146,8 @@ class GcMixin:
             )
         if total <= max_size:
             return
-        pinned = {r[0] for r in self.db.query("SELECT id FROM refs")}
-        for lease in self.live_leases():
-            pinned |= set(lease["inputs"])
+        # what a ref names or a running computation needs, directly or through its inputs
+        pinned = self.reachable(roots_only_pinned=True)
         order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
         marks = ",".join("?" * len(EVICTABLE))
         candidates = self.db.query(
@@ -134,22 +155,26 @@ class GcMixin:
             f"AND max(created, last_used) < ? ORDER BY CASE kind {order} END, last_used",
             (*EVICTABLE, cutoff),
         )
+        chosen = []
         for oid, kind, size in candidates:
             if total <= max_size:
                 break
             if oid in pinned or oid in gone:
                 continue
-            if not report.dry_run:
-                with self.db.write() as conn:
-                    if conn.execute(
-                        "UPDATE objects SET evicted_at=? WHERE id=? AND max(created, last_used) < ?",
-                        (now(), oid, cutoff),
-                    ).rowcount == 0:
-                        continue
-                    self._forget(conn, oid)
-                    _unlink(self.files.path(oid))
-            report.evicted.append({"id": oid, "kind": kind, "size": size})
+            chosen.append({"id": oid, "kind": kind, "size": size})
             total -= size
+        if report.dry_run:
+            report.evicted = chosen
+            return
+        with self.db.write() as conn:
+            for obj in chosen:
+                if conn.execute(
+                    "UPDATE objects SET evicted_at=? WHERE id=? AND max(created, last_used) < ?",
+                    (now(), obj["id"], cutoff),
+                ).rowcount:
+                    self._forget(conn, obj["id"])
+                    report.evicted.append(obj)
+        self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
 
     def du(self) -> dict[str, Any]:
         """Bytes and counts per kind, for present and evicted objects."""

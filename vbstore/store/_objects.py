@@ -102,12 +102,9 @@ class ObjectFiles:
                 os.replace(temp, target)
             except FileNotFoundError:  # first blob of this fan-out directory
                 target.parent.mkdir(exist_ok=True)
+                _fsync_dir(self.objects)
                 os.replace(temp, target)
-            dir_fd = os.open(target.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            _fsync_dir(target.parent)
         except OSError as exc:
             _unlink_quietly(temp)
             raise _io_error(exc, f"publishing {oid[:12]}") from exc
@@ -139,6 +136,14 @@ def hash_file(path: Path | str) -> str:
 def read_chunks(handle: BinaryIO) -> Iterator[bytes]:
     while chunk := handle.read(CHUNK):
         yield chunk
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import StoreLocked
+from ..errors import DiskFull, StoreIOError, StoreLocked, VbstoreError
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -76,9 +76,8 @@ class Registry:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
-        except sqlite3.OperationalError as exc:
-            raise StoreLocked(f"cannot open registry {path}: {exc}",
-                              hint="another vbstore process holds it; retry") from exc
+        except sqlite3.Error as exc:
+            raise store_error(exc, f"opening {path}") from exc
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -103,22 +102,29 @@ class Registry:
         """
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreLocked(f"registry is locked: {exc}",
-                              hint="another vbstore process is writing; retry") from exc
+        except sqlite3.Error as exc:
+            raise store_error(exc, "starting a registry write") from exc
         try:
             yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
             self.conn.execute("COMMIT")
+        except BaseException as exc:
+            if self.conn.in_transaction:  # SQLite may already have rolled back (disk full)
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise store_error(exc, "writing the registry") from exc
+            raise
 
     def query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
-        return self.conn.execute(sql, params).fetchall()
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise store_error(exc, "reading the registry") from exc
 
     def one(self, sql: str, params: tuple | list = ()) -> tuple | None:
-        return self.conn.execute(sql, params).fetchone()
+        try:
+            return self.conn.execute(sql, params).fetchone()
+        except sqlite3.Error as exc:
+            raise store_error(exc, "reading the registry") from exc
 
     def close(self) -> None:
         self.conn.close()
@@ -126,3 +132,19 @@ class Registry:
 
 def now() -> float:
     return time.time()
+
+
+def store_error(exc: sqlite3.Error, doing: str) -> VbstoreError:
+    """The vbstore error for an SQLite failure, by its cause."""
+    text = str(exc).lower()
+    if "full" in text:
+        return DiskFull(f"no space left on device while {doing}",
+                        hint="free space (`vbstore gc --max-size SIZE`) and retry; the registry is unchanged")
+    if "locked" in text or "busy" in text:
+        return StoreLocked(f"registry is locked ({doing})", hint="another vbstore process is writing; retry")
+    if "readonly" in text or "read-only" in text:
+        return StoreIOError(f"registry is read-only ({doing})", hint="check the store's permissions")
+    if "not a database" in text or "malformed" in text:
+        return StoreIOError(f"registry.db is damaged ({exc})",
+                            hint="restore it from a backup; blobs are intact and `vbstore fsck` re-adopts them into a new registry")
+    return StoreIOError(f"registry error while {doing}: {exc}", hint="check the store's disk and permissions")
