@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def make_jpegs(root: Path, n: int, size: int = 256) -> Path:
     """n JPEGs of drawn shapes in one class folder per shape."""
-    from vbstore.data import make_shapes
     from PIL import Image
+
+    from vbstore.data import make_shapes
 
     per_class = max(1, n // 5)
     src = make_shapes(root / "png", per_class=per_class, seed=1, size=size)

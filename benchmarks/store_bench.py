@@ -20,8 +20,8 @@ from pathlib import Path
 import blake3
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from vbstore import Store  # noqa: E402
-from vbstore.store._objects import hash_file  # noqa: E402
+from vbstore import Store
+from vbstore.store._objects import hash_file
 
 
 def timed(fn) -> float:
@@ -54,7 +54,7 @@ def bench_put_read(work: Path, count: int, size: int) -> dict:
             f.unlink()
         raw_times.append(timed(lambda: raw_write(raw_dir, blobs)))
         store = Store(work / "s")
-        store.db  # noqa: B018 - open the registry outside the timing
+        store.db
         put_times.append(timed(lambda s=store: [s.put_bytes(b) for b in blobs]))
         if trial < 2:
             store.close()
@@ -114,7 +114,7 @@ def bench_folder(work: Path, n: int, size: int) -> dict:
     for path in paths:
         os.utime(path, (past, past))
     store = Store(work / "store")
-    store.db  # noqa: B018
+    store.db
     cold = timed(lambda: store.hash_files(paths))
     warm = best_of(3, lambda: store.hash_files(paths))
     store.close()

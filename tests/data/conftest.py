@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-
-from data_support import age, write_image, write_mask  # noqa: E402
+from data_support import age, write_image, write_mask
 
 
 @pytest.fixture

@@ -85,3 +85,15 @@ def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     assert report.repaired == [out]
     assert (store.root / "quarantine" / out).exists()
     assert store.fsck().clean
+
+
+def test_fsck_adopts_orphans_with_their_own_kind(store):
+    np = pytest.importorskip("numpy")
+    pack = store.put_tensors({"pooled.-1": np.zeros((1, 2), dtype=np.float32)}, "pack",
+                             {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]",
+                              "images": '["' + "a" * 64 + '"]'})
+    suite = store.put_json({"name": "n", "version": "1"}, "suite")
+    with store.db.write() as conn:  # a crash between rename and row insert, twice
+        conn.execute("DELETE FROM objects")
+    assert sorted(store.fsck().adopted) == sorted([pack, suite])
+    assert store.info(pack).kind == "pack" and store.info(suite).kind == "suite"

@@ -6,7 +6,12 @@ import pytest
 from vbstore import Store
 from vbstore.canonical import digest
 from vbstore.errors import (
-    AmbiguousPrefix, CorruptObject, NonCanonical, ObjectNotFound, SchemaError, UsageError,
+    AmbiguousPrefix,
+    CorruptObject,
+    NonCanonical,
+    ObjectNotFound,
+    SchemaError,
+    UsageError,
 )
 
 

@@ -5,8 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vbstore import canonical
-from vbstore.errors import NonCanonical
 from vbstore.canonical import digest
+from vbstore.errors import NonCanonical
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text()

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import InvalidSpec, NoPretrainedWeights, WeightsUnavailable
+from ._errors import InvalidSpec, NoPretrainedWeights
 from ._registry import BackboneEntry, get_entry
 from ._spec import BackboneSpec, parse_spec
 from ._weights import WeightsChoice, file_digest, parse_weights

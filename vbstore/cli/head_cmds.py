@@ -83,7 +83,8 @@ def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]
 @with_store
 def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool) -> None:
     """Push head NAME (a ref) with its lineage; on the Hub also as a browsable model repo."""
-    from ..remotes import list_remotes, push as do_push
+    from ..remotes import list_remotes
+    from ..remotes import push as do_push
 
     head_id = store.resolve(name)
     if store.info(head_id).kind != "head":

@@ -23,7 +23,7 @@ def _when(ts: float | None) -> str:
 @with_store
 def init(store, as_json: bool) -> None:
     """Create the store (if needed) and print where it is."""
-    store.db  # noqa: B018 - opening the registry creates it and applies migrations
+    _ = store.db  # opening the registry creates it and applies migrations
     emit(as_json, {"store": str(store.root)}, f"store ready at {store.root}")
 
 

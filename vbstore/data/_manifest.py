@@ -16,8 +16,8 @@ from typing import Any
 import blake3
 
 from .. import canonical
-from ..store._filestate import RACY_SECONDS
 from ..errors import StoreIOError, UsageError
+from ..store._filestate import RACY_SECONDS
 from ._files import check_image, check_target, name_hash, unreadable
 from ._scan import Entry, Scan
 

@@ -12,7 +12,6 @@ from typing import Any
 from ..store import derivation_spec
 from ._cache import remote_fetch
 from ._device import resolve_device
-from ._features import featureset_spec
 
 
 @dataclass
@@ -39,23 +38,28 @@ class Inputs:
 
 def featureset(job: Inputs, manifest, role: str) -> str:
     """The featureset of ``manifest`` (``role``: eval or train), from the store or extracted now."""
-    from ._features import _packs_present
+    from ._features import derive_featureset
 
-    store = job.store
     start = time.perf_counter()
-    spec = featureset_spec(job.ref.id, manifest.id, job.extractor)
-
-    def compute() -> str:
-        from ..features import extract_featureset  # torch: only when something is extracted
-
-        return extract_featureset(store, manifest, job.ref.id, job.extractor, job.ref.load,
-                                  device=resolve_device(job.device), progress=job.progress)[0]
-
-    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o),
-                                 fetch=remote_fetch(store))
+    oid, computed, _ = derive_featureset(job.store, job.ref, manifest, job.extractor,
+                                         device=job.device, progress=job.progress)
     job.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
     job.from_cache[f"{role}_features"] = not computed
     return oid
+
+
+def lazy_pooled(store, featureset_id: str):
+    """A function returning the featureset's pooled features, loaded once on first call."""
+    cache: dict[str, Any] = {}
+
+    def load():
+        if "x" not in cache:
+            from ..features import Features
+
+            cache["x"] = Features(store, featureset_id).pooled()
+        return cache["x"]
+
+    return load
 
 
 def targets(task, manifest, classes=None):
@@ -140,13 +144,7 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
         else:
             train_features = featureset(job, job.train_m, "train")
             edges.update(train_manifest=job.train_m.id, train_features=train_features)
-            cache: dict[str, Any] = {}
-
-            def feats():
-                if "x" not in cache:
-                    cache["x"] = Features(store, train_features).pooled()
-                return cache["x"]
-
+            feats = lazy_pooled(store, train_features)
             heads = [train_head(job, train_features, feats, seed, fresh_heads)[0] for seed in job.seeds]
         expected = _compat(job, eval_features, int(eval_x.shape[1]))
         for head in heads:

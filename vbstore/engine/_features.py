@@ -75,18 +75,27 @@ def get_features(
 
     params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling, mode=mode,
                              precision=precision, dense_dtype=dense_dtype, input_size=input_size)
-    spec = featureset_spec(ref.id, manifest.id, params)
+    oid, computed, stats = derive_featureset(
+        store, ref, manifest, params, device=device, progress=progress, batch_size=batch_size,
+        workers=workers, loader=loader)
+    return FeatureResult(oid, ref, manifest, params, not computed, stats)
+
+
+def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str | None = None,
+                      progress: bool = True, **extract_options: Any) -> tuple[str, bool, dict[str, Any]]:
+    """The featureset of ``manifest`` under ``ref`` and ``params``: from the store, a remote, or
+    extracted now. Returns ``(id, computed, extraction stats)``."""
     stats: dict[str, Any] = {}
 
     def compute() -> str:
         from ..features import extract_featureset  # torch: only when something is extracted
 
         featureset, done = extract_featureset(
-            store, manifest, ref.id, params, ref.load, batch_size=batch_size, workers=workers,
-            device=resolve_device(device), progress=progress, loader=loader)
+            store, manifest, ref.id, params, ref.load, device=resolve_device(device),
+            progress=progress, **extract_options)
         stats.update(done.as_dict())
         return featureset
 
-    oid, computed = store.derive(spec, compute, valid=lambda o: _packs_present(store, o),
-                                 fetch=remote_fetch(store))
-    return FeatureResult(oid, ref, manifest, params, not computed, stats)
+    oid, computed = store.derive(featureset_spec(ref.id, manifest.id, params), compute,
+                                 valid=lambda o: _packs_present(store, o), fetch=remote_fetch(store))
+    return oid, computed, stats

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..store import derivation_key, derivation_spec
 from ._backbone import resolve_backbone
 from ._cache import remote_fetch
-from ._compute import Inputs, compute_result, featureset, train_head
+from ._compute import Inputs, compute_result, featureset, lazy_pooled, train_head
 
 RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
 
@@ -146,17 +146,8 @@ def get_head(
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=train_m,
                  train_m=train_m, extractor=extractor, seeds=[seed], head=None, strict=True,
                  device=device, progress=progress, started=started, derivation="")
-    cache: dict[str, Any] = {}
     train_features = featureset(job, train_m, "train")
-
-    def feats():
-        if "x" not in cache:
-            from ..features import Features
-
-            cache["x"] = Features(store, train_features).pooled()
-        return cache["x"]
-
-    oid, trained = train_head(job, train_features, feats, seed)
+    oid, trained = train_head(job, train_features, lazy_pooled(store, train_features), seed)
     return HeadResult(oid, head_record(store, oid), not trained, time.perf_counter() - started)
 
 
@@ -212,7 +203,7 @@ def get_result(
     })
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=eval_m,
                  train_m=train_m, extractor=extractor, seeds=seed_list, head=head_id, strict=strict,
-                 device=device, progress=progress, started=started, 
+                 device=device, progress=progress, started=started,
                  derivation=derivation_key(spec))
     if recompute:
         return _recompute(store, spec, job, started)

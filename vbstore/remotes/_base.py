@@ -133,10 +133,10 @@ class Remote(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:  # noqa: B027 - a hook: most remotes hold nothing to release
+    def close(self) -> None:
         """Release clients and temporary files."""
 
-    def check_online(self) -> None:  # noqa: B027 - a directory is always reachable
+    def check_online(self) -> None:
         """Raise :class:`RemoteOffline` at once when the remote cannot be reached."""
 
     def resolve(self, revision: str | None) -> str | None:

@@ -58,7 +58,7 @@ class FileStateMixin:
             workers = threads or min(8, (os.cpu_count() or 2) * 2)
             problems = []
             with ThreadPoolExecutor(workers) as pool:
-                for i, (digest, problem) in zip(missing, pool.map(one, missing)):
+                for i, (digest, problem) in zip(missing, pool.map(one, missing), strict=True):
                     hashes[i] = digest
                     if problem:
                         problems.append((str(paths[i]), problem))

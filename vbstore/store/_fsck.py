@@ -19,7 +19,7 @@ from typing import Any
 from ._kinds import KINDS
 from ._objects import HOST, hash_file
 from ._registry import now
-from ._tensors import parse_safetensors_header
+from ._tensors import read_safetensors_header
 
 DEAD_TEMP_AGE = 24 * 3600.0
 

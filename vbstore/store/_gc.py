@@ -56,7 +56,7 @@ class GcMixin:
         if not roots_only_pinned:
             marks = ",".join("?" * len(ROOT_KINDS))
             roots |= {r[0] for r in self.db.query(
-                f"SELECT id FROM objects WHERE kind IN ({marks})", ROOT_KINDS)}  # noqa: S608
+                f"SELECT id FROM objects WHERE kind IN ({marks})", ROOT_KINDS)}
         if young_since is not None:
             roots |= {r[0] for r in self.db.query(
                 "SELECT id FROM objects WHERE max(created, last_used) >= ?", (young_since,))}
@@ -151,7 +151,7 @@ class GcMixin:
         order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
         marks = ",".join("?" * len(EVICTABLE))
         candidates = self.db.query(
-            f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "  # noqa: S608
+            f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "
             f"AND max(created, last_used) < ? ORDER BY CASE kind {order} END, last_used",
             (*EVICTABLE, cutoff),
         )

@@ -23,7 +23,7 @@ class FeatureRowsMixin:
             chunk = wanted[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
             for image, pack, row in self.db.query(
-                f"SELECT image, pack, row FROM feature_rows WHERE extractor=? AND image IN ({marks})",  # noqa: S608
+                f"SELECT image, pack, row FROM feature_rows WHERE extractor=? AND image IN ({marks})",
                 [extractor, *chunk],
             ):
                 if pack not in present:

@@ -8,7 +8,7 @@ stay fast.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ def has_schema(name: str) -> bool:
     return (SCHEMA_DIR / f"{name}.schema.json").is_file()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(name: str):
     import jsonschema
 

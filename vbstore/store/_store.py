@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import canonical
-from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, UsageError, VbstoreError
+from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, UsageError
 from . import _kinds, _schemas
 from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
