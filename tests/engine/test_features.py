@@ -90,3 +90,15 @@ def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):
         vbstore.get_features("test_cnn", str(tmp_path / "bad"), weights="random", store=store,
                              progress=False)
     assert [o.kind for o in store.ls()] in ([], ["weights", "backbone"])
+
+
+def test_bf16_runs_a_bfloat16_copy_and_leaves_the_model_alone():
+    from vbstore.backbones import build_backbone
+
+    backbone = build_backbone("test_vit", weights="random", input_size=32)
+    twin = backbone.in_bfloat16()
+    assert twin.dtype == torch.bfloat16 and backbone.dtype == torch.float32
+    x = torch.randn(2, 3, 32, 32)
+    fp32, bf16 = backbone.extract(x)["pooled"], twin.extract(x)["pooled"]
+    assert bf16.dtype == torch.bfloat16 and fp32.dtype == torch.float32
+    assert torch.allclose(fp32, bf16.float(), atol=0.1, rtol=0.1) and not torch.equal(fp32, bf16.float())

@@ -122,10 +122,26 @@ class Backbone:
             return tensor.device
         return torch.device("cpu")
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating dtype of the module's parameters (images are cast to it)."""
+        for tensor in self.module.parameters():
+            if tensor.is_floating_point():
+                return tensor.dtype
+        return torch.float32
+
     def to(self, device: str | torch.device) -> Backbone:
         """Move the module to ``device``; returns self."""
         self.module.to(device)
         return self
+
+    def in_bfloat16(self) -> Backbone:
+        """A copy whose weights are bfloat16 (this backbone's own weights stay untouched)."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.module = copy.deepcopy(self.module).to(torch.bfloat16)
+        return twin
 
     def preprocess(self, image: Any) -> torch.Tensor:
         """A PIL image (or HxWx3 uint8 array) as a normalized CHW float tensor for this model."""
@@ -198,7 +214,7 @@ class Backbone:
         self.module.eval()
         with torch.inference_mode():
             outs = self._forward(
-                images.to(self.device, torch.float32), tuple(sorted(set(resolved)))
+                images.to(self.device, self.dtype), tuple(sorted(set(resolved)))
             )
             result: dict[Any, dict[str, Any]] = {}
             for key, index in zip(requested, resolved, strict=True):

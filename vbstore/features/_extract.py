@@ -143,6 +143,8 @@ def extract_featureset(
     if todo:
         built = time.perf_counter()
         backbone = load_backbone()
+        if params.precision == "bf16":  # bf16 weights: faster on CPUs and GPUs with bf16 units
+            backbone = backbone.in_bfloat16()
         stats.build_seconds = time.perf_counter() - built
         if device:
             backbone.to(device)
@@ -154,9 +156,7 @@ def extract_featureset(
         else:
             position = {index: p for p, index in enumerate(todo)}
             batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers)
-        autocast = (torch.autocast(backbone.device.type, dtype=torch.bfloat16)
-                    if params.precision == "bf16" else contextlib.nullcontext())
-        with _progress(len(todo), progress) as bar, autocast:
+        with _progress(len(todo), progress) as bar:
             for chunk, batch in batches:
                 if backbone.device.type == "cuda":
                     batch = batch.pin_memory()
