@@ -117,7 +117,7 @@ def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):
 
     seed0 = resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32)
     seed1 = resolve_backbone(store, "test_cnn", weights="random", seed=1, input_size=32)
-    store.set_alias(seed0.alias, seed1.id)  # as if the spec's weights had changed upstream
+    store.record(seed0.alias, seed1.id)  # as if the spec's weights had changed upstream
     stale = resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32)
     assert stale.id == seed1.id
     with pytest.raises(BackboneDrift, match="run the command again"):

@@ -254,7 +254,8 @@ def test_pickle_posing_as_a_head_is_refused_and_never_loaded(vb, vbj, team, my_h
 
 # ---- 4. the binary cache -------------------------------------------------------------------
 
-def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counted, tmp_path):
+def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counted, tmp_path,
+                                                       monkeypatch):
     train = ("--train-data", shapes, "--train-split", "train")
     first = _evaluate(vbj, "a", shapes, *train)
     assert not first["from_cache"]
@@ -264,6 +265,12 @@ def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counte
     assert [p["id"] for p in pushed] == [first["id"]]
 
     counted.update(extract=0, fit=0)
+    import vbstore.backbones
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("store b built a backbone to find a result its remote has")
+
+    monkeypatch.setattr(vbstore.backbones, "build_backbone", no_build)
     hit = _evaluate(vbj, "b", shapes, *train)
     assert hit["from_cache"] is True
     assert hit["id"] == first["id"]

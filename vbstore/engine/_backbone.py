@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import canonical
 from ..errors import VbstoreError
+from ..store import derivation_key, derivation_spec
+from ._cache import remote_fetch
 
 ALIAS_VERSION = 1
 
@@ -52,7 +53,7 @@ class BackboneRef:
             found = _store_backbone(self.store, backbone)
             if found != self.id:
                 if self.alias is not None:  # the spec means the new backbone from now on
-                    self.store.set_alias(self.alias, found)
+                    self.store.record(self.alias, found)
                 raise BackboneDrift(
                     f"{self.request['spec']} now builds backbone {found[:12]}, not the recorded "
                     f"{self.id[:12]} (other weights or model code); nothing was computed",
@@ -83,19 +84,20 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
 
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
-    alias = {"op": "backbone", "version": ALIAS_VERSION,
-             "params": spec_params(backbone, weights=weights, seed=seed, input_size=input_size,
-                                   use_projection=use_projection)}
-    oid = store.alias(alias)
+    # "this request resolves to that backbone" is recorded as a derivation with no inputs, so it
+    # travels with pushed results and a teammate's store finds them without building the model
+    alias = derivation_spec("backbone", ALIAS_VERSION, {}, spec_params(
+        backbone, weights=weights, seed=seed, input_size=input_size, use_projection=use_projection))
+    key = derivation_key(alias)
+    oid = store.lookup(key)
+    fetch = remote_fetch(store) if oid is None else None
+    if fetch is not None and fetch(key) is not None:
+        oid = store.lookup(key)
     if oid is not None:
         return BackboneRef(store, oid, store.read_json(oid), request, alias)
     from ..backbones import build_backbone
 
     built = build_backbone(**request)
     oid = _store_backbone(store, built)
-    store.set_alias(alias, oid)
+    store.record(alias, oid)
     return BackboneRef(store, oid, store.read_json(oid), request, alias, _built=built)
-
-
-def alias_key(alias: dict[str, Any]) -> str:
-    return canonical.key_of(alias)
