@@ -13,6 +13,8 @@ DEFAULT_BACKBONE = "torchvision:resnet18"
 
 @click.command()
 @click.option("--backbone", default=DEFAULT_BACKBONE, show_default=True, help="Backbone spec to probe.")
+@click.option("--weights", default="default", show_default=True,
+              help="default (pinned pretrained; random when it cannot be fetched), a checkpoint path, or random.")
 @click.option("--noise", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Pixel noise and clutter, 0 (clean) to 1 (only chance is left).")
 @click.option("--per-class", type=click.IntRange(min=2), default=24, show_default=True,
@@ -21,8 +23,8 @@ DEFAULT_BACKBONE = "torchvision:resnet18"
 @click.option("--input-size", type=int, default=None, help="Override the backbone's input resolution.")
 @json_option
 @with_store
-def demo(store, backbone: str, noise: float, per_class: int, seed: int, input_size: int | None,
-         as_json: bool) -> None:
+def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed: int,
+         input_size: int | None, as_json: bool) -> None:
     """Generate a shapes dataset, probe a backbone on it, then ask again to show the cache.
 
     Shapes differ only in geometry (colour, size, position and rotation are random), so top1
@@ -33,7 +35,7 @@ def demo(store, backbone: str, noise: float, per_class: int, seed: int, input_si
     from ..engine import get_result
 
     data = f"shapes:per_class={per_class},noise={noise:g},seed={seed}"
-    weights, note = "default", None
+    note = None
 
     def run():
         return get_result(backbone, "classification", data, data, store=store, split="val",
@@ -43,6 +45,8 @@ def demo(store, backbone: str, noise: float, per_class: int, seed: int, input_si
     try:
         first = run()
     except WeightsUnavailable as exc:
+        if weights != "default":  # only the default is allowed to fall back, and it says so
+            raise
         note = f"pretrained weights unavailable ({exc.args[0]}); using random weights instead"
         if not as_json:
             click.echo(f"note: {note}", err=True)
