@@ -1,10 +1,12 @@
 """Backbone specs → ``backbone`` artifacts, without building the model when the store knows them.
 
 The first time a spec is seen the model is built, its weights identity and record are stored
-(``weights`` and ``backbone`` artifacts) and the request is aliased to the backbone id. After
-that the alias answers, so a cached ``get`` never imports torch. When the model is built later
-(features are missing), its record must hash to the aliased id; otherwise the weights or code
-behind the spec changed and the old artifacts would be mislabelled, which is refused.
+(``weights`` and ``backbone`` artifacts), and "this request → that backbone" is recorded as a
+derivation with no inputs (op ``backbone``). After that the derivation answers, locally or from a
+remote's binary cache, so a cached ``get`` never imports torch. When the model is built later
+(features are missing), its record must hash to the recorded id; otherwise the weights or code
+behind the spec changed and the old artifacts would be mislabelled, which is refused once (and
+the spec is re-pointed at the new backbone).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..errors import VbstoreError
 from ..store import derivation_key, derivation_spec
 from ._cache import remote_fetch
 
+# op_version of the request → backbone derivation
 ALIAS_VERSION = 1
 
 
