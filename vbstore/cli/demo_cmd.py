@@ -72,8 +72,9 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
         click.echo(f"  top1 {summary['top1']:.3f}  vs chance {chance:.3f}   "
                    f"(train_top1 {summary['train_top1']:.3f}; {state} in {first.seconds:.1f} s)")
         if summary["weights"] == "random":
-            click.echo("  (random weights encode little shape: near-chance top1 is expected; with "
-                       "pretrained weights, cached or online, it is far above chance)")
+            click.echo("  (random weights: their features carry little shape information, so a "
+                       "near-chance top1 is expected; run it where the pretrained weights can be "
+                       "fetched or are cached to see what a trained backbone encodes)")
         click.echo(f"  asked again: cached={second.from_cache}, {again * 1000:.0f} ms")
         click.echo(f"  trace it:    vbstore why {first.id[:12]}")
 
