@@ -44,13 +44,15 @@ def make_jpegs(root: Path, n: int, size: int = 256) -> Path:
     return out
 
 
-def bare_forward(folder: Path, spec: str, size: int, batch: int) -> tuple[float, int]:
+def bare_forward(folder: Path, spec: str, size: int, batch: int, bf16: bool = False) -> tuple[float, int]:
     import torch
     from PIL import Image
 
     from vbstore.backbones import build_backbone
 
     backbone = build_backbone(spec, weights="random", input_size=size)
+    if bf16:  # what --precision bf16 runs: a bfloat16 copy of the weights
+        backbone = backbone.in_bfloat16()
     tensors = [backbone.preprocess(Image.open(p).convert("RGB")) for p in sorted(folder.rglob("*.jpg"))]
     backbone.extract(torch.stack(tensors[:batch]))  # warm-up, as the engine's geometry probe
     start = time.perf_counter()
@@ -119,6 +121,8 @@ def main() -> None:
                     rows[loader] = e2e
         for row in rows.values():
             row["bare_s"] = min(bare_times)
+        bf16 = min(bare_forward(folder, args.backbone, args.input_size, args.batch_size, bf16=True)[0]
+                   for _ in range(2))
         rss_n = peak_rss(folder, args.backbone, args.input_size, work / "rss-n")
         rss_4n = peak_rss(folder4, args.backbone, args.input_size, work / "rss-4n")
     finally:
@@ -131,6 +135,8 @@ def main() -> None:
               f"target >= 0.9")
         print(f"  {'':<8} without the one-time model build ({build:.2f} s): "
               f"{row['bare_s'] / (row['cold_s'] - build):.2f}")
+    print(f"  bare forward with --precision bf16: {count / bf16:.1f} img/s, "
+          f"{min(bare_times) / bf16:.2f}x the fp32 forward")
     best = rows["threads"]
     print(f"  cache-hit rerun {best['hit_s'] * 1000:.0f} ms vs cold {best['cold_s']:.2f} s "
           f"({best['cold_s'] / best['hit_s']:.0f}x)")

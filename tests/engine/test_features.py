@@ -92,13 +92,18 @@ def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):
     assert [o.kind for o in store.ls()] in ([], ["weights", "backbone"])
 
 
-def test_bf16_runs_a_bfloat16_copy_and_leaves_the_model_alone():
+@pytest.mark.parametrize("spec", ["test_vit", "test_cnn", "torchvision:resnet18", "timm:vit_tiny_patch16_224"])
+def test_bf16_runs_a_bfloat16_copy_and_leaves_the_model_alone(spec):
     from vbstore.backbones import build_backbone
 
-    backbone = build_backbone("test_vit", weights="random", input_size=32)
+    backbone = build_backbone(spec, weights="random", input_size=32)
     twin = backbone.in_bfloat16()
     assert twin.dtype == torch.bfloat16 and backbone.dtype == torch.float32
     x = torch.randn(2, 3, 32, 32)
-    fp32, bf16 = backbone.extract(x)["pooled"], twin.extract(x)["pooled"]
-    assert bf16.dtype == torch.bfloat16 and fp32.dtype == torch.float32
-    assert torch.allclose(fp32, bf16.float(), atol=0.1, rtol=0.1) and not torch.equal(fp32, bf16.float())
+    layers = [0, -1]  # intermediate blocks too: hooks must land in the copy
+    fp32 = backbone.extract(x, layers=layers)["layers"]
+    bf16 = twin.extract(x, layers=layers)["layers"]
+    for layer in layers:
+        a, b = fp32[layer]["pooled"], bf16[layer]["pooled"]
+        assert b.dtype == torch.bfloat16 and a.dtype == torch.float32
+        assert torch.allclose(a, b.float(), atol=0.15, rtol=0.15) and not torch.equal(a, b.float())

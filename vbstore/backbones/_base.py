@@ -139,8 +139,10 @@ class Backbone:
         """A copy whose weights are bfloat16 (this backbone's own weights stay untouched)."""
         import copy
 
-        twin = copy.copy(self)
-        twin.module = copy.deepcopy(self.module).to(torch.bfloat16)
+        # one deepcopy of the whole object: adapters keep references into the module (hooked
+        # blocks), and deepcopy's memo makes them point into the copy, not the original
+        twin = copy.deepcopy(self)
+        twin.module.to(torch.bfloat16)
         return twin
 
     def preprocess(self, image: Any) -> torch.Tensor:
