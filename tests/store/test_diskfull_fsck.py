@@ -80,10 +80,19 @@ def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     path = store.files.path(out)
     os.chmod(path, 0o644)
     path.write_bytes(path.read_bytes().replace(b"n", b"m", 1))
-    assert store.lookup(derivation_key(spec)) is None  # a corrupt hit is a miss
+    assert store.lookup(derivation_key(spec)) is None  # a corrupt hit is a miss...
+    assert (store.root / "quarantine" / out).exists()  # ...moved aside, so a recompute republishes
+    assert store.info(out).evicted_at is not None and store.fsck().clean
+    again = store.put_json({"name": "n", "version": "1"}, "suite")
+    assert again == out and store.verify(out) and store.info(out).evicted_at is None
+
+    other = store.put_bytes(b"blob nobody looked up")
+    path = store.files.path(other)
+    os.chmod(path, 0o644)
+    path.write_bytes(b"tampered")
     report = store.fsck(repair=True)
-    assert report.repaired == [out]
-    assert (store.root / "quarantine" / out).exists()
+    assert report.repaired == [other] and report.corrupt == [other]
+    assert (store.root / "quarantine" / other).exists()
     assert store.fsck().clean
 
 

@@ -140,3 +140,18 @@ def test_max_size_never_evicts_what_a_ref_needs(store):
     _old(store, pack, featureset)
     report = store.gc(grace=0, max_size=0)
     assert report.evicted == [] and store.has(pack)
+
+
+def test_a_parent_recorded_during_gc_keeps_its_old_input(store, monkeypatch):
+    child = store.put_bytes(b"old and unreachable")
+    _old(store, child)
+    real = store.reachable
+
+    def walk_then_a_writer_arrives(*args, **kwargs):
+        seen = real(*args, **kwargs)
+        store.put_bytes(b"new parent", edges={"input": child})  # after the walk, before the sweep
+        return seen
+
+    monkeypatch.setattr(store, "reachable", walk_then_a_writer_arrives)
+    assert store.gc().removed == []
+    assert store.has(child) and store.fsck().clean

@@ -91,10 +91,11 @@ def load_manifest(
     if alias is not None:
         known = store.alias(alias)
         if known is not None:  # the same listing over unchanged files: the same manifest
+            store.touch([known])  # in use: gc's grace period must see it
             try:
                 return ManifestView(scan.root, known, store.read_json(known))
             except VbstoreError:
-                pass  # damaged: rebuild it below
+                store.move_aside(known)  # damaged: rebuilt below, and published afresh
     doc = build_document(store, scan, limit)
     oid = store_document(store, doc)
     if alias is not None:

@@ -58,7 +58,9 @@ def select(scan: Scan, limit: int | None) -> list[Entry]:
 def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
     try:
         return store.hash_files(paths, check=check, what=f"unreadable or corrupt {noun}")
-    except StoreIOError:
+    except StoreIOError as exc:
+        if exc.__cause__ is not None:  # the registry itself (disk full, damaged): not the files
+            raise
         # hash_files names the first unreadable file; list them all, as for corrupt ones
         raise unreadable(paths, f"missing or unreadable {noun}") from None
 

@@ -84,6 +84,8 @@ class _Decode:
                                hint="run the command again to re-read the data")
             with Image.open(io.BytesIO(data)) as image:
                 return index, self.preprocess(image.convert("RGB"))
+        except BadInput:
+            raise
         except (OSError, ValueError) as exc:
             raise BadInput("unreadable images", [(str(path), str(exc))]) from None
 

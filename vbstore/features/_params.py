@@ -57,6 +57,8 @@ class ExtractorParams:
         data["layers"] = list(self.layers)
         if self.mode == "pooled":  # dense storage does not apply: keep it out of the key
             data.pop("dense_dtype")
+        if self.precision == "bf16":  # bf16 weights (an earlier build used autocast)
+            data["bf16"] = "weights"
         return data
 
 

@@ -59,7 +59,7 @@ class DeriveMixin:
             try:
                 self.read_bytes(output, verify=True)
             except CorruptObject:
-                self.move_aside(output)  # so the recompute can publish the good bytes again
+                self._quarantine([output], None)  # the recompute then publishes good bytes
                 return None
         if valid is not None and not valid(output):
             return None

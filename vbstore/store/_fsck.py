@@ -123,9 +123,9 @@ class FsckMixin:
         with self.db.write() as conn:
             t = now()
             conn.executemany("UPDATE objects SET verified_at=? WHERE id=?", [(t, o) for o in verified])
-            conn.executemany(
+            conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
                 "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)",
-                [(oid, kind, size, t, t) for oid, kind, size in adopted],
+                [(oid, kind, size, t, t) for oid, kind, size in adopted if self.files.exists(oid)],
             )
         if repair:
             report.repaired, report.refetched = self._quarantine(report.corrupt + report.missing, refetch)
@@ -145,6 +145,8 @@ class FsckMixin:
                 refetched.append(oid)
                 continue
             with self.db.write() as conn:
+                if self.files.exists(oid):  # republished whole meanwhile
+                    continue
                 # kept as an evicted row, so edges to it stay explainable, not dangling
                 conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), oid))
                 self._forget(conn, oid)

@@ -101,8 +101,12 @@ class GcMixin:
             for obj in batch:
                 oid = obj["id"]
                 # re-checked under the lock: a put or lookup may have used it since we looked
+                # ...and so may a parent recorded since the reachability walk
                 if conn.execute(
-                    "DELETE FROM objects WHERE id=? AND max(created, last_used) < ?", (oid, cutoff)
+                    "DELETE FROM objects WHERE id=? AND max(created, last_used) < ? AND NOT EXISTS "
+                    "(SELECT 1 FROM edges e JOIN objects p ON p.id = e.parent "
+                    " WHERE e.child = objects.id AND max(p.created, p.last_used) >= ?)",
+                    (oid, cutoff, cutoff),
                 ).rowcount == 0:
                     continue
                 self._forget(conn, oid)
