@@ -78,16 +78,23 @@ class FileStateMixin:
 
     def _cached_states(self, states: list[tuple]) -> dict[tuple, str]:
         # one indexed query per device: (dev, inode) is the primary key, and json_each passes
-        # any number of inodes as a single parameter
+        # any number of inodes as a single parameter; a whole-device range scan when most rows
+        # are wanted anyway
         known: dict[tuple, str] = {}
         by_dev: dict[int, list[int]] = {}
         for state in states:
             by_dev.setdefault(state[0], []).append(state[1])
         for dev, inodes in by_dev.items():
-            for _, ino, size, mtime, ctime, digest in self.db.query(
-                "SELECT dev, inode, size, mtime_ns, ctime_ns, hash FROM file_state "
-                "WHERE dev = ? AND inode IN (SELECT value FROM json_each(?))",
-                (dev, json.dumps(inodes)),
-            ):
+            (rows_for_dev,) = self.db.one("SELECT count(*) FROM file_state WHERE dev = ?", (dev,))
+            if 4 * len(inodes) >= rows_for_dev:  # asking for most of them: one range scan is cheaper
+                rows = self.db.query("SELECT inode, size, mtime_ns, ctime_ns, hash FROM file_state "
+                                     "WHERE dev = ?", (dev,))
+            else:
+                rows = self.db.query(
+                    "SELECT inode, size, mtime_ns, ctime_ns, hash FROM file_state "
+                    "WHERE dev = ? AND inode IN (SELECT value FROM json_each(?))",
+                    (dev, json.dumps(inodes)),
+                )
+            for ino, size, mtime, ctime, digest in rows:
                 known[(dev, ino, size, mtime, ctime)] = digest
         return known
