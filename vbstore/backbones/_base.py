@@ -15,6 +15,7 @@ DINOv2's ``get_intermediate_layers(norm=True)`` does; CNN maps are raw stage out
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ class LayerOut:
     cls: torch.Tensor | None = None
 
 
-class Backbone:
+class Backbone(ABC):
     """A built backbone: a module, its preprocessing, its weights identity and ``extract``.
 
     Subclasses implement ``num_blocks`` and ``_forward``; they may override ``_static_geometry``
@@ -91,13 +92,13 @@ class Backbone:
     # -- what adapters implement -------------------------------------------------------------
 
     @property
+    @abstractmethod
     def num_blocks(self) -> int:
         """How many blocks ``layers`` indexes into."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         """One forward pass returning the blocks at sorted, non-negative ``indices``."""
-        raise NotImplementedError
 
     def _static_geometry(self) -> dict[str, Any] | None:
         """Layer widths/strides known without a forward pass, or None to probe."""
