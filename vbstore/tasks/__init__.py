@@ -23,14 +23,19 @@ from . import (  # noqa: F401
 from ._base import HeadState, Metric, Param, Task, ZeroShotContext
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._registry import get_task, list_tasks, register_task
+from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
 
 __all__ = [
+    "DENSE_TARGETS",
+    "DenseBatch",
+    "DenseSplit",
     "HeadState",
     "Metric",
     "Param",
     "Task",
     "TaskInputError",
+    "TensorSplit",
     "TrainingDiverged",
     "UndefinedMetric",
     "UnknownTask",

@@ -35,9 +35,12 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     import torch
 
+    from ._split import DenseSplit
+
 Level = Literal["high", "mid", "low"]
 Direction = Literal["higher", "lower"]
-TargetKind = Literal["class_index", "multi_hot", "captions"]
+TargetKind = Literal["class_index", "multi_hot", "captions", "label_map", "depth_map",
+                     "normal_map", "scalar_map", "image"]
 ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
 
@@ -152,7 +155,9 @@ class Task:
         pooling: Which pooled vector; ``default`` is the backbone's own (CLS token for a ViT,
             global average for a CNN).
         target_kind: How targets come: ``class_index`` (N,) ints, ``multi_hot`` (N, K) 0/1,
-            or ``captions`` (in the zero-shot context; targets are None).
+            or ``captions`` (in the zero-shot context; targets are None); a dense task
+            (``feature_mode = "dense"``) takes a per-pixel kind, ``label_map``, ``depth_map``,
+            ``normal_map``, ``scalar_map`` or ``image``, delivered in a :class:`DenseSplit`.
         trains_head: Whether the task fits a head on a train split (``fit`` then ``evaluate``).
         zero_shot: Whether the task takes no train split (``evaluate_zero_shot``).
         needs_text: Whether the context must carry a CLIP ``text_encoder``.
@@ -349,6 +354,80 @@ class Task:
         targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
         metrics = self._evaluate_zero_shot(feats, targets, params, context)
         return _checks.metrics_out(self, metrics, self.metrics)
+
+    def fit_split(
+        self,
+        train: DenseSplit,
+        params: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        class_names: Sequence[str] | None = None,
+    ) -> tuple[HeadState, dict[str, float]]:
+        """Fit a dense task's head on a split streamed in batches (``feature_mode = "dense"``).
+
+        Returns:
+            ``(head_state, train_metrics)``: CPU tensors for safetensors, and finite floats.
+
+        Raises:
+            UsageError: the task is not a trained dense task, or a bad param/seed.
+            TaskInputError: a split whose targets are not the task's ``target_kind``.
+            TrainingDiverged: the head's weights became NaN or infinite.
+        """
+        from . import _checks
+
+        self._check_split(train, "train", trained=True)
+        params = self.resolve_params(params)
+        seed = _checks.seed(seed)
+        names = None if class_names is None else _checks.class_names(class_names)
+        head, train_metrics = self._fit_split(train, params, seed, names)
+        return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)
+
+    def evaluate_split(
+        self,
+        head_state: Mapping[str, torch.Tensor] | None,
+        split: DenseSplit,
+        params: Mapping[str, Any] | None = None,
+    ) -> dict[str, float]:
+        """Score a dense split: with a fitted head, or ``None`` for a zero-shot dense task.
+
+        Raises:
+            UsageError: the task is not dense, or a bad param.
+            TaskInputError: a split or head that does not fit.
+            UndefinedMetric: a metric would be NaN (the message names why).
+        """
+        from . import _checks
+
+        self._check_split(split, "eval", trained=self.trains_head)
+        params = self.resolve_params(params)
+        head = _checks.head_in(head_state) if self.trains_head else None
+        return _checks.metrics_out(self, self._evaluate_split(head, split, params), self.metrics)
+
+    def _check_split(self, split: Any, role: str, *, trained: bool) -> None:
+        from ._errors import TaskInputError
+        from ._split import DenseSplit
+
+        if self.feature_mode != "dense":
+            raise UsageError(f"task {self.display_name!r} reads pooled features, not a dense split",
+                             hint="call fit/evaluate with (N, C) features")
+        if trained != self.trains_head:
+            raise UsageError(f"task {self.display_name!r} is zero-shot and takes no training data",
+                             hint="call evaluate_split(None, split)")
+        if not isinstance(split, DenseSplit):
+            raise TaskInputError(f"{role} data must be a DenseSplit, got {type(split).__name__}")
+        if split.target_kind != self.target_kind:
+            raise TaskInputError(f"{role} targets are {split.target_kind}, task "
+                                 f"{self.display_name!r} needs {self.target_kind}")
+        if len(split) == 0:
+            raise TaskInputError(f"{role} split is empty")
+
+    def _fit_split(
+        self, train: DenseSplit, params: dict[str, Any], seed: int, class_names: list[str] | None
+    ) -> tuple[HeadState, dict[str, float]]:
+        raise NotImplementedError(f"task {self.name!r} does not train on a dense split")
+
+    def _evaluate_split(
+        self, head: HeadState | None, split: DenseSplit, params: dict[str, Any]
+    ) -> dict[str, float]:
+        raise NotImplementedError(f"task {self.name!r} does not score a dense split")
 
     def _fit(
         self,

@@ -28,6 +28,7 @@ from typing import Any, TypeVar, overload
 from ..errors import UsageError
 from ._base import Metric, Param, Task
 from ._errors import UnknownTask
+from ._split import DENSE_TARGETS
 
 _TASKS: dict[str, Task] = {}
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -52,8 +53,10 @@ def _check_declaration(task: Task) -> None:
         raise bad("op_version must be >= 1")
     if task.feature_mode not in ("pooled", "dense"):
         raise bad(f"feature_mode must be pooled or dense, not {task.feature_mode!r}")
-    if task.target_kind not in ("class_index", "multi_hot", "captions"):
+    if task.target_kind not in ("class_index", "multi_hot", "captions", *DENSE_TARGETS):
         raise bad(f"unknown target_kind {task.target_kind!r}")
+    if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS):
+        raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
     if task.needs_text and not task.zero_shot:

@@ -1,0 +1,118 @@
+"""What a dense task reads: a split of dense feature maps and per-pixel targets, in batches.
+
+A dense task never sees the whole split at once. The engine hands it a :class:`DenseSplit`
+that streams batches from float16 feature packs and decodes targets on the fly, so memory does
+not grow with the dataset. Tests and the Python API can use :class:`TensorSplit`, the same
+interface over tensors already in memory.
+
+Targets come in the task's ``target_kind``, already resized and cropped exactly as the backbone's
+input was (nearest-neighbour, so labels stay labels and invalid pixels stay invalid):
+
+| target_kind  | tensor                    | meaning                                                      |
+|--------------|---------------------------|--------------------------------------------------------------|
+| `label_map`  | (B, H, W) int64           | raw stored values (palette indices of a label PNG)           |
+| `depth_map`  | (B, 1, H, W) float32      | metres; 0 where invalid                                      |
+| `normal_map` | (B, 3, H, W) float32      | direction as stored; the zero vector where invalid           |
+| `scalar_map` | (B, 1, H, W) float32      | a magnitude as stored (divided by ``target_scale``), nothing masked |
+| `image`      | (B, 3, H, W) float32      | the RGB the backbone saw, in [0, 1], before normalisation    |
+
+```python
+for batch in split.batches(8, shuffle=True, seed=epoch):
+    logits = head(batch.feats[-1])            # (B, C, h, w) float32 on split.device
+    loss = criterion(upsample(logits, split.target_hw), batch.target)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import torch
+
+DENSE_TARGETS = ("label_map", "depth_map", "normal_map", "scalar_map", "image")
+
+
+class DenseBatch(NamedTuple):
+    """One batch of a dense split.
+
+    Attributes:
+        feats: One (B, C_l, h, w) float32 tensor per requested layer, in ``split.layers`` order.
+        target: The targets of ``target_kind`` (see the module docstring), on the same device.
+        index: (B,) int64 positions of these rows in the split (manifest order).
+    """
+
+    feats: list[torch.Tensor]
+    target: torch.Tensor
+    index: torch.Tensor
+
+
+@runtime_checkable
+class DenseSplit(Protocol):
+    """A split a dense task trains or is scored on.
+
+    Attributes:
+        layers: The requested layer indices, the order of ``DenseBatch.feats``.
+        channels: Feature width of each layer.
+        grid_hw: The patch grid (h, w) of the features.
+        target_hw: (H, W) of the targets: the backbone's input size.
+        target_kind: The kind of ``DenseBatch.target``.
+        device: Where batches are delivered and the head should run.
+    """
+
+    layers: tuple[int, ...]
+    channels: tuple[int, ...]
+    grid_hw: tuple[int, int]
+    target_hw: tuple[int, int]
+    target_kind: str
+    device: torch.device
+
+    def __len__(self) -> int: ...
+
+    def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
+                ) -> Iterator[DenseBatch]:
+        """Batches covering every row once; ``shuffle`` orders rows by a generator seeded with ``seed``."""
+        ...
+
+
+class TensorSplit:
+    """A :class:`DenseSplit` over tensors in memory (tests, notebooks, small data).
+
+    ```python
+    split = TensorSplit([feats], targets, target_kind="label_map", layers=(-1,))
+    head, train_metrics = task.fit_split(split, {"num_classes": 3}, seed=0)
+    ```
+    """
+
+    def __init__(self, feats: Sequence[torch.Tensor], target: torch.Tensor, *, target_kind: str,
+                 layers: Sequence[int] | None = None, device: str | torch.device = "cpu") -> None:
+        import torch
+
+        if target_kind not in DENSE_TARGETS:
+            raise ValueError(f"target_kind must be one of {DENSE_TARGETS}, not {target_kind!r}")
+        feats = [torch.as_tensor(f) for f in feats]
+        if not feats or any(f.ndim != 4 or len(f) != len(target) for f in feats):
+            raise ValueError("feats must be (N, C, h, w) tensors with one row per target")
+        self._feats = feats
+        self._target = target
+        self.layers = tuple(layers) if layers is not None else tuple(range(-len(feats), 0))
+        self.channels = tuple(int(f.shape[1]) for f in feats)
+        self.grid_hw = (int(feats[0].shape[2]), int(feats[0].shape[3]))
+        self.target_hw = (int(target.shape[-2]), int(target.shape[-1]))
+        self.target_kind = target_kind
+        self.device = torch.device(device)
+
+    def __len__(self) -> int:
+        return len(self._target)
+
+    def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
+                ) -> Iterator[DenseBatch]:
+        import torch
+
+        order = (torch.randperm(len(self), generator=torch.Generator().manual_seed(seed))
+                 if shuffle else torch.arange(len(self)))
+        for start in range(0, len(self), batch_size):
+            rows = order[start:start + batch_size]
+            yield DenseBatch([f[rows].to(self.device, torch.float32) for f in self._feats],
+                             self._target[rows].to(self.device), rows)
