@@ -77,6 +77,15 @@ def targets(task, manifest, classes=None):
     return None
 
 
+def dense_split(job: Inputs, features_id: str, manifest):
+    """The featureset of a dense task as a :class:`PackSplit` streamed in batches."""
+    from ._dense import PackSplit  # torch and numpy: only when a dense task computes
+
+    return PackSplit(job.store, features_id, manifest, job.ref.doc["preprocessing"],
+                     job.task.target_kind, job.task_params.get("target_scale"),
+                     resolve_device(job.device))
+
+
 def _compat(job: Inputs, features_id: str, embed_dim: int) -> dict[str, Any]:
     weights = job.store.read_json(job.ref.doc["weights"])
     ext = job.extractor
@@ -98,9 +107,15 @@ def train_head(job: Inputs, train_features: str, feats, seed: int, fresh: bool =
     classes = job.train_m.doc.get("classes") or None
 
     def compute() -> str:
-        state, train_metrics = task.fit(feats(), targets(task, job.train_m), job.task_params, seed,
-                                        classes)
-        compat = {**_compat(job, train_features, int(feats().shape[1])), "params": job.task_params,
+        if task.feature_mode == "dense":
+            split = dense_split(job, train_features, job.train_m)
+            state, train_metrics = task.fit_split(split, job.task_params, seed, classes)
+            width = split.channels[-1]
+        else:
+            state, train_metrics = task.fit(feats(), targets(task, job.train_m), job.task_params,
+                                            seed, classes)
+            width = int(feats().shape[1])
+        compat = {**_compat(job, train_features, width), "params": job.task_params,
                   "seed": seed, "class_names": classes or [], "train_manifest": job.train_m.id,
                   "train_metrics": train_metrics}
         return save_head(store, state, compat, edges={"features": train_features,
@@ -120,12 +135,18 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
 
     store, task = job.store, job.task
     eval_features = featureset(job, job.eval_m, "eval")
-    eval_x = Features(store, eval_features).pooled()
-    if job.head is not None:  # a given head fixes the class order it was trained with
-        classes = head_record(store, job.head).get("class_names") or None
+    dense = task.feature_mode == "dense"
+    if dense:
+        split = dense_split(job, eval_features, job.eval_m)
+        width = split.channels[-1]
     else:
-        classes = job.train_m.classes if job.train_m is not None else None
-    eval_y = targets(task, job.eval_m, classes)
+        eval_x = Features(store, eval_features).pooled()
+        width = int(eval_x.shape[1])
+        if job.head is not None:  # a given head fixes the class order it was trained with
+            classes = head_record(store, job.head).get("class_names") or None
+        else:
+            classes = job.train_m.classes if job.train_m is not None else None
+        eval_y = targets(task, job.eval_m, classes)
     edges: dict[str, Any] = {"backbone": job.ref.id, "eval_manifest": job.eval_m.id,
                              "eval_features": eval_features}
     per_seed, train_metrics, comparable = [], [], True
@@ -135,7 +156,8 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
                    "captions": [s.get("captions", []) for s in job.eval_m.doc["samples"]]}
         if task.needs_text:
             context["text_encoder"] = job.ref.load().encode_text
-        metrics = task.evaluate_zero_shot(eval_x, eval_y, job.task_params, context)
+        metrics = (task.evaluate_split(None, split, job.task_params) if dense else
+                   task.evaluate_zero_shot(eval_x, eval_y, job.task_params, context))
         per_seed = [metrics for _ in job.seeds]
     else:
         heads = []
@@ -146,11 +168,12 @@ def compute_result(job: Inputs, fresh_heads: bool = False) -> str:
             edges.update(train_manifest=job.train_m.id, train_features=train_features)
             feats = lazy_pooled(store, train_features)
             heads = [train_head(job, train_features, feats, seed, fresh_heads)[0] for seed in job.seeds]
-        expected = _compat(job, eval_features, int(eval_x.shape[1]))
+        expected = _compat(job, eval_features, width)
         for head in heads:
             state, record, ok = load_head(store, head, expected, strict=job.strict)
             comparable = comparable and ok
-            per_seed.append(task.evaluate(state, eval_x, eval_y, job.task_params))
+            per_seed.append(task.evaluate_split(state, split, job.task_params) if dense else
+                            task.evaluate(state, eval_x, eval_y, job.task_params))
             train_metrics.append(record.get("train_metrics", {}))
         if job.head is not None:
             per_seed = per_seed * len(job.seeds)
