@@ -133,3 +133,18 @@ class BadInput(VbstoreError, ValueError):
         super().__init__(f"{len(problems)} {what}: {shown}{more}",
                          hint=hint or "fix or remove them and run again; nothing was written")
         self.problems = problems
+
+
+class NotReproduced(VbstoreError, RuntimeError):
+    """Recomputing a stored result gave other numbers (the new result is kept beside it)."""
+
+    exit_code = 9
+
+    def __init__(self, previous: str, new: str, max_abs_diff: float) -> None:
+        super().__init__(
+            f"recomputing did not reproduce result {previous[:12]}: metrics moved by up to "
+            f"{max_abs_diff:.3g} (new result {new[:12]})",
+            hint=f"compare them with `vbstore show {previous[:12]}` and `vbstore show {new[:12]}`; "
+                 "run `vbstore fsck` if the inputs may be damaged",
+        )
+        self.previous, self.new, self.max_abs_diff = previous, new, max_abs_diff

@@ -156,9 +156,9 @@ def test_dense_task_end_to_end_and_cached(dense_data):
     first = vbstore.get_result("test_vit", "test_pixel_prior", dense_data, dense_data, split="val",
                                train_split="train", weights="random", progress=False)
     assert 0.5 < first.metrics["pixel_acc"] <= 1.0
-    size = vbstore.Store().read_json(first.record["inputs"]["backbone"])["preprocessing"]["input_size"]
-    assert first.record["train_metrics"]["train_pixels"] == 6 * size * size
-    assert first.record["extractor"]["mode"] == "dense"
+    size = vbstore.Store().read_json(first.record.inputs["backbone"])["preprocessing"]["input_size"]
+    assert first.record.train_metrics["train_pixels"] == 6 * size * size
+    assert first.record.extractor["mode"] == "dense"
     second = vbstore.get_result("test_vit", "test_pixel_prior", dense_data, dense_data, split="val",
                                 train_split="train", weights="random", progress=False)
     assert second.from_cache and second.id == first.id
