@@ -7,6 +7,8 @@ the CLI exits with; ``hint`` is the next step the user should take.
 
 from __future__ import annotations
 
+import os
+
 
 class VbstoreError(Exception):
     """Base class of every error vbstore raises on purpose."""
@@ -148,3 +150,286 @@ class NotReproduced(VbstoreError, RuntimeError):
                  "run `vbstore fsck` if the inputs may be damaged",
         )
         self.previous, self.new, self.max_abs_diff = previous, new, max_abs_diff
+
+
+# -- backbones --------------------------------------------------------------------------------------
+
+_WAYS_OUT = (
+    "pass a local checkpoint (--weights PATH.pth|.safetensors), warm the cache on a connected "
+    "machine (HF_HOME / TORCH_HOME), or choose a seeded random init (--weights random)"
+)
+
+
+class UnknownBackbone(VbstoreError, KeyError):
+    """A backbone name, source prefix, architecture or tag that nothing provides."""
+
+    exit_code = 3
+
+    def __init__(self, name: str, message: str | None = None, *, hint: str | None = None) -> None:
+        super().__init__(
+            message or f"unknown backbone {name!r}",
+            hint=hint or "list them with: vbstore list backbones",
+        )
+        self.name = name
+
+
+class InvalidSpec(VbstoreError, ValueError):
+    """A backbone spec string or build argument that cannot be read."""
+
+    exit_code = 2
+
+    def __init__(self, spec: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"invalid backbone spec {spec!r}: {message}", hint=hint)
+        self.spec = spec
+
+
+class AmbiguousBackbone(VbstoreError, ValueError):
+    """A custom module's output cannot be read as features without one more argument."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, argument: str, how: str = "") -> None:
+        super().__init__(
+            message, hint=f"pass {argument}{f' ({how})' if how else ''} to CustomBackbone"
+        )
+        self.argument = argument
+
+
+class WeightsUnavailable(VbstoreError, ConnectionError):
+    """Pretrained weights (or upstream code) are neither cached nor downloadable now."""
+
+    exit_code = 6
+
+    def __init__(
+        self, what: str, reason: str, *, upstream: str | None = None, hint: str | None = None
+    ) -> None:
+        super().__init__(f"{what}: {reason}", hint=hint or _WAYS_OUT)
+        self.what = what
+        self.reason = reason
+        self.upstream = upstream
+
+
+class NoPretrainedWeights(WeightsUnavailable):
+    """The backbone has no pretrained weights at all: a choice to make, not a network problem."""
+
+    exit_code = 2
+
+
+class CheckpointError(VbstoreError, ValueError):
+    """A checkpoint file that cannot be read or does not fit the architecture."""
+
+    exit_code = 2
+
+    def __init__(self, path: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"checkpoint {path}: {message}", hint=hint)
+        self.path = path
+
+
+class CheckpointNotFound(CheckpointError, FileNotFoundError):
+    """A checkpoint path that does not exist."""
+
+    exit_code = 3
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "no such file", hint="check the path given to --weights")
+
+
+class BackboneAlreadyRegistered(VbstoreError, ValueError):
+    """A second ``@register_backbone`` for a name that is already taken."""
+
+    exit_code = 2
+
+    def __init__(self, name: str, owner: str) -> None:
+        super().__init__(
+            f"backbone {name!r} is already registered by {owner}",
+            hint="rename the function (the registered name is the function's name)",
+        )
+        self.name = name
+
+
+class MissingExtra(VbstoreError, ImportError):
+    """A backbone source whose optional dependency is not installed."""
+
+    exit_code = 2
+
+    def __init__(self, source: str, extra: str) -> None:
+        super().__init__(
+            f"backbone source {source!r} needs the optional extra {extra!r}",
+            hint=f"install it with: pip install 'vbstore[{extra}]'",
+        )
+        self.extra = extra
+
+
+# -- tasks ------------------------------------------------------------------------------------------
+
+class UnknownTask(VbstoreError, KeyError):
+    """A task name that no registered task has."""
+
+    exit_code = 3
+
+    def __init__(self, name: str, close: list[str]) -> None:
+        hint = f"did you mean {close[0]!r}?" if close else "list them with: vbstore list tasks"
+        super().__init__(f"no task is registered as {name!r}", hint=hint)
+        self.name = name
+
+
+class TaskInputError(VbstoreError, ValueError):
+    """Features, targets, a head or a context that do not fit the task (shape, dtype, values)."""
+
+    exit_code = 2
+
+
+class UndefinedMetric(VbstoreError, ArithmeticError):
+    """A metric would be NaN or infinite; the message names why."""
+
+    exit_code = 2
+
+    def __init__(self, task: str, metric: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(f"task {task!r}: {metric} is undefined: {reason}", hint=hint)
+        self.task = task
+        self.metric = metric
+
+
+class TrainingDiverged(VbstoreError, ArithmeticError):
+    """A probe head's weights or loss became NaN or infinite during training."""
+
+    exit_code = 2
+
+
+# -- remotes ----------------------------------------------------------------------------------------
+
+# Environment variables whose values must never appear in a message, record or card.
+SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+              "AWS_ACCESS_KEY_ID")
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every secret environment variable replaced by ``***``."""
+    for name in SECRET_ENV:
+        value = os.environ.get(name)
+        if value and len(value) >= 4:
+            text = text.replace(value, "***")
+    return text
+
+
+class RemoteError(VbstoreError, OSError):
+    """A remote answered with an error, or could not be read or written."""
+
+    exit_code = 6
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(redact(message), hint=hint)
+
+
+class RemoteOffline(RemoteError, ConnectionError):
+    """The remote cannot be reached now (offline mode or no network); nothing was changed."""
+
+    exit_code = 6
+
+    def __init__(self, remote: str, reason: str) -> None:
+        super().__init__(
+            f"remote {remote!r} is unreachable: {reason}",
+            hint="connect to the network (or unset HF_HUB_OFFLINE) and retry; "
+                 "the local store is unchanged",
+        )
+        self.remote = remote
+
+
+class RemoteConflict(RemoteError):
+    """Someone else changed the remote (or a local ref) while this operation ran."""
+
+    exit_code = 5
+
+
+class RemoteNotFound(RemoteError, KeyError):
+    """A ref, object or derivation that the remote does not hold."""
+
+    exit_code = 3
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return RemoteError.__str__(self)
+
+
+class UnknownRemote(VbstoreError, KeyError):
+    """A remote name that is not configured for this store."""
+
+    exit_code = 3
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        shown = ", ".join(known) if known else "none configured"
+        super().__init__(f"no remote named {name!r} ({shown})",
+                         hint="add one with: vbstore remote add NAME URL")
+        self.name = name
+
+    def __str__(self) -> str:
+        return VbstoreError.__str__(self)
+
+
+class TamperedBlob(CorruptObject):
+    """Downloaded bytes are not what the remote said they are; nothing of them was kept."""
+
+    exit_code = 4
+
+    def __init__(self, remote: str, oid: str, reason: str, *, what: str | None = None) -> None:
+        VbstoreError.__init__(
+            self, f"refused {what or oid[:12]} from remote {remote!r}: {redact(reason)}",
+            hint="the remote is damaged or tampered with; "
+                 "the local store kept nothing of this transfer",
+        )
+        self.remote = remote
+        self.oid = oid
+        self.path = f"{remote}:{oid}"
+        self.actual = None
+
+
+class UnsafeRemotePath(VbstoreError, ValueError):
+    """A ref name, id or path that would leave the remote's layout (``..``, absolute, odd chars)."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, value: str) -> None:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        super().__init__(
+            f"unsafe {what} {shown!r}",
+            hint="names use letters, digits and . _ / @ + - (no '..', no leading '/'); "
+                 "ids are 64 hex digits",
+        )
+        self.value = value
+
+
+# -- engine and heads ------------------------------------------------------------------------
+
+
+class BackboneDrift(VbstoreError, RuntimeError):
+    """A spec now builds a different backbone than the one the store recorded for it."""
+
+    exit_code = 5
+
+
+class HeadMismatch(VbstoreError, ValueError):
+    """A head was trained for other features than the ones it is applied to."""
+
+    exit_code = 5
+
+    def __init__(self, differences: list[str]) -> None:
+        super().__init__(
+            "head does not match the backbone: " + "; ".join(differences),
+            hint="use a head trained for this backbone, or --no-strict to apply it anyway "
+                 "(its results are then comparable with nothing)",
+        )
+        self.differences = differences
+
+
+class HeadMismatchWarning(UserWarning):
+    """A mismatched head was applied because strict checking was turned off."""
+
+
+class NotAHead(VbstoreError, ValueError):
+    """An object used as a head is not one (no vbstore head metadata)."""
+
+    exit_code = 2
+
+    def __init__(self, oid: str) -> None:
+        super().__init__(f"object {oid[:12]} is not a vbstore head",
+                         hint="heads are written by `vbstore get head` or vbstore.heads.save_head")
+        self.oid = oid

@@ -143,7 +143,7 @@ def build_backbone(
 
 def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
     """Build a plugin's architecture and apply the weights choice around it."""
-    from ..store._tensors import tensor_identity
+    from ..store import tensor_identity
     from ._base import Backbone
     from ._cfg import BackboneCfg
     from ._weights import load_strict, read_state_dict, seeded, weights_record

@@ -15,7 +15,7 @@ from typing import Any
 import open_clip
 import torch
 
-from ..store._tensors import tensor_identity
+from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._build import BuildRequest
 from ._cfg import BackboneCfg

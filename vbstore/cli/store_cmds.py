@@ -38,7 +38,7 @@ def put(store, path: str, kind: str | None, as_json: bool) -> None:
     """Add a file (or - for stdin) to the store and print its id."""
     data = sys.stdin.buffer.read() if path == "-" else None
     if kind is None:
-        from ..store._fsck import sniff_kind
+        from ..store import sniff_kind
 
         if data is None:
             kind = sniff_kind(path)
@@ -75,7 +75,7 @@ def show(store, ref: str, as_json: bool) -> None:
         if encoding(info["kind"]) == "json":
             data["content"] = store.read_json(oid)
         elif encoding(info["kind"]) == "safetensors":
-            from ..store._tensors import read_safetensors_header
+            from ..store import read_safetensors_header
 
             header, _ = read_safetensors_header(store.path(oid))
             data["metadata"] = header.pop("__metadata__", {})

@@ -17,7 +17,7 @@ import blake3
 
 from .. import canonical
 from ..errors import StoreIOError, UsageError
-from ..store._filestate import RACY_SECONDS
+from ..store import RACY_SECONDS
 from ._files import check_image, check_target, name_hash, unreadable
 from ._scan import Entry, Scan
 

@@ -14,18 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import VbstoreError
+from ..errors import BackboneDrift
 from ..store import derivation_key, derivation_spec
 from ._cache import remote_fetch
 
 # op_version of the request → backbone derivation
 ALIAS_VERSION = 1
-
-
-class BackboneDrift(VbstoreError, RuntimeError):
-    """A spec now builds a different backbone than the one the store recorded for it."""
-
-    exit_code = 5
 
 
 @dataclass

@@ -15,34 +15,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
-from ..errors import SchemaError, VbstoreError
-from ..records import CHECKED, HeadCompat
+from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError  # noqa: F401
+from ..records import HeadCompat
 
 HEAD_FORMAT = "vbstore.head.v1"
-
-
-class HeadMismatch(VbstoreError, ValueError):
-    """A head was trained for other features than the ones it is applied to."""
-
-    exit_code = 5
-
-    def __init__(self, differences: list[str]) -> None:
-        super().__init__(
-            "head does not match the backbone: " + "; ".join(differences),
-            hint="use a head trained for this backbone, or --no-strict to apply it anyway "
-                 "(its results are then comparable with nothing)",
-        )
-        self.differences = differences
-
-
-class HeadMismatchWarning(UserWarning):
-    """A mismatched head was applied because strict checking was turned off."""
 
 
 def save_head(store, state: Mapping[str, Any], compat: Mapping[str, Any],
               edges: Mapping[str, Any] | None = None) -> str:
     """Store a head's tensors with its compatibility record; return its id."""
-    from ..store._schemas import validate
+    from ..store import validate
 
     validate("head.compat", dict(compat))
     metadata = {"format": HEAD_FORMAT, "vbstore.compat": canonical.dumps(dict(compat)).decode()}
@@ -51,13 +33,12 @@ def save_head(store, state: Mapping[str, Any], compat: Mapping[str, Any],
 
 def head_record(store, head_id: str) -> dict[str, Any]:
     """The compatibility record of a stored head (no tensors loaded)."""
-    from ..store._tensors import read_safetensors_header
+    from ..store import read_safetensors_header
 
     header, _ = read_safetensors_header(store.path(head_id))
     metadata = header.get("__metadata__") or {}
     if metadata.get("format") != HEAD_FORMAT or "vbstore.compat" not in metadata:
-        raise VbstoreError(f"object {head_id[:12]} is not a vbstore head",
-                           hint="heads are written by `vbstore get head` or vbstore.save_head")
+        raise NotAHead(head_id)
     return json.loads(metadata["vbstore.compat"])
 
 

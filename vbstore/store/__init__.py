@@ -1,13 +1,21 @@
 """The content-addressed object store and its SQLite registry."""
 
 from ._derive import derivation_key, derivation_spec
-from ._fsck import FsckReport
+from ._filestate import RACY_SECONDS
+from ._fsck import FsckReport, sniff_kind
 from ._gc import DEFAULT_GRACE, GcReport
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
+from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
-from ._tensors import read_safetensors_header, safetensors_identity, tensor_identity
+from ._tensors import (
+    check_safetensors_bytes,
+    read_safetensors_header,
+    safetensors_identity,
+    tensor_identity,
+)
 
 __all__ = [
+    "RACY_SECONDS", "check_safetensors_bytes", "sniff_kind", "validate",
     "DEFAULT_GRACE", "JSON_KINDS", "KINDS", "TENSOR_KINDS", "FsckReport", "GcReport",
     "ObjectInfo", "Store", "default_root", "derivation_key", "encoding", "derivation_spec", "read_safetensors_header",
     "safetensors_identity", "tensor_identity",
