@@ -82,7 +82,7 @@ def _no_network(monkeypatch) -> threading.Event:
 
 @pytest.mark.parametrize("spec", PRETRAINED)
 def test_hanging_dns_fails_fast(spec, monkeypatch):
-    monkeypatch.setattr("vbstore.backbones._fetch.PROBE_TIMEOUT_S", 0.2)  # the mechanism, quickly
+    monkeypatch.setenv("VBSTORE_PROBE_TIMEOUT", "0.2")  # the mechanism, quickly
     released = _no_network(monkeypatch)
     try:
         error = _assert_fast_and_clear(spec, limit_s=2.0)

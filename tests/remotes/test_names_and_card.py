@@ -111,3 +111,26 @@ def test_the_probe_reaches_the_proxy_when_one_applies(monkeypatch):
         probe_url("x", f"http://127.0.0.1:{live}")
         monkeypatch.setenv("VBSTORE_REMOTE_PROBE_TIMEOUT", "0")  # off: not even the dead host
         probe_url("x", f"http://127.0.0.1:{dead}")
+
+
+def test_declared_offline_stops_remotes_and_downloads_alike(monkeypatch):
+    """One probe for both: VBSTORE_OFFLINE refuses any host but loopback, without a connection."""
+    import socket
+
+    from vbstore.backbones._fetch import _require_network
+    from vbstore.backbones._errors import WeightsUnavailable
+    from vbstore.remotes import RemoteOffline, forget_unreachable
+    from vbstore.remotes._base import probe_url
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("declared offline: nothing may connect")
+
+    forget_unreachable()
+    monkeypatch.setenv("VBSTORE_OFFLINE", "1")
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    with pytest.raises(RemoteOffline, match="VBSTORE_OFFLINE=1"):
+        probe_url("team", "https://s3.example.com/bucket")
+    with pytest.raises(WeightsUnavailable, match="VBSTORE_OFFLINE=1"):
+        _require_network("https://huggingface.co/x", "weights", "hf")
+    monkeypatch.setenv("VBSTORE_PROBE_TIMEOUT", "0")
+    probe_url("local", "http://127.0.0.1:9")  # loopback is not the network

@@ -13,83 +13,27 @@ import hashlib
 import os
 import re
 import shutil
-import socket
 import tempfile
-import threading
-import time
 import urllib.request
 import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .._net import forget, probe_timeout, unreachable_reason
 from ._errors import WeightsUnavailable
 
-PROBE_TIMEOUT_S = 2.0
 DOWNLOAD_TIMEOUT_S = 30.0
-_PROBE_TTL_S = 60.0
-_probes: dict[tuple[str, int], tuple[float, bool]] = {}
-_TRUE = {"1", "on", "yes", "true"}
 # torch.hub's convention: the file name carries a prefix of its sha256 ("resnet18-f37072fd.pth")
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]{8,})\.")
 
 
-def offline_reason() -> str | None:
-    """Why the environment declares itself offline, or None."""
-    for var in ("VBSTORE_OFFLINE", "HF_HUB_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in _TRUE:
-            return f"{var}={os.environ[var]}"
-    return None
-
-
 def forget_probes() -> None:
     """Drop remembered probe results (tests, or after the network changed)."""
-    _probes.clear()
-
-
-def _proxy_for(host: str) -> tuple[str, int] | None:
-    # behind a proxy the download host is never reached directly: probe the proxy instead
-    proxies = urllib.request.getproxies()
-    proxy = proxies.get("https") or proxies.get("http")
-    if not proxy or urllib.request.proxy_bypass(host):
-        return None
-    parsed = urlparse(proxy if "://" in proxy else f"http://{proxy}")
-    return (parsed.hostname, parsed.port or 80) if parsed.hostname else None
-
-
-def reachable(host: str, port: int = 443, timeout: float | None = None) -> bool:
-    """Whether a TCP connection to ``host`` (or the configured proxy) opens within ``timeout``."""
-    if offline_reason():
-        return False
-    timeout = PROBE_TIMEOUT_S if timeout is None else timeout
-    target = _proxy_for(host) or (host, port)
-    cached = _probes.get(target)
-    if cached and time.monotonic() - cached[0] < _PROBE_TTL_S:
-        return cached[1]
-    outcome: list[bool] = []
-
-    def probe() -> None:
-        try:
-            with socket.create_connection(target, timeout=timeout):
-                outcome.append(True)
-        except OSError:
-            outcome.append(False)
-
-    thread = threading.Thread(target=probe, name=f"vbstore-probe-{host}", daemon=True)
-    thread.start()
-    thread.join(timeout + 0.5)
-    ok = bool(outcome and outcome[0])
-    _probes[target] = (time.monotonic(), ok)
-    return ok
+    forget()
 
 
 def _require_network(url: str, what: str, upstream: str, hint: str | None = None) -> None:
-    reason = offline_reason()
-    parsed = urlparse(url)
-    host = parsed.hostname or url
-    if reason is None and not reachable(
-        host, parsed.port or (80 if parsed.scheme == "http" else 443)
-    ):
-        reason = f"{parsed.netloc or host} is unreachable (probed for {PROBE_TIMEOUT_S:g} s)"
+    reason = unreachable_reason(url)
     if reason is not None:
         raise WeightsUnavailable(
             what, f"not in the local cache and offline ({reason})", upstream=upstream, hint=hint
@@ -167,7 +111,7 @@ def hf_file(
                 revision=revision,
                 cache_dir=cache_dir,
                 endpoint=_hf_endpoint(),
-                etag_timeout=PROBE_TIMEOUT_S * 5,
+                etag_timeout=max(probe_timeout(), 1.0) * 5,
             )
             return Path(path), revision_of(path)
         except EntryNotFoundError as exc:

@@ -8,99 +8,31 @@ upload blobs first and then swap the ref conditionally; the Hub makes everything
 
 from __future__ import annotations
 
-import os
-import socket
-import threading
-import time
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from .._net import forget, unreachable_reason
 from ..errors import UsageError
 from ._config import RemoteConfig
 from ._errors import RemoteOffline
 
-# A remote found unreachable is not probed again for this long, so a `get` that asks the
-# binary cache about many derivations pays the probe once, not once per derivation.
-UNREACHABLE_MEMORY_S = 30.0
-_unreachable: dict[tuple[str, int], float] = {}
-_lock = threading.Lock()
-
-
-def probe_timeout() -> float:
-    """Seconds a reachability probe may take (``VBSTORE_REMOTE_PROBE_TIMEOUT``, default 2)."""
-    try:
-        return float(os.environ.get("VBSTORE_REMOTE_PROBE_TIMEOUT", "2"))
-    except ValueError:
-        return 2.0
-
 
 def probe_url(remote: str, url: str) -> None:
-    """Probe the host that a request to ``url`` would first connect to.
-
-    That is the proxy when ``HTTPS_PROXY``/``HTTP_PROXY`` applies (and ``NO_PROXY`` does not),
-    else the URL's own host. ``VBSTORE_REMOTE_PROBE_TIMEOUT=0`` turns the probe off.
+    """Probe the first hop of ``url`` (see :mod:`vbstore._net`).
 
     Raises:
-        RemoteOffline: the connection failed or did not finish in time.
+        RemoteOffline: it did not answer in time, or the machine is declared offline.
     """
-    if probe_timeout() <= 0:
-        return
-    parts = urlsplit(url)
-    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-    proxy = urllib.request.getproxies().get(parts.scheme)
-    if proxy and not urllib.request.proxy_bypass(host):
-        via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        host, port = via.hostname or "", via.port or (443 if via.scheme == "https" else 80)
-    probe(remote, host, port)
-
-
-def probe(remote: str, host: str, port: int) -> None:
-    """Open (and close) one TCP connection to ``host:port`` within the probe timeout.
-
-    DNS resolution has no timeout of its own, so the connect runs on a daemon thread and the
-    caller stops waiting when the timeout passes.
-
-    Raises:
-        RemoteOffline: the connection failed or did not finish in time.
-    """
-    key = (host, port)
-    with _lock:
-        until = _unreachable.get(key)
-    if until is not None and until > time.monotonic():
-        raise RemoteOffline(remote, f"{host}:{port} did not answer a moment ago")
-    timeout = probe_timeout()
-    outcome: list[BaseException | None] = []
-
-    def connect() -> None:
-        try:
-            socket.create_connection((host, port), timeout=timeout).close()
-            outcome.append(None)
-        except OSError as exc:
-            outcome.append(exc)
-
-    worker = threading.Thread(target=connect, daemon=True, name=f"vbstore-probe-{host}")
-    worker.start()
-    worker.join(timeout + 0.2)
-    if outcome and outcome[0] is None:
-        with _lock:
-            _unreachable.pop(key, None)
-        return
-    with _lock:
-        _unreachable[key] = time.monotonic() + UNREACHABLE_MEMORY_S
-    reason = f"cannot connect to {host}:{port}" + (
-        f" ({outcome[0].strerror or outcome[0]})" if outcome and outcome[0] else
-        f" within {timeout:.1f} s")
-    raise RemoteOffline(remote, reason)
+    reason = unreachable_reason(url)
+    if reason is not None:
+        raise RemoteOffline(remote, reason)
 
 
 def forget_unreachable() -> None:
-    """Drop the memory of unreachable hosts (tests, or after the network comes back)."""
-    with _lock:
-        _unreachable.clear()
+    """Drop the memory of probed hosts (tests, or after the network comes back)."""
+    forget()
 
 
 @dataclass(frozen=True)
