@@ -27,7 +27,7 @@ class VbstoreError(Exception):
 class ObjectNotFound(VbstoreError, KeyError):
     """An object id, prefix or name matches nothing in the store."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, oid: str, *, hint: str | None = None) -> None:
         super().__init__(f"no object matches {oid!r}", hint=hint or "list objects with: vbstore ls")
@@ -52,7 +52,7 @@ class AmbiguousPrefix(VbstoreError, KeyError):
 class CorruptObject(VbstoreError, ValueError):
     """A blob's bytes no longer hash to its id."""
 
-    exit_code = 4
+    exit_code = 10
 
     def __init__(self, oid: str, path: str, actual: str | None = None) -> None:
         super().__init__(

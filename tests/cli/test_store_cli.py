@@ -79,7 +79,7 @@ def test_why_prints_lineage(run, tmp_path):
 
 def test_errors_are_one_line_with_documented_exit_codes(run, tmp_path):
     result = run("show", "deadbeef")
-    assert result.exit_code == 3
+    assert result.exit_code == 9
     assert result.output.strip().count("\n") == 0
     assert result.output.startswith("error: no object matches 'deadbeef'")
     bad = tmp_path / "bad.json"
@@ -100,7 +100,7 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     path.write_bytes(b"tampered")
     result = run("fsck")
     assert result.exit_code == 1 and "CORRUPT" in result.output
-    assert run("cat", oid).exit_code == 4
+    assert run("cat", oid).exit_code == 10
     usage = json.loads(run("du", "--json").output)
     assert usage["kinds"]["blob"]["count"] == 1
     assert run("gc", "--max-size", "lots").exit_code == 2

@@ -17,7 +17,7 @@ _WAYS_OUT = (
 class UnknownBackbone(VbstoreError, KeyError):
     """A backbone name, source prefix, architecture or tag that nothing provides."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, name: str, message: str | None = None, *, hint: str | None = None) -> None:
         super().__init__(
@@ -82,7 +82,7 @@ class CheckpointError(VbstoreError, ValueError):
 class CheckpointNotFound(CheckpointError, FileNotFoundError):
     """A checkpoint path that does not exist."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, path: str) -> None:
         super().__init__(path, "no such file", hint="check the path given to --weights")

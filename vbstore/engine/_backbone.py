@@ -25,7 +25,7 @@ ALIAS_VERSION = 1
 class BackboneDrift(VbstoreError, RuntimeError):
     """A spec now builds a different backbone than the one the store recorded for it."""
 
-    exit_code = 5
+    exit_code = 11
 
 
 @dataclass

@@ -26,7 +26,7 @@ CHECKED = ("task", "task_op_version", "weights", "input_size", "pooling", "featu
 class HeadMismatch(VbstoreError, ValueError):
     """A head was trained for other features than the ones it is applied to."""
 
-    exit_code = 5
+    exit_code = 11
 
     def __init__(self, differences: list[str]) -> None:
         super().__init__(

@@ -51,13 +51,13 @@ class RemoteOffline(RemoteError, ConnectionError):
 class RemoteConflict(RemoteError):
     """Someone else changed the remote (or a local ref) while this operation ran."""
 
-    exit_code = 5
+    exit_code = 11
 
 
 class RemoteNotFound(RemoteError, KeyError):
     """A ref, object or derivation that the remote does not hold."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __str__(self) -> str:  # KeyError would quote the message
         return RemoteError.__str__(self)
@@ -66,7 +66,7 @@ class RemoteNotFound(RemoteError, KeyError):
 class UnknownRemote(VbstoreError, KeyError):
     """A remote name that is not configured for this store."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, name: str, known: list[str]) -> None:
         shown = ", ".join(known) if known else "none configured"
@@ -81,7 +81,7 @@ class UnknownRemote(VbstoreError, KeyError):
 class TamperedBlob(VbstoreError, ValueError):
     """Downloaded bytes are not what the remote said they are; nothing of them was kept."""
 
-    exit_code = 4
+    exit_code = 10
 
     def __init__(self, remote: str, oid: str, reason: str, *, what: str | None = None) -> None:
         super().__init__(

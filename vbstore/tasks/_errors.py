@@ -13,7 +13,7 @@ from ..errors import VbstoreError
 class UnknownTask(VbstoreError, KeyError):
     """A task name that no registered task has."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, name: str, close: list[str]) -> None:
         hint = f"did you mean {close[0]!r}?" if close else "list them with: vbstore list tasks"
