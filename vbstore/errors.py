@@ -133,3 +133,32 @@ class BadInput(VbstoreError, ValueError):
         super().__init__(f"{len(problems)} {what}: {shown}{more}",
                          hint=hint or "fix or remove them and run again; nothing was written")
         self.problems = problems
+
+
+# Visin's CI exit codes, which vbstore's other codes were renumbered around (docs/cli.md).
+EXIT_NOT_RANKED = 3  # `evaluate --require-ranked`: recorded, but its suite cannot rank it
+EXIT_DROPPED = 4  # `diff`: a score fell by more than --max-drop
+EXIT_MISSING_CONDITION = 5  # `diff`: a score one side lacks
+
+
+class SuiteNotFound(VbstoreError, KeyError):
+    """No suite is stored under that slug (or slug@version)."""
+
+    exit_code = 9
+
+    def __init__(self, ref: str, *, hint: str | None = None) -> None:
+        super().__init__(f"no suite {ref!r}", hint=hint or "list suites with: vbstore suite list")
+        self.ref = ref
+
+
+class SuiteConflict(VbstoreError, ValueError):
+    """A different protocol pushed under a suite version that is already published."""
+
+    exit_code = 11
+
+    def __init__(self, ref: str, next_version: int) -> None:
+        super().__init__(f"{ref} is published with a different protocol, and a published suite "
+                         "version never changes",
+                         hint=f"set \"version\": {next_version} (the next free version) and push again")
+        self.ref = ref
+        self.next_version = next_version
