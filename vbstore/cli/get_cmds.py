@@ -64,12 +64,14 @@ def parse_layers(text: str | None) -> list[int] | None:
               help="Apply a mismatched head anyway (warns; the result is comparable with nothing).")
 @click.option("--recompute", is_flag=True,
               help="Compute the result afresh (heads retrained, features reused) and say whether it reproduced.")
+@click.option("--suite", "suite_ref", default=None,
+              help="Compute one result per condition of this suite (slug@version) and record the evaluation.")
 @data_layout_options
 @json_option
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
                    data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
-                   no_strict, recompute, data_options, as_json) -> None:
+                   no_strict, recompute, suite_ref, data_options, as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -77,13 +79,21 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     """
     from ..engine import get_result
 
-    result = get_result(
-        backbone, task, data, train_data, store=store, split=split, train_split=train_split,
-        limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, recompute=recompute,
-        head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
-        input_size=input_size, layers=parse_layers(layers), precision=precision, device=device,
-        progress=not as_json, data_options=data_options, **parse_params(params),
-    )
+    def compute(data, split):
+        return get_result(
+            backbone, task, data, train_data, store=store, split=split, train_split=train_split,
+            limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, recompute=recompute,
+            head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
+            input_size=input_size, layers=parse_layers(layers), precision=precision, device=device,
+            progress=not as_json, data_options=data_options, **parse_params(params),
+        )
+
+    if suite_ref is not None:  # one result per suite condition, then the suite's verdict
+        from .suite_cmds import result_on_suite
+
+        result_on_suite(store, suite_ref, data, split, compute, as_json)
+        return
+    result = compute(data, split)
     emit(as_json, result.as_dict(), lambda: print_result(result))
 
 

@@ -32,14 +32,14 @@ from ._evaluate import (
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
 from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
-from ._new import condition_manifest, new_suite
+from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
 from ._suite import Suite, get_suite, list_suites, normalize, parse_ref, protocol_digest, push_suite, read_suite_file
 from ._verdict import judge, version_tuple
 
 __all__ = [
     "FORMATS", "Board", "Change", "Diff", "Evaluation", "Suite", "board_csv", "board_markdown",
-    "board_plot", "board_text", "build", "condition_manifest", "conditions_to_compute", "diff",
+    "board_plot", "board_text", "build", "condition_manifest", "condition_source", "conditions_to_compute", "diff",
     "evaluate_with", "from_results", "get_suite", "import_results", "judge", "leaderboard",
     "list_evaluations", "list_suites", "manifest_from_files", "manifest_sha256", "match_conditions",
     "new_suite", "normalize", "open_evaluation", "parse_assignments", "parse_ref", "promote",

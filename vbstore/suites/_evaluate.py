@@ -230,7 +230,7 @@ def conditions_to_compute(suite: Suite) -> list[tuple[str, str]]:
 
 def evaluate_with(store: Store, suite: Suite, compute: Callable[[str, str], str], *,
                   dry_run: bool = False) -> Evaluation:
-    """Compute every condition with ``compute(condition, split) -> result id``, then judge them.
+    """Compute every condition with ``compute(condition, split_or_list) -> result id``, then judge.
 
     This is the hook the engine calls for ``get result --suite``: the engine computes one result
     per condition (each on its own sub-manifest), the suite aggregates them.

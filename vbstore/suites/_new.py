@@ -17,11 +17,17 @@ from ._suite import normalize
 _LIST_SUFFIXES = (".csv", ".jsonl")
 
 
-def condition_manifest(store: Store, data: str, where: str, data_options: Mapping[str, Any] | None = None):
-    """The manifest of one condition: a split of ``data``, or a ``.csv``/``.jsonl`` list of its own."""
+def condition_source(data: str, where: str) -> tuple[str, str | None]:
+    """``(data, split)`` holding one condition: a split of ``data``, or a ``.csv``/``.jsonl`` list."""
     if where.lower().endswith(_LIST_SUFFIXES) and Path(where).is_file():
-        return load_manifest(store, where, **(data_options or {}))
-    return load_manifest(store, data, split=where, **(data_options or {}))
+        return where, None
+    return data, where
+
+
+def condition_manifest(store: Store, data: str, where: str, data_options: Mapping[str, Any] | None = None):
+    """The manifest of one condition (see :func:`condition_source`)."""
+    source, split = condition_source(data, where)
+    return load_manifest(store, source, split=split, **(data_options or {}))
 
 
 def new_suite(store: Store, *, slug: str, task: str, data: str, split: str,
