@@ -157,8 +157,9 @@ class SuiteConflict(VbstoreError, ValueError):
     exit_code = 11
 
     def __init__(self, ref: str, next_version: int) -> None:
-        super().__init__(f"{ref} is published with a different protocol, and a published suite "
-                         "version never changes",
-                         hint=f"set \"version\": {next_version} (the next free version) and push again")
+        super().__init__(
+            f"{ref} is published with a different protocol, and a published suite version "
+            "never changes",
+            hint=f"set \"version\": {next_version} (the next free version) and push again")
         self.ref = ref
         self.next_version = next_version

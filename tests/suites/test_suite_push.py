@@ -1,21 +1,24 @@
 import json
 
 import pytest
+from suites_support import road_test
 
 from vbstore.errors import SchemaError, SuiteConflict, SuiteNotFound, UsageError
 from vbstore.suites import get_suite, list_suites, protocol_digest, push_suite, read_suite_file
-
-from suites_support import road_test
 
 
 def test_push_is_idempotent_and_a_changed_protocol_is_refused(store):
     first, new = push_suite(store, road_test())
     again, new_again = push_suite(store, road_test())
-    assert new and not new_again and again.id == first.id and again.ref == "road-test@1"
+    assert new
+    assert not new_again
+    assert again.id == first.id
+    assert again.ref == "road-test@1"
     changed = road_test(params={"lr": 0.01})
     with pytest.raises(SuiteConflict) as info:
         push_suite(store, changed)
-    assert '"version": 2' in str(info.value) and info.value.exit_code == 11
+    assert '"version": 2' in str(info.value)
+    assert info.value.exit_code == 11
     assert get_suite(store, "road-test@1").protocol["params"] == {"lr": 0.001}  # unchanged
     second, _ = push_suite(store, {**changed, "version": 2})
     assert get_suite(store, "road-test").id == second.id  # latest version without @
@@ -29,11 +32,13 @@ def test_defaults_filled_and_digest_is_sha256_of_sorted_compact_json(store):
     suite, _ = push_suite(store, road_test())
     protocol = suite.protocol
     assert protocol["aggregation"] == "equal-mean-of-conditions"
-    assert protocol["metrics"][1]["headline"] is False and protocol["weights"] == "pretrained"
+    assert protocol["metrics"][1]["headline"] is False
+    assert protocol["weights"] == "pretrained"
     import hashlib
 
-    expected = hashlib.sha256(json.dumps(protocol, sort_keys=True, separators=(",", ":"),
-                                         ensure_ascii=False).encode()).hexdigest()
+    expected = hashlib.sha256(
+        json.dumps(protocol, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
     assert suite.digest == protocol_digest(protocol) == expected
     # key order in the file does not change the digest
     reordered = json.loads(json.dumps(road_test()["protocol"]))
@@ -59,4 +64,7 @@ def test_yaml_suite_file(tmp_path, store):
     yaml = pytest.importorskip("yaml")
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(road_test()))
-    assert push_suite(store, read_suite_file(path))[0].digest == push_suite(store, road_test())[0].digest
+    assert (
+        push_suite(store, read_suite_file(path))[0].digest
+        == push_suite(store, road_test())[0].digest
+    )

@@ -64,7 +64,8 @@ def _m2_suites(db) -> None:
          "ranked": int, "evidence": str, "recorded": float, "scores": str, "reasons": str},
         pk="id", not_null={"suite", "checkpoint", "state", "ranked", "evidence", "recorded"},
     )
-    db["evaluations"].create_index(["suite", "checkpoint", "recorded"])
+    # covers the leaderboard's per-checkpoint window without reading the scores
+    db["evaluations"].create_index(["suite", "evidence", "checkpoint", "ranked", "recorded", "id"])
 
 
 # Append only: a released migration is never edited, a new one is added with the next number.

@@ -65,13 +65,21 @@ class Diff:
         return EXIT_MISSING_CONDITION if self.missing or self.problems else 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"suite": self.suite, "baseline": self.baseline, "candidate": self.candidate,
-                "max_drop": self.max_drop, "passed": self.passed, "exit_code": self.exit_code,
-                "problems": list(self.problems), "changes": [asdict(c) for c in self.changes]}
+        return {
+            "suite": self.suite,
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "max_drop": self.max_drop,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "problems": list(self.problems),
+            "changes": [asdict(c) for c in self.changes],
+        }
 
 
-def diff(store: Store, baseline: str, candidate: str, *, max_drop: float = 0.0,
-         all_metrics: bool = False) -> Diff:
+def diff(
+    store: Store, baseline: str, candidate: str, *, max_drop: float = 0.0, all_metrics: bool = False
+) -> Diff:
     """Compare two stored evaluations (ids, prefixes or refs) on their suite.
 
     Raises:
@@ -81,15 +89,20 @@ def diff(store: Store, baseline: str, candidate: str, *, max_drop: float = 0.0,
         raise UsageError("--max-drop is how far a score may fall; it cannot be negative")
     base, cand = open_evaluation(store, baseline), open_evaluation(store, candidate)
     if base.doc["suite"] != cand.doc["suite"]:
-        raise UsageError(f"the baseline is on {base.doc['suite']} and the candidate on "
-                         f"{cand.doc['suite']}: only one suite version is compared",
-                         hint="evaluate both on the same suite version")
+        raise UsageError(
+            f"the baseline is on {base.doc['suite']} and the candidate on "
+            f"{cand.doc['suite']}: only one suite version is compared",
+            hint="evaluate both on the same suite version",
+        )
     suite = get_suite(store, base.doc["suite"])
     metrics = [m for m in suite.metrics if all_metrics or m["headline"]]
     scopes = [OVERALL, *(c["name"] for c in suite.conditions)]
-    problems = tuple(f"the {label} ({e.id[:12]}) is not ranked on {suite.ref}: "
-                     f"{e.verdict['state']} ({', '.join(e.verdict['reasons'])})"
-                     for label, e in (("baseline", base), ("candidate", cand)) if not e.ranked)
+    problems = tuple(
+        f"the {label} ({e.id[:12]}) is not ranked on {suite.ref}: "
+        f"{e.verdict['state']} ({', '.join(e.verdict['reasons'])})"
+        for label, e in (("baseline", base), ("candidate", cand))
+        if not e.ranked
+    )
     changes = []
     for metric in metrics:
         key, direction = metric["key"], metric["direction"]
@@ -99,8 +112,13 @@ def diff(store: Store, baseline: str, candidate: str, *, max_drop: float = 0.0,
                 changes.append(Change(scope, key, direction, before, after, None, "missing"))
                 continue
             improvement = after - before if direction == "max" else before - after
-            status = ("regressed" if -improvement > max_drop + TOLERANCE
-                      else "improved" if improvement > TOLERANCE else "ok")
+            status = (
+                "regressed"
+                if -improvement > max_drop + TOLERANCE
+                else "improved"
+                if improvement > TOLERANCE
+                else "ok"
+            )
             changes.append(Change(scope, key, direction, before, after, improvement, status))
     return Diff(suite.ref, base.id, cand.id, max_drop, tuple(changes), problems)
 

@@ -38,26 +38,45 @@ class Evaluation:
         return self.doc["verdict"]["ranked"]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "recorded": self.recorded, "new": self.new, "stored": self.id is not None,
-                **{k: v for k, v in self.doc.items() if k != "kind"}}
+        return {
+            "id": self.id,
+            "recorded": self.recorded,
+            "new": self.new,
+            "stored": self.id is not None,
+            **{k: v for k, v in self.doc.items() if k != "kind"},
+        }
 
 
-def build(suite: Suite, *, checkpoint: Mapping[str, str], results: Mapping[str, Any],
-          sample_counts: Mapping[str, int], data: Mapping[str, Any] | None = None,
-          protocol: Mapping[str, Any] | None = None, evaluator: Mapping[str, Any] | None = None,
-          comparable: bool = True, sources: Mapping[str, Any] | None = None,
-          promoted_from: str | None = None) -> dict[str, Any]:
+def build(
+    suite: Suite,
+    *,
+    checkpoint: Mapping[str, str],
+    results: Mapping[str, Any],
+    sample_counts: Mapping[str, int],
+    data: Mapping[str, Any] | None = None,
+    protocol: Mapping[str, Any] | None = None,
+    evaluator: Mapping[str, Any] | None = None,
+    comparable: bool = True,
+    sources: Mapping[str, Any] | None = None,
+    promoted_from: str | None = None,
+) -> dict[str, Any]:
     """An evaluation document with its evidence level and verdict.
 
     ``results`` is Visin's condition → class → metric structure (``{"day": {"overall":
     {"top1": 0.9}}}``); ``checkpoint`` has ``id``, ``label`` and ``weights``.
     """
     doc: dict[str, Any] = {
-        "kind": "evaluation", "suite": suite.ref, "suite_id": suite.id,
-        "protocol_digest": suite.digest, "checkpoint": dict(checkpoint),
-        "results": json.loads(json.dumps(results)), "sample_counts": dict(sample_counts),
-        "data": dict(data) if data else None, "protocol": dict(protocol) if protocol else None,
-        "evaluator": dict(evaluator) if evaluator else None, "comparable": comparable,
+        "kind": "evaluation",
+        "suite": suite.ref,
+        "suite_id": suite.id,
+        "protocol_digest": suite.digest,
+        "checkpoint": dict(checkpoint),
+        "results": json.loads(json.dumps(results)),
+        "sample_counts": dict(sample_counts),
+        "data": dict(data) if data else None,
+        "protocol": dict(protocol) if protocol else None,
+        "evaluator": dict(evaluator) if evaluator else None,
+        "comparable": comparable,
         "sources": dict(sources or {}),
     }
     if promoted_from:
@@ -67,8 +86,9 @@ def build(suite: Suite, *, checkpoint: Mapping[str, str], results: Mapping[str, 
     return doc
 
 
-def record(store: Store, doc: dict[str, Any], *, dry_run: bool = False,
-           recorded: float | None = None) -> Evaluation:
+def record(
+    store: Store, doc: dict[str, Any], *, dry_run: bool = False, recorded: float | None = None
+) -> Evaluation:
     """Store the evaluation and index it for leaderboards; with ``dry_run`` store nothing.
 
     ``recorded`` overrides the recording time (a reproducible reference registry needs that).
@@ -76,7 +96,9 @@ def record(store: Store, doc: dict[str, Any], *, dry_run: bool = False,
     if dry_run:
         return Evaluation(None, doc, None, False)
     edges = {"suite": doc["suite_id"]}
-    sources = [v for v in doc["sources"].values() if isinstance(v, str) and len(v) == 64 and store.has(v)]
+    sources = [
+        v for v in doc["sources"].values() if isinstance(v, str) and len(v) == 64 and store.has(v)
+    ]
     if sources:
         edges["result"] = sources
     oid = store.put_json(doc, "evaluation", edges=edges)
@@ -84,11 +106,21 @@ def record(store: Store, doc: dict[str, Any], *, dry_run: bool = False,
     when = time.time() if recorded is None else recorded
     with store.db.write() as conn:
         inserted = conn.execute(
-            "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, ranked, "
-            "evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (oid, doc["suite"], doc["checkpoint"]["id"], doc["checkpoint"]["label"],
-             doc["checkpoint"]["weights"], verdict["state"], int(verdict["ranked"]), doc["evidence"],
-             when, json.dumps(verdict["scores"], sort_keys=True), json.dumps(verdict["reasons"])),
+            "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
+            "ranked, evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                oid,
+                doc["suite"],
+                doc["checkpoint"]["id"],
+                doc["checkpoint"]["label"],
+                doc["checkpoint"]["weights"],
+                verdict["state"],
+                int(verdict["ranked"]),
+                doc["evidence"],
+                when,
+                json.dumps(verdict["scores"], sort_keys=True),
+                json.dumps(verdict["reasons"]),
+            ),
         ).rowcount
         when = conn.execute("SELECT recorded FROM evaluations WHERE id=?", (oid,)).fetchone()[0]
     return Evaluation(oid, doc, when, bool(inserted))
@@ -104,16 +136,22 @@ def open_evaluation(store: Store, ref: str) -> Evaluation:
     oid = store.resolve(ref)
     doc = store.read_json(oid)
     if doc.get("kind") != "evaluation":
-        raise UsageError(f"{oid[:12]} is a {doc.get('kind')}, not an evaluation",
-                         hint="evaluate a result first: vbstore evaluate RESULT --suite SLUG@V")
+        raise UsageError(
+            f"{oid[:12]} is a {doc.get('kind')}, not an evaluation",
+            hint="evaluate a result first: vbstore evaluate RESULT --suite SLUG@V",
+        )
     row = store.db.one("SELECT recorded FROM evaluations WHERE id=?", (oid,))
     return Evaluation(oid, doc, row[0] if row else None, False)
 
 
-def list_evaluations(store: Store, suite: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
+def list_evaluations(
+    store: Store, suite: str | None = None, state: str | None = None
+) -> list[dict[str, Any]]:
     """Evaluation rows (newest first), optionally of one suite ref and one verdict state."""
-    sql = ("SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons "
-           "FROM evaluations")
+    sql = (
+        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons "
+        "FROM evaluations"
+    )
     where, params = [], []
     if suite is not None:
         where.append("suite=?")
@@ -124,12 +162,25 @@ def list_evaluations(store: Store, suite: str | None = None, state: str | None =
     if where:
         sql += " WHERE " + " AND ".join(where)
     rows = store.db.query(sql + " ORDER BY recorded DESC, id", params)
-    keys = ("id", "suite", "checkpoint", "label", "weights", "state", "ranked", "evidence", "recorded")
-    return [{**dict(zip(keys, r[:9], strict=True)), "ranked": bool(r[6]), "reasons": json.loads(r[9])}
-            for r in rows]
+    keys = (
+        "id",
+        "suite",
+        "checkpoint",
+        "label",
+        "weights",
+        "state",
+        "ranked",
+        "evidence",
+        "recorded",
+    )
+    return [
+        {**dict(zip(keys, r[:9], strict=True)), "ranked": bool(r[6]), "reasons": json.loads(r[9])}
+        for r in rows
+    ]
 
 
 # ---- evidence from vbstore's own results ---------------------------------------------------
+
 
 def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict[str, Any]:
     """An *observed* evaluation from stored result records, one per condition.
@@ -144,8 +195,10 @@ def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict
     names = [c["name"] for c in suite.conditions]
     unknown = sorted(set(results) - set(names))
     if unknown:
-        raise UsageError(f"{suite.ref} has no condition {unknown[0]!r}",
-                         hint=f"its conditions: {', '.join(names)}")
+        raise UsageError(
+            f"{suite.ref} has no condition {unknown[0]!r}",
+            hint=f"its conditions: {', '.join(names)}",
+        )
     records = {}
     for condition, ref in results.items():
         oid = store.resolve(ref)
@@ -155,19 +208,24 @@ def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict
         records[condition] = (oid, record)
     checkpoints = {_checkpoint(store, r)["id"] for _, r in records.values()}
     if len(checkpoints) > 1:
-        raise UsageError("these results come from different weights; one evaluation is one checkpoint",
-                         hint="evaluate each backbone's results separately")
+        raise UsageError(
+            "these results come from different weights; one evaluation is one checkpoint",
+            hint="evaluate each backbone's results separately",
+        )
     first = next(iter(records.values()))[1]
     samples = {c: _sample_names(store, r) for c, (_, r) in records.items()}
     params = [r.get("params", {}) for _, r in records.values()]
     tasks = {r["task"] for _, r in records.values()}
     return build(
-        suite, checkpoint=_checkpoint(store, first),
+        suite,
+        checkpoint=_checkpoint(store, first),
         results={c: {"overall": _numbers(r["metrics"])} for c, (_, r) in records.items()},
         sample_counts={c: len(s) for c, s in samples.items()},
         data={"kind": "vbstore", "manifestSha256": manifest_sha256(samples)},
-        protocol={"task": first["task"] if len(tasks) == 1 else ",".join(sorted(tasks)),
-                  "params": params[0] if all(p == params[0] for p in params) else {}},
+        protocol={
+            "task": first["task"] if len(tasks) == 1 else ",".join(sorted(tasks)),
+            "params": params[0] if all(p == params[0] for p in params) else {},
+        },
         evaluator={"package": "vbstore", "version": first.get("versions", {}).get("vbstore", "")},
         comparable=all(r.get("comparable", True) for _, r in records.values()),
         sources={c: oid for c, (oid, _) in records.items()},
@@ -192,8 +250,10 @@ def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str
             elif len(suite.conditions) == 1 and len(results) == 1:
                 name = suite.conditions[0]["name"]
             else:
-                raise UsageError(f"result {ref} (split {split!r}) matches no condition of {suite.ref}",
-                                 hint="name it: CONDITION=RESULT")
+                raise UsageError(
+                    f"result {ref} (split {split!r}) matches no condition of {suite.ref}",
+                    hint="name it: CONDITION=RESULT",
+                )
         if name in out:
             raise UsageError(f"condition {name!r} is given twice")
         out[name] = ref
@@ -202,11 +262,17 @@ def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str
 
 def _checkpoint(store: Store, record: dict[str, Any]) -> dict[str, str]:
     weights_id = record.get("inputs", {}).get("weights")
-    identity = weights_id
+    identity, label = weights_id, record.get("backbone", {}).get("spec", "")
     if weights_id and store.has(weights_id):
-        identity = store.read_json(weights_id).get("tensor_hash", weights_id)
-    return {"id": identity or "unknown", "label": record.get("backbone", {}).get("spec", ""),
-            "weights": record.get("weights_kind", "unknown")}
+        weights = store.read_json(weights_id)
+        identity = weights.get("tensor_hash", weights_id)
+        if weights.get("origin") == "random" and weights.get("seed") is not None:
+            label += f" seed={weights['seed']}"  # two random inits are two checkpoints
+    return {
+        "id": identity or "unknown",
+        "label": label,
+        "weights": record.get("weights_kind", "unknown"),
+    }
 
 
 def _sample_names(store: Store, record: dict[str, Any]) -> list[str]:
@@ -215,10 +281,13 @@ def _sample_names(store: Store, record: dict[str, Any]) -> list[str]:
 
 
 def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
-    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {
+        k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
 # ---- the engine's side: a suite's conditions as separate results ----------------------------
+
 
 def conditions_to_compute(suite: Suite) -> list[tuple[str, str]]:
     """``(condition, split)`` pairs: where ``get result --suite`` finds each condition's samples.
@@ -228,8 +297,9 @@ def conditions_to_compute(suite: Suite) -> list[tuple[str, str]]:
     return [(c["name"], c.get("split", c["name"])) for c in suite.conditions]
 
 
-def evaluate_with(store: Store, suite: Suite, compute: Callable[[str, str], str], *,
-                  dry_run: bool = False) -> Evaluation:
+def evaluate_with(
+    store: Store, suite: Suite, compute: Callable[[str, str], str], *, dry_run: bool = False
+) -> Evaluation:
     """Compute every condition with ``compute(condition, split_or_list) -> result id``, then judge.
 
     This is the hook the engine calls for ``get result --suite``: the engine computes one result

@@ -23,17 +23,23 @@ def board_text(board: Board) -> str:
     headline = board.suite.headline
     better = "higher" if headline["direction"] == "max" else "lower"
     pool = "observed evaluations" if board.observed_only else "evaluations"
-    lines = [f"{board.suite.ref}  {headline['key']} ({better} is better); "
-             f"{len(board.rows)} ranked of {len(board.rows) + len(board.unranked)} checkpoints, "
-             f"{board.evaluations} {pool}"]
+    lines = [
+        f"{board.suite.ref}  {headline['key']} ({better} is better); "
+        f"{len(board.rows)} ranked of {len(board.rows) + len(board.unranked)} checkpoints, "
+        f"{board.evaluations} {pool}"
+    ]
     for row in board.rows:
-        lines.append(f"{row['rank']:>4}  {row['label']:<32} {_num(row['headline'])}  "
-                     f"weakest {row['weakest']} {_num(row['weakest_value'])}  gap {_num(row['gap'])}  "
-                     f"{row['weights']} weights, {row['evidence']}  {row['attempts']} attempt"
-                     f"{'s' if row['attempts'] != 1 else ''}")
+        lines.append(
+            f"{row['rank']:>4}  {row['label']:<32} {_num(row['headline'])}  "
+            f"weakest {row['weakest']} {_num(row['weakest_value'])}  gap {_num(row['gap'])}  "
+            f"{row['weights']} weights, {row['evidence']}  {row['attempts']} attempt"
+            f"{'s' if row['attempts'] != 1 else ''}"
+        )
     for item in board.unranked:
-        lines.append(f"  not ranked  {item['label']} ({item['checkpoint'][:16]})  "
-                     f"{item['state']}: {', '.join(item['reasons'])}")
+        lines.append(
+            f"  not ranked  {item['label']} ({item['checkpoint'][:16]})  "
+            f"{item['state']}: {', '.join(item['reasons'])}"
+        )
     if board.reorders:
         lines.append(f"ordered differently by: {', '.join(board.reorders)}")
     return "\n".join(lines)
@@ -41,11 +47,31 @@ def board_text(board: Board) -> str:
 
 def _table(board: Board) -> tuple[list[str], list[list[Any]]]:
     conditions = [c["name"] for c in board.suite.conditions]
-    header = ["rank", "checkpoint", "weights", "evidence", board.suite.headline["key"],
-              *conditions, "weakest", "gap", "attempts"]
-    rows = [[r["rank"], r["label"], r["weights"], r["evidence"], r["headline"],
-             *(r["conditions"].get(c) for c in conditions), r["weakest"], r["gap"], r["attempts"]]
-            for r in board.rows]
+    header = [
+        "rank",
+        "checkpoint",
+        "weights",
+        "evidence",
+        board.suite.headline["key"],
+        *conditions,
+        "weakest",
+        "gap",
+        "attempts",
+    ]
+    rows = [
+        [
+            r["rank"],
+            r["label"],
+            r["weights"],
+            r["evidence"],
+            r["headline"],
+            *(r["conditions"].get(c) for c in conditions),
+            r["weakest"],
+            r["gap"],
+            r["attempts"],
+        ]
+        for r in board.rows
+    ]
     return header, rows
 
 
@@ -53,16 +79,24 @@ def board_markdown(board: Board) -> str:
     """A Markdown table of the ranked rows, then a list of the checkpoints not ranked."""
     header, rows = _table(board)
     headline = board.suite.headline
-    lines = [f"**{board.suite.ref}** — {board.suite.doc['name']}; ranked by `{headline['key']}` "
-             f"({'higher' if headline['direction'] == 'max' else 'lower'} is better)", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [
+        f"**{board.suite.ref}** — {board.suite.doc['name']}; ranked by `{headline['key']}` "
+        f"({'higher' if headline['direction'] == 'max' else 'lower'} is better)",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     for row in rows:
-        lines.append("| " + " | ".join(_num(v) if isinstance(v, float) else str(v) for v in row) + " |")
+        lines.append(
+            "| " + " | ".join(_num(v) if isinstance(v, float) else str(v) for v in row) + " |"
+        )
     if not rows:
         lines.append("| " + " | ".join(["—"] * len(header)) + " |")
     for item in board.unranked:
-        lines.append(f"\n- not ranked: {item['label']} ({item['weights']} weights) — "
-                     f"{item['state']}: {', '.join(item['reasons'])}")
+        lines.append(
+            f"\n- not ranked: {item['label']} ({item['weights']} weights) — "
+            f"{item['state']}: {', '.join(item['reasons'])}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -87,8 +121,9 @@ def board_plot(board: Board, path: str | Path) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("a leaderboard plot needs matplotlib",
-                         hint="pip install 'vbstore[plot]'") from None
+        raise UsageError(
+            "a leaderboard plot needs matplotlib", hint="pip install 'vbstore[plot]'"
+        ) from None
     if not board.rows:
         raise UsageError(f"{board.suite.ref} has no ranked checkpoint to plot")
     labels = [f"{r['rank']}. {r['label']}" for r in board.rows]
@@ -97,8 +132,13 @@ def board_plot(board: Board, path: str | Path) -> Path:
     axes.bar(xs, [r["headline"] for r in board.rows], color="#8fb3d9", label="overall")
     markers = "os^vD<>"
     for i, condition in enumerate(c["name"] for c in board.suite.conditions):
-        axes.scatter(xs, [r["conditions"].get(condition) for r in board.rows], marker=markers[i % 7],
-                     zorder=3, label=condition)
+        axes.scatter(
+            xs,
+            [r["conditions"].get(condition) for r in board.rows],
+            marker=markers[i % 7],
+            zorder=3,
+            label=condition,
+        )
     axes.set_xticks(list(xs), labels, rotation=20, ha="right")
     axes.set_ylabel(board.suite.headline["key"])
     axes.set_title(board.suite.ref)

@@ -21,8 +21,10 @@ MANIFEST_VERSION = 1
 
 def manifest_sha256(conditions: Mapping[str, Iterable[str]]) -> str:
     """The SHA-256 hex digest of the samples under each condition name."""
-    document = {"version": MANIFEST_VERSION,
-                "conditions": {str(name): sorted(samples) for name, samples in conditions.items()}}
+    document = {
+        "version": MANIFEST_VERSION,
+        "conditions": {str(name): sorted(samples) for name, samples in conditions.items()},
+    }
     # not canonical.dumps: Visin's client escapes non-ASCII, and the bytes must be its bytes
     text = json.dumps(document, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -59,7 +61,9 @@ def parse_assignments(items: Iterable[str], what: str = "NAME=FILE") -> dict[str
 
 
 def manifest_from_files(splits: Mapping[str, str | Path]) -> dict[str, object]:
-    """``{"manifestSha256", "conditions": [{"name", "sampleCount"}]}`` for split files per condition."""
+    """``{"manifestSha256", "conditions": [{"name", "sampleCount"}]}`` of split files."""
     conditions = {name: read_split_file(path) for name, path in splits.items()}
-    return {"manifestSha256": manifest_sha256(conditions),
-            "conditions": [{"name": n, "sampleCount": len(s)} for n, s in conditions.items()]}
+    return {
+        "manifestSha256": manifest_sha256(conditions),
+        "conditions": [{"name": n, "sampleCount": len(s)} for n, s in conditions.items()],
+    }

@@ -13,8 +13,15 @@ from ._evaluate import Evaluation, build, open_evaluation, record
 from ._suite import get_suite
 
 
-def promote(store: Store, evaluation: str, *, suite: str | None = None, label: str | None = None,
-            sample_counts: Mapping[str, int] | None = None, dry_run: bool = False) -> Evaluation:
+def promote(
+    store: Store,
+    evaluation: str,
+    *,
+    suite: str | None = None,
+    label: str | None = None,
+    sample_counts: Mapping[str, int] | None = None,
+    dry_run: bool = False,
+) -> Evaluation:
     """Copy an evaluation onto ``suite`` (default: its own) as attested evidence.
 
     Raises:
@@ -24,9 +31,16 @@ def promote(store: Store, evaluation: str, *, suite: str | None = None, label: s
     target = get_suite(store, suite or origin.doc["suite"])
     doc = origin.doc
     checkpoint = {**doc["checkpoint"], **({"label": label} if label else {})}
-    doc = build(target, checkpoint=checkpoint, results=doc["results"],
-                sample_counts={**doc["sample_counts"], **(sample_counts or {})}, data=doc.get("data"),
-                protocol=doc.get("protocol"), evaluator=doc.get("evaluator"),
-                comparable=doc.get("comparable", True), sources=doc.get("sources"),
-                promoted_from=origin.id)
+    doc = build(
+        target,
+        checkpoint=checkpoint,
+        results=doc["results"],
+        sample_counts={**doc["sample_counts"], **(sample_counts or {})},
+        data=doc.get("data"),
+        protocol=doc.get("protocol"),
+        evaluator=doc.get("evaluator"),
+        comparable=doc.get("comparable", True),
+        sources=doc.get("sources"),
+        promoted_from=origin.id,
+    )
     return record(store, doc, dry_run=dry_run)

@@ -75,12 +75,14 @@ def parse_ref(text: str) -> tuple[str, int | None]:
     """
     match = _REF.match(text.strip())
     if not match:
-        raise UsageError(f"not a suite name: {text!r}", hint="write slug@version, e.g. digits-knn@1")
+        raise UsageError(
+            f"not a suite name: {text!r}", hint="write slug@version, e.g. digits-knn@1"
+        )
     return match.group(1), int(match.group(2)) if match.group(2) else None
 
 
 def read_suite_file(path: str | Path) -> dict[str, Any]:
-    """A suite document from a JSON file, or a YAML one (``.yml``/``.yaml``) when PyYAML is installed.
+    """A suite document from a JSON file, or a YAML one (.yml/.yaml) when PyYAML is installed.
 
     Raises:
         UsageError: unreadable, not JSON/YAML, YAML without PyYAML, or not one object.
@@ -94,8 +96,10 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
         try:
             import yaml  # optional: only YAML suite files need it
         except ImportError:
-            raise UsageError(f"{file.name} is YAML, which needs PyYAML",
-                             hint="pip install pyyaml, or write the suite as JSON") from None
+            raise UsageError(
+                f"{file.name} is YAML, which needs PyYAML",
+                hint="pip install pyyaml, or write the suite as JSON",
+            ) from None
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -106,8 +110,10 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
         except ValueError as exc:
             raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
     if not isinstance(loaded, dict):
-        raise UsageError(f"{file.name} should hold one suite",
-                         hint="an object with slug, version, name and protocol")
+        raise UsageError(
+            f"{file.name} should hold one suite",
+            hint="an object with slug, version, name and protocol",
+        )
     return loaded
 
 
@@ -127,7 +133,9 @@ def normalize(doc: Mapping[str, Any]) -> dict[str, Any]:
     out.setdefault("visibility", "private")
     protocol = out.get("protocol")
     if not isinstance(protocol, dict):
-        raise UsageError("the suite has no protocol object", hint="see docs/suites.md for the format")
+        raise UsageError(
+            "the suite has no protocol object", hint="see docs/suites.md for the format"
+        )
     protocol.setdefault("aggregation", AGGREGATIONS[0])
     protocol.setdefault("params", {})
     protocol.setdefault("weights", "pretrained")
@@ -138,12 +146,16 @@ def normalize(doc: Mapping[str, Any]) -> dict[str, Any]:
             metric.setdefault("headline", len(metrics) == 1)
         headlines = [m.get("key") for m in metrics if m["headline"] is True]
         if len(headlines) != 1:
-            raise UsageError(f"a suite needs exactly one headline metric, this one has {len(headlines)}",
-                             hint='mark one metric with "headline": true')
+            raise UsageError(
+                f"a suite needs exactly one headline metric, this one has {len(headlines)}",
+                hint='mark one metric with "headline": true',
+            )
         _unique([m.get("key") for m in metrics], "metric")
         for m in metrics:
             bounds = m.get("range")
-            if isinstance(bounds, dict) and bounds.get("min", 0) > bounds.get("max", bounds.get("min", 0)):
+            if isinstance(bounds, dict) and bounds.get("min", 0) > bounds.get(
+                "max", bounds.get("min", 0)
+            ):
                 raise UsageError(f"metric {m['key']!r} has a range whose min exceeds its max")
     conditions = protocol.get("conditions")
     if isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions):
@@ -160,7 +172,7 @@ def _unique(names: list[Any], noun: str) -> None:
 
 
 def protocol_digest(protocol: Mapping[str, Any]) -> str:
-    """SHA-256 of the protocol as compact, key-sorted JSON (defaults filled in by :func:`normalize`)."""
+    """SHA-256 of the protocol as compact, key-sorted JSON (defaults from :func:`normalize`)."""
     return hashlib.sha256(canonical.dumps(dict(protocol))).hexdigest()
 
 
@@ -179,14 +191,20 @@ def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
     oid = store.put_json(doc, "suite")  # validates against schemas/suite.schema.json
     slug, version = doc["slug"], doc["version"]
     with store.db.write() as conn:
-        row = conn.execute("SELECT id, protocol_digest FROM suites WHERE slug=? AND version=?",
-                           (slug, version)).fetchone()
+        row = conn.execute(
+            "SELECT id, protocol_digest FROM suites WHERE slug=? AND version=?", (slug, version)
+        ).fetchone()
         if row is None:
-            conn.execute("INSERT INTO suites(slug, version, id, protocol_digest, created) "
-                         "VALUES (?,?,?,?,?)", (slug, version, oid, digest, time.time()))
+            conn.execute(
+                "INSERT INTO suites(slug, version, id, protocol_digest, created) "
+                "VALUES (?,?,?,?,?)",
+                (slug, version, oid, digest, time.time()),
+            )
             return Suite(oid, doc), True
         if row[1] != digest:
-            latest = conn.execute("SELECT MAX(version) FROM suites WHERE slug=?", (slug,)).fetchone()[0]
+            latest = conn.execute(
+                "SELECT MAX(version) FROM suites WHERE slug=?", (slug,)
+            ).fetchone()[0]
             raise SuiteConflict(f"{slug}@{version}", latest + 1)
     return Suite(row[0], store.read_json(row[0])), False
 
@@ -199,25 +217,45 @@ def get_suite(store: Store, ref: str) -> Suite:
     """
     slug, version = parse_ref(ref)
     if version is None:
-        row = store.db.one("SELECT id FROM suites WHERE slug=? ORDER BY version DESC LIMIT 1", (slug,))
+        row = store.db.one(
+            "SELECT id FROM suites WHERE slug=? ORDER BY version DESC LIMIT 1", (slug,)
+        )
     else:
         row = store.db.one("SELECT id FROM suites WHERE slug=? AND version=?", (slug, version))
     if row is None:
-        versions = [v for (v,) in store.db.query(
-            "SELECT version FROM suites WHERE slug=? ORDER BY version", (slug,))]
-        hint = (f"{slug} has versions {', '.join(map(str, versions))}" if versions
-                else "push it with: vbstore suite push FILE")
+        versions = [
+            v
+            for (v,) in store.db.query(
+                "SELECT version FROM suites WHERE slug=? ORDER BY version", (slug,)
+            )
+        ]
+        hint = (
+            f"{slug} has versions {', '.join(map(str, versions))}"
+            if versions
+            else "push it with: vbstore suite push FILE"
+        )
         raise SuiteNotFound(ref, hint=hint)
     return Suite(row[0], store.read_json(row[0]))
 
 
 def list_suites(store: Store) -> list[dict[str, Any]]:
     """Every stored suite version: slug, version, ref, id, protocol digest and name."""
-    rows = store.db.query("SELECT slug, version, id, protocol_digest FROM suites ORDER BY slug, version")
+    rows = store.db.query(
+        "SELECT slug, version, id, protocol_digest FROM suites ORDER BY slug, version"
+    )
     out = []
     for slug, version, oid, digest in rows:
         doc = store.read_json(oid)
-        out.append({"ref": f"{slug}@{version}", "slug": slug, "version": version, "id": oid,
-                    "protocol_digest": digest, "name": doc.get("name", ""),
-                    "task": doc["protocol"]["task"], "visibility": doc.get("visibility")})
+        out.append(
+            {
+                "ref": f"{slug}@{version}",
+                "slug": slug,
+                "version": version,
+                "id": oid,
+                "protocol_digest": digest,
+                "name": doc.get("name", ""),
+                "task": doc["protocol"]["task"],
+                "visibility": doc.get("visibility"),
+            }
+        )
     return out

@@ -35,8 +35,12 @@ def judge(suite: Suite, doc: dict[str, Any]) -> dict[str, Any]:
     incompatible = _incompatible(suite, doc)
     incomplete = _incomplete(suite, doc)
     state = "incompatible" if incompatible else "incomplete" if incomplete else "eligible"
-    return {"state": state, "reasons": incompatible + incomplete, "ranked": state == "eligible",
-            "scores": scores_of(suite, doc["results"])}
+    return {
+        "state": state,
+        "reasons": incompatible + incomplete,
+        "ranked": state == "eligible",
+        "scores": scores_of(suite, doc["results"]),
+    }
 
 
 def _incompatible(suite: Suite, doc: dict[str, Any]) -> list[str]:
@@ -54,8 +58,11 @@ def _incompatible(suite: Suite, doc: dict[str, Any]) -> list[str]:
         if ran.get("task") != protocol["task"]:
             reasons.append("protocol-mismatch(task)")
         params = ran.get("params") or {}
-        reasons += [f"protocol-mismatch({key})" for key, value in sorted(protocol["params"].items())
-                    if params.get(key) != value]
+        reasons += [
+            f"protocol-mismatch({key})"
+            for key, value in sorted(protocol["params"].items())
+            if params.get(key) != value
+        ]
     present = [c for c in suite.conditions if c["name"] in doc["results"]]
     for metric in suite.metrics:
         if any(metric["key"] not in _overall(doc["results"][c["name"]]) for c in present):
@@ -73,9 +80,12 @@ def _incompatible(suite: Suite, doc: dict[str, Any]) -> list[str]:
     if evaluator and wanted_evaluator:
         if evaluator.get("package") != wanted_evaluator["package"]:
             reasons.append(f"evaluator({evaluator.get('package')}!={wanted_evaluator['package']})")
-        elif wanted_evaluator.get("minVersion") and version_tuple(evaluator.get("version", "")) < \
-                version_tuple(wanted_evaluator["minVersion"]):
-            reasons.append(f"evaluator({wanted_evaluator['package']}<{wanted_evaluator['minVersion']})")
+        elif wanted_evaluator.get("minVersion") and version_tuple(
+            evaluator.get("version", "")
+        ) < version_tuple(wanted_evaluator["minVersion"]):
+            reasons.append(
+                f"evaluator({wanted_evaluator['package']}<{wanted_evaluator['minVersion']})"
+            )
     return reasons
 
 
@@ -99,7 +109,7 @@ def _overall(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def scores_of(suite: Suite, results: dict[str, Any]) -> dict[str, Any]:
-    """``{"conditions": {name: {metric: value}}, "overall": {metric: mean}}`` for the suite's metrics."""
+    """``{"conditions": {name: {metric: value}}, "overall": {metric: mean}}`` of suite metrics."""
     keys = [m["key"] for m in suite.metrics]
     conditions = {}
     for condition in suite.conditions:
