@@ -44,7 +44,9 @@ def test_every_command_takes_json():
 
 def test_put_show_ls_tag_why_cat(run, tmp_path):
     doc = tmp_path / "suite.json"
-    doc.write_text(json.dumps({"kind": "suite", "name": "demo", "version": "1"}))
+    doc.write_text(json.dumps({"kind": "suite", "slug": "demo", "name": "demo", "version": 1, "protocol": {
+        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
+        "metrics": [{"key": "top1", "headline": True}]}}))
     result = run("put", str(doc), "--json")
     assert result.exit_code == 0, result.output
     oid = json.loads(result.output)["id"]
@@ -54,7 +56,7 @@ def test_put_show_ls_tag_why_cat(run, tmp_path):
     assert shown["content"]["name"] == "demo" and shown["refs"] == ["my-suite"]
     listing = json.loads(run("ls", "suite", "--json").output)
     assert [row["id"] for row in listing] == [oid]
-    assert "demo v1" in run("ls").output
+    assert "demo@1 demo" in run("ls").output
     assert json.loads(run("cat", oid).output)["name"] == "demo"
     tree = json.loads(run("why", oid, "--json").output)
     assert tree["id"] == oid and tree["kind"] == "suite"
@@ -83,7 +85,10 @@ def test_errors_are_one_line_with_documented_exit_codes(run, tmp_path):
     assert result.output.strip().count("\n") == 0
     assert result.output.startswith("error: no object matches 'deadbeef'")
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"kind": "suite", "name": "x", "version": 1}))
+    # Visin's suites have integer versions: a string version is refused, naming the field
+    bad.write_text(json.dumps({"kind": "suite", "slug": "x", "name": "x", "version": "1", "protocol": {
+        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
+        "metrics": [{"key": "top1", "headline": True}]}}))
     result = run("put", str(bad))
     assert result.exit_code == 2 and "at version" in result.output
 
