@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo bench lint clean
+.PHONY: test test-fast demo bench lint clean registry
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/store_bench.py
+
+# the reference registry and the README tables generated from it (docs/suites.md)
+registry: $(STAMP)
+	$(BIN)/python -m vbstore.suites.reference build registry.db
+	$(BIN)/python -m vbstore.suites.reference readme README.md registry.db
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check vbstore tests benchmarks

@@ -29,7 +29,7 @@ class VbstoreError(Exception):
 class ObjectNotFound(VbstoreError, KeyError):
     """An object id, prefix or name matches nothing in the store."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, oid: str, *, hint: str | None = None) -> None:
         super().__init__(f"no object matches {oid!r}", hint=hint or "list objects with: vbstore ls")
@@ -54,7 +54,7 @@ class AmbiguousPrefix(VbstoreError, KeyError):
 class CorruptObject(VbstoreError, ValueError):
     """A blob's bytes no longer hash to its id."""
 
-    exit_code = 4
+    exit_code = 10
 
     def __init__(self, oid: str, path: str, actual: str | None = None) -> None:
         super().__init__(
@@ -140,7 +140,7 @@ class BadInput(VbstoreError, ValueError):
 class NotReproduced(VbstoreError, RuntimeError):
     """Recomputing a stored result gave other numbers (the new result is kept beside it)."""
 
-    exit_code = 9
+    exit_code = 12
 
     def __init__(self, previous: str, new: str, max_abs_diff: float) -> None:
         super().__init__(
@@ -163,7 +163,7 @@ _WAYS_OUT = (
 class UnknownBackbone(VbstoreError, KeyError):
     """A backbone name, source prefix, architecture or tag that nothing provides."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, name: str, message: str | None = None, *, hint: str | None = None) -> None:
         super().__init__(
@@ -228,7 +228,7 @@ class CheckpointError(VbstoreError, ValueError):
 class CheckpointNotFound(CheckpointError, FileNotFoundError):
     """A checkpoint path that does not exist."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, path: str) -> None:
         super().__init__(path, "no such file", hint="check the path given to --weights")
@@ -265,7 +265,7 @@ class MissingExtra(VbstoreError, ImportError):
 class UnknownTask(VbstoreError, KeyError):
     """A task name that no registered task has."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, name: str, close: list[str]) -> None:
         hint = f"did you mean {close[0]!r}?" if close else "list them with: vbstore list tasks"
@@ -338,13 +338,13 @@ class RemoteOffline(RemoteError, ConnectionError):
 class RemoteConflict(RemoteError):
     """Someone else changed the remote (or a local ref) while this operation ran."""
 
-    exit_code = 5
+    exit_code = 11
 
 
 class RemoteNotFound(RemoteError, KeyError):
     """A ref, object or derivation that the remote does not hold."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __str__(self) -> str:  # KeyError would quote the message
         return RemoteError.__str__(self)
@@ -353,7 +353,7 @@ class RemoteNotFound(RemoteError, KeyError):
 class UnknownRemote(VbstoreError, KeyError):
     """A remote name that is not configured for this store."""
 
-    exit_code = 3
+    exit_code = 9
 
     def __init__(self, name: str, known: list[str]) -> None:
         shown = ", ".join(known) if known else "none configured"
@@ -368,7 +368,7 @@ class UnknownRemote(VbstoreError, KeyError):
 class TamperedBlob(CorruptObject):
     """Downloaded bytes are not what the remote said they are; nothing of them was kept."""
 
-    exit_code = 4
+    exit_code = 10
 
     def __init__(self, remote: str, oid: str, reason: str, *, what: str | None = None) -> None:
         VbstoreError.__init__(
@@ -403,13 +403,13 @@ class UnsafeRemotePath(VbstoreError, ValueError):
 class BackboneDrift(VbstoreError, RuntimeError):
     """A spec now builds a different backbone than the one the store recorded for it."""
 
-    exit_code = 5
+    exit_code = 11
 
 
 class HeadMismatch(VbstoreError, ValueError):
     """A head was trained for other features than the ones it is applied to."""
 
-    exit_code = 5
+    exit_code = 11
 
     def __init__(self, differences: list[str]) -> None:
         super().__init__(
@@ -433,3 +433,35 @@ class NotAHead(VbstoreError, ValueError):
         super().__init__(f"object {oid[:12]} is not a vbstore head",
                          hint="heads are written by `vbstore get head` or vbstore.heads.save_head")
         self.oid = oid
+
+
+# -- suites -----------------------------------------------------------------------------------------
+
+# Visin's CI exit codes, which vbstore's other codes were renumbered around (docs/cli.md).
+EXIT_NOT_RANKED = 3  # `evaluate --require-ranked`: recorded, but its suite cannot rank it
+EXIT_DROPPED = 4  # `diff`: a score fell by more than --max-drop
+EXIT_MISSING_CONDITION = 5  # `diff`: a score one side lacks
+
+
+class SuiteNotFound(VbstoreError, KeyError):
+    """No suite is stored under that slug (or slug@version)."""
+
+    exit_code = 9
+
+    def __init__(self, ref: str, *, hint: str | None = None) -> None:
+        super().__init__(f"no suite {ref!r}", hint=hint or "list suites with: vbstore suite list")
+        self.ref = ref
+
+
+class SuiteConflict(VbstoreError, ValueError):
+    """A different protocol pushed under a suite version that is already published."""
+
+    exit_code = 11
+
+    def __init__(self, ref: str, next_version: int) -> None:
+        super().__init__(
+            f"{ref} is published with a different protocol, and a published suite version "
+            "never changes",
+            hint=f"set \"version\": {next_version} (the next free version) and push again")
+        self.ref = ref
+        self.next_version = next_version

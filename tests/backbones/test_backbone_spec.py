@@ -70,7 +70,7 @@ def test_invalid_specs_name_the_fix(text, error, fix):
     with pytest.raises(error) as info:
         parse_spec(text)
     assert fix in str(info.value)
-    assert info.value.exit_code == (3 if error is UnknownBackbone else 2)
+    assert info.value.exit_code == (9 if error is UnknownBackbone else 2)
     assert isinstance(info.value, KeyError if error is UnknownBackbone else ValueError)
     if error is UnknownBackbone:  # says where to look: the listing, or the known names inline
         assert "vbstore list backbones" in str(info.value) or "known" in str(info.value)

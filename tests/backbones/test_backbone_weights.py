@@ -138,7 +138,7 @@ def test_missing_checkpoint(tmp_path):
     with pytest.raises(CheckpointNotFound) as info:
         build_backbone("test_vit", weights=tmp_path / "nope.safetensors")
     assert isinstance(info.value, FileNotFoundError)
-    assert info.value.exit_code == 3
+    assert info.value.exit_code == 9
 
 
 def test_fine_tuned_heads_load_into_the_backbone(tmp_path, make_batch):

@@ -68,7 +68,7 @@ def test_get_result_text_json_and_errors(run, shapes):
                   "--split", "val")
     assert missing.exit_code == 2 and "--train-data" in missing.output
     unknown = run("get", "result", "-b", "test_cnn", *TINY, "-t", "clasification", "-d", shapes)
-    assert unknown.exit_code == 3 and "did you mean 'classification'" in unknown.output
+    assert unknown.exit_code == 9 and "did you mean 'classification'" in unknown.output
     bad_param = run(*args[:-2], "-p", "k=zero")
     assert bad_param.exit_code == 2 and "'k'" in bad_param.output
 

@@ -44,7 +44,9 @@ def test_every_command_takes_json():
 
 def test_put_show_ls_tag_why_cat(run, tmp_path):
     doc = tmp_path / "suite.json"
-    doc.write_text(json.dumps({"kind": "suite", "name": "demo", "version": "1"}))
+    doc.write_text(json.dumps({"kind": "suite", "slug": "demo", "name": "demo", "version": 1, "protocol": {
+        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
+        "metrics": [{"key": "top1", "headline": True}]}}))
     result = run("put", str(doc), "--json")
     assert result.exit_code == 0, result.output
     oid = json.loads(result.output)["id"]
@@ -54,7 +56,7 @@ def test_put_show_ls_tag_why_cat(run, tmp_path):
     assert shown["content"]["name"] == "demo" and shown["refs"] == ["my-suite"]
     listing = json.loads(run("ls", "suite", "--json").output)
     assert [row["id"] for row in listing] == [oid]
-    assert "demo v1" in run("ls").output
+    assert "demo@1 demo" in run("ls").output
     assert json.loads(run("cat", oid).output)["name"] == "demo"
     tree = json.loads(run("why", oid, "--json").output)
     assert tree["id"] == oid and tree["kind"] == "suite"
@@ -79,11 +81,14 @@ def test_why_prints_lineage(run, tmp_path):
 
 def test_errors_are_one_line_with_documented_exit_codes(run, tmp_path):
     result = run("show", "deadbeef")
-    assert result.exit_code == 3
+    assert result.exit_code == 9
     assert result.output.strip().count("\n") == 0
     assert result.output.startswith("error: no object matches 'deadbeef'")
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"kind": "suite", "name": "x", "version": 1}))
+    # Visin's suites have integer versions: a string version is refused, naming the field
+    bad.write_text(json.dumps({"kind": "suite", "slug": "x", "name": "x", "version": "1", "protocol": {
+        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
+        "metrics": [{"key": "top1", "headline": True}]}}))
     result = run("put", str(bad))
     assert result.exit_code == 2 and "at version" in result.output
 
@@ -100,7 +105,7 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     path.write_bytes(b"tampered")
     result = run("fsck")
     assert result.exit_code == 1 and "CORRUPT" in result.output
-    assert run("cat", oid).exit_code == 4
+    assert run("cat", oid).exit_code == 10
     usage = json.loads(run("du", "--json").output)
     assert usage["kinds"]["blob"]["count"] == 1
     assert run("gc", "--max-size", "lots").exit_code == 2

@@ -136,6 +136,6 @@ def test_recompute_that_differs_is_an_error_and_keeps_both(store, shapes):
     with pytest.raises(NotReproduced, match="did not reproduce") as caught:
         vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
                            params={"epochs": 3}, recompute=True, **KW)
-    assert caught.value.exit_code == 9
+    assert caught.value.exit_code == 12
     assert store.lookup(derivation_key(the_plan.spec)) == caught.value.new != forged_id
     assert store.has(forged_id)

@@ -157,7 +157,7 @@ def test_head_applied_to_other_weights_is_refused_unless_not_strict(vb, vbj, sha
     other = ("--backbone-seed", "1", "--head", "my-head")
     refused = vb("a", "get", "result", *BACKBONE, "-t", "classification", "-d", shapes,
                  "--split", "val", *other)
-    assert refused.exit_code == 5, refused.output
+    assert refused.exit_code == 11, refused.output
     assert "weights" in refused.stderr
     assert "--no-strict" in refused.stderr
     assert "Traceback" not in refused.output
@@ -175,14 +175,14 @@ def test_head_applied_to_other_weights_is_refused_unless_not_strict(vb, vbj, sha
     assert "comparable with nothing" in text.stderr
     # the strict default still refuses after a loose result was stored
     assert vb("a", "get", "result", *BACKBONE, "-t", "classification", "-d", shapes,
-              "--split", "val", *other).exit_code == 5
+              "--split", "val", *other).exit_code == 11
 
 
 def test_pull_head_for_other_weights_is_refused_and_leaves_no_ref(vb, vbj, team, my_head):
     vbj("a", "push", "head", "my-head", "--to", "team")
     refused = vb("b", "pull", "head", "team/my-head", "--backbone", "test_cnn", "--weights",
                  "random", "--backbone-seed", "1")
-    assert refused.exit_code == 5, refused.output
+    assert refused.exit_code == 11, refused.output
     assert "weights" in refused.stderr
     assert "my-head" not in vbj("b", "tag")
 
@@ -198,14 +198,14 @@ def test_refused_compatibility_check_keeps_a_head_pulled_before(vb, vbj, team, m
     vbj("b", "pull", "head", "team/my-head")
     refused = vb("b", "pull", "head", "team/my-head", "--backbone", "test_cnn", "--weights",
                  "random", "--backbone-seed", "1")
-    assert refused.exit_code == 5
+    assert refused.exit_code == 11
     assert vbj("b", "tag") == {"my-head": my_head["id"]}
 
 
 def test_refused_pull_head_leaves_no_note_of_a_pull(vb, vbj, team, my_head, tmp_path):
     vbj("a", "push", "head", "my-head", "--to", "team")
     assert vb("b", "pull", "head", "team/my-head", "--backbone", "test_cnn", "--weights",
-              "random", "--backbone-seed", "1").exit_code == 5
+              "random", "--backbone-seed", "1").exit_code == 11
     assert "my-head" not in _pulled(tmp_path / "b")
 
 
@@ -232,7 +232,7 @@ def test_pickle_posing_as_a_head_is_refused_and_never_loaded(vb, vbj, team, my_h
     os.chmod(blob, 0o644)
     blob.write_bytes(payload)
     swapped = vb("b", "pull", "head", "team/my-head")
-    assert swapped.exit_code == 4, swapped.output
+    assert swapped.exit_code == 10, swapped.output
     assert "refused" in swapped.stderr
     assert my_head["id"][:12] in swapped.stderr
     assert "Traceback" not in swapped.output
@@ -244,7 +244,7 @@ def test_pickle_posing_as_a_head_is_refused_and_never_loaded(vb, vbj, team, my_h
     entry = Entry(oid, "head", len(payload), (), None)
     (team / "refs" / "evil.json").write_bytes(ref_document("evil", entry, [entry]))
     disguised = vb("b", "pull", "head", "team/evil")
-    assert disguised.exit_code == 4, disguised.output
+    assert disguised.exit_code == 10, disguised.output
     assert "claims kind head" in disguised.stderr
 
     assert not tripwire.exists()

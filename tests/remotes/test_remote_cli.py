@@ -63,7 +63,7 @@ def test_remote_add_list_remove(run, tmp_path):
     assert run("a", "remote", "add", "y", "s3://user:pw@bucket/p").exit_code == 2
     assert run("a", "remote", "remove", "team", "--json").exit_code == 0
     gone = run("a", "remote", "remove", "team")
-    assert gone.exit_code == 3
+    assert gone.exit_code == 9
     assert "no remote named 'team'" in gone.output
 
 
@@ -98,14 +98,14 @@ def test_errors_exit_with_their_documented_codes(run, tmp_path):
     remote = tmp_path / "remote"
     run("a", "remote", "add", "d", str(remote))
     run("b", "remote", "add", "d", str(remote))
-    assert run("b", "pull", "nowhere/x").exit_code == 3
+    assert run("b", "pull", "nowhere/x").exit_code == 9
     assert run("b", "pull", "d/../x").exit_code == 2
-    assert run("b", "pull", "d/missing").exit_code == 3
+    assert run("b", "pull", "d/missing").exit_code == 9
     assert run("a", "push", ids["head"], "--to", "d").exit_code == 2  # an id needs --as
     run("a", "push", "exp/result", "--to", "d")
     blob = remote / "objects" / ids["head"][:2] / ids["head"][2:]
     blob.write_bytes(blob.read_bytes()[:-1] + b"\x00\x01")
     tampered = run("b", "pull", "d/exp/result")
-    assert tampered.exit_code == 4
+    assert tampered.exit_code == 10
     assert "refused" in tampered.output
     assert "Traceback" not in tampered.output

@@ -22,12 +22,16 @@ RACE_DERIVATION = """
 import os, sys, time
 from vbstore import Store
 from vbstore.store import derivation_spec
+def suite_doc(name):
+    return {"slug": "s", "name": name, "version": 1, "protocol": {"task": "knn",
+            "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 1}],
+            "metrics": [{"key": "top1", "headline": True}]}}
 with Store(sys.argv[1]) as s:
     def compute():
         with open(sys.argv[2], "a") as fh:
             fh.write(f"{os.getpid()}\\n")
         time.sleep(0.5)
-        return s.put_json({"name": "computed", "version": "1"}, "suite")
+        return s.put_json(suite_doc("computed"), "suite")
     print(s.derive(derivation_spec("slow_op", 1, {}, {"n": 7}), compute)[0])
 """
 

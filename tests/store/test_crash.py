@@ -17,6 +17,10 @@ WRITER = textwrap.dedent("""
     import os, sys
     from vbstore import Store
     from vbstore.store import derivation_spec
+    def suite_doc(name):
+        return {"slug": "s", "name": name, "version": 1, "protocol": {"task": "knn",
+                "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 1}],
+                "metrics": [{"key": "top1", "headline": True}]}}
     s = Store(sys.argv[1])
     print("ready", flush=True)
     i = 0
@@ -24,7 +28,7 @@ WRITER = textwrap.dedent("""
         i += 1
         size = (i * 7919) % (3 << 20)
         s.put_bytes(os.urandom(size))
-        doc = s.put_json({"name": f"n{os.getpid()}-{i}", "version": "1"}, "suite")
+        doc = s.put_json(suite_doc(f"n{os.getpid()}-{i}"), "suite")
         s.record(derivation_spec("op", 1, {"doc": doc}, {"i": i}), doc)
 """)
 

@@ -2,6 +2,7 @@ import errno
 import os
 
 import pytest
+from store_support import suite_doc
 
 from vbstore.errors import DiskFull
 
@@ -29,7 +30,7 @@ def test_disk_full_is_a_clear_error_and_changes_nothing(store, monkeypatch):
     with pytest.raises(DiskFull, match="no space left.*nothing partial was kept"):
         store.put_bytes(os.urandom(5 << 20))
     with pytest.raises(DiskFull):
-        store.put_json({"name": "n", "version": "1"}, "suite")
+        store.put_json(suite_doc("n"), "suite")
     monkeypatch.undo()
     assert _snapshot(store) == before
     assert store.fsck().clean
@@ -74,7 +75,7 @@ def test_fsck_reconciles_rows_files_temps_and_edges(store):
 def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     from vbstore.store import derivation_key, derivation_spec
 
-    out = store.put_json({"name": "n", "version": "1"}, "suite")
+    out = store.put_json(suite_doc("n"), "suite")
     spec = derivation_spec("op", 1, {}, {})
     store.record(spec, out)
     path = store.files.path(out)
@@ -83,7 +84,7 @@ def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     assert store.lookup(derivation_key(spec)) is None  # a corrupt hit is a miss...
     assert (store.root / "quarantine" / out).exists()  # ...moved aside, so a recompute republishes
     assert store.info(out).evicted_at is not None and store.fsck().clean
-    again = store.put_json({"name": "n", "version": "1"}, "suite")
+    again = store.put_json(suite_doc("n"), "suite")
     assert again == out and store.verify(out) and store.info(out).evicted_at is None
 
     other = store.put_bytes(b"blob nobody looked up")
@@ -101,7 +102,7 @@ def test_fsck_adopts_orphans_with_their_own_kind(store):
     pack = store.put_tensors({"pooled.-1": np.zeros((1, 2), dtype=np.float32)}, "pack",
                              {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]",
                               "images": '["' + "a" * 64 + '"]'})
-    suite = store.put_json({"name": "n", "version": "1"}, "suite")
+    suite = store.put_json(suite_doc("n"), "suite")
     with store.db.write() as conn:  # a crash between rename and row insert, twice
         conn.execute("DELETE FROM objects")
     assert sorted(store.fsck().adopted) == sorted([pack, suite])

@@ -1,6 +1,7 @@
 import threading
 
 import pytest
+from store_support import suite_doc
 
 from vbstore.store import derivation_key, derivation_spec
 
@@ -122,7 +123,7 @@ def test_gc_of_many_objects_is_batched(store):
 def test_old_inputs_of_a_young_artifact_are_kept(store):
     old_input = store.put_bytes(b"features computed long ago")
     _old(store, old_input)
-    young = store.put_json({"name": "fresh", "version": "1"}, "suite")  # stands for any fresh parent
+    young = store.put_json(suite_doc("fresh"), "suite")  # stands for any fresh parent
     with store.db.write() as conn:  # make it a plain young non-root artifact
         conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (young,))
     store.add_edges(young, {"input": old_input})

@@ -2,6 +2,7 @@ import os
 import stat
 
 import pytest
+from store_support import PROTOCOL, suite_doc
 
 from vbstore import Store
 from vbstore.canonical import digest
@@ -71,17 +72,18 @@ def test_ambiguous_prefix_at_four_digits(store):
 
 
 def test_json_is_canonical_and_validated(store):
-    a = store.put_json({"version": "1", "name": "s"}, "suite")
-    b = store.put_json({"name": "s", "version": "1", "kind": "suite"}, "suite")
+    a = store.put_json({"version": 1, "name": "s", "slug": "s", "protocol": PROTOCOL}, "suite")
+    b = store.put_json({**suite_doc("s"), "kind": "suite"}, "suite")
     assert a == b
-    assert store.read_bytes(a) == b'{"kind":"suite","name":"s","version":"1"}'
+    assert store.read_bytes(a).startswith(b'{"kind":"suite","name":"s","protocol":{"conditions":')
+    assert store.read_bytes(a).endswith(b'},"slug":"s","version":1}')
     with pytest.raises(SchemaError, match="at version"):
-        store.put_json({"name": "s", "version": 3}, "suite")
+        store.put_json(suite_doc("s", version="3"), "suite")
     with pytest.raises(NonCanonical, match=r"metrics\.top1"):
         store.put_json({"task": "t", "op_version": 1, "metrics": {"top1": float("nan")},
                         "params": {}, "inputs": {}}, "result")
     with pytest.raises(UsageError, match="kind"):
-        store.put_json({"kind": "result", "name": "s", "version": "1"}, "suite")
+        store.put_json({**suite_doc("s"), "kind": "result"}, "suite")
 
 
 def test_schema_error_names_nested_field(store):
@@ -92,7 +94,7 @@ def test_schema_error_names_nested_field(store):
 
 
 def test_corrupt_json_read_raises(store):
-    oid = store.put_json({"name": "s", "version": "1"}, "suite")
+    oid = store.put_json(suite_doc("s"), "suite")
     path = store.files.path(oid)
     os.chmod(path, 0o644)
     data = bytearray(path.read_bytes())

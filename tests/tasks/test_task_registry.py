@@ -47,7 +47,7 @@ def test_get_unknown_task_suggests_the_closest_and_is_a_key_error():
     with pytest.raises(UnknownTask, match="did you mean 'classification'") as info:
         get_task("clasification")
     assert isinstance(info.value, KeyError)
-    assert info.value.exit_code == 3  # not found, as docs/cli.md says
+    assert info.value.exit_code == 9  # not found, as docs/cli.md says
 
 
 @pytest.mark.usefixtures("registry_sandbox")

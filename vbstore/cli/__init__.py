@@ -13,6 +13,7 @@ from .list_cmds import list_group
 from .remote_cmds import remote
 from .results_cmds import export_group, sweep
 from .store_cmds import COMMANDS
+from .suite_cmds import COMMANDS as SUITE_COMMANDS
 
 
 @click.group(cls=VbstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,7 +28,8 @@ def cli(store: str | None) -> None:
     """
 
 
-for _command in [*COMMANDS, get, list_group, export_group, sweep, demo, remote, push, pull]:
+for _command in [*COMMANDS, get, list_group, export_group, sweep, demo, remote, push, pull,
+                 *SUITE_COMMANDS]:
     cli.add_command(_command)
 
 

@@ -11,13 +11,19 @@ EXIT_CODES = [
     (0, "success"),
     (1, "failure found: `fsck` found faults, or an unexpected error"),
     (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input files"),
-    (3, "not found: no object, ref, remote, backbone or task by that name"),
-    (4, "integrity: a blob does not hash to its id (local or downloaded)"),
-    (5, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update"),
+    (3, "not ranked: `evaluate --require-ranked` recorded an evaluation its suite cannot rank "
+        "(Visin's code)"),
+    (4, "dropped: `diff` found a score that fell by more than --max-drop (Visin's code)"),
+    (5, "missing condition: `diff` found a score one side lacks, so a skipped test set cannot "
+        "hide a drop (Visin's code)"),
     (6, "network: offline, or pretrained weights / a remote cannot be reached"),
     (7, "disk: no space left, or the filesystem refused a write"),
     (8, "busy: waited too long for another process (registry lock or a derivation's lease)"),
-    (9, "not reproduced: `get result --recompute` gave other numbers than the stored result"),
+    (9, "not found: no object, ref, remote, backbone, task or suite by that name"),
+    (10, "integrity: a blob does not hash to its id (local or downloaded)"),
+    (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
+         "a changed protocol pushed under a published suite version"),
+    (12, "not reproduced: `get result --recompute` gave other numbers than the stored result"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),
 ]
 

@@ -63,15 +63,17 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--no-strict", is_flag=True,
               help="Apply a mismatched head anyway (warns; the result is comparable with nothing).")
 @click.option("--recompute", is_flag=True,
-              help="Compute the result afresh (heads retrained, features reused); exit 9 if it did not reproduce.")
+              help="Compute the result afresh (heads retrained, features reused); exit 12 if it did not reproduce.")
 @click.option("--dry-run", is_flag=True,
               help="Print each step (stored, on a remote, or to compute with its cost) and compute nothing.")
+@click.option("--suite", "suite_ref", default=None,
+              help="Compute one result per condition of this suite (slug@version) and record the evaluation.")
 @data_layout_options
 @json_option
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
                    data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
-                   no_strict, recompute, dry_run, data_options, as_json) -> None:
+                   no_strict, recompute, dry_run, suite_ref, data_options, as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -79,13 +81,24 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     """
     from ..engine import execute, plan, result_request
 
-    request = result_request(
-        backbone, task, data, train_data, params=parse_params(params), split=split,
-        train_split=train_split, limit=limit, train_limit=train_limit, seed=seed, seeds=seeds,
-        head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
-        input_size=input_size, layers=parse_layers(layers), precision=precision,
-        data_options=data_options)
-    the_plan = plan(request, store, dry_run=dry_run)
+    def request_for(data, split):
+        return result_request(
+            backbone, task, data, train_data, params=parse_params(params), split=split,
+            train_split=train_split, limit=limit, train_limit=train_limit, seed=seed, seeds=seeds,
+            head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
+            input_size=input_size, layers=parse_layers(layers), precision=precision,
+            data_options=data_options)
+
+    def compute(data, split):
+        return execute(plan(request_for(data, split), store), device=device, progress=not as_json,
+                       recompute=recompute)
+
+    if suite_ref is not None:  # one result per suite condition, then the suite's verdict
+        from .suite_cmds import result_on_suite
+
+        result_on_suite(store, suite_ref, data, split, compute, as_json)
+        return
+    the_plan = plan(request_for(data, split), store, dry_run=dry_run)
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
         return

@@ -28,7 +28,7 @@ def summary(store, oid: str, kind: str) -> str:
     if kind == "featureset":
         return f"{len(doc.get('packs', []))} packs"
     if kind == "suite":
-        return f"{doc.get('name')} v{doc.get('version')}"
+        return f"{doc.get('slug')}@{doc.get('version')} {doc.get('name')}"
     return ""
 
 

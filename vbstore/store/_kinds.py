@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from ..errors import UnknownKind
 
-JSON_KINDS = ("weights", "backbone", "manifest", "featureset", "result", "suite")
+JSON_KINDS = ("weights", "backbone", "manifest", "featureset", "result", "suite", "evaluation")
 TENSOR_KINDS = ("pack", "head", "tensors")
 RAW_KINDS = ("blob",)
 KINDS = JSON_KINDS + TENSOR_KINDS + RAW_KINDS
 
 # Collected by `gc` only when unreachable; never evicted by `gc --max-size`.
-PRECIOUS = ("weights", "manifest", "result", "suite")
+PRECIOUS = ("weights", "manifest", "result", "suite", "evaluation")
 # What `gc --max-size` may evict, in this order, least recently used first.
 EVICTABLE = ("pack", "head")
 # Always roots of the reachability walk.
-ROOT_KINDS = ("result", "suite")
+ROOT_KINDS = ("result", "suite", "evaluation")
 
 
 def check_kind(kind: str) -> str:

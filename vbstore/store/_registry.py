@@ -53,9 +53,25 @@ def _m1_initial(db) -> None:
     )
 
 
+def _m2_suites(db) -> None:
+    # Indexes over suite and evaluation blobs, so a leaderboard reads rows, never blobs.
+    db["suites"].create(
+        {"slug": str, "version": int, "id": str, "protocol_digest": str, "created": float},
+        pk=("slug", "version"), not_null={"id", "protocol_digest", "created"},
+    )
+    db["evaluations"].create(
+        {"id": str, "suite": str, "checkpoint": str, "label": str, "weights": str, "state": str,
+         "ranked": int, "evidence": str, "recorded": float, "scores": str, "reasons": str},
+        pk="id", not_null={"suite", "checkpoint", "state", "ranked", "evidence", "recorded"},
+    )
+    # covers the leaderboard's per-checkpoint window without reading the scores
+    db["evaluations"].create_index(["suite", "evidence", "checkpoint", "ranked", "recorded", "id"])
+
+
 # Append only: a released migration is never edited, a new one is added with the next number.
 MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "initial tables", _m1_initial),
+    (2, "suites and evaluations", _m2_suites),
 ]
 
 

@@ -1,0 +1,114 @@
+"""Leaderboard and export over 100k evaluations, side by side with plain SQLite in one run.
+
+    python benchmarks/suites_bench.py [--rows N] [--attempts K]
+
+Fills a store's ``evaluations`` table with N rows (N/K checkpoints, K attempts each, a quarter
+not ranked) on one suite, then times (1) reading the same rows with plain sqlite3, (2)
+``leaderboard`` (latest ranked attempt per checkpoint, ties, weakest condition, gap, reorders)
+and (3) the board as Markdown and CSV. Rows are inserted directly (as ``record`` indexes them):
+putting 100k evaluation blobs would measure JSON hashing, not the board. Best of 3 runs each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from vbstore import Store
+from vbstore.suites import board_csv, board_markdown, leaderboard, push_suite
+
+SUITE = {
+    "slug": "bench",
+    "version": 1,
+    "name": "bench",
+    "protocol": {
+        "task": "knn",
+        "data": {"kind": "external"},
+        "conditions": [{"name": "day", "sampleCount": 100}, {"name": "night", "sampleCount": 100}],
+        "metrics": [{"key": "top1", "headline": True}, {"key": "top5"}],
+    },
+}
+
+
+def best(fn, runs=3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--attempts", type=int, default=4)
+    args = parser.parse_args()
+    rng = random.Random(0)  # noqa: S311 - benchmark data, not secrets
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s") as store:
+        push_suite(store, SUITE)
+        rows = []
+        for i in range(args.rows):
+            day, night = round(rng.random(), 3), round(rng.random(), 3)
+            scores = {
+                "conditions": {
+                    "day": {"top1": day, "top5": day},
+                    "night": {"top1": night, "top5": night},
+                },
+                "overall": {"top1": (day + night) / 2, "top5": (day + night) / 2},
+            }
+            ranked = rng.random() > 0.25
+            rows.append(
+                (
+                    f"{i:064x}",
+                    "bench@1",
+                    f"ckpt{i // args.attempts:07d}",
+                    f"model-{i // args.attempts}",
+                    "pretrained",
+                    "eligible" if ranked else "incomplete",
+                    int(ranked),
+                    "observed",
+                    float(i),
+                    json.dumps(scores),
+                    json.dumps([] if ranked else ["missing-condition(night)"]),
+                )
+            )
+        with store.db.write() as conn:
+            conn.executemany("INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        path = store.root / "registry.db"
+
+        def plain() -> None:
+            conn = sqlite3.connect(path)
+            conn.execute(
+                "SELECT id, checkpoint, label, weights, ranked, evidence, recorded, state, scores, "
+                "reasons FROM evaluations WHERE suite=? ORDER BY checkpoint, recorded, id",
+                ("bench@1",),
+            ).fetchall()
+            conn.close()
+
+        raw = best(plain)
+        board = best(lambda: leaderboard(store, "bench@1"))
+        result = leaderboard(store, "bench@1")
+        export = best(lambda: (board_markdown(result), board_csv(result)))
+        print(
+            f"{args.rows} evaluations, {len(result.rows)} ranked checkpoints, "
+            f"{len(result.unranked)} not ranked"
+        )
+        print(f"plain sqlite read     {raw * 1000:8.1f} ms")
+        print(f"leaderboard           {board * 1000:8.1f} ms   ratio {board / raw:.2f}x")
+        print(f"markdown + csv export {export * 1000:8.1f} ms")
+        print(
+            f"board + export        {(board + export) * 1000:8.1f} ms   "
+            f"ratio {(board + export) / raw:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

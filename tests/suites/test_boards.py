@@ -1,0 +1,116 @@
+import pytest
+from suites_support import evidence
+
+from vbstore.errors import UsageError
+from vbstore.suites import board_csv, board_markdown, board_text, build, diff, leaderboard, record
+
+
+def attempt(store, suite, label, day, night, when, **overrides):
+    checkpoint = {"id": label * 8, "label": label, "weights": "pretrained"}
+    return record(
+        store,
+        build(suite, **evidence(day, night, checkpoint=checkpoint, **overrides)),
+        recorded=when,
+    )
+
+
+def test_latest_ranked_attempt_never_best_ties_weakest_and_gap(store, suite):
+    attempt(store, suite, "a", 0.9, 0.9, 1.0)  # a's best
+    attempt(store, suite, "a", 0.6, 0.5, 2.0)  # a's latest: this one ranks
+    attempt(store, suite, "a", 0.95, 0.95, 3.0, sample_counts={"day": 1})  # newer, not ranked
+    attempt(store, suite, "b", 0.6, 0.5, 1.5)  # ties with a
+    attempt(store, suite, "c", 0.5, 0.4, 1.0)
+    attempt(store, suite, "d", 0.99, 0.99, 1.0, sample_counts={})  # never ranked
+    board = leaderboard(store, "road-test@1")
+    rows = {r["label"]: r for r in board.rows}
+    assert [(r["rank"], r["label"]) for r in board.rows] == [(1, "a"), (1, "b"), (3, "c")]
+    assert rows["a"]["headline"] == pytest.approx(0.55)
+    assert rows["a"]["attempts"] == 3
+    assert rows["a"]["weakest"] == "night"
+    assert rows["a"]["weakest_value"] == 0.5
+    assert rows["a"]["gap"] == pytest.approx(0.05)
+    assert [u["label"] for u in board.unranked] == ["d"]
+    assert board.unranked[0]["reasons"] == [
+        "sample-count(day: unknown)",
+        "sample-count(night: unknown)",
+    ]
+    text = board_text(board)
+    assert "weakest night 0.5000  gap 0.0500" in text
+    assert "not ranked  d" in text
+    assert (
+        board_csv(board).splitlines()[0]
+        == "rank,checkpoint,weights,evidence,miou,day,night,weakest,gap,attempts"
+    )
+    assert "| 3 | c |" in board_markdown(board)
+
+
+def test_lower_is_better_and_metrics_that_reorder(store):
+    from suites_support import road_test
+
+    from vbstore.suites import push_suite
+
+    suite = push_suite(
+        store,
+        road_test(
+            metrics=[
+                {"key": "err", "direction": "min", "headline": True},
+                {"key": "acc", "direction": "max"},
+                {"key": "acc2", "direction": "max"},
+            ]
+        ),
+    )[0]
+    for label, err, acc, acc2 in [("x", 0.1, 0.5, 0.9), ("y", 0.2, 0.6, 0.8)]:
+        results = {c: {"overall": {"err": err, "acc": acc, "acc2": acc2}} for c in ("day", "night")}
+        record(
+            store,
+            build(
+                suite,
+                **evidence(
+                    results=results,
+                    checkpoint={"id": label, "label": label, "weights": "pretrained"},
+                ),
+            ),
+        )
+    board = leaderboard(store, "road-test@1")
+    assert [r["label"] for r in board.rows] == ["x", "y"]
+    assert board.reorders == ["acc"]  # y has the better acc but the worse err; acc2 agrees
+
+
+def test_observed_only_board(store, suite):
+    attempt(store, suite, "a", 0.5, 0.5, 1.0)
+    attempt(store, suite, "b", 0.9, 0.9, 1.0, data=None)  # reported
+    assert [r["label"] for r in leaderboard(store, "road-test@1").rows] == ["b", "a"]
+    observed = leaderboard(store, "road-test@1", observed=True)
+    assert [(r["rank"], r["label"]) for r in observed.rows] == [(1, "a")]
+
+
+def test_diff_drop_missing_and_within(store, suite):
+    base = attempt(store, suite, "a", 0.80, 0.70, 1.0)
+    same = attempt(store, suite, "a", 0.795, 0.70, 2.0)
+    worse = attempt(store, suite, "a", 0.80, 0.60, 3.0)
+    skipped = attempt(
+        store,
+        suite,
+        "a",
+        0.9,
+        0.9,
+        4.0,
+        results={"day": {"overall": {"miou": 0.9, "pixel_acc": 0.9}}},
+    )
+    within = diff(store, base.id, same.id, max_drop=0.01)
+    assert within.passed
+    assert within.exit_code == 0
+    assert {c.scope for c in within.changes} == {"overall", "day", "night"}
+    dropped = diff(store, base.id, worse.id, max_drop=0.01)
+    assert dropped.exit_code == 4
+    assert [(c.scope, c.status) for c in dropped.regressions] == [
+        ("overall", "regressed"),
+        ("night", "regressed"),
+    ]
+    missing = diff(store, base.id, skipped.id, max_drop=0.5)
+    assert missing.exit_code == 5
+    assert missing.problems
+    assert diff(store, base.id, worse.id, max_drop=0.2).exit_code == 0
+    assert len(diff(store, base.id, same.id, all_metrics=True).changes) == 6
+    with pytest.raises(UsageError):
+        diff(store, base.id, same.id, max_drop=-1)

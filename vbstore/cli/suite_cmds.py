@@ -1,0 +1,492 @@
+"""``vbstore suite ...``, ``evaluate``, ``promote``, ``leaderboard``, ``diff``, ``import``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .. import suites
+from ..errors import EXIT_NOT_RANKED, UsageError
+from ._common import emit, json_option, with_store
+from ._dataopts import data_layout_options, parse_params
+from .results_cmds import export_group
+
+
+def _counts(items: tuple[str, ...]) -> dict[str, int]:
+    out = {}
+    for name, value in suites.parse_assignments(items, "NAME=COUNT").items():
+        try:
+            out[name] = int(value)
+        except ValueError:
+            raise UsageError(f"sample count {value!r} of {name!r} is not an integer") from None
+    return out
+
+
+def _print_evaluation(evaluation: suites.Evaluation) -> None:
+    verdict = evaluation.verdict
+    doc = evaluation.doc
+    where = f"[{evaluation.id[:12]}]" if evaluation.id else "(dry run)"
+    click.echo(
+        f"{doc['suite']}  {doc['checkpoint']['label']} "
+        f"({doc['checkpoint']['weights']} weights)  {where}"
+    )
+    click.echo(f"  verdict   {verdict['state']}")
+    for reason in verdict["reasons"]:
+        click.echo(f"  - {reason}")
+    missing = f" (missing: {', '.join(doc['missing'])})" if doc["missing"] else ""
+    click.echo(f"  evidence  {doc['evidence']}{missing}")
+    for key, value in verdict["scores"]["overall"].items():
+        click.echo(f"  overall   {key} {value:.4f}")
+    if evaluation.id is None:
+        click.echo(f"checked on {doc['suite']}; nothing was stored")
+
+
+# ---- suite ---------------------------------------------------------------------------------
+
+
+@click.group("suite")
+def suite_group() -> None:
+    """Suites: versioned, immutable ways of scoring (Visin's format)."""
+
+
+@suite_group.command("push")
+@click.argument("file", type=click.Path(dir_okay=False))
+@json_option
+@with_store
+def suite_push(store, file, as_json) -> None:
+    """Store the suite in FILE (JSON, or YAML with PyYAML) as slug@version.
+
+    Pushing the same protocol again returns the stored suite; a different protocol under a
+    published version is refused, naming the next free version.
+    """
+    suite, new = suites.push_suite(store, suites.read_suite_file(file))
+    info = {
+        "ref": suite.ref,
+        "id": suite.id,
+        "protocol_digest": suite.digest,
+        "new": new,
+        "visibility": suite.doc["visibility"],
+    }
+    emit(
+        as_json,
+        info,
+        f"{suite.ref}  {suite.doc['visibility']}  protocol {suite.digest[:12]}"
+        f"{'' if new else '  (already stored)'}",
+    )
+
+
+@suite_group.command("list")
+@json_option
+@with_store
+def suite_list(store, as_json) -> None:
+    """List stored suites."""
+    rows = suites.list_suites(store)
+
+    def text() -> None:
+        for row in rows:
+            click.echo(
+                f"{row['ref']:<28} {row['task']:<24} "
+                f"protocol {row['protocol_digest'][:12]}  {row['name']}"
+            )
+
+    emit(as_json, rows, text)
+
+
+@suite_group.command("show")
+@click.argument("ref")
+@json_option
+@with_store
+def suite_show(store, ref, as_json) -> None:
+    """Show suite REF (slug@version; the latest version when no @)."""
+    suite = suites.get_suite(store, ref)
+
+    def text() -> None:
+        protocol = suite.protocol
+        click.echo(f"{suite.ref}  {suite.doc['name']}  ({suite.doc['visibility']})")
+        click.echo(f"  protocol  {suite.digest}")
+        click.echo(
+            f"  task      {protocol['task']}  {json.dumps(protocol['params'], sort_keys=True)}"
+        )
+        click.echo(
+            f"  data      {protocol['data']['kind']} {protocol['data'].get('label', '')} "
+            f"{protocol['data'].get('manifestSha256', '')}"
+        )
+        for c in suite.conditions:
+            click.echo(f"  condition {c['name']}  {c['sampleCount']} samples")
+        for m in suite.metrics:
+            click.echo(
+                f"  metric    {m['key']} ({m['direction']}){'  headline' if m['headline'] else ''}"
+            )
+
+    emit(as_json, {"id": suite.id, "protocol_digest": suite.digest, **suite.doc}, text)
+
+
+@suite_group.command("manifest")
+@click.argument("splits", nargs=-1, required=True, metavar="NAME=FILE...")
+@json_option
+def suite_manifest(splits, as_json) -> None:
+    """The manifest digest and sample counts of split files (one sample a line), as Visin has it."""
+    info = suites.manifest_from_files(suites.parse_assignments(splits))
+
+    def text() -> None:
+        click.echo(f"manifestSha256  {info['manifestSha256']}")
+        for c in info["conditions"]:
+            click.echo(f"  {c['name']:<20}  {c['sampleCount']} samples")
+
+    emit(as_json, info, text)
+
+
+@suite_group.command("digest")
+@click.argument("file", type=click.Path(dir_okay=False))
+@json_option
+def suite_digest(file, as_json) -> None:
+    """The protocol digest of a suite FILE (canonical JSON, defaults filled in, keys sorted)."""
+    doc = suites.normalize(suites.read_suite_file(file))
+    digest = suites.protocol_digest(doc["protocol"])
+    emit(as_json, {"protocol_digest": digest}, digest)
+
+
+@suite_group.command("new")
+@click.option("--slug", required=True, help="The suite's slug (lowercase letters, digits, . _ -).")
+@click.option(
+    "--version",
+    "version",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="The suite version.",
+)
+@click.option("--name", default=None, help="A human name (default: task on data).")
+@click.option("--task", "-t", required=True, help="The probe task the suite scores.")
+@click.option(
+    "--data", "-d", required=True, help="The data: a folder, a list, sklearn:digits, shapes."
+)
+@click.option(
+    "--split", required=True, help="The evaluation split (one condition unless --condition)."
+)
+@click.option(
+    "--condition",
+    "conditions",
+    multiple=True,
+    metavar="NAME=SPLIT_OR_LIST",
+    help="A condition and the split of --data (or a .csv/.jsonl list) holding its samples.",
+)
+@click.option(
+    "--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A pinned task parameter."
+)
+@click.option(
+    "--weights",
+    type=click.Choice(["pretrained", "random"]),
+    default="pretrained",
+    show_default=True,
+    help="What the suite ranks: pretrained checkpoints, or random-weight baselines only.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write here (default: stdout).",
+)
+@data_layout_options
+@json_option
+@with_store
+def suite_new(
+    store,
+    slug,
+    version,
+    name,
+    task,
+    data,
+    split,
+    conditions,
+    params,
+    weights,
+    output,
+    data_options,
+    as_json,
+) -> None:
+    """Write a suite file from vbstore's own manifests: digests and counts computed for you."""
+    doc = suites.new_suite(
+        store,
+        slug=slug,
+        task=task,
+        data=data,
+        split=split,
+        version=version,
+        name=name,
+        conditions=suites.parse_assignments(conditions, "NAME=SPLIT_OR_LIST") or None,
+        params=parse_params(params),
+        weights=weights,
+        data_options=data_options,
+    )
+    doc.pop("kind")
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    if output:
+        Path(output).write_text(text)
+        emit(as_json, {"written": output, "suite": doc}, f"wrote {output}")
+    else:
+        click.echo(text, nl=False)
+
+
+# ---- evaluations ---------------------------------------------------------------------------
+
+
+@click.command("evaluate")
+@click.argument("results", nargs=-1, required=True, metavar="[CONDITION=]RESULT...")
+@click.option("--suite", "suite_ref", required=True, help="The suite, slug@version.")
+@click.option("--dry-run", is_flag=True, help="Store nothing; print the verdict.")
+@click.option(
+    "--require-ranked", is_flag=True, help="Exit 3 when the evaluation is recorded but not ranked."
+)
+@json_option
+@with_store
+def evaluate(store, results, suite_ref, dry_run, require_ranked, as_json) -> None:
+    """Judge stored results on a suite, one per condition, and record the evaluation.
+
+    A result goes under the condition its eval split names, or under CONDITION= given.
+    """
+    suite = suites.get_suite(store, suite_ref)
+    doc = suites.from_results(store, suite, suites.match_conditions(store, suite, list(results)))
+    evaluation = suites.record(store, doc, dry_run=dry_run)
+    emit(as_json, evaluation.as_dict(), lambda: _print_evaluation(evaluation))
+    if require_ranked and not evaluation.ranked:
+        sys.exit(EXIT_NOT_RANKED)
+
+
+def result_on_suite(
+    store, suite_ref: str, data: str, split: str | None, compute, as_json: bool
+) -> None:
+    """``get result --suite``: each condition's result through the engine, then the verdict."""
+    suite = suites.get_suite(store, suite_ref)
+    if split is not None:
+        raise UsageError(
+            "--split and --suite both say where the samples are",
+            hint=f"drop --split: {suite.ref} names each condition's split",
+        )
+    computed = {}
+
+    def one(condition: str, where: str) -> str:
+        result = compute(*suites.condition_source(data, where))
+        computed[condition] = result
+        return result.id
+
+    evaluation = suites.evaluate_with(store, suite, one)
+    info = {
+        **evaluation.as_dict(),
+        "condition_results": {c: r.as_dict() for c, r in computed.items()},
+    }
+
+    def text() -> None:
+        for condition, result in computed.items():
+            how = "cached" if result.from_cache else "computed"
+            click.echo(f"{condition}: result {result.id[:12]} ({how} in {result.seconds:.2f} s)")
+        _print_evaluation(evaluation)
+
+    emit(as_json, info, text)
+
+
+@click.command("evaluations")
+@click.option("--suite", "suite_ref", default=None, help="Only this suite (slug@version).")
+@click.option(
+    "--state",
+    type=click.Choice(["eligible", "incomplete", "incompatible"]),
+    default=None,
+    help="Only evaluations with this verdict.",
+)
+@json_option
+@with_store
+def evaluations(store, suite_ref, state, as_json) -> None:
+    """List recorded evaluations, newest first, with their verdicts."""
+    rows = suites.list_evaluations(store, suite_ref, state)
+
+    def text() -> None:
+        for r in rows:
+            reasons = f": {', '.join(r['reasons'])}" if r["reasons"] else ""
+            click.echo(
+                f"{r['id'][:12]}  {r['suite']:<20} {r['label']:<28} {r['evidence']:<9} "
+                f"{r['state']}{reasons}"
+            )
+
+    emit(as_json, rows, text)
+
+
+@click.command("promote")
+@click.argument("evaluation")
+@click.option("--suite", "suite_ref", default=None, help="Copy onto this suite (default: its own).")
+@click.option("--label", default=None, help="The checkpoint label you vouch for.")
+@click.option(
+    "--sample-count",
+    "counts",
+    multiple=True,
+    metavar="NAME=N",
+    help="A sample count you vouch for.",
+)
+@json_option
+@with_store
+def promote(store, evaluation, suite_ref, label, counts, as_json) -> None:
+    """Vouch for an evaluation as a maintainer: a copy is recorded as attested evidence."""
+    result = suites.promote(
+        store, evaluation, suite=suite_ref, label=label, sample_counts=_counts(counts)
+    )
+    emit(as_json, result.as_dict(), lambda: _print_evaluation(result))
+
+
+@click.command("leaderboard")
+@click.argument("ref")
+@click.option(
+    "--observed", is_flag=True, help="Rank only evaluations vbstore computed (complete evidence)."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(suites.FORMATS),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also draw a bar chart with per-condition markers (needs matplotlib).",
+)
+@json_option
+@with_store
+def leaderboard(store, ref, observed, fmt, plot, as_json) -> None:
+    """Rank a suite's checkpoints: each by its latest ranked attempt, never its best."""
+    board = suites.leaderboard(store, ref, observed=observed)
+    if plot:
+        suites.board_plot(board, plot)
+    if as_json or fmt == "json":
+        emit(True, board.as_dict())
+    else:
+        render = {"text": suites.board_text, "md": suites.board_markdown, "csv": suites.board_csv}[
+            fmt
+        ]
+        click.echo(render(board), nl=fmt == "text")
+
+
+@click.command("diff")
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option(
+    "--max-drop",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="How far a score may fall (in the metric's units) before the diff fails.",
+)
+@click.option(
+    "--all-metrics",
+    is_flag=True,
+    help="Compare every metric the suite names, not only the headline.",
+)
+@json_option
+@with_store
+def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
+    """Compare two evaluations on one suite: exit 4 when a score dropped, 5 when one is missing."""
+    result = suites.diff(store, baseline, candidate, max_drop=max_drop, all_metrics=all_metrics)
+
+    def text() -> None:
+        for c in result.changes:
+            if c.status == "missing":
+                click.echo(
+                    f"  {c.scope:<16} {c.metric:<16} missing "
+                    f"(baseline {c.baseline}, candidate {c.candidate})"
+                )
+            else:
+                click.echo(
+                    f"  {c.scope:<16} {c.metric:<16} {c.baseline:.4f} -> {c.candidate:.4f}  "
+                    f"{c.improvement:+.4f}  {c.status}"
+                )
+        for problem in result.problems:
+            click.echo(f"  {problem}")
+        click.echo(
+            "passed"
+            if result.passed
+            else f"failed: {len(result.regressions)} dropped by more than {max_drop}, "
+            f"{len(result.missing)} missing"
+        )
+
+    emit(as_json, result.as_dict(), text)
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+# ---- import and export ---------------------------------------------------------------------
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import other tools' results as reported evidence."""
+
+
+@import_group.command("results")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--suite", "suite_ref", required=True, help="The suite to record them on, slug@version."
+)
+@click.option(
+    "--condition",
+    default=None,
+    help="Put every record under this condition (default: its split/dataset).",
+)
+@click.option(
+    "--sample-count",
+    "counts",
+    multiple=True,
+    metavar="NAME=N",
+    help="A condition's sample count, when the file does not say.",
+)
+@click.option("--dry-run", is_flag=True, help="Store nothing; print the verdicts.")
+@json_option
+@with_store
+def import_results(store, file, suite_ref, condition, counts, dry_run, as_json) -> None:
+    """Read a VisBench .jsonl or CLIP_benchmark result JSON as reported evaluations on a suite."""
+    out = suites.import_results(
+        store, file, suite_ref, condition=condition, sample_counts=_counts(counts), dry_run=dry_run
+    )
+
+    def text() -> None:
+        for evaluation in out:
+            _print_evaluation(evaluation)
+
+    emit(as_json, [e.as_dict() for e in out], text)
+
+
+@export_group.command("evaluation")
+@click.argument("evaluation")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["visin"]),
+    default="visin",
+    show_default=True,
+    help="visin: the condition -> class -> metric file `visin evaluate` accepts.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write here (default: stdout).",
+)
+@json_option
+@with_store
+def export_evaluation(store, evaluation, fmt, output, as_json) -> None:
+    """Export an evaluation's results for another tool."""
+    text = json.dumps(
+        suites.visin_results(suites.open_evaluation(store, evaluation)), indent=2, sort_keys=True
+    )
+    if output:
+        Path(output).write_text(text + "\n")
+        emit(as_json, {"written": output}, f"wrote {output}")
+    else:
+        click.echo(text)
+
+
+COMMANDS = [suite_group, evaluate, evaluations, promote, leaderboard, diff, import_group]

@@ -1,0 +1,90 @@
+"""Suites, evaluations and verdicts, leaderboards and diff: which numbers may be compared.
+
+A suite (``slug@version``) is a written-down, immutable way of scoring in Visin's format; an
+evaluation is one checkpoint's results on one suite version with a verdict (eligible,
+incomplete, incompatible, every reason named) and an evidence level (observed, reported,
+attested). Leaderboards rank one row per checkpoint, its latest ranked attempt; ``diff`` is the
+CI gate. See docs/suites.md.
+
+```python
+from vbstore import Store
+from vbstore.suites import push_suite, read_suite_file, leaderboard
+
+store = Store()
+suite, new = push_suite(store, read_suite_file("road-test.json"))
+leaderboard(store, "road-test@1").rows
+```
+"""
+
+from ._board import Board, leaderboard
+from ._diff import Change, Diff, diff
+from ._evaluate import (
+    Evaluation,
+    build,
+    conditions_to_compute,
+    evaluate_with,
+    from_results,
+    list_evaluations,
+    match_conditions,
+    open_evaluation,
+    record,
+)
+from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
+from ._import import import_results, read_records
+from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
+from ._new import condition_manifest, condition_source, new_suite
+from ._promote import promote
+from ._suite import (
+    Suite,
+    get_suite,
+    list_suites,
+    normalize,
+    parse_ref,
+    protocol_digest,
+    push_suite,
+    read_suite_file,
+)
+from ._verdict import judge, version_tuple
+
+__all__ = [
+    "FORMATS",
+    "Board",
+    "Change",
+    "Diff",
+    "Evaluation",
+    "Suite",
+    "board_csv",
+    "board_markdown",
+    "board_plot",
+    "board_text",
+    "build",
+    "condition_manifest",
+    "condition_source",
+    "conditions_to_compute",
+    "diff",
+    "evaluate_with",
+    "from_results",
+    "get_suite",
+    "import_results",
+    "judge",
+    "leaderboard",
+    "list_evaluations",
+    "list_suites",
+    "manifest_from_files",
+    "manifest_sha256",
+    "match_conditions",
+    "new_suite",
+    "normalize",
+    "open_evaluation",
+    "parse_assignments",
+    "parse_ref",
+    "promote",
+    "protocol_digest",
+    "push_suite",
+    "read_records",
+    "read_split_file",
+    "read_suite_file",
+    "record",
+    "version_tuple",
+    "visin_results",
+]

@@ -1,0 +1,309 @@
+"""Evaluations: one checkpoint's results on one suite version, judged and kept.
+
+An evaluation is a content-addressed ``evaluation`` artifact (schemas/evaluation.schema.json)
+plus a row in the registry's ``evaluations`` table, which is what leaderboards read. Recording
+the same evidence again returns the stored evaluation with its first recording time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+from ..store import Store
+from ._manifest import manifest_sha256
+from ._suite import Suite, get_suite
+from ._verdict import evidence_of, judge
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A recorded (or, with ``dry_run``, only judged) evaluation."""
+
+    id: str | None
+    doc: dict[str, Any]
+    recorded: float | None
+    new: bool
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        return self.doc["verdict"]
+
+    @property
+    def ranked(self) -> bool:
+        return self.doc["verdict"]["ranked"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "recorded": self.recorded,
+            "new": self.new,
+            "stored": self.id is not None,
+            **{k: v for k, v in self.doc.items() if k != "kind"},
+        }
+
+
+def build(
+    suite: Suite,
+    *,
+    checkpoint: Mapping[str, str],
+    results: Mapping[str, Any],
+    sample_counts: Mapping[str, int],
+    data: Mapping[str, Any] | None = None,
+    protocol: Mapping[str, Any] | None = None,
+    evaluator: Mapping[str, Any] | None = None,
+    comparable: bool = True,
+    sources: Mapping[str, Any] | None = None,
+    promoted_from: str | None = None,
+) -> dict[str, Any]:
+    """An evaluation document with its evidence level and verdict.
+
+    ``results`` is Visin's condition → class → metric structure (``{"day": {"overall":
+    {"top1": 0.9}}}``); ``checkpoint`` has ``id``, ``label`` and ``weights``.
+    """
+    doc: dict[str, Any] = {
+        "kind": "evaluation",
+        "suite": suite.ref,
+        "suite_id": suite.id,
+        "protocol_digest": suite.digest,
+        "checkpoint": dict(checkpoint),
+        "results": json.loads(json.dumps(results)),
+        "sample_counts": dict(sample_counts),
+        "data": dict(data) if data else None,
+        "protocol": dict(protocol) if protocol else None,
+        "evaluator": dict(evaluator) if evaluator else None,
+        "comparable": comparable,
+        "sources": dict(sources or {}),
+    }
+    if promoted_from:
+        doc["promoted_from"] = promoted_from
+    doc["evidence"], doc["missing"] = evidence_of(doc)
+    doc["verdict"] = judge(suite, doc)
+    return doc
+
+
+def record(
+    store: Store, doc: dict[str, Any], *, dry_run: bool = False, recorded: float | None = None
+) -> Evaluation:
+    """Store the evaluation and index it for leaderboards; with ``dry_run`` store nothing.
+
+    ``recorded`` overrides the recording time (a reproducible reference registry needs that).
+    """
+    if dry_run:
+        return Evaluation(None, doc, None, False)
+    edges = {"suite": doc["suite_id"]}
+    sources = [
+        v for v in doc["sources"].values() if isinstance(v, str) and len(v) == 64 and store.has(v)
+    ]
+    if sources:
+        edges["result"] = sources
+    oid = store.put_json(doc, "evaluation", edges=edges)
+    verdict = doc["verdict"]
+    when = time.time() if recorded is None else recorded
+    with store.db.write() as conn:
+        inserted = conn.execute(
+            "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
+            "ranked, evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                oid,
+                doc["suite"],
+                doc["checkpoint"]["id"],
+                doc["checkpoint"]["label"],
+                doc["checkpoint"]["weights"],
+                verdict["state"],
+                int(verdict["ranked"]),
+                doc["evidence"],
+                when,
+                json.dumps(verdict["scores"], sort_keys=True),
+                json.dumps(verdict["reasons"]),
+            ),
+        ).rowcount
+        when = conn.execute("SELECT recorded FROM evaluations WHERE id=?", (oid,)).fetchone()[0]
+    return Evaluation(oid, doc, when, bool(inserted))
+
+
+def open_evaluation(store: Store, ref: str) -> Evaluation:
+    """A stored evaluation by id, prefix or ref.
+
+    Raises:
+        ObjectNotFound: no such object.
+        UsageError: the object is not an evaluation.
+    """
+    oid = store.resolve(ref)
+    doc = store.read_json(oid)
+    if doc.get("kind") != "evaluation":
+        raise UsageError(
+            f"{oid[:12]} is a {doc.get('kind')}, not an evaluation",
+            hint="evaluate a result first: vbstore evaluate RESULT --suite SLUG@V",
+        )
+    row = store.db.one("SELECT recorded FROM evaluations WHERE id=?", (oid,))
+    return Evaluation(oid, doc, row[0] if row else None, False)
+
+
+def list_evaluations(
+    store: Store, suite: str | None = None, state: str | None = None
+) -> list[dict[str, Any]]:
+    """Evaluation rows (newest first), optionally of one suite ref and one verdict state."""
+    sql = (
+        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons "
+        "FROM evaluations"
+    )
+    where, params = [], []
+    if suite is not None:
+        where.append("suite=?")
+        params.append(get_suite(store, suite).ref)
+    if state is not None:
+        where.append("state=?")
+        params.append(state)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    rows = store.db.query(sql + " ORDER BY recorded DESC, id", params)
+    keys = (
+        "id",
+        "suite",
+        "checkpoint",
+        "label",
+        "weights",
+        "state",
+        "ranked",
+        "evidence",
+        "recorded",
+    )
+    return [
+        {**dict(zip(keys, r[:9], strict=True)), "ranked": bool(r[6]), "reasons": json.loads(r[9])}
+        for r in rows
+    ]
+
+
+# ---- evidence from vbstore's own results ---------------------------------------------------
+
+
+def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict[str, Any]:
+    """An *observed* evaluation from stored result records, one per condition.
+
+    vbstore computed them, so data (the condition samples' manifest digest), protocol (task and
+    params) and evaluator (vbstore's version) are all known.
+
+    Raises:
+        UsageError: a condition the suite does not have, an object that is not a result, or
+            results of different weights.
+    """
+    names = [c["name"] for c in suite.conditions]
+    unknown = sorted(set(results) - set(names))
+    if unknown:
+        raise UsageError(
+            f"{suite.ref} has no condition {unknown[0]!r}",
+            hint=f"its conditions: {', '.join(names)}",
+        )
+    records = {}
+    for condition, ref in results.items():
+        oid = store.resolve(ref)
+        record = store.read_json(oid)
+        if record.get("kind") != "result":
+            raise UsageError(f"{oid[:12]} is a {record.get('kind')}, not a result")
+        records[condition] = (oid, record)
+    checkpoints = {_checkpoint(store, r)["id"] for _, r in records.values()}
+    if len(checkpoints) > 1:
+        raise UsageError(
+            "these results come from different weights; one evaluation is one checkpoint",
+            hint="evaluate each backbone's results separately",
+        )
+    first = next(iter(records.values()))[1]
+    samples = {c: _sample_names(store, r) for c, (_, r) in records.items()}
+    params = [r.get("params", {}) for _, r in records.values()]
+    tasks = {r["task"] for _, r in records.values()}
+    return build(
+        suite,
+        checkpoint=_checkpoint(store, first),
+        results={c: {"overall": _numbers(r["metrics"])} for c, (_, r) in records.items()},
+        sample_counts={c: len(s) for c, s in samples.items()},
+        data={"kind": "vbstore", "manifestSha256": manifest_sha256(samples)},
+        protocol={
+            "task": first["task"] if len(tasks) == 1 else ",".join(sorted(tasks)),
+            "params": params[0] if all(p == params[0] for p in params) else {},
+        },
+        evaluator={"package": "vbstore", "version": first.get("versions", {}).get("vbstore", "")},
+        comparable=all(r.get("comparable", True) for _, r in records.values()),
+        sources={c: oid for c, (oid, _) in records.items()},
+    )
+
+
+def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str, str]:
+    """Each result under the condition its eval split names (``NAME=RESULT`` names it explicitly).
+
+    A suite with one condition takes one plain result. Raises UsageError when a result's split
+    matches no condition.
+    """
+    out: dict[str, str] = {}
+    by_split = {c.get("split", c["name"]): c["name"] for c in suite.conditions}
+    for item in results:
+        name, sep, ref = item.partition("=")
+        if not sep:
+            ref = item
+            split = store.read_json(store.resolve(ref)).get("data", {}).get("eval", {}).get("split")
+            if split in by_split:
+                name = by_split[split]
+            elif len(suite.conditions) == 1 and len(results) == 1:
+                name = suite.conditions[0]["name"]
+            else:
+                raise UsageError(
+                    f"result {ref} (split {split!r}) matches no condition of {suite.ref}",
+                    hint="name it: CONDITION=RESULT",
+                )
+        if name in out:
+            raise UsageError(f"condition {name!r} is given twice")
+        out[name] = ref
+    return out
+
+
+def _checkpoint(store: Store, record: dict[str, Any]) -> dict[str, str]:
+    weights_id = record.get("inputs", {}).get("weights")
+    identity, label = weights_id, record.get("backbone", {}).get("spec", "")
+    if weights_id and store.has(weights_id):
+        weights = store.read_json(weights_id)
+        identity = weights.get("tensor_hash", weights_id)
+        if weights.get("origin") == "random" and weights.get("seed") is not None:
+            label += f" seed={weights['seed']}"  # two random inits are two checkpoints
+    return {
+        "id": identity or "unknown",
+        "label": label,
+        "weights": record.get("weights_kind", "unknown"),
+    }
+
+
+def _sample_names(store: Store, record: dict[str, Any]) -> list[str]:
+    manifest = record["data"]["eval"]["manifest"]
+    return [s["name"] for s in store.read_json(manifest)["samples"]]
+
+
+def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+# ---- the engine's side: a suite's conditions as separate results ----------------------------
+
+
+def conditions_to_compute(suite: Suite) -> list[tuple[str, str]]:
+    """``(condition, split)`` pairs: where ``get result --suite`` finds each condition's samples.
+
+    A condition without ``split`` is read from the split of its own name.
+    """
+    return [(c["name"], c.get("split", c["name"])) for c in suite.conditions]
+
+
+def evaluate_with(
+    store: Store, suite: Suite, compute: Callable[[str, str], str], *, dry_run: bool = False
+) -> Evaluation:
+    """Compute every condition with ``compute(condition, split_or_list) -> result id``, then judge.
+
+    This is the hook the engine calls for ``get result --suite``: the engine computes one result
+    per condition (each on its own sub-manifest), the suite aggregates them.
+    """
+    results = {name: compute(name, split) for name, split in conditions_to_compute(suite)}
+    return record(store, from_results(store, suite, results), dry_run=dry_run)

@@ -1,0 +1,155 @@
+"""Boards as text, Markdown, CSV and a bar chart; evaluations as Visin results files."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ._board import Board
+from ._evaluate import Evaluation
+
+FORMATS = ("text", "md", "csv", "json")
+
+
+def _num(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def board_text(board: Board) -> str:
+    """Visin's layout: a header, one line per ranked checkpoint, then what could not be ranked."""
+    headline = board.suite.headline
+    better = "higher" if headline["direction"] == "max" else "lower"
+    pool = "observed evaluations" if board.observed_only else "evaluations"
+    lines = [
+        f"{board.suite.ref}  {headline['key']} ({better} is better); "
+        f"{len(board.rows)} ranked of {len(board.rows) + len(board.unranked)} checkpoints, "
+        f"{board.evaluations} {pool}"
+    ]
+    for row in board.rows:
+        lines.append(
+            f"{row['rank']:>4}  {row['label']:<32} {_num(row['headline'])}  "
+            f"weakest {row['weakest']} {_num(row['weakest_value'])}  gap {_num(row['gap'])}  "
+            f"{row['weights']} weights, {row['evidence']}  {row['attempts']} attempt"
+            f"{'s' if row['attempts'] != 1 else ''}"
+        )
+    for item in board.unranked:
+        lines.append(
+            f"  not ranked  {item['label']} ({item['checkpoint'][:16]})  "
+            f"{item['state']}: {', '.join(item['reasons'])}"
+        )
+    if board.reorders:
+        lines.append(f"ordered differently by: {', '.join(board.reorders)}")
+    return "\n".join(lines)
+
+
+def _table(board: Board) -> tuple[list[str], list[list[Any]]]:
+    conditions = [c["name"] for c in board.suite.conditions]
+    header = [
+        "rank",
+        "checkpoint",
+        "weights",
+        "evidence",
+        board.suite.headline["key"],
+        *conditions,
+        "weakest",
+        "gap",
+        "attempts",
+    ]
+    rows = [
+        [
+            r["rank"],
+            r["label"],
+            r["weights"],
+            r["evidence"],
+            r["headline"],
+            *(r["conditions"].get(c) for c in conditions),
+            r["weakest"],
+            r["gap"],
+            r["attempts"],
+        ]
+        for r in board.rows
+    ]
+    return header, rows
+
+
+def board_markdown(board: Board) -> str:
+    """A Markdown table of the ranked rows, then a list of the checkpoints not ranked."""
+    header, rows = _table(board)
+    headline = board.suite.headline
+    lines = [
+        f"**{board.suite.ref}** — {board.suite.doc['name']}; ranked by `{headline['key']}` "
+        f"({'higher' if headline['direction'] == 'max' else 'lower'} is better)",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in rows:
+        lines.append(
+            "| " + " | ".join(_num(v) if isinstance(v, float) else str(v) for v in row) + " |"
+        )
+    if not rows:
+        lines.append("| " + " | ".join(["—"] * len(header)) + " |")
+    for item in board.unranked:
+        lines.append(
+            f"\n- not ranked: {item['label']} ({item['weights']} weights) — "
+            f"{item['state']}: {', '.join(item['reasons'])}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def board_csv(board: Board) -> str:
+    header, rows = _table(board)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def board_plot(board: Board, path: str | Path) -> Path:
+    """A bar chart of the headline with a marker per condition (needs matplotlib).
+
+    Raises:
+        UsageError: matplotlib is not installed, or nothing is ranked.
+    """
+    try:
+        import matplotlib  # optional, and heavy: only a plot needs it
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError(
+            "a leaderboard plot needs matplotlib", hint="pip install 'vbstore[plot]'"
+        ) from None
+    if not board.rows:
+        raise UsageError(f"{board.suite.ref} has no ranked checkpoint to plot")
+    labels = [f"{r['rank']}. {r['label']}" for r in board.rows]
+    figure, axes = plt.subplots(figsize=(max(4.0, 1.2 * len(labels)), 3.5))
+    xs = range(len(labels))
+    axes.bar(xs, [r["headline"] for r in board.rows], color="#8fb3d9", label="overall")
+    markers = "os^vD<>"
+    for i, condition in enumerate(c["name"] for c in board.suite.conditions):
+        axes.scatter(
+            xs,
+            [r["conditions"].get(condition) for r in board.rows],
+            marker=markers[i % 7],
+            zorder=3,
+            label=condition,
+        )
+    axes.set_xticks(list(xs), labels, rotation=20, ha="right")
+    axes.set_ylabel(board.suite.headline["key"])
+    axes.set_title(board.suite.ref)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    out = Path(path)
+    figure.savefig(out, dpi=120)
+    plt.close(figure)
+    return out
+
+
+def visin_results(evaluation: Evaluation) -> dict[str, Any]:
+    """The condition → class → metric results file ``visin evaluate`` accepts."""
+    return evaluation.doc["results"]

@@ -1,0 +1,163 @@
+"""Importing other tools' result files as *reported* evaluations, with their source named.
+
+- VisBench JSONL: one record per line (``backbone``, ``backbone_key``, ``task``, ``dataset``,
+  ``split``, ``metrics``, ``visbench_version``, ``dataset_size``, ``task_params``...). Records of
+  one ``backbone_key`` become one evaluation, each record's split (or ``condition``) one condition.
+- CLIP_benchmark JSON: ``{"dataset", "model", "pretrained", "task", "metrics", "language"}`` (or a
+  list of them); each dataset is a condition of the ``open_clip:MODEL@PRETRAINED`` checkpoint.
+
+Neither format carries the SHA-256 manifest of the samples it scored, so imports are
+``reported`` evidence ("data" missing); CLIP_benchmark names no evaluator version either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput, UsageError
+from ..store import Store
+from ._evaluate import Evaluation, build, record
+from ._suite import get_suite
+
+FORMATS = ("visbench", "clip_benchmark")
+
+
+def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
+    """The format of a result file and its records.
+
+    Raises:
+        UsageError: unreadable, or neither a VisBench JSONL nor a CLIP_benchmark JSON file.
+        BadInput: lines that are not JSON objects, each named.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    if file.suffix.lower() == ".jsonl":
+        records, problems = [], []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError as exc:
+                problems.append((f"{file.name}:{number}", f"not JSON ({exc.msg})"))
+                continue
+            if not isinstance(item, dict) or not {"backbone", "task", "metrics"} <= set(item):
+                problems.append(
+                    (f"{file.name}:{number}", "not a VisBench record (backbone, task, metrics)")
+                )
+                continue
+            records.append({**item, "_line": number})
+        if problems:
+            raise BadInput(
+                "unusable result lines", problems, hint="fix or remove them; nothing was imported"
+            )
+        return "visbench", records
+    try:
+        loaded = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+    items = loaded if isinstance(loaded, list) else [loaded]
+    if not items or not all(
+        isinstance(i, dict) and {"model", "pretrained", "dataset", "metrics"} <= set(i)
+        for i in items
+    ):
+        raise UsageError(
+            f"{file.name} is neither a VisBench .jsonl nor a CLIP_benchmark result JSON",
+            hint="CLIP_benchmark files hold dataset, model, pretrained, task and metrics",
+        )
+    return "clip_benchmark", items
+
+
+def import_results(
+    store: Store,
+    path: str | Path,
+    suite_ref: str,
+    *,
+    condition: str | None = None,
+    sample_counts: Mapping[str, int] | None = None,
+    dry_run: bool = False,
+    recorded: float | None = None,
+) -> list[Evaluation]:
+    """Record the file's results on suite ``suite_ref`` as reported evaluations.
+
+    ``condition`` puts every record under one condition name (default: the record's split, or
+    dataset for CLIP_benchmark); ``sample_counts`` vouches for counts the file does not give.
+    """
+    suite = get_suite(store, suite_ref)
+    fmt, records = read_records(path)
+    groups: dict[str, dict[str, Any]] = {}
+    for item in records:
+        checkpoint, name, count, extra = (_visbench if fmt == "visbench" else _clip_benchmark)(item)
+        name = condition or name
+        group = groups.setdefault(
+            checkpoint["id"],
+            {"checkpoint": checkpoint, "results": {}, "counts": {}, "sources": {}, **extra},
+        )
+        if name in group["results"]:
+            raise UsageError(
+                f"{Path(path).name} has two results of {checkpoint['label']} for condition "
+                f"{name!r}",
+                hint="import them separately, or name conditions with --condition",
+            )
+        group["results"][name] = {
+            "overall": {
+                k: v
+                for k, v in item["metrics"].items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+        }
+        if count is not None:
+            group["counts"][name] = count
+        group["sources"][name] = {
+            "format": fmt,
+            "file": Path(path).name,
+            **({"line": item["_line"]} if "_line" in item else {}),
+            "dataset": item.get("dataset"),
+        }
+    out = []
+    for group in groups.values():
+        counts = {
+            **group["counts"],
+            **{k: v for k, v in (sample_counts or {}).items() if k in group["results"]},
+        }
+        doc = build(
+            suite,
+            checkpoint=group["checkpoint"],
+            results=group["results"],
+            sample_counts=counts,
+            protocol=group["protocol"],
+            evaluator=group["evaluator"],
+            sources=group["sources"],
+        )
+        out.append(record(store, doc, dry_run=dry_run, recorded=recorded))
+    return out
+
+
+def _visbench(item: dict[str, Any]):
+    key = item.get("backbone_key") or item["backbone"]
+    checkpoint = {"id": f"visbench:{key}", "label": item["backbone"], "weights": "unknown"}
+    version = item.get("visbench_version")
+    extra = {
+        "protocol": {"task": item["task"], "params": item.get("task_params") or {}},
+        "evaluator": {"package": "visbench", "version": version} if version else None,
+    }
+    return (
+        checkpoint,
+        item.get("split") or item.get("dataset") or "test",
+        item.get("dataset_size"),
+        extra,
+    )
+
+
+def _clip_benchmark(item: dict[str, Any]):
+    label = f"open_clip:{item['model']}@{item['pretrained']}"
+    checkpoint = {"id": label, "label": label, "weights": "pretrained"}
+    params = {"language": item["language"]} if item.get("language") else {}
+    extra = {"protocol": {"task": item.get("task", ""), "params": params}, "evaluator": None}
+    return checkpoint, str(item["dataset"]), None, extra

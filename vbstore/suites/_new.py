@@ -1,0 +1,95 @@
+"""``suite new``: a suite file written from vbstore's own manifests, so nobody hashes by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..data import load_manifest
+from ..errors import UsageError
+from ..store import Store
+from ..tasks import get_task
+from ._manifest import manifest_sha256
+from ._suite import normalize
+
+_LIST_SUFFIXES = (".csv", ".jsonl")
+
+
+def condition_source(data: str, where: str) -> tuple[str, str | None]:
+    """``(data, split)`` holding one condition: a split of ``data``, or a .csv/.jsonl list."""
+    if where.lower().endswith(_LIST_SUFFIXES) and Path(where).is_file():
+        return where, None
+    return data, where
+
+
+def condition_manifest(
+    store: Store, data: str, where: str, data_options: Mapping[str, Any] | None = None
+):
+    """The manifest of one condition (see :func:`condition_source`)."""
+    source, split = condition_source(data, where)
+    return load_manifest(store, source, split=split, **(data_options or {}))
+
+
+def new_suite(
+    store: Store,
+    *,
+    slug: str,
+    task: str,
+    data: str,
+    split: str,
+    conditions: Mapping[str, str] | None = None,
+    version: int = 1,
+    name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    weights: str = "pretrained",
+    data_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A suite document for ``task`` on ``data``: every condition's samples hashed into the
+    manifest digest, sample counts counted, the task's metrics and resolved params pinned.
+
+    ``conditions`` maps a condition name to a split of ``data`` or a sample list; without it the
+    suite has one condition, named after ``split``.
+
+    Raises:
+        UsageError: an unknown task parameter, or data that cannot be read (from below).
+    """
+    task_obj = get_task(task)
+    where = dict(conditions or {split: split})
+    samples, counts = {}, []
+    for condition, source in where.items():
+        view = condition_manifest(store, data, source, data_options)
+        if not view.samples:
+            raise UsageError(f"condition {condition!r} ({source}) has no samples")
+        samples[condition] = view.names
+        counts.append({"name": condition, "sampleCount": len(view.names), "split": source})
+    metrics = [
+        {
+            "key": m.name,
+            "direction": "max" if m.direction == "higher" else "min",
+            "headline": m.name == task_obj.headline,
+        }
+        for m in task_obj.metrics
+    ]
+    doc = {
+        "slug": slug,
+        "version": version,
+        "name": name or f"{task} on {data} ({split})",
+        "protocol": {
+            "task": task_obj.name,
+            "params": task_obj.resolve_params(dict(params or {})),
+            "weights": weights,
+            "split": split,
+            "data": {
+                "kind": "vbstore",
+                "label": str(data),
+                "manifestSha256": manifest_sha256(samples),
+            },
+            "conditions": counts,
+            "metrics": metrics,
+            "aggregation": "equal-mean-of-conditions",
+            "evaluator": {"package": "vbstore", "minVersion": __version__},
+        },
+    }
+    return normalize(doc)

@@ -1,0 +1,261 @@
+"""Suites: written-down ways of scoring, stored as ``slug@version`` and never changed once pushed.
+
+A suite file is Visin's format (``slug``, integer ``version``, ``name``, ``protocol``), JSON or,
+with PyYAML installed, YAML. vbstore adds three optional protocol fields of its own: ``params``
+(task parameters a result must have been computed with), ``weights`` (``pretrained``, the
+default, or ``random``: random-weight baselines are ranked only among themselves) and, per
+condition, ``split`` (where ``get result --suite`` finds that condition's samples).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import canonical
+from ..errors import SuiteConflict, SuiteNotFound, UsageError
+from ..store import Store
+
+_REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?$")
+AGGREGATIONS = ("equal-mean-of-conditions",)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A stored suite: its id, ``slug@version`` and its document with defaults filled in."""
+
+    id: str
+    doc: dict[str, Any]
+
+    @property
+    def slug(self) -> str:
+        return self.doc["slug"]
+
+    @property
+    def version(self) -> int:
+        return self.doc["version"]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.slug}@{self.version}"
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        return self.doc["protocol"]
+
+    @property
+    def conditions(self) -> list[dict[str, Any]]:
+        return self.protocol["conditions"]
+
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        return self.protocol["metrics"]
+
+    @property
+    def headline(self) -> dict[str, Any]:
+        return next(m for m in self.metrics if m["headline"])
+
+    @property
+    def digest(self) -> str:
+        return protocol_digest(self.protocol)
+
+
+def parse_ref(text: str) -> tuple[str, int | None]:
+    """``("road-test", 1)`` from ``road-test@1``; ``(slug, None)`` for the latest version.
+
+    Raises:
+        UsageError: not ``slug`` or ``slug@N``.
+    """
+    match = _REF.match(text.strip())
+    if not match:
+        raise UsageError(
+            f"not a suite name: {text!r}", hint="write slug@version, e.g. digits-knn@1"
+        )
+    return match.group(1), int(match.group(2)) if match.group(2) else None
+
+
+def read_suite_file(path: str | Path) -> dict[str, Any]:
+    """A suite document from a JSON file, or a YAML one (.yml/.yaml) when PyYAML is installed.
+
+    Raises:
+        UsageError: unreadable, not JSON/YAML, YAML without PyYAML, or not one object.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the suite file {file}: {exc.strerror}") from None
+    if file.suffix.lower() in (".yml", ".yaml"):
+        try:
+            import yaml  # optional: only YAML suite files need it
+        except ImportError:
+            raise UsageError(
+                f"{file.name} is YAML, which needs PyYAML",
+                hint="pip install pyyaml, or write the suite as JSON",
+            ) from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{file.name} is not valid YAML: {exc}") from None
+    else:
+        try:
+            loaded = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise UsageError(
+            f"{file.name} should hold one suite",
+            hint="an object with slug, version, name and protocol",
+        )
+    return loaded
+
+
+def normalize(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The suite with every default filled in and its own rules checked (schema checked on put).
+
+    Defaults: ``aggregation`` equal-mean-of-conditions, metric ``direction`` max and
+    ``headline`` false (true when there is one metric), ``params`` {}, ``weights`` pretrained,
+    ``visibility`` private.
+
+    Raises:
+        UsageError: not exactly one headline metric, a metric or condition named twice, or a
+            ``range`` whose min exceeds its max.
+    """
+    out = copy.deepcopy(dict(doc))
+    out["kind"] = "suite"
+    out.setdefault("visibility", "private")
+    protocol = out.get("protocol")
+    if not isinstance(protocol, dict):
+        raise UsageError(
+            "the suite has no protocol object", hint="see docs/suites.md for the format"
+        )
+    protocol.setdefault("aggregation", AGGREGATIONS[0])
+    protocol.setdefault("params", {})
+    protocol.setdefault("weights", "pretrained")
+    metrics = protocol.get("metrics")
+    if isinstance(metrics, list) and metrics and all(isinstance(m, dict) for m in metrics):
+        for metric in metrics:
+            metric.setdefault("direction", "max")
+            metric.setdefault("headline", len(metrics) == 1)
+        headlines = [m.get("key") for m in metrics if m["headline"] is True]
+        if len(headlines) != 1:
+            raise UsageError(
+                f"a suite needs exactly one headline metric, this one has {len(headlines)}",
+                hint='mark one metric with "headline": true',
+            )
+        _unique([m.get("key") for m in metrics], "metric")
+        for m in metrics:
+            bounds = m.get("range")
+            if isinstance(bounds, dict) and bounds.get("min", 0) > bounds.get(
+                "max", bounds.get("min", 0)
+            ):
+                raise UsageError(f"metric {m['key']!r} has a range whose min exceeds its max")
+    conditions = protocol.get("conditions")
+    if isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions):
+        _unique([c.get("name") for c in conditions], "condition")
+    return out
+
+
+def _unique(names: list[Any], noun: str) -> None:
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise UsageError(f"{noun} {name!r} is named twice in the suite")
+        seen.add(name)
+
+
+def protocol_digest(protocol: Mapping[str, Any]) -> str:
+    """SHA-256 of the protocol as compact, key-sorted JSON (defaults from :func:`normalize`)."""
+    return hashlib.sha256(canonical.dumps(dict(protocol))).hexdigest()
+
+
+def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
+    """Store a suite as ``slug@version``; return it and whether it was new.
+
+    The same protocol again returns the stored suite; a different protocol under a published
+    version is refused (a published suite version never changes).
+
+    Raises:
+        SchemaError: the document is not a suite.
+        SuiteConflict: ``slug@version`` exists with another protocol; names the next free version.
+    """
+    doc = normalize(doc)
+    digest = protocol_digest(doc["protocol"])
+    oid = store.put_json(doc, "suite")  # validates against schemas/suite.schema.json
+    slug, version = doc["slug"], doc["version"]
+    with store.db.write() as conn:
+        row = conn.execute(
+            "SELECT id, protocol_digest FROM suites WHERE slug=? AND version=?", (slug, version)
+        ).fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO suites(slug, version, id, protocol_digest, created) "
+                "VALUES (?,?,?,?,?)",
+                (slug, version, oid, digest, time.time()),
+            )
+            return Suite(oid, doc), True
+        if row[1] != digest:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM suites WHERE slug=?", (slug,)
+            ).fetchone()[0]
+            raise SuiteConflict(f"{slug}@{version}", latest + 1)
+    return Suite(row[0], store.read_json(row[0])), False
+
+
+def get_suite(store: Store, ref: str) -> Suite:
+    """The suite ``slug@version``, or the latest version of ``slug``.
+
+    Raises:
+        SuiteNotFound: nothing stored under that name.
+    """
+    slug, version = parse_ref(ref)
+    if version is None:
+        row = store.db.one(
+            "SELECT id FROM suites WHERE slug=? ORDER BY version DESC LIMIT 1", (slug,)
+        )
+    else:
+        row = store.db.one("SELECT id FROM suites WHERE slug=? AND version=?", (slug, version))
+    if row is None:
+        versions = [
+            v
+            for (v,) in store.db.query(
+                "SELECT version FROM suites WHERE slug=? ORDER BY version", (slug,)
+            )
+        ]
+        hint = (
+            f"{slug} has versions {', '.join(map(str, versions))}"
+            if versions
+            else "push it with: vbstore suite push FILE"
+        )
+        raise SuiteNotFound(ref, hint=hint)
+    return Suite(row[0], store.read_json(row[0]))
+
+
+def list_suites(store: Store) -> list[dict[str, Any]]:
+    """Every stored suite version: slug, version, ref, id, protocol digest and name."""
+    rows = store.db.query(
+        "SELECT slug, version, id, protocol_digest FROM suites ORDER BY slug, version"
+    )
+    out = []
+    for slug, version, oid, digest in rows:
+        doc = store.read_json(oid)
+        out.append(
+            {
+                "ref": f"{slug}@{version}",
+                "slug": slug,
+                "version": version,
+                "id": oid,
+                "protocol_digest": digest,
+                "name": doc.get("name", ""),
+                "task": doc["protocol"]["task"],
+                "visibility": doc.get("visibility"),
+            }
+        )
+    return out
