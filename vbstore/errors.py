@@ -133,3 +133,9 @@ class BadInput(VbstoreError, ValueError):
         super().__init__(f"{len(problems)} {what}: {shown}{more}",
                          hint=hint or "fix or remove them and run again; nothing was written")
         self.problems = problems
+
+
+class ExecutorError(VbstoreError, RuntimeError):
+    """A distributed executor (Ray) cannot be reached, or its workers did not produce every pack."""
+
+    exit_code = 1

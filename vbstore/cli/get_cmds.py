@@ -6,6 +6,7 @@ import click
 
 from ._common import emit, json_option, ordered_metrics, with_store
 from ._dataopts import data_layout_options, parse_params
+from ._executoropts import executor_options
 from .data_cmds import manifest_cmd
 
 
@@ -65,11 +66,12 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--recompute", is_flag=True,
               help="Compute the result afresh (heads retrained, features reused) and say whether it reproduced.")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
                    data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
-                   no_strict, recompute, data_options, as_json) -> None:
+                   no_strict, recompute, data_options, executor, as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -82,7 +84,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
         limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, recompute=recompute,
         head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
         input_size=input_size, layers=parse_layers(layers), precision=precision, device=device,
-        progress=not as_json, data_options=data_options, **parse_params(params),
+        progress=not as_json, data_options=data_options, executor=executor, **parse_params(params),
     )
     emit(as_json, result.as_dict(), lambda: print_result(result))
 
@@ -122,10 +124,11 @@ def print_result(result) -> None:
               help="Keep pooled vectors, dense maps (float16), or both.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Images per forward pass.")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, data,
-                     split, limit, pooling, mode, batch_size, data_options, as_json) -> None:
+                     split, limit, pooling, mode, batch_size, data_options, executor, as_json) -> None:
     """Features of DATA under a backbone, extracted once and shared by every task."""
     from ..engine import get_features
 
@@ -133,7 +136,7 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
         backbone, data, store=store, split=split, limit=limit, layers=parse_layers(layers) or (-1,),
         pooling=pooling, mode=mode, precision=precision, weights=weights, seed=backbone_seed,
         input_size=input_size, batch_size=batch_size, device=device, progress=not as_json,
-        data_options=data_options,
+        data_options=data_options, executor=executor,
     )
     info = result.as_dict()
 

@@ -14,6 +14,7 @@ import click
 from ..errors import UsageError, VbstoreError
 from ._common import emit, json_option, ordered_metrics, with_store
 from ._dataopts import data_layout_options, parse_params
+from ._executoropts import executor_options
 
 BASE_COLUMNS = ["id", "task", "backbone", "weights", "input_size", "data", "split", "samples",
                 "seeds", "params"]
@@ -142,10 +143,11 @@ def read_backbones_file(path: str) -> list[dict[str, Any]]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A parameter for every task.")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit, seed,
-          params, data_options, as_json) -> None:
+          params, data_options, executor, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached."""
     from ..engine import get_result
     from ..tasks import get_task
@@ -168,6 +170,7 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
                     train_limit=None if task.zero_shot else train_limit, seed=seed,
                     weights=entry.get("weights", "default"), backbone_seed=entry.get("backbone_seed"),
                     input_size=entry.get("input_size"), progress=not as_json, data_options=data_options,
+                    executor=executor,
                     **{k: v for k, v in given.items() if k in task.params},
                 )
                 row = {"backbone": entry["backbone"], "task": task.name, "id": result.id,

@@ -32,6 +32,7 @@ class Inputs:
     progress: bool
     started: float
     derivation: str
+    executor: Any = None
     timings: dict[str, float] = field(default_factory=dict)
     from_cache: dict[str, bool] = field(default_factory=dict)
 
@@ -42,7 +43,8 @@ def featureset(job: Inputs, manifest, role: str) -> str:
 
     start = time.perf_counter()
     oid, computed, _ = derive_featureset(job.store, job.ref, manifest, job.extractor,
-                                         device=job.device, progress=job.progress)
+                                         device=job.device, progress=job.progress,
+                                         executor=job.executor)
     job.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
     job.from_cache[f"{role}_features"] = not computed
     return oid

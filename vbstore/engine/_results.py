@@ -121,7 +121,7 @@ def get_head(
     train_limit: int | None = None, seed: int = 0, weights: str = "default",
     backbone_seed: int | None = None, input_size: int | None = None, layers: list[int] | None = None,
     precision: str = "fp32", device: str | None = None, progress: bool = True,
-    data_options: dict[str, Any] | None = None, **params: Any,
+    data_options: dict[str, Any] | None = None, executor: Any = None, **params: Any,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
     or trained now.
@@ -145,7 +145,8 @@ def get_head(
     train_m = _manifest(store, train_data, train_split, train_limit, data_options, "--train-split")
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=train_m,
                  train_m=train_m, extractor=extractor, seeds=[seed], head=None, strict=True,
-                 device=device, progress=progress, started=started, derivation="")
+                 device=device, progress=progress, started=started, derivation="",
+                 executor=executor)
     train_features = featureset(job, train_m, "train")
     oid, trained = train_head(job, train_features, lazy_pooled(store, train_features), seed)
     return HeadResult(oid, head_record(store, oid), not trained, time.perf_counter() - started)
@@ -158,7 +159,8 @@ def get_result(
     head: str | None = None, strict: bool = True, weights: str = "default",
     backbone_seed: int | None = None, input_size: int | None = None,
     layers: list[int] | None = None, precision: str = "fp32", device: str | None = None,
-    progress: bool = True, data_options: dict[str, Any] | None = None, **params: Any,
+    progress: bool = True, data_options: dict[str, Any] | None = None, executor: Any = None,
+    **params: Any,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
@@ -204,7 +206,7 @@ def get_result(
     job = Inputs(store=store, task=task_obj, task_params=task_params, ref=ref, eval_m=eval_m,
                  train_m=train_m, extractor=extractor, seeds=seed_list, head=head_id, strict=strict,
                  device=device, progress=progress, started=started,
-                 derivation=derivation_key(spec))
+                 derivation=derivation_key(spec), executor=executor)
     if recompute:
         return _recompute(store, spec, job, started)
     oid, computed = store.derive(spec, lambda: compute_result(job), fetch=remote_fetch(store))
