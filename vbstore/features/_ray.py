@@ -224,8 +224,7 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str, para
                                "max_rows": max_rows, "sink": target,
                                "decode_threads": executor.decode_threads,
                                "cpus": executor.cpus_per_worker},
-        max_restarts=-1, max_task_retries=-1,  # an actor that dies is restarted, its range retried
-        **resources)
+        **resources)  # Ray Data restarts a dead actor and retries its range (max_restarts=-1)
     rows: dict[str, tuple[str, int]] = {}
     done: set[int] = set()
     with progress_bar(len(images), progress) as bar:
