@@ -113,7 +113,8 @@ def shapes_data(tmp_path_factory):
     """Generated shapes: 5 classes x 8 images per split, 32 px."""
     from vbstore.data import make_shapes
 
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=8, seed=5, size=32))
+    root = tmp_path_factory.mktemp("data") / "shapes"
+    return str(make_shapes(root, per_class=8, seed=5, size=32))
 
 
 @pytest.fixture(scope="session")

@@ -33,14 +33,17 @@ def test_ray_features_are_byte_identical_to_local(tmp_path, ray_cluster, shapes_
         remote = _features(there, shapes_data, small_packs, executor)
         assert remote.id == local.id
         packs = there.read_json(remote.id)["packs"]
-        assert len(packs) == 5 and packs == here.read_json(local.id)["packs"]
+        assert len(packs) == 5
+        assert packs == here.read_json(local.id)["packs"]
         assert all(there.read_bytes(p) == here.read_bytes(p) for p in packs)
-        assert remote.stats["extracted"] == 40 and not remote.from_cache
+        assert remote.stats["extracted"] == 40
+        assert not remote.from_cache
         # dense maps too, with packs cut by bytes rather than rows
         monkeypatch.setattr(_packs, "PACK_BYTES", 20_000)
         local = _features(here, shapes_data, small_packs, mode="both")
         remote = _features(there, shapes_data, small_packs, executor, mode="both")
-        assert remote.id == local.id and len(there.read_json(remote.id)["packs"]) > 1
+        assert remote.id == local.id
+        assert len(there.read_json(remote.id)["packs"]) > 1
         assert there.fsck().clean
 
 

@@ -14,9 +14,10 @@ _NAMES = ("executor_name", "ray_address", "ray_sink", "ray_workers")
 def executor_options(func: Callable) -> Callable:
     """Add the executor flags; the command receives ``executor`` (None: extract here)."""
     options = [
-        click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default=None,
-                     help="Where missing features are extracted: here (default) or on a Ray cluster "
-                          "(pip install 'vbstore[ray]'); the features are identical."),
+        click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]),
+                     default=None,
+                     help="Where missing features are extracted: here (default) or on a Ray "
+                          "cluster (pip install 'vbstore[ray]'); the features are identical."),
         click.option("--ray-address", default=None,
                      help="Ray cluster to use with --executor ray: auto or HOST:PORT "
                           "(default: RAY_ADDRESS, else a local Ray)."),

@@ -38,7 +38,8 @@ class RayExecutor:
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
-            raise UsageError("--ray-workers must be at least 1", hint="omit it for one per GPU or node")
+            raise UsageError("--ray-workers must be at least 1",
+                             hint="omit it for one per GPU or node")
         if self.cpus_per_worker < 1 or self.decode_threads < 1:
             raise UsageError("Ray workers need at least one CPU and one decode thread")
 

@@ -41,7 +41,8 @@ def _build(source: Any, backbone_id: str, params: ExtractorParams):
         from ..backbones import build_backbone
 
         backbone = build_backbone(**source)
-        weights = canonical.digest(canonical.dumps({**backbone.weights_record(), "kind": "weights"}))
+        weights = canonical.digest(canonical.dumps({**backbone.weights_record(),
+                                                    "kind": "weights"}))
         found = canonical.digest(canonical.dumps({**backbone.record(), "weights": weights,
                                                   "kind": "backbone"}))
         if found != backbone_id:
@@ -67,7 +68,7 @@ def _probe_row_bytes(source: Any, backbone_id: str, params: ExtractorParams, pat
 
 
 class _Sink:
-    """Where a worker's :class:`PackWriter` puts packs: the store's files or a remote, no registry."""
+    """Where a worker's :class:`PackWriter` puts packs: store files or a remote, no registry."""
 
     def __init__(self, target: tuple[str, Any]) -> None:
         self.kind, self.where = target
@@ -127,7 +128,8 @@ class _PackActor:
             return decode_image(Path(paths[i]), images[i], backbone.preprocess)
 
         forwards = 0
-        for chunk, batch in _prefetch(load, range(len(paths)), self.batch_size, self.decode_threads):
+        batches = _prefetch(load, range(len(paths)), self.batch_size, self.decode_threads)
+        for chunk, batch in batches:
             if backbone.device.type == "cuda":
                 batch = batch.pin_memory()
             out = backbone.extract(batch, layers=list(params.layers), pooling=params.pooling)
@@ -148,7 +150,8 @@ def _connect(address: str | None) -> None:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ExecutorError(f"cannot reach the Ray cluster at {address or 'RAY_ADDRESS'}: {exc}",
-                            hint="start one with `ray start --head`, or pass --ray-address HOST:PORT"
+                            hint="start one with `ray start --head`, or pass --ray-address "
+                                 "HOST:PORT"
                             ) from None
 
 
@@ -186,9 +189,9 @@ def _default_workers(ray) -> tuple[int, bool]:
     return max(1, sum(1 for node in ray.nodes() if node.get("Alive"))), False
 
 
-def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str, params: ExtractorParams,
-                   *, recipe: dict[str, Any] | None, load_backbone, batch_size: int,
-                   progress: bool, stats) -> dict[str, tuple[str, int]]:
+def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
+                   params: ExtractorParams, *, recipe: dict[str, Any] | None, load_backbone,
+                   batch_size: int, progress: bool, stats) -> dict[str, tuple[str, int]]:
     """Run ``plan.todo`` through the backbone on Ray; return ``image → (pack, row)`` of new rows.
 
     Raises:
