@@ -220,8 +220,10 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
 
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # ours counts images over all workers
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-run INFO lines on stderr
     dataset = ray.data.from_items(jobs, override_num_blocks=len(jobs)).map_batches(
-        _PackActor, batch_size=1, concurrency=workers, zero_copy_batch=True,
+        _PackActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
+        zero_copy_batch=True,
         fn_constructor_kwargs={"source": source, "backbone_id": backbone_id, "params": params,
                                "batch_size": batch_size, "max_bytes": max_bytes,
                                "max_rows": max_rows, "sink": target,
