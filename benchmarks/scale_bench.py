@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extract_bench import make_jpegs  # noqa: E402
+from extract_bench import make_jpegs
 
 
 def timed(data: Path, store_root: Path, args, executor=None) -> tuple[float, str]:
