@@ -465,3 +465,9 @@ class SuiteConflict(VbstoreError, ValueError):
             hint=f"set \"version\": {next_version} (the next free version) and push again")
         self.ref = ref
         self.next_version = next_version
+
+
+class ExecutorError(VbstoreError, RuntimeError):
+    """A distributed executor (Ray) cannot be reached, or its workers did not produce every pack."""
+
+    exit_code = 1

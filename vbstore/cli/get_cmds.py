@@ -6,6 +6,7 @@ import click
 
 from ._common import emit, json_option, ordered_metrics, with_store
 from ._dataopts import data_layout_options, parse_params
+from ._executoropts import executor_options
 from .data_cmds import manifest_cmd
 
 
@@ -69,11 +70,12 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--suite", "suite_ref", default=None,
               help="Compute one result per condition of this suite (slug@version) and record the evaluation.")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
                    data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
-                   no_strict, recompute, dry_run, suite_ref, data_options, as_json) -> None:
+                   no_strict, recompute, dry_run, suite_ref, data_options, executor, as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -91,7 +93,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
     def compute(data, split):
         return execute(plan(request_for(data, split), store), device=device, progress=not as_json,
-                       recompute=recompute)
+                       recompute=recompute, executor=executor)
 
     if suite_ref is not None:  # one result per suite condition, then the suite's verdict
         from .suite_cmds import result_on_suite
@@ -102,7 +104,8 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
         return
-    result = execute(the_plan, device=device, progress=not as_json, recompute=recompute)
+    result = execute(the_plan, device=device, progress=not as_json, recompute=recompute,
+                     executor=executor)
     emit(as_json, result.as_dict(), lambda: print_result(result))
 
 
@@ -146,10 +149,11 @@ def print_result(result) -> None:
               help="Keep pooled vectors, dense maps (float16), or both.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Images per forward pass.")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, data,
-                     split, limit, pooling, mode, batch_size, data_options, as_json) -> None:
+                     split, limit, pooling, mode, batch_size, data_options, executor, as_json) -> None:
     """Features of DATA under a backbone, extracted once and shared by every task."""
     from ..engine import get_features
 
@@ -157,7 +161,7 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
         backbone, data, store=store, split=split, limit=limit, layers=parse_layers(layers) or (-1,),
         pooling=pooling, mode=mode, precision=precision, weights=weights, seed=backbone_seed,
         input_size=input_size, batch_size=batch_size, device=device, progress=not as_json,
-        data_options=data_options,
+        data_options=data_options, executor=executor,
     )
     info = result.as_dict()
 

@@ -9,6 +9,7 @@ import click
 from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
+from ._executoropts import executor_options
 from .get_cmds import backbone_options, get, parse_layers
 from .remote_cmds import pull, push
 
@@ -23,10 +24,12 @@ from .remote_cmds import pull, push
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A task parameter.")
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
-                 train_data, train_split, train_limit, seed, params, tag_name, data_options, as_json):
+                 train_data, train_split, train_limit, seed, params, tag_name, data_options, executor,
+                 as_json):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
@@ -34,7 +37,7 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
                       train_limit=train_limit, seed=seed, weights=weights, backbone_seed=backbone_seed,
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=not as_json, data_options=data_options,
-                      params=parse_params(params))
+                      executor=executor, params=parse_params(params))
     if tag_name:
         store.tag(tag_name, result.id)
 

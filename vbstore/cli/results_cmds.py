@@ -14,6 +14,7 @@ import click
 from ..engine import BASE_COLUMNS, result_rows
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
+from ._executoropts import executor_options
 
 
 def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -87,10 +88,11 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A parameter for every task.")
 @data_layout_options
+@executor_options
 @json_option
 @with_store
 def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit, seed,
-          params, data_options, as_json) -> None:
+          params, data_options, executor, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached."""
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep
@@ -100,7 +102,8 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
                          [t.strip() for t in tasks.split(",") if t.strip()], data, train_data,
                          params=parse_params(params), store=store, split=split,
                          train_split=train_split, limit=limit, train_limit=train_limit, seed=seed,
-                         progress=not as_json, data_options=data_options):
+                         progress=not as_json, data_options=data_options,
+                         executor=executor):
         rows.append(row)
         failures += "error" in row
         if as_json:

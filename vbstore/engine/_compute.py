@@ -25,11 +25,17 @@ from ._plan import Plan, head_spec
 
 @dataclass
 class Run:
-    """How a plan is executed: device, progress, and what the run measured."""
+    """How a plan is executed: device, progress, executor, and what the run measured.
+
+    Attributes:
+        executor: Extracts features elsewhere (``vbstore.features.make_executor``: Ray); None
+            extracts in this process.
+    """
 
     device: str | None = None
     progress: bool = True
     batch_size: int = 32
+    executor: Any = None
     timings: dict[str, float] = field(default_factory=dict)
     from_cache: dict[str, bool] = field(default_factory=dict)
 
@@ -102,7 +108,7 @@ def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
     start = time.perf_counter()
     oid, computed, _ = derive_featureset(plan.store, plan.ref, manifest, plan.extractor,
                                          device=run.device, progress=run.progress,
-                                         batch_size=run.batch_size)
+                                         batch_size=run.batch_size, executor=run.executor)
     run.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
     run.from_cache[f"{role}_features"] = not computed
     return oid

@@ -55,7 +55,7 @@ def get_features(
     precision: str = "fp32", dense_dtype: str = "float16", weights: str = "default",
     seed: int | None = None, input_size: int | None = None, use_projection: bool = False,
     batch_size: int = 32, workers: int = 2, device: str | None = None, progress: bool = True,
-    data_options: dict[str, Any] | None = None, loader: str = "threads",
+    data_options: dict[str, Any] | None = None, loader: str = "threads", executor: Any = None,
 ) -> FeatureResult:
     """Features of ``data`` under ``backbone``, computing only what the store lacks.
 
@@ -63,6 +63,9 @@ def get_features(
     result = vbstore.get_features("test_vit", "path/to/images", split="val", weights="random")
     x = result.features.pooled()     # (N, C)
     ```
+
+    ``executor=vbstore.features.RayExecutor(address="auto")`` extracts on a Ray cluster instead
+    (the same featureset id); None extracts here.
     """
     from ..data import load_manifest
     from ..store import Store
@@ -77,15 +80,18 @@ def get_features(
                              precision=precision, dense_dtype=dense_dtype, input_size=input_size)
     oid, computed, stats = derive_featureset(
         store, ref, manifest, params, device=device, progress=progress, batch_size=batch_size,
-        workers=workers, loader=loader)
+        workers=workers, loader=loader, executor=executor)
     return FeatureResult(oid, ref, manifest, params, not computed, stats)
 
 
 def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str | None = None,
-                      progress: bool = True, **extract_options: Any) -> tuple[str, bool, dict[str, Any]]:
+                      progress: bool = True, executor: Any = None,
+                      **extract_options: Any) -> tuple[str, bool, dict[str, Any]]:
     """The featureset of ``manifest`` under ``ref`` and ``params``: from the store, a remote, or
-    extracted now. Returns ``(id, computed, extraction stats)``."""
+    extracted now (here, or by ``executor``). Returns ``(id, computed, extraction stats)``."""
     stats: dict[str, Any] = {}
+    if executor is not None:  # workers rebuild the backbone from its request (none: shipped built)
+        extract_options.update(executor=executor, recipe=ref.request or None)
 
     def compute() -> str:
         from ..features import extract_featureset  # torch: only when something is extracted

@@ -62,7 +62,7 @@ class HeadResult:
 
 
 def execute(the_plan: Plan, *, device: str | None = None, progress: bool = True,
-            recompute: bool = False) -> Result:
+            recompute: bool = False, executor: Any = None) -> Result:
     """Compute what ``the_plan`` lacks and return the result (from the store when it has it).
 
     Raises:
@@ -72,7 +72,7 @@ def execute(the_plan: Plan, *, device: str | None = None, progress: bool = True,
     if the_plan.spec is None:
         raise UsageError("this plan comes from a dry run and names no backbone",
                          hint="plan again without dry_run to build the backbone")
-    run = Run(device=device, progress=progress)
+    run = Run(device=device, progress=progress, executor=executor)
     store = the_plan.store
     if recompute:
         return _recompute(the_plan, run)
@@ -138,12 +138,13 @@ def get_result(
     head: str | None = None, strict: bool = True, weights: str = "default",
     backbone_seed: int | None = None, input_size: int | None = None,
     layers: Sequence[int] | None = None, precision: str = "fp32", device: str | None = None,
-    progress: bool = True, data_options: Mapping[str, Any] | None = None,
+    progress: bool = True, data_options: Mapping[str, Any] | None = None, executor: Any = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
     Task parameters go in ``params``; every other keyword is the engine's own, so the two can
-    never be confused.
+    never be confused. ``executor`` extracts missing features elsewhere (Ray; see
+    docs/features.md); the result is the same as a local run's.
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -162,7 +163,8 @@ def get_result(
         limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, head=head, strict=strict,
         weights=weights, backbone_seed=backbone_seed, input_size=input_size, layers=layers,
         precision=precision, data_options=data_options)
-    return execute(plan(request, store), device=device, progress=progress, recompute=recompute)
+    return execute(plan(request, store), device=device, progress=progress, recompute=recompute,
+                   executor=executor)
 
 
 def get_head(
@@ -171,7 +173,7 @@ def get_head(
     seed: int = 0, weights: str = "default", backbone_seed: int | None = None,
     input_size: int | None = None, layers: Sequence[int] | None = None, precision: str = "fp32",
     device: str | None = None, progress: bool = True,
-    data_options: Mapping[str, Any] | None = None,
+    data_options: Mapping[str, Any] | None = None, executor: Any = None,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
     or trained now.
@@ -188,7 +190,7 @@ def get_head(
         raise UsageError(f"task {task!r} is zero-shot and has no head",
                          hint="use `vbstore get result` for it")
     the_plan = plan(request, store)
-    run = Run(device=device, progress=progress)
+    run = Run(device=device, progress=progress, executor=executor)
     train = Feed(the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m)
     oid, trained = train_head(the_plan, run, train, seed)
     return HeadResult(oid, HeadCompat.from_dict(head_record(the_plan.store, oid)), not trained,

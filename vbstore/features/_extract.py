@@ -59,6 +59,31 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
             yield chunk, torch.stack([f.result() for f in futures])
 
 
+def decode_image(path, expected: str, preprocess) -> torch.Tensor:
+    """Read, check against the manifest's hash, decode and preprocess one image.
+
+    Raises:
+        BadInput: the file changed since the manifest was read, or cannot be decoded.
+    """
+    import io
+
+    from PIL import Image
+
+    try:
+        data = path.read_bytes()
+        # features are shared by image hash: never file them under bytes they were not made of
+        if digest(data) != expected:
+            raise BadInput("images changed since the manifest was read",
+                           [(str(path), "its bytes no longer match the manifest")],
+                           hint="run the command again to re-read the data")
+        with Image.open(io.BytesIO(data)) as image:
+            return preprocess(image.convert("RGB"))
+    except BadInput:
+        raise
+    except (OSError, ValueError) as exc:
+        raise BadInput("unreadable images", [(str(path), str(exc))]) from None
+
+
 class _Decode:
     """Picklable decode + preprocess of one sample, for DataLoader worker processes."""
 
@@ -69,25 +94,9 @@ class _Decode:
         return len(self.indices)
 
     def __getitem__(self, position: int) -> tuple[int, torch.Tensor]:
-        import io
-
-        from PIL import Image
-
         index = self.indices[position]
-        path = self.manifest.image_path(index)
-        try:
-            data = path.read_bytes()
-            # features are shared by image hash: never file them under bytes they were not made of
-            if digest(data) != self.manifest.doc["samples"][index]["image"]:
-                raise BadInput("images changed since the manifest was read",
-                               [(str(path), "its bytes no longer match the manifest")],
-                               hint="run the command again to re-read the data")
-            with Image.open(io.BytesIO(data)) as image:
-                return index, self.preprocess(image.convert("RGB"))
-        except BadInput:
-            raise
-        except (OSError, ValueError) as exc:
-            raise BadInput("unreadable images", [(str(path), str(exc))]) from None
+        expected = self.manifest.doc["samples"][index]["image"]
+        return index, decode_image(self.manifest.image_path(index), expected, self.preprocess)
 
 
 def _worker_batches(decode: _Decode, batch_size: int, workers: int
@@ -101,7 +110,7 @@ def _worker_batches(decode: _Decode, batch_size: int, workers: int
                           prefetch_factor=2 if workers else None, persistent_workers=False)
 
 
-def _progress(total: int, enabled: bool):
+def progress_bar(total: int, enabled: bool):
     if not enabled or total == 0:
         return contextlib.nullcontext(None)
     from tqdm import tqdm
@@ -110,10 +119,52 @@ def _progress(total: int, enabled: bool):
                 disable=not sys.stderr.isatty() and not os.environ.get("VBSTORE_PROGRESS"))
 
 
+@dataclass
+class Plan:
+    """What an extraction must do: the manifest's image ids, the rows the store already holds,
+    and the manifest indices to run through the backbone (each missing image once, in order)."""
+
+    images: list[str]
+    rows: dict[str, tuple[str, int]]
+    todo: list[int]
+    reused: int
+
+
+def plan_extraction(store, manifest, key: str) -> Plan:
+    """The images of ``manifest`` that extractor ``key`` still has to compute."""
+    images = [sample["image"] for sample in manifest.doc["samples"]]
+    have = store.feature_rows(key, images)
+    first_index: dict[str, int] = {}
+    for index, image in enumerate(images):
+        if image not in have:
+            first_index.setdefault(image, index)
+    store.touch({pack for pack, _ in have.values()})  # reused: recently used, for gc and eviction
+    reused = len(images) - sum(1 for image in images if image in first_index)
+    return Plan(images, dict(have), list(first_index.values()), reused)
+
+
+def store_featureset(store, manifest, backbone_id: str, params: ExtractorParams,
+                     plan: Plan) -> str:
+    """Write the featureset record once every image of ``plan`` has a row."""
+    rows, images = plan.rows, plan.images
+    packs = sorted({rows[image][0] for image in images})
+    position = {pack: i for i, pack in enumerate(packs)}
+    doc = {
+        "extractor": extractor_doc(backbone_id, params),
+        "extractor_key": extractor_key(backbone_id, params),
+        "manifest": manifest.id,
+        "backbone": backbone_id,
+        "packs": packs,
+        "rows": [[position[rows[image][0]], rows[image][1]] for image in images],
+    }
+    return store.put_json(doc, "featureset", edges={"pack": packs})
+
+
 def extract_featureset(
     store, manifest, backbone_id: str, params: ExtractorParams,
     load_backbone: Callable[[], Any], *, batch_size: int = 32, workers: int = 2,
     device: str | None = None, progress: bool = True, loader: str = "threads",
+    executor: Any = None, recipe: dict[str, Any] | None = None,
 ) -> tuple[str, ExtractionStats]:
     """Compute (or assemble from reusable rows) the featureset of ``manifest``; store it.
 
@@ -125,6 +176,10 @@ def extract_featureset(
         load_backbone: builds the backbone; called only if some image needs a forward pass.
         loader: ``threads`` (decode on a thread pool in this process) or ``workers`` (a torch
             DataLoader with worker processes); benchmarks/extract_bench.py compares them.
+        executor: None to extract here, or a :class:`RayExecutor` to extract on a Ray cluster
+            (same packs, same featureset id).
+        recipe: the ``build_backbone`` arguments workers of an executor rebuild the backbone
+            from (None: ``load_backbone()`` is built here and shipped to them).
 
     Returns:
         The featureset id and what was done to produce it.
@@ -132,17 +187,15 @@ def extract_featureset(
     started = time.perf_counter()
     stats = ExtractionStats()
     key = extractor_key(backbone_id, params)
-    images = [sample["image"] for sample in manifest.doc["samples"]]
-    have = store.feature_rows(key, images)
-    first_index: dict[str, int] = {}
-    for index, image in enumerate(images):
-        if image not in have:
-            first_index.setdefault(image, index)
-    todo = list(first_index.values())
-    stats.reused = len(images) - sum(1 for image in images if image in first_index)
-    rows = dict(have)
-    store.touch({pack for pack, _ in have.values()})  # reused: recently used, for gc and eviction
-    if todo:
+    plan = plan_extraction(store, manifest, key)
+    images, todo = plan.images, plan.todo
+    stats.reused = plan.reused
+    if todo and executor is not None:
+        plan.rows.update(executor.extract(
+            store, manifest, plan, backbone_id, params, recipe=recipe, load_backbone=load_backbone,
+            batch_size=batch_size, progress=progress, stats=stats))
+        stats.extracted = len(todo)
+    elif todo:
         built = time.perf_counter()
         backbone = load_backbone()
         if params.precision == "bf16":  # bf16 weights: faster on CPUs and GPUs with bf16 units
@@ -158,7 +211,7 @@ def extract_featureset(
         else:
             position = {index: p for p, index in enumerate(todo)}
             batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers)
-        with _progress(len(todo), progress) as bar:
+        with progress_bar(len(todo), progress) as bar:
             for chunk, batch in batches:
                 if backbone.device.type == "cuda":
                     batch = batch.pin_memory()
@@ -168,18 +221,8 @@ def extract_featureset(
                 if bar is not None:
                     bar.update(len(chunk))
         writer.flush()
-        rows.update(writer.rows)
+        plan.rows.update(writer.rows)
         stats.extracted = len(todo)
-    packs = sorted({rows[image][0] for image in images})
-    position = {pack: i for i, pack in enumerate(packs)}
-    doc = {
-        "extractor": extractor_doc(backbone_id, params),
-        "extractor_key": key,
-        "manifest": manifest.id,
-        "backbone": backbone_id,
-        "packs": packs,
-        "rows": [[position[rows[image][0]], rows[image][1]] for image in images],
-    }
-    featureset = store.put_json(doc, "featureset", edges={"pack": packs})
+    featureset = store_featureset(store, manifest, backbone_id, params, plan)
     stats.seconds = time.perf_counter() - started
     return featureset, stats

@@ -25,8 +25,12 @@ class PackWriter:
     """Buffers rows and writes a pack to the store each time the buffer fills."""
 
     def __init__(self, store, extractor: str, layers: Sequence[int], mode: str,
-                 dense_dtype: torch.dtype) -> None:
+                 dense_dtype: torch.dtype, *, max_bytes: int | None = None,
+                 max_rows: int | None = None) -> None:
         self.store = store
+        # read at construction, not import, so a test's smaller packs reach every writer
+        self.max_bytes = PACK_BYTES if max_bytes is None else max_bytes
+        self.max_rows = PACK_ROWS if max_rows is None else max_rows
         self.extractor = extractor
         self.layers = list(layers)
         self.mode = mode
@@ -46,7 +50,7 @@ class PackWriter:
             if self.mode in ("dense", "both"):
                 self._append(f"dense.{layer}", feats["dense"].to(self.dense_dtype))
         self._images.extend(images)
-        if self._bytes >= PACK_BYTES or len(self._images) >= PACK_ROWS:
+        if self._bytes >= self.max_bytes or len(self._images) >= self.max_rows:
             self.flush()
 
     def _append(self, name: str, tensor: torch.Tensor) -> None:
@@ -68,6 +72,33 @@ class PackWriter:
         for row, image in enumerate(self._images):
             self.rows[image] = (pack, row)
         self._images, self._parts, self._bytes = [], {}, 0
+
+
+def rows_per_pack(row_bytes: int, batch_size: int, max_bytes: int | None = None,
+                  max_rows: int | None = None) -> int:
+    """Rows in every full pack a :class:`PackWriter` fed whole batches of ``batch_size`` writes.
+
+    The writer flushes after the first batch that reaches ``max_bytes`` or ``max_rows``, so pack
+    boundaries depend only on the bytes of one row and the batch size; a distributed run that
+    cuts its work at these boundaries writes the very packs a local run writes.
+    """
+    max_bytes = PACK_BYTES if max_bytes is None else max_bytes
+    max_rows = PACK_ROWS if max_rows is None else max_rows
+    by_bytes = -(-max_bytes // max(1, batch_size * row_bytes))
+    by_rows = -(-max_rows // batch_size)
+    return max(1, min(by_bytes, by_rows)) * batch_size
+
+
+def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str, dense_dtype: torch.dtype) -> int:
+    """Bytes one image adds to a :class:`PackWriter` buffer, from a batch's ``extract`` output."""
+    total = 0
+    for layer in layers:
+        feats = out["layers"][layer]
+        if mode in ("pooled", "both"):
+            total += feats["pooled"][0].numel() * 4  # stored as float32
+        if mode in ("dense", "both"):
+            total += feats["dense"][0].numel() * torch.empty((), dtype=dense_dtype).element_size()
+    return total
 
 
 def read_pack_tensor(store, pack: str, name: str, rows: Sequence[int] | None = None) -> torch.Tensor:

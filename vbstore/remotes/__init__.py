@@ -30,9 +30,10 @@ from ._errors import (
     UnknownRemote,
     UnsafeRemotePath,
 )
-from ._open import list_remote_refs, open_remote, registry
+from ._open import list_remote_refs, open_remote, registry, remote_for
+from ._paths import object_path
 from ._peek import remote_has_derivation
-from ._pull import PullResult, fetch_derivation, fetch_object, pull
+from ._pull import PullResult, fetch_derivation, fetch_object, install, pull
 from ._push import PushResult, push, push_ref
 
 
@@ -56,7 +57,7 @@ __all__ = [
     "Entry", "PullResult", "PushResult", "RefUpdate", "Remote", "RemoteConfig", "RemoteConflict",
     "RemoteError", "RemoteNotFound", "RemoteOffline", "RemoteRegistry", "TamperedBlob",
     "UnknownRemote", "UnsafeRemotePath", "add_remote", "closure", "fetch_derivation",
-    "fetch_object", "forget_unreachable", "list_remote_refs", "list_remotes", "open_remote",
-    "parse_url", "pull", "push", "push_ref", "registry", "remote_has_derivation", "remove_remote",
-    "write_model_card",
+    "fetch_object", "forget_unreachable", "install", "list_remote_refs", "list_remotes",
+    "object_path", "open_remote", "parse_url", "pull", "push", "push_ref", "registry",
+    "remote_for", "remote_has_derivation", "remove_remote", "write_model_card",
 ]

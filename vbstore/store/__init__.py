@@ -5,6 +5,7 @@ from ._filestate import RACY_SECONDS
 from ._fsck import FsckReport, sniff_kind
 from ._gc import DEFAULT_GRACE, GcReport
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
+from ._objects import ObjectFiles
 from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
@@ -12,11 +13,13 @@ from ._tensors import (
     read_safetensors_header,
     safetensors_identity,
     tensor_identity,
+    to_safetensors_bytes,
 )
 
 __all__ = [
     "RACY_SECONDS", "check_safetensors_bytes", "sniff_kind", "validate",
     "DEFAULT_GRACE", "JSON_KINDS", "KINDS", "TENSOR_KINDS", "FsckReport", "GcReport",
-    "ObjectInfo", "Store", "default_root", "derivation_key", "encoding", "derivation_spec", "read_safetensors_header",
-    "safetensors_identity", "tensor_identity",
+    "ObjectFiles", "ObjectInfo", "Store", "default_root", "derivation_key", "derivation_spec",
+    "encoding", "read_safetensors_header", "safetensors_identity", "tensor_identity",
+    "to_safetensors_bytes",
 ]

@@ -131,6 +131,24 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
         self._publish(temp, oid, kind, size, edges)
         return oid
 
+    def adopt(self, oid: str, kind: str, edges: Edges | None = None) -> str:
+        """Register a blob another process published into ``objects/`` without the registry
+        (a Ray worker on a shared filesystem), after re-hashing it.
+
+        Raises:
+            ObjectNotFound: no file for ``oid``.
+            CorruptObject: the file does not hash to ``oid`` (left in place for ``fsck``).
+        """
+        _kinds.check_kind(kind)
+        path = self.path(oid)
+        if hash_file(path) != oid:
+            raise CorruptObject(oid, str(path))
+        size = path.stat().st_size
+        with self.db.write() as conn:
+            self._upsert(conn, oid, kind, size)
+            self._insert_edges(conn, oid, edges)
+        return oid
+
     def put_parsed(self, data: bytes, kind: str, edges: Edges | None = None) -> str:
         """Store bytes of a JSON or safetensors kind after checking they are what they claim."""
         if _kinds.encoding(kind) == "json":

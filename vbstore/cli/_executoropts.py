@@ -1,0 +1,40 @@
+"""``--executor`` and the Ray flags, shared by every command that may extract features."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+_NAMES = ("executor_name", "ray_address", "ray_sink", "ray_workers")
+
+
+def executor_options(func: Callable) -> Callable:
+    """Add the executor flags; the command receives ``executor`` (None: extract here)."""
+    options = [
+        click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]),
+                     default=None,
+                     help="Where missing features are extracted: here (default) or on a Ray "
+                          "cluster (pip install 'vbstore[ray]'); the features are identical."),
+        click.option("--ray-address", default=None,
+                     help="Ray cluster to use with --executor ray: auto or HOST:PORT "
+                          "(default: RAY_ADDRESS, else a local Ray)."),
+        click.option("--ray-sink", default=None, metavar="REMOTE",
+                     help="Configured remote Ray workers write packs to (default: this store's "
+                          "objects folder, which the workers must share)."),
+        click.option("--ray-workers", type=click.IntRange(min=1), default=None,
+                     help="Forward actors (default: one per GPU, else one per node)."),
+    ]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from ..features import make_executor  # features/__init__ imports no torch
+
+        given = [kwargs.pop(name) for name in _NAMES]
+        return func(*args, executor=make_executor(*given), **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
