@@ -57,11 +57,33 @@ class CorruptObject(VbstoreError, ValueError):
     def __init__(self, oid: str, path: str, actual: str | None = None) -> None:
         super().__init__(
             f"object {oid[:12]} is corrupt: {path} does not hash to its id",
-            hint="run `vbstore fsck` (with a remote configured, `vbstore fsck --repair`)",
+            hint="run `vbstore fsck --repair`: it moves the blob aside (re-fetched from a remote "
+                 "when one has it) and the next `get` recomputes everything built on it",
         )
         self.oid = oid
         self.path = path
         self.actual = actual
+
+
+class NotReproduced(VbstoreError, ArithmeticError):
+    """``get result --recompute`` gave other numbers than the stored result."""
+
+    exit_code = 9
+
+    def __init__(self, result, previous: str, diffs: dict[str, float]) -> None:
+        worst = max(diffs.values(), default=0.0)
+        shown = ", ".join(f"{k} by {v:.3g}" for k, v in sorted(diffs.items()) if v > 0)
+        super().__init__(
+            f"result {result.id[:12]} did not reproduce the stored result {previous[:12]} "
+            f"({shown or f'max abs diff {worst:.3g}'})",
+            hint=f"the store now serves the new result; compare them with `vbstore show "
+                 f"{previous[:12]}` and `vbstore show {result.id[:12]}`, and check the inputs "
+                 "with `vbstore fsck`",
+        )
+        self.result = result
+        self.previous = previous
+        self.diffs = diffs
+        self.max_abs_diff = worst
 
 
 class NonCanonical(VbstoreError, ValueError):

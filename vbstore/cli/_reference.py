@@ -17,6 +17,7 @@ EXIT_CODES = [
     (6, "network: offline, or pretrained weights / a remote cannot be reached"),
     (7, "disk: no space left, or the filesystem refused a write"),
     (8, "busy: waited too long for another process (registry lock or a derivation's lease)"),
+    (9, "not reproduced: `get result --recompute` gave other numbers than the stored result"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),
 ]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import NotReproduced, UsageError
 from ..store import derivation_key, derivation_spec
 from ._backbone import resolve_backbone
 from ._cache import remote_fetch
@@ -212,7 +212,11 @@ def get_result(
 
 
 def _recompute(store, spec, job, started) -> Result:
-    """Compute the result afresh (heads retrained, features reused) and compare with the stored one."""
+    """Compute the result afresh (heads retrained, features reused) and compare with the stored one.
+
+    Raises:
+        NotReproduced: the numbers differ; the new result is recorded and carried by the error.
+    """
     key = derivation_key(spec)
     previous = store.lookup(key)
     with store.lease(key, inputs=list(spec["inputs"].values())):
@@ -226,4 +230,7 @@ def _recompute(store, spec, job, started) -> Result:
                  for k in record["metrics"] if k in old and isinstance(old[k], (int, float))}
         worst = max(diffs.values(), default=0.0)
         comparison = {"previous": previous, "max_abs_diff": worst, "reproduced": worst <= 1e-6}
-    return Result(oid, record, False, time.perf_counter() - started, comparison)
+    result = Result(oid, record, False, time.perf_counter() - started, comparison)
+    if comparison is not None and not comparison["reproduced"]:
+        raise NotReproduced(result, previous, diffs)
+    return result
