@@ -111,3 +111,35 @@ def test_features_verification_survives_torch_reads(store, shapes):
     _damage(store, store.read_json(features.id)["packs"][0])
     with pytest.raises(CorruptObject):
         features.features.dense()
+
+
+@pytest.mark.slow
+def test_gc_with_no_grace_never_breaks_a_running_get(tmp_path, shapes):
+    import json
+    import subprocess
+    import sys
+
+    from vbstore import Store
+
+    root = tmp_path / "store"
+    args = [sys.executable, "-m", "vbstore", "--store", str(root), "get", "result", "-b",
+            "test_cnn", "-t", "classification", "-d", shapes, "--split", "val", "--train-data",
+            shapes, "--train-split", "train", "--weights", "random", "--input-size", "32",
+            "--json"]
+    Store(root).close()
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    with Store(root) as store:
+        # once the gets are under way (they hold a lease), they outlive any grace period
+        while not store.live_leases() and any(p.poll() is None for p in procs):
+            time.sleep(0.01)
+        while any(p.poll() is None for p in procs):
+            store.gc(grace=0)
+            time.sleep(0.02)
+    outs = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    answer = json.loads(outs[0][0])
+    with Store(root) as store:
+        assert store.fsck().clean
+        for oid in answer["record"]["inputs"].values():
+            assert store.has(oid), oid
