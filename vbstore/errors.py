@@ -65,27 +65,6 @@ class CorruptObject(VbstoreError, ValueError):
         self.actual = actual
 
 
-class NotReproduced(VbstoreError, ArithmeticError):
-    """``get result --recompute`` gave other numbers than the stored result."""
-
-    exit_code = 9
-
-    def __init__(self, result, previous: str, diffs: dict[str, float]) -> None:
-        worst = max(diffs.values(), default=0.0)
-        shown = ", ".join(f"{k} by {v:.3g}" for k, v in sorted(diffs.items()) if v > 0)
-        super().__init__(
-            f"result {result.id[:12]} did not reproduce the stored result {previous[:12]} "
-            f"({shown or f'max abs diff {worst:.3g}'})",
-            hint=f"the store now serves the new result; compare them with `vbstore show "
-                 f"{previous[:12]}` and `vbstore show {result.id[:12]}`, and check the inputs "
-                 "with `vbstore fsck`",
-        )
-        self.result = result
-        self.previous = previous
-        self.diffs = diffs
-        self.max_abs_diff = worst
-
-
 class NonCanonical(VbstoreError, ValueError):
     """A value cannot be written as canonical JSON (NaN, Infinity, a non-string key...)."""
 
@@ -155,3 +134,18 @@ class BadInput(VbstoreError, ValueError):
         super().__init__(f"{len(problems)} {what}: {shown}{more}",
                          hint=hint or "fix or remove them and run again; nothing was written")
         self.problems = problems
+
+
+class NotReproduced(VbstoreError, RuntimeError):
+    """Recomputing a stored result gave other numbers (the new result is kept beside it)."""
+
+    exit_code = 9
+
+    def __init__(self, previous: str, new: str, max_abs_diff: float) -> None:
+        super().__init__(
+            f"recomputing did not reproduce result {previous[:12]}: metrics moved by up to "
+            f"{max_abs_diff:.3g} (new result {new[:12]})",
+            hint=f"compare them with `vbstore show {previous[:12]}` and `vbstore show {new[:12]}`; "
+                 "run `vbstore fsck` if the inputs may be damaged",
+        )
+        self.previous, self.new, self.max_abs_diff = previous, new, max_abs_diff

@@ -14,22 +14,22 @@ def test_cached_result_and_second_task_share_features(store, shapes, forwards):
     first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     assert not first.from_cache
     assert set(first.metrics) == {"top1", "top5"}
-    assert 0 <= first.metrics["top1"] <= 1 and "train_top1" in first.record["train_metrics"]
-    assert first.record["weights_kind"] == "random"
-    assert first.record["versions"]["torch"] and first.record["device"].startswith("cpu")
+    assert 0 <= first.metrics["top1"] <= 1 and "train_top1" in first.record.train_metrics
+    assert first.record.weights_kind == "random"
+    assert first.record.versions["torch"] and first.record.device.startswith("cpu")
     for key in ("backbone", "weights", "eval_manifest", "train_manifest", "eval_features",
                 "train_features", "head"):
-        assert key in first.record["inputs"], key
+        assert key in first.record.inputs, key
     forwards.clear()
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     assert again.from_cache and again.id == first.id and forwards == []
-    knn = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, k=5, **KW)
-    assert forwards == [] and knn.record["features_from_cache"]
-    assert knn.record["params"]["k"] == 5
+    knn = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 5}, **KW)
+    assert forwards == [] and knn.record.features_from_cache
+    assert knn.record.params["k"] == 5
 
 
 def test_result_lineage_reaches_weights_and_manifests(store, shapes):
-    from vbstore.cli._lineage import lineage
+    from vbstore.engine import lineage
 
     result = vbstore.get_result("test_vit", "retrieval", shapes, store=store, split="val",
                                 weights="random", input_size=32, progress=False)
@@ -52,15 +52,15 @@ def test_data_argument_errors(store, shapes):
         vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
                            weights="random", progress=False)
     with pytest.raises(UsageError, match="k"):
-        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, k=-1, **KW)
+        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": -1}, **KW)
     assert store.ls("result") == []
 
 
 def test_seeds_aggregate_and_recompute(store, shapes):
     result = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3, **KW)
-    agg = result.record["aggregate"]["top1"]
+    agg = result.record.aggregate["top1"]
     assert agg["n"] == 3 and agg["ci_low"] <= agg["mean"] <= agg["ci_high"]
-    assert result.record["seeds"] == [0, 1, 2] and len(result.record["inputs"]) >= 9
+    assert result.record.seeds == [0, 1, 2] and len(result.record.inputs) >= 9
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3,
                                recompute=True, **KW)
     assert again.reproduced["previous"] == result.id
@@ -103,13 +103,13 @@ def test_head_for_another_input_size_is_refused(store, shapes):
 
     head = vbstore.get_head("test_cnn", "classification", shapes, store=store, train_split="train",
                             weights="random", input_size=32, progress=False)
-    assert head.record["input_size"] == 32
+    assert head.record.input_size == 32
     with pytest.raises(HeadMismatch, match="input_size is 32 in the head, 48 here"):
         vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
                            weights="random", input_size=48, head=head.id, progress=False)
     same = vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
                               weights="random", input_size=32, head=head.id, progress=False)
-    assert same.record["inputs"]["head"] == head.id and same.record["comparable"]
+    assert same.record.inputs["head"] == head.id and same.record.comparable
 
 
 def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):

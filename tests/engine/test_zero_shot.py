@@ -13,12 +13,12 @@ def test_zero_shot_classification_and_retrieval_with_the_text_tower(store, shape
     kw = dict(weights="random", input_size=64, store=store, progress=False)
     result = vbstore.get_result(CLIP, "zeroshot_classification", shapes, split="val", **kw)
     assert set(result.metrics) == {"acc1", "acc5", "mean_per_class_recall"}
-    assert result.record["weights_kind"] == "random"
-    backbone = store.read_json(result.record["inputs"]["backbone"])
+    assert result.record.weights_kind == "random"
+    backbone = store.read_json(result.record.inputs["backbone"])
     assert backbone["params"]["use_projection"] is True  # compared with text: the projected embedding
     captions = vbstore.get_result(CLIP, "zeroshot_retrieval", "skimage:samples", **kw)
     assert {"image_retrieval_recall@1", "text_retrieval_recall@5"} <= set(captions.metrics)
-    assert captions.record["data"]["eval"]["samples"] == 8
+    assert captions.record.data["eval"]["samples"] == 8
     with pytest.raises(UsageError, match="zero-shot"):
         vbstore.get_result(CLIP, "zeroshot_classification", shapes, shapes, split="val",
                            train_split="train", **kw)

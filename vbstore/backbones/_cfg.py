@@ -61,6 +61,21 @@ class BackboneCfg:
             self, input_size=input_size, resize=max(input_size, math.floor(input_size * ratio))
         )
 
+    def geometry(self, width: int, height: int) -> tuple[tuple[int, int], tuple[int, int, int, int] | None]:
+        """Where an image of this size goes: ``(resized (w, h), crop box or None)``.
+
+        The one definition of the resize and crop, shared by images and dense targets, so a
+        target can never be cropped differently from its image.
+        """
+        size = self.input_size
+        if self.crop == "squash":
+            return (size, size), None
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = self.resize, int(self.resize * long / short)
+        new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
+        left, top = round((new_w - size) / 2.0), round((new_h - size) / 2.0)
+        return (new_w, new_h), (left, top, left + size, top + size)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the backbone record."""
         data = asdict(self)
@@ -86,18 +101,10 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
         image = Image.fromarray(image)
     image = image.convert("RGB")
     resample = getattr(Image.Resampling, cfg.interpolation.upper())
-    size = cfg.input_size
-    if cfg.crop == "squash":
-        image = image.resize((size, size), resample)
-    else:
-        width, height = image.size
-        short, long = (width, height) if width <= height else (height, width)
-        new_short, new_long = cfg.resize, int(cfg.resize * long / short)
-        new_size = (new_short, new_long) if width <= height else (new_long, new_short)
-        image = image.resize(new_size, resample)
-        left = round((new_size[0] - size) / 2.0)
-        top = round((new_size[1] - size) / 2.0)
-        image = image.crop((left, top, left + size, top + size))
+    new_size, box = cfg.geometry(*image.size)
+    image = image.resize(new_size, resample)
+    if box is not None:
+        image = image.crop(box)
     array = np.asarray(image, dtype=np.float32) / 255.0
     array = (array - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(cfg.std, dtype=np.float32)
     return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))

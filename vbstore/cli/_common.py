@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from ..errors import UsageError, VbstoreError
+from ..tasks import ordered_metrics  # noqa: F401 - re-exported for the command modules
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
@@ -112,15 +113,3 @@ def _fail(message: str, code: int) -> None:
 
 def refuse(message: str, hint: str) -> None:
     raise UsageError(message, hint=hint)
-
-
-def ordered_metrics(task: str, metrics: dict) -> dict:
-    """``metrics`` in the order the task declares them (records store keys sorted)."""
-    try:
-        from ..tasks import get_task
-
-        order = [m.name for m in get_task(task).metrics]
-    except VbstoreError:  # a task no longer registered: keep the stored order
-        order = []
-    rank = {name: i for i, name in enumerate(order)}
-    return dict(sorted(metrics.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))

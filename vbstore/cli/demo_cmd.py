@@ -55,12 +55,12 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
     start = time.perf_counter()
     second = run()
     again = time.perf_counter() - start
-    classes = store.read_json(first.record["data"]["eval"]["manifest"])["classes"]
+    classes = store.read_json(first.record.data["eval"]["manifest"])["classes"]
     chance = 1 / len(classes)
     summary = {
-        "result": first.id, "backbone": backbone, "weights": first.record["weights_kind"], "note": note,
+        "result": first.id, "backbone": backbone, "weights": first.record.weights_kind, "note": note,
         "classes": classes, "chance": chance, "top1": first.metrics["top1"],
-        "train_top1": first.record.get("train_metrics", {}).get("train_top1"),
+        "train_top1": (first.record.train_metrics or {}).get("train_top1"),
         "first_seconds": first.seconds, "first_from_cache": first.from_cache,
         "cached_seconds": again, "cached": second.from_cache,
     }

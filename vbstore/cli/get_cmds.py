@@ -63,52 +63,63 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--no-strict", is_flag=True,
               help="Apply a mismatched head anyway (warns; the result is comparable with nothing).")
 @click.option("--recompute", is_flag=True,
-              help="Compute the result afresh (heads retrained, features reused) and say whether it reproduced.")
+              help="Compute the result afresh (heads retrained, features reused); exit 9 if it did not reproduce.")
+@click.option("--dry-run", is_flag=True,
+              help="Print each step (stored, on a remote, or to compute with its cost) and compute nothing.")
 @data_layout_options
 @json_option
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
                    data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
-                   no_strict, recompute, data_options, as_json) -> None:
+                   no_strict, recompute, dry_run, data_options, as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
     cached result returns without importing torch. `vbstore why ID` shows where it came from.
     """
-    from ..engine import get_result
+    from ..engine import execute, plan, result_request
 
-    result = get_result(
-        backbone, task, data, train_data, store=store, split=split, train_split=train_split,
-        limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, recompute=recompute,
+    request = result_request(
+        backbone, task, data, train_data, params=parse_params(params), split=split,
+        train_split=train_split, limit=limit, train_limit=train_limit, seed=seed, seeds=seeds,
         head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
-        input_size=input_size, layers=parse_layers(layers), precision=precision, device=device,
-        progress=not as_json, data_options=data_options, **parse_params(params),
-    )
+        input_size=input_size, layers=parse_layers(layers), precision=precision,
+        data_options=data_options)
+    the_plan = plan(request, store, dry_run=dry_run)
+    if dry_run:
+        emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
+        return
+    result = execute(the_plan, device=device, progress=not as_json, recompute=recompute)
     emit(as_json, result.as_dict(), lambda: print_result(result))
+
+
+def print_plan(the_plan) -> None:
+    click.echo(f"plan for {the_plan.task.name} on {the_plan.request.backbone.spec} (nothing computed):")
+    for line in the_plan.describe():
+        click.echo(f"  {line}")
 
 
 def print_result(result) -> None:
     record = result.record
     source = "cached" if result.from_cache else "computed"
-    click.echo(f"{record['task']} on {record['backbone']['spec']} ({record['weights_kind']} weights): "
+    click.echo(f"{record.task} on {record.spec} ({record.weights_kind} weights): "
                f"{source} in {result.seconds:.2f} s  [{result.id[:12]}]")
-    aggregate = record.get("aggregate", {})
-    for name, value in ordered_metrics(record["task"], record["metrics"]).items():
+    aggregate = record.aggregate or {}
+    for name, value in ordered_metrics(record.task, record.metrics).items():
         if name in aggregate:
             a = aggregate[name]
             click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  "
                        f"(95% CI {a['ci_low']:.4f}–{a['ci_high']:.4f}, n={a['n']})")
         else:
             click.echo(f"  {name:<28} {value:.4f}")
-    for name, value in record.get("train_metrics", {}).items():
+    for name, value in (record.train_metrics or {}).items():
         click.echo(f"  {name:<28} {value:.4f}  (train)")
-    for warning in record.get("warnings", []):
+    for warning in record.warnings or []:
         click.echo(f"  warning: {warning}", err=True)
-    if not record.get("comparable", True):
+    if not record.is_comparable:
         click.echo("  warning: a mismatched head was applied; comparable with nothing", err=True)
     if result.reproduced is not None:
-        verdict = "reproduced" if result.reproduced["reproduced"] else "DID NOT reproduce"
-        click.echo(f"  {verdict} the stored numbers (max abs diff {result.reproduced['max_abs_diff']:.3g})")
+        click.echo(f"  reproduced the stored numbers (max abs diff {result.reproduced['max_abs_diff']:.3g})")
 
 
 @get.command("features")

@@ -34,17 +34,17 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
                       train_limit=train_limit, seed=seed, weights=weights, backbone_seed=backbone_seed,
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=not as_json, data_options=data_options,
-                      **parse_params(params))
+                      params=parse_params(params))
     if tag_name:
         store.tag(tag_name, result.id)
 
     def text() -> None:
         record = result.record
         state = "cached" if result.from_cache else "trained"
-        click.echo(f"{result.id}  {record['task']} head ({state} in {result.seconds:.2f} s)")
-        click.echo(f"  backbone {record['backbone'][:12]}  pooling {record['pooling']}  layers "
-                   f"{record['layers']}  embed_dim {record['embed_dim']}")
-        for name, value in record.get("train_metrics", {}).items():
+        click.echo(f"{result.id}  {record.task} head ({state} in {result.seconds:.2f} s)")
+        click.echo(f"  backbone {record.backbone[:12]}  pooling {record.pooling}  layers "
+                   f"{record.layers}  embed_dim {record.embed_dim}")
+        for name, value in (record.train_metrics or {}).items():
             click.echo(f"  {name:<12} {value:.4f}  (train)")
         if tag_name:
             click.echo(f"  tagged {tag_name}")
@@ -117,7 +117,8 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool
 def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, backbone_seed, input_size,
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
-    from ..heads import HeadMismatch, check_compat, head_record
+    from ..engine import resolve_backbone
+    from ..heads import HeadMismatch, backbone_differences, head_record
     from ..remotes import pull as do_pull
 
     problems: list[str] = []
@@ -128,13 +129,8 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
             raise UsageError(f"{target} is a {pulled.kind}, not a head", hint="use `vbstore pull ref`")
         if backbone is None:
             return
-        from ..engine import resolve_backbone
-
-        record = head_record(store, pulled.id)
         ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
-        expected = {"weights": store.read_json(ref.doc["weights"])["tensor_hash"],
-                    "input_size": ref.doc["preprocessing"]["input_size"]}
-        problems.extend(check_compat(record, expected))
+        problems.extend(backbone_differences(store, pulled.id, ref.doc))
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
@@ -160,8 +156,8 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
 @with_store
 def push_results_cmd(store, to: str, task: str | None, backbone: str | None, as_json: bool) -> None:
     """Push stored results (refs results/<id>) so teammates get them as cache hits."""
+    from ..engine import result_rows
     from ..remotes import push as do_push
-    from .results_cmds import result_rows
 
     pushed = []
     for row in result_rows(store, task, backbone):

@@ -11,40 +11,9 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError, VbstoreError
-from ._common import emit, json_option, ordered_metrics, with_store
+from ..engine import BASE_COLUMNS, result_rows
+from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
-
-BASE_COLUMNS = ["id", "task", "backbone", "weights", "input_size", "data", "split", "samples",
-                "seeds", "params"]
-
-
-def result_rows(store, task: str | None = None, backbone: str | None = None,
-                weights: str | None = None) -> list[dict[str, Any]]:
-    """One flat row per stored result, filtered; metrics as their own keys."""
-    rows = []
-    for info in store.ls("result"):
-        if not store.has(info.id):
-            continue
-        record = store.read_json(info.id)
-        spec = record.get("backbone", {}).get("spec", "")
-        if task and record["task"] != task:
-            continue
-        if backbone and backbone not in spec and not record["inputs"].get("backbone", "").startswith(backbone):
-            continue
-        if weights and record.get("weights_kind") != weights:
-            continue
-        evaluation = record.get("data", {}).get("eval", {})
-        row = {"id": info.id[:12], "task": record["task"], "backbone": spec,
-               "weights": record.get("weights_kind"), "data": evaluation.get("manifest", "")[:12],
-               "split": evaluation.get("split"), "samples": evaluation.get("samples"),
-               "seeds": len(record.get("seeds", [record.get("seed")])),
-               "input_size": record.get("extractor", {}).get("input_size"),
-               "params": " ".join(f"{k}={v}" for k, v in sorted(record.get("params", {}).items()))}
-        metrics = ordered_metrics(record["task"], record["metrics"])
-        row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
-        rows.append(row)
-    return rows
 
 
 def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -105,30 +74,6 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         click.echo(text, nl=False)
 
 
-def read_backbones_file(path: str) -> list[dict[str, Any]]:
-    """Lines ``SPEC [weights=W] [seed=N] [input_size=N]``; blank lines and ``#`` comments skipped."""
-    entries = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        spec, *options = line.split()
-        entry: dict[str, Any] = {"backbone": spec}
-        for option in options:
-            key, sep, value = option.partition("=")
-            if not sep or key not in ("weights", "seed", "input_size"):
-                raise UsageError(f"{path}:{number}: cannot read {option!r}",
-                                 hint="use weights=W, seed=N or input_size=N after the spec")
-            try:
-                entry["backbone_seed" if key == "seed" else key] = value if key == "weights" else int(value)
-            except ValueError:
-                raise UsageError(f"{path}:{number}: {key} must be an integer, not {value!r}") from None
-        entries.append(entry)
-    if not entries:
-        raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")
-    return entries
-
-
 @click.command()
 @click.option("--backbones", "backbones_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="File with one backbone spec per line (optionally weights=, seed=, input_size=).")
@@ -147,45 +92,25 @@ def read_backbones_file(path: str) -> list[dict[str, Any]]:
 def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit, seed,
           params, data_options, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached."""
-    from ..engine import get_result
-    from ..tasks import get_task
+    from ..engine import read_backbones_file
+    from ..engine import sweep as run_sweep
 
-    task_names = [t.strip() for t in tasks.split(",") if t.strip()]
-    task_objs = [get_task(name) for name in task_names]  # unknown tasks fail before any work
-    given = parse_params(params)
-    unused = sorted(k for k in given if not any(k in t.params for t in task_objs))
-    if unused:
-        raise UsageError(f"no task of this sweep takes {', '.join(unused)}",
-                         hint="see the parameters with: vbstore list tasks")
     rows, failures = [], 0
-    for entry in read_backbones_file(backbones_file):
-        for task in task_objs:
-            train = None if task.zero_shot else train_data
-            try:
-                result = get_result(
-                    entry["backbone"], task.name, data, train, store=store, split=split,
-                    train_split=None if task.zero_shot else train_split, limit=limit,
-                    train_limit=None if task.zero_shot else train_limit, seed=seed,
-                    weights=entry.get("weights", "default"), backbone_seed=entry.get("backbone_seed"),
-                    input_size=entry.get("input_size"), progress=not as_json, data_options=data_options,
-                    **{k: v for k, v in given.items() if k in task.params},
-                )
-                row = {"backbone": entry["backbone"], "task": task.name, "id": result.id,
-                       "from_cache": result.from_cache, "metrics": result.metrics}
-            except VbstoreError as exc:
-                failures += 1
-                row = {"backbone": entry["backbone"], "task": task.name, "error": str(exc)}
-            rows.append(row)
-            if not as_json:
-                label = " ".join([entry["backbone"], *(f"{k}={v}" for k, v in entry.items()
-                                                        if k != "backbone")])
-                if "error" in row:
-                    click.echo(f"{label:<40} {row['task']:<22} error: {row['error']}")
-                else:
-                    shown = ", ".join(f"{k}={v:.4f}" for k, v in
-                                      ordered_metrics(task.name, row["metrics"]).items())
-                    state = "cached" if row["from_cache"] else "computed"
-                    click.echo(f"{label:<40} {row['task']:<22} {state:<9} {shown}")
+    for row in run_sweep(read_backbones_file(backbones_file),
+                         [t.strip() for t in tasks.split(",") if t.strip()], data, train_data,
+                         params=parse_params(params), store=store, split=split,
+                         train_split=train_split, limit=limit, train_limit=train_limit, seed=seed,
+                         progress=not as_json, data_options=data_options):
+        rows.append(row)
+        failures += "error" in row
+        if as_json:
+            continue
+        if "error" in row:
+            click.echo(f"{row['backbone']:<40} {row['task']:<22} error: {row['error']}")
+        else:
+            shown = ", ".join(f"{k}={v:.4f}" for k, v in row["metrics"].items())
+            state = "cached" if row["from_cache"] else "computed"
+            click.echo(f"{row['backbone']:<40} {row['task']:<22} {state:<9} {shown}")
     emit(as_json, rows)
     if failures:
         click.echo(f"{failures} of {len(rows)} combinations failed; rerun to resume", err=True)

@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
-from ..store._kinds import KINDS, encoding
+from ..engine import lineage, summary
+from ..store import KINDS, encoding
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
-from ._lineage import lineage, render_lineage, summary
+from ._lineage import render_lineage
 
 
 def _when(ts: float | None) -> str:

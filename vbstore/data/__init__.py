@@ -18,11 +18,12 @@ from ._files import IMAGE_EXTENSIONS
 from ._load import LAYOUTS, OPTIONS, load_manifest
 from ._manifest import manifest_digest
 from ._packaged import SOURCES
-from ._png import png_bytes
+from ._png import png_bytes, write_png
 from ._view import ManifestView
 
 # the generator needs numpy at import; loading a manifest should not
-_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes"}
+_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "align": "_targets",
+         "decode_target": "_targets", "read_verified": "_targets"}
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -31,10 +32,14 @@ __all__ = [
     "SHAPES",
     "SOURCES",
     "ManifestView",
+    "align",
+    "decode_target",
     "load_manifest",
     "make_shapes",
     "manifest_digest",
     "png_bytes",
+    "read_verified",
+    "write_png",
 ]
 
 

@@ -2,7 +2,47 @@
 
 from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
 from ._features import FeatureResult, get_features
-from ._results import HeadResult, Result, get_head, get_result
+from ._lineage import lineage, summary
+from ._plan import Plan, Step, plan
+from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest
+from ._results import HeadResult, Result, execute, get_head, get_result, result_request
+from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
 
-__all__ = ["BackboneDrift", "BackboneRef", "FeatureResult", "HeadResult", "Result", "get_features",
-           "get_head", "get_result", "resolve_backbone"]
+_LAZY = {"PackSplit": "._dense"}  # torch and numpy: loaded only when a dense split is read
+
+__all__ = [
+    "BASE_COLUMNS",
+    "BackboneDrift",
+    "BackboneRef",
+    "BackboneRequest",
+    "DataRef",
+    "FeatureResult",
+    "HeadResult",
+    "PackSplit",
+    "Plan",
+    "ProbeRequest",
+    "Result",
+    "ResultRequest",
+    "Step",
+    "SweepEntry",
+    "execute",
+    "get_features",
+    "get_head",
+    "get_result",
+    "lineage",
+    "plan",
+    "read_backbones_file",
+    "resolve_backbone",
+    "result_request",
+    "result_rows",
+    "summary",
+    "sweep",
+]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -73,6 +73,40 @@ def _store_backbone(store, backbone) -> str:
     return store.put_json(doc, "backbone", edges={"weights": weights})
 
 
+def _alias(backbone: str, weights: str, seed: int | None, input_size: int | None,
+           use_projection: bool) -> dict[str, Any]:
+    from ..backbones import spec_params  # parses and validates without torch
+
+    # "this request resolves to that backbone" is recorded as a derivation with no inputs, so it
+    # travels with pushed results and a teammate's store finds them without building the model
+    return derivation_spec("backbone", ALIAS_VERSION, {}, spec_params(
+        backbone, weights=weights, seed=seed, input_size=input_size, use_projection=use_projection))
+
+
+def find_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,
+                  input_size: int | None = None, use_projection: bool = False) -> BackboneRef | None:
+    """The ``backbone`` artifact for a spec when the store (or a remote) knows it; else None.
+
+    Never builds a model, so never imports torch.
+
+    Raises:
+        UnknownBackbone, InvalidSpec: from the spec parser.
+    """
+    if not isinstance(backbone, str):  # a Backbone object, e.g. a CustomBackbone: already built
+        return resolve_backbone(store, backbone)
+    alias = _alias(backbone, str(weights), seed, input_size, use_projection)
+    key = derivation_key(alias)
+    oid = store.lookup(key)
+    fetch = remote_fetch(store) if oid is None else None
+    if fetch is not None and fetch(key) is not None:
+        oid = store.lookup(key)
+    if oid is None:
+        return None
+    request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
+               "use_projection": use_projection}
+    return BackboneRef(store, oid, store.read_json(oid), request, alias)
+
+
 def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,
                      input_size: int | None = None, use_projection: bool = False) -> BackboneRef:
     """The ``backbone`` artifact for a spec string (or an already built backbone object).
@@ -83,24 +117,16 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
     if not isinstance(backbone, str):  # a Backbone object, e.g. a CustomBackbone
         oid = _store_backbone(store, backbone)
         return BackboneRef(store, oid, store.read_json(oid), _built=backbone)
-    from ..backbones._build import spec_params  # parses and validates without torch
+    found = find_backbone(store, backbone, weights=weights, seed=seed, input_size=input_size,
+                          use_projection=use_projection)
+    if found is not None:
+        return found
+    from ..backbones import build_backbone  # torch: only for a backbone never seen before
 
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
-    # "this request resolves to that backbone" is recorded as a derivation with no inputs, so it
-    # travels with pushed results and a teammate's store finds them without building the model
-    alias = derivation_spec("backbone", ALIAS_VERSION, {}, spec_params(
-        backbone, weights=weights, seed=seed, input_size=input_size, use_projection=use_projection))
-    key = derivation_key(alias)
-    oid = store.lookup(key)
-    fetch = remote_fetch(store) if oid is None else None
-    if fetch is not None and fetch(key) is not None:
-        oid = store.lookup(key)
-    if oid is not None:
-        return BackboneRef(store, oid, store.read_json(oid), request, alias)
-    from ..backbones import build_backbone
-
     built = build_backbone(**request)
     oid = _store_backbone(store, built)
+    alias = _alias(backbone, str(weights), seed, input_size, use_projection)
     store.record(alias, oid)
     return BackboneRef(store, oid, store.read_json(oid), request, alias, _built=built)

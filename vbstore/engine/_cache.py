@@ -16,3 +16,12 @@ def remote_fetch(store) -> Callable[[str], str | None] | None:
         return fetch_derivation(store, key) if list_remotes(store) else None
 
     return fetch
+
+
+def remote_has(store, key: str) -> str | None:
+    """The name of a remote whose binary cache answers ``key`` (nothing downloaded), or None."""
+    if not (store.root / "remotes.json").is_file():
+        return None
+    from ..remotes import remote_has_derivation
+
+    return remote_has_derivation(store, key)

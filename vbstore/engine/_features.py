@@ -42,7 +42,7 @@ def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any
                            params.to_dict())
 
 
-def _packs_present(store, featureset_id: str) -> bool:
+def packs_present(store, featureset_id: str) -> bool:
     """A featureset hit counts only with all its packs; using them refreshes them for gc."""
     packs = store.read_json(featureset_id)["packs"]
     store.touch(packs)
@@ -97,5 +97,5 @@ def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str 
         return featureset
 
     oid, computed = store.derive(featureset_spec(ref.id, manifest.id, params), compute,
-                                 valid=lambda o: _packs_present(store, o), fetch=remote_fetch(store))
+                                 valid=lambda o: packs_present(store, o), fetch=remote_fetch(store))
     return oid, computed, stats

@@ -15,12 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
-from ..errors import VbstoreError
+from ..errors import SchemaError, VbstoreError
+from ..records import CHECKED, HeadCompat
 
 HEAD_FORMAT = "vbstore.head.v1"
-# What must agree between a head and the features it is applied to.
-CHECKED = ("task", "task_op_version", "weights", "input_size", "pooling", "feature_mode", "layers",
-           "embed_dim")
 
 
 class HeadMismatch(VbstoreError, ValueError):
@@ -64,12 +62,25 @@ def head_record(store, head_id: str) -> dict[str, Any]:
 
 
 def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
-    """The differences between a head's record and the features it would be applied to."""
-    problems = []
-    for field in CHECKED:
-        if field in expected and field in record and record[field] != expected[field]:
-            problems.append(f"{field} is {record.get(field)!r} in the head, {expected[field]!r} here")
-    return problems
+    """The differences between a head's record and the features it would be applied to.
+
+    A record missing a required compatibility field differs in that field.
+    """
+    try:
+        return HeadCompat.from_dict(record).differences(expected)
+    except SchemaError as exc:
+        return [f"{exc.field} is missing from the head"]
+
+
+def backbone_differences(store, head_id: str, backbone: Mapping[str, Any]) -> list[str]:
+    """How a stored head differs from what ``backbone`` (a backbone record) would give it.
+
+    Only what the backbone alone fixes is compared (weights, input size); the task's feature
+    settings are checked when the head is applied.
+    """
+    expected = {"weights": store.read_json(backbone["weights"])["tensor_hash"],
+                "input_size": backbone["preprocessing"]["input_size"]}
+    return check_compat(head_record(store, head_id), expected)
 
 
 def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,

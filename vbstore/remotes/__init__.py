@@ -31,6 +31,7 @@ from ._errors import (
     UnsafeRemotePath,
 )
 from ._open import list_remote_refs, open_remote, registry
+from ._peek import remote_has_derivation
 from ._pull import PullResult, fetch_derivation, fetch_object, pull
 from ._push import PushResult, push, push_ref
 
@@ -56,5 +57,6 @@ __all__ = [
     "RemoteError", "RemoteNotFound", "RemoteOffline", "RemoteRegistry", "TamperedBlob",
     "UnknownRemote", "UnsafeRemotePath", "add_remote", "closure", "fetch_derivation",
     "fetch_object", "forget_unreachable", "list_remote_refs", "list_remotes", "open_remote",
-    "parse_url", "pull", "push", "push_ref", "registry", "remove_remote", "write_model_card",
+    "parse_url", "pull", "push", "push_ref", "registry", "remote_has_derivation", "remove_remote",
+    "write_model_card",
 ]

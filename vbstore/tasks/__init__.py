@@ -22,7 +22,7 @@ from . import (  # noqa: F401
 )
 from ._base import HeadState, Metric, Param, Task, ZeroShotContext
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
-from ._registry import get_task, list_tasks, register_task
+from ._registry import get_task, list_tasks, ordered_metrics, register_task
 from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
 
@@ -43,5 +43,6 @@ __all__ = [
     "aggregate_seeds",
     "get_task",
     "list_tasks",
+    "ordered_metrics",
     "register_task",
 ]

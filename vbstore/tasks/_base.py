@@ -167,6 +167,7 @@ class Task:
         metrics: The evaluation metrics, in report order.
         train_metrics: Metrics ``fit`` reports on the train split.
         headline: The metric a leaderboard ranks by.
+        protocol: The published protocol the numbers follow (``probe3d``...), put in records.
     """
 
     name: str = ""
@@ -183,6 +184,7 @@ class Task:
     metrics: ClassVar[tuple[Metric, ...]] = ()
     train_metrics: ClassVar[tuple[Metric, ...]] = ()
     headline: ClassVar[str] = ""
+    protocol: ClassVar[str | None] = None
 
     def __init__(self, *, defaults: Mapping[str, Any] | None = None) -> None:
         """Make a task, optionally with other parameter defaults (a registered variant).

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from ..errors import UsageError
@@ -146,3 +146,13 @@ def get_task(name: str) -> Task:
 def list_tasks(pattern: str = "*") -> list[str]:
     """Sorted names of the registered tasks matching the fnmatch ``pattern``."""
     return sorted(n for n in _TASKS if fnmatch.fnmatchcase(n, pattern))
+
+
+def ordered_metrics(task: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics`` in the order ``task`` declares them (records store keys sorted).
+
+    A task no longer registered keeps the stored order.
+    """
+    order = [m.name for m in _TASKS[task].metrics] if task in _TASKS else []
+    rank = {name: i for i, name in enumerate(order)}
+    return dict(sorted(metrics.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))

@@ -1,0 +1,141 @@
+"""Requests, plans and --dry-run: what a user sees before spending compute."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+import vbstore
+from vbstore.cli import cli
+from vbstore.engine import (
+    BackboneRequest,
+    DataRef,
+    ProbeRequest,
+    ResultRequest,
+    execute,
+    plan,
+    result_request,
+)
+from vbstore.errors import NotReproduced, UsageError
+from vbstore.store import derivation_key
+
+KW = dict(split="val", train_split="train", weights="random", input_size=32, progress=False)
+ARGS = ["-b", "test_cnn", "-t", "knn", "--split", "val", "--train-split", "train",
+        "--weights", "random", "--input-size", "32"]
+
+
+def _request(shapes, **params):
+    return result_request("test_cnn", "knn", shapes, shapes, params=params, split="val",
+                          train_split="train", weights="random", input_size=32)
+
+
+@pytest.mark.parametrize(("flag", "expected"), [
+    ("seed=3", "'seed' is not a parameter of task 'knn' but an option of vbstore itself; use --seed"),
+    ("weights=x", "use --weights instead"),
+    ("kk=3", "task 'knn' has no parameter 'kk'"),
+    ("epochs=3", "task 'knn' has no parameter 'epochs'"),  # a parameter of another task
+])
+def test_task_parameter_mistakes_are_one_line_errors(tmp_path, shapes, flag, expected):
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS, "-d", shapes,
+                                      "--train-data", shapes, "-p", flag])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_requests_are_frozen_and_validated():
+    probe = ProbeRequest("knn", params={"k": 3})
+    with pytest.raises(TypeError):
+        probe.params["k"] = 4  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        probe.seed = 2  # type: ignore[misc]
+    with pytest.raises(UsageError, match="seeds must be an integer >= 1"):
+        ProbeRequest("knn", seeds=0)
+    with pytest.raises(UsageError, match="layers .* name a layer twice"):
+        BackboneRequest("test_cnn", layers=(-1, -1))
+    with pytest.raises(UsageError, match="zero-shot and takes no training data"):
+        ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("retrieval"), DataRef("x"), DataRef("y"))
+    with pytest.raises(UsageError, match="trains a head on training data"):
+        ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("knn"), DataRef("x"))
+
+
+def test_plan_counts_the_work_then_says_everything_is_stored(store, shapes):
+    request = _request(shapes, k=3)
+    cold = plan(request, store, dry_run=True)
+    steps = {(s.op, s.role): s for s in cold.steps}
+    assert cold.ref is None  # the backbone was never built: a dry run does not build it
+    assert steps[("backbone", "")].status == "compute"
+    for role in ("eval", "train"):
+        samples = steps[("manifest", role)].work["samples"]
+        assert samples > 0
+        assert steps[("featureset", role)].work["forward_passes"] == samples
+    assert steps[("result", "")].status == "compute"
+    result = execute(plan(request, store), progress=False)
+    warm = plan(request, store, dry_run=True)
+    assert warm.cached
+    assert [s.status for s in warm.steps if s.op in ("featureset", "head")] == ["unneeded"] * 3
+    assert warm.steps[-1].id == result.id
+    other = plan(_request(shapes, k=5), store, dry_run=True)  # same features, another k
+    statuses = {(s.op, s.role): s.status for s in other.steps}
+    assert statuses[("featureset", "eval")] == statuses[("featureset", "train")] == "stored"
+    assert statuses[("head", "seed 0")] == "compute"
+    assert statuses[("result", "")] == "compute"
+
+
+def test_dry_run_computes_nothing_and_imports_no_torch_when_cached(tmp_path, shapes):
+    args = ["--store", str(tmp_path), "get", "result", *ARGS, "-d", shapes, "--train-data", shapes]
+    code = ("import sys, vbstore.cli\n"
+            "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
+            "finally:\n    print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')")
+
+    def dry() -> tuple[str, str]:
+        done = subprocess.run([sys.executable, "-c", code, *args, "--dry-run"], capture_output=True,
+                              text=True, check=True)
+        return done.stdout.rsplit("\n", 2)[0], done.stdout.strip().rsplit("\n", 1)[1]
+
+    cold, imported = dry()
+    assert "backbone" in cold
+    assert "to compute: 30 forward passes" in cold
+    assert imported == "NO-TORCH"
+    assert vbstore.Store(tmp_path).ls("result") == []
+    subprocess.run([sys.executable, "-m", "vbstore", *args], check=True, capture_output=True)
+    first, imported = dry()
+    second, _ = dry()
+    assert first == second
+    assert imported == "NO-TORCH"
+    assert "result                 stored" in first
+
+
+def test_dry_run_json(tmp_path, shapes):
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS, "-d", shapes,
+                                      "--train-data", shapes, "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [s["op"] for s in data["steps"]] == ["backbone", "manifest", "manifest", "featureset",
+                                                "featureset", "head", "result"]
+
+
+def test_recompute_that_differs_is_an_error_and_keeps_both(store, shapes):
+    first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
+                               params={"epochs": 3}, **KW)
+    again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
+                               params={"epochs": 3}, recompute=True, **KW)
+    assert again.reproduced["reproduced"]
+    # a stored result whose numbers differ from what its inputs give now
+    the_plan = plan(result_request("test_cnn", "classification", shapes, shapes,
+                                   params={"epochs": 3}, split="val", train_split="train",
+                                   weights="random", input_size=32), store)
+    forged = {**store.read_json(first.id), "metrics": {"top1": 0.0, "top5": 0.0}}
+    forged_id = store.put_json(forged, "result")
+    store.record(the_plan.spec, forged_id)
+    with pytest.raises(NotReproduced, match="did not reproduce") as caught:
+        vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
+                           params={"epochs": 3}, recompute=True, **KW)
+    assert caught.value.exit_code == 9
+    assert store.lookup(derivation_key(the_plan.spec)) == caught.value.new != forged_id
+    assert store.has(forged_id)

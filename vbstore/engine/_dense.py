@@ -1,0 +1,126 @@
+"""The dense split a dense task trains and is scored on: feature packs + targets, in batches.
+
+Rows are read straight from the packs through a memory map (only the rows of one batch are
+copied), targets are decoded per batch and given the backbone's resize and crop, so memory does
+not grow with the dataset. Every pack is verified against its id before its first row is read,
+and every target file against the hash its manifest recorded: no damaged or edited byte reaches
+a metric.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..backbones import BackboneCfg
+from ..data import align, decode_target, read_verified
+from ..errors import CorruptObject, VbstoreError
+from ..store import read_safetensors_header
+from ..tasks import DenseBatch
+
+_NUMPY = {"F16": np.float16, "F32": np.float32, "BF16": np.uint16}
+
+
+class PackSplit:
+    """A :class:`vbstore.tasks.DenseSplit` over a stored featureset and its manifest.
+
+    Args:
+        store: The store holding the featureset and its packs.
+        featureset_id: A featureset extracted with dense maps (mode ``dense`` or ``both``).
+        manifest: The featureset's manifest (a ``ManifestView``, rows in the same order).
+        preprocessing: The backbone record's ``preprocessing`` (its resize and crop).
+        target_kind: What ``DenseBatch.target`` holds (see ``vbstore.tasks.DENSE_TARGETS``).
+        target_scale: Divides stored target values (depth PNG in mm: 1000).
+        device: Where batches are delivered.
+    """
+
+    def __init__(self, store, featureset_id: str, manifest, preprocessing: dict[str, Any],
+                 target_kind: str, target_scale: float | None, device: str) -> None:
+        doc = store.read_json(featureset_id)
+        self.layers = tuple(doc["extractor"]["layers"])
+        self.target_kind = target_kind
+        self.device = torch.device(device)
+        self._store, self._manifest, self._scale = store, manifest, target_scale
+        self._cfg = BackboneCfg(**{**preprocessing, "mean": tuple(preprocessing["mean"]),
+                                   "std": tuple(preprocessing["std"])})
+        self.target_hw = (self._cfg.input_size, self._cfg.input_size)
+        self._rows = [tuple(r) for r in doc["rows"]]
+        self._packs = doc["packs"]
+        self._maps: dict[int, list[np.ndarray]] = {}
+        first = self._pack(self._rows[0][0]) if self._rows else []
+        self.channels = tuple(int(m.shape[1]) for m in first)
+        self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def _pack(self, index: int) -> list[np.ndarray]:
+        """The dense maps of one pack, one per layer, memory-mapped after verifying the pack."""
+        if index not in self._maps:
+            oid = self._packs[index]
+            if not self._store.verify(oid):
+                raise CorruptObject(oid, str(self._store.path(oid)))
+            path = self._store.path(oid)
+            header, offset = read_safetensors_header(path)
+            maps = []
+            for layer in self.layers:
+                entry = header.get(f"dense.{layer}")
+                if entry is None:
+                    raise VbstoreError(f"pack {oid[:12]} holds no dense maps of layer {layer}",
+                                       hint="extract with --mode dense (a dense task does so itself)")
+                start, end = entry["data_offsets"]
+                maps.append(np.memmap(path, dtype=_NUMPY[entry["dtype"]], mode="r",
+                                      offset=offset + start, shape=tuple(entry["shape"])))
+                if end - start != maps[-1].nbytes:
+                    raise CorruptObject(oid, str(path))
+            self._maps[index] = maps
+        return self._maps[index]
+
+    def _feats(self, positions: list[int]) -> list[torch.Tensor]:
+        out = []
+        for layer in range(len(self.layers)):
+            rows = []
+            for position in positions:
+                pack, row = self._rows[position]
+                rows.append(self._pack(pack)[layer][row])
+            stacked = torch.from_numpy(np.stack(rows))
+            if stacked.dtype == torch.int16 or stacked.dtype == torch.uint16:
+                stacked = stacked.view(torch.bfloat16)
+            out.append(stacked.to(self.device, torch.float32))
+        return out
+
+    def _target(self, position: int) -> np.ndarray:
+        sample = self._manifest.samples[position]
+        image_path = self._manifest.image_path(position)
+        image_bytes = read_verified(image_path, sample["image"])
+        from PIL import Image  # decoding images only when a dense split is read
+
+        with Image.open(io.BytesIO(image_bytes)) as image:
+            if self.target_kind == "image":  # the RGB the backbone saw, before normalisation
+                x = self._cfg(image).numpy()
+                mean = np.asarray(self._cfg.mean, np.float32)[:, None, None]
+                std = np.asarray(self._cfg.std, np.float32)[:, None, None]
+                return np.clip(x * std + mean, 0.0, 1.0)
+            size = image.size
+        if "target" not in sample:
+            raise VbstoreError(f"sample {sample['name']} has no target file",
+                               hint="a dense task needs the dense or stems layout (--target NAME)")
+        path = self._manifest.target_path(position)
+        array = decode_target(read_verified(path, sample["target"]), path, self.target_kind,
+                              self._scale)
+        return align(array, self._cfg.geometry, size)
+
+    def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
+                ) -> Iterator[DenseBatch]:
+        """Batches covering every row once (see :class:`vbstore.tasks.DenseSplit`)."""
+        order = (torch.randperm(len(self), generator=torch.Generator().manual_seed(seed))
+                 if shuffle else torch.arange(len(self)))
+        for start in range(0, len(self), batch_size):
+            index = order[start:start + batch_size]
+            positions = index.tolist()
+            target = torch.from_numpy(np.stack([self._target(p) for p in positions]))
+            yield DenseBatch(self._feats(positions), target.to(self.device), index)

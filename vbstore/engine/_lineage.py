@@ -1,0 +1,58 @@
+"""The lineage behind ``vbstore why`` and one-line summaries of artifacts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import VbstoreError
+from ..records import ResultRecord
+from ..store import encoding
+
+
+def summary(store, oid: str, kind: str) -> str:
+    """A short description of an artifact's content, from the artifact itself."""
+    if encoding(kind) != "json" or not store.has(oid):
+        return ""
+    try:
+        doc = store.read_json(oid)
+    except VbstoreError:
+        return "CORRUPT"
+    if kind == "result":
+        return ResultRecord.from_dict(doc).summary()
+    if kind == "manifest":
+        return f"{doc.get('layout')} split={doc.get('split')} samples={len(doc.get('samples', []))}"
+    if kind == "backbone":
+        return f"{doc.get('source')}:{doc.get('architecture')}"
+    if kind == "weights":
+        return f"{doc.get('origin')} {doc.get('upstream') or doc.get('path') or ''}".strip()
+    if kind == "featureset":
+        return f"{len(doc.get('packs', []))} packs"
+    if kind == "suite":
+        return f"{doc.get('name')} v{doc.get('version')}"
+    return ""
+
+
+def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None) -> dict[str, Any]:
+    """The tree of inputs under ``oid``; shared subtrees appear once, then as references."""
+    seen = set() if _seen is None else _seen
+    try:
+        info = store.info(oid)
+        kind, present = info.kind, store.has(oid)
+    except VbstoreError:
+        kind, present = "unknown", False
+    node: dict[str, Any] = {"id": oid, "kind": kind, "present": present,
+                            "summary": summary(store, oid, kind) if present else ""}
+    spec = store.derivation_of(oid)
+    if spec:
+        node["op"] = f"{spec['op']} v{spec['op_version']}"
+    if oid in seen:
+        node["repeated"] = True
+        return node
+    seen.add(oid)
+    if depth is not None and depth <= 0:
+        return node
+    node["inputs"] = [
+        {"role": role, **lineage(store, child, None if depth is None else depth - 1, seen)}
+        for role, child in store.children(oid)
+    ]
+    return node

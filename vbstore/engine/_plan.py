@@ -1,0 +1,279 @@
+"""Plan, then execute: a request becomes derivation steps before anything is computed.
+
+``plan(request)`` resolves every id it can without torch (backbone alias, manifests, derivation
+keys) and says, step by step, whether the output is already stored, on a remote's binary cache,
+or to be computed, with the forward passes and training epochs that would cost.
+``execute(plan)`` then computes only what is missing, through the store's derivations.
+
+A backbone the store has never seen cannot be named without building the model (its weights
+identity is the hash of its tensors), so a dry run says so and stops short of torch: every step
+below it is then necessarily to compute.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..data import load_manifest
+from ..errors import UsageError
+from ..features import OP_VERSION as FEATURES_VERSION
+from ..features import ExtractorParams, extractor_key
+from ..store import Store, derivation_key, derivation_spec
+from ..tasks import Task
+from ._backbone import BackboneRef, find_backbone, resolve_backbone
+from ._cache import remote_has
+from ._features import featureset_spec, packs_present
+from ._requests import ResultRequest
+
+RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One derivation of a plan.
+
+    Attributes:
+        op: ``backbone``, ``manifest``, ``featureset``, ``head`` or ``result``.
+        role: Which one (``eval``, ``train``, ``seed 3``), or empty.
+        status: ``stored``, ``remote`` (on that remote's binary cache), ``compute``, or
+            ``unneeded`` (the result is stored, so nothing under it is read).
+        id: The output id when it is known.
+        work: What computing it costs: ``forward_passes``, ``reused_rows``, ``epochs``, ``samples``.
+        remote: The remote that has it (status ``remote``).
+    """
+
+    op: str
+    role: str = ""
+    status: str = "compute"
+    id: str | None = None
+    work: dict[str, Any] = field(default_factory=dict)
+    remote: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op, "role": self.role, "status": self.status, "id": self.id}
+        if self.work:
+            out["work"] = dict(self.work)
+        if self.remote:
+            out["remote"] = self.remote
+        return out
+
+    def describe(self) -> str:
+        """One line: what, which, and how it will be obtained."""
+        name = f"{self.op} ({self.role})" if self.role else self.op
+        where = {"stored": "stored", "remote": f"on remote {self.remote}",
+                 "unneeded": "not needed (the result is stored)"}.get(self.status, "to compute")
+        ident = f"  [{self.id[:12]}]" if self.id else ""
+        work = self.work
+        costs = []
+        if "forward_passes" in work:
+            costs.append(f"{work['forward_passes']} forward passes")
+            if work.get("reused_rows"):
+                costs.append(f"{work['reused_rows']} rows reused")
+        if "epochs" in work:
+            costs.append(f"{work['epochs']} epochs over {work['samples']} samples")
+        elif "samples" in work:
+            costs.append(f"{work['samples']} samples")
+        if "builds" in work:
+            costs.append(work["builds"])
+        cost = f": {', '.join(costs)}" if costs and self.status == "compute" else ""
+        return f"{name:<22} {where}{cost}{ident}"
+
+
+@dataclass
+class Plan:
+    """A resolved request and its steps; ``execute`` runs it.
+
+    Attributes:
+        request: What was asked.
+        task: The task object; ``task_params`` its resolved parameters.
+        ref: The backbone, or None when only building it could name it (dry run).
+        eval_m, train_m: The manifests (train None for zero-shot tasks or a given head).
+        extractor: Feature settings the task needs.
+        head: The resolved id of a given head.
+        spec: The result's derivation spec (None when the backbone is unresolved).
+        steps: Every derivation, top-down order of dependencies (backbone first).
+    """
+
+    store: Store
+    request: ResultRequest
+    task: Task
+    task_params: dict[str, Any]
+    ref: BackboneRef | None
+    eval_m: Any
+    train_m: Any
+    extractor: ExtractorParams | None
+    head: str | None
+    spec: dict[str, Any] | None
+    steps: list[Step]
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def cached(self) -> bool:
+        """Whether the result itself is stored (nothing to compute)."""
+        return self.steps[-1].status == "stored"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task": self.task.name, "params": self.task_params,
+                "backbone": self.ref.id if self.ref else None,
+                "steps": [s.as_dict() for s in self.steps]}
+
+    def describe(self) -> list[str]:
+        return [s.describe() for s in self.steps]
+
+
+def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> ExtractorParams:
+    """The feature settings a task reads, from the backbone request."""
+    pooling = request.backbone.pooling or (default_pooling if task.pooling == "default" else task.pooling)
+    return ExtractorParams(layers=request.backbone.layers, pooling=pooling, mode=task.feature_mode,
+                           precision=request.backbone.precision, input_size=request.backbone.input_size)
+
+
+def _manifest(store, ref, flag: str):
+    try:
+        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **dict(ref.options))
+    except UsageError as exc:
+        if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
+            exc.hint = exc.hint.replace("--split", flag)
+        raise
+
+
+def _check_text(task: Task, spec: Any) -> None:
+    if task.needs_text and isinstance(spec, str):
+        from ..backbones import parse_spec
+
+        if parse_spec(spec).source != "open_clip":
+            raise UsageError(f"task {task.name!r} compares images with text and needs a CLIP "
+                             f"backbone, not {spec!r}",
+                             hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')")
+
+
+def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> BackboneRef | None:
+    """The backbone of a request; with ``build`` off, None when only building could name it."""
+    b = request.backbone
+    options = {"weights": b.weights, "seed": b.seed, "input_size": b.input_size,
+               "use_projection": task.needs_text}
+    if build:
+        return resolve_backbone(store, b.spec, **options)
+    return find_backbone(store, b.spec, **options)
+
+
+def result_spec(plan_task: Task, task_params, ref_id: str, eval_id: str, train_id: str | None,
+                head: str | None, seeds: list[int], extractor: ExtractorParams, strict: bool
+                ) -> dict[str, Any]:
+    """The result's derivation spec: cheap ids and every setting, so a hit needs no features."""
+    inputs = {"backbone": ref_id, "eval_manifest": eval_id}
+    if train_id is not None:
+        inputs["train_manifest"] = train_id
+    if head is not None:
+        inputs["head"] = head
+    return derivation_spec("result", plan_task.op_version, inputs, {
+        "task": plan_task.name, "task_params": task_params, "seeds": seeds,
+        "extractor": extractor.to_dict(), "features_op_version": FEATURES_VERSION,
+        "record_version": RECORD_VERSION, **({"strict": strict} if head else {}),
+    })
+
+
+def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = False) -> Plan:
+    """Resolve ``request`` into steps, each stored, on a remote, or to compute.
+
+    With ``dry_run`` nothing is built or computed (a manifest is still read, as any ``get``
+    does, since its id is the hash of the data) and torch is not imported.
+
+    Raises:
+        UsageError: a bad parameter or combination; UnknownTask, UnknownBackbone, BadInput...
+    """
+    store = store if store is not None else Store()
+    task = request.probe.spec
+    task_params = request.probe.resolved_params()
+    _check_text(task, request.backbone.spec)
+    ref = backbone_of(store, request, task, build=not dry_run)
+    eval_m = _manifest(store, request.data, "--split")
+    train_m = _manifest(store, request.train, "--train-split") if request.train is not None else None
+    head = store.resolve(request.probe.head) if request.probe.head is not None else None
+    seeds = request.probe.seed_list
+    steps = [Step("backbone", status="stored" if ref is not None else "compute",
+                  id=ref.id if ref else None,
+                  work={} if ref else {"builds": f"builds {request.backbone.spec} (imports torch)"})]
+    steps.append(Step("manifest", "eval", "stored", eval_m.id, {"samples": len(eval_m)}))
+    if train_m is not None:
+        steps.append(Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}))
+    if ref is None:
+        extractor, spec = None, None
+    else:
+        extractor = extractor_for(task, request, ref.default_pooling)
+        spec = result_spec(task, task_params, ref.id, eval_m.id, train_m.id if train_m else None,
+                           head, seeds, extractor, request.probe.strict)
+    result_id = store.lookup(derivation_key(spec)) if spec is not None else None
+    unneeded = result_id is not None
+    features = {}
+    for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
+        if manifest is None:
+            continue
+        step = _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
+        features[role] = step
+        steps.append(step)
+    if task.trains_head and head is None:
+        for seed in seeds:
+            steps.append(_head_step(store, task, task_params, features["train"], train_m, seed,
+                                    unneeded, dry_run))
+    if head is not None:
+        steps.append(Step("head", "given", "stored", head))
+    result_step = Step("result", status="stored" if unneeded else "compute", id=result_id,
+                       work={"samples": len(eval_m)})
+    if not unneeded and dry_run and spec is not None:
+        result_step = _on_remote(store, derivation_key(spec), result_step)
+    steps.append(result_step)
+    return Plan(store, request, task, task_params, ref, eval_m, train_m, extractor, head, spec, steps)
+
+
+def _on_remote(store, key: str, step: Step) -> Step:
+    name = remote_has(store, key)
+    if name is None:
+        return step
+    return Step(step.op, step.role, "remote", step.id, {}, name)
+
+
+def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -> Step:
+    if ref is None:
+        return Step("featureset", role, work={"forward_passes": len(manifest)})
+    key = derivation_key(featureset_spec(ref.id, manifest.id, extractor))
+    oid = store.lookup(key, valid=lambda o: packs_present(store, o))
+    if oid is not None:
+        return Step("featureset", role, "unneeded" if unneeded else "stored", oid)
+    reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
+    step = Step("featureset", role, "unneeded" if unneeded else "compute",
+                work={"forward_passes": len(manifest) - reused, "reused_rows": reused})
+    return _on_remote(store, key, step) if dry_run and not unneeded else step
+
+
+def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run) -> Step:
+    role = f"seed {seed}"
+    work = {"samples": len(train_m)}
+    if "epochs" in task_params:
+        work["epochs"] = task_params["epochs"]
+    if features.id is None or features.status not in ("stored", "unneeded"):
+        return Step("head", role, "unneeded" if unneeded else "compute", work=work)
+    key = derivation_key(head_spec(task, task_params, features.id, seed))
+    oid = store.lookup(key)
+    if oid is not None:
+        return Step("head", role, "unneeded" if unneeded else "stored", oid)
+    step = Step("head", role, "unneeded" if unneeded else "compute", work=work)
+    return _on_remote(store, key, step) if dry_run and not unneeded else step
+
+
+def head_spec(task: Task, task_params: dict[str, Any], train_features: str, seed: int) -> dict[str, Any]:
+    """The derivation spec of one seed's head on one train featureset."""
+    return derivation_spec("head", task.op_version, {"features": train_features},
+                           {"task": task.name, "task_params": task_params, "seed": seed})
+
+
+def featureset_count(steps: list[Step]) -> int:
+    """Forward passes a plan would run (for messages)."""
+    return sum(s.work.get("forward_passes", 0) for s in steps if s.status == "compute")
+
+
+def epochs_count(steps: list[Step]) -> int:
+    return sum(int(math.ceil(s.work.get("epochs", 0))) for s in steps if s.status == "compute")

@@ -1,0 +1,194 @@
+"""Requests: what a user asks the engine for, as frozen, validated values.
+
+The Python API and the CLI build the same three objects, so a flag and a keyword argument are
+checked once, in one place. Task parameters live in their own mapping: a task parameter can
+never be mistaken for an engine option (``-p seed=3`` is refused with the flag to use).
+
+```python
+request = ResultRequest(
+    BackboneRequest("test_vit", weights="random"),
+    ProbeRequest("knn", params={"k": 10}),
+    DataRef("shapes", split="val"), DataRef("shapes", split="train"))
+plan = vbstore.engine.plan(request)      # torch-free: what is stored, what will be computed
+result = vbstore.engine.execute(plan)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import UsageError
+from ..tasks import Task, get_task
+
+PRECISIONS = ("fp32", "bf16")
+
+# Engine options a user might try to pass as a task parameter: named with the flag to use.
+ENGINE_OPTIONS = {
+    "seed": "--seed", "seeds": "--seeds", "weights": "--weights", "backbone_seed": "--backbone-seed",
+    "input_size": "--input-size", "layers": "--layers", "precision": "--precision",
+    "device": "--device", "split": "--split", "train_split": "--train-split", "limit": "--limit",
+    "train_limit": "--train-limit", "strict": "--no-strict", "recompute": "--recompute",
+}
+
+
+def _int(name: str, value: Any, minimum: int, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{name} must be an integer >= {minimum}, not {value!r}")
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class BackboneRequest:
+    """Which backbone, with which weights, seen how.
+
+    Attributes:
+        spec: A spec string (``torchvision:resnet18``, ``test_vit``...) or a built Backbone.
+        weights: ``default`` (pinned pretrained), a pretrained tag, a checkpoint path, or ``random``.
+        seed: Init seed with ``weights="random"``.
+        input_size: Overrides the model's input resolution.
+        layers: Block indices to extract (negative from the end).
+        pooling: Overrides the pooled vector (default: what the task asks for).
+        precision: ``fp32`` or ``bf16``.
+    """
+
+    spec: Any
+    weights: str = "default"
+    seed: int | None = None
+    input_size: int | None = None
+    layers: tuple[int, ...] = (-1,)
+    pooling: str | None = None
+    precision: str = "fp32"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.spec, str) and not self.spec.strip():
+            raise UsageError("a backbone spec is empty", hint="e.g. --backbone torchvision:resnet18")
+        object.__setattr__(self, "weights", str(self.weights))
+        _int("backbone seed", self.seed, 0, optional=True)
+        _int("input size", self.input_size, 1, optional=True)
+        layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):
+            raise UsageError(f"layers must be integers, not {self.layers!r}", hint="e.g. --layers 2,5,8,11")
+        if len(set(layers)) != len(layers):
+            raise UsageError(f"layers {list(layers)} name a layer twice")
+        object.__setattr__(self, "layers", layers)
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+
+
+@dataclass(frozen=True)
+class DataRef:
+    """A split of a dataset: a folder, a list file or a named source, with layout options.
+
+    Attributes:
+        source: A folder, a ``.csv``/``.jsonl`` list, ``sklearn:digits``, ``shapes``...
+        split: The split to read (``train``, ``val``...), when the data has splits.
+        limit: Per-class (or total) cap on samples.
+        options: Layout options (``layout``, ``stems``, ``target``...; see ``vbstore.data.OPTIONS``).
+    """
+
+    source: Any
+    split: str | None = None
+    limit: int | None = None
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.source is None or (isinstance(self.source, str) and not self.source.strip()):
+            raise UsageError("no data given", hint="pass --data PATH (a folder, a list, or shapes)")
+        _int("limit", self.limit, 1, optional=True)
+        object.__setattr__(self, "options", _frozen(self.options))
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """Which probe, with which settings.
+
+    Attributes:
+        task: A registered task name (``vbstore list tasks``).
+        params: Task parameters; defaults fill the rest, unknown names are refused.
+        seed: Seed of the first run; ``seeds`` runs use ``seed, seed+1, ...``.
+        seeds: How many seeds to run on one set of features.
+        head: A stored head (id or ref) to apply instead of training one.
+        strict: Refuse a head trained for other features (off: warn, and compare with nothing).
+    """
+
+    task: str
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    seed: int = 0
+    seeds: int = 1
+    head: str | None = None
+    strict: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", _frozen(self.params))
+        _int("seed", self.seed, 0)
+        _int("seeds", self.seeds, 1)
+
+    @property
+    def spec(self) -> Task:
+        """The registered task.
+
+        Raises:
+            UnknownTask: no task has that name.
+        """
+        return get_task(self.task)
+
+    def resolved_params(self) -> dict[str, Any]:
+        """Every task parameter, defaults filled and values normalised.
+
+        Raises:
+            UsageError: an unknown parameter (an engine option named with its flag) or a bad value.
+        """
+        task = self.spec
+        for key in self.params:
+            if key in ENGINE_OPTIONS and key not in task.params:
+                raise UsageError(f"{key!r} is not a parameter of task {task.name!r} but an option "
+                                 "of vbstore itself", hint=f"use {ENGINE_OPTIONS[key]} instead of -p {key}=...")
+        return task.resolve_params(self.params)
+
+    @property
+    def seed_list(self) -> list[int]:
+        return [self.seed + i for i in range(self.seeds)]
+
+
+@dataclass(frozen=True)
+class ResultRequest:
+    """A probe's metrics for a backbone on data: everything ``plan`` needs.
+
+    Attributes:
+        backbone: The backbone request.
+        probe: The probe request.
+        data: The evaluation split.
+        train: The training split (tasks that fit a head, unless ``probe.head`` is given).
+    """
+
+    backbone: BackboneRequest
+    probe: ProbeRequest
+    data: DataRef
+    train: DataRef | None = None
+
+    def __post_init__(self) -> None:
+        task = self.probe.spec
+        if task.zero_shot and self.train is not None:
+            raise UsageError(f"task {task.name!r} is zero-shot and takes no training data",
+                             hint="drop --train-data")
+        if task.zero_shot and self.probe.head is not None:
+            raise UsageError(f"task {task.name!r} is zero-shot and uses no head", hint="drop --head")
+        if task.trains_head and self.train is None and self.probe.head is None:
+            raise UsageError(f"task {task.name!r} trains a head on training data",
+                             hint="pass --train-data DATA (and --train-split if it has splits)")
+
+
+def layers_arg(layers: Sequence[int] | int | None) -> tuple[int, ...]:
+    """``--layers`` as given (None: the last block)."""
+    if layers is None:
+        return (-1,)
+    return (layers,) if isinstance(layers, int) else tuple(layers)

@@ -1,0 +1,128 @@
+"""Many results at once: every backbone x task of a sweep, and the rows of stored results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError, VbstoreError
+from ..records import ResultRecord
+from ..tasks import get_task, ordered_metrics
+from ._results import get_result
+
+
+@dataclass(frozen=True)
+class SweepEntry:
+    """One backbone line of a sweep file: ``SPEC [weights=W] [seed=N] [input_size=N]``."""
+
+    backbone: str
+    weights: str = "default"
+    seed: int | None = None
+    input_size: int | None = None
+
+    @property
+    def label(self) -> str:
+        options = [f"{k}={v}" for k, v in (("weights", self.weights), ("seed", self.seed),
+                                            ("input_size", self.input_size))
+                   if v is not None and (k != "weights" or v != "default")]
+        return " ".join([self.backbone, *options])
+
+
+def read_backbones_file(path: str | Path) -> list[SweepEntry]:
+    """The entries of a backbones file; blank lines and ``#`` comments skipped.
+
+    Raises:
+        UsageError: a line that cannot be read (file:line named), or no backbone at all.
+    """
+    entries = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        spec, *options = line.split()
+        fields: dict[str, Any] = {}
+        for option in options:
+            key, sep, value = option.partition("=")
+            if not sep or key not in ("weights", "seed", "input_size"):
+                raise UsageError(f"{path}:{number}: cannot read {option!r}",
+                                 hint="use weights=W, seed=N or input_size=N after the spec")
+            try:
+                fields[key] = value if key == "weights" else int(value)
+            except ValueError:
+                raise UsageError(f"{path}:{number}: {key} must be an integer, not {value!r}") from None
+        entries.append(SweepEntry(spec, **fields))
+    if not entries:
+        raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")
+    return entries
+
+
+def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_data: Any = None, *,
+          params: Mapping[str, Any] | None = None, store=None, split: str | None = None,
+          train_split: str | None = None, limit: int | None = None, train_limit: int | None = None,
+          seed: int = 0, progress: bool = True, data_options: Mapping[str, Any] | None = None,
+          ) -> Iterator[dict[str, Any]]:
+    """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
+
+    Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
+    declare it.
+
+    Raises:
+        UnknownTask: before any work, for a task name nobody registered.
+        UsageError: a parameter no task of the sweep takes.
+    """
+    task_objs = [get_task(name) for name in tasks]  # unknown tasks fail before any work
+    given = dict(params or {})
+    unused = sorted(k for k in given if not any(k in t.params for t in task_objs))
+    if unused:
+        raise UsageError(f"no task of this sweep takes {', '.join(unused)}",
+                         hint="see the parameters with: vbstore list tasks")
+    for entry in entries:
+        for task in task_objs:
+            train = not task.zero_shot
+            row: dict[str, Any] = {"backbone": entry.label, "task": task.name}
+            try:
+                result = get_result(
+                    entry.backbone, task.name, data, train_data if train else None, store=store,
+                    split=split, train_split=train_split if train else None, limit=limit,
+                    train_limit=train_limit if train else None, seed=seed, weights=entry.weights,
+                    backbone_seed=entry.seed, input_size=entry.input_size, progress=progress,
+                    data_options=data_options,
+                    params={k: v for k, v in given.items() if k in task.params})
+                row.update(id=result.id, from_cache=result.from_cache,
+                           metrics=ordered_metrics(task.name, result.metrics))
+            except VbstoreError as exc:
+                row["error"] = str(exc)
+            yield row
+
+
+BASE_COLUMNS = ["id", "task", "backbone", "weights", "input_size", "data", "split", "samples",
+                "seeds", "params"]
+
+
+def result_rows(store, task: str | None = None, backbone: str | None = None,
+                weights: str | None = None) -> list[dict[str, Any]]:
+    """One flat row per stored result, filtered; metrics as their own keys (``BASE_COLUMNS`` first)."""
+    rows = []
+    for info in store.ls("result"):
+        if not store.has(info.id):
+            continue
+        record = ResultRecord.from_dict(store.read_json(info.id))
+        if task and record.task != task:
+            continue
+        if backbone and backbone not in record.spec and not record.inputs.get("backbone", "").startswith(backbone):
+            continue
+        if weights and record.weights_kind != weights:
+            continue
+        evaluation = record.eval_data
+        row = {"id": info.id[:12], "task": record.task, "backbone": record.spec,
+               "weights": record.weights_kind, "data": evaluation.get("manifest", "")[:12],
+               "split": evaluation.get("split"), "samples": evaluation.get("samples"),
+               "seeds": len(record.seeds or [record.seed]),
+               "input_size": (record.extractor or {}).get("input_size"),
+               "params": " ".join(f"{k}={v}" for k, v in sorted(record.params.items()))}
+        metrics = ordered_metrics(record.task, record.metrics)
+        row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        rows.append(row)
+    return rows

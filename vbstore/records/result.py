@@ -1,0 +1,76 @@
+"""The ``result`` record: metrics and everything that produced them (schemas/result.schema.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tasks import ordered_metrics
+from ._base import Record
+
+
+@dataclass(frozen=True)
+class ResultRecord(Record):
+    """A stored result.
+
+    Attributes:
+        task, op_version, level: The task and the version of its numbers.
+        params: Every task parameter (defaults filled).
+        seed, seeds: The first seed and every seed run.
+        metrics: Headline numbers (the mean over seeds when several ran).
+        inputs: Role -> artifact id of every input (backbone, manifests, features, heads...).
+        backbone: ``spec``, ``source``, ``architecture``.
+        weights_kind: ``pretrained``, ``checkpoint`` or ``random``.
+        extractor: The feature settings.
+        data: ``eval`` (and ``train``): manifest id, split, samples.
+        versions, device, timings: Where and with what it ran.
+        features_from_cache: Whether no forward pass ran.
+        comparable: False when a mismatched head was applied (``--no-strict``).
+        warnings, train_metrics, per_seed, aggregate, protocol: Present when they apply.
+    """
+
+    kind = "result"
+
+    task: str
+    op_version: int
+    metrics: dict[str, Any]
+    params: dict[str, Any]
+    inputs: dict[str, str]
+    level: str | None = None
+    seed: int | None = None
+    seeds: list[int] | None = None
+    backbone: dict[str, Any] | None = None
+    weights_kind: str | None = None
+    extractor: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+    versions: dict[str, Any] | None = None
+    device: str | None = None
+    features_from_cache: bool | None = None
+    comparable: bool | None = None
+    warnings: list[str] | None = None
+    train_metrics: dict[str, float] | None = None
+    per_seed: list[dict[str, Any]] | None = None
+    aggregate: dict[str, dict[str, Any]] | None = None
+    protocol: str | None = None
+    timings: dict[str, float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> str:
+        """The backbone as the user named it."""
+        return (self.backbone or {}).get("spec", "")
+
+    @property
+    def eval_data(self) -> dict[str, Any]:
+        """``manifest``, ``split`` and ``samples`` of the evaluation split."""
+        return (self.data or {}).get("eval", {})
+
+    @property
+    def is_comparable(self) -> bool:
+        return self.comparable is not False
+
+    def summary(self, count: int = 4) -> str:
+        """``task: metric=value, ...`` for the first ``count`` metrics in the task's order."""
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
+                          for k, v in list(ordered_metrics(self.task, self.metrics).items())[:count])
+        return f"{self.task}: {shown}"
