@@ -26,17 +26,17 @@ def _damage(store, oid: str, finite: bool = True) -> None:
 
 
 def _packs(store, result, role="eval"):
-    features = result.record["inputs"][f"{role}_features"]
+    features = result.record.inputs[f"{role}_features"]
     return store.read_json(features)["packs"]
 
 
 @pytest.mark.parametrize("finite", [True, False])
 def test_a_damaged_pack_is_an_integrity_error_not_a_number(store, shapes, finite):
-    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, k=5, **KW)
+    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 5}, **KW)
     _damage(store, _packs(store, first)[0], finite)
     # another k reuses the cached features: they must be verified before the task sees them
     with pytest.raises(CorruptObject, match="fsck --repair") as caught:
-        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, k=3, **KW)
+        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 3}, **KW)
     assert caught.value.exit_code == 4
     assert [r.id for r in store.ls("result")] == [first.id]  # nothing wrong was stored
 
@@ -71,17 +71,17 @@ def test_repair_invalidates_everything_built_on_the_damaged_pack(store, shapes):
     edges = {}
     for role, child in store.children(first.id):
         edges.setdefault(role, []).append(child)
-    wrong = store.put_json({**first.record, "metrics": {"top1": 0.0, "top5": 0.0}}, "result",
+    wrong = store.put_json({**store.read_json(first.id), "metrics": {"top1": 0.0, "top5": 0.0}}, "result",
                            edges=edges)
     store.record(spec, wrong)
     _damage(store, pack)
     report = store.fsck(repair=True)
     assert report.repaired == [pack]
-    built_on_it = [first.record["inputs"]["train_features"], first.record["inputs"]["head"],
+    built_on_it = [first.record.inputs["train_features"], first.record.inputs["head"],
                    first.id, wrong]
     for oid in built_on_it:  # nothing built on the pack is served any more
         assert store.db.one("SELECT 1 FROM derivations WHERE output=?", (oid,)) is None, oid
-    eval_features = first.record["inputs"]["eval_features"]  # ...and what is not, still is
+    eval_features = first.record.inputs["eval_features"]  # ...and what is not, still is
     assert store.db.one("SELECT 1 FROM derivations WHERE output=?", (eval_features,))
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     assert not again.from_cache and again.id != wrong
@@ -91,7 +91,7 @@ def test_repair_invalidates_everything_built_on_the_damaged_pack(store, shapes):
 def test_a_recompute_that_does_not_reproduce_raises(store, shapes):
     first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     spec = store.derivation_of(first.id)
-    wrong = store.put_json({**first.record, "metrics": {**first.metrics, "top1": 0.01}}, "result")
+    wrong = store.put_json({**store.read_json(first.id), "metrics": {**first.metrics, "top1": 0.01}}, "result")
     store.record(spec, wrong)
     with pytest.raises(NotReproduced, match="did not reproduce") as caught:
         vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
