@@ -143,3 +143,17 @@ def test_gc_with_no_grace_never_breaks_a_running_get(tmp_path, shapes):
         assert store.fsck().clean
         for oid in answer["record"]["inputs"].values():
             assert store.has(oid), oid
+
+
+def test_seeds_report_their_spread_as_what_it_is(store, shapes):
+    result = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=2,
+                                **KW)
+    record = result.record
+    per_seed = [m["top1"] for m in record.per_seed]
+    top1 = record.aggregate["top1"]
+    assert top1["over"] == "seeds" and (top1["min"], top1["max"]) == (min(per_seed), max(per_seed))
+    assert set(record.train_aggregate) == set(record.train_metrics)
+    assert record.train_aggregate["train_top1"]["n"] == 2
+    assert not any("ignores the seed" in w for w in record.warnings or [])
+    knn = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, seeds=2, **KW)
+    assert any("knn ignores the seed" in w for w in knn.record.warnings)
