@@ -31,6 +31,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check vbstore tests benchmarks
+	$(BIN)/python -m mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

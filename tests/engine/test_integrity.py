@@ -32,7 +32,8 @@ def _packs(store, result, role="eval"):
 
 @pytest.mark.parametrize("finite", [True, False])
 def test_a_damaged_pack_is_an_integrity_error_not_a_number(store, shapes, finite):
-    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 5}, **KW)
+    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 5},
+                               **KW)
     _damage(store, _packs(store, first)[0], finite)
     # another k reuses the cached features: they must be verified before the task sees them
     with pytest.raises(CorruptObject, match="fsck --repair") as caught:
@@ -71,8 +72,8 @@ def test_repair_invalidates_everything_built_on_the_damaged_pack(store, shapes):
     edges = {}
     for role, child in store.children(first.id):
         edges.setdefault(role, []).append(child)
-    wrong = store.put_json({**store.read_json(first.id), "metrics": {"top1": 0.0, "top5": 0.0}}, "result",
-                           edges=edges)
+    wrong_doc = {**store.read_json(first.id), "metrics": {"top1": 0.0, "top5": 0.0}}
+    wrong = store.put_json(wrong_doc, "result", edges=edges)
     store.record(spec, wrong)
     _damage(store, pack)
     report = store.fsck(repair=True)
@@ -84,20 +85,24 @@ def test_repair_invalidates_everything_built_on_the_damaged_pack(store, shapes):
     eval_features = first.record.inputs["eval_features"]  # ...and what is not, still is
     assert store.db.one("SELECT 1 FROM derivations WHERE output=?", (eval_features,))
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
-    assert not again.from_cache and again.id != wrong
-    assert again.metrics["top1"] == good and store.verify(pack)
+    assert not again.from_cache
+    assert again.id != wrong
+    assert again.metrics["top1"] == good
+    assert store.verify(pack)
 
 
 def test_a_recompute_that_does_not_reproduce_raises(store, shapes):
     first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     spec = store.derivation_of(first.id)
-    wrong = store.put_json({**store.read_json(first.id), "metrics": {**first.metrics, "top1": 0.01}}, "result")
+    wrong_doc = {**store.read_json(first.id), "metrics": {**first.metrics, "top1": 0.01}}
+    wrong = store.put_json(wrong_doc, "result")
     store.record(spec, wrong)
     with pytest.raises(NotReproduced, match="did not reproduce") as caught:
         vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
                            recompute=True, **KW)
     error = caught.value
-    assert error.previous == wrong and store.read_json(error.new)["metrics"] == first.metrics
+    assert error.previous == wrong
+    assert store.read_json(error.new)["metrics"] == first.metrics
     assert error.max_abs_diff == pytest.approx(abs(first.metrics["top1"] - 0.01))
     assert error.exit_code == 9
     assert store.lookup(derivation_key(spec)) == error.new  # the fresh numbers are served
@@ -151,7 +156,8 @@ def test_seeds_report_their_spread_as_what_it_is(store, shapes):
     record = result.record
     per_seed = [m["top1"] for m in record.per_seed]
     top1 = record.aggregate["top1"]
-    assert top1["over"] == "seeds" and (top1["min"], top1["max"]) == (min(per_seed), max(per_seed))
+    assert top1["over"] == "seeds"
+    assert (top1["min"], top1["max"]) == (min(per_seed), max(per_seed))
     assert set(record.train_aggregate) == set(record.train_metrics)
     assert record.train_aggregate["train_top1"]["n"] == 2
     assert not any("ignores the seed" in w for w in record.warnings or [])

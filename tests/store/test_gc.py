@@ -163,7 +163,8 @@ def test_gc_spares_outputs_a_running_computation_has_published(store):
     spec = derivation_spec("op", 1, {}, {})
     with store.lease(derivation_key(spec)), Store(store.root) as other:
         pack = put_pack(store, {"x": __import__("numpy").zeros(3)})  # written, not yet recorded
-        assert other.gc(grace=0).removed == [] and store.has(pack)
-        assert other.gc(grace=0, max_size=0).evicted == [] and store.has(pack)
+        assert other.gc(grace=0).removed == []
+        assert other.gc(grace=0, max_size=0).evicted == []
+        assert store.has(pack)
     with Store(store.root) as other:  # the lease ended and nothing recorded the pack: garbage
         assert [o["id"] for o in other.gc(grace=0).removed] == [pack]

@@ -191,12 +191,11 @@ class FsckMixin:
 
 def _forget_built_on(conn, oid: str) -> None:
     """Drop the derivation records and aliases of everything that reaches ``oid`` through edges."""
-    built_on = (
+    built_on = [row[0] for row in conn.execute(
         "WITH RECURSIVE up(id) AS (SELECT parent FROM edges WHERE child = ? "
-        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up"
-    )
-    conn.execute(f"DELETE FROM derivations WHERE output IN ({built_on})", (oid,))
-    conn.execute(f"DELETE FROM aliases WHERE id IN ({built_on})", (oid,))
+        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up", (oid,))]
+    conn.executemany("DELETE FROM derivations WHERE output = ?", [(i,) for i in built_on])
+    conn.executemany("DELETE FROM aliases WHERE id = ?", [(i,) for i in built_on])
 
 
 def _pid_alive(pid: int) -> bool:
