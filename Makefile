@@ -36,6 +36,7 @@ registry: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check vbstore tests benchmarks
+	$(BIN)/python -m mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -59,7 +59,8 @@ class CorruptObject(VbstoreError, ValueError):
     def __init__(self, oid: str, path: str, actual: str | None = None) -> None:
         super().__init__(
             f"object {oid[:12]} is corrupt: {path} does not hash to its id",
-            hint="run `vbstore fsck` (with a remote configured, `vbstore fsck --repair`)",
+            hint="run `vbstore fsck --repair`: it moves the blob aside (re-fetched from a remote "
+                 "when one has it) and the next `get` recomputes everything built on it",
         )
         self.oid = oid
         self.path = path

@@ -156,3 +156,16 @@ def test_a_parent_recorded_during_gc_keeps_its_old_input(store, monkeypatch):
     monkeypatch.setattr(store, "reachable", walk_then_a_writer_arrives)
     assert store.gc().removed == []
     assert store.has(child) and store.fsck().clean
+
+
+def test_gc_spares_outputs_a_running_computation_has_published(store):
+    from vbstore import Store
+
+    spec = derivation_spec("op", 1, {}, {})
+    with store.lease(derivation_key(spec)), Store(store.root) as other:
+        pack = put_pack(store, {"x": __import__("numpy").zeros(3)})  # written, not yet recorded
+        assert other.gc(grace=0).removed == []
+        assert other.gc(grace=0, max_size=0).evicted == []
+        assert store.has(pack)
+    with Store(store.root) as other:  # the lease ended and nothing recorded the pack: garbage
+        assert [o["id"] for o in other.gc(grace=0).removed] == [pack]

@@ -88,26 +88,40 @@ class VbstoreGroup(click.Group):
     """A group that turns a known error into one line and its documented exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        # the subcommand's own --json is not parsed yet when its error reaches us
+        as_json = "--json" in ctx.args
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except click.ClickException as exc:
+            if not as_json:
+                raise
+            _fail(exc.format_message(), exc.exit_code, as_json, type(exc).__name__)
         except VbstoreError as exc:
-            _fail(str(exc), exc.exit_code)
+            message = str(exc.args[0]) if exc.args else str(exc)
+            _fail(message, exc.exit_code, as_json, type(exc).__name__, exc.hint)
         except KeyboardInterrupt:
-            _fail("interrupted; the store is unchanged by the unfinished step", 130)
+            _fail("interrupted; the store is unchanged by the unfinished step", 130, as_json,
+                  "KeyboardInterrupt")
         except BrokenPipeError:
             # the reader went away (`vbstore ls | head`): not an error; keep exit quiet
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
         except OSError as exc:
-            _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 7)
+            _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 7, as_json,
+                  type(exc).__name__)
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int, as_json: bool = False, kind: str = "", hint: str = "") -> None:
+    """Print one error line (with --json: one JSON object on stdout) and exit with ``code``."""
     if os.environ.get("VBSTORE_DEBUG"):
         raise
-    click.echo(f"error: {message}", err=True)
+    if as_json:
+        click.echo(json.dumps({"error": message, "hint": hint, "exit_code": code, "type": kind},
+                              sort_keys=True))
+    else:
+        click.echo(f"error: {message}; {hint}" if hint else f"error: {message}", err=True)
     sys.exit(code)
 
 

@@ -43,7 +43,8 @@ def reference() -> str:
              "Generated from `--help` by `python -m vbstore.cli._reference`; a test fails when "
              "this page and the code disagree.", "",
              "Every command takes `--json`; errors are one line naming the fix (set "
-             "`VBSTORE_DEBUG=1` for the traceback).", "", "## Exit codes", "",
+             "`VBSTORE_DEBUG=1` for the traceback). With `--json`, an error is one JSON object on "
+             'stdout instead: `{"error", "hint", "exit_code", "type"}`.', "", "## Exit codes", "",
              "| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
     lines.append("")

@@ -57,7 +57,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--train-limit", type=click.IntRange(min=1), default=None, help="The same cap for training data.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe's training.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run N seeds on one set of features; report mean, std and a bootstrap 95% CI.")
+              help="Run N seeds on one set of features; report mean, std, min, max and a 95% "
+                   "t-interval over the seeds (the probe's randomness, not the eval sample's).")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
 @click.option("--head", default=None, help="Apply this stored head (id or ref) instead of training one.")
@@ -124,12 +125,16 @@ def print_result(result) -> None:
     for name, value in ordered_metrics(record.task, record.metrics).items():
         if name in aggregate:
             a = aggregate[name]
-            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  "
-                       f"(95% CI {a['ci_low']:.4f}–{a['ci_high']:.4f}, n={a['n']})")
+            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds "
+                       f"(95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})")
         else:
             click.echo(f"  {name:<28} {value:.4f}")
     for name, value in (record.train_metrics or {}).items():
-        click.echo(f"  {name:<28} {value:.4f}  (train)")
+        a = (record.train_aggregate or {}).get(name)
+        if a:
+            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds (train)")
+        else:
+            click.echo(f"  {name:<28} {value:.4f}  (train)")
     for warning in record.warnings or []:
         click.echo(f"  warning: {warning}", err=True)
     if not record.is_comparable:

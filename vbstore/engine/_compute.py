@@ -217,6 +217,12 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
         aggregate = aggregate_seeds(per_seed)
         metrics = {k: v["mean"] for k, v in aggregate.items()}
     same = plan.train_m is not None and plan.train_m.id == plan.eval_m.id
+    warnings = ["trained and evaluated on the same samples: the metrics are train metrics"] if same else []
+    if len(seeds) > 1 and not plan.task.stochastic:
+        warnings.append(f"{plan.task.name} ignores the seed: the {len(seeds)} seeds ran the same "
+                        "computation, so their spread is 0 by construction")
+    trained = [m for m in train_metrics if m]
+    train_aggregate = aggregate_seeds(trained) if len(trained) > 1 else None
     return ResultRecord(
         task=plan.task.name, op_version=plan.task.op_version, level=plan.task.level,
         params=plan.task_params, seed=seeds[0], seeds=seeds, metrics=metrics, inputs=inputs,
@@ -225,10 +231,10 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
         weights_kind=weights["origin"], extractor=plan.extractor.to_dict(), data=data,
         versions=versions(), device=_device_name(run), features_from_cache=all(run.from_cache.values()),
         comparable=comparable,
-        warnings=["trained and evaluated on the same samples: the metrics are train metrics"]
-        if same else None,
+        warnings=warnings or None,
         train_metrics=train_metrics[0] if train_metrics and train_metrics[0] else None,
         per_seed=per_seed if len(seeds) > 1 else None, aggregate=aggregate,
+        train_aggregate=train_aggregate,
         protocol=getattr(plan.task, "protocol", None),
         timings={**run.timings, "total_s": round(time.perf_counter() - plan.started, 4)},
     )

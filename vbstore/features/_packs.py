@@ -102,16 +102,16 @@ def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str, dense_dtype
 
 
 def read_pack_tensor(store, pack: str, name: str, rows: Sequence[int] | None = None) -> torch.Tensor:
-    """Rows of one tensor of a pack, read through mmap.
+    """Rows of one tensor of a pack, read through mmap once the pack's hash is verified.
 
     Raises:
-        CorruptObject: the pack cannot be parsed (run ``vbstore fsck``).
+        CorruptObject: the pack does not hash to its id or cannot be parsed.
         VbstoreError: the pack has no tensor ``name``.
     """
     from safetensors import SafetensorError
     from safetensors.torch import safe_open
 
-    path = store.path(pack)
+    path = store.verified_path(pack)
     try:
         with safe_open(str(path), framework="pt") as handle:
             if name not in handle.keys():

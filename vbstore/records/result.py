@@ -27,6 +27,8 @@ class ResultRecord(Record):
         features_from_cache: Whether no forward pass ran.
         comparable: False when a mismatched head was applied (``--no-strict``).
         warnings, train_metrics, per_seed, aggregate, protocol: Present when they apply.
+            ``aggregate`` (and ``train_aggregate`` for training metrics) is the spread over the
+            seeds only (``over: "seeds"``): mean, std, min, max and a Student-t interval.
     """
 
     kind = "result"
@@ -51,6 +53,7 @@ class ResultRecord(Record):
     train_metrics: dict[str, float] | None = None
     per_seed: list[dict[str, Any]] | None = None
     aggregate: dict[str, dict[str, Any]] | None = None
+    train_aggregate: dict[str, dict[str, Any]] | None = None
     protocol: str | None = None
     timings: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1,7 +1,8 @@
-"""Hashes of input files, cached under their (dev, inode, size, mtime_ns, ctime_ns).
+"""Hashes of files, cached under their (dev, inode, size, mtime_ns, ctime_ns).
 
 A second hash of an unchanged folder costs one ``stat`` per file and one indexed query per
-chunk of files; a touched or replaced file changes its state and is re-hashed.
+chunk of files; a touched or replaced file changes its state and is re-hashed. The same cache
+lets a blob that is read many times (a feature pack) be verified once per state of its file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import BadInput, StoreIOError
+from ..errors import BadInput, CorruptObject, StoreIOError
 from ._objects import hash_file
 
 # A file modified this recently may change again within the timestamp granularity: do not cache it.
@@ -75,6 +76,22 @@ class FileStateMixin:
             if problems:  # the good files stay cached: fixing one file re-reads only it
                 raise BadInput(what, sorted(problems))
         return hashes  # type: ignore[return-value]
+
+    def verified_path(self, oid: str) -> Path:
+        """The path of blob ``oid`` after checking its bytes still hash to ``oid``.
+
+        Read through mmap, a blob's values reach a task without passing any hash; this hashes
+        the file once and remembers the answer under the file's state, so the next read costs a
+        ``stat`` and a query, and any write to the file (which changes its state) re-hashes it.
+
+        Raises:
+            ObjectNotFound: no such blob.
+            CorruptObject: its bytes no longer hash to ``oid`` (the hint names ``fsck --repair``).
+        """
+        path = self.path(oid)  # type: ignore[attr-defined]
+        if self.hash_files([path])[0] != oid:
+            raise CorruptObject(oid, str(path))
+        return path
 
     def _cached_states(self, states: list[tuple]) -> dict[tuple, str]:
         # one indexed query per device: (dev, inode) is the primary key, and json_each passes

@@ -133,7 +133,15 @@ class FsckMixin:
         return report
 
     def _quarantine(self, oids: list[str], refetch) -> tuple[list[str], list[str]]:
-        """Move damaged blobs out of ``objects/``; re-fetch them or forget them."""
+        """Move damaged blobs out of ``objects/``; re-fetch them or forget them.
+
+        A blob that is not re-fetched is forgotten with everything built on it: every
+        derivation whose output reaches it through edges (the featuresets holding a pack, the
+        heads trained on them, the results of those heads) is dropped, so the next ``get``
+        recomputes them instead of serving a number that may have come from the damaged bytes.
+        A re-fetched blob has its exact bytes back, and every read verifies them, so what was
+        built on it stands.
+        """
         repaired, refetched = [], []
         for oid in oids:
             with self.db.write() as conn:  # re-checked under the lock: it may be whole again
@@ -150,6 +158,7 @@ class FsckMixin:
                 # kept as an evicted row, so edges to it stay explainable, not dangling
                 conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), oid))
                 self._forget(conn, oid)
+                _forget_built_on(conn, oid)
         return repaired, refetched
 
     def move_aside(self, oid: str) -> None:
@@ -178,6 +187,15 @@ class FsckMixin:
                 except FileNotFoundError:
                     pass
         return removed
+
+
+def _forget_built_on(conn, oid: str) -> None:
+    """Drop the derivation records and aliases of everything that reaches ``oid`` through edges."""
+    built_on = [row[0] for row in conn.execute(
+        "WITH RECURSIVE up(id) AS (SELECT parent FROM edges WHERE child = ? "
+        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up", (oid,))]
+    conn.executemany("DELETE FROM derivations WHERE output = ?", [(i,) for i in built_on])
+    conn.executemany("DELETE FROM aliases WHERE id = ?", [(i,) for i in built_on])
 
 
 def _pid_alive(pid: int) -> bool:

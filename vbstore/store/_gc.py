@@ -1,8 +1,9 @@
 """Garbage collection, disk usage and eviction by size.
 
-Roots are refs, results, suites and the inputs of live leases; everything reachable from a root
-through edges is kept. Nothing younger than the grace period is collected, so an artifact
-written a moment before its parent is recorded is never lost. Rows are deleted and files
+Roots are refs, results, suites, the inputs of live leases and what running computations have
+written so far; everything reachable from a root through edges is kept. Nothing younger than the
+grace period is collected, so an artifact written a moment before its parent is recorded is
+never lost. Rows are deleted and files
 unlinked inside one registry write lock per batch, so a concurrent put cannot interleave.
 """
 
@@ -45,14 +46,23 @@ class GcMixin:
     def reachable(self, young_since: float | None = None, roots_only_pinned: bool = False) -> set[str]:
         """Every id reachable through edges from a root.
 
-        Roots are refs, results, suites and the inputs of live leases, and, with
+        Roots are refs, results, suites, the inputs of live leases and every object created or
+        used since the oldest live lease began (the outputs in progress), and, with
         ``young_since``, every object created or used since then: a fresh artifact's inputs
-        are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and lease
-        inputs only (what size eviction must never touch).
+        are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and what
+        live leases need only (what size eviction must never touch).
         """
         roots = {r[0] for r in self.db.query("SELECT id FROM refs")}
-        for lease in self.live_leases():
+        leases = self.live_leases()
+        for lease in leases:
             roots |= set(lease["inputs"])
+        if leases:
+            # a running computation publishes outputs (packs, heads) long before it records
+            # the derivation that makes them reachable, however long it runs: every object
+            # written or used since the oldest live lease began may be one of them
+            since = min(lease["since"] for lease in leases)
+            roots |= {r[0] for r in self.db.query(
+                "SELECT id FROM objects WHERE max(created, last_used) >= ?", (since,))}
         if not roots_only_pinned:
             marks = ",".join("?" * len(ROOT_KINDS))
             roots |= {r[0] for r in self.db.query(
