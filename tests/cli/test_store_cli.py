@@ -95,10 +95,10 @@ def test_errors_are_one_line_with_documented_exit_codes(run, tmp_path):
 
 def test_json_errors_are_one_json_object(run, tmp_path):
     result = run("show", "deadbeef", "--json")
-    assert result.exit_code == 3
+    assert result.exit_code == 9
     error = json.loads(result.stdout)
     assert error == {"error": "no object matches 'deadbeef'", "hint": "list objects with: vbstore ls",
-                     "exit_code": 3, "type": "ObjectNotFound"}
+                     "exit_code": 9, "type": "ObjectNotFound"}
     usage = run("gc", "--max-size", "lots", "--json")  # a click usage error too
     assert usage.exit_code == 2
     assert json.loads(usage.stdout)["exit_code"] == 2 and "lots" in json.loads(usage.stdout)["error"]
@@ -112,7 +112,7 @@ def test_json_errors_are_one_json_object(run, tmp_path):
     os.chmod(path, 0o644)
     path.write_bytes(path.read_bytes().replace(b'"x"', b'"y"'))
     corrupt = json.loads(run("show", oid, "--json").stdout)
-    assert corrupt["exit_code"] == 4 and "fsck --repair" in corrupt["hint"]
+    assert corrupt["exit_code"] == 10 and "fsck --repair" in corrupt["hint"]
 
 
 def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):

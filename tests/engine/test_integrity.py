@@ -38,7 +38,7 @@ def test_a_damaged_pack_is_an_integrity_error_not_a_number(store, shapes, finite
     # another k reuses the cached features: they must be verified before the task sees them
     with pytest.raises(CorruptObject, match="fsck --repair") as caught:
         vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 3}, **KW)
-    assert caught.value.exit_code == 4
+    assert caught.value.exit_code == 10
     assert [r.id for r in store.ls("result")] == [first.id]  # nothing wrong was stored
 
 
@@ -104,7 +104,7 @@ def test_a_recompute_that_does_not_reproduce_raises(store, shapes):
     assert error.previous == wrong
     assert store.read_json(error.new)["metrics"] == first.metrics
     assert error.max_abs_diff == pytest.approx(abs(first.metrics["top1"] - 0.01))
-    assert error.exit_code == 9
+    assert error.exit_code == 12
     assert store.lookup(derivation_key(spec)) == error.new  # the fresh numbers are served
 
 

@@ -2,7 +2,8 @@
 
 Rows are read straight from the packs through a memory map (only the rows of one batch are
 copied), targets are decoded per batch and given the backbone's resize and crop, so memory does
-not grow with the dataset. Every pack is verified against its id before its first row is read,
+not grow with the dataset. Every pack is verified against its id before its first row is read
+(``Store.verified_path``: hashed once per state of the file),
 and every target file against the hash its manifest recorded: no damaged or edited byte reaches
 a metric.
 """
@@ -62,9 +63,7 @@ class PackSplit:
         """The dense maps of one pack, one per layer, memory-mapped after verifying the pack."""
         if index not in self._maps:
             oid = self._packs[index]
-            if not self._store.verify(oid):
-                raise CorruptObject(oid, str(self._store.path(oid)))
-            path = self._store.path(oid)
+            path = self._store.verified_path(oid)  # hashed once per state of the file
             header, offset = read_safetensors_header(path)
             maps = []
             for layer in self.layers:
