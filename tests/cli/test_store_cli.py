@@ -103,7 +103,9 @@ def test_json_errors_are_one_json_object(run, tmp_path):
     assert usage.exit_code == 2
     assert json.loads(usage.stdout)["exit_code"] == 2 and "lots" in json.loads(usage.stdout)["error"]
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({"kind": "suite", "name": "x", "version": "1"}))
+    suite.write_text(json.dumps({"kind": "suite", "slug": "x", "name": "x", "version": 1, "protocol": {
+        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
+        "metrics": [{"key": "top1", "headline": True}]}}))
     oid = run("put", str(suite)).output.strip()
     from vbstore import Store
 
