@@ -62,11 +62,12 @@ def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_
           params: Mapping[str, Any] | None = None, store=None, split: str | None = None,
           train_split: str | None = None, limit: int | None = None, train_limit: int | None = None,
           seed: int = 0, progress: bool = True, data_options: Mapping[str, Any] | None = None,
-          ) -> Iterator[dict[str, Any]]:
+          executor: Any = None) -> Iterator[dict[str, Any]]:
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
     Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
-    declare it.
+    declare it. ``executor`` extracts missing features elsewhere (Ray); the combinations run
+    one after another here.
 
     Raises:
         UnknownTask: before any work, for a task name nobody registered.
@@ -88,7 +89,7 @@ def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_
                     split=split, train_split=train_split if train else None, limit=limit,
                     train_limit=train_limit if train else None, seed=seed, weights=entry.weights,
                     backbone_seed=entry.seed, input_size=entry.input_size, progress=progress,
-                    data_options=data_options,
+                    data_options=data_options, executor=executor,
                     params={k: v for k, v in given.items() if k in task.params})
                 row.update(id=result.id, from_cache=result.from_cache,
                            metrics=ordered_metrics(task.name, result.metrics))
