@@ -8,7 +8,7 @@ from .. import __version__
 from ._common import VbstoreGroup
 from .demo_cmd import demo
 from .get_cmds import get
-from .head_cmds import pull, push  # the head forms register on the remote push/pull groups
+from .head_cmds import import_group, pull, push  # head forms register on push/pull/export
 from .list_cmds import list_group
 from .remote_cmds import remote
 from .results_cmds import export_group, sweep
@@ -27,7 +27,8 @@ def cli(store: str | None) -> None:
     """
 
 
-for _command in [*COMMANDS, get, list_group, export_group, sweep, demo, remote, push, pull]:
+for _command in [*COMMANDS, get, list_group, export_group, import_group, sweep, demo, remote, push,
+                 pull]:
     cli.add_command(_command)
 
 

@@ -70,7 +70,7 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
 
 @click.group(name="export")
 def export_group() -> None:
-    """Export stored artifacts as tables."""
+    """Export stored results as tables and heads as files."""
 
 
 @export_group.command("results")

@@ -2,9 +2,10 @@
 
 A head's ``__metadata__`` holds ``vbstore.kind = head``, ``format = vbstore.head.v1`` and
 ``vbstore.compat``: the canonical JSON compatibility record (backbone id, weights tensor hash,
-input size, extractor key, pooling, layers, feature mode, embed dim, task and its version, params, seed,
-class names, train manifest, train metrics). Heads are plain tensors: loading one never unpickles
-anything and never runs code from where it came from.
+input size, extractor key, pooling, layers, feature mode, embed dim, task and its version, params,
+seed, class names, train manifest, train metrics). Heads are plain tensors: loading one never
+unpickles anything and never runs code from where it came from. ``export_head``/``import_head``
+move one as a file (``_files``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list
     problems = []
     for field in CHECKED:
         if field in expected and field in record and record[field] != expected[field]:
-            problems.append(f"{field} is {record.get(field)!r} in the head, {expected[field]!r} here")
+            problems.append(
+                f"{field} is {record.get(field)!r} in the head, {expected[field]!r} here")
     return problems
 
 
@@ -95,3 +97,7 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
                       stacklevel=2)
     state = load(store.read_bytes(head_id, verify=True))
     return state, record, not problems
+
+
+# heads as files build on the record functions above, so they load after them
+from ._files import ImportedHead, export_head, import_head  # noqa: E402, F401
