@@ -30,7 +30,8 @@ def result_rows(store, task: str | None = None, backbone: str | None = None,
         spec = record.get("backbone", {}).get("spec", "")
         if task and record["task"] != task:
             continue
-        if backbone and backbone not in spec and not record["inputs"].get("backbone", "").startswith(backbone):
+        by_id = record["inputs"].get("backbone", "").startswith(backbone or "")
+        if backbone and backbone not in spec and not by_id:
             continue
         if weights and record.get("weights_kind") != weights:
             continue
@@ -74,18 +75,25 @@ def export_group() -> None:
 
 
 @export_group.command("results")
-@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl"]), default="md", show_default=True,
-              help="Table format (md: one table per task).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl", "clip-benchmark"]),
+              default="md", show_default=True,
+              help="Table format (md: one table per task); clip-benchmark: one JSON per result "
+              "as CLIP_benchmark writes it, into the folder -o.")
 @click.option("--task", default=None, help="Only results of this task.")
-@click.option("--backbone", default=None, help="Only backbones whose spec contains this (or id prefix).")
+@click.option("--backbone", default=None,
+              help="Only backbones whose spec contains this (or id prefix).")
 @click.option("--weights", type=click.Choice(["pretrained", "checkpoint", "random"]), default=None,
               help="Only results with this kind of weights.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
+@click.option("--output", "-o", type=click.Path(), default=None,
+              help="Write here instead of stdout (a folder for clip-benchmark).")
 @json_option
 @with_store
 def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
     """One table of stored results, with each task's own metric columns."""
     rows = result_rows(store, task, backbone, weights)
+    if fmt == "clip-benchmark":
+        _export_clip_benchmark(store, rows, output, as_json)
+        return
     if as_json:
         emit(True, rows)
         return
@@ -93,7 +101,8 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows), lineterminator="\n")
+        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows),
+                                lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         text = buffer.getvalue()
@@ -105,13 +114,53 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         click.echo(text, nl=False)
 
 
+def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
+                           as_json: bool) -> None:
+    """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
+    from ..interop import clip_benchmark_filename, clip_benchmark_record
+
+    docs, names = [], set()
+    for row in sorted(rows, key=lambda r: r["id"]):
+        oid = store.resolve(row["id"])
+        record = store.read_json(oid)
+        manifest_id = record.get("data", {}).get("eval", {}).get("manifest")
+        manifest = store.read_json(manifest_id) if manifest_id and store.has(manifest_id) else None
+        doc = clip_benchmark_record(record, manifest)
+        name = clip_benchmark_filename(doc)
+        if name in names:  # two runs CLIP_benchmark would name alike (seeds, limits...)
+            name = name.removesuffix(".json") + f"_{oid[:12]}.json"
+        names.add(name)
+        docs.append({"id": oid, "file": name, "record": doc})
+    if output is None:
+        if as_json:
+            emit(True, docs)
+        else:
+            click.echo("".join(json.dumps(d["record"]) + "\n" for d in docs), nl=False)
+        return
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder} is a file", hint="clip-benchmark export writes into a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    for doc in docs:
+        (folder / doc["file"]).write_text(json.dumps(doc["record"]))
+    emit(as_json, docs, f"wrote {len(docs)} CLIP_benchmark result files to {folder}")
+
+
 def read_backbones_file(path: str) -> list[dict[str, Any]]:
-    """Lines ``SPEC [weights=W] [seed=N] [input_size=N]``; blank lines and ``#`` comments skipped."""
+    """Lines ``SPEC [weights=W] [seed=N] [input_size=N]``, or CLIP_benchmark's
+    ``MODEL,PRETRAINED`` (an open_clip model); blank lines and ``#`` comments skipped."""
+    from ..interop import clip_benchmark_spec
+
     entries = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
+        if "," in line.split()[0] and ":" not in line.split()[0]:
+            try:
+                line = " ".join([clip_benchmark_spec(line.split()[0]), *line.split()[1:]])
+            except UsageError as exc:
+                raise UsageError(f"{path}:{number}: {exc.args[0]}", hint=exc.hint) from None
         spec, *options = line.split()
         entry: dict[str, Any] = {"backbone": spec}
         for option in options:
@@ -120,9 +169,11 @@ def read_backbones_file(path: str) -> list[dict[str, Any]]:
                 raise UsageError(f"{path}:{number}: cannot read {option!r}",
                                  hint="use weights=W, seed=N or input_size=N after the spec")
             try:
-                entry["backbone_seed" if key == "seed" else key] = value if key == "weights" else int(value)
+                entry["backbone_seed" if key == "seed" else key] = (
+                    value if key == "weights" else int(value))
             except ValueError:
-                raise UsageError(f"{path}:{number}: {key} must be an integer, not {value!r}") from None
+                raise UsageError(
+                    f"{path}:{number}: {key} must be an integer, not {value!r}") from None
         entries.append(entry)
     if not entries:
         raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")
@@ -130,21 +181,27 @@ def read_backbones_file(path: str) -> list[dict[str, Any]]:
 
 
 @click.command()
-@click.option("--backbones", "backbones_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="File with one backbone spec per line (optionally weights=, seed=, input_size=).")
+@click.option("--backbones", "backbones_file", required=True,
+              type=click.Path(exists=True, dir_okay=False),
+              help="File with one backbone spec per line (optionally weights=, seed=, "
+              "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines.")
 @click.option("--tasks", required=True, help="Comma-separated tasks.")
 @click.option("--data", "-d", required=True, help="Evaluation data.")
 @click.option("--split", default=None, help="Split of --data to evaluate on.")
 @click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class cap on eval samples.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="Per-class cap on training samples.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Per-class cap on eval samples.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None,
+              help="Per-class cap on training samples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A parameter for every task.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A parameter for every task.")
 @data_layout_options
 @json_option
 @with_store
-def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit, seed,
+def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
+          seed,
           params, data_options, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached."""
     from ..engine import get_result
@@ -166,8 +223,9 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
                     entry["backbone"], task.name, data, train, store=store, split=split,
                     train_split=None if task.zero_shot else train_split, limit=limit,
                     train_limit=None if task.zero_shot else train_limit, seed=seed,
-                    weights=entry.get("weights", "default"), backbone_seed=entry.get("backbone_seed"),
-                    input_size=entry.get("input_size"), progress=not as_json, data_options=data_options,
+                    weights=entry.get("weights", "default"),
+                    backbone_seed=entry.get("backbone_seed"), input_size=entry.get("input_size"),
+                    progress=not as_json, data_options=data_options,
                     **{k: v for k, v in given.items() if k in task.params},
                 )
                 row = {"backbone": entry["backbone"], "task": task.name, "id": result.id,
