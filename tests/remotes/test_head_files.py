@@ -151,3 +151,23 @@ def test_a_head_pushed_to_the_hub_is_private_unless_public(vbj, hub_remote, my_h
     vbj("a", "push", "head", "my-head", "--to", "hub")
     vbj("a", "push", "head", "my-head", "--to", "hub", "--public")
     assert [_private(c) for c in hub_remote.created] == [True, False]
+
+
+def test_metrics_from_puts_evaluation_metrics_on_the_card(vb, vbj, shapes, hub_remote, my_head):
+    import yaml
+
+    evaluated = _evaluate(vbj, "a", shapes, "--head", "my-head")
+    # a result of another head (another seed): its numbers are not my-head's
+    other = _evaluate(vbj, "a", shapes, "--train-data", shapes, "--train-split", "train",
+                      "--seed", "1")
+    refused = vb("a", "push", "head", "my-head", "--to", "hub", "--metrics-from", other["id"])
+    assert refused.exit_code == 2, refused.output
+    assert "not computed with head" in refused.stderr
+    assert hub_remote.created == []  # refused before anything was created or uploaded
+
+    vbj("a", "push", "head", "my-head", "--to", "hub", "--metrics-from", evaluated["id"][:12])
+    card = hub_remote.files("user/heads")["README.md"].decode()
+    front = yaml.safe_load(card.removeprefix("---\n").split("\n---", 1)[0])
+    assert front["metrics"]["top1"] == evaluated["record"]["metrics"]["top1"]
+    assert front["metrics"]["train_top1"] == my_head["record"]["train_metrics"]["train_top1"]
+    assert evaluated["record"]["data"]["eval"]["manifest"] in card

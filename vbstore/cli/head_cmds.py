@@ -61,12 +61,17 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
     emit(as_json, result.as_dict(), text)
 
 
-def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]:
+def _head_files(store, head_id: str, name: str, remote: str,
+                metrics_from: str | None = None) -> dict[str, bytes]:
     """model.safetensors, vbstore.json and the model card that make a Hub repo browsable."""
-    from ..heads import head_record
+    from ..heads import evaluation_metrics, head_record
     from ..remotes import write_model_card
 
     record = head_record(store, head_id)
+    metrics, evaluated_on = dict(record.get("train_metrics", {})), None
+    if metrics_from is not None:
+        evaluation, evaluated_on = evaluation_metrics(store, head_id, metrics_from)
+        metrics.update(evaluation)
     backbone = store.read_json(record["backbone"])
     spec = f"{backbone['source']}:{backbone['architecture']}"
     card = write_model_card({
@@ -74,8 +79,8 @@ def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]
         "pooling": record["pooling"], "layers": record["layers"],
         "feature_mode": record["feature_mode"],
         "embed_dim": record["embed_dim"], "classes": record.get("class_names"),
-        "train_manifest": record.get("train_manifest"), "metrics": record.get("train_metrics", {}),
-        "remote_ref": f"{remote}/{name}",
+        "train_manifest": record.get("train_manifest"), "metrics": metrics,
+        "evaluated_on": evaluated_on, "remote_ref": f"{remote}/{name}",
     })
     info = {"head": head_id, "compat": record, "backbone": backbone,
             "weights": store.read_json(backbone["weights"])}
@@ -90,9 +95,13 @@ def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]
 @click.option("--private/--public", default=None,
               help="Hub repository visibility when the push creates it (default: the remote's "
               "private option, else private).")
+@click.option("--metrics-from", default=None, metavar="RESULT",
+              help="Put this result's evaluation metrics on the Hub model card (a result "
+              "computed with this head).")
 @json_option
 @with_store
-def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool) -> None:
+def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from: str | None,
+                  as_json: bool) -> None:
     """Push head NAME (a ref) with its lineage; on the Hub also as a browsable model repo."""
     from ..remotes import list_remotes
     from ..remotes import push as do_push
@@ -106,7 +115,10 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool
                          hint=f"name it first: vbstore tag NAME {head_id[:12]}")
     config = next((c for c in list_remotes(store) if c.name == to), None)
     on_hub = config is not None and config.scheme == "hf"
-    extra = _head_files(store, head_id, name, to) if on_hub else None
+    if metrics_from is not None and not on_hub:
+        raise UsageError("--metrics-from writes a Hub model card; this remote has none",
+                         hint="push to an hf:// remote, or drop --metrics-from")
+    extra = _head_files(store, head_id, name, to, metrics_from) if on_hub else None
     options = None if private is None else {"private": "true" if private else "false"}
     result = do_push(store, to, name, extra_files=extra, options=options)
     emit(as_json, result.as_dict(),

@@ -100,4 +100,9 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
 
 
 # heads as files build on the record functions above, so they load after them
-from ._files import ImportedHead, export_head, import_head  # noqa: E402, F401
+from ._files import (  # noqa: E402, F401
+    ImportedHead,
+    evaluation_metrics,
+    export_head,
+    import_head,
+)

@@ -117,3 +117,24 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
         store.tag(name, oid)
     return ImportedHead(oid, name, record, problems)
 
+
+def evaluation_metrics(store, head_id: str, result_ref: str) -> tuple[dict[str, float], str]:
+    """The metrics of result ``result_ref``, which must have applied head ``head_id``.
+
+    Returns:
+        ``(metrics, eval manifest id)``: what a model card reports beside training metrics.
+
+    Raises:
+        ObjectNotFound: no such result.
+        UsageError: not a result, or a result of another head (its numbers would mislead).
+    """
+    oid = store.resolve(result_ref)
+    record = store.read_json(oid)
+    if record.get("kind") != "result":
+        raise UsageError(f"{result_ref} is a {record.get('kind')}, not a result")
+    if record.get("inputs", {}).get("head") != head_id:
+        raise UsageError(f"result {oid[:12]} was not computed with head {head_id[:12]}",
+                         hint="evaluate this head: vbstore get result ... --head NAME")
+    metrics = {k: v for k, v in record.get("metrics", {}).items() if isinstance(v, (int, float))}
+    return metrics, record.get("data", {}).get("eval", {}).get("manifest", "")
+
