@@ -10,6 +10,7 @@ from .demo_cmd import demo
 from .get_cmds import get
 from .head_cmds import import_group, pull, push  # head forms register on push/pull/export
 from .list_cmds import list_group
+from .plot_cmd import plot_group
 from .remote_cmds import remote
 from .results_cmds import export_group, sweep
 from .store_cmds import COMMANDS
@@ -28,7 +29,7 @@ def cli(store: str | None) -> None:
 
 
 for _command in [*COMMANDS, get, list_group, export_group, import_group, sweep, demo, remote, push,
-                 pull]:
+                 pull, plot_group]:
     cli.add_command(_command)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import MissingDependency, UsageError
 from ._sources import Record, Source, folder_key, write_list
 
 _CAPTION_COLUMNS = ("caption", "captions", "text", "sentences", "sentence")
@@ -51,8 +51,16 @@ def _offline(offline: bool) -> Iterator[None]:
         datasets.config.HF_HUB_OFFLINE = before
 
 
+def _datasets():
+    try:
+        import datasets  # heavy (pyarrow, fsspec): only when hf: data is asked for
+    except ImportError:
+        raise MissingDependency("datasets", "hf") from None
+    return datasets
+
+
 def _load(name: str, revision: str | None, config: str | None, download: bool):
-    import datasets  # heavy (pyarrow, fsspec): only when hf: data is asked for
+    datasets = _datasets()
 
     local = Path(name).expanduser()
     if local.is_dir() and any((local / f).is_file() for f in ("dataset_dict.json", "state.json")):
@@ -163,9 +171,8 @@ def open_hf(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         UsageError: not cached (offline), a revision the cache does not hold, a missing split,
             no image or label column.
     """
-    import datasets
-
     name, revision, config = parse_hf(rest)
+    datasets = _datasets()
     loaded, record = _load(name, revision, config, bool(options.get("download")))
     dataset = _pick_split(loaded, split, name)
     held = _revision(dataset)
