@@ -112,5 +112,9 @@ def test_zero_shot_records_keep_clip_benchmark_names():
         "cifar10_laion400m_e32_ViT-B-32-quickgelu_en_zeroshot_classification.json"
     wds = clip_benchmark_record(record, {"source": {"kind": "wds", "name": "vtab_cifar10"}})
     assert wds["dataset"] == "wds/vtab_cifar10"
+    multi = clip_benchmark_record({**record, "task": "zeroshot_multilabel",
+                                   "metrics": {"mean_average_precision": 0.7}})
+    assert (multi["task"], multi["metrics"]) == (
+        "zeroshot_classification", {"mean_average_precision": 0.7})
     timm = clip_benchmark_record({**record, "backbone": {"spec": "timm:resnet18.a1_in1k"}})
     assert (timm["model"], timm["pretrained"]) == ("timm:resnet18", "a1_in1k")

@@ -17,7 +17,8 @@ from ..backbones import parse_spec
 from ..errors import UsageError, VbstoreError
 
 CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "language")
-_TASKS = {"classification": "linear_probe"}
+# CLIP_benchmark runs multi-label sets (voc2007_multilabel) under zeroshot_classification
+_TASKS = {"classification": "linear_probe", "zeroshot_multilabel": "zeroshot_classification"}
 _METRICS = {
     "classification": {"top1": "lp_acc1", "top5": "lp_acc5",
                        "mean_per_class_recall": "lp_mean_per_class_recall"},
