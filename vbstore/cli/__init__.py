@@ -6,6 +6,7 @@ import click
 
 from .. import __version__
 from ._common import VbstoreGroup
+from .browse_cmd import browse
 from .demo_cmd import demo
 from .get_cmds import get
 from .head_cmds import import_group, pull, push  # head forms register on push/pull/export
@@ -29,7 +30,7 @@ def cli(store: str | None) -> None:
 
 
 for _command in [*COMMANDS, get, list_group, export_group, import_group, sweep, demo, remote, push,
-                 pull, plot_group]:
+                 pull, plot_group, browse]:
     cli.add_command(_command)
 
 
