@@ -252,3 +252,41 @@ def test_cli_reads_a_torchvision_dataset(cifar_root, cifar_md5_ok):
     summary = json.loads(out.output)
     assert summary["samples"] == N_TEST
     assert summary["classes"] == CIFAR_CLASSES
+
+
+@pytest.fixture
+def hub_cache(tmp_path, pictures, monkeypatch):
+    """``someone/tiny`` in the datasets cache as the Hub leaves it: <ns>___<name>/<config>/
+    <version>/<commit>/; written by the real parquet builder, then filed under a commit."""
+    import shutil
+
+    import datasets
+
+    test, labels, _, _ = pictures
+    features = datasets.Features({"img": datasets.Image(),
+                                  "label": datasets.ClassLabel(names=CIFAR_CLASSES)})
+    table = {"img": [{"bytes": png_bytes(p), "path": None} for p in test], "label": labels}
+    datasets.Dataset.from_dict(table, features=features).to_parquet(str(tmp_path / "t.parquet"))
+    built = tmp_path / "built"
+    datasets.load_dataset("parquet", data_files={"train": str(tmp_path / "t.parquet")},
+                          cache_dir=str(built))
+    source = next(p for p in (built / "parquet").glob("default-*/0.0.0/*") if p.is_dir())
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    target = tmp_path / "cache" / "someone___tiny" / "default" / "0.0.0" / commit
+    target.mkdir(parents=True)
+    for file in source.iterdir():
+        shutil.copy(file, target / file.name.replace("parquet-", "tiny-"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
+    return commit
+
+
+def test_hf_hub_dataset_from_the_cache_pins_its_revision(store, hub_cache, hf_saved):
+    view = load_manifest(store, "hf:someone/tiny", split="train")
+    assert view.doc["source"]["revision"] == hub_cache
+    assert view.doc["source"]["name"] == "someone/tiny"
+    # the same images as the saved dataset: the same image ids
+    assert view.image_ids == load_manifest(store, f"hf:{hf_saved}", split="test").image_ids
+    pinned = load_manifest(store, f"hf:someone/tiny@{hub_cache[:9]}", split="train")
+    assert pinned.doc["source"]["revision"] == hub_cache
+    with pytest.raises(UsageError, match=f"the cache holds hf:someone/tiny@{hub_cache[:12]}"):
+        load_manifest(store, "hf:someone/tiny@fedcba987", split="train")
