@@ -97,5 +97,6 @@ def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
         process.wait(10)
     assert "<table" in dom
     assert result["id"] in dom  # the result's row, with its id...
-    assert "knn" in dom and "test_cnn" in dom  # ...task and backbone
+    assert "knn" in dom
+    assert "test_cnn" in dom
     assert "Every stored result" in dom  # the table's description from the metadata

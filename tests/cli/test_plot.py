@@ -67,7 +67,8 @@ def test_plot_writes_png_and_svg(store_with_results, tmp_path):
                               str(svg), "--json"])
     assert out.exit_code == 0, out.output
     text = svg.read_text()
-    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert text.lstrip().startswith("<?xml")
+    assert "<svg" in text
     for bar in json.loads(out.stdout)["bars"]:
         assert f"{bar['value']:.3f}" in text  # each bar's value is written on the picture
     assert "knn" in text

@@ -137,7 +137,7 @@ def write_list(store, name: str, records: Iterable[Record]) -> Path:
             if isinstance(data, bytes):
                 ext = _extension(data)
                 if ext is None:  # a format vbstore does not read: keep its pixels, as a PNG
-                    data, ext = _reencode(data, key), ".png"
+                    data, ext = _reencode(data), ".png"
             else:
                 data, ext = png_bytes(data), ".png"
             rel = f"images/{key}{ext}"
@@ -166,7 +166,7 @@ def _extension(data: bytes) -> str | None:
         return ".bin"
 
 
-def _reencode(data: bytes, key: str) -> bytes:
+def _reencode(data: bytes) -> bytes:
     import numpy as np
     from PIL import Image
 
