@@ -73,7 +73,8 @@ class NonCanonical(VbstoreError, ValueError):
     exit_code = 2
 
     def __init__(self, message: str, field: str) -> None:
-        super().__init__(f"{message} at {field or '<root>'}", hint="replace it with a finite value or null")
+        super().__init__(f"{message} at {field or '<root>'}",
+                         hint="replace it with a finite value or null")
         self.field = field
 
 
@@ -130,7 +131,8 @@ class BadInput(VbstoreError, ValueError):
 
     exit_code = 2
 
-    def __init__(self, what: str, problems: list[tuple[str, str]], *, hint: str | None = None) -> None:
+    def __init__(self, what: str, problems: list[tuple[str, str]], *,
+                 hint: str | None = None) -> None:
         shown = "; ".join(f"{path}: {why}" for path, why in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(f"{len(problems)} {what}: {shown}{more}",
@@ -472,3 +474,14 @@ class ExecutorError(VbstoreError, RuntimeError):
     """A distributed executor (Ray) cannot be reached, or its workers did not produce every pack."""
 
     exit_code = 1
+
+
+class MissingDependency(VbstoreError, ImportError):
+    """An optional library a feature needs (datasets, matplotlib) is not installed."""
+
+    exit_code = 2
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(f"this needs {module}, which is not installed",
+                         hint=f"install it with: pip install 'vbstore[{extra}]'")
+        self.module, self.extra = module, extra

@@ -47,7 +47,7 @@ def test_valid_specs(text, expected):
     ("text", "error", "fix"),
     [
         ("", InvalidSpec, "timm:resnet50"),
-        ("resnet50", UnknownBackbone, "timm:resnet50"),
+        ("resnet101", UnknownBackbone, "timm:resnet101"),
         ("tset_vit", UnknownBackbone, "did you mean test_vit"),
         (
             "tensorflow:resnet50",

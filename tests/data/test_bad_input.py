@@ -124,8 +124,8 @@ def test_bad_arguments(store, image_folder, tmp_path):
         load_manifest(store, image_folder, split="train", limit=0)
     with pytest.raises(UsageError, match="no such file or folder"):
         load_manifest(store, tmp_path / "nowhere")
-    with pytest.raises(UsageError, match="unknown data source 'torchvision:'"):
-        load_manifest(store, "torchvision:cifar10")
+    with pytest.raises(UsageError, match="unknown data source 'kaggle:'"):
+        load_manifest(store, "kaggle:cifar10")
     with pytest.raises(UsageError, match="unknown dataset sklearn:iris"):
         load_manifest(store, "sklearn:iris")
     with pytest.raises(UsageError, match="bad split name"):

@@ -117,8 +117,8 @@ def test_declared_offline_stops_remotes_and_downloads_alike(monkeypatch):
     """One probe for both: VBSTORE_OFFLINE refuses any host but loopback, without a connection."""
     import socket
 
-    from vbstore.backbones._fetch import _require_network
     from vbstore.backbones._errors import WeightsUnavailable
+    from vbstore.backbones._fetch import _require_network
     from vbstore.remotes import RemoteOffline, forget_unreachable
     from vbstore.remotes._base import probe_url
 

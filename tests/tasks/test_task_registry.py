@@ -17,6 +17,7 @@ BUILTINS = [
     "multilabel",
     "retrieval",
     "zeroshot_classification",
+    "zeroshot_multilabel",
     "zeroshot_retrieval",
 ]
 
@@ -38,7 +39,8 @@ def test_builtins_are_registered():
 
 
 def test_list_tasks_filters_with_fnmatch():
-    assert list_tasks("zeroshot_*") == ["zeroshot_classification", "zeroshot_retrieval"]
+    assert list_tasks("zeroshot_*") == ["zeroshot_classification", "zeroshot_multilabel",
+                                        "zeroshot_retrieval"]
     assert list_tasks("*retrieval") == ["retrieval", "zeroshot_retrieval"]
     assert list_tasks("nothing*") == []
 
@@ -154,6 +156,7 @@ def test_builtin_declarations(name):
         ("multilabel", True, False, True),
         ("retrieval", False, False, False),
         ("zeroshot_classification", False, True, False),
+        ("zeroshot_multilabel", False, True, False),
         ("zeroshot_retrieval", False, True, False),
     ],
 )

@@ -195,3 +195,30 @@ def test_zeroshot_retrieval_refusals(lookup_encoder):
         task.evaluate_zero_shot(
             images, torch.arange(3), {}, {"text_encoder": encoder, "captions": captions}
         )
+
+
+def test_zeroshot_multilabel_is_sklearn_macro_ap(class_name_encoder):
+    from sklearn.metrics import average_precision_score
+
+    rng = np.random.default_rng(3)
+    names = ["cat", "dog", "golden_retriever", "owl"]
+    encoder = class_name_encoder(["cat", "dog", "golden retriever", "owl"])
+    feats = torch.tensor(rng.normal(size=(40, 4)), dtype=torch.float32)
+    targets = torch.tensor(rng.random((40, 4)) < 0.3, dtype=torch.float32)
+    targets[:, 3] = 0  # no positive: left out, not counted as 0
+    metrics = get_task("zeroshot_multilabel").evaluate_zero_shot(
+        feats, targets, {"templates": "photo"}, {"text_encoder": encoder, "class_names": names})
+    # the class embeddings are the one-hot axes, so a label's score is the image's normalised
+    # coordinate on its axis
+    scores = (feats / feats.norm(dim=1, keepdim=True)).numpy()
+    expected = np.mean([average_precision_score(targets[:, j].numpy(), scores[:, j])
+                        for j in range(3)])
+    assert metrics["mean_average_precision"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_zeroshot_multilabel_refuses_single_label_targets(class_name_encoder):
+    encoder = class_name_encoder(["cat", "dog"])
+    with pytest.raises(TaskInputError, match="multi-hot"):
+        get_task("zeroshot_multilabel").evaluate_zero_shot(
+            torch.eye(2), torch.tensor([0, 1]), {},
+            {"text_encoder": encoder, "class_names": ["cat", "dog"]})

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import _builtins, _testing  # noqa: F401 - register the built-in sources and test backbones
 from ._build import BuildRequest, build_backbone, spec_params
+from ._catalog import bare_rows, catalog_rows, model_rows
 from ._cfg import BackboneCfg, preprocess
 from ._errors import (
     AmbiguousBackbone,
@@ -28,11 +29,13 @@ from ._errors import (
     UnknownBackbone,
     WeightsUnavailable,
 )
+from ._names import BARE_NAMES
 from ._registry import BackboneEntry, backbone_rows, get_entry, list_backbones, register_backbone
 from ._spec import BackboneSpec, parse_spec
 from ._weights import WeightsRecord, file_digest
 
 __all__ = [
+    "BARE_NAMES",
     "AmbiguousBackbone",
     "Backbone",
     "BackboneAlreadyRegistered",
@@ -49,10 +52,13 @@ __all__ = [
     "WeightsRecord",
     "WeightsUnavailable",
     "backbone_rows",
+    "bare_rows",
     "build_backbone",
+    "catalog_rows",
     "file_digest",
     "get_entry",
     "list_backbones",
+    "model_rows",
     "parse_spec",
     "preprocess",
     "register_backbone",

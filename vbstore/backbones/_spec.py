@@ -2,7 +2,8 @@
 
 Grammar (documented in ``docs/backbones.md``)::
 
-    NAME                 a registered plugin, e.g. test_vit
+    NAME                 a registered plugin, e.g. test_vit, or a bare name such as resnet18
+                         that stands for a pinned spec (``_names.BARE_NAMES``)
     SOURCE:ARCH          a built-in source, e.g. timm:vit_small_patch14_dinov2.lvd142m
     SOURCE:ARCH@TAG      a pretrained tag, e.g. open_clip:ViT-B-32@laion2b_s34b_b79k
 
@@ -16,6 +17,7 @@ import difflib
 from dataclasses import dataclass
 
 from ._errors import InvalidSpec, UnknownBackbone
+from ._names import BARE_NAMES, bare_name
 from ._registry import _REGISTRY, entries
 
 _CHECKPOINT_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt", ".safetensors", ".npz")
@@ -41,19 +43,18 @@ def _sources() -> list[str]:
 
 
 def _unknown_name(text: str) -> UnknownBackbone:
-    names = [entry.name for entry in entries() if not entry.prefix]
+    names = [entry.name for entry in entries() if not entry.prefix] + list(BARE_NAMES)
     close = difflib.get_close_matches(text, names, n=3)
+    # a bare architecture name is the most common slip: say how to prefix it
+    # timm and torchvision hold most architectures: suggest them first
+    sources = sorted(_sources(), key=lambda s: (s not in ("timm", "torchvision"), s))
+    examples = ", ".join(f"{source}:{text}" for source in sources[:2])
+    hint = (
+        f"prefix an architecture with its source ({examples}...); "
+        "list them with: vbstore list backbones"
+    )
     if close:
-        hint = f"did you mean {', '.join(close)}? list them with: vbstore list backbones"
-    else:
-        # a bare architecture name is the most common slip: say how to prefix it
-        # timm and torchvision hold most architectures: suggest them first
-        sources = sorted(_sources(), key=lambda s: (s not in ("timm", "torchvision"), s))
-        examples = ", ".join(f"{source}:{text}" for source in sources[:2])
-        hint = (
-            f"prefix an architecture with its source ({examples}...); "
-            "list them with: vbstore list backbones"
-        )
+        hint = f"did you mean {', '.join(close)}? or {hint}"
     return UnknownBackbone(text, hint=hint)
 
 
@@ -86,6 +87,11 @@ def parse_spec(text: str) -> BackboneSpec:
     if not sep:
         name, at, tag = text.partition("@")
         entry = _REGISTRY.get(name)
+        if entry is None and bare_name(name) is not None:
+            if at:
+                raise InvalidSpec(text, f"{name!r} stands for {bare_name(name)}",
+                                  hint="write the full spec to choose other weights")
+            return parse_spec(bare_name(name))
         if entry is None:
             raise _unknown_name(name)
         if entry.prefix:

@@ -6,10 +6,12 @@ import click
 
 from .. import __version__
 from ._common import VbstoreGroup
+from .browse_cmd import browse
 from .demo_cmd import demo
 from .get_cmds import get
-from .head_cmds import pull, push  # the head forms register on the remote push/pull groups
+from .head_cmds import import_group, pull, push  # head forms register on push/pull/export
 from .list_cmds import list_group
+from .plot_cmd import plot_group
 from .remote_cmds import remote
 from .results_cmds import export_group, sweep
 from .store_cmds import COMMANDS
@@ -28,8 +30,8 @@ def cli(store: str | None) -> None:
     """
 
 
-for _command in [*COMMANDS, get, list_group, export_group, sweep, demo, remote, push, pull,
-                 *SUITE_COMMANDS]:
+for _command in [*COMMANDS, get, list_group, export_group, import_group, sweep, demo, remote, push,
+                 pull, plot_group, browse, *SUITE_COMMANDS]:
     cli.add_command(_command)
 
 

@@ -10,26 +10,38 @@ from typing import Any
 import click
 
 LAYOUTS = ("image_folder", "dense", "stems", "list")  # vbstore.data.LAYOUTS, without importing it
-_PATH_OPTIONS = ("stems", "train_stems", "classes")
-_NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type", "classes")
+_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root")
+_NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
+          "classes", "dataset_root", "download", "image_column", "label_column")
 
 
 def data_layout_options(func: Callable) -> Callable:
     """Add the layout flags; the command receives them gathered as ``data_options``."""
     options = [
-        click.option("--layout", type=click.Choice(LAYOUTS), default=None, help="Override layout detection."),
+        click.option("--layout", type=click.Choice(LAYOUTS), default=None,
+                     help="Override layout detection."),
         click.option("--stems", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Official list of sample stems, one per line (VOC style)."),
         click.option("--train-stems", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Stems list used instead of --stems when the split is train."),
-        click.option("--image-dir", default=None, help="Image folder of a stems layout (default JPEGImages)."),
+        click.option("--image-dir", default=None,
+                     help="Image folder of a stems layout (default JPEGImages)."),
         click.option("--target-dir", default=None,
                      help="Target folder of a stems layout (default SegmentationClass)."),
         click.option("--target", default=None,
                      help="Target folder of a dense split with several (masks, depth...)."),
-        click.option("--target-type", default=None, help="Record this target type instead of the folder name."),
+        click.option("--target-type", default=None,
+                     help="Record this target type instead of the folder name."),
         click.option("--classes", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="File of a sample list's class names, one per line, in index order."),
+        click.option("--dataset-root", type=click.Path(file_okay=False), default=None,
+                     help="Folder a torchvision:NAME dataset reads its files from."),
+        click.option("--download", is_flag=True, default=None,
+                     help="Let hf: and torchvision: data fetch what is not on this machine."),
+        click.option("--image-column", default=None,
+                     help="The image column of hf: data (default: detected)."),
+        click.option("--label-column", default=None,
+                     help="The label or caption column of hf: data (default: detected)."),
     ]
 
     @functools.wraps(func)

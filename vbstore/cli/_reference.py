@@ -48,10 +48,17 @@ def reference() -> str:
              "| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
     lines.append("")
-    root_ctx = click.Context(cli, info_name="vbstore", terminal_width=80, max_content_width=80)
+    # the root's own settings (`-h` as well as `--help`), as `vbstore` runs with them
+    root_ctx = click.Context(cli, info_name="vbstore", terminal_width=80, max_content_width=80,
+                             **cli.context_settings)
     lines += ["## vbstore", "", "```", cli.get_help(root_ctx), "```", ""]
+    contexts = {"vbstore": root_ctx}
     for path, command in _commands(cli, "vbstore"):
-        ctx = click.Context(command, info_name=path, terminal_width=80, max_content_width=80)
+        parent, _, name = path.rpartition(" ")
+        # a child of its group's context, as when a user runs it: it inherits `-h, --help`,
+        # and click's per-command cache of the help option then agrees with real invocations
+        ctx = contexts[path] = click.Context(command, info_name=name, parent=contexts[parent],
+                                             terminal_width=80, max_content_width=80)
         lines += [f"## {path}", "", "```", command.get_help(ctx), "```", ""]
     return "\n".join(lines)
 

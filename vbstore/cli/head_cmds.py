@@ -1,4 +1,5 @@
-"""Probe heads on the command line: ``get head``, ``push head``, ``pull head``, ``push results``."""
+"""Probe heads on the command line: ``get head``, ``push head``, ``pull head``, ``push results``,
+``export head`` and ``import head``."""
 
 from __future__ import annotations
 
@@ -12,29 +13,37 @@ from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
 from .get_cmds import backbone_options, get, parse_layers
 from .remote_cmds import pull, push
+from .results_cmds import export_group
 
 
 @get.command("head")
 @backbone_options
 @click.option("--task", "-t", required=True, help="A task that trains a head (vbstore list tasks).")
-@click.option("--train-data", required=True, help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--train-data", required=True,
+              help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, shapes, "
+              "hf:NAME, torchvision:NAME, wds:PATH.")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="Per-class cap on training samples.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe's training.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A task parameter.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None,
+              help="Per-class cap on training samples.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the probe's training.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A task parameter.")
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
-                 train_data, train_split, train_limit, seed, params, tag_name, data_options, executor,
+def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
+                 task, train_data, train_split, train_limit, seed, params, tag_name, data_options,
+                 executor,
                  as_json):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
     result = get_head(backbone, task, train_data, store=store, train_split=train_split,
-                      train_limit=train_limit, seed=seed, weights=weights, backbone_seed=backbone_seed,
+                      train_limit=train_limit, seed=seed, weights=weights,
+                      backbone_seed=backbone_seed,
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=not as_json, data_options=data_options,
                       executor=executor, params=parse_params(params))
@@ -55,20 +64,26 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
     emit(as_json, result.as_dict(), text)
 
 
-def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]:
+def _head_files(store, head_id: str, name: str, remote: str,
+                metrics_from: str | None = None) -> dict[str, bytes]:
     """model.safetensors, vbstore.json and the model card that make a Hub repo browsable."""
-    from ..heads import head_record
+    from ..heads import evaluation_metrics, head_record
     from ..remotes import write_model_card
 
     record = head_record(store, head_id)
+    metrics, evaluated_on = dict(record.get("train_metrics", {})), None
+    if metrics_from is not None:
+        evaluation, evaluated_on = evaluation_metrics(store, head_id, metrics_from)
+        metrics.update(evaluation)
     backbone = store.read_json(record["backbone"])
     spec = f"{backbone['source']}:{backbone['architecture']}"
     card = write_model_card({
         "name": name, "id": head_id, "backbone": spec, "task": record["task"],
-        "pooling": record["pooling"], "layers": record["layers"], "feature_mode": record["feature_mode"],
+        "pooling": record["pooling"], "layers": record["layers"],
+        "feature_mode": record["feature_mode"],
         "embed_dim": record["embed_dim"], "classes": record.get("class_names"),
-        "train_manifest": record.get("train_manifest"), "metrics": record.get("train_metrics", {}),
-        "remote_ref": f"{remote}/{name}",
+        "train_manifest": record.get("train_manifest"), "metrics": metrics,
+        "evaluated_on": evaluated_on, "remote_ref": f"{remote}/{name}",
     })
     info = {"head": head_id, "compat": record, "backbone": backbone,
             "weights": store.read_json(backbone["weights"])}
@@ -81,10 +96,15 @@ def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]
 @click.argument("name")
 @click.option("--to", "to", required=True, metavar="REMOTE", help="The remote to push to.")
 @click.option("--private/--public", default=None,
-              help="Hub repository visibility when the push creates it (default: the remote's option).")
+              help="Hub repository visibility when the push creates it (default: the remote's "
+              "private option, else private).")
+@click.option("--metrics-from", default=None, metavar="RESULT",
+              help="Put this result's evaluation metrics on the Hub model card (a result "
+              "computed with this head).")
 @json_option
 @with_store
-def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool) -> None:
+def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from: str | None,
+                  as_json: bool) -> None:
     """Push head NAME (a ref) with its lineage; on the Hub also as a browsable model repo."""
     from ..remotes import list_remotes
     from ..remotes import push as do_push
@@ -97,7 +117,11 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool
         raise UsageError(f"{name!r} is an id; heads are pushed by name",
                          hint=f"name it first: vbstore tag NAME {head_id[:12]}")
     config = next((c for c in list_remotes(store) if c.name == to), None)
-    extra = _head_files(store, head_id, name, to) if config is not None and config.scheme == "hf" else None
+    on_hub = config is not None and config.scheme == "hf"
+    if metrics_from is not None and not on_hub:
+        raise UsageError("--metrics-from writes a Hub model card; this remote has none",
+                         hint="push to an hf:// remote, or drop --metrics-from")
+    extra = _head_files(store, head_id, name, to, metrics_from) if on_hub else None
     options = None if private is None else {"private": "true" if private else "false"}
     result = do_push(store, to, name, extra_files=extra, options=options)
     emit(as_json, result.as_dict(),
@@ -107,17 +131,21 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool
 
 @pull.command("head")
 @click.argument("target", metavar="REMOTE/NAME")
-@click.option("--revision", default=None, metavar="SHA", help="Pin a Hub commit (branch, tag or sha).")
-@click.option("--as", "as_name", default=None, metavar="NAME", help="Local ref name (default: NAME).")
+@click.option("--revision", default=None, metavar="SHA",
+              help="Pin a Hub commit (branch, tag or sha).")
+@click.option("--as", "as_name", default=None, metavar="NAME",
+              help="Local ref name (default: NAME).")
 @click.option("--force", is_flag=True, help="Move an existing local ref that points elsewhere.")
-@click.option("--backbone", default=None, help="Refuse the head unless it was trained on these weights.")
+@click.option("--backbone", default=None,
+              help="Refuse the head unless it was trained on these weights.")
 @click.option("--weights", default="default", show_default=True, help="Weights of --backbone.")
 @click.option("--backbone-seed", type=int, default=None, help="Init seed with --weights random.")
 @click.option("--input-size", type=int, default=None, help="Input resolution of --backbone.")
 @click.option("--no-strict", is_flag=True, help="Warn instead of refusing a mismatched head.")
 @json_option
 @with_store
-def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, backbone_seed, input_size,
+def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, backbone_seed,
+                  input_size,
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
     from ..engine import resolve_backbone
@@ -129,7 +157,8 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
     def accept(pulled) -> None:
         """Check the head before it gets a local name; a refusal leaves refs untouched."""
         if pulled.kind != "head":
-            raise UsageError(f"{target} is a {pulled.kind}, not a head", hint="use `vbstore pull ref`")
+            raise UsageError(f"{target} is a {pulled.kind}, not a head",
+                             hint="use `vbstore pull ref`")
         if backbone is None:
             return
         ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
@@ -149,6 +178,74 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
             click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)
 
     emit(as_json, data, text)
+
+
+def _expected(store, backbone: str, weights: str, backbone_seed: int | None,
+              input_size: int | None) -> dict:
+    """What a head for ``backbone`` must have been trained on: its weights and input size."""
+    from ..engine import resolve_backbone
+    from ..heads import backbone_expectation
+
+    ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
+                           input_size=input_size)
+    return backbone_expectation(store, ref.doc)
+
+
+@export_group.command("head")
+@click.argument("name")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The .safetensors file to write.")
+@json_option
+@with_store
+def export_head_cmd(store, name: str, output: str, as_json: bool) -> None:
+    """Write head NAME (a ref or id) to a safetensors file, byte for byte (same id anywhere)."""
+    from ..heads import export_head, head_record
+
+    oid = export_head(store, name, output)
+    record = head_record(store, oid)
+    emit(as_json, {"id": oid, "path": output, "compat": record},
+         f"exported head {oid[:12]} ({record['task']}) -> {output}")
+
+
+@click.group(name="import")
+def import_group() -> None:
+    """Bring artifacts into the store: heads from `vbstore export head`, other tools' results."""
+
+
+@import_group.command("head")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--as", "as_name", default=None, metavar="NAME",
+              help="Local ref name (default: the file name without .safetensors).")
+@click.option("--force", is_flag=True, help="Move an existing local ref that points elsewhere.")
+@click.option("--backbone", default=None,
+              help="Refuse the head unless it was trained on these weights.")
+@click.option("--weights", default="default", show_default=True, help="Weights of --backbone.")
+@click.option("--backbone-seed", type=int, default=None, help="Init seed with --weights random.")
+@click.option("--input-size", type=int, default=None, help="Input resolution of --backbone.")
+@click.option("--no-strict", is_flag=True, help="Warn instead of refusing a mismatched head.")
+@json_option
+@with_store
+def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_seed, input_size,
+                    no_strict, as_json) -> None:
+    """Import a head file (safetensors only, never a pickle), checked before the store changes."""
+    from pathlib import Path
+
+    from ..heads import import_head
+
+    expected = (_expected(store, backbone, weights, backbone_seed, input_size)
+                if backbone is not None else None)
+    name = as_name or Path(file).name.removesuffix(".safetensors")
+    result = import_head(store, file, name=name, force=force, expected=expected,
+                         strict=not no_strict)
+
+    def text() -> None:
+        record = result.record
+        click.echo(f"imported head {result.id[:12]} -> {result.name} ({record['task']}, "
+                   f"pooling {record['pooling']}, layers {record['layers']})")
+        for problem in result.mismatch:
+            click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)
+
+    emit(as_json, result.as_dict(), text)
 
 
 @push.command("results")

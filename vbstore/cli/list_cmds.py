@@ -14,19 +14,35 @@ def list_group() -> None:
 
 @list_group.command("backbones")
 @click.argument("pattern", default="*")
+@click.option("--models/--no-models", default=None,
+              help="Also list the pretrained models timm, torchvision and open_clip offer "
+              "(default: when a PATTERN is given).")
 @json_option
-def list_backbones_cmd(pattern: str, as_json: bool) -> None:
-    """Backbones whose name or spec matches PATTERN (fnmatch, e.g. 'dinov2*')."""
-    from ..backbones import backbone_rows
+def list_backbones_cmd(pattern: str, models: bool | None, as_json: bool) -> None:
+    """Backbones and models whose name or spec matches PATTERN (fnmatch, e.g. 'resnet*').
 
-    rows = backbone_rows(pattern)
+    Lists registered sources and plugins, bare names (resnet18, dinov2_vits14, clip_vitb16...)
+    with the pinned spec each stands for, and, for a PATTERN, every pretrained model the
+    installed libraries offer as a spec to pass to -b; 'no [clip]' marks a missing extra.
+    """
+    from ..backbones import catalog_rows
+
+    rows = catalog_rows(pattern, models=pattern != "*" if models is None else models)
 
     def text() -> None:
-        click.echo(f"{'spec':<34} {'source':<12} {'installed':<10} {'pooling':<8} dim")
+        width = max([34, *(len(row["spec"]) + 1 for row in rows)])
+        click.echo(f"{'spec':<{width}} {'source':<12} {'installed':<10} {'pooling':<8} dim")
         for row in rows:
             installed = "yes" if row["installed"] else f"no [{row['extra']}]"
-            click.echo(f"{row['spec']:<34} {row['source']:<12} {installed:<10} "
-                       f"{row['default_pooling'] or '-':<8} {row['embed_dim'] or '-'}")
+            line = (f"{row['spec']:<{width}} {row['source']:<12} {installed:<10} "
+                    f"{row['default_pooling'] or '-':<8} {row['embed_dim'] or '-'}")
+            stands = row.get("stands_for")
+            click.echo(f"{line}  = {stands}" if stands else line)
+        if not rows:
+            click.echo(f"nothing matches {pattern!r}")
+        elif pattern == "*" and not models:
+            click.echo("give a PATTERN (e.g. 'vit_base*') to list the models timm, torchvision "
+                       "and open_clip offer")
 
     emit(as_json, rows, text)
 
@@ -43,8 +59,10 @@ def list_tasks_cmd(pattern: str, as_json: bool) -> None:
     def text() -> None:
         for row in rows:
             kind = "zero-shot" if row.get("zero_shot") else "trains a head"
-            metrics = ", ".join(m["name"] if isinstance(m, dict) else str(m) for m in row["metrics"])
-            click.echo(f"{row['name']:<26} {row['level']:<5} v{row['op_version']}  {kind}  [{metrics}]")
+            metrics = ", ".join(m["name"] if isinstance(m, dict) else str(m)
+                                for m in row["metrics"])
+            click.echo(f"{row['name']:<26} {row['level']:<5} v{row['op_version']}  {kind}  "
+                       f"[{metrics}]")
             for key, param in row.get("params", {}).items():
                 click.echo(f"    -p {key}={param['default']!s:<10} {param['help']}")
 

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..engine import BASE_COLUMNS, result_rows
+from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
@@ -40,22 +41,29 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
 
 @click.group(name="export")
 def export_group() -> None:
-    """Export stored artifacts as tables."""
+    """Export stored results as tables and heads as files."""
 
 
 @export_group.command("results")
-@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl"]), default="md", show_default=True,
-              help="Table format (md: one table per task).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl", "clip-benchmark"]),
+              default="md", show_default=True,
+              help="Table format (md: one table per task); clip-benchmark: one JSON per result "
+              "as CLIP_benchmark writes it, into the folder -o.")
 @click.option("--task", default=None, help="Only results of this task.")
-@click.option("--backbone", default=None, help="Only backbones whose spec contains this (or id prefix).")
+@click.option("--backbone", default=None,
+              help="Only backbones whose spec contains this (or id prefix).")
 @click.option("--weights", type=click.Choice(["pretrained", "checkpoint", "random"]), default=None,
               help="Only results with this kind of weights.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
+@click.option("--output", "-o", type=click.Path(), default=None,
+              help="Write here instead of stdout (a folder for clip-benchmark).")
 @json_option
 @with_store
 def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
     """One table of stored results, with each task's own metric columns."""
     rows = result_rows(store, task, backbone, weights)
+    if fmt == "clip-benchmark":
+        _export_clip_benchmark(store, rows, output, as_json)
+        return
     if as_json:
         emit(True, rows)
         return
@@ -63,7 +71,8 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows), lineterminator="\n")
+        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows),
+                                lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         text = buffer.getvalue()
@@ -75,18 +84,55 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         click.echo(text, nl=False)
 
 
+def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
+                           as_json: bool) -> None:
+    """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
+    from ..interop import clip_benchmark_filename, clip_benchmark_record
+
+    docs, names = [], set()
+    for row in sorted(rows, key=lambda r: r["id"]):
+        oid = store.resolve(row["id"])
+        record = store.read_json(oid)
+        manifest_id = record.get("data", {}).get("eval", {}).get("manifest")
+        manifest = store.read_json(manifest_id) if manifest_id and store.has(manifest_id) else None
+        doc = clip_benchmark_record(record, manifest)
+        name = clip_benchmark_filename(doc)
+        if name in names:  # two runs CLIP_benchmark would name alike (seeds, limits...)
+            name = name.removesuffix(".json") + f"_{oid[:12]}.json"
+        names.add(name)
+        docs.append({"id": oid, "file": name, "record": doc})
+    if output is None:
+        if as_json:
+            emit(True, docs)
+        else:
+            click.echo("".join(json.dumps(d["record"]) + "\n" for d in docs), nl=False)
+        return
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder} is a file", hint="clip-benchmark export writes into a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    for doc in docs:
+        (folder / doc["file"]).write_text(json.dumps(doc["record"]))
+    emit(as_json, docs, f"wrote {len(docs)} CLIP_benchmark result files to {folder}")
+
+
 @click.command()
-@click.option("--backbones", "backbones_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="File with one backbone spec per line (optionally weights=, seed=, input_size=).")
+@click.option("--backbones", "backbones_file", required=True,
+              type=click.Path(exists=True, dir_okay=False),
+              help="File with one backbone spec per line (optionally weights=, seed=, "
+              "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines.")
 @click.option("--tasks", required=True, help="Comma-separated tasks.")
 @click.option("--data", "-d", required=True, help="Evaluation data.")
 @click.option("--split", default=None, help="Split of --data to evaluate on.")
 @click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class cap on eval samples.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="Per-class cap on training samples.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Per-class cap on eval samples.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None,
+              help="Per-class cap on training samples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A parameter for every task.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A parameter for every task.")
 @data_layout_options
 @executor_options
 @json_option
@@ -109,11 +155,11 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
         if as_json:
             continue
         if "error" in row:
-            click.echo(f"{row['backbone']:<40} {row['task']:<22} error: {row['error']}")
+            click.echo(f"{row['label']:<40} {row['task']:<22} error: {row['error']}")
         else:
             shown = ", ".join(f"{k}={v:.4f}" for k, v in row["metrics"].items())
             state = "cached" if row["from_cache"] else "computed"
-            click.echo(f"{row['backbone']:<40} {row['task']:<22} {state:<9} {shown}")
+            click.echo(f"{row['label']:<40} {row['task']:<22} {state:<9} {shown}")
     emit(as_json, rows)
     if failures:
         click.echo(f"{failures} of {len(rows)} combinations failed; rerun to resume", err=True)

@@ -12,6 +12,7 @@ from .. import suites
 from ..errors import EXIT_NOT_RANKED, UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
+from .head_cmds import import_group
 from .results_cmds import export_group
 
 
@@ -420,11 +421,6 @@ def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
 # ---- import and export ---------------------------------------------------------------------
 
 
-@click.group("import")
-def import_group() -> None:
-    """Import other tools' results as reported evidence."""
-
-
 @import_group.command("results")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
@@ -489,4 +485,4 @@ def export_evaluation(store, evaluation, fmt, output, as_json) -> None:
         click.echo(text)
 
 
-COMMANDS = [suite_group, evaluate, evaluations, promote, leaderboard, diff, import_group]
+COMMANDS = [suite_group, evaluate, evaluations, promote, leaderboard, diff]

@@ -17,8 +17,9 @@ from ..errors import BadInput, UsageError, VbstoreError
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
-from ._packaged import materialise, parse_source
+from ._packaged import EXTERNAL, materialise, parse_source
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
+from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
 from ._view import ManifestView
 
 LAYOUTS = ("image_folder", "dense", "stems", "list")
@@ -29,7 +30,7 @@ _APPLIES = {
     "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
     "list": ("classes", "target_type"),
 }
-OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}))
+OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
 _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
@@ -48,15 +49,19 @@ def load_manifest(
 
     Args:
         store: The :class:`vbstore.Store` to write the manifest into.
-        data: A folder, a ``.csv``/``.jsonl`` sample list, or a packaged source
-            (``sklearn:digits``, ``skimage:samples``, ``shapes[:per_class=N,noise=X,...]``).
+        data: A folder, a ``.csv``/``.jsonl`` sample list, a packaged source
+            (``sklearn:digits``, ``skimage:samples``, ``shapes[:per_class=N,noise=X,...]``) or
+            a dataset where it lives (``hf:NAME[@revision][:config]``, ``torchvision:NAME``,
+            ``wds:PATH``).
         split: The split folder to read (``train``, ``val``...); needed when there are several.
         limit: Keep N samples per class (labelled data) or N in all (dense, stems, other
             lists), chosen by the hash of their names; recorded in the manifest.
         **layout_options: ``layout`` (one of :data:`LAYOUTS`; default: detected),
             ``stems``/``train_stems``/``image_dir``/``target_dir`` (stems lists; relative paths
             are under ``data``), ``target`` (the dense target folder), ``target_type``,
-            ``classes`` (a list's class names in index order, or a file of them).
+            ``classes`` (a list's class names in index order, or a file of them); for
+            sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
+            ``image_column``/``label_column`` (hf).
 
     Returns:
         The stored manifest, its id, and the absolute folder its sample names resolve against.
@@ -75,7 +80,15 @@ def load_manifest(
         not isinstance(split, str) or not split or "/" in split or split in (".", "..")
     ):
         raise UsageError(f"bad split name {split!r}", hint="a split is one folder name, e.g. val")
-    root = _resolve_data(store, data)
+    source_options = {k: options.pop(k) for k in SOURCE_OPTIONS if k in options}
+    root, source = _resolve_data(store, data, split, source_options)
+    if source is not None:  # a sample list in the store, in the source's class order
+        if options:
+            raise UsageError(f"{data} takes no {', '.join(sorted(options))} option",
+                             hint="layout options describe folders and lists")
+        options = {"layout": "list"}
+        if source.classes is not None:
+            options["classes"] = source.classes
     layout = options.pop("layout", None) or _detect(root, split, options)
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
@@ -97,6 +110,8 @@ def load_manifest(
             except VbstoreError:
                 store.move_aside(known)  # damaged: rebuilt below, and published afresh
     doc = build_document(store, scan, limit)
+    if source is not None:
+        doc["source"] = source.record
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)
@@ -113,18 +128,25 @@ def _check_option_names(options: dict[str, Any]) -> None:
             )
 
 
-def _resolve_data(store, data: str | Path) -> Path:
-    if isinstance(data, str):
-        source = parse_source(data)
-        if source is not None:
-            return materialise(store, *source).resolve()
+def _resolve_data(store, data: str | Path, split: str | None,
+                  source_options: dict[str, Any]) -> tuple[Path, Source | None]:
+    """The folder or list file to scan, and the external source it was read from, if any."""
+    parsed = parse_source(data) if isinstance(data, str) else None
+    check_source_options(parsed[0] if parsed and parsed[0] in EXTERNAL else None,
+                         source_options)
+    if parsed is not None:
+        if parsed[0] in EXTERNAL:
+            source = open_source(store, *parsed, split, source_options)
+            return source.list_path.resolve(), source
+        return materialise(store, *parsed).resolve(), None
     path = Path(data).expanduser()
     if not path.exists():
         raise UsageError(
             f"no such file or folder: {data}",
-            hint="give a folder, a .csv/.jsonl list, sklearn:digits or shapes",
+            hint="give a folder, a .csv/.jsonl list, sklearn:digits, shapes, hf:NAME, "
+            "torchvision:NAME or wds:PATH",
         )
-    return path.resolve()
+    return path.resolve(), None
 
 
 def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:

@@ -37,6 +37,8 @@ SKIMAGE_CAPTIONS = {
 _SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
 _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)$")
 SOURCES = ("sklearn:digits", "skimage:samples", "shapes")
+# datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
+EXTERNAL = ("hf", "torchvision", "wds")
 
 
 def parse_source(data: str) -> tuple[str, str] | None:
@@ -51,12 +53,13 @@ def parse_source(data: str) -> tuple[str, str] | None:
     if not match or (len(match.group(1)) == 1 and os.name == "nt"):  # C:\ is a drive, not a source
         return None
     source, rest = match.groups()
-    if source not in ("sklearn", "skimage", "shapes"):
+    if source not in ("sklearn", "skimage", "shapes", *EXTERNAL):
         if Path(data).exists():
             return None
         raise UsageError(
             f"unknown data source {source + ':'!r}",
-            hint=f"give a folder, a .csv/.jsonl list, or one of: {', '.join(SOURCES)}",
+            hint=f"give a folder, a .csv/.jsonl list, {', '.join(SOURCES)}, "
+            "hf:NAME, torchvision:NAME or wds:PATH",
         )
     return source, rest
 
@@ -69,15 +72,15 @@ def materialise(store, source: str, rest: str) -> Path:
     """
     datasets = store.root / "datasets"
     if source == "sklearn" and rest == "digits":
-        return _once(datasets / "sklearn-digits-v1", _write_digits)
+        return once(datasets / "sklearn-digits-v1", _write_digits)
     if source == "skimage" and rest == "samples":
-        return _once(datasets / "skimage-samples-v1", _write_skimage) / "samples.jsonl"
+        return once(datasets / "skimage-samples-v1", _write_skimage) / "samples.jsonl"
     if source == "shapes":
         params = _shapes_params(rest)
         name = "shapes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
         from ._shapes import make_shapes  # numpy, only when shapes are asked for
 
-        return _once(datasets / name, lambda tmp: make_shapes(tmp, **params))
+        return once(datasets / name, lambda tmp: make_shapes(tmp, **params))
     raise UsageError(
         f"unknown dataset {source}:{rest}", hint=f"packaged datasets: {', '.join(SOURCES)}"
     )
@@ -99,7 +102,7 @@ def _shapes_params(rest: str) -> dict:
     return params
 
 
-def _once(final: Path, write: Callable[[Path], object]) -> Path:
+def once(final: Path, write: Callable[[Path], object]) -> Path:
     """``final``, written by ``write(tmp)`` into a hidden sibling and renamed, unless it exists."""
     if final.is_dir():
         return final

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError, VbstoreError
+from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
 from ..tasks import get_task, ordered_metrics
 from ._results import get_result
@@ -31,7 +32,9 @@ class SweepEntry:
 
 
 def read_backbones_file(path: str | Path) -> list[SweepEntry]:
-    """The entries of a backbones file; blank lines and ``#`` comments skipped.
+    """The entries of a backbones file: ``SPEC [weights=W] [seed=N] [input_size=N]`` lines, or
+    CLIP_benchmark's ``MODEL,PRETRAINED`` (an open_clip model); blank lines and ``#`` comments
+    skipped.
 
     Raises:
         UsageError: a line that cannot be read (file:line named), or no backbone at all.
@@ -42,6 +45,11 @@ def read_backbones_file(path: str | Path) -> list[SweepEntry]:
         if not line:
             continue
         spec, *options = line.split()
+        if "," in spec and ":" not in spec:  # CLIP_benchmark's models.txt
+            try:
+                spec = clip_benchmark_spec(spec)
+            except UsageError as exc:
+                raise UsageError(f"{path}:{number}: {exc.args[0]}", hint=exc.hint) from None
         fields: dict[str, Any] = {}
         for option in options:
             key, sep, value = option.partition("=")
@@ -82,7 +90,8 @@ def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_
     for entry in entries:
         for task in task_objs:
             train = not task.zero_shot
-            row: dict[str, Any] = {"backbone": entry.label, "task": task.name}
+            row: dict[str, Any] = {"backbone": entry.backbone, "label": entry.label,
+                                   "task": task.name}
             try:
                 result = get_result(
                     entry.backbone, task.name, data, train_data if train else None, store=store,

@@ -2,9 +2,10 @@
 
 A head's ``__metadata__`` holds ``vbstore.kind = head``, ``format = vbstore.head.v1`` and
 ``vbstore.compat``: the canonical JSON compatibility record (backbone id, weights tensor hash,
-input size, extractor key, pooling, layers, feature mode, embed dim, task and its version, params, seed,
-class names, train manifest, train metrics). Heads are plain tensors: loading one never unpickles
-anything and never runs code from where it came from.
+input size, extractor key, pooling, layers, feature mode, embed dim, task and its version, params,
+seed, class names, train manifest, train metrics). Heads are plain tensors: loading one never
+unpickles anything and never runs code from where it came from. ``export_head``/``import_head``
+move one as a file (``_files``).
 """
 
 from __future__ import annotations
@@ -53,15 +54,19 @@ def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list
         return [f"{exc.field} is missing from the head"]
 
 
-def backbone_differences(store, head_id: str, backbone: Mapping[str, Any]) -> list[str]:
-    """How a stored head differs from what ``backbone`` (a backbone record) would give it.
+def backbone_expectation(store, backbone: Mapping[str, Any]) -> dict[str, Any]:
+    """What a head for ``backbone`` (a backbone record) must have been trained on.
 
-    Only what the backbone alone fixes is compared (weights, input size); the task's feature
-    settings are checked when the head is applied.
+    Only what the backbone alone fixes (weights, input size); the task's feature settings are
+    checked when the head is applied.
     """
-    expected = {"weights": store.read_json(backbone["weights"])["tensor_hash"],
-                "input_size": backbone["preprocessing"]["input_size"]}
-    return check_compat(head_record(store, head_id), expected)
+    return {"weights": store.read_json(backbone["weights"])["tensor_hash"],
+            "input_size": backbone["preprocessing"]["input_size"]}
+
+
+def backbone_differences(store, head_id: str, backbone: Mapping[str, Any]) -> list[str]:
+    """How a stored head differs from what ``backbone`` (a backbone record) would give it."""
+    return check_compat(head_record(store, head_id), backbone_expectation(store, backbone))
 
 
 def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
@@ -87,3 +92,12 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
                       stacklevel=2)
     state = load(store.read_bytes(head_id, verify=True))
     return state, record, not problems
+
+
+# heads as files build on the record functions above, so they load after them
+from ._files import (  # noqa: E402, F401
+    ImportedHead,
+    evaluation_metrics,
+    export_head,
+    import_head,
+)

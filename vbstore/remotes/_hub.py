@@ -138,7 +138,9 @@ class HubRemote(Remote):
     def begin_push(self) -> str:
         with self._failing("creating the repository"):
             self.api.create_repo(self.repo_id, repo_type=self.repo_type, exist_ok=True,
-                                 private=self.config.options.get("private", "").lower() in _TRUE)
+                                 # private unless asked otherwise: sharing is a choice
+                                 private=self.config.options.get("private", "true").lower()
+                                 in _TRUE)
             if self.branch != "main":
                 self.api.create_branch(self.repo_id, repo_type=self.repo_type,
                                        branch=self.branch, exist_ok=True)

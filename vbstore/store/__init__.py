@@ -10,6 +10,7 @@ from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
     check_safetensors_bytes,
+    parse_safetensors_header,
     read_safetensors_header,
     safetensors_identity,
     tensor_identity,
@@ -20,6 +21,6 @@ __all__ = [
     "RACY_SECONDS", "check_safetensors_bytes", "sniff_kind", "validate",
     "DEFAULT_GRACE", "JSON_KINDS", "KINDS", "TENSOR_KINDS", "FsckReport", "GcReport",
     "ObjectFiles", "ObjectInfo", "Store", "default_root", "derivation_key", "derivation_spec",
-    "encoding", "read_safetensors_header", "safetensors_identity", "tensor_identity",
+    "encoding", "parse_safetensors_header", "read_safetensors_header", "safetensors_identity", "tensor_identity",
     "to_safetensors_bytes",
 ]

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     multilabel,
     retrieval,
     zeroshot_classification,
+    zeroshot_multilabel,
     zeroshot_retrieval,
 )
 from ._base import HeadState, Metric, Param, Task, ZeroShotContext

@@ -1,0 +1,102 @@
+"""``vbstore browse``: the snapshot's tables are the store's records, and a real headless
+browser renders the results page Datasette serves on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sqlite3
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from vbstore import Store
+from vbstore.browse import build_snapshot, serve, wait_until_up
+from vbstore.cli import cli
+
+TINY = ["--weights", "random", "--input-size", "32"]
+# Debian's package (apt-get install chromium-headless-shell), or a full chromium
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+
+
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory):
+    """A store with a knn result and a tagged classification head on tiny shapes."""
+    from vbstore.data import make_shapes
+
+    root = tmp_path_factory.mktemp("browse")
+    shapes = str(make_shapes(root / "shapes", per_class=3, seed=4, size=32))
+    runner = CliRunner()
+    store = str(root / "s")
+    out = runner.invoke(cli, ["--store", store, "get", "result", "-b", "test_cnn", *TINY, "-t",
+                              "knn", "-d", shapes, "--split", "val", "--train-data", shapes,
+                              "--train-split", "train", "--json"])
+    assert out.exit_code == 0, out.output
+    head = runner.invoke(cli, ["--store", store, "get", "head", "-b", "test_cnn", *TINY, "-t",
+                               "classification", "--train-data", shapes, "--train-split",
+                               "train", "--tag", "cnn-linear", "--json"])
+    assert head.exit_code == 0, head.output
+    return root / "s", json.loads(out.stdout), json.loads(head.stdout)
+
+
+def test_snapshot_tables_are_the_records(populated, tmp_path):
+    root, result, head = populated
+    with Store(root) as store:
+        path = build_snapshot(store, tmp_path / "b.db")
+    db = sqlite3.connect(path)
+    row = db.execute("SELECT task, backbone, headline_metric, headline, eval_manifest, split "
+                     "FROM results WHERE id=?", (result["id"],)).fetchone()
+    record = result["record"]
+    assert row == ("knn", "test_cnn", "top1", record["metrics"]["top1"],
+                   record["data"]["eval"]["manifest"], "val")
+    names, task = db.execute("SELECT names, task FROM heads WHERE id=?", (head["id"],)).fetchone()
+    assert (names, task) == ("cnn-linear", "classification")
+    inputs = dict(db.execute("SELECT role, input FROM lineage WHERE artifact=?", (result["id"],)))
+    assert record["data"]["eval"]["manifest"] in inputs.values()
+    assert db.execute("SELECT id, kind FROM refs WHERE name='cnn-linear'").fetchone() == (
+        head["id"], "head")
+
+
+def test_cli_writes_the_snapshot(populated, tmp_path):
+    root, result, _ = populated
+    out = CliRunner().invoke(cli, ["--store", str(root), "browse", "--no-serve", "--snapshot",
+                                   str(tmp_path / "x.db"), "--json"])
+    assert out.exit_code == 0, out.output
+    path = json.loads(out.stdout)["snapshot"]
+    ids = [r[0] for r in sqlite3.connect(path).execute("SELECT id FROM results")]
+    assert ids == [result["id"]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
+    browser = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+    if browser is None:
+        pytest.skip("no headless Chromium: apt-get install chromium-headless-shell")
+    root, result, _ = populated
+    with Store(root) as store:
+        path = build_snapshot(store, tmp_path / "vbstore.db")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/vbstore/results"
+    process = serve(path, port)
+    try:
+        wait_until_up(process, url)
+        dom = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url],
+            capture_output=True, text=True, timeout=120, check=True,
+            env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert "<table" in dom
+    assert result["id"] in dom  # the result's row, with its id...
+    assert "knn" in dom
+    assert "test_cnn" in dom
+    assert "Every stored result" in dom  # the table's description from the metadata

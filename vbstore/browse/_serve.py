@@ -1,0 +1,62 @@
+"""Serving a snapshot with Datasette on 127.0.0.1 (never on another interface)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from ..errors import MissingDependency, UsageError
+from ._snapshot import TABLES
+
+
+def _metadata(path: Path) -> Path:
+    """Datasette metadata: titles and descriptions, results sorted newest first."""
+    tables = {name: {"description": description} for name, (_, description) in TABLES.items()}
+    tables["results"]["sort_desc"] = "created"
+    meta = {"title": "vbstore", "description": "The store's registry, read-only.",
+            "databases": {path.stem: {"tables": tables}}}
+    out = path.with_suffix(".metadata.json")
+    out.write_text(json.dumps(meta, indent=2))
+    return out
+
+
+def serve(path: str | Path, port: int = 8001) -> subprocess.Popen:
+    """Start Datasette on ``http://127.0.0.1:PORT`` serving ``path`` read-only; the process.
+
+    Raises:
+        MissingDependency: datasette is not installed.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("datasette") is None:
+        raise MissingDependency("datasette", "browse")
+    path = Path(path)
+    command = [sys.executable, "-m", "datasette", "serve", "--immutable", str(path),
+               "--host", "127.0.0.1", "--port", str(port), "--metadata", str(_metadata(path)),
+               "--setting", "default_page_size", "50"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_until_up(process: subprocess.Popen, url: str, timeout: float = 30.0) -> None:
+    """Return once ``url`` answers; a server that exits or stays silent is an error.
+
+    Raises:
+        UsageError: the server exited (its error output is named) or did not answer in time.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            error = process.stderr.read().decode(errors="replace").strip().splitlines()
+            raise UsageError(f"datasette exited: {error[-1] if error else process.returncode}",
+                             hint="is the port in use? choose another with --port")
+        try:
+            with urllib.request.urlopen(url, timeout=1):  # noqa: S310 - our own 127.0.0.1 URL
+                return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)
+    raise UsageError(f"datasette did not answer at {url} within {timeout:.0f} s")

@@ -1,0 +1,140 @@
+"""Heads as files, without a remote: ``export_head`` writes a head's exact bytes, ``import_head``
+checks and stores them.
+
+The file is the head artifact itself (safetensors, compatibility record in ``__metadata__``),
+so an imported head has the id it had where it was trained, and no pickle is ever read. Import
+checks everything before the store changes: the bytes are safetensors of kind ``head``, the
+record is valid, and (given the features it is meant for) it fits them; a refused file leaves
+the store and its refs as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..canonical import digest
+from ..errors import UsageError, VbstoreError
+from ..store import parse_safetensors_header
+from . import HEAD_FORMAT, HeadMismatch, check_compat
+
+
+@dataclass(frozen=True)
+class ImportedHead:
+    """What ``import_head`` stored: the id, the local name, the record and any mismatch."""
+
+    id: str
+    name: str | None
+    record: dict[str, Any]
+    mismatch: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "compat": self.record,
+                "mismatch": list(self.mismatch)}
+
+
+def export_head(store, ref: str, path: str | Path) -> str:
+    """Write head ``ref`` (a name or id) to ``path`` byte for byte; return its id.
+
+    Raises:
+        ObjectNotFound: no such object.
+        UsageError: the object is not a head, or ``path`` cannot be written.
+    """
+    oid = store.resolve(ref)
+    kind = store.info(oid).kind
+    if kind != "head":
+        raise UsageError(f"{ref} is a {kind}, not a head", hint="export a head's name or id")
+    data = store.read_bytes(oid, verify=True)
+    target = Path(path)
+    try:
+        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-")
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)  # a reader never sees half a head
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return oid
+
+
+def _read_record(data: bytes, path: Path) -> dict[str, Any]:
+    from ..store._schemas import validate
+
+    try:
+        header = parse_safetensors_header(data)
+    except VbstoreError as exc:
+        raise UsageError(f"{path} is not a vbstore head ({exc.args[0]})",
+                         hint="heads are safetensors files written by `vbstore export head`; "
+                         "pickled .pt/.pth files are never read") from None
+    metadata = header.get("__metadata__") or {}
+    if metadata.get("format") != HEAD_FORMAT or metadata.get("vbstore.kind") != "head":
+        raise UsageError(f"{path} is safetensors but not a vbstore head "
+                         f"(format {metadata.get('format')!r})",
+                         hint="heads are written by `vbstore export head`")
+    try:
+        record = json.loads(metadata["vbstore.compat"])
+    except (KeyError, ValueError):
+        raise UsageError(f"{path} has no readable compatibility record") from None
+    validate("head.compat", record)
+    return record
+
+
+def import_head(store, path: str | Path, *, name: str | None = None, force: bool = False,
+                expected: Mapping[str, Any] | None = None, strict: bool = True) -> ImportedHead:
+    """Store the head in ``path`` (written by :func:`export_head`) and name it.
+
+    Args:
+        name: The local ref to create (none when None).
+        force: Move ``name`` when it already names another object.
+        expected: What the head must fit (``weights`` tensor hash, ``input_size``, ...), as
+            :func:`check_compat` compares; typically from the backbone it will be applied to.
+        strict: Refuse a mismatch (else store it and report the differences).
+
+    Raises:
+        UsageError: unreadable file, not a vbstore head, or ``name`` taken without ``force``.
+        SchemaError: the compatibility record is invalid.
+        HeadMismatch: ``strict`` and the head does not fit ``expected``.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    record = _read_record(data, path)
+    problems = check_compat(record, expected or {})
+    if problems and strict:
+        raise HeadMismatch(problems)
+    taken = store.refs().get(name) if name is not None else None
+    if taken is not None and taken != digest(data) and not force:
+        raise UsageError(f"{name!r} already names {taken[:12]}",
+                         hint="choose another name with --as, or move it with --force")
+    oid = store.put_parsed(data, "head")
+    if name is not None:
+        store.tag(name, oid)
+    return ImportedHead(oid, name, record, problems)
+
+
+def evaluation_metrics(store, head_id: str, result_ref: str) -> tuple[dict[str, float], str]:
+    """The metrics of result ``result_ref``, which must have applied head ``head_id``.
+
+    Returns:
+        ``(metrics, eval manifest id)``: what a model card reports beside training metrics.
+
+    Raises:
+        ObjectNotFound: no such result.
+        UsageError: not a result, or a result of another head (its numbers would mislead).
+    """
+    oid = store.resolve(result_ref)
+    record = store.read_json(oid)
+    if record.get("kind") != "result":
+        raise UsageError(f"{result_ref} is a {record.get('kind')}, not a result")
+    if record.get("inputs", {}).get("head") != head_id:
+        raise UsageError(f"result {oid[:12]} was not computed with head {head_id[:12]}",
+                         hint="evaluate this head: vbstore get result ... --head NAME")
+    metrics = {k: v for k, v in record.get("metrics", {}).items() if isinstance(v, (int, float))}
+    return metrics, record.get("data", {}).get("eval", {}).get("manifest", "")
+

@@ -1,0 +1,22 @@
+"""Other tools' formats: CLIP_benchmark's model lists and result files.
+
+```python
+from vbstore.interop import clip_benchmark_record, clip_benchmark_spec
+clip_benchmark_spec("ViT-B-32-quickgelu,laion400m_e32")
+# 'open_clip:ViT-B-32-quickgelu@laion400m_e32'
+```
+"""
+
+from .clip_benchmark import (
+    CLIP_BENCHMARK_FIELDS,
+    clip_benchmark_filename,
+    clip_benchmark_record,
+    clip_benchmark_spec,
+)
+
+__all__ = [
+    "CLIP_BENCHMARK_FIELDS",
+    "clip_benchmark_filename",
+    "clip_benchmark_record",
+    "clip_benchmark_spec",
+]

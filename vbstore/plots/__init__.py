@@ -1,0 +1,15 @@
+"""Pictures of stored results: bar charts with seed confidence intervals (extra ``plot``).
+
+```python
+from vbstore.plots import backbone_bars, draw_bars, task_bars
+draw_bars(task_bars(store, "knn"), "knn.svg", title="knn top1")
+```
+
+Collecting the bars needs no plotting library; drawing needs matplotlib
+(``pip install 'vbstore[plot]'``).
+"""
+
+from ._bars import Bar, backbone_bars, task_bars
+from ._draw import draw_bars
+
+__all__ = ["Bar", "backbone_bars", "draw_bars", "task_bars"]

@@ -1,0 +1,76 @@
+"""Zero-shot multi-label classification for CLIP models (CLIP_benchmark's ``voc2007_multilabel``).
+
+Each class gets the prompt-ensemble embedding of :mod:`.zeroshot_classification`; each image
+scores every class by cosine similarity, and each label ranks the eval images by its score.
+``mean_average_precision`` is the macro average over labels of non-interpolated average
+precision (scikit-learn's definition), the metric name CLIP_benchmark writes. As in the
+trained :mod:`.multilabel` task, a label with no positive eval image has no AP and is left out
+(CLIP_benchmark counts it as 0); if no label has one, the metric is undefined and the task says
+so.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ._base import Metric, Param, Task
+from ._registry import register_task
+from .zeroshot_classification import TEMPLATES
+
+if TYPE_CHECKING:
+    import torch
+
+
+@register_task(name="zeroshot_multilabel")
+class ZeroShotMultiLabel(Task):
+    """CLIP zero-shot multi-label classification from class prompts; mean_average_precision."""
+
+    level = "high"
+    op_version = 1
+    target_kind = "multi_hot"
+    zero_shot = True
+    needs_text = True
+    stochastic = False
+    params = MappingProxyType(
+        {"templates": Param("ensemble", "prompt template set", choices=tuple(sorted(TEMPLATES)))}
+    )
+    metrics = (
+        Metric("mean_average_precision", "higher",
+               "macro AP over labels with a positive, images ranked by prompt similarity"),
+    )
+    headline = "mean_average_precision"
+
+    def _evaluate_zero_shot(
+        self,
+        feats: torch.Tensor,
+        targets: torch.Tensor,
+        params: dict[str, Any],
+        context: dict[str, Any],
+    ) -> dict[str, float]:
+        from ..errors import UsageError
+        from ._checks import class_names as check_class_names
+        from ._errors import TaskInputError, UndefinedMetric
+        from ._metrics import l2_normalise
+        from .multilabel import macro_average_precision
+        from .zeroshot_classification import class_embeddings
+
+        if "class_names" not in context:
+            raise UsageError(
+                f"task {self.name!r} needs the class names in context['class_names']",
+                hint="evaluate on a multi-label manifest (a list with a labels column)",
+            )
+        names = check_class_names(context["class_names"])
+        if targets.ndim != 2 or targets.shape[1] != len(names):
+            raise TaskInputError(
+                f"eval targets must be multi-hot (N, {len(names)}), got {tuple(targets.shape)}"
+            )
+        text = class_embeddings(
+            context["text_encoder"], names, params["templates"], feats.shape[1], feats.device
+        )
+        value = macro_average_precision(l2_normalise(feats) @ text.T, targets)
+        if value is None:
+            raise UndefinedMetric(
+                self.name, "mean_average_precision", "no label has a positive eval image"
+            )
+        return {"mean_average_precision": value}
