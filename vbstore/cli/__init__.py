@@ -14,6 +14,7 @@ from .list_cmds import list_group
 from .plot_cmd import plot_group
 from .remote_cmds import remote
 from .results_cmds import export_group, sweep
+from .run_cmd import run_group
 from .store_cmds import COMMANDS
 from .suite_cmds import COMMANDS as SUITE_COMMANDS
 
@@ -31,7 +32,7 @@ def cli(store: str | None) -> None:
 
 
 for _command in [*COMMANDS, get, list_group, export_group, import_group, sweep, demo, remote, push,
-                 pull, plot_group, browse, *SUITE_COMMANDS]:
+                 pull, plot_group, browse, run_group, *SUITE_COMMANDS]:
     cli.add_command(_command)
 
 

@@ -29,8 +29,11 @@ EXIT_CODES = [
 
 
 def _commands(group: click.Group, prefix: str):
-    for name in sorted(group.commands):
-        command = group.commands[name]
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):  # generated groups (vbstore run) list theirs
+        command = group.get_command(ctx, name)
+        if command is None:
+            continue
         yield f"{prefix} {name}", command
         if isinstance(command, click.Group):
             yield from _commands(command, f"{prefix} {name}")

@@ -44,6 +44,23 @@ TargetKind = Literal["class_index", "multi_hot", "captions", "label_map", "depth
 ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
 
+# The data layout each kind of target is read from (vbstore run TASK --help shows it).
+LAYOUT_BY_TARGET = {
+    "class_index": "an image folder root/<split>/<class>/<image>, a .csv/.jsonl list with a "
+                   "label column, or a named source (shapes, sklearn:digits, hf:NAME, "
+                   "torchvision:NAME, wds:PATH)",
+    "multi_hot": "a .csv/.jsonl list with a labels column (several class names per image)",
+    "captions": "a .csv/.jsonl list with a captions column, or skimage:samples",
+    "image": "images only: root/<split>/images/<image> (targets are computed from the pixels)",
+}
+_DENSE_LAYOUT = ("root/<split>/{{images,<target>}} paired by file stem (--target NAME picks the "
+                 "target folder), or a VOC-style stems list (--stems), holding {what}")
+for _kind, _what in (("label_map", "label PNGs read as raw palette indices"),
+                     ("depth_map", "16-bit depth PNGs (with -p target_scale) or .npy metres"),
+                     ("normal_map", "RGB normal PNGs or .npy (H, W, 3) arrays"),
+                     ("scalar_map", "one-channel PNGs or .npy maps")):
+    LAYOUT_BY_TARGET[_kind] = _DENSE_LAYOUT.format(what=_what)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -168,6 +185,7 @@ class Task:
         train_metrics: Metrics ``fit`` reports on the train split.
         headline: The metric a leaderboard ranks by.
         protocol: The published protocol the numbers follow (``probe3d``...), put in records.
+        layout: The data layout the task reads, for help texts (default: by ``target_kind``).
     """
 
     name: str = ""
@@ -185,6 +203,7 @@ class Task:
     train_metrics: ClassVar[tuple[Metric, ...]] = ()
     headline: ClassVar[str] = ""
     protocol: ClassVar[str | None] = None
+    layout: ClassVar[str | None] = None
 
     def __init__(self, *, defaults: Mapping[str, Any] | None = None) -> None:
         """Make a task, optionally with other parameter defaults (a registered variant).
@@ -226,6 +245,11 @@ class Task:
             key: spec.normalise(self.display_name, key, given.get(key, spec.default))
             for key, spec in sorted(self.params.items())
         }
+
+    @property
+    def data_layout(self) -> str:
+        """The data layout this task reads, in words."""
+        return self.layout or LAYOUT_BY_TARGET.get(self.target_kind, "")
 
     def describe(self) -> dict[str, Any]:
         """The whole declaration as a JSON-ready dict (for ``vbstore list tasks --json``)."""

@@ -1,0 +1,56 @@
+"""``vbstore run TASK``: each task's settings as real flags, the same request as get result."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from vbstore.cli import cli
+
+TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    from vbstore.data import make_shapes
+
+    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=2, size=32))
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    return lambda *args: runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
+
+
+def test_help_shows_the_layout_and_only_the_tasks_flags(run):
+    knn = run("run", "knn", "--help").output
+    assert "Data: an image folder" in knn
+    assert "-k INTEGER" in knn
+    assert "--temperature FLOAT" in knn
+    assert "--epochs" not in knn
+    classification = run("run", "classification", "--help").output
+    assert "--epochs INTEGER" in classification
+    assert "--lr FLOAT" in classification
+    retrieval = run("run", "retrieval", "--help").output
+    assert "--train-data" not in retrieval  # zero-shot: nothing to train on
+    assert "retrieval" in run("run", "--help").output
+
+
+def test_flags_and_params_make_the_same_request(run, shapes):
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    flags = run("run", "knn", *TINY, *data, "-k", "3", "--json")
+    assert flags.exit_code == 0, flags.output
+    first = json.loads(flags.stdout)
+    assert first["record"]["params"]["k"] == 3
+    same = json.loads(run("get", "result", *TINY, "-t", "knn", *data, "-p", "k=3", "--json").stdout)
+    assert same["from_cache"]
+    assert same["id"] == first["id"]
+
+
+def test_bad_flag_values_are_one_line_errors(run, shapes):
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    bad = run("run", "knn", *TINY, *data, "-k", "0")
+    assert bad.exit_code == 2
+    assert "parameter 'k' of task 'knn' must be >= 1" in bad.output
+    assert run("run", "nosuchtask", "--help").exit_code == 2

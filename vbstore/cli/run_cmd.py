@@ -1,0 +1,126 @@
+"""``vbstore run TASK``: one command per task, its settings as real flags.
+
+The flags are generated from the task's declared parameters (``--epochs``, ``--lr``,
+``--num-classes``, ``-k``...), so ``vbstore run knn --help`` shows the data layout knn reads and
+only knn's settings. It builds the same request as ``vbstore get result --task knn -p k=10``,
+so both find the same cached result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import VbstoreError
+from ..tasks import Param, Task, get_task, list_tasks
+from ._common import VbstoreGroup, emit, json_option, with_store
+from ._dataopts import data_layout_options, parse_params
+from ._executoropts import executor_options
+from .get_cmds import backbone_options, parse_layers, print_plan, print_result
+
+# the run command's own options: a task parameter with one of these names gets a --task- prefix
+_RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "precision", "device",
+             "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
+             "param", "head", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
+             "train_stems", "image_dir", "target_dir", "target", "target_type", "classes",
+             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store"}
+
+
+def _flag(name: str) -> str:
+    return f"--task-{name}" if name in _RESERVED else f"--{name.replace('_', '-')}"
+
+
+def _option(name: str, spec: Param) -> click.Option:
+    """The click option of one task parameter; None default, so only given values are sent."""
+    names = [_flag(name), f"task__{name}"]
+    if len(name) == 1:
+        names = [f"-{name}", f"task__{name}"]
+    help_text = f"{spec.help} (default {spec.default!r})"
+    if isinstance(spec.default, bool):
+        flag = _flag(name)[2:]
+        return click.Option([f"--{flag}/--no-{flag}", f"task__{name}"], default=None, help=help_text)
+    if isinstance(spec.default, int):
+        kind: Any = click.INT
+    elif isinstance(spec.default, float):
+        kind = click.FLOAT
+    elif spec.choices is not None:
+        kind = click.Choice(spec.choices)
+    else:
+        kind = click.STRING
+    return click.Option(names, type=kind, default=None, help=help_text)
+
+
+def _command(task: Task) -> click.Command:
+    def run(store, *, data_options, executor, as_json, params, **kw) -> None:
+        from ..engine import execute, plan, result_request
+
+        given = parse_params(params)
+        for key in [k for k in kw if k.startswith("task__")]:
+            if kw[key] is not None:
+                given[key.removeprefix("task__")] = kw[key]
+        request = result_request(
+            kw["backbone"], task.name, kw["data"], kw.get("train_data"), params=given,
+            split=kw["split"], train_split=kw.get("train_split"), limit=kw["limit"],
+            train_limit=kw.get("train_limit"), seed=kw["seed"], seeds=kw["seeds"],
+            head=kw.get("head"), strict=not kw.get("no_strict", False), weights=kw["weights"],
+            backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
+            layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options)
+        the_plan = plan(request, store, dry_run=kw["dry_run"])
+        if kw["dry_run"]:
+            emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
+            return
+        result = execute(the_plan, device=kw["device"], progress=not as_json, executor=executor)
+        emit(as_json, result.as_dict(), lambda: print_result(result))
+
+    metrics = ", ".join(m.name for m in task.metrics)
+    kind = "zero-shot" if task.zero_shot else "trains a head on --train-data"
+    summary = (type(task).__doc__ or task.name).strip().splitlines()[0]
+    doc = (f"{summary}\n\nData: {task.data_layout}.\n\n"
+           f"Metrics: {metrics} (headline {task.headline}); {kind}.")
+    options = [
+        click.option("--data", "-d", required=True, help="Evaluation data."),
+        click.option("--split", default=None, help="Split of --data to evaluate on."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="Per-class (or total) cap on eval samples."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe."),
+        click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Run N seeds on one set of features."),
+        click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+                     help="A task parameter as KEY=VALUE (for scripts; same as the flags)."),
+        click.option("--dry-run", is_flag=True, help="Print the plan and compute nothing."),
+    ]
+    if task.trains_head:
+        options += [
+            click.option("--train-data", default=None, help="Training data (the head is fit on it)."),
+            click.option("--train-split", default=None, help="Split of --train-data to train on."),
+            click.option("--train-limit", type=click.IntRange(min=1), default=None,
+                         help="Per-class (or total) cap on training samples."),
+            click.option("--head", default=None, help="Apply this stored head instead of training one."),
+            click.option("--no-strict", is_flag=True, help="Apply a mismatched head anyway (warns)."),
+        ]
+    func = data_layout_options(with_store(run))
+    func = json_option(executor_options(func))
+    for option in reversed(options):
+        func = option(func)
+    command = click.command(task.name, help=doc, short_help=summary)(backbone_options(func))
+    command.params.extend(_option(name, spec) for name, spec in sorted(task.params.items()))
+    return command
+
+
+class TaskGroup(VbstoreGroup):
+    """A group with one generated subcommand per registered task."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list_tasks()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        try:
+            return _command(get_task(cmd_name))
+        except VbstoreError:
+            return None
+
+
+@click.group(cls=TaskGroup, name="run")
+def run_group() -> None:
+    """Run a probe TASK with its settings as flags (`vbstore run TASK --help`)."""
