@@ -22,16 +22,21 @@ from ._png import png_bytes
 from ._view import ManifestView
 
 # the generator needs numpy at import; loading a manifest should not
-_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes"}
+_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
+         "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes"}
+_RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "LAYOUTS",
     "OPTIONS",
+    "SCENE_CLASSES",
+    "SCENE_TARGETS",
     "SHAPES",
     "SOURCES",
     "ManifestView",
     "load_manifest",
+    "make_scenes",
     "make_shapes",
     "manifest_digest",
     "png_bytes",
@@ -42,5 +47,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+        return getattr(module, _RENAMED.get(name, name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
