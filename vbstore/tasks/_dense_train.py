@@ -149,7 +149,8 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
                 loss_sum += value * len(batch.index)
                 rows += len(batch.index)
                 learned += 1
-            schedule.step()
+            if learned:  # the schedule counts steps from the first optimiser step
+                schedule.step()
         if not learned:
             raise TaskInputError(
                 f"task {task.name!r}: every pixel of the train split is invalid or ignored",
