@@ -31,7 +31,8 @@ def test_scenes_are_deterministic_per_seed_and_grow_by_adding(tmp_path, scenes):
     again = _files(make_scenes(tmp_path / "a", per_split=6, seed=3, size=48))
     assert again == _files(scenes)
     other = _files(make_scenes(tmp_path / "b", per_split=6, seed=4, size=48))
-    assert other.keys() == again.keys() and other != again
+    assert other.keys() == again.keys()
+    assert other != again
     more = _files(make_scenes(tmp_path / "c", per_split=7, seed=3, size=48))
     assert {k: more[k] for k in again} == again
     assert sorted({k.split("/")[1] for k in again}) == sorted(("images", *SCENE_TARGETS))
@@ -61,7 +62,8 @@ def test_depth_and_normals_describe_the_same_floor_plane(scenes):
         depth_png = Image.open(scenes / "val" / "depth" / f"{i:04d}.png")
         assert depth_png.mode.startswith("I")  # 16-bit grey
         z = np.array(depth_png).astype(float) / 1000.0  # millimetres -> metres
-        assert (z > 0.05).all() and (z < 10).all()
+        assert (z > 0.05).all()
+        assert (z < 10).all()
         normals = _read(scenes, "val", "normals", i).astype(float) / 127.5 - 1
         np.testing.assert_allclose(np.linalg.norm(normals, axis=-1), 1.0, atol=0.015)
         labels = _read(scenes, "val", "labels", i)

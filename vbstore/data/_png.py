@@ -63,7 +63,9 @@ def png_bytes(pixels: np.ndarray, palette: np.ndarray | None = None) -> bytes:
         if palette.dtype != np.uint8 or palette.ndim != 2 or palette.shape[1] != 3 or not (
             1 <= len(palette) <= 256
         ):
-            raise ValueError(f"a palette is (K <= 256, 3) uint8, got {palette.dtype} {palette.shape}")
+            raise ValueError(
+                f"a palette is (K <= 256, 3) uint8, got {palette.dtype} {palette.shape}"
+            )
         if pixels.size and int(pixels.max()) >= len(palette):
             raise ValueError(f"index {int(pixels.max())} is not in a {len(palette)}-colour palette")
         chunks.append(_chunk(b"PLTE", palette.tobytes()))

@@ -5,15 +5,19 @@ the floor, seen by a random pinhole camera and lit by one directional light. The
 checkerboard and the walls are striped, so the images have texture edges as well as object
 outlines. Every target is computed from the geometry, not estimated from the image:
 
-| folder            | PNG                  | value                                                     |
-|-------------------|----------------------|-----------------------------------------------------------|
-| `labels`          | palette, 8-bit       | class index: 0 floor, 1 wall, 2 box, 3 sphere (`CLASSES`) |
-| `masks`           | palette, 8-bit       | 1 on a box or sphere (foreground), 0 on floor and walls    |
-| `depth`           | grey, 16-bit         | z-depth along the optical axis in millimetres (`target_scale` 1000) |
-| `normals`         | RGB                  | unit normal in camera axes (x right, y up, z towards the camera), stored as round((n + 1) * 127.5) |
-| `edges`           | grey, 8-bit          | Sobel gradient magnitude of the image's luminance, 255 = 4 (a full black/white step) |
-| `occlusion_edges` | grey, 8-bit          | depth jump to a 4-neighbour on another surface, in cm (clipped at 255), where it exceeds 5 cm and 2 % of the depth; 0 elsewhere |
-| `keypoints`       | grey, 8-bit          | 255 * exp(-d^2 / (2 * 1.5^2)) around each visible box corner and room corner, d in pixels |
+- ``labels``: 8-bit palette PNG of class indices: 0 floor, 1 wall, 2 box, 3 sphere
+  (:data:`CLASSES`).
+- ``masks``: 8-bit palette PNG, 1 on a box or sphere (foreground), 0 on floor and walls.
+- ``depth``: 16-bit grey PNG, z-depth along the optical axis in millimetres (``target_scale``
+  1000).
+- ``normals``: RGB PNG, the unit normal in camera axes (x right, y up, z towards the camera)
+  stored as round((n + 1) * 127.5).
+- ``edges``: 8-bit grey PNG, the Sobel gradient magnitude of the image's luma, 255 = 4 (a full
+  black-to-white step).
+- ``occlusion_edges``: 8-bit grey PNG, the depth jump in cm (clipped at 255) to a 4-neighbour on
+  another surface, where it exceeds 5 cm and 2 % of the depth; 0 elsewhere.
+- ``keypoints``: 8-bit grey PNG, 255 * exp(-d^2 / (2 * 1.5^2)) around each visible box corner
+  and room corner, d in pixels.
 
 The layout is vbstore's dense layout, ``<root>/<split>/{images,<target>}/<NNNN>.png`` paired by
 stem, so ``--data scenes --split val --target depth`` reads it like any dense dataset. Every
@@ -231,7 +235,7 @@ def _keypoints(objects, eye, world_to_cam, focal, z_depth) -> np.ndarray:
         if z <= 1e-3:
             continue
         u, v = size / 2 + focal * x / z, size / 2 - focal * y / z
-        col, row = int(math.floor(u)), int(math.floor(v))
+        col, row = math.floor(u), math.floor(v)
         if not (0 <= col < size and 0 <= row < size):
             continue
         if z > z_depth[row, col] * 1.03 + 0.02:  # something nearer covers the corner

@@ -33,8 +33,8 @@ from .aggregate import aggregate_seeds
 __all__ = [
     "DENSE_TARGETS",
     "DenseBatch",
-    "DenseTask",
     "DenseSplit",
+    "DenseTask",
     "HeadState",
     "Metric",
     "Param",

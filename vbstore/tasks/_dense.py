@@ -15,8 +15,8 @@ A dense task maps the patch-feature grid to a per-pixel target. The recipe (one 
 - the head's initial weights and the order of batches come from the run's seed only (a local
   generator; the global RNG is left as it was), so a run is repeatable on CPU.
 
-A subclass declares its metrics and ``protocol`` (the string the record carries) and four
-small hooks (``_outputs``, ``_prepare``, ``_predict``, ``_loss``, ``_scorer``) that the recipe
+A subclass declares its metrics and ``protocol`` (the string the record carries) and five
+hooks (``_outputs``, ``_prepare``, ``_predict``, ``_loss``, ``_scorer``) that the recipe
 calls. torch is imported only inside those calls.
 """
 
@@ -66,7 +66,8 @@ class DenseTask(Task):
     stochastic = True
     protocol: ClassVar[str] = ""
     train_metrics = (
-        Metric("train_loss", "lower", "mean training loss over the last epoch; high = not converged"),
+        Metric("train_loss", "lower",
+               "mean training loss over the last epoch; high = not converged"),
     )
 
     def _fit_split(

@@ -80,7 +80,7 @@ def normal_loss(pred: torch.Tensor, gt: torch.Tensor, uncertainty: bool) -> torc
         return None
     direction = F.normalize(pred[:, :3], dim=1)
     target = F.normalize(gt, dim=1)
-    cos = (direction * target).sum(dim=1)[valid].clamp(-0.999, 0.999)  # acos' gradient is finite
+    cos = (direction * target).sum(dim=1)[valid].clamp(-1 + 1e-4, 1 - 1e-4)  # finite acos gradient
     theta = torch.acos(cos)
     if not uncertainty:
         return theta.mean()
@@ -195,7 +195,8 @@ class DepthScorer:
 
     def result(self) -> dict[str, float]:
         if self.n == 0:
-            raise UndefinedMetric(self.task, "d1", "no pixel of the split has a valid depth (gt > 0)",
+            raise UndefinedMetric(self.task, "d1",
+                                  "no pixel of the split has a valid depth (gt > 0)",
                                   hint="check the depth files and target_scale")
         out = {f"d{i + 1}": c / self.n for i, c in enumerate(self.within)}
         out.update(abs_rel=self.abs_rel / self.n, rmse=math.sqrt(self.sq / self.n))

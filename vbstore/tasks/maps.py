@@ -132,7 +132,7 @@ class Keypoints2d(_MapTask):
 
 @register_task(name="corner")
 class Corner(_MapTask):
-    """Shi-Tomasi corner-response regression from the image itself (L1); headline corner_correlation."""
+    """Shi-Tomasi corner-response regression from the image (L1); headline corner_correlation."""
 
     level = "low"
     op_version = 1

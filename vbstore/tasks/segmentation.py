@@ -1,4 +1,4 @@
-"""Segmentation probes: multi-class (``semantic_segmentation``) and binary (``generic_segmentation``).
+"""Segmentation probes: ``semantic_segmentation`` (multi-class), ``generic_segmentation`` (binary).
 
 Both follow VisBench's dense probes (upstream ``semantic_segmentation.py`` and
 ``generic_segmentation.py``) on probe3d's schedule (see :mod:`._dense`). Targets are label maps
@@ -45,7 +45,8 @@ class SemanticSegmentation(DenseTask):
     )
     metrics = (
         Metric("miou", "higher", "mean IoU over classes, from one confusion matrix over the split"),
-        Metric("miou_per_image", "higher", "mean IoU of each image's classes, averaged over images"),
+        Metric("miou_per_image", "higher",
+               "mean IoU of each image's classes, averaged over images"),
         Metric("pixel_acc", "higher", "fraction of scored pixels labelled right"),
         Metric("mean_acc", "higher", "per-class pixel recall, averaged over the classes present"),
     )
@@ -68,10 +69,11 @@ class SemanticSegmentation(DenseTask):
             raise TaskInputError(f"{role} label maps must be integers, got {target.dtype}")
         target = target.to(torch.int64)
         scored = target[target != params["ignore_index"]]
-        if len(scored) and (int(scored.min()) < 0 or int(scored.max()) >= params["num_classes"]):
-            bad = int(scored.max()) if int(scored.max()) >= params["num_classes"] else int(scored.min())
+        k = params["num_classes"]
+        if len(scored) and (int(scored.min()) < 0 or int(scored.max()) >= k):
+            bad = int(scored.max()) if int(scored.max()) >= k else int(scored.min())
             raise TaskInputError(
-                f"task {self.name!r}: {role} labels hold {bad}, outside 0..{params['num_classes'] - 1}"
+                f"task {self.name!r}: {role} labels hold {bad}, outside 0..{k - 1}"
                 f" and not ignore_index {params['ignore_index']}",
                 hint="raise num_classes, set ignore_index, or read the PNG as palette indices "
                      "(an RGB label image is not a label map)",
