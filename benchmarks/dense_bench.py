@@ -148,7 +148,8 @@ def trivial(task, split, params) -> float:
     return scorer.result()[task.headline]
 
 
-def probes(work: Path, images: int, channels: int, schedule: dict) -> dict:
+def probes(work: Path, images: int, channels: int, schedule: dict):
+    """Yield (task name, row) as each probe finishes."""
     import torch
 
     from vbstore.data import make_scenes
@@ -159,7 +160,6 @@ def probes(work: Path, images: int, channels: int, schedule: dict) -> dict:
     for split in ("train", "val"):
         feats = torch.from_numpy(patch_features(load_split(root, split, "images"), channels))
         splits[split] = feats
-    rows = {}
     for name, folder in FOLDERS.items():
         task = get_task(name)
         kind = task.target_kind
@@ -170,10 +170,9 @@ def probes(work: Path, images: int, channels: int, schedule: dict) -> dict:
         start = time.perf_counter()
         head, train = task.fit_split(data["train"], params, seed=0)
         metrics = task.evaluate_split(head, data["val"], params)
-        rows[name] = {"headline": task.headline, "probe": metrics[task.headline],
-                      "trivial": trivial(task, data["val"], params),
-                      "train_loss": train["train_loss"], "seconds": time.perf_counter() - start}
-    return rows
+        yield name, {"headline": task.headline, "probe": metrics[task.headline],
+                     "trivial": trivial(task, data["val"], params),
+                     "train_loss": train["train_loss"], "seconds": time.perf_counter() - start}
 
 
 def main() -> None:
@@ -202,9 +201,9 @@ def main() -> None:
         print(f"\nscenes val ({args.images} train / {args.images} val images, patch features, "
               f"epochs {args.probe_epochs}, lr {args.probe_lr:g}):")
         print(f"  {'task':24s} {'metric':28s} {'probe':>7s} {'trivial':>8s} {'seconds':>8s}")
-        for name, row in probes(work, args.images, args.channels, schedule).items():
+        for name, row in probes(work, args.images, args.channels, schedule):
             print(f"  {name:24s} {row['headline']:28s} {row['probe']:7.3f} {row['trivial']:8.3f} "
-                  f"{row['seconds']:8.1f}")
+                  f"{row['seconds']:8.1f}", flush=True)
 
 
 if __name__ == "__main__":
