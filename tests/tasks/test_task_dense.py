@@ -18,7 +18,7 @@ from vbstore.tasks import (
     list_tasks,
 )
 from vbstore.tasks._dense_ops import shi_tomasi
-from vbstore.tasks._dense_train import lr_factor
+from vbstore.tasks._dense_train import build_head, lr_factor
 
 N, GRID, UP = 16, 8, 4  # 16 images, an 8x8 patch grid, targets at 32x32
 FAST = {"epochs": 25, "lr": 0.05}
@@ -168,6 +168,9 @@ def test_dpt_head_fuses_several_layers_and_learns():
     with pytest.raises(UsageError, match="several --layers") as info:
         task.fit_split(semantic_split(0), params, seed=0)
     assert "\n" not in str(info.value)
+    four = build_head(task.resolve_params(params), (5, 5, 5, 5), 3, 0, task.name)
+    out = four([torch.zeros(1, 5, GRID, GRID)] * 4)
+    assert out.shape == (1, 3, 4 * GRID, 4 * GRID)  # 2x per fusion, at most 4x the grid
 
 
 def test_same_seed_same_head_other_seed_other_head_global_rng_untouched():

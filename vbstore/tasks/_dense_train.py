@@ -47,8 +47,9 @@ class _Residual(nn.Module):
 class DptHead(nn.Module):
     """A light DPT-style head (Ranftl et al., 2021): each layer projected to ``hidden`` by a
     1x1 conv, fused from the deepest layer to the shallowest with residual conv units, the
-    running map upsampled 2x before each fusion; then a 3x3 conv, ReLU and a 1x1 conv to the
-    outputs. Layers are fused in ``split.layers`` order, the last one first.
+    running map upsampled 2x before each fusion up to 4x the patch grid (DPT's finest
+    reassembly scale); then a 3x3 conv, ReLU and a 1x1 conv to the outputs. Layers are fused
+    in ``split.layers`` order, the last one first.
     """
 
     def __init__(self, channels: tuple[int, ...], n_out: int, hidden: int) -> None:
@@ -61,8 +62,10 @@ class DptHead(nn.Module):
 
     def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:
         x = self.refine[-1](self.project[-1](feats[-1]))
+        finest = 4 * feats[-1].shape[-1]
         for i in range(len(feats) - 2, -1, -1):
-            x = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+            if x.shape[-1] < finest:
+                x = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
             skip = self.refine[i](self.project[i](feats[i]))
             skip = F.interpolate(skip, size=x.shape[-2:], mode="bilinear", align_corners=False)
             x = self.fuse[i](x + skip)
