@@ -9,17 +9,45 @@ import pytest
 
 from vbstore.canonical import dumps
 from vbstore.errors import UsageError, VbstoreError
-from vbstore.tasks import Metric, Param, Task, UnknownTask, get_task, list_tasks, register_task
+from vbstore.tasks import (
+    DENSE_TARGETS,
+    Metric,
+    Param,
+    Task,
+    UnknownTask,
+    get_task,
+    list_tasks,
+    register_task,
+)
 
 BUILTINS = [
     "classification",
+    "corner",
+    "depth",
+    "edge",
+    "generic_segmentation",
+    "keypoints2d",
     "knn",
     "multilabel",
+    "occlusion_edge",
     "retrieval",
+    "semantic_segmentation",
+    "surface_normal",
     "zeroshot_classification",
     "zeroshot_multilabel",
     "zeroshot_retrieval",
 ]
+
+DENSE_LEVELS = {
+    "corner": "low",
+    "depth": "mid",
+    "edge": "low",
+    "generic_segmentation": "mid",
+    "keypoints2d": "low",
+    "occlusion_edge": "mid",
+    "semantic_segmentation": "high",
+    "surface_normal": "mid",
+}
 
 
 class _Probe(Task):
@@ -141,8 +169,10 @@ def test_builtin_declarations(name):
     info = task.describe()
     dumps(info)  # canonical JSON: no NaN, string keys only
     assert info["name"] == name
-    assert info["level"] == "high"
-    assert info["feature_mode"] == "pooled"
+    dense = name in DENSE_LEVELS
+    assert info["level"] == DENSE_LEVELS.get(name, "high")
+    assert info["feature_mode"] == ("dense" if dense else "pooled")
+    assert (info["target_kind"] in DENSE_TARGETS) == dense
     assert info["trains_head"] != info["zero_shot"]
     assert info["headline"] in [m["name"] for m in info["metrics"]]
     assert task.resolve_params() == {k: v["default"] for k, v in info["params"].items()}

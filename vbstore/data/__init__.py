@@ -22,19 +22,24 @@ from ._png import png_bytes, write_png
 from ._view import ManifestView
 
 # the generator needs numpy at import; loading a manifest should not
-_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "align": "_targets",
+_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
+         "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
          "decode_target": "_targets", "read_verified": "_targets"}
+_RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "LAYOUTS",
     "OPTIONS",
+    "SCENE_CLASSES",
+    "SCENE_TARGETS",
     "SHAPES",
     "SOURCES",
     "ManifestView",
     "align",
     "decode_target",
     "load_manifest",
+    "make_scenes",
     "make_shapes",
     "manifest_digest",
     "png_bytes",
@@ -47,5 +52,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+        return getattr(module, _RENAMED.get(name, name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

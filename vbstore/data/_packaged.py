@@ -6,6 +6,8 @@
                     image-caption list (zero-shot retrieval demos).
 ``shapes[:k=v,...]`` :func:`make_shapes` with the given ``per_class``, ``noise``, ``seed``,
                     ``size`` (defaults 20, 0.0, 0, 64).
+``scenes[:k=v,...]`` :func:`make_scenes` (ray-cast rooms with a folder per dense target) with
+                    the given ``per_split``, ``seed``, ``size`` (defaults 32, 0, 64).
 
 Each folder is built in a hidden temporary folder and renamed into place, so a reader never
 sees half of one, and a version suffix lets a future change of the recipe use a new folder.
@@ -35,8 +37,10 @@ SKIMAGE_CAPTIONS = {
     "coffee": "a cup of coffee on a saucer",
 }
 _SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
+_SCENES_DEFAULTS = {"per_split": 32, "seed": 0, "size": 64}
 _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)$")
-SOURCES = ("sklearn:digits", "skimage:samples", "shapes")
+SOURCES = ("sklearn:digits", "skimage:samples", "shapes", "scenes")
+_GENERATED = ("shapes", "scenes")
 # datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
 EXTERNAL = ("hf", "torchvision", "wds")
 
@@ -47,13 +51,13 @@ def parse_source(data: str) -> tuple[str, str] | None:
     Raises:
         UsageError: a ``name:`` prefix that is no known source and no existing path.
     """
-    if data == "shapes":
-        return "shapes", ""
+    if data in _GENERATED:
+        return data, ""
     match = _SOURCE.match(data)
     if not match or (len(match.group(1)) == 1 and os.name == "nt"):  # C:\ is a drive, not a source
         return None
     source, rest = match.groups()
-    if source not in ("sklearn", "skimage", "shapes", *EXTERNAL):
+    if source not in ("sklearn", "skimage", *_GENERATED, *EXTERNAL):
         if Path(data).exists():
             return None
         raise UsageError(
@@ -76,29 +80,36 @@ def materialise(store, source: str, rest: str) -> Path:
     if source == "skimage" and rest == "samples":
         return once(datasets / "skimage-samples-v1", _write_skimage) / "samples.jsonl"
     if source == "shapes":
-        params = _shapes_params(rest)
+        params = _generated_params("shapes", rest, _SHAPES_DEFAULTS)
         name = "shapes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
         from ._shapes import make_shapes  # numpy, only when shapes are asked for
 
         return once(datasets / name, lambda tmp: make_shapes(tmp, **params))
+    if source == "scenes":
+        params = _generated_params("scenes", rest, _SCENES_DEFAULTS)
+        name = "scenes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
+        from ._scenes import make_scenes  # numpy, only when scenes are asked for
+
+        return once(datasets / name, lambda tmp: make_scenes(tmp, **params))
     raise UsageError(
         f"unknown dataset {source}:{rest}", hint=f"packaged datasets: {', '.join(SOURCES)}"
     )
 
 
-def _shapes_params(rest: str) -> dict:
-    params = dict(_SHAPES_DEFAULTS)
+def _generated_params(source: str, rest: str, defaults: dict) -> dict:
+    params = dict(defaults)
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
         if key not in params:
+            example = "per_class=40,noise=0.2" if source == "shapes" else "per_split=64,size=96"
             raise UsageError(
-                f"shapes has no parameter {key!r}",
-                hint=f"e.g. shapes:per_class=40,noise=0.2 (parameters: {', '.join(params)})",
+                f"{source} has no parameter {key!r}",
+                hint=f"e.g. {source}:{example} (parameters: {', '.join(params)})",
             )
         try:
-            params[key] = float(value) if key == "noise" else int(value)
+            params[key] = float(value) if isinstance(defaults[key], float) else int(value)
         except ValueError:
-            raise UsageError(f"shapes parameter {key}={value!r} is not a number") from None
+            raise UsageError(f"{source} parameter {key}={value!r} is not a number") from None
     return params
 
 

@@ -85,11 +85,13 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
         raise bad(f"a {kind} is one channel, got shape {raw.shape}")
     values = raw.astype(np.float32)
     is_float_file = path.suffix.lower() == ".npy" and np.issubdtype(raw.dtype, np.floating)
+    target_scale = target_scale or None  # a task declares 0 for "not given"
     if kind == "depth_map":
         if not is_float_file:
             if target_scale is None:
                 raise UsageError(f"depth PNG {path.name} needs its scale to metres",
-                                 hint="pass -p target_scale=1000 for millimetres (1 for metres)")
+                                 hint="pass -p target_scale=1000 for millimetres (512 for "
+                                      "Taskonomy, 1 for metres)")
             values = values / target_scale
         elif target_scale is not None:
             values = values / target_scale

@@ -14,14 +14,18 @@ from __future__ import annotations
 # Built-ins register through the same decorator a plugin uses; importing them is the act.
 from . import (  # noqa: F401
     classification,
+    geometry,
     knn,
+    maps,
     multilabel,
     retrieval,
+    segmentation,
     zeroshot_classification,
     zeroshot_multilabel,
     zeroshot_retrieval,
 )
 from ._base import HeadState, Metric, Param, Task, ZeroShotContext
+from ._dense import DenseTask
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._registry import get_task, list_tasks, ordered_metrics, register_task
 from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
@@ -31,6 +35,7 @@ __all__ = [
     "DENSE_TARGETS",
     "DenseBatch",
     "DenseSplit",
+    "DenseTask",
     "HeadState",
     "Metric",
     "Param",

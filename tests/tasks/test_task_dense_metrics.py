@@ -1,0 +1,204 @@
+"""Dense metrics and losses against independent computations (scikit-learn, SciPy, NumPy, hand).
+
+Every scorer is fed a split in several batches, so the streaming accumulation is what is checked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import ndimage, stats
+from sklearn.metrics import confusion_matrix, jaccard_score
+
+from vbstore.tasks import UndefinedMetric
+from vbstore.tasks._dense_ops import (
+    BinaryScorer,
+    DepthScorer,
+    MapScorer,
+    NormalScorer,
+    SegmentationScorer,
+    gradient_loss,
+    normal_loss,
+    shi_tomasi,
+    silog_loss,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def _feed(scorer, preds, targets, step=2):
+    for start in range(0, len(preds), step):
+        scorer.update(preds[start:start + step], targets[start:start + step])
+    return scorer.result()
+
+
+def _logits(labels: np.ndarray, k: int) -> torch.Tensor:
+    """Logits whose argmax is ``labels``."""
+    return torch.nn.functional.one_hot(torch.as_tensor(labels), k).permute(0, 3, 1, 2).float()
+
+
+def test_segmentation_matches_sklearn_and_skips_empty_and_ignored():
+    k = 5  # class 4 occurs nowhere: it must not drag miou down
+    truth = RNG.integers(0, 4, (6, 7, 9))
+    pred = np.where(RNG.random(truth.shape) < 0.7, truth, RNG.integers(0, 4, truth.shape))
+    truth[0, :2] = 255  # ignored pixels (VOC outlines), predicted anything
+    truth[3] = 255  # an image with nothing scored is left out of miou_per_image
+    got = _feed(SegmentationScorer("t", k, 255), _logits(pred, k), torch.as_tensor(truth))
+
+    valid = truth != 255
+    y, p = truth[valid], pred[valid]
+    present = np.unique(np.concatenate([y, p]))
+    assert got["miou"] == pytest.approx(jaccard_score(y, p, labels=present, average="macro"))
+    cm = confusion_matrix(y, p, labels=range(k))
+    assert got["pixel_acc"] == pytest.approx(np.trace(cm) / cm.sum())
+    rows = cm.sum(axis=1)
+    assert got["mean_acc"] == pytest.approx(np.mean(np.diag(cm)[rows > 0] / rows[rows > 0]))
+    per_image = []
+    for t, q in zip(truth, pred, strict=True):
+        v = t != 255
+        if v.any():
+            labels = np.unique(np.concatenate([t[v], q[v]]))
+            per_image.append(jaccard_score(t[v], q[v], labels=labels, average="macro"))
+    assert got["miou_per_image"] == pytest.approx(np.mean(per_image))
+
+
+def test_segmentation_by_hand_and_all_ignored():
+    truth = np.array([[[0, 0, 1, 1]]])
+    pred = np.array([[[0, 1, 1, 1]]])
+    got = _feed(SegmentationScorer("t", 2, 255), _logits(pred, 2), torch.as_tensor(truth))
+    # class 0: 1 / 2; class 1: 2 / 3
+    assert got["miou"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert got["pixel_acc"] == pytest.approx(3 / 4)
+    assert got["mean_acc"] == pytest.approx((1 / 2 + 1) / 2)
+    with pytest.raises(UndefinedMetric, match="every pixel of the split is ignored"):
+        _feed(SegmentationScorer("t", 2, 255), _logits(pred, 2), torch.full((1, 1, 4), 255))
+
+
+def test_binary_matches_sklearn():
+    truth = RNG.integers(0, 2, (5, 8, 8))
+    truth[1, 0] = -1  # not scored
+    logits = torch.as_tensor(RNG.normal(size=(5, 1, 8, 8)) + (truth[:, None] - 0.5))
+    got = _feed(BinaryScorer("t"), logits, torch.as_tensor(truth))
+    valid = truth >= 0
+    y, p = truth[valid], (logits.numpy()[:, 0] > 0)[valid].astype(int)
+    assert got["iou"] == pytest.approx(jaccard_score(y, p))
+    from sklearn.metrics import f1_score
+    assert got["f1"] == pytest.approx(f1_score(y, p))
+    assert got["pixel_acc"] == pytest.approx((y == p).mean())
+    with pytest.raises(UndefinedMetric, match="no foreground"):
+        _feed(BinaryScorer("t"), torch.full((1, 1, 2, 2), -3.0), torch.zeros(1, 2, 2, dtype=int))
+
+
+def test_depth_matches_numpy_over_valid_pixels():
+    gt = RNG.uniform(0.5, 8, (4, 1, 6, 6))
+    gt[gt < 1.0] = 0  # invalid
+    pred = np.clip(gt * RNG.uniform(0.7, 1.5, gt.shape), 0.01, None)
+    got = _feed(DepthScorer("t"), torch.as_tensor(pred, dtype=torch.float32),
+                torch.as_tensor(gt, dtype=torch.float32), step=3)
+    v = gt > 0
+    g, p = gt[v].astype(np.float32).astype(float), pred[v].astype(np.float32).astype(float)
+    ratio = np.maximum(p / g, g / p)
+    for k in (1, 2, 3):
+        assert got[f"d{k}"] == pytest.approx(np.mean(ratio < 1.25**k))
+    assert got["abs_rel"] == pytest.approx(np.mean(np.abs(p - g) / g))
+    assert got["rmse"] == pytest.approx(np.sqrt(np.mean((p - g) ** 2)))
+    with pytest.raises(UndefinedMetric, match="valid depth"):
+        _feed(DepthScorer("t"), torch.ones(1, 1, 2, 2), torch.zeros(1, 1, 2, 2))
+
+
+def test_normals_match_numpy_angles():
+    gt = RNG.normal(size=(3, 3, 10, 10))
+    gt[0, :, :3] = 0  # invalid: the zero vector
+    pred = gt + RNG.normal(size=gt.shape) * 0.4
+    pred_t = torch.as_tensor(np.concatenate([pred, np.zeros((3, 1, 10, 10))], 1))  # + kappa
+    got = _feed(NormalScorer("t"), pred_t.float(), torch.as_tensor(gt).float())
+    p = np.moveaxis(pred, 1, -1).astype(np.float32).astype(float)
+    g = np.moveaxis(gt, 1, -1).astype(np.float32).astype(float)
+    v = np.abs(g).sum(-1) > 0
+    p, g = p[v], g[v]
+    cos = (p * g).sum(-1) / np.linalg.norm(p, axis=-1) / np.linalg.norm(g, axis=-1)
+    err = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    assert got["mean"] == pytest.approx(err.mean(), abs=1e-6)
+    assert got["median"] == pytest.approx(np.median(err), abs=1e-3)
+    assert got["rmse"] == pytest.approx(np.sqrt(np.mean(err**2)), abs=1e-6)
+    for k, t in zip((1, 2, 3), (11.25, 22.5, 30.0), strict=True):
+        assert got[f"d{k}"] == pytest.approx(np.mean(err < t))
+    with pytest.raises(UndefinedMetric, match="no pixel of the split has a target normal"):
+        _feed(NormalScorer("t"), torch.ones(1, 3, 2, 2), torch.zeros(1, 3, 2, 2))
+
+
+def test_normal_median_of_an_even_count_averages_the_middle_pair():
+    # errors 0, 90 degrees: numpy's median is 45
+    gt = torch.tensor([[[[1.0, 1.0]], [[0.0, 0.0]], [[0.0, 0.0]]]])
+    pred = torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]]]])
+    scorer = NormalScorer("t")
+    scorer.update(pred, gt)
+    assert scorer.result()["median"] == pytest.approx(45.0, abs=1e-3)
+
+
+def test_map_correlation_matches_scipy_with_constant_cases():
+    target = RNG.normal(size=(5, 1, 6, 6))
+    pred = target * 0.5 + RNG.normal(size=target.shape)
+    target[2] = 3.0  # constant target: no correlation, left out
+    pred[4] = 1.0  # constant prediction of a varying map: scores 0
+    got = _feed(MapScorer("t", "edge_correlation"), torch.as_tensor(pred), torch.as_tensor(target))
+    rs = [stats.pearsonr(pred[i].ravel(), target[i].ravel())[0] for i in (0, 1, 3)] + [0.0]
+    assert got["edge_correlation"] == pytest.approx(np.mean(rs))
+    assert got["mae"] == pytest.approx(np.abs(pred - target).mean())
+    assert got["rmse"] == pytest.approx(np.sqrt(((pred - target) ** 2).mean()))
+    with pytest.raises(UndefinedMetric, match="constant"):
+        _feed(MapScorer("t", "c"), torch.rand(2, 1, 3, 3), torch.ones(2, 1, 3, 3))
+
+
+def test_silog_by_hand():
+    gt = torch.tensor([1.0, 2.0, 4.0, 5.0]).reshape(1, 1, 2, 2)
+    pred = torch.tensor([2.0, 2.0, 2.0, 9.0]).reshape(1, 1, 2, 2)
+    valid = torch.tensor([True, True, True, False]).reshape(1, 1, 2, 2)
+    g = np.log([2.0, 1.0, 0.5])
+    expected = 10 * math.sqrt(np.mean(g**2) - 0.85 * np.mean(g) ** 2)
+    assert float(silog_loss(pred, gt, valid)) == pytest.approx(expected, rel=1e-5)
+    # a prediction off by one global scale has (1 - 0.85) of its log-variance left
+    assert float(silog_loss(gt * 3, gt, valid)) == pytest.approx(
+        10 * math.sqrt(0.15) * math.log(3), rel=1e-5)
+
+
+def test_gradient_loss_by_hand():
+    gt = torch.ones(1, 1, 1, 3)
+    pred = torch.tensor([1.0, math.e, 1.0]).reshape(1, 1, 1, 3)
+    valid = torch.ones_like(gt, dtype=torch.bool)
+    # scale 0: |1 - 0| + |0 - 1| over 2 pairs = 1; scale 1 (columns 0, 2): |0 - 0| = 0
+    assert float(gradient_loss(pred, gt, valid)) == pytest.approx(1.0, rel=1e-5)
+    # a global scale error has no gradient
+    assert float(gradient_loss(gt * 7, gt, valid)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_normal_losses_by_hand():
+    gt = torch.tensor([0.0, 0.0, 1.0]).reshape(1, 3, 1, 1)
+    pred = torch.tensor([1.0, 0.0, 1.0, 0.0]).reshape(1, 4, 1, 1)  # 45 degrees, raw kappa 0
+    theta = math.pi / 4
+    assert float(normal_loss(pred, gt, False)) == pytest.approx(theta, rel=1e-5)
+    kappa = 1.01  # elu(0) + 1 + 0.01
+    expected = -math.log(kappa**2 + 1) + kappa * theta + math.log(1 + math.exp(-kappa * math.pi))
+    assert float(normal_loss(pred, gt, True)) == pytest.approx(expected, rel=1e-5)
+    assert normal_loss(pred, torch.zeros_like(gt), True) is None
+
+
+def test_shi_tomasi_matches_scipy():
+    image = RNG.random((2, 3, 12, 14))
+    image[1, :, :, :7] = 0.2  # a flat half: response 0
+    got = shi_tomasi(torch.as_tensor(image, dtype=torch.float32), 1.2).numpy()
+    for b in range(2):
+        grey = (image[b].astype(np.float32).astype(float)
+                * np.array([0.299, 0.587, 0.114])[:, None, None]).sum(0) * 255
+        gx = ndimage.sobel(grey, axis=1, mode="mirror") / 8
+        gy = ndimage.sobel(grey, axis=0, mode="mirror") / 8
+        a, bb, c = (ndimage.gaussian_filter(v, 1.2, mode="mirror")
+                    for v in (gx * gx, gx * gy, gy * gy))
+        tensor = np.stack([np.stack([a, bb], -1), np.stack([bb, c], -1)], -2)
+        low = np.linalg.eigvalsh(tensor)[..., 0]
+        np.testing.assert_allclose(got[b, 0], np.log1p(np.clip(low, 0, None)), rtol=1e-4,
+                                   atol=1e-4)
+    assert got[1, 0, :, 0].max() < 1e-6  # flat within the window and the Sobel reach

@@ -1,0 +1,274 @@
+"""Synthetic scenes: small ray-cast 3D rooms with exact per-pixel targets for every dense probe.
+
+Each image is a room (a floor and four walls) holding two to four boxes and spheres that rest on
+the floor, seen by a random pinhole camera and lit by one directional light. The floor is a
+checkerboard and the walls are striped, so the images have texture edges as well as object
+outlines. Every target is computed from the geometry, not estimated from the image:
+
+- ``labels``: 8-bit palette PNG of class indices: 0 floor, 1 wall, 2 box, 3 sphere
+  (:data:`CLASSES`).
+- ``masks``: 8-bit palette PNG, 1 on a box or sphere (foreground), 0 on floor and walls.
+- ``depth``: 16-bit grey PNG, z-depth along the optical axis in millimetres (``target_scale``
+  1000).
+- ``normals``: RGB PNG, the unit normal in camera axes (x right, y up, z towards the camera)
+  stored as round((n + 1) * 127.5).
+- ``edges``: 8-bit grey PNG, the Sobel gradient magnitude of the image's luma, 255 = 4 (a full
+  black-to-white step).
+- ``occlusion_edges``: 8-bit grey PNG, the depth jump in cm (clipped at 255) to a 4-neighbour on
+  another surface, where it exceeds 5 cm and 2 % of the depth; 0 elsewhere.
+- ``keypoints``: 8-bit grey PNG, 255 * exp(-d^2 / (2 * 1.5^2)) around each visible box corner
+  and room corner, d in pixels.
+
+The layout is vbstore's dense layout, ``<root>/<split>/{images,<target>}/<NNNN>.png`` paired by
+stem, so ``--data scenes --split val --target depth`` reads it like any dense dataset. Every
+image has its own generator seeded by (seed, split, index): the same seed writes the same bytes
+everywhere, and a larger ``per_split`` only adds images.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UsageError
+from ._png import write_png
+
+CLASSES = ("floor", "wall", "box", "sphere")
+TARGETS = ("labels", "masks", "depth", "normals", "edges", "occlusion_edges", "keypoints")
+SPLITS = ("train", "val")
+PALETTE = np.array([[128, 96, 64], [96, 128, 192], [220, 60, 60], [60, 200, 90]], np.uint8)
+MASK_PALETTE = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
+ROOM = 3.0  # half-width of the room in metres: every depth stays below 10 m
+FOV = math.radians(60)
+KEYPOINT_SIGMA = 1.5
+_FAR = 1e9
+
+
+def _camera(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Camera centre and a (3, 3) world-to-camera rotation (rows: right, up, backward)."""
+    eye = np.array([rng.uniform(-1.0, 1.0), rng.uniform(1.0, 2.0), rng.uniform(1.6, 2.6)])
+    target = np.array([rng.uniform(-0.8, 0.8), rng.uniform(0.2, 0.5), rng.uniform(-1.2, 0.0)])
+    forward = (target - eye) / np.linalg.norm(target - eye)
+    right = np.cross(forward, [0.0, 1.0, 0.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    return eye, np.stack([right, up, -forward])
+
+
+def _objects(rng: np.random.Generator) -> list[dict]:
+    objects = []
+    for _ in range(int(rng.integers(2, 5))):
+        kind = "box" if rng.random() < 0.5 else "sphere"
+        centre = np.array([rng.uniform(-1.8, 1.8), 0.0, rng.uniform(-2.2, 0.6)])
+        colour = rng.uniform(0.15, 1.0, 3)
+        if kind == "sphere":
+            radius = rng.uniform(0.25, 0.6)
+            centre[1] = radius
+            objects.append({"kind": kind, "centre": centre, "radius": radius, "colour": colour})
+        else:
+            half = rng.uniform(0.2, 0.55, 3)
+            centre[1] = half[1]
+            objects.append({"kind": kind, "centre": centre, "half": half,
+                            "angle": rng.uniform(0, math.pi / 2), "colour": colour})
+    return objects
+
+
+def _rot_y(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def _hit_sphere(o, d, obj):
+    oc = o - obj["centre"]
+    b = d @ oc
+    disc = b * b - (oc @ oc - obj["radius"] ** 2)
+    t = -b - np.sqrt(np.maximum(disc, 0.0))
+    t = np.where((disc > 0) & (t > 1e-6), t, _FAR)
+    normal = (o + t[:, None] * d - obj["centre"]) / obj["radius"]
+    return t, normal
+
+
+def _hit_box(o, d, obj):
+    """Slab test in the box's frame (rotated about y by its angle)."""
+    rot = _rot_y(obj["angle"])
+    lo = (o - obj["centre"]) @ rot  # world -> box frame is rot.T applied to column vectors
+    ld = d @ rot
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / np.where(ld == 0, 1e-12, ld)
+    t1, t2 = (-obj["half"] - lo) * inv, (obj["half"] - lo) * inv
+    near, far = np.minimum(t1, t2), np.maximum(t1, t2)
+    t_in, axis = near.max(axis=1), near.argmax(axis=1)
+    t_out = far.min(axis=1)
+    ok = (t_in <= t_out) & (t_in > 1e-6)
+    t = np.where(ok, t_in, _FAR)
+    local = np.zeros_like(d)
+    rows = np.arange(len(d))
+    local[rows, axis] = -np.sign(ld[rows, axis])
+    return t, local @ rot.T
+
+
+def _room(o, d):
+    """Nearest hit on the floor (y = 0) or one of the four walls (x, z = +-ROOM)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_floor = np.where(d[:, 1] < 0, -o[1] / d[:, 1], _FAR)
+        tx = np.where(d[:, 0] != 0, (np.sign(d[:, 0]) * ROOM - o[0]) / d[:, 0], _FAR)
+        tz = np.where(d[:, 2] != 0, (np.sign(d[:, 2]) * ROOM - o[2]) / d[:, 2], _FAR)
+    normal = np.zeros_like(d)
+    wall_x = tx < tz
+    t_wall = np.where(wall_x, tx, tz)
+    normal[wall_x, 0] = -np.sign(d[wall_x, 0])
+    normal[~wall_x, 2] = -np.sign(d[~wall_x, 2])
+    floor = t_floor < t_wall
+    normal[floor] = [0.0, 1.0, 0.0]
+    return np.where(floor, t_floor, t_wall), normal, np.where(floor, 0, 1)
+
+
+def _sobel_magnitude(grey: np.ndarray) -> np.ndarray:
+    """|Sobel gradient| with edge-replicated borders (the images have no outside)."""
+    p = np.pad(grey, 1, mode="edge")
+    gx = (p[:-2, 2:] + 2 * p[1:-1, 2:] + p[2:, 2:]) - (p[:-2, :-2] + 2 * p[1:-1, :-2] + p[2:, :-2])
+    gy = (p[2:, :-2] + 2 * p[2:, 1:-1] + p[2:, 2:]) - (p[:-2, :-2] + 2 * p[:-2, 1:-1] + p[:-2, 2:])
+    return np.hypot(gx, gy)
+
+
+def luminance(rgb: np.ndarray) -> np.ndarray:
+    """ITU-R BT.601 luma of an (H, W, 3) array, in its units."""
+    return rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114
+
+
+def edge_map(image: np.ndarray) -> np.ndarray:
+    """The ``edges`` target of an (H, W, 3) uint8 image (see the module table)."""
+    mag = _sobel_magnitude(luminance(image.astype(np.float64) / 255.0))
+    return np.clip(np.rint(mag / 4.0 * 255.0), 0, 255).astype(np.uint8)
+
+
+def occlusion_map(depth: np.ndarray, surface: np.ndarray) -> np.ndarray:
+    """The ``occlusion_edges`` target from z-depth (metres) and a per-pixel surface id."""
+    out = np.zeros(depth.shape)
+    for axis in (0, 1):
+        for shift in (1, -1):
+            nd = np.roll(depth, shift, axis=axis)
+            ns = np.roll(surface, shift, axis=axis)
+            jump = np.abs(depth - nd)
+            edge = (ns != surface) & (jump > np.maximum(0.05, 0.02 * depth))
+            # np.roll wraps around: the first row/column (or last) has no such neighbour
+            wrap = [slice(None), slice(None)]
+            wrap[axis] = slice(0, 1) if shift == 1 else slice(-1, None)
+            edge[tuple(wrap)] = False
+            out = np.where(edge, np.maximum(out, jump), out)
+    return np.clip(np.rint(out * 100.0), 0, 255).astype(np.uint8)
+
+
+def render_scene(size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One scene: the image and every target as arrays (what :func:`make_scenes` writes)."""
+    eye, world_to_cam = _camera(rng)
+    objects = _objects(rng)
+    light = np.array([rng.uniform(-0.6, 0.6), 1.0, rng.uniform(0.2, 0.8)])
+    light /= np.linalg.norm(light)
+    checker = rng.uniform(0.2, 0.95, (2, 3))
+    stripes = rng.uniform(0.2, 0.95, (2, 3))
+
+    focal = (size / 2) / math.tan(FOV / 2)
+    pix = (np.arange(size) + 0.5 - size / 2) / focal
+    px, py = np.meshgrid(pix, -pix)  # image rows go down, camera y goes up
+    cam_dirs = np.stack([px, py, -np.ones_like(px)], axis=-1).reshape(-1, 3)
+    dirs = cam_dirs @ world_to_cam  # camera -> world: the rotation's transpose
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+
+    t, normal, label = _room(eye, dirs)
+    surface = label.copy()  # floor 0, wall 1, object k at 2 + k
+    albedo = np.zeros_like(dirs)
+    for k, obj in enumerate(objects):
+        tk, nk = (_hit_sphere if obj["kind"] == "sphere" else _hit_box)(eye, dirs, obj)
+        closer = tk < t
+        t = np.where(closer, tk, t)
+        normal[closer] = nk[closer]
+        label[closer] = CLASSES.index(obj["kind"])
+        surface[closer] = 2 + k
+        albedo[closer] = obj["colour"]
+    points = eye + t[:, None] * dirs
+    floor, wall = label == 0, label == 1
+    cell = (np.floor(points[:, 0] / 0.5) + np.floor(points[:, 2] / 0.5)).astype(int) % 2
+    albedo[floor] = checker[cell[floor]]
+    along = np.where(np.abs(normal[:, 0]) > 0.5, points[:, 2], points[:, 0])
+    band = np.floor(along / 0.4).astype(int) % 2
+    albedo[wall] = stripes[band[wall]]
+    shade = 0.35 + 0.65 * np.clip(normal @ light, 0.0, None)
+    image = np.clip(np.rint(albedo * shade[:, None] * 255), 0, 255).astype(np.uint8)
+
+    shape = (size, size)
+    z_depth = (t * -(cam_dirs[:, 2] / np.linalg.norm(cam_dirs, axis=1))).reshape(shape)
+    cam_normal = normal @ world_to_cam.T
+    image = image.reshape(size, size, 3)
+    return {
+        "images": image,
+        "labels": label.reshape(shape).astype(np.uint8),
+        "masks": (label >= 2).reshape(shape).astype(np.uint8),
+        "depth": np.clip(np.rint(z_depth * 1000.0), 1, 65535).astype(np.uint16),
+        "normals": np.clip(np.rint((cam_normal + 1) * 127.5), 0, 255).astype(np.uint8).reshape(
+            size, size, 3),
+        "edges": edge_map(image),
+        "occlusion_edges": occlusion_map(z_depth, surface.reshape(shape)),
+        "keypoints": _keypoints(objects, eye, world_to_cam, focal, z_depth),
+    }
+
+
+def _corners(objects: list[dict]) -> np.ndarray:
+    points = [np.array([x, 0.0, z]) for x in (-ROOM, ROOM) for z in (-ROOM, ROOM)]
+    for obj in objects:
+        if obj["kind"] == "box":
+            signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+            points += list((signs * obj["half"]) @ _rot_y(obj["angle"]).T + obj["centre"])
+    return np.array(points)
+
+
+def _keypoints(objects, eye, world_to_cam, focal, z_depth) -> np.ndarray:
+    """Gaussian blobs at the corners a pinhole camera sees (in front, in view, not occluded)."""
+    size = len(z_depth)
+    cam = (_corners(objects) - eye) @ world_to_cam.T
+    depth = -cam[:, 2]
+    out = np.zeros((size, size))
+    grid = np.arange(size) + 0.5
+    for (x, y, _), z in zip(cam, depth, strict=True):
+        if z <= 1e-3:
+            continue
+        u, v = size / 2 + focal * x / z, size / 2 - focal * y / z
+        col, row = math.floor(u), math.floor(v)
+        if not (0 <= col < size and 0 <= row < size):
+            continue
+        if z > z_depth[row, col] * 1.03 + 0.02:  # something nearer covers the corner
+            continue
+        blob = np.exp(-((grid[None, :] - u) ** 2 + (grid[:, None] - v) ** 2)
+                      / (2 * KEYPOINT_SIGMA**2))
+        out = np.maximum(out, blob)
+    return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
+
+
+def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int = 64) -> Path:
+    """Write ``root/{train,val}/{images,<target>}/<NNNN>.png`` for every target in :data:`TARGETS`.
+
+    Args:
+        root: The folder to write (created; existing files with the same names are replaced).
+        per_split: Images in each split.
+        seed: Selects the dataset.
+        size: Image side in pixels (at least 16).
+
+    Returns:
+        ``root`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        UsageError: an out-of-range argument.
+    """
+    for name, value, low in (("per_split", per_split, 1), ("seed", seed, 0), ("size", size, 16)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise UsageError(f"scenes {name} must be an integer >= {low}, got {value!r}")
+    root = Path(root)
+    for split_index, split in enumerate(SPLITS):
+        for i in range(per_split):
+            scene = render_scene(size, np.random.default_rng([seed, split_index, i]))
+            for folder, pixels in scene.items():
+                palette = {"labels": PALETTE, "masks": MASK_PALETTE}.get(folder)
+                write_png(root / split / folder / f"{i:04d}.png", pixels, palette)
+    return root

@@ -1,0 +1,115 @@
+"""What every dense probe shares: its schedule parameters, its head choice, and the two hooks.
+
+A dense task maps the patch-feature grid to a per-pixel target. The recipe (one implementation,
+:mod:`._dense_train`) is probe3d's (El Banani et al., 2024):
+
+- head ``linear``: a 1x1 convolution on the patch grid of the last requested layer, its
+  prediction upsampled (bilinear) to the target size, so no interpolated feature enters the
+  linear map; head ``dpt``: a light DPT-style head that fuses every requested layer (needs two
+  or more ``--layers``);
+- AdamW (``lr`` 5e-4, ``weight_decay`` 1e-4), ``batch_size`` 8, ``epochs`` 10, the learning
+  rate warmed up linearly over ``warmup_epochs`` (1.5) then decayed on a cosine to 0;
+- features and targets streamed from the split batch by batch: memory does not grow with the
+  dataset; metrics are accumulated over the split (a confusion matrix, running sums, per-image
+  correlations);
+- the head's initial weights and the order of batches come from the run's seed only (a local
+  generator; the global RNG is left as it was), so a run is repeatable on CPU.
+
+A subclass declares its metrics and ``protocol`` (the string the record carries) and five
+hooks (``_outputs``, ``_prepare``, ``_predict``, ``_loss``, ``_scorer``) that the recipe
+calls. torch is imported only inside those calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ._base import HeadState, Metric, Param, Task
+
+if TYPE_CHECKING:
+    import torch
+
+    from ._split import DenseSplit
+
+# probe3d's schedule: each a task parameter, so a run that changes one has another key.
+DENSE_PARAMS = MappingProxyType(
+    {
+        "epochs": Param(10, "passes over the train split", minimum=1),
+        "lr": Param(5e-4, "peak AdamW learning rate", above=0.0),
+        "weight_decay": Param(1e-4, "decoupled AdamW weight decay", minimum=0.0),
+        "batch_size": Param(8, "images per step", minimum=1),
+        "warmup_epochs": Param(1.5, "linear warm-up length in epochs, then cosine decay to 0",
+                               minimum=0.0),
+        "head": Param("linear", "linear: 1x1 conv on the last layer's grid; dpt: fuses several "
+                      "--layers", choices=("linear", "dpt")),
+        "hidden_dim": Param(256, "width of the dpt head (unused by linear)", minimum=1),
+    }
+)
+
+
+def dense_params(**extra: Param) -> Mapping[str, Param]:
+    """The shared schedule plus a task's own parameters."""
+    return MappingProxyType({**DENSE_PARAMS, **extra})
+
+
+class DenseTask(Task):
+    """Base of the trained dense probes: the shared recipe calls the hooks below.
+
+    Attributes:
+        protocol: The protocol the task follows, carried in every record (``probe3d``...).
+    """
+
+    feature_mode = "dense"
+    trains_head = True
+    stochastic = True
+    protocol: ClassVar[str] = ""
+    train_metrics = (
+        Metric("train_loss", "lower",
+               "mean training loss over the last epoch; high = not converged"),
+    )
+
+    def _fit_split(
+        self, train: DenseSplit, params: dict[str, Any], seed: int, class_names: list[str] | None
+    ) -> tuple[HeadState, dict[str, float]]:
+        from . import _dense_train
+
+        return _dense_train.fit(self, train, params, seed)
+
+    def _evaluate_split(
+        self, head: HeadState | None, split: DenseSplit, params: dict[str, Any]
+    ) -> dict[str, float]:
+        from . import _dense_train
+
+        return _dense_train.evaluate(self, head, split, params)
+
+    # The hooks. Each runs inside a fit or evaluate call, so it may import torch.
+
+    def _outputs(self, params: dict[str, Any]) -> int:
+        """Output channels of the head."""
+        raise NotImplementedError
+
+    def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
+        """Check one batch of targets and bring it to the form the loss and metrics read.
+
+        Raises:
+            TaskInputError: a value the task cannot score (naming it and the fix).
+        """
+        return target
+
+    def _predict(self, raw: torch.Tensor, size: tuple[int, int], params: dict[str, Any]
+                 ) -> torch.Tensor:
+        """The head's grid output -> the prediction at the target size (bilinear by default)."""
+        from ._dense_ops import upsample
+
+        return upsample(raw, size)
+
+    def _loss(self, pred: torch.Tensor, target: torch.Tensor, params: dict[str, Any]
+              ) -> torch.Tensor | None:
+        """The batch loss, or None when the batch has no pixel to learn from."""
+        raise NotImplementedError
+
+    def _scorer(self, params: dict[str, Any]) -> Any:
+        """A fresh metric accumulator (``update(pred, target)``, ``result()``)."""
+        raise NotImplementedError

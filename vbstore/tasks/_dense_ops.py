@@ -1,0 +1,316 @@
+"""Per-pixel losses, streamed metric accumulators and derived targets of the dense probes.
+
+Every accumulator sees the split one batch at a time (``update(pred, target)``) and keeps only
+fixed-size state — a confusion matrix, float64 running sums, a histogram — so scoring memory
+does not grow with the split; ``result()`` returns the metrics or raises
+:class:`UndefinedMetric` naming why one cannot be defined.
+
+Imported only inside task calls, because it imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._errors import TaskInputError, UndefinedMetric
+
+# Median angular error from a histogram of this bin width: exact to 0.001 degree, fixed memory.
+ANGLE_BIN = 1e-3
+NORMAL_THRESHOLDS = (11.25, 22.5, 30.0)
+DEPTH_THRESHOLDS = (1.25, 1.25**2, 1.25**3)
+
+
+def upsample(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear resize of a (B, C, h, w) map to ``size`` (half-pixel centres)."""
+    if tuple(x.shape[-2:]) == tuple(size):
+        return x
+    return F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+
+
+def check_finite(target: torch.Tensor, task: str, role: str) -> None:
+    if not torch.isfinite(target).all():
+        raise TaskInputError(f"task {task!r}: {role} targets hold NaN or Inf",
+                             hint="fix or drop those target files")
+
+
+# ---- losses -----------------------------------------------------------------------------------
+
+def silog_loss(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor, variance: float = 0.85
+               ) -> torch.Tensor:
+    """Scale-invariant log loss (Eigen et al., 2014) as AdaBins weighs it:
+    10 * sqrt(mean(g^2) - variance * mean(g)^2), g = log(pred) - log(gt) over valid pixels."""
+    g = torch.log(pred[valid]) - torch.log(gt[valid])
+    return 10.0 * torch.sqrt((g * g).mean() - variance * g.mean() ** 2 + 1e-12)
+
+
+def gradient_loss(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor, scales: int = 4
+                  ) -> torch.Tensor:
+    """Multi-scale gradient matching (Li & Snavely, 2018) on the log-depth difference
+    r = log(pred) - log(gt): at each scale (stride 2^k), the mean |dr/dx| + |dr/dy| over pairs
+    of valid neighbours, summed over scales."""
+    r = torch.where(valid, torch.log(pred.clamp_min(1e-6)) - torch.log(gt.clamp_min(1e-6)),
+                    torch.zeros_like(pred))
+    total = pred.new_zeros(())
+    for k in range(scales):
+        step = 2**k
+        rs, ms = r[..., ::step, ::step], valid[..., ::step, ::step]
+        mx = ms[..., :, 1:] & ms[..., :, :-1]
+        my = ms[..., 1:, :] & ms[..., :-1, :]
+        n = mx.sum() + my.sum()
+        if n == 0:
+            continue
+        gx = (rs[..., :, 1:] - rs[..., :, :-1]).abs()[mx].sum()
+        gy = (rs[..., 1:, :] - rs[..., :-1, :]).abs()[my].sum()
+        total = total + (gx + gy) / n
+    return total
+
+
+def normal_loss(pred: torch.Tensor, gt: torch.Tensor, uncertainty: bool) -> torch.Tensor | None:
+    """Angular loss over valid pixels (non-zero target normals).
+
+    ``uncertainty``: the aleatoric loss of Bae et al. (2021) — channel 4 gives the concentration
+    kappa = elu(x) + 1 + 0.01 of an angular von Mises-Fisher-like distribution and the loss is
+    -log(kappa^2 + 1) + kappa * theta + log(1 + exp(-kappa * pi)); else the mean angle theta.
+    """
+    valid = gt.abs().sum(dim=1) > 0
+    if not valid.any():
+        return None
+    direction = F.normalize(pred[:, :3], dim=1)
+    target = F.normalize(gt, dim=1)
+    cos = (direction * target).sum(dim=1)[valid].clamp(-1 + 1e-4, 1 - 1e-4)  # finite acos gradient
+    theta = torch.acos(cos)
+    if not uncertainty:
+        return theta.mean()
+    kappa = (F.elu(pred[:, 3]) + 1.0 + 0.01)[valid]
+    nll = -torch.log(kappa**2 + 1) + kappa * theta + torch.log1p(torch.exp(-kappa * math.pi))
+    return nll.mean()
+
+
+# ---- metrics ----------------------------------------------------------------------------------
+
+class SegmentationScorer:
+    """Multi-class segmentation: one confusion matrix over the split, plus per-image mIoU.
+
+    ``miou`` averages the IoU of the classes that occur (in the targets or the predictions) over
+    the split; ``miou_per_image`` averages, over images with a scored pixel, the mean IoU of the
+    classes occurring in that image; ``pixel_acc`` is the fraction of scored pixels labelled
+    right; ``mean_acc`` averages per-class recall over the classes present in the targets.
+    Pixels labelled ``ignore_index`` are not scored.
+    """
+
+    def __init__(self, task: str, num_classes: int, ignore_index: int) -> None:
+        self.task, self.k, self.ignore = task, num_classes, ignore_index
+        self.matrix = torch.zeros(num_classes, num_classes, dtype=torch.int64)
+        self.image_miou_sum, self.images = 0.0, 0
+
+    def update(self, logits: torch.Tensor, target: torch.Tensor) -> None:
+        pred = logits.argmax(dim=1)
+        k = self.k
+        for p, t in zip(pred, target, strict=True):
+            valid = t != self.ignore
+            if not valid.any():
+                continue
+            cm = torch.bincount(t[valid] * k + p[valid], minlength=k * k).reshape(k, k).cpu()
+            self.matrix += cm
+            iou = _iou(cm)
+            self.image_miou_sum += float(iou[~iou.isnan()].mean())
+            self.images += 1
+
+    def result(self) -> dict[str, float]:
+        if self.images == 0:
+            raise UndefinedMetric(self.task, "miou", "every pixel of the split is ignored",
+                                  hint="check the labels and ignore_index")
+        m = self.matrix.to(torch.float64)
+        iou = _iou(self.matrix)
+        recall = m.diag() / m.sum(dim=1)
+        return {
+            "miou": float(iou[~iou.isnan()].mean()),
+            "miou_per_image": self.image_miou_sum / self.images,
+            "pixel_acc": float(m.diag().sum() / m.sum()),
+            "mean_acc": float(recall[~recall.isnan()].mean()),
+        }
+
+
+def _iou(cm: torch.Tensor) -> torch.Tensor:
+    """Per-class IoU of a confusion matrix (rows: truth); NaN for a class absent from both."""
+    m = cm.to(torch.float64)
+    union = m.sum(dim=0) + m.sum(dim=1) - m.diag()
+    return torch.where(union > 0, m.diag() / union.clamp_min(1), torch.full_like(union, math.nan))
+
+
+class BinaryScorer:
+    """Foreground/background segmentation counted over the split: ``iou`` of the foreground,
+    ``f1`` (Dice) and ``pixel_acc``. ``pred`` holds logits; foreground is a logit > 0 (a
+    probability > 0.5). ``target`` holds 1 (foreground), 0 (background) and -1 (not scored)."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.tp = self.fp = self.fn = self.tn = 0
+
+    def update(self, logits: torch.Tensor, target: torch.Tensor) -> None:
+        valid = target >= 0
+        pred = (logits[:, 0] > 0)[valid]
+        truth = target[valid] == 1
+        self.tp += int((pred & truth).sum())
+        self.fp += int((pred & ~truth).sum())
+        self.fn += int((~pred & truth).sum())
+        self.tn += int((~pred & ~truth).sum())
+
+    def result(self) -> dict[str, float]:
+        total = self.tp + self.fp + self.fn + self.tn
+        if total == 0:
+            raise UndefinedMetric(self.task, "iou", "every pixel of the split is ignored")
+        if self.tp + self.fp + self.fn == 0:
+            raise UndefinedMetric(self.task, "iou", "no foreground in the targets or predictions",
+                                  hint="score a split with foreground pixels")
+        return {
+            "iou": self.tp / (self.tp + self.fp + self.fn),
+            "f1": 2 * self.tp / (2 * self.tp + self.fp + self.fn),
+            "pixel_acc": (self.tp + self.tn) / total,
+        }
+
+
+class DepthScorer:
+    """Depth over valid pixels (gt > 0) of the split: ``d1``-``d3`` = fraction with
+    max(pred/gt, gt/pred) < 1.25^k, ``abs_rel`` = mean |pred - gt| / gt, ``rmse`` in metres."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.n = 0
+        self.within = [0, 0, 0]
+        self.abs_rel = self.sq = 0.0
+
+    def update(self, pred: torch.Tensor, gt: torch.Tensor) -> None:
+        valid = gt > 0
+        p, g = pred[valid].to(torch.float64), gt[valid].to(torch.float64)
+        ratio = torch.maximum(p / g, g / p)
+        self.n += len(g)
+        for i, t in enumerate(DEPTH_THRESHOLDS):
+            self.within[i] += int((ratio < t).sum())
+        self.abs_rel += float(((p - g).abs() / g).sum())
+        self.sq += float(((p - g) ** 2).sum())
+
+    def result(self) -> dict[str, float]:
+        if self.n == 0:
+            raise UndefinedMetric(self.task, "d1",
+                                  "no pixel of the split has a valid depth (gt > 0)",
+                                  hint="check the depth files and target_scale")
+        out = {f"d{i + 1}": c / self.n for i, c in enumerate(self.within)}
+        out.update(abs_rel=self.abs_rel / self.n, rmse=math.sqrt(self.sq / self.n))
+        return out
+
+
+class NormalScorer:
+    """Angular error in degrees over valid pixels (non-zero target normal) of the split:
+    ``mean``, ``median`` (from a 0.001-degree histogram), ``rmse``, and ``d1``-``d3`` = fraction
+    within 11.25, 22.5 and 30 degrees. Prediction and target are L2-normalised first."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.hist = torch.zeros(round(180 / ANGLE_BIN) + 1, dtype=torch.int64)
+        self.n = 0
+        self.total = self.sq = 0.0
+        self.within = [0, 0, 0]
+
+    def update(self, pred: torch.Tensor, gt: torch.Tensor) -> None:
+        valid = gt.abs().sum(dim=1) > 0
+        p = F.normalize(pred[:, :3].to(torch.float64), dim=1).permute(0, 2, 3, 1)[valid]
+        g = F.normalize(gt.to(torch.float64), dim=1).permute(0, 2, 3, 1)[valid]
+        # atan2(|p x g|, p . g) is accurate at small angles, where acos is not
+        err = torch.rad2deg(torch.atan2(torch.linalg.cross(p, g).norm(dim=1), (p * g).sum(dim=1)))
+        self.n += len(err)
+        self.total += float(err.sum())
+        self.sq += float((err**2).sum())
+        for i, t in enumerate(NORMAL_THRESHOLDS):
+            self.within[i] += int((err < t).sum())
+        bins = (err / ANGLE_BIN).floor().long().clamp(0, len(self.hist) - 1)
+        self.hist += torch.bincount(bins, minlength=len(self.hist)).cpu()
+
+    def _quantile_bin(self, rank: int) -> float:
+        cum = torch.cumsum(self.hist, 0)
+        index = int(torch.searchsorted(cum, torch.tensor(rank + 1)))
+        return (index + 0.5) * ANGLE_BIN
+
+    def result(self) -> dict[str, float]:
+        if self.n == 0:
+            raise UndefinedMetric(self.task, "mean", "no pixel of the split has a target normal",
+                                  hint="an all-black normal map is all invalid")
+        # numpy's median: the middle value, or the mean of the two middle values
+        median = (self._quantile_bin((self.n - 1) // 2) + self._quantile_bin(self.n // 2)) / 2
+        out = {"mean": self.total / self.n, "median": median, "rmse": math.sqrt(self.sq / self.n)}
+        out.update({f"d{i + 1}": c / self.n for i, c in enumerate(self.within)})
+        return out
+
+
+class MapScorer:
+    """Regression of a map, nothing masked: ``<name>`` = Pearson correlation of prediction and
+    target per image, averaged over images; ``mae`` and ``rmse`` over every pixel of the split.
+
+    An image whose target is constant has no correlation and is left out of the average; a
+    constant prediction of a varying target scores 0 (it explains none of the variation).
+    """
+
+    def __init__(self, task: str, correlation: str) -> None:
+        self.task, self.name = task, correlation
+        self.corr_sum, self.images = 0.0, 0
+        self.n, self.abs, self.sq = 0, 0.0, 0.0
+
+    def update(self, pred: torch.Tensor, target: torch.Tensor) -> None:
+        p = pred.reshape(len(pred), -1).to(torch.float64)
+        t = target.reshape(len(target), -1).to(torch.float64)
+        diff = p - t
+        self.n += diff.numel()
+        self.abs += float(diff.abs().sum())
+        self.sq += float((diff**2).sum())
+        for pi, ti in zip(p, t, strict=True):
+            if ti.max() == ti.min():
+                continue
+            self.images += 1
+            if pi.max() == pi.min():
+                continue
+            pc, tc = pi - pi.mean(), ti - ti.mean()
+            self.corr_sum += float((pc * tc).sum() / (pc.norm() * tc.norm()))
+
+    def result(self) -> dict[str, float]:
+        if self.images == 0:
+            raise UndefinedMetric(self.task, self.name, "every target map of the split is constant",
+                                  hint="score a split whose maps vary")
+        return {self.name: self.corr_sum / self.images, "mae": self.abs / self.n,
+                "rmse": math.sqrt(self.sq / self.n)}
+
+
+# ---- derived targets --------------------------------------------------------------------------
+
+def gaussian_kernel(sigma: float) -> torch.Tensor:
+    """A normalised 1-D Gaussian, radius round(4 sigma) (SciPy's default truncation)."""
+    radius = int(4.0 * sigma + 0.5)
+    x = torch.arange(-radius, radius + 1, dtype=torch.float64)
+    k = torch.exp(-0.5 * (x / sigma) ** 2)
+    return k / k.sum()
+
+
+def _filter(x: torch.Tensor, kernel_y: torch.Tensor, kernel_x: torch.Tensor) -> torch.Tensor:
+    """Separable correlation of (B, 1, H, W) with mirrored borders (d c b | a b c d)."""
+    ry, rx = len(kernel_y) // 2, len(kernel_x) // 2
+    x = F.pad(x, (rx, rx, ry, ry), mode="reflect")
+    x = F.conv2d(x, kernel_y.to(x).reshape(1, 1, -1, 1))
+    return F.conv2d(x, kernel_x.to(x).reshape(1, 1, 1, -1))
+
+
+def shi_tomasi(image: torch.Tensor, sigma: float) -> torch.Tensor:
+    """log1p of the Shi-Tomasi corner response of (B, 3, H, W) RGB in [0, 1]: the smaller
+    eigenvalue of the structure tensor of the BT.601 luma in 0..255 units, Sobel derivatives
+    (divided by 8: per-pixel slopes), a Gaussian window of ``sigma`` pixels. (B, 1, H, W)."""
+    weights = torch.tensor([0.299, 0.587, 0.114], dtype=torch.float64, device=image.device)
+    grey = (image.to(torch.float64) * weights.reshape(1, 3, 1, 1)).sum(dim=1, keepdim=True) * 255
+    smooth = torch.tensor([1.0, 2.0, 1.0], dtype=torch.float64) / 8
+    slope = torch.tensor([-1.0, 0.0, 1.0], dtype=torch.float64)
+    gx = _filter(grey, smooth, slope)
+    gy = _filter(grey, slope, smooth)
+    window = gaussian_kernel(sigma)
+    a, b, c = (_filter(v, window, window) for v in (gx * gx, gx * gy, gy * gy))
+    low = (a + c) / 2 - torch.sqrt(((a - c) / 2) ** 2 + b * b)
+    return torch.log1p(low.clamp_min(0)).to(torch.float32)

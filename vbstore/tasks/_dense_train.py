@@ -1,0 +1,193 @@
+"""The dense recipe: heads, probe3d's schedule, streamed training and streamed scoring.
+
+Imported only inside task calls, because it imports torch. See :mod:`._dense` for the recipe.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import UsageError
+from ._errors import TaskInputError, TrainingDiverged
+
+if TYPE_CHECKING:
+    from ._dense import DenseTask
+    from ._split import DenseSplit
+
+
+class LinearHead(nn.Module):
+    """A 1x1 convolution on the last layer's patch grid."""
+
+    def __init__(self, channels: tuple[int, ...], n_out: int, hidden: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels[-1], n_out, kernel_size=1)
+        nn.init.zeros_(self.conv.bias)
+
+    def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:
+        return self.conv(feats[-1])
+
+
+class _Residual(nn.Module):
+    """DPT's residual conv unit: x + conv(relu(conv(relu(x))))."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(dim, dim, 3, padding=1)
+        self.conv2 = nn.Conv2d(dim, dim, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.conv2(F.relu(self.conv1(F.relu(x))))
+
+
+class DptHead(nn.Module):
+    """A light DPT-style head (Ranftl et al., 2021): each layer projected to ``hidden`` by a
+    1x1 conv, fused from the deepest layer to the shallowest with residual conv units, the
+    running map upsampled 2x before each fusion up to 4x the patch grid (DPT's finest
+    reassembly scale); then a 3x3 conv, ReLU and a 1x1 conv to the outputs. Layers are fused
+    in ``split.layers`` order, the last one first.
+    """
+
+    def __init__(self, channels: tuple[int, ...], n_out: int, hidden: int) -> None:
+        super().__init__()
+        self.project = nn.ModuleList(nn.Conv2d(c, hidden, 1) for c in channels)
+        self.refine = nn.ModuleList(_Residual(hidden) for _ in channels)
+        self.fuse = nn.ModuleList(_Residual(hidden) for _ in channels[:-1])
+        self.out = nn.Sequential(nn.Conv2d(hidden, hidden, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(hidden, n_out, 1))
+
+    def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:
+        x = self.refine[-1](self.project[-1](feats[-1]))
+        finest = 4 * feats[-1].shape[-1]
+        for i in range(len(feats) - 2, -1, -1):
+            if x.shape[-1] < finest:
+                x = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+            skip = self.refine[i](self.project[i](feats[i]))
+            skip = F.interpolate(skip, size=x.shape[-2:], mode="bilinear", align_corners=False)
+            x = self.fuse[i](x + skip)
+        return self.out(x)
+
+
+def build_head(params: dict[str, Any], channels: tuple[int, ...], n_out: int, seed: int,
+               task: str) -> nn.Module:
+    """The head ``params["head"]`` names, initialised from ``seed`` alone.
+
+    Raises:
+        UsageError: ``dpt`` with fewer than two layers.
+    """
+    if params["head"] == "dpt" and len(channels) < 2:
+        raise UsageError(
+            f"task {task!r}: the dpt head fuses several layers but the features have "
+            f"{len(channels)}",
+            hint="extract with several --layers (e.g. --layers 2 5 8 11), or use head=linear",
+        )
+    kind = LinearHead if params["head"] == "linear" else DptHead
+    # torch's own initialisers draw from the global generator: fork it so the caller's RNG
+    # state is untouched and the head depends on the seed only.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return kind(channels, n_out, params["hidden_dim"])
+
+
+def lr_factor(step: int, total: int, warmup: float) -> float:
+    """The learning-rate multiplier of optimiser step ``step`` (0-based) of ``total``:
+    linear warm-up over the first ``warmup`` steps, then a cosine from 1 to 0."""
+    if step < warmup:
+        return min(1.0, (step + 1) / warmup)
+    span = max(total - warmup, 1.0)
+    return 0.5 * (1.0 + math.cos(math.pi * min(step - warmup, span) / span))
+
+
+def _check_geometry(split: DenseSplit, role: str) -> None:
+    (h, w), (th, tw) = split.grid_hw, split.target_hw
+    # aspect ratios that differ by more than one patch: the target cannot cover the grid
+    if abs(th / h - tw / w) * min(h, w) > max(th / h, tw / w):
+        raise TaskInputError(
+            f"{role} targets are {th}x{tw} but the feature grid is {h}x{w}: another aspect",
+            hint="resize targets exactly as the backbone's input (the engine does)",
+        )
+
+
+def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
+        ) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    """Train ``task``'s head on ``split``; returns (head state, {"train_loss": ...}).
+
+    Raises:
+        UsageError: a head the features cannot feed.
+        TaskInputError: targets the task cannot learn from (every pixel invalid...).
+        TrainingDiverged: the loss or the weights stopped being finite.
+    """
+    _check_geometry(split, "train")
+    generator = torch.Generator().manual_seed(seed)
+    head = build_head(params, split.channels, task._outputs(params), seed, task.name)
+    head = head.to(split.device)
+    optimiser = torch.optim.AdamW(head.parameters(), lr=params["lr"],
+                                  weight_decay=params["weight_decay"])
+    per_epoch = math.ceil(len(split) / params["batch_size"])
+    total = params["epochs"] * per_epoch
+    warmup = params["warmup_epochs"] * per_epoch
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: lr_factor(step, total, warmup))
+    head.train()
+    for epoch in range(params["epochs"]):
+        order_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        loss_sum, rows, learned = 0.0, 0, 0
+        for batch in split.batches(params["batch_size"], shuffle=True, seed=order_seed):
+            target = task._prepare(batch.target, params, "train")
+            pred = task._predict(head(batch.feats), split.target_hw, params)
+            loss = task._loss(pred, target, params)
+            if loss is not None:
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise TrainingDiverged(
+                        f"task {task.name!r}: the training loss became {value} in epoch "
+                        f"{epoch + 1}", hint=f"lower lr (now {params['lr']:g})")
+                optimiser.step()
+                loss_sum += value * len(batch.index)
+                rows += len(batch.index)
+                learned += 1
+            if learned:  # the schedule counts steps from the first optimiser step
+                schedule.step()
+        if not learned:
+            raise TaskInputError(
+                f"task {task.name!r}: every pixel of the train split is invalid or ignored",
+                hint="check the targets (and target_scale / ignore_index)")
+        if not all(torch.isfinite(p).all() for p in head.parameters()):
+            raise TrainingDiverged(
+                f"task {task.name!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
+                hint=f"lower lr (now {params['lr']:g})")
+    return dict(head.state_dict()), {"train_loss": loss_sum / rows}
+
+
+def evaluate(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
+             params: dict[str, Any]) -> dict[str, float]:
+    """Score a fitted head on ``split``, every metric accumulated over the whole split.
+
+    Raises:
+        TaskInputError: a head that does not fit these features or this task.
+        UndefinedMetric: a metric the split cannot define (every pixel invalid...).
+    """
+    _check_geometry(split, "eval")
+    head = build_head(params, split.channels, task._outputs(params), 0, task.name)
+    try:
+        head.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[-1].strip()
+        raise TaskInputError(
+            f"the head does not fit task {task.name!r} with head={params['head']} on "
+            f"{len(split.channels)} layer(s) of {split.channels} channels: {first}",
+            hint="evaluate with the backbone, layers and params the head was trained with",
+        ) from None
+    head = head.to(split.device).eval()
+    scorer = task._scorer(params)
+    with torch.no_grad():
+        for batch in split.batches(params["batch_size"]):
+            target = task._prepare(batch.target, params, "eval")
+            scorer.update(task._predict(head(batch.feats), split.target_hw, params), target)
+    return scorer.result()

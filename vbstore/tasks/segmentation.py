@@ -1,0 +1,142 @@
+"""Segmentation probes: ``semantic_segmentation`` (multi-class), ``generic_segmentation`` (binary).
+
+Both follow VisBench's dense probes (upstream ``semantic_segmentation.py`` and
+``generic_segmentation.py``) on probe3d's schedule (see :mod:`._dense`). Targets are label maps
+read as raw palette indices (a VOC ``SegmentationClass`` PNG gives class indices, 255 on the
+object outlines).
+
+``semantic_segmentation``: ``num_classes`` logits per pixel, cross-entropy with ``ignore_index``
+(255) left out of the loss *and* the metrics; ``miou`` from one confusion matrix over the split
+(the literature's mIoU), ``miou_per_image``, ``pixel_acc``, ``mean_acc``.
+
+``generic_segmentation``: one logit per pixel, foreground = any label other than 0 and
+``ignore_index``; masked binary cross-entropy (ignored pixels out); a pixel is predicted
+foreground when its probability exceeds 0.5; ``iou`` of the foreground, ``f1`` (Dice),
+``pixel_acc``. No class-imbalance correction.
+
+Head state: the head's ``state_dict`` (``conv.weight`` (K, C, 1, 1), ``conv.bias`` (K,) for
+the linear head).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ._base import Metric, Param
+from ._dense import DenseTask, dense_params
+from ._registry import register_task
+
+if TYPE_CHECKING:
+    import torch
+
+
+@register_task(name="semantic_segmentation")
+class SemanticSegmentation(DenseTask):
+    """Multi-class segmentation probe (cross-entropy, 255 ignored); headline miou."""
+
+    level = "high"
+    op_version = 1
+    target_kind = "label_map"
+    protocol = "visbench_semantic_seg"
+    params = dense_params(
+        num_classes=Param(0, "number of classes, required (>= 2; 21 for VOC)", minimum=0),
+        ignore_index=Param(255, "label left out of the loss and the metrics", minimum=0),
+    )
+    metrics = (
+        Metric("miou", "higher", "mean IoU over classes, from one confusion matrix over the split"),
+        Metric("miou_per_image", "higher",
+               "mean IoU of each image's classes, averaged over images"),
+        Metric("pixel_acc", "higher", "fraction of scored pixels labelled right"),
+        Metric("mean_acc", "higher", "per-class pixel recall, averaged over the classes present"),
+    )
+    headline = "miou"
+
+    def _outputs(self, params: dict[str, Any]) -> int:
+        if params["num_classes"] < 2:
+            raise UsageError(
+                f"task {self.name!r} needs num_classes >= 2, got {params['num_classes']}",
+                hint="pass the class count, e.g. -p num_classes=21 for VOC",
+            )
+        return params["num_classes"]
+
+    def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
+        import torch
+
+        from ._errors import TaskInputError
+
+        if target.is_floating_point():
+            raise TaskInputError(f"{role} label maps must be integers, got {target.dtype}")
+        target = target.to(torch.int64)
+        scored = target[target != params["ignore_index"]]
+        k = params["num_classes"]
+        if len(scored) and (int(scored.min()) < 0 or int(scored.max()) >= k):
+            bad = int(scored.max()) if int(scored.max()) >= k else int(scored.min())
+            raise TaskInputError(
+                f"task {self.name!r}: {role} labels hold {bad}, outside 0..{k - 1}"
+                f" and not ignore_index {params['ignore_index']}",
+                hint="raise num_classes, set ignore_index, or read the PNG as palette indices "
+                     "(an RGB label image is not a label map)",
+            )
+        return target
+
+    def _loss(self, pred: torch.Tensor, target: torch.Tensor, params: dict[str, Any]
+              ) -> torch.Tensor | None:
+        import torch.nn.functional as F
+
+        if not (target != params["ignore_index"]).any():
+            return None
+        return F.cross_entropy(pred, target, ignore_index=params["ignore_index"])
+
+    def _scorer(self, params: dict[str, Any]) -> Any:
+        from ._dense_ops import SegmentationScorer
+
+        return SegmentationScorer(self.name, self._outputs(params), params["ignore_index"])
+
+
+@register_task(name="generic_segmentation")
+class GenericSegmentation(DenseTask):
+    """Binary (foreground) segmentation probe (masked BCE, threshold 0.5); headline iou."""
+
+    level = "mid"
+    op_version = 1
+    target_kind = "label_map"
+    protocol = "visbench_binary_seg"
+    params = dense_params(
+        ignore_index=Param(255, "label left out of the loss and the metrics (-1: none)",
+                           minimum=-1),
+    )
+    metrics = (
+        Metric("iou", "higher", "intersection over union of the foreground over the split"),
+        Metric("f1", "higher", "F1 (Dice) of the foreground over the split"),
+        Metric("pixel_acc", "higher", "fraction of scored pixels labelled right"),
+    )
+    headline = "iou"
+
+    def _outputs(self, params: dict[str, Any]) -> int:
+        return 1
+
+    def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
+        import torch
+
+        from ._errors import TaskInputError
+
+        if target.is_floating_point():
+            raise TaskInputError(f"{role} masks must be integer label maps, got {target.dtype}")
+        target = target.to(torch.int64)
+        out = (target != 0).to(torch.int64)
+        return torch.where(target == params["ignore_index"], torch.full_like(out, -1), out)
+
+    def _loss(self, pred: torch.Tensor, target: torch.Tensor, params: dict[str, Any]
+              ) -> torch.Tensor | None:
+        import torch.nn.functional as F
+
+        valid = target >= 0
+        if not valid.any():
+            return None
+        return F.binary_cross_entropy_with_logits(pred[:, 0][valid], target[valid].float())
+
+    def _scorer(self, params: dict[str, Any]) -> Any:
+        from ._dense_ops import BinaryScorer
+
+        return BinaryScorer(self.name)
