@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 
 import vbstore
+import vbstore.tasks
 from vbstore.data import write_png
 from vbstore.errors import BadInput, CorruptObject
 from vbstore.tasks import Metric, Param, Task, register_task
@@ -162,3 +163,31 @@ def test_dense_task_end_to_end_and_cached(dense_data):
     second = vbstore.get_result("test_vit", "test_pixel_prior", dense_data, dense_data, split="val",
                                 train_split="train", weights="random", progress=False)
     assert second.from_cache and second.id == first.id
+
+
+SCENES = "scenes:per_split=6,size=32"
+DENSE_KW = dict(split="val", train_split="train", weights="random", progress=False)
+
+
+@pytest.mark.parametrize(("task", "target", "params", "protocol"), [
+    ("semantic_segmentation", "labels", {"num_classes": 5, "epochs": 2}, "visbench_semantic_seg"),
+    ("depth", "depth", {"target_scale": 1000.0, "epochs": 2}, "probe3d"),
+    ("surface_normal", "normals", {"epochs": 1}, "probe3d"),
+])
+def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
+    """The built-in dense probes through the engine: packs, aligned targets, a cached answer."""
+    kw = dict(DENSE_KW, data_options={"target": target}, params=params)
+    first = vbstore.get_result("test_vit", task, SCENES, SCENES, **kw)
+    assert first.record.protocol == protocol
+    assert first.record.extractor["mode"] == "dense"
+    assert set(first.metrics) == {m.name for m in vbstore.tasks.get_task(task).metrics}
+    assert "train_loss" in first.record.train_metrics
+    assert vbstore.get_result("test_vit", task, SCENES, SCENES, **kw).from_cache
+
+
+def test_depth_png_without_a_scale_is_refused():
+    from vbstore.errors import UsageError
+
+    with pytest.raises(UsageError, match="target_scale=1000"):
+        vbstore.get_result("test_vit", "depth", SCENES, SCENES, data_options={"target": "depth"},
+                           params={"epochs": 1}, **DENSE_KW)

@@ -22,7 +22,7 @@ from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 # the run command's own options: a task parameter with one of these names gets a --task- prefix
 _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "precision", "device",
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
-             "param", "head", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
+             "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store"}
 
@@ -96,7 +96,9 @@ def _command(task: Task) -> click.Command:
             click.option("--train-split", default=None, help="Split of --train-data to train on."),
             click.option("--train-limit", type=click.IntRange(min=1), default=None,
                          help="Per-class (or total) cap on training samples."),
-            click.option("--head", default=None, help="Apply this stored head instead of training one."),
+            # a dense task's own `head` parameter (linear|dpt) keeps --head; the stored head moves
+            click.option("--apply-head" if "head" in task.params else "--head", "head",
+                         default=None, help="Apply this stored head (id or ref) instead of training one."),
             click.option("--no-strict", is_flag=True, help="Apply a mismatched head anyway (warns)."),
         ]
     func = data_layout_options(with_store(run))

@@ -154,6 +154,9 @@ def _pair(root: Path, image_dir: Path, target_dir: Path, stems: list[str] | None
 def scan_dense(base: Path, split: str | None, target: str | None, target_type: str | None) -> Scan:
     """``<base>/{images,<target>}`` paired by stem; the target folder's name is the target type.
 
+    A split with ``images/`` alone is read too (target type ``image``), for tasks that compute
+    their target from the pixels (``corner``).
+
     Args:
         base: The split folder (``<root>/<split>``, or the root when there is no split level).
         split: Recorded in the manifest.
@@ -171,6 +174,12 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
             hint="a dense split is <root>/<split>/{images,<target>}",
         )
     others = [d for d in subdirs(base) if d != "images"]
+    if target is None and not others:  # images only: for tasks whose targets come from pixels
+        names = sorted(walk_files(base / "images"))
+        if not names:
+            raise BadInput("dense splits without images", [(str(base / "images"), "no images")])
+        entries = [Entry(name=f"images/{n}", key=os.path.splitext(n)[0]) for n in names]
+        return Scan("dense", base, split, [], target_type or "image", entries, limit_by="stem")
     if target is None:
         if len(others) != 1:
             found = ", ".join(others) or "none"

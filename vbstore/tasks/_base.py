@@ -51,7 +51,8 @@ LAYOUT_BY_TARGET = {
                    "torchvision:NAME, wds:PATH)",
     "multi_hot": "a .csv/.jsonl list with a labels column (several class names per image)",
     "captions": "a .csv/.jsonl list with a captions column, or skimage:samples",
-    "image": "images only: root/<split>/images/<image> (targets are computed from the pixels)",
+    "image": "root/<split>/images/<image>, other folders beside it ignored (the target is "
+             "computed from the pixels)",
 }
 _DENSE_LAYOUT = ("root/<split>/{{images,<target>}} paired by file stem (--target NAME picks the "
                  "target folder), or a VOC-style stems list (--stems), holding {what}")
