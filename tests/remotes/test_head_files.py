@@ -79,7 +79,7 @@ def test_import_for_other_weights_is_refused_and_changes_nothing(vb, vbj, my_hea
         before = store_state(b)
     refused = vb("b", "import", "head", str(path), "--backbone", "test_cnn", "--weights",
                  "random", "--backbone-seed", "1", "--input-size", "32")
-    assert refused.exit_code == 5, refused.output
+    assert refused.exit_code == 11, refused.output
     assert "weights" in refused.stderr
     assert "Traceback" not in refused.output
     with Store(tmp_path / "b") as b:
