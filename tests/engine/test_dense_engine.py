@@ -191,3 +191,18 @@ def test_depth_png_without_a_scale_is_refused():
     with pytest.raises(UsageError, match="target_scale=1000"):
         vbstore.get_result("test_vit", "depth", SCENES, SCENES, data_options={"target": "depth"},
                            params={"epochs": 1}, **DENSE_KW)
+
+
+def test_binary_masks_stored_as_0_255_are_named_not_learned_as_background():
+    """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the fix."""
+    from vbstore.errors import TaskInputError
+    from vbstore.tasks import TensorSplit, get_task
+
+    masks = torch.zeros(4, 16, 16, dtype=torch.int64)
+    masks[:, 4:12, 4:12] = 255
+    split = TensorSplit([torch.randn(4, 8, 4, 4)], masks, target_kind="label_map")
+    task = get_task("generic_segmentation")
+    with pytest.raises(TaskInputError, match="ignore_index=-1"):
+        task.fit_split(split, {"epochs": 1}, seed=0)
+    head, _ = task.fit_split(split, {"epochs": 1, "ignore_index": -1}, seed=0)
+    assert head
