@@ -121,29 +121,33 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
     from ..engine import resolve_backbone
-    from ..heads import HeadMismatch, backbone_differences, head_record
+    from ..heads import HeadMismatch, backbone_differences, check_compat, head_record
     from ..remotes import pull as do_pull
 
     problems: list[str] = []
+    records: list[dict] = []
 
     def accept(pulled) -> None:
         """Check the head before it gets a local name; a refusal leaves refs untouched."""
-        if pulled.kind != "head":
-            raise UsageError(f"{target} is a {pulled.kind}, not a head", hint="use `vbstore pull ref`")
-        if backbone is None:
-            return
-        ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
-        problems.extend(backbone_differences(store, pulled.id, ref.doc))
+        record = head_record(store, pulled.id)  # NotAHead: not a head whatever the ref said
+        records.append(record)
+        found = check_compat(record, {})  # a record missing a required field is a mismatch
+        if backbone is not None:
+            ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
+                                   input_size=input_size)
+            found += backbone_differences(store, pulled.id, ref.doc)
+        problems.extend(dict.fromkeys(found))
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept)
-    record = head_record(store, result.id)
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept,
+                     kind="head")
+    record = records[0]
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
     def text() -> None:
-        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record['task']}, "
-                   f"pooling {record['pooling']}, layers {record['layers']})"
+        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record.get('task')}, "
+                   f"pooling {record.get('pooling')}, layers {record.get('layers')})"
                    + (f", revision {result.revision}" if result.revision else ""))
         for problem in problems:
             click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)

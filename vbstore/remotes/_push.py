@@ -72,9 +72,11 @@ def push_ref(store, remote: str, name: str, oid: str,
 
     Uploads ``oid`` and every object reachable from it through input edges that is present
     locally (each re-hashed first, so a damaged blob is never published), the derivation
-    records that produced them, then the ref. ``extra_files`` (root file name → bytes) join
-    the same push: on the Hub, ``model.safetensors``, ``vbstore.json`` and ``README.md`` make a
-    pushed head a browsable model repository. ``options`` override the remote's configured
+    records that produced them, then the ref. A file the remote already holds under an id or
+    key is uploaded again unless it matches ours byte for byte (see :meth:`Remote.unchanged`).
+    ``extra_files`` (root file name → bytes) join the same push: on the Hub,
+    ``model.safetensors``, ``vbstore.json`` and ``README.md`` make a pushed head a browsable
+    model repository. ``options`` override the remote's configured
     options for this push (``private``).
 
     Raises:
@@ -96,27 +98,39 @@ def push_ref(store, remote: str, name: str, oid: str,
         derived = {derivation_path(e.derivation["key"]): e for e in entries if e.derivation}
         there = target.existing([*wanted, *derived], base)
         result = PushResult(target.name, name, oid, root.kind)
+        present = {e.id for e in entries if store.has(e.id)}
+        listed = [e for e in entries if e.id in present or object_path(e.id) in there]
+        # what the remote holds must be what we would send: anything planted under an id (or a
+        # derivation key) is found here and overwritten below
+        ours: dict[str, Any] = {}
+        for path, entry in wanted.items():
+            if entry.id in present:
+                ours[path] = store.path(entry.id)
+        for path, entry in derived.items():
+            if entry.id in present or object_path(entry.id) in there:
+                ours[path] = derivation_document(entry, within(listed, entry.id))
+        same = target.unchanged({p: ours[p] for p in there if p in ours}, base)
+        same |= {p for p in there if p not in ours}  # on the remote only: nothing to compare
         files: dict[str, Any] = {}
         for path, entry in sorted(wanted.items()):
-            if path in there:
+            if path in same:
                 result.already_there += 1
-            elif store.has(entry.id):
+            elif entry.id in present:
                 if not store.verify(entry.id):
                     raise CorruptObject(entry.id, str(store.path(entry.id)))
-                files[path] = store.path(entry.id)
+                files[path] = ours[path]
                 result.uploaded.append(entry.id)
             else:
                 result.skipped.append(entry.id)  # evicted locally and not on the remote
         if oid in result.skipped:
             raise ObjectNotFound(
                 oid, hint="it is not present locally (evicted?); recompute it first")
-        listed = [e for e in entries if e.id not in result.skipped]
-        for path, entry in sorted(derived.items()):
-            if entry.id in result.skipped:
+        for path in sorted(derived):
+            if path not in ours:
                 continue
             result.derivations += 1
-            if path not in there:
-                files[path] = derivation_document(entry, within(listed, entry.id))
+            if path not in same:
+                files[path] = ours[path]
         files.update(extra)
         result.files = sorted(extra)
         document = ref_document(name, root, listed)
