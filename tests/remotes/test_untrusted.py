@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from remotes_support import build_lineage, store_state
+from remotes_support import store_state
 
 from vbstore import canonical
 from vbstore.cli import cli
@@ -23,6 +23,7 @@ from vbstore.remotes import (
     Entry,
     RemoteError,
     TamperedBlob,
+    _closure,
     add_remote,
     fetch_derivation,
     list_remotes,
@@ -30,7 +31,6 @@ from vbstore.remotes import (
     push,
     remote_has_derivation,
 )
-from vbstore.remotes import _closure
 from vbstore.remotes._closure import ref_document
 from vbstore.remotes._fsspec import DirRemote
 from vbstore.remotes._hub import HubRemote
@@ -112,7 +112,8 @@ def test_pull_never_holds_a_whole_blob_in_memory(stores, remote_dir):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert b.verify(raw) and b.verify(pack)
+    assert b.verify(raw)
+    assert b.verify(pack)
     assert peak < 8 << 20, f"peak {peak >> 20} MiB while pulling two 24 MiB blobs"
 
 
@@ -162,7 +163,8 @@ def test_hub_downloads_stream_into_the_store_not_the_system_temp(stores, lineage
 
     monkeypatch.setattr(type(b.files), "write_temp", write_temp)
     pull(b, "hub/exp/result")
-    assert seen and all(entry == [] for entry in seen)
+    assert seen
+    assert all(entry == [] for entry in seen)
 
     image = lineage["images"][0]
     hub_remote.state.commit_directly(REPO, {f"objects/{image[:2]}/{image[2:]}": b"\0" * (8 << 20)})
@@ -285,7 +287,7 @@ def test_push_replaces_a_planted_blob_and_record_on_a_directory(stores, lineage,
     _plant(key_path, b"{}")
     pushed = push(a, "d", "exp/result")
     assert head in pushed.uploaded
-    assert DirRemote is not None and _blob(remote_dir, head).read_bytes() == a.read_bytes(head)
+    assert _blob(remote_dir, head).read_bytes() == a.read_bytes(head)
     assert json.loads(key_path.read_bytes())["output"] == head
     assert pull(b, "d/exp/result").id == lineage["result"]
 
@@ -365,7 +367,7 @@ def test_pull_head_missing_a_compat_field_is_a_mismatch(stores, remote_dir, tmp_
     "http://127.0.0.1:9000/#token",
 ])
 def test_credentials_in_endpoint_url_are_refused(stores, endpoint):
-    with pytest.raises(UsageError, match="credential|query"):
+    with pytest.raises(UsageError, match=r"credential|query"):
         add_remote(stores[0], "s3", "s3://bucket/x", {"endpoint_url": endpoint})
     assert list_remotes(stores[0]) == []
 

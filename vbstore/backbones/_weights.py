@@ -7,8 +7,8 @@ shape and C-order bytes, so strides do not matter), so the same tensors saved as
 weights record holds no file name, so the two files are one weights artifact too. What still
 differs, by design: a different dtype (a float16 export of float32 weights is other weights),
 and a file that drops tied tensors (``safetensors.torch.save_model`` keeps one name of each
-shared pair; the architecture then refuses the missing name). Checkpoints are read with ``torch.load(weights_only=True)`` or safetensors: never
-arbitrary pickles.
+shared pair; the architecture then refuses the missing name). Checkpoints are read with
+``torch.load(weights_only=True)`` or safetensors: never arbitrary pickles.
 """
 
 from __future__ import annotations

@@ -82,10 +82,14 @@ def _head_files(store, head_id: str, name: str, remote: str) -> dict[str, bytes]
 @click.option("--to", "to", required=True, metavar="REMOTE", help="The remote to push to.")
 @click.option("--private/--public", default=None,
               help="Hub repository visibility when the push creates it (default: the remote's option).")
+@click.option("--with-lineage", is_flag=True,
+              help="Also push what the head was trained from (features, packs, manifests).")
 @json_option
 @with_store
-def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool) -> None:
-    """Push head NAME (a ref) with its lineage; on the Hub also as a browsable model repo."""
+def push_head_cmd(store, name: str, to: str, private: bool | None, with_lineage: bool,
+                  as_json: bool) -> None:
+    """Push head NAME with its backbone and weights records; on the Hub, a model repo too."""
+    from ..heads import head_dependencies
     from ..remotes import list_remotes
     from ..remotes import push as do_push
 
@@ -99,7 +103,8 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, as_json: bool
     config = next((c for c in list_remotes(store) if c.name == to), None)
     extra = _head_files(store, head_id, name, to) if config is not None and config.scheme == "hf" else None
     options = None if private is None else {"private": "true" if private else "false"}
-    result = do_push(store, to, name, extra_files=extra, options=options)
+    include = None if with_lineage else head_dependencies(store, head_id)
+    result = do_push(store, to, name, extra_files=extra, options=options, include=include)
     emit(as_json, result.as_dict(),
          f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
          + (f", revision {result.revision}" if result.revision else ""))

@@ -2,9 +2,9 @@
 
 A head's ``__metadata__`` holds ``vbstore.kind = head``, ``format = vbstore.head.v1`` and
 ``vbstore.compat``: the canonical JSON compatibility record (backbone id, weights tensor hash,
-input size, extractor key, pooling, layers, feature mode, embed dim, task and its version, params, seed,
-class names, train manifest, train metrics). Heads are plain tensors: loading one never unpickles
-anything and never runs code from where it came from.
+input size, extractor key, pooling, layers, feature mode, embed dim, task and its version,
+params, seed, class names, train manifest, train metrics). Heads are plain tensors: loading one
+never unpickles anything and never runs code from where it came from.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
-from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError  # noqa: F401
+from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError
 from ..records import HeadCompat
 
 HEAD_FORMAT = "vbstore.head.v1"
@@ -40,6 +40,16 @@ def head_record(store, head_id: str) -> dict[str, Any]:
     if metadata.get("format") != HEAD_FORMAT or "vbstore.compat" not in metadata:
         raise NotAHead(head_id)
     return json.loads(metadata["vbstore.compat"])
+
+
+def head_dependencies(store, head_id: str) -> list[str]:
+    """What a pushed head needs to be checked and used elsewhere: its backbone and weights
+    records (the compatibility record travels inside the head)."""
+    backbone = head_record(store, head_id)["backbone"]
+    needed = [backbone]
+    if store.has(backbone):
+        needed.append(store.read_json(backbone)["weights"])
+    return needed
 
 
 def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:

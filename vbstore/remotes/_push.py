@@ -8,13 +8,13 @@ the push read it, so two concurrent pushes cannot silently overwrite each other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CorruptObject, ObjectNotFound, UsageError
 from ._base import RefUpdate
-from ._closure import closure, derivation_document, ref_document, within
+from ._closure import Entry, closure, derivation_document, ref_document, within
 from ._open import open_remote
 from ._paths import check_ref, check_root_file, derivation_path, object_path
 
@@ -41,7 +41,8 @@ class PushResult:
 
 def push(store, remote: str, ref_or_id: str, name: str | None = None,
          extra_files: Mapping[str, bytes] | None = None, message: str | None = None,
-         options: Mapping[str, str] | None = None) -> PushResult:
+         options: Mapping[str, str] | None = None,
+         include: Iterable[str] | None = None) -> PushResult:
     """Push a local ref (or an id, with ``name``) and its whole input closure to ``remote``.
 
     ```python
@@ -62,12 +63,13 @@ def push(store, remote: str, ref_or_id: str, name: str | None = None,
                              hint="name it on the remote with --as NAME")
         name = ref_or_id
     return push_ref(store, remote, name, oid, extra_files=extra_files, message=message,
-                    options=options)
+                    options=options, include=include)
 
 
 def push_ref(store, remote: str, name: str, oid: str,
              extra_files: Mapping[str, bytes] | None = None,
-             message: str | None = None, options: Mapping[str, str] | None = None) -> PushResult:
+             message: str | None = None, options: Mapping[str, str] | None = None,
+             include: Iterable[str] | None = None) -> PushResult:
     """Make remote ref ``name`` point at ``oid``, uploading what the remote lacks.
 
     Uploads ``oid`` and every object reachable from it through input edges that is present
@@ -77,7 +79,9 @@ def push_ref(store, remote: str, name: str, oid: str,
     ``extra_files`` (root file name → bytes) join the same push: on the Hub,
     ``model.safetensors``, ``vbstore.json`` and ``README.md`` make a pushed head a browsable
     model repository. ``options`` override the remote's configured
-    options for this push (``private``).
+    options for this push (``private``). ``include`` limits the push to ``oid`` and these ids
+    (with their own closures cut to the same set): a head travels with its backbone and weights
+    records, not with the features it was trained on.
 
     Raises:
         ObjectNotFound: ``oid`` is neither present locally nor already on the remote.
@@ -86,7 +90,7 @@ def push_ref(store, remote: str, name: str, oid: str,
     """
     check_ref(name)
     extra = {check_root_file(k): bytes(v) for k, v in (extra_files or {}).items()}
-    entries = closure(store, oid)
+    entries = closure(store, oid) if include is None else _selected(store, oid, include)
     root = next((e for e in entries if e.id == oid), None)
     if root is None:
         raise ObjectNotFound(oid)
@@ -141,3 +145,22 @@ def push_ref(store, remote: str, name: str, oid: str,
             files, RefUpdate(name, document, version),
             message or f"vbstore: push {name} -> {oid[:12]} ({root.kind})")
         return result
+
+
+def _selected(store, oid: str, include: Iterable[str]) -> list[Entry]:
+    """The entries of ``oid`` and ``include`` only; edges and derivations that would point
+    outside the selection are left out, so the listing never names what was not sent."""
+    keep = {oid, *include}
+    found: dict[str, Entry] = {}
+    for start in sorted(keep):
+        for entry in closure(store, start):
+            if entry.id in keep:
+                found[entry.id] = entry
+    selected = []
+    for entry in found.values():
+        edges = tuple(e for e in entry.edges if e[1] in keep)
+        derivation = entry.derivation
+        if derivation and not set(derivation["spec"]["inputs"].values()) <= keep:
+            derivation = None
+        selected.append(Entry(entry.id, entry.kind, entry.size, edges, derivation))
+    return sorted(selected, key=lambda e: e.id)
