@@ -221,6 +221,17 @@ def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
             click.echo(f"MISSING  {oid}")
         for edge in report.dangling_edges:
             click.echo(f"DANGLING edge {edge['parent'][:12]} -{edge['role']}-> {edge['child'][:12]}")
+        for problem in report.registry_errors:
+            click.echo(f"REGISTRY {problem}")
+        if report.registry_errors:
+            click.echo("registry.db is damaged: nothing was written to it; restore it from a backup")
+        for oid in report.unsafe:
+            state = "removed" if repair else "refused, not followed; --repair removes the link"
+            click.echo(f"SYMLINK  {oid}  ({state})")
+        for oid in report.modes_fixed:
+            click.echo(f"made read-only {oid[:12]} (it was writable)")
+        if report.locks_removed:
+            click.echo(f"removed {len(report.locks_removed)} stale lock files")
         for oid in report.adopted:
             click.echo(f"adopted  {oid[:12]} (intact blob without a registry row)")
         if report.temp_removed:
@@ -232,7 +243,7 @@ def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
 
     emit(as_json, report.as_dict(), text)
     if not report.clean and not (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
-                                 and not report.dangling_edges):
+                                 and not report.dangling_edges and not report.registry_errors):
         sys.exit(1)
 
 
