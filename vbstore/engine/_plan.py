@@ -185,6 +185,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     Raises:
         UsageError: a bad parameter or combination; UnknownTask, UnknownBackbone, BadInput...
     """
+    started = time.perf_counter()  # a result's seconds count the planning (manifests) too
     store = store if store is not None else Store()
     task = request.probe.spec
     task_params = request.probe.resolved_params()
@@ -226,7 +227,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if not unneeded and dry_run and spec is not None:
         result_step = _on_remote(store, derivation_key(spec), result_step)
     steps.append(result_step)
-    return Plan(store, request, task, task_params, ref, eval_m, train_m, extractor, head, spec, steps)
+    return Plan(store, request, task, task_params, ref, eval_m, train_m, extractor, head, spec, steps,
+                started)
 
 
 def _on_remote(store, key: str, step: Step) -> Step:
