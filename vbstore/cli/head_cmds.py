@@ -161,7 +161,9 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                              hint="use `vbstore pull ref`")
         if backbone is None:
             return
-        ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
+        ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
+                               input_size=input_size)
+
         problems.extend(backbone_differences(store, pulled.id, ref.doc))
         if problems and not no_strict:
             raise HeadMismatch(problems)
