@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
-from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError  # noqa: F401
+from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError
 from ..records import HeadCompat
 
 HEAD_FORMAT = "vbstore.head.v1"
