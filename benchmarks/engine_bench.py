@@ -116,7 +116,6 @@ def main() -> None:
     print(f"  second task (knn) on the same features {eng['second_task_s']:.2f} s vs its cold cost "
           f"{eng['second_task_cold_s']:.2f} s "
           f"-> {eng['second_task_cold_s'] / eng['second_task_s']:.1f}x")
-
     print(f"CLI, cached knn result on a {cli['images']}-image dataset (train + val split; a fresh "
           "process each time):")
     print(f"  wall min {cli['wall_min_s']:.3f} s, median {cli['wall_median_s']:.3f} s "

@@ -138,7 +138,6 @@ def main() -> None:
         print(f"  {loader:<8} efficiency bare/end-to-end {row['bare_s'] / row['cold_s']:.2f}  "
               f"(bare {count / row['bare_s']:.1f} img/s, "
               f"end-to-end {count / row['cold_s']:.1f} img/s)  "
-
               f"target >= 0.9")
         print(f"  {'':<8} without the one-time model build ({build:.2f} s): "
               f"{row['bare_s'] / (row['cold_s'] - build):.2f}")

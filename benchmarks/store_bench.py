@@ -118,7 +118,6 @@ def bench_folder(work: Path, n: int, size: int) -> dict:
         os.utime(path, (past, past))
     store = Store(work / "store")
     _ = store.db  # open the registry before the clock starts
-
     cold = timed(lambda: store.hash_files(paths))
     warm = best_of(3, lambda: store.hash_files(paths))
     store.close()
@@ -154,7 +153,6 @@ def main() -> None:
     print(f"  read {io['read_MBps']:.0f} MB/s, raw read {io['raw_read_MBps']:.0f} MB/s")
     print(f"  BLAKE3 in memory {io['blake3_mem_MBps']:.0f} MB/s, "
           f"from file (mmap) {io['blake3_file_MBps']:.0f} MB/s")
-
     print(f"  fsck {io['fsck_MBps']:.0f} MB/s ({io['fsck_objects_per_s']:.0f} objects/s)")
     print(f"  gc of {gc['objects']} objects: {gc['gc_s']:.2f} s (mark {gc['mark_s']:.2f} s, "
           f"removed {gc['removed']})")

@@ -32,7 +32,6 @@ def probe_timeout() -> float:
     ``VBSTORE_REMOTE_PROBE_TIMEOUT``; default 2; 0 turns probing off)."""
     raw = os.environ.get("VBSTORE_PROBE_TIMEOUT",
                          os.environ.get("VBSTORE_REMOTE_PROBE_TIMEOUT", "2"))
-
     try:
         return float(raw)
     except ValueError:

@@ -21,4 +21,3 @@ def test_every_exit_code_raised_is_documented():
             assert obj.exit_code in documented, name
             assert obj.__doc__, f"{name} has no docstring"
             assert obj.__doc__.strip(), f"{name} has no docstring"
-

@@ -203,4 +203,3 @@ def test_broken_pipe_is_quiet(tmp_path):
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert proc.stdout.strip() == "0", proc.stderr
     assert "error" not in proc.stderr, proc.stderr
-

@@ -18,7 +18,6 @@ def shapes(tmp_path_factory):
     return str(make_shapes(folder, per_class=3, seed=2, size=32))
 
 
-
 @pytest.fixture
 def run(tmp_path):
     runner = CliRunner()

@@ -29,7 +29,6 @@ def suite_json(slug: str, version) -> str:
                                     "metrics": [{"key": "top1", "headline": True}]}})
 
 
-
 def test_every_command_has_help_text():
     def walk(group, prefix):
         for name, command in group.commands.items():
@@ -132,7 +131,6 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     assert run("fsck").exit_code == 0
     dry = json.loads(run("gc", "--grace", "0", "--dry-run", "--json").output)
     assert dry["removed"][0]["id"] == oid
-
     from vbstore import Store
 
     with Store(tmp_path / "s") as s:

@@ -10,7 +10,6 @@ def shapes(tmp_path_factory):
     return str(make_shapes(folder, per_class=6, seed=3, size=32))
 
 
-
 @pytest.fixture
 def forwards(monkeypatch):
     """Counts forward passes through any backbone."""

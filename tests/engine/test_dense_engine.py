@@ -3,7 +3,6 @@
 Pack-backed splits, aligned targets, verified bytes, a dense task end to end.
 """
 
-
 from __future__ import annotations
 
 from pathlib import Path

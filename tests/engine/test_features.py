@@ -101,7 +101,6 @@ def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):
 
 @pytest.mark.parametrize(
     "spec", ["test_vit", "test_cnn", "torchvision:resnet18", "timm:vit_tiny_patch16_224"])
-
 def test_bf16_runs_a_bfloat16_copy_and_leaves_the_model_alone(spec):
     from vbstore.backbones import build_backbone
 

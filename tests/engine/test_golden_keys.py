@@ -55,4 +55,3 @@ def test_float_formatting():
     assert canonical.dumps(doc) == (
         b'{"a":0.1,"b":1e-07,"c":1.0,"d":2.5e+16,"e":-0.0,"f":0.3333333333333333}'
     )
-

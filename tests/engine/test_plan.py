@@ -116,7 +116,6 @@ def test_dry_run_computes_nothing_and_imports_no_torch_when_cached(tmp_path, sha
 def test_dry_run_json(tmp_path, shapes):
     result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS,
                                       "-d", shapes, "--train-data", shapes, "--dry-run", "--json"])
-
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [s["op"] for s in data["steps"]] == ["backbone", "manifest", "manifest", "featureset",

@@ -138,7 +138,6 @@ def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):
     assert fresh.id == seed0.id
 
 
-
 def test_damaged_registry_is_one_clear_error(tmp_path):
     (tmp_path / "registry.db").write_bytes(b"not sqlite at all" * 64)
     proc = subprocess.run([sys.executable, "-m", "vbstore", "--store", str(tmp_path), "ls"],

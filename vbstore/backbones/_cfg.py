@@ -63,7 +63,6 @@ class BackboneCfg:
 
     def geometry(self, width: int,
                  height: int) -> tuple[tuple[int, int], tuple[int, int, int, int] | None]:
-
         """Where an image of this size goes: ``(resized (w, h), crop box or None)``.
 
         The one definition of the resize and crop, shared by images and dense targets, so a

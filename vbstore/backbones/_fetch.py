@@ -145,7 +145,6 @@ def _download(url: str, dest: Path) -> None:
             os.fdopen(handle, "wb") as out,
             urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as src,  # noqa: S310
         ):
-
             shutil.copyfileobj(src, out, 1 << 20)
         os.replace(tmp, dest)
     finally:

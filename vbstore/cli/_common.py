@@ -74,7 +74,6 @@ def json_option(func: Callable) -> Callable:
     return option(func)
 
 
-
 def with_store(func: Callable) -> Callable:
     """Pass the store as the first argument of a command."""
 

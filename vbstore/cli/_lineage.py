@@ -3,7 +3,6 @@
 The tree itself is built by ``vbstore.engine.lineage``.
 """
 
-
 from __future__ import annotations
 
 from typing import Any

@@ -73,7 +73,6 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
         state = "from the store" if first.from_cache else "computed"
         click.echo(f"shapes ({len(classes)} classes, {per_class} per class per split, "
                    f"noise {noise:g}), "
-
                    f"{backbone} with {summary['weights']} weights")
         click.echo(f"  top1 {summary['top1']:.3f}  vs chance {chance:.3f}   "
                    f"(train_top1 {summary['train_top1']:.3f}; {state} in {first.seconds:.1f} s)")

@@ -141,7 +141,6 @@ def print_result(result) -> None:
             a = aggregate[name]
             click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds "
                        f"(95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})")  # noqa: RUF001 - a range's en dash
-
         else:
             click.echo(f"  {name:<28} {value:.4f}")
     for name, value in (record.train_metrics or {}).items():
@@ -181,7 +180,6 @@ def print_result(result) -> None:
 def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                      data, split, limit, pooling, mode, batch_size, data_options, executor,
                      as_json) -> None:
-
     """Features of DATA under a backbone, extracted once and shared by every task."""
     from ..engine import get_features
 

@@ -163,7 +163,6 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
             return
         ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
                                input_size=input_size)
-
         problems.extend(backbone_differences(store, pulled.id, ref.doc))
         if problems and not no_strict:
             raise HeadMismatch(problems)

@@ -104,7 +104,6 @@ def _command(task: Task) -> click.Command:
                          help="Apply this stored head (id or ref) instead of training one."),
             click.option("--no-strict", is_flag=True,
                          help="Apply a mismatched head anyway (warns)."),
-
         ]
     func = data_layout_options(with_store(run))
     func = json_option(executor_options(func))

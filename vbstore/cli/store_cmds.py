@@ -244,7 +244,6 @@ def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
     all_repaired = (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
                     and not report.dangling_edges)
     if not report.clean and not all_repaired:
-
         sys.exit(1)
 
 

@@ -104,7 +104,6 @@ def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str,
 
 def read_pack_tensor(store, pack: str, name: str,
                      rows: Sequence[int] | None = None) -> torch.Tensor:
-
     """Rows of one tensor of a pack, read through mmap once the pack's hash is verified.
 
     Raises:

@@ -51,7 +51,6 @@ class ExtractorParams:
             raise UsageError("pooling none keeps no pooled vector",
                              hint="use --mode dense or another pooling")
 
-
     def with_pooling(self, pooling: str) -> ExtractorParams:
         return ExtractorParams(**{**asdict(self), "pooling": pooling})
 

@@ -77,5 +77,4 @@ class ResultRecord(Record):
         shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
                           for k, v in
                           list(ordered_metrics(self.task, self.metrics).items())[:count])
-
         return f"{self.task}: {shown}"
