@@ -107,5 +107,6 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
     if box is not None:
         image = image.crop(box)
     array = np.asarray(image, dtype=np.float32) / 255.0
-    array = (array - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(cfg.std, dtype=np.float32)
-    return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))
+    mean, std = np.asarray(cfg.mean, dtype=np.float32), np.asarray(cfg.std, dtype=np.float32)
+    normalized = (array - mean) / std
+    return torch.from_numpy(np.ascontiguousarray(normalized.transpose(2, 0, 1)))
