@@ -62,10 +62,10 @@ class PackWriter:
         if not self._images:
             return
         tensors = {name: torch.cat(parts) for name, parts in self._parts.items()}
-        compact = {"separators": (",", ":")}
+        compact = (",", ":")
         metadata = {"format": PACK_FORMAT, "extractor": self.extractor,
-                    "layers": json.dumps(self.layers, **compact),
-                    "images": json.dumps(self._images, **compact)}
+                    "layers": json.dumps(self.layers, separators=compact),
+                    "images": json.dumps(self._images, separators=compact)}
         pack = self.store.put_tensors(tensors, "pack", metadata)
         self.store.add_feature_rows(self.extractor, pack, self._images)
         self.packs.append(pack)
