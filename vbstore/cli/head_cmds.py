@@ -168,11 +168,13 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
             raise HeadMismatch(problems)
 
     result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept)
-    record = head_record(store, result.id)
+    head_id = result.id
+    assert head_id is not None  # a pulled ref always names an object
+    record = head_record(store, head_id)
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
     def text() -> None:
-        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record['task']}, "
+        click.echo(f"pulled head {head_id[:12]} -> {result.local_ref} ({record['task']}, "
                    f"pooling {record['pooling']}, layers {record['layers']})"
                    + (f", revision {result.revision}" if result.revision else ""))
         for problem in problems:

@@ -154,7 +154,12 @@ def tag(store, name: str | None, ref: str | None, delete: bool, as_json: bool) -
     if name:
         raise click.UsageError("give both NAME and REF (an id, prefix or ref) to tag")
     refs = store.refs()
-    emit(as_json, refs, lambda: [click.echo(f"{n}  {i[:12]}") for n, i in refs.items()])
+
+    def text() -> None:
+        for n, i in refs.items():
+            click.echo(f"{n}  {i[:12]}")
+
+    emit(as_json, refs, text)
 
 
 @click.command()
