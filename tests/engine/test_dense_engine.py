@@ -1,4 +1,7 @@
-"""The engine's dense path: pack-backed splits, aligned targets, verified bytes, a dense task end to end."""
+"""The engine's dense path.
+
+Pack-backed splits, aligned targets, verified bytes, a dense task end to end.
+"""
 
 from __future__ import annotations
 
@@ -98,7 +101,8 @@ def _split(result):
 def test_split_rows_and_targets_match_an_independent_reading(dense_data):
     result = _features(dense_data)
     split = _split(result)
-    assert len(split) == 4 and split.layers == (-2, -1)
+    assert len(split) == 4
+    assert split.layers == (-2, -1)
     batches = list(split.batches(3))
     assert [len(b.index) for b in batches] == [3, 1]
     for i, layer in enumerate((-2, -1)):
@@ -162,7 +166,8 @@ def test_dense_task_end_to_end_and_cached(dense_data):
     assert first.record.extractor["mode"] == "dense"
     second = vbstore.get_result("test_vit", "test_pixel_prior", dense_data, dense_data, split="val",
                                 train_split="train", weights="random", progress=False)
-    assert second.from_cache and second.id == first.id
+    assert second.from_cache
+    assert second.id == first.id
 
 
 SCENES = "scenes:per_split=6,size=32"

@@ -172,13 +172,14 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept,
-                     kind="head")
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
+                     accept=accept, kind="head")
     record = records[0]
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
     def text() -> None:
-        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record.get('task')}, "
+        click.echo(f"pulled head {(result.id or '')[:12]} -> {result.local_ref} "
+                   f"({record.get('task')}, "
                    f"pooling {record.get('pooling')}, layers {record.get('layers')})"
                    + (f", revision {result.revision}" if result.revision else ""))
         for problem in problems:
