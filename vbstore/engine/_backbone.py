@@ -120,7 +120,8 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
 
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
-    built = build_backbone(**request)
+    built = build_backbone(backbone, weights=str(weights), seed=seed, input_size=input_size,
+                           use_projection=use_projection)
     oid = _store_backbone(store, built)
     alias = _alias(backbone, str(weights), seed, input_size, use_projection)
     store.record(alias, oid)

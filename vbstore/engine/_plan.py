@@ -174,15 +174,9 @@ def _check_text(task: Task, spec: Any) -> None:
 def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> BackboneRef | None:
     """The backbone of a request; with ``build`` off, None when only building could name it."""
     b = request.backbone
-    options = {
-        "weights": b.weights,
-        "seed": b.seed,
-        "input_size": b.input_size,
-        "use_projection": task.needs_text,
-    }
-    if build:
-        return resolve_backbone(store, b.spec, **options)
-    return find_backbone(store, b.spec, **options)
+    find = resolve_backbone if build else find_backbone
+    return find(store, b.spec, weights=b.weights, seed=b.seed, input_size=b.input_size,
+                use_projection=task.needs_text)
 
 
 def result_spec(
