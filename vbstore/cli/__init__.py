@@ -27,7 +27,7 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "export": ("results_cmds:export_group", ("head_cmds", "suite_cmds")),
     "fsck": ("store_cmds:fsck", ()),
     "gc": ("store_cmds:gc", ()),
-    "get": ("get_cmds:get", ("head_cmds",)),
+    "get": ("get_cmds:get", ()),
     "import": ("head_cmds:import_group", ("suite_cmds",)),
     "init": ("store_cmds:init", ()),
     "leaderboard": ("suite_cmds:leaderboard", ()),
