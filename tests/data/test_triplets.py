@@ -50,7 +50,9 @@ def test_nights_layout_keeps_triplets_with_six_votes(store, nights):
         [f"ref/{i}.png", f"distort/{i}_0.png", f"distort/{i}_1.png"] for i in (0, 1, 4, 5)]
     assert [t[3:] for t in triplets] == [[1, 5], [6, 0], [0, 6], [3, 3]]
     assert len(load_manifest(store, nights, split="train").doc["triplets"]) == 1
-    assert len(load_manifest(store, nights / "data.csv").doc["triplets"]) == 5
+    assert len(load_manifest(store, nights / "data.csv", split="test").doc["triplets"]) == 4
+    with pytest.raises(UsageError, match=r"has splits \(test_imagenet, test_no_imagenet, train\)"):
+        load_manifest(store, nights)
 
 
 def test_limit_counts_triplets_and_votes_change_the_manifest(store, nights):

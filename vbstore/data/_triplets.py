@@ -8,7 +8,8 @@ optionally ``id`` and ``split``. As in DreamSim's NIGHTS evaluation, a triplet n
 its ``triplets`` field lists ``[ref, left, right, left_vote, right_vote]`` with sample indices.
 
 ``--split test`` keeps rows whose split is ``test`` or starts with ``test_`` (NIGHTS ships
-``test_imagenet`` and ``test_no_imagenet``); ``--limit N`` keeps N triplets, not N images.
+``test_imagenet`` and ``test_no_imagenet``); a table with several splits needs one; ``--limit N``
+keeps N triplets, not N images.
 """
 
 from __future__ import annotations
@@ -116,9 +117,11 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
                        hint="every row names three existing images and vote counts")
     if total == 0:
         raise BadInput("empty triplet tables", [(str(path), "no rows")])
+    found = ", ".join(sorted(s.strip() for s in splits if s.strip())) or "none"
     if split is not None and not any(_split_matches(split, s.strip()) for s in splits):
-        found = ", ".join(sorted(s for s in splits if s)) or "none"
         raise UsageError(f"no split {split!r} in {path}", hint=f"splits found: {found}")
+    if split is None and len({s.strip() for s in splits}) > 1:  # as for split folders: no mixing
+        raise UsageError(f"{path} has splits ({found})", hint="choose one with --split")
     if not rows:
         raise BadInput("triplet tables without usable triplets",
                        [(str(path), f"no triplet has {MIN_VOTES} or more votes")])
