@@ -89,7 +89,7 @@ def _references(count: int, size: int, rng: np.random.Generator) -> list[tuple[s
 
 
 def make_triplets(root: str | Path, count: int = 64, seed: int = 0, size: int = 64) -> Path:
-    """Write ``count`` triplets (at most 8 photos, then digits) of ``size`` px under ``root``."""
+    """Write ``count`` triplets (the 7 PNG photos first, then digits) of ``size`` px."""
     from ._png import write_png
 
     if count < 1 or size < 8:
