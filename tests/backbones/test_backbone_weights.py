@@ -81,7 +81,7 @@ def test_same_weights_in_pth_and_safetensors_are_one_identity(spec, kwargs, tmp_
         "origin": "checkpoint",
         "upstream": None,
         "revision": None,
-        "path": "w.pth",
+        "path": None,
         "seed": None,
     }
     images = make_batch(source)
@@ -223,3 +223,27 @@ def test_dinov2_pretrained_from_cache_at_the_pinned_commit(monkeypatch, tmp_path
         "path": None,
         "seed": None,
     }
+
+
+def test_pth_and_safetensors_of_one_state_dict_are_one_stored_backbone(tmp_path):
+    """Docs promise one identity: the weights record, hence the backbone and its features, too.
+
+    The .pth is saved the way training code often saves: with a ``module.`` prefix, in a
+    wrapper, with non-contiguous tensors; the .safetensors holds plain contiguous copies.
+    """
+    from vbstore import Store
+    from vbstore.engine import resolve_backbone
+
+    state = build_backbone("test_cnn", weights="random", seed=5).module.state_dict()
+    pth = tmp_path / "run" / "last.pth"
+    pth.parent.mkdir()
+    strided = {f"module.{k}": (v.t().contiguous().t() if v.dim() == 2 else v)
+               for k, v in state.items()}
+    torch.save({"epoch": 9, "state_dict": strided}, pth)
+    st = tmp_path / "export.safetensors"
+    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(st))
+    with Store(tmp_path / "store") as store:
+        from_pth = resolve_backbone(store, "test_cnn", weights=str(pth))
+        from_st = resolve_backbone(store, "test_cnn", weights=str(st))
+        assert from_pth.doc["weights"] == from_st.doc["weights"]
+        assert from_pth.id == from_st.id

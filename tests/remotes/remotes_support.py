@@ -23,13 +23,13 @@ def build_lineage(store, seed: int = 0) -> dict[str, str]:
                  "images": json.dumps(images, separators=(",", ":"))}
     pack = store.put_tensors({"pooled.-1": rng.standard_normal((2, 4)).astype(np.float32)}, "pack",
                              pack_meta, edges={"manifest": manifest})
-    train = derivation_spec("train_head", 1, {"pack": pack, "manifest": manifest}, {"lr": 0.1})
+    train = derivation_spec("head", 1, {"pack": pack, "manifest": manifest}, {"lr": 0.1})
     compat = {"backbone": "b" * 64, "weights": "a" * 64, "extractor_key": "e" * 64,
               "pooling": "cls", "layers": [-1], "feature_mode": "pooled", "embed_dim": 4,
               "task": "linear", "task_op_version": 1}
     head = save_head(store, {"weight": rng.standard_normal((3, 4)).astype(np.float32)}, compat)
     store.record(train, head)
-    evaluate = derivation_spec("eval", 2, {"head": head}, {"split": "val"})
+    evaluate = derivation_spec("result", 2, {"head": head}, {"split": "val"})
     result = store.put_json(
         {"task": "linear", "op_version": 2, "metrics": {"top1": 0.75}, "params": {},
          "inputs": {"head": head}}, "result")

@@ -150,6 +150,28 @@ def test_head_pushed_to_a_directory_is_pulled_and_applies_in_another_store(
         assert b.fsck().clean
 
 
+def test_push_head_carries_only_what_checks_and_uses_it_unless_asked(vbj, team, my_head,
+                                                                       tmp_path):
+    head = my_head["id"]
+    with Store(tmp_path / "a") as a:
+        kinds = {o.id: o.kind for o in a.ls()}
+        backbone = my_head["record"]["backbone"]
+        needed = {head, backbone, a.read_json(backbone)["weights"]}
+
+    def pushed_kinds() -> dict[str, str]:
+        found = {p.parent.name + p.name for p in (team / "objects").rglob("*") if p.is_file()}
+        return {oid: kinds[oid] for oid in found}
+
+    vbj("a", "push", "head", "my-head", "--to", "team")
+    assert set(pushed_kinds()) == needed  # no pack, featureset or manifest: 25 KiB, not MBs
+    pulled = vbj("b", "pull", "head", "team/my-head")
+    assert pulled["mismatch"] == []
+    assert pulled["compat"] == my_head["record"]
+
+    vbj("a", "push", "head", "my-head", "--to", "team", "--with-lineage")
+    assert {"pack", "featureset", "manifest"} <= set(pushed_kinds().values())
+
+
 # ---- 2. a head for other weights is refused -------------------------------------------------
 
 def test_head_applied_to_other_weights_is_refused_unless_not_strict(vb, vbj, shapes, my_head,

@@ -150,4 +150,5 @@ def test_the_token_is_sent_but_never_stored(stores, lineage, remote):
     with pytest.raises(Exception, match="credential"):
         write_model_card({"name": "x", "note": f"token={HF_SECRET}"})
     config = json.loads((a.root / "remotes.json").read_text())
-    assert config["remotes"]["hub"] == {"url": f"hf://{REPO}", "scheme": "hf", "options": {}}
+    assert config["remotes"]["hub"] == {"url": f"hf://{REPO}", "scheme": "hf", "options": {},
+                                       "cache": True}

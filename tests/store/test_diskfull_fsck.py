@@ -107,3 +107,64 @@ def test_fsck_adopts_orphans_with_their_own_kind(store):
         conn.execute("DELETE FROM objects")
     assert sorted(store.fsck().adopted) == sorted([pack, suite])
     assert store.info(pack).kind == "pack" and store.info(suite).kind == "suite"
+
+
+def test_fsck_runs_sqlite_integrity_check(store):
+    """A damaged index page is a fault, not "intact"."""
+    for i in range(300):
+        store.put_bytes(f"blob {i}".encode() * 20)
+    store.close()
+    db = store.root / "registry.db"
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:  # a fresh, fully checkpointed file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE type='index' "
+                            "AND tbl_name='objects' LIMIT 1").fetchone()
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    assert root is not None
+    data = bytearray(db.read_bytes())
+    start = (root[0] - 1) * page_size
+    # the index page's cell area (cells grow from the end of the page), not the file header
+    data[start + page_size // 2 : start + page_size] = os.urandom(page_size // 2)
+    db.write_bytes(bytes(data))
+    report = store.fsck()
+    assert not report.clean
+    assert report.registry_errors
+
+
+def test_fsck_refuses_symlinked_blobs_and_fixes_writable_modes(store, tmp_path):
+    oid = store.put_bytes(b"kept")
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"a file outside the store")
+    from vbstore import canonical
+
+    linked = canonical.digest(outside.read_bytes())
+    target = store.files.path(linked)
+    target.parent.mkdir(exist_ok=True)
+    target.symlink_to(outside)
+    store.files.path(oid).chmod(0o644)
+    report = store.fsck()
+    assert report.unsafe == [linked]
+    assert not report.clean
+    assert linked not in report.adopted
+    assert report.modes_fixed == [oid]
+    assert (store.files.path(oid).stat().st_mode & 0o777) == 0o444
+    store.fsck(repair=True)
+    assert not target.is_symlink()
+    assert outside.read_bytes() == b"a file outside the store"  # never followed, never touched
+
+
+def test_fsck_removes_stale_lock_files(store):
+    import time
+
+    stale = store.root / "locks" / ("a" * 64 + ".lock")
+    stale.write_bytes(b"")
+    old = time.time() - 2 * 24 * 3600
+    os.utime(stale, (old, old))
+    fresh = store.root / "locks" / ("b" * 64 + ".lock")
+    fresh.write_bytes(b"")
+    report = store.fsck()
+    assert report.locks_removed == [stale.name]
+    assert not stale.exists()
+    assert fresh.exists()  # young: its owner may be about to lock it

@@ -1,10 +1,14 @@
 """What weights a backbone gets, how they are read, and how they are identified.
 
 Identity is the canonical tensor hash of the state dict as read from its source (after removing
-a training wrapper such as ``{"state_dict": ...}`` or a ``module.`` prefix), so the same tensors
-saved as ``.pth`` and ``.safetensors`` are the same weights, and any change to any tensor is new
-weights. Checkpoints are read with ``torch.load(weights_only=True)`` or safetensors: never
-arbitrary pickles.
+a training wrapper such as ``{"state_dict": ...}`` or a ``module.`` prefix; names sorted, dtype,
+shape and C-order bytes, so strides do not matter), so the same tensors saved as ``.pth`` and
+``.safetensors`` are the same weights, and any change to any tensor is new weights. A checkpoint's
+weights record holds no file name, so the two files are one weights artifact too. What still
+differs, by design: a different dtype (a float16 export of float32 weights is other weights),
+and a file that drops tied tensors (``safetensors.torch.save_model`` keeps one name of each
+shared pair; the architecture then refuses the missing name). Checkpoints are read with
+``torch.load(weights_only=True)`` or safetensors: never arbitrary pickles.
 """
 
 from __future__ import annotations
@@ -240,6 +244,8 @@ def weights_record(
     if choice.kind == "random":
         return WeightsRecord(tensor_hash, "random", seed=choice.seed)
     if choice.kind == "checkpoint":
-        assert choice.path is not None
-        return WeightsRecord(tensor_hash, "checkpoint", path=choice.path.name)
+        # no file name: the same tensors saved as last.pth and export.safetensors are one
+        # weights artifact, hence one backbone and one set of features (the file's own hash
+        # stays in the backbone alias, so a changed file is never served from the alias)
+        return WeightsRecord(tensor_hash, "checkpoint")
     return WeightsRecord(tensor_hash, "pretrained", upstream=upstream, revision=revision)

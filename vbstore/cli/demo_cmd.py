@@ -12,15 +12,18 @@ DEFAULT_BACKBONE = "torchvision:resnet18"
 
 
 @click.command()
-@click.option("--backbone", default=DEFAULT_BACKBONE, show_default=True, help="Backbone spec to probe.")
+@click.option("--backbone", default=DEFAULT_BACKBONE, show_default=True,
+              help="Backbone spec to probe.")
 @click.option("--weights", default="default", show_default=True,
-              help="default (pinned pretrained; random when it cannot be fetched), a checkpoint path, or random.")
+              help="default (pinned pretrained; random when it cannot be fetched), a checkpoint "
+                   "path, or random.")
 @click.option("--noise", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Pixel noise and clutter, 0 (clean) to 1 (only chance is left).")
 @click.option("--per-class", type=click.IntRange(min=2), default=24, show_default=True,
               help="Images per shape class in each split.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Dataset seed.")
-@click.option("--input-size", type=int, default=None, help="Override the backbone's input resolution.")
+@click.option("--input-size", type=int, default=None,
+              help="Override the backbone's input resolution.")
 @json_option
 @with_store
 def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed: int,
@@ -58,7 +61,8 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
     classes = store.read_json(first.record.data["eval"]["manifest"])["classes"]
     chance = 1 / len(classes)
     summary = {
-        "result": first.id, "backbone": backbone, "weights": first.record.weights_kind, "note": note,
+        "result": first.id, "backbone": backbone, "weights": first.record.weights_kind,
+        "note": note,
         "classes": classes, "chance": chance, "top1": first.metrics["top1"],
         "train_top1": (first.record.train_metrics or {}).get("train_top1"),
         "first_seconds": first.seconds, "first_from_cache": first.from_cache,
@@ -67,7 +71,8 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
 
     def text() -> None:
         state = "from the store" if first.from_cache else "computed"
-        click.echo(f"shapes ({len(classes)} classes, {per_class} per class per split, noise {noise:g}), "
+        click.echo(f"shapes ({len(classes)} classes, {per_class} per class per split, "
+                   f"noise {noise:g}), "
                    f"{backbone} with {summary['weights']} weights")
         click.echo(f"  top1 {summary['top1']:.3f}  vs chance {chance:.3f}   "
                    f"(train_top1 {summary['train_top1']:.3f}; {state} in {first.seconds:.1f} s)")

@@ -101,11 +101,14 @@ def _head_files(store, head_id: str, name: str, remote: str,
 @click.option("--metrics-from", default=None, metavar="RESULT",
               help="Put this result's evaluation metrics on the Hub model card (a result "
               "computed with this head).")
+@click.option("--with-lineage", is_flag=True,
+              help="Also push what the head was trained from (features, packs, manifests).")
 @json_option
 @with_store
 def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from: str | None,
-                  as_json: bool) -> None:
-    """Push head NAME (a ref) with its lineage; on the Hub also as a browsable model repo."""
+                  with_lineage: bool, as_json: bool) -> None:
+    """Push head NAME with its backbone and weights records; on the Hub, a model repo too."""
+    from ..heads import head_dependencies
     from ..remotes import list_remotes
     from ..remotes import push as do_push
 
@@ -123,7 +126,8 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
                          hint="push to an hf:// remote, or drop --metrics-from")
     extra = _head_files(store, head_id, name, to, metrics_from) if on_hub else None
     options = None if private is None else {"private": "true" if private else "false"}
-    result = do_push(store, to, name, extra_files=extra, options=options)
+    include = None if with_lineage else head_dependencies(store, head_id)
+    result = do_push(store, to, name, extra_files=extra, options=options, include=include)
     emit(as_json, result.as_dict(),
          f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
          + (f", revision {result.revision}" if result.revision else ""))
@@ -149,30 +153,34 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
     from ..engine import resolve_backbone
-    from ..heads import HeadMismatch, backbone_differences, head_record
+    from ..heads import HeadMismatch, backbone_differences, check_compat, head_record
     from ..remotes import pull as do_pull
 
     problems: list[str] = []
+    records: list[dict] = []
 
     def accept(pulled) -> None:
         """Check the head before it gets a local name; a refusal leaves refs untouched."""
-        if pulled.kind != "head":
-            raise UsageError(f"{target} is a {pulled.kind}, not a head",
-                             hint="use `vbstore pull ref`")
-        if backbone is None:
-            return
-        ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
-        problems.extend(backbone_differences(store, pulled.id, ref.doc))
+        record = head_record(store, pulled.id)  # NotAHead: not a head whatever the ref said
+        records.append(record)
+        found = check_compat(record, {})  # a record missing a required field is a mismatch
+        if backbone is not None:
+            ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
+                                   input_size=input_size)
+            found += backbone_differences(store, pulled.id, ref.doc)
+        problems.extend(dict.fromkeys(found))
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept)
-    record = head_record(store, result.id)
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
+                     accept=accept, kind="head")
+    record = records[0]
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
     def text() -> None:
-        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record['task']}, "
-                   f"pooling {record['pooling']}, layers {record['layers']})"
+        click.echo(f"pulled head {(result.id or '')[:12]} -> {result.local_ref} "
+                   f"({record.get('task')}, "
+                   f"pooling {record.get('pooling')}, layers {record.get('layers')})"
                    + (f", revision {result.revision}" if result.revision else ""))
         for problem in problems:
             click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)

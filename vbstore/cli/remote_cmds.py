@@ -53,15 +53,18 @@ def remote() -> None:
 @click.option("--option", "-o", "option", multiple=True, metavar="KEY=VALUE",
               help="A setting: endpoint_url, region (S3); repo_type, branch, private (Hub).")
 @click.option("--replace", is_flag=True, help="Overwrite an existing remote of this name.")
+@click.option("--no-cache", is_flag=True,
+              help="Pull only: never ask it as a binary cache, record no derivations from it.")
 @json_option
 @with_store
 def remote_add(store, name: str, url: str, option: tuple[str, ...], replace: bool,
-               as_json: bool) -> None:
+               no_cache: bool, as_json: bool) -> None:
     """Add remote NAME at URL (a directory path, file://, s3:// or hf://)."""
     from ..remotes import add_remote
 
-    config = add_remote(store, name, url, _options(option), replace=replace)
-    emit(as_json, config.as_dict(), f"remote {config.name} -> {config.url}")
+    config = add_remote(store, name, url, _options(option), replace=replace, cache=not no_cache)
+    emit(as_json, config.as_dict(),
+         f"remote {config.name} -> {config.url}" + ("" if config.cache else " (pull only)"))
 
 
 @remote.command("list")
@@ -76,7 +79,8 @@ def remote_list(store, as_json: bool) -> None:
     def text() -> None:
         for row in rows:
             opts = " ".join(f"{k}={v}" for k, v in sorted(row["options"].items()))
-            click.echo(f"{row['name']}  {row['url']}" + (f"  {opts}" if opts else ""))
+            click.echo(f"{row['name']}  {row['url']}" + (f"  {opts}" if opts else "")
+                       + ("" if row["cache"] else "  (pull only)"))
 
     emit(as_json, rows, text)
 
@@ -103,7 +107,12 @@ def remote_refs(store, name: str, revision: str | None, as_json: bool) -> None:
     from ..remotes import list_remote_refs
 
     names = list_remote_refs(store, name, revision)
-    emit(as_json, names, lambda: [click.echo(n) for n in names])
+
+    def text() -> None:
+        for n in names:
+            click.echo(n)
+
+    emit(as_json, names, text)
 
 
 @click.group(cls=KindGroup)
@@ -165,9 +174,11 @@ def pull_ref_cmd(store, target: str, revision: str | None, as_name: str | None, 
     from ..remotes import pull as do_pull
 
     result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
+    oid = result.id
+    assert oid is not None  # a pulled ref always names an object
 
     def text() -> None:
-        click.echo(f"pulled {target} -> {result.local_ref} ({result.kind} {result.id[:12]}): "
+        click.echo(f"pulled {target} -> {result.local_ref} ({result.kind} {oid[:12]}): "
                    f"{len(result.downloaded)} downloaded, "
                    f"{result.already_present} already present, "
                    f"{result.derivations} derivations"

@@ -105,28 +105,32 @@ def state_key(scan: Scan, limit: int | None) -> str | None:
     A file modified in the last moments gives None (its timestamp could hide a second write).
     """
     entries = sorted(select(scan, check_limit(limit)), key=lambda e: e.name)
-    root = str(scan.root)
-    hasher = blake3.blake3(repr(("manifest-state", 1, scan.layout, root, scan.split, scan.classes,
-                                  scan.target_type, limit)).encode())
+    root = str(scan.root) + os.sep
+    # one line per entry, joined and hashed once: this runs on every cached `get`, so it is
+    # kept to a stat and a format per file
+    lines = [repr(("manifest-state", 2, scan.layout, root, scan.split, scan.classes,
+                   scan.target_type, limit))]
     if scan.triplets is not None:  # the votes live in the table, not in any image's state
-        hasher.update(repr(kept_triplets(scan, limit)).encode())
+        lines.append(repr(kept_triplets(scan, limit)))
     newest = 0
+    stat = os.stat
     for e in entries:
-        states = []
-        for name in (e.name, e.target_name):
-            if name is None:
-                continue
-            try:
-                st = os.stat(os.path.join(root, name))
-            except OSError:
-                return None  # build_document names the missing file
-            states.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        try:
+            st = stat(root + e.name)
+            line = (f"{e.name}\0{e.label}\0{e.labels}\0{e.captions}\0{e.condition!r}\0{st.st_dev}"
+                    f",{st.st_ino},{st.st_size},{st.st_mtime_ns},{st.st_ctime_ns}")
             newest = max(newest, st.st_mtime_ns)
-        hasher.update(repr((e.name, e.label, e.labels, e.target_name, e.captions, e.condition,
-                            states)).encode())
+            if e.target_name is not None:
+                tt = stat(root + e.target_name)
+                line += (f"\0{e.target_name}\0{tt.st_dev},{tt.st_ino},{tt.st_size},"
+                         f"{tt.st_mtime_ns},{tt.st_ctime_ns}")
+                newest = max(newest, tt.st_mtime_ns)
+        except OSError:
+            return None  # build_document names the missing file
+        lines.append(line)
     if time.time_ns() - newest < RACY_SECONDS * 1e9:
         return None
-    return hasher.hexdigest()
+    return blake3.blake3("\n".join(lines).encode()).hexdigest()
 
 
 def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
-from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError  # noqa: F401
+from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError
 from ..records import HeadCompat
 
 HEAD_FORMAT = "vbstore.head.v1"
@@ -41,6 +41,16 @@ def head_record(store, head_id: str) -> dict[str, Any]:
     if metadata.get("format") != HEAD_FORMAT or "vbstore.compat" not in metadata:
         raise NotAHead(head_id)
     return json.loads(metadata["vbstore.compat"])
+
+
+def head_dependencies(store, head_id: str) -> list[str]:
+    """What a pushed head needs to be checked and used elsewhere: its backbone and weights
+    records (the compatibility record travels inside the head)."""
+    backbone = head_record(store, head_id)["backbone"]
+    needed = [backbone]
+    if store.has(backbone):
+        needed.append(store.read_json(backbone)["weights"])
+    return needed
 
 
 def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:

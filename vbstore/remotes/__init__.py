@@ -38,9 +38,9 @@ from ._push import PushResult, push, push_ref
 
 
 def add_remote(store, name: str, url: str, options: Mapping[str, str] | None = None,
-               replace: bool = False) -> RemoteConfig:
+               replace: bool = False, cache: bool = True) -> RemoteConfig:
     """Configure remote ``name`` for ``store`` (see :meth:`RemoteRegistry.add`)."""
-    return registry(store).add(name, url, options, replace=replace)
+    return registry(store).add(name, url, options, replace=replace, cache=cache)
 
 
 def remove_remote(store, name: str) -> None:

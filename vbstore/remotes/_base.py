@@ -9,14 +9,18 @@ upload blobs first and then swap the ref conditionally; the Hub makes everything
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import blake3
 
 from .._net import forget, unreachable_reason
 from ..errors import UsageError
 from ._config import RemoteConfig
-from ._errors import RemoteOffline
+from ._errors import RemoteError, RemoteOffline
+
+CHUNK = 1 << 20
 
 
 def probe_url(remote: str, url: str) -> None:
@@ -49,6 +53,42 @@ class RefUpdate:
     expected: str | None
 
 
+def local_digest(local: Path | bytes, algorithm) -> str:
+    """The hex digest of a local file or bytes under ``algorithm`` (a hashlib-like constructor)."""
+    hasher = algorithm()
+    if isinstance(local, bytes):
+        hasher.update(local)
+    else:
+        with open(local, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def bounded(chunks: Iterable[bytes], limit: int, what: str, remote: str) -> Iterator[bytes]:
+    """Pass ``chunks`` on, failing as soon as more than ``limit`` bytes came (a hostile remote
+    may serve a "small" file that never ends)."""
+    taken = 0
+    try:
+        for chunk in chunks:
+            taken += len(chunk)
+            if taken > limit:
+                raise RemoteError(f"{what} on remote {remote!r} is larger than {limit} bytes",
+                                  hint="the remote is damaged or not a vbstore remote")
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # stop the download now, not when the generator is collected
+
+
+def document_limit() -> int:
+    """The most bytes a ref or derivation record may have (read at call time: tests lower it)."""
+    from . import _closure
+
+    return _closure.MAX_DOCUMENT_BYTES
+
+
 class Remote(ABC):
     """One configured remote, opened for a single operation (use it as a context manager)."""
 
@@ -65,10 +105,10 @@ class Remote(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook)
         """Release clients and temporary files."""
 
-    def check_online(self) -> None:
+    def check_online(self) -> None:  # noqa: B027 (optional hook)
         """Raise :class:`RemoteOffline` at once when the remote cannot be reached."""
 
     def resolve(self, revision: str | None) -> str | None:
@@ -102,6 +142,25 @@ class Remote(ABC):
     @abstractmethod
     def existing(self, paths: Iterable[str], revision: str | None = None) -> set[str]:
         """Which of ``paths`` exist on the remote."""
+
+    def unchanged(self, files: Mapping[str, Path | bytes], revision: str | None = None) -> set[str]:
+        """Which of ``files`` (remote path → local file or bytes) the remote holds byte for byte.
+
+        A push uploads every other one again, so a file planted under an id is overwritten.
+        This default reads each remote file back and compares BLAKE3 digests; S3 and the Hub
+        compare the checksums their listings carry instead.
+        """
+        same = set()
+        for path, local in files.items():
+            chunks = self.download(path, revision)
+            if chunks is None:
+                continue
+            hasher = blake3.blake3()
+            for chunk in chunks:
+                hasher.update(chunk)
+            if hasher.hexdigest() == local_digest(local, blake3.blake3):
+                same.add(path)
+        return same
 
     @abstractmethod
     def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:

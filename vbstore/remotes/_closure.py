@@ -115,6 +115,8 @@ def _load(remote: str, what: str, data: bytes, fmt: str) -> dict[str, Any]:
         doc = json.loads(data, parse_constant=no_constants)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _refuse(remote, what, f"not a JSON document ({exc})") from None
+    except RecursionError:
+        raise _refuse(remote, what, "nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise _refuse(remote, what, f"not a {fmt} document")
     return doc

@@ -47,10 +47,13 @@ class RemoteConfig:
     url: str
     scheme: str
     options: Mapping[str, str] = field(default_factory=dict)
+    #: Asked as a binary cache by ``get``; False for a pull-only remote (``--no-cache``), whose
+    #: lineage is never recorded as cache answers either.
+    cache: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "url": self.url, "scheme": self.scheme,
-                "options": dict(self.options)}
+                "options": dict(self.options), "cache": self.cache}
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -104,9 +107,14 @@ def check_options(scheme: str, options: Mapping[str, str]) -> dict[str, str]:
             raise UsageError(f"unknown option {key!r} for a {scheme} remote",
                              hint=f"known: {known}")
         checked[key] = str(value)
-    if "endpoint_url" in checked and urlsplit(checked["endpoint_url"]).username:
-        raise UsageError("credentials in endpoint_url are refused",
-                         hint="put them in the environment instead")
+    if "endpoint_url" in checked:
+        parts = urlsplit(checked["endpoint_url"])
+        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+            raise UsageError("credentials in endpoint_url are refused",
+                             hint="put them in the environment (AWS_ACCESS_KEY_ID...) instead")
+        if parts.query or parts.fragment:  # a pre-signed URL carries its signature here
+            raise UsageError("a query string in endpoint_url is refused (it may carry a "
+                             "credential)", hint="give the endpoint alone, e.g. https://host:9000")
     return checked
 
 
@@ -140,7 +148,11 @@ class RemoteRegistry:
             data = self.load()
             yield data
             temp = self.path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-            temp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            # 0600: URLs and options carry no secrets, but where data is shared is nobody else's
+            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(out, "w") as handle:
+                handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            os.chmod(temp, 0o600)
             os.replace(temp, self.path)
         finally:
             os.close(fd)
@@ -155,15 +167,20 @@ class RemoteRegistry:
         if name not in remotes:
             raise UnknownRemote(name, sorted(remotes))
         entry = remotes[name]
-        return RemoteConfig(name, entry["url"], entry["scheme"], entry.get("options", {}))
+        return RemoteConfig(name, entry["url"], entry["scheme"], entry.get("options", {}),
+                            bool(entry.get("cache", True)))
 
     def all(self) -> list[RemoteConfig]:
         remotes = self.load()["remotes"]
         return [self.get(name) for name in sorted(remotes)]
 
     def add(self, name: str, url: str, options: Mapping[str, str] | None = None,
-            replace: bool = False) -> RemoteConfig:
-        """Configure a remote; refuse an existing name unless ``replace``."""
+            replace: bool = False, cache: bool = True) -> RemoteConfig:
+        """Configure a remote; refuse an existing name unless ``replace``.
+
+        ``cache=False`` makes it pull-only: never asked as a binary cache, and what is pulled
+        from it records no derivations (a stranger's lineage is not a cache answer).
+        """
         check_remote_name(name)
         scheme, normal = parse_url(url)
         opts = check_options(scheme, options or {})
@@ -172,8 +189,9 @@ class RemoteRegistry:
                 raise UsageError(
                     f"remote {name!r} already exists",
                     hint="remove it first (vbstore remote remove NAME) or pass --replace")
-            data["remotes"][name] = {"url": normal, "scheme": scheme, "options": opts}
-        return RemoteConfig(name, normal, scheme, opts)
+            data["remotes"][name] = {"url": normal, "scheme": scheme, "options": opts,
+                                     "cache": cache}
+        return RemoteConfig(name, normal, scheme, opts, cache)
 
     def remove(self, name: str) -> None:
         with self.editing() as data:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import blake3
 
 from ..errors import VbstoreError
-from ._base import RefUpdate, Remote, probe_url
+from ._base import RefUpdate, Remote, bounded, document_limit, local_digest, probe_url
 from ._config import RemoteConfig
 from ._errors import RemoteConflict, RemoteError, UnsafeRemotePath, redact
 from ._paths import check_ref
@@ -64,11 +64,8 @@ class FsspecRemote(Remote):
         full = self.full(path)
         with self._failing(f"reading {path}"):
             try:
-                if limit is not None and self.fs.size(full) > limit:
-                    raise RemoteError(
-                        f"{path} on remote {self.name!r} is larger than {limit} bytes",
-                        hint="the remote is damaged or not a vbstore remote")
-                return self.fs.cat_file(full)
+                with self.fs.open(full, "rb") as handle:
+                    return _read_bounded(handle, limit, path, self.name)
             except FileNotFoundError:
                 return None
 
@@ -156,8 +153,6 @@ class DirRemote(FsspecRemote):
     def _put(self, path: str, source: Path | bytes) -> None:
         # temp + rename, so a reader never sees a half-written blob under its final name
         full = self.full(path)
-        if isinstance(source, Path) and path.startswith("objects/") and self.fs.exists(full):
-            return
         self.fs.makedirs(os.path.dirname(full), exist_ok=True)
         temp = f"{full}.{uuid.uuid4().hex}.tmp"
         try:
@@ -171,7 +166,7 @@ class DirRemote(FsspecRemote):
                 os.unlink(temp)
 
     def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
-        data = self.read(f"refs/{check_ref(name)}.json", revision)
+        data = self.read(f"refs/{check_ref(name)}.json", revision, limit=document_limit())
         return data, (blake3.blake3(data).hexdigest() if data is not None else None)
 
     def _swap_ref(self, ref: RefUpdate) -> None:
@@ -232,6 +227,43 @@ class S3Remote(FsspecRemote):
         with self._failing("listing objects"):
             return sync(self.fs.loop, check)
 
+    def unchanged(self, files: Mapping[str, Path | bytes], revision: str | None = None) -> set[str]:
+        # a single-part upload's ETag is the MD5 of its bytes: compare without downloading;
+        # a multipart ETag ("...-N") says nothing of the content, so those are read back
+        import asyncio
+        import hashlib
+
+        from fsspec.asyn import sync
+
+        self.resolve(revision)
+        paths = sorted(files)
+
+        async def infos() -> dict[str, object]:
+            found: dict[str, object] = {}
+            for i in range(0, len(paths), _BATCH):
+                batch = paths[i : i + _BATCH]
+                got = await asyncio.gather(*(self.fs._info(self.full(p)) for p in batch),
+                                           return_exceptions=True)
+                found.update(zip(batch, got, strict=True))
+            return found
+
+        with self._failing("checking objects"):
+            found = sync(self.fs.loop, infos)
+        same, unsure = set(), {}
+        for path, info in found.items():
+            if isinstance(info, FileNotFoundError):
+                continue
+            if isinstance(info, BaseException):
+                with self._failing(f"checking {path}"):
+                    raise info
+            etag = str(info.get("ETag") or "").strip('"')
+            if etag and "-" not in etag:
+                if etag == local_digest(files[path], hashlib.md5):
+                    same.add(path)
+            else:
+                unsure[path] = files[path]
+        return same | super().unchanged(unsure, revision)
+
     def _upload(self, files: Mapping[str, Path | bytes]) -> None:
         # s3fs uploads a list of files (and a dict of bytes) concurrently
         local = sorted(p for p, source in files.items() if isinstance(source, Path))
@@ -255,7 +287,8 @@ class S3Remote(FsspecRemote):
             try:
                 # one open gives the bytes and the ETag of the same version (s3fs pins reads to it)
                 with self.fs.open(full, "rb") as handle:
-                    return handle.read(), handle.details.get("ETag")
+                    data = _read_bounded(handle, document_limit(), f"ref {name}", self.name)
+                    return data, handle.details.get("ETag")
             except FileNotFoundError:
                 return None, None
 
@@ -279,6 +312,17 @@ class S3Remote(FsspecRemote):
             raise RemoteError(
                 f"updating ref {ref.name!r} on remote {self.name!r} failed: {redact(str(exc))}",
                 hint="check the bucket and credentials") from None
+
+
+def _read_bounded(handle, limit: int | None, path: str, remote: str) -> bytes:
+    """Read a whole file, refusing one over ``limit`` bytes without reading past it."""
+    if limit is None:
+        return handle.read()
+    parts = []
+    # in chunks: read(limit + 1) would allocate the whole limit up front
+    for chunk in bounded(iter(lambda: handle.read(CHUNK), b""), limit, path, remote):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _s3_code(exc: BaseException) -> str | None:

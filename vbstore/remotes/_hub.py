@@ -12,15 +12,13 @@ locally saved token) at call time and are never written anywhere by vbstore.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
 from ..errors import VbstoreError
-from ._base import RefUpdate, Remote, probe_url
+from ._base import RefUpdate, Remote, bounded, document_limit, local_digest, probe_url
 from ._config import RemoteConfig
 from ._errors import (
     RemoteConflict,
@@ -59,7 +57,6 @@ class HubRemote(Remote):
         self.branch = config.options.get("branch", "main")
         self.endpoint = hub_endpoint()
         self._api = None
-        self._tmp: str | None = None
         self._heads: dict[str | None, str] = {}
 
     @property
@@ -70,11 +67,6 @@ class HubRemote(Remote):
             self._api = HfApi(endpoint=self.endpoint, token=os.environ.get("HF_TOKEN") or None,
                               library_name="vbstore", library_version=__version__)
         return self._api
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
 
     def check_online(self) -> None:
         # huggingface_hub retries a dead endpoint for tens of seconds; answer at once instead
@@ -147,42 +139,79 @@ class HubRemote(Remote):
         self._heads.pop(None, None)  # the head must be read now, not reused from earlier
         return self.resolve(None)
 
-    def _fetch(self, path: str, revision: str | None) -> Path | None:
-        from huggingface_hub.errors import EntryNotFoundError
-        from tqdm.auto import tqdm
+    def _open(self, path: str, revision: str | None):
+        """A streaming response for ``path`` at the pinned commit, or None when it is absent.
 
-        class _Quiet(tqdm):  # library code shows no progress bars of its own
-            def __init__(self, *args, **kwargs):
-                kwargs["disable"] = True
-                super().__init__(*args, **kwargs)
+        The bytes are never written anywhere by this layer: the caller streams them (into the
+        store's own ``tmp/``, hashing as they come) and stops at the size it expects.
+        """
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.errors import EntryNotFoundError
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         sha = self.resolve(revision)
-        if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="vbstore-hub-")
+        url = hf_hub_url(self.repo_id, path, repo_type=self.repo_type, revision=sha,
+                         endpoint=self.endpoint)
+        headers = build_hf_headers(token=os.environ.get("HF_TOKEN") or None,
+                                   library_name="vbstore", library_version=__version__)
+        session = get_session()
         with self._failing(f"downloading {path}"):
-            try:
-                local = self.api.hf_hub_download(
-                    self.repo_id, path, repo_type=self.repo_type, revision=sha,
-                    cache_dir=self._tmp, etag_timeout=5, tqdm_class=_Quiet)
-            except EntryNotFoundError:
-                return None
-        return Path(local)
+            response = session.send(session.build_request("GET", url, headers=headers,
+                                                          timeout=60),
+                                    stream=True, follow_redirects=True)
+            if response.status_code >= 400:
+                try:
+                    response.read()
+                    hf_raise_for_status(response)
+                except EntryNotFoundError:
+                    return None
+                finally:
+                    response.close()
+        return response
+
+    def _chunks(self, response, path: str) -> Iterator[bytes]:
+        try:
+            with self._failing(f"downloading {path}"):
+                yield from response.iter_bytes(CHUNK)
+        finally:
+            response.close()
 
     def read(self, path: str, revision: str | None = None,
              limit: int | None = None) -> bytes | None:
-        local = self._fetch(path, revision)
-        if local is None:
+        chunks = self.download(path, revision)
+        if chunks is None:
             return None
-        if limit is not None and local.stat().st_size > limit:
-            raise RemoteError(f"{path} on remote {self.name!r} is larger than {limit} bytes",
-                              hint="the remote is damaged or not a vbstore remote")
-        data = local.read_bytes()
-        _drop(local)
-        return data
+        if limit is not None:
+            chunks = bounded(chunks, limit, path, self.name)
+        return b"".join(chunks)
 
     def download(self, path: str, revision: str | None = None) -> Iterable[bytes] | None:
-        local = self._fetch(path, revision)
-        return None if local is None else _file_chunks(local)
+        response = self._open(path, revision)
+        return None if response is None else self._chunks(response, path)
+
+    def unchanged(self, files: Mapping[str, Path | bytes], revision: str | None = None) -> set[str]:
+        # the listing carries a checksum of every file: the sha256 of an LFS file, else its git
+        # blob id; compare those, so nothing is downloaded
+        import hashlib
+
+        sha = self.resolve(revision)
+        paths, same = sorted(files), set()
+        with self._failing("checking objects"):
+            for i in range(0, len(paths), _PATHS_INFO_BATCH):
+                infos = self.api.get_paths_info(self.repo_id, paths[i : i + _PATHS_INFO_BATCH],
+                                                repo_type=self.repo_type, revision=sha)
+                for info in infos:
+                    if not hasattr(info, "size") or info.path not in files:
+                        continue
+                    local = files[info.path]
+                    lfs = getattr(info, "lfs", None)
+                    if lfs is not None:
+                        match = lfs.sha256 == local_digest(local, hashlib.sha256)
+                    else:
+                        match = info.blob_id == _git_blob_id(local)
+                    if match:
+                        same.add(info.path)
+        return same
 
     def existing(self, paths: Iterable[str], revision: str | None = None) -> set[str]:
         sha = self.resolve(revision)
@@ -196,7 +225,8 @@ class HubRemote(Remote):
 
     def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
         # the version of anything on the Hub is the commit it was read at
-        return self.read(f"refs/{check_ref(name)}.json", revision), self.resolve(revision)
+        data = self.read(f"refs/{check_ref(name)}.json", revision, limit=document_limit())
+        return data, self.resolve(revision)
 
     def list_refs(self, revision: str | None = None) -> list[str]:
         from huggingface_hub.errors import EntryNotFoundError
@@ -258,21 +288,16 @@ def _http_errors() -> _HttpErrors:
     return _http
 
 
-def _file_chunks(path: Path) -> Iterator[bytes]:
-    try:
-        with open(path, "rb") as handle:
+def _git_blob_id(local: Path | bytes) -> str:
+    """The git object id of a file's bytes (what the Hub lists for a non-LFS file)."""
+    import hashlib
+
+    size = len(local) if isinstance(local, bytes) else local.stat().st_size
+    hasher = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
+    if isinstance(local, bytes):
+        hasher.update(local)
+    else:
+        with open(local, "rb") as handle:
             while chunk := handle.read(CHUNK):
-                yield chunk
-    finally:
-        _drop(path)
-
-
-def _drop(path: Path) -> None:
-    """Remove a downloaded file (the cache entry and its blob) so a pull's disk use stays flat."""
-    try:
-        real = path.resolve()
-        path.unlink()
-        if real != path:
-            real.unlink()
-    except OSError:
-        pass
+                hasher.update(chunk)
+    return hasher.hexdigest()

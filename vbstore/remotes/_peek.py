@@ -15,10 +15,10 @@ def remote_has_derivation(store, key: str) -> str | None:
     """The first configured remote whose binary cache holds derivation ``key``, or None.
 
     Only the existence of ``derivations/<key>.json`` is checked; an unreachable remote counts as
-    not having it, as it would for ``get``.
+    not having it, as it would for ``get``; a pull-only remote is never asked.
     """
     path = derivation_path(key)
-    for config in registry(store).all():
+    for config in (c for c in registry(store).all() if c.cache):
         try:
             with remote_for(config) as remote:
                 remote.check_online()

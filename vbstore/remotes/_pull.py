@@ -13,17 +13,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import canonical
-from ..errors import CorruptObject, ObjectNotFound, VbstoreError
-from ..store._kinds import encoding
-from ._base import Remote
-from ._closure import MAX_DOCUMENT_BYTES, Entry, parse_derivation, parse_ref
-from ._errors import RemoteConflict, RemoteError, RemoteNotFound, TamperedBlob
+from ..errors import CorruptObject, ObjectNotFound, UsageError, VbstoreError
+from ..store import encoding
+from ._base import Remote, document_limit
+from ._closure import Entry, parse_derivation, parse_ref, within
+from ._errors import RemoteConflict, RemoteError, RemoteNotFound, TamperedBlob, UnsafeRemotePath
 from ._open import open_remote, registry, remote_for
 from ._paths import check_oid, check_ref, derivation_path, object_path, split_target
 
@@ -49,13 +49,24 @@ class PullResult:
         return dict(self.__dict__)
 
 
-def _check_content(remote: str, entry: Entry, data: bytes) -> None:
-    """Refuse bytes whose content contradicts their kind, before they reach the store."""
+# Derived kinds in the order they feed each other: a pulled object may bring cache answers for
+# its own kind and the kinds that can be its inputs, never for what is built on top of it.
+_DERIVED = ("backbone", "featureset", "head", "result")
+# JSON records are parsed whole: cap them, whatever size a listing claims.
+MAX_RECORD_BYTES = 256 << 20
+
+
+def _check_content(remote: str, entry: Entry, temp: Path) -> None:
+    """Refuse a blob whose content contradicts its kind, before it reaches the store.
+
+    JSON records are read (they are bounded); safetensors are checked by their header alone.
+    """
     kind, how = entry.kind, encoding(entry.kind)
     try:
         if how == "json":
-            from ..store._schemas import validate
+            from ..store import validate
 
+            data = temp.read_bytes()
             document = json.loads(data)
             if not isinstance(document, dict) or document.get("kind") != kind:
                 raise VbstoreError(f"it is not a {kind} document")
@@ -63,11 +74,29 @@ def _check_content(remote: str, entry: Entry, data: bytes) -> None:
                 raise VbstoreError("it is not canonical JSON")
             validate(kind, document)
         elif how == "safetensors":
-            from ..store._tensors import check_safetensors_bytes
+            from ..store import check_safetensors_file
 
-            check_safetensors_bytes(data, kind)
-    except (VbstoreError, ValueError, UnicodeDecodeError) as exc:
+            check_safetensors_file(temp, kind)
+    except (VbstoreError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise TamperedBlob(remote, entry.id, f"claims kind {kind} but {exc}") from None
+
+
+def _listed_size(remote: str, entry: Entry, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Stop a download the moment it passes the size the listing gave (or the record cap)."""
+    limit = entry.size if entry.size >= 0 else None
+    if encoding(entry.kind) == "json":
+        limit = MAX_RECORD_BYTES if limit is None else min(limit, MAX_RECORD_BYTES)
+    taken = 0
+    try:
+        for chunk in chunks:
+            taken += len(chunk)
+            if limit is not None and taken > limit:
+                raise TamperedBlob(remote, entry.id, f"it is larger than its listed size ({limit})")
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
 
 
 def _discard(temp: Path) -> None:
@@ -88,18 +117,41 @@ def _known(store, oid: str) -> bool:
         return False
 
 
+def _recordable(entries: list[Entry], root: str) -> set[str]:
+    """Ids whose listed derivation a transfer of ``root`` may record as a cache answer.
+
+    Only objects reachable from ``root``, whose derivation's op is the kind they are (an op is
+    named after the kind it produces), and of a kind that can be an input of ``root``'s kind:
+    pulling one head never plants an answer for a result, however the listing is dressed up.
+    """
+    reachable = {e.id: e for e in within(entries, root)}
+    top = reachable[root].kind if root in reachable else None
+    if top not in _DERIVED:
+        return set()
+    allowed = _DERIVED[: _DERIVED.index(top) + 1]
+    return {e.id for e in reachable.values()
+            if e.derivation and e.derivation["spec"]["op"] == e.kind and e.kind in allowed}
+
+
 def install(store, remote: Remote, entries: Iterable[Entry], revision: str | None,
-            result: PullResult, required: Iterable[str] = ()) -> PullResult:
+            result: PullResult, required: Iterable[str] = (),
+            root: str | None = None) -> PullResult:
     """Bring the missing objects of a closure into ``store``, verified, all or nothing.
 
+    Each blob streams into a temp file in the store's ``tmp/``, hashed as it arrives and cut
+    off at its listed size; it is checked against its kind from the file, and moved into place
+    only when every blob passed. Derivations are recorded only for ``root``'s own lineage (see
+    :func:`_recordable`); with ``root=None`` none are.
+
     Raises:
-        TamperedBlob: a blob does not hash to its id or contradicts its kind; nothing was kept.
+        TamperedBlob: a blob does not hash to its id, is larger than listed, or contradicts its
+            kind; nothing was kept.
         RemoteNotFound: a ``required`` object is on neither side.
     """
     entries, required = list(entries), set(required)
     needed = {e.id for e in entries if not store.has(e.id)}
     result.already_present += len(entries) - len(needed)
-    staged: list[tuple[Entry, Path]] = []
+    staged: list[tuple[Entry, Path, int]] = []
     try:
         for entry in (e for e in entries if e.id in needed):
             chunks = remote.download(object_path(entry.id), revision)
@@ -109,25 +161,22 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
                                          hint="push it again from a store that has it")
                 result.missing.append(entry.id)
                 continue
-            temp, digest, size = store.files.write_temp(chunks)  # hashed as it arrives
-            staged.append((entry, temp))
+            # hashed as it arrives, stopped at the listed size
+            temp, digest, size = store.files.write_temp(_listed_size(remote.name, entry, chunks))
+            staged.append((entry, temp, size))
             if digest != entry.id:
                 raise TamperedBlob(remote.name, entry.id, f"its bytes hash to {digest[:12]}")
             if entry.size >= 0 and size != entry.size:  # -1: no listing to compare with
                 raise TamperedBlob(remote.name, entry.id, "its size differs from the listing")
-            if encoding(entry.kind) != "raw":
-                _check_content(remote.name, entry, temp.read_bytes())
-        for entry, temp in staged:  # every blob passed: now they may enter the store
-            data = temp.read_bytes()
-            got = (store.put_bytes(data, entry.kind) if encoding(entry.kind) == "raw"
-                   else store.put_parsed(data, entry.kind))
-            if got != entry.id:  # cannot happen after the checks above; refuse rather than guess
-                raise TamperedBlob(remote.name, entry.id, f"it was stored as {got[:12]}")
+            _check_content(remote.name, entry, temp)
+        for entry, temp, size in staged:  # every blob passed: now they may enter the store
+            store.put_temp(temp, entry.id, entry.kind, size)
             result.downloaded.append(entry.id)
     finally:
-        for _, temp in staged:
+        for _, temp, _ in staged:
             _discard(temp)
     brought = set(result.downloaded)
+    recordable = _recordable(entries, root) if root is not None else set()
     for entry in entries:
         if entry.id not in brought:
             continue
@@ -138,19 +187,23 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
         if edges:
             store.add_edges(entry.id, edges)
         spec = entry.derivation and entry.derivation["spec"]
-        if spec and all(_known(store, i) for i in spec["inputs"].values()) and store.lookup(
-                entry.derivation["key"]) is None:
+        if entry.id in recordable and all(_known(store, i) for i in spec["inputs"].values()) \
+                and store.lookup(entry.derivation["key"]) is None:
             store.record(spec, entry.id)
             result.derivations += 1
     return result
 
 
 def pull(store, target: str, revision: str | None = None, as_name: str | None = None,
-         force: bool = False, accept: Callable[[PullResult], None] | None = None) -> PullResult:
+         force: bool = False, accept: Callable[[PullResult], None] | None = None,
+         kind: str | None = None) -> PullResult:
     """Pull ``REMOTE/REF``: download its closure (verified), record lineage, tag it locally.
 
+    ``kind`` refuses a ref whose object is of another kind, before anything is downloaded and
+    again after (an object already present is judged by the kind the local store knows).
     ``accept(result)`` runs after the download and before the ref is tagged or the pull noted;
     when it raises (a head that does not fit, say), local refs are left exactly as they were.
+    Derivations are recorded only from remotes that serve as a cache (not ``--no-cache``).
 
     ```python
     pull(store, "hub/heads/linear", revision="9f2c...")   # pinned to a Hub commit
@@ -171,14 +224,22 @@ def pull(store, target: str, revision: str | None = None, as_name: str | None = 
         if data is None:
             raise RemoteNotFound(f"remote {remote_name!r} has no ref {ref!r}",
                                  hint=f"list them with: vbstore remote refs {remote_name}")
-        oid, kind, entries = parse_ref(remote.name, ref, data)
+        oid, claimed, entries = parse_ref(remote.name, ref, data)
+        if kind is not None and claimed != kind:
+            raise UsageError(f"{target} is a {claimed}, not a {kind}",
+                             hint="pull it with `vbstore pull ref`")
         existing = store.refs().get(local_name)
         if existing not in (None, oid) and not force:
             raise RemoteConflict(
                 f"local ref {local_name!r} points at {existing[:12]}, the remote's at {oid[:12]}",
                 hint="pull it under another name (--as NAME) or move the local ref (--force)")
-        result = PullResult(remote.name, ref, local_name, oid, kind, rev)
-        install(store, remote, entries, rev, result, required=[oid])
+        result = PullResult(remote.name, ref, local_name, oid, claimed, rev)
+        install(store, remote, entries, rev, result, required=[oid],
+                root=oid if remote.config.cache else None)
+    local_kind = store.info(oid).kind
+    if local_kind != claimed:  # present before this pull, so its bytes were not checked now
+        raise TamperedBlob(remote.name, oid, f"the ref claims kind {claimed} but it is a "
+                                             f"{local_kind} here")
     if accept is not None:
         accept(result)
     store.tag(local_name, oid)
@@ -191,17 +252,16 @@ def fetch_derivation(store, key: str, remotes: Iterable[str] | None = None) -> s
 
     Asks each configured remote (or those named) in turn for ``derivations/<key>.json``,
     downloads the output and whatever of its closure is missing, verified, records the
-    derivation, and returns the output id. An unreachable remote is a miss, not an error, so
-    ``get`` computes instead; a tampered answer is an error.
-
-    Raises:
-        TamperedBlob: a remote's record or blob failed verification; nothing was kept.
+    derivation, and returns the output id. Pull-only remotes (``cache=False``) are never asked.
+    An unreachable remote, and an answer that fails any check (a tampered blob, an unsafe or
+    malformed record, an output of another kind than its op makes), is a miss with a warning:
+    ``get`` computes instead and nothing of that answer is kept.
     """
     key = check_oid(key, "derivation key")
     hit = store.lookup(key)
     if hit is not None:
         return hit
-    configs = registry(store).all()
+    configs = [c for c in registry(store).all() if c.cache]
     if remotes is not None:
         wanted = set(remotes)
         configs = [c for c in configs if c.name in wanted]
@@ -210,12 +270,18 @@ def fetch_derivation(store, key: str, remotes: Iterable[str] | None = None) -> s
             with remote_for(config) as remote:
                 remote.check_online()
                 rev = remote.resolve(None)
-                data = remote.read(derivation_path(key), rev, limit=MAX_DOCUMENT_BYTES)
+                data = remote.read(derivation_path(key), rev, limit=document_limit())
                 if data is None:
                     continue
                 spec, output, entries = parse_derivation(remote.name, key, data)
-                install(store, remote, entries, rev, PullResult(remote.name), required=[output])
-        except RemoteError as exc:  # offline, missing, server trouble: a cache miss
+                kind = next(e.kind for e in entries if e.id == output)
+                if spec["op"] != kind:
+                    raise TamperedBlob(remote.name, output,
+                                       f"a {spec['op']} derivation cannot produce a {kind}")
+                install(store, remote, entries, rev, PullResult(remote.name), required=[output],
+                        root=output)
+        except (RemoteError, CorruptObject, UnsafeRemotePath) as exc:
+            # offline, missing, server trouble, or an answer that failed a check: a cache miss
             log.warning("binary cache %s skipped: %s", config.name, exc)
             continue
         if all(_known(store, i) for i in spec["inputs"].values()):
@@ -239,18 +305,19 @@ def fetch_object(store, oid: str, kind: str | None = None) -> str | None:
         if store.verify(oid):
             return None
         raise CorruptObject(oid, str(store.path(oid)))
-    if kind is None:
-        try:
-            kind = store.info(oid).kind
-        except ObjectNotFound:
-            kind = "blob"
+    size = -1
+    try:
+        info = store.info(oid)
+        kind, size = kind or info.kind, info.size
+    except ObjectNotFound:
+        kind = kind or "blob"
     for config in registry(store).all():
         try:
             with remote_for(config) as remote:
                 remote.check_online()
                 rev = remote.resolve(None)
                 result = PullResult(remote.name)
-                install(store, remote, [Entry(oid, kind, -1, (), None)], rev, result)
+                install(store, remote, [Entry(oid, kind, size, (), None)], rev, result)
                 if result.downloaded:
                     return config.name
         except RemoteError as exc:

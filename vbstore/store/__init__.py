@@ -10,6 +10,7 @@ from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
     check_safetensors_bytes,
+    check_safetensors_file,
     parse_safetensors_header,
     read_safetensors_header,
     safetensors_identity,
@@ -18,9 +19,27 @@ from ._tensors import (
 )
 
 __all__ = [
-    "RACY_SECONDS", "check_safetensors_bytes", "sniff_kind", "validate",
-    "DEFAULT_GRACE", "JSON_KINDS", "KINDS", "TENSOR_KINDS", "FsckReport", "GcReport",
-    "ObjectFiles", "ObjectInfo", "Store", "default_root", "derivation_key", "derivation_spec",
-    "encoding", "parse_safetensors_header", "read_safetensors_header", "safetensors_identity", "tensor_identity",
+    "DEFAULT_GRACE",
+    "JSON_KINDS",
+    "KINDS",
+    "RACY_SECONDS",
+    "TENSOR_KINDS",
+    "FsckReport",
+    "GcReport",
+    "ObjectFiles",
+    "ObjectInfo",
+    "Store",
+    "check_safetensors_bytes",
+    "check_safetensors_file",
+    "default_root",
+    "derivation_key",
+    "derivation_spec",
+    "encoding",
+    "parse_safetensors_header",
+    "read_safetensors_header",
+    "safetensors_identity",
+    "sniff_kind",
+    "tensor_identity",
     "to_safetensors_bytes",
+    "validate",
 ]

@@ -8,6 +8,8 @@ intact blob a crash left without its row, or removing dead temp files, is routin
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -16,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import VbstoreError
 from ._kinds import KINDS
 from ._objects import HOST, hash_file
 from ._registry import now
@@ -37,11 +40,16 @@ class FsckReport:
     temp_removed: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     refetched: list[str] = field(default_factory=list)
+    registry_errors: list[str] = field(default_factory=list)
+    unsafe: list[str] = field(default_factory=list)
+    modes_fixed: list[str] = field(default_factory=list)
+    locks_removed: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def faults(self) -> int:
-        return len(self.corrupt) + len(self.missing) + len(self.dangling_edges)
+        return (len(self.corrupt) + len(self.missing) + len(self.dangling_edges)
+                + len(self.registry_errors) + len(self.unsafe))
 
     @property
     def clean(self) -> bool:
@@ -81,6 +89,10 @@ class FsckMixin:
         start = time.perf_counter()
         report = FsckReport()
         report.temp_removed = self._remove_dead_temps()
+        report.locks_removed = self._remove_stale_locks()
+        report.registry_errors = self._registry_errors()
+        # a symlink under objects/ is refused, never followed (it could read anything)
+        report.unsafe = [oid for oid, _ in self.files.iter_links()]
         # rows before files: a blob published in between is then an extra file (adopted or
         # already registered), never a "missing" one
         rows = {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
@@ -90,19 +102,23 @@ class FsckMixin:
         def check(item):
             oid, path = item
             try:
-                return oid, hash_file(path), os.path.getsize(path)
+                return oid, hash_file(path), os.lstat(path)
             except FileNotFoundError:  # removed by a concurrent gc since it was listed
                 return oid, None, -1
             except OSError:
-                return oid, None, 0
+                return oid, None, None
 
         verified = []
         with ThreadPoolExecutor(jobs or min(8, (os.cpu_count() or 2))) as pool:
-            for oid, digest, size in pool.map(check, files.items()):
-                if size < 0:
+            for oid, digest, st in pool.map(check, files.items()):
+                if st == -1:
                     continue
+                size = st.st_size if st else 0
                 report.checked += 1
                 report.bytes += size
+                if st and st.st_mode & 0o222 and digest == oid:  # blobs are read-only: 0444
+                    os.chmod(files[oid], 0o444)
+                    report.modes_fixed.append(oid)
                 if digest != oid:
                     report.corrupt.append(oid)
                 elif oid not in rows:
@@ -118,6 +134,9 @@ class FsckMixin:
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
+        if report.registry_errors:  # writing through a damaged index would spread the damage
+            report.seconds = time.perf_counter() - start
+            return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
                    for oid in report.adopted if files[oid].exists()]
         with self.db.write() as conn:
@@ -128,7 +147,11 @@ class FsckMixin:
                 [(oid, kind, size, t, t) for oid, kind, size in adopted if self.files.exists(oid)],
             )
         if repair:
-            report.repaired, report.refetched = self._quarantine(report.corrupt + report.missing, refetch)
+            for oid in report.unsafe:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.files.path(oid))  # the link only, never its target
+            report.repaired, report.refetched = self._quarantine(report.corrupt + report.missing,
+                                                                 refetch)
         report.seconds = time.perf_counter() - start
         return report
 
@@ -169,6 +192,39 @@ class FsckMixin:
             os.replace(self.files.path(oid), aside / oid)
         except FileNotFoundError:
             pass
+
+    def _registry_errors(self) -> list[str]:
+        """SQLite's own integrity check of ``registry.db`` (pages, indexes, constraints)."""
+        try:
+            rows = self.db.query("PRAGMA integrity_check(20)")
+        except VbstoreError as exc:  # so damaged it cannot even be read
+            return [str(exc)]
+        problems = [row[0] for row in rows]
+        return [] if problems == ["ok"] else problems
+
+    def _remove_stale_locks(self) -> list[str]:
+        """Remove ``locks/*.lock`` files nobody holds and nobody touched for a day."""
+        removed = []
+        for entry in os.scandir(self.root / "locks"):
+            if not entry.name.endswith(".lock") or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                if time.time() - entry.stat().st_mtime <= DEAD_TEMP_AGE:
+                    continue
+                fd = os.open(entry.path, os.O_RDWR)
+            except FileNotFoundError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its owner is alive
+            except BlockingIOError:
+                continue
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+            finally:
+                os.close(fd)
+        return removed
 
     def _remove_dead_temps(self) -> list[str]:
         removed = []

@@ -118,7 +118,19 @@ class ObjectFiles:
             if len(fan.name) != 2 or not fan.is_dir():
                 continue
             for entry in os.scandir(fan):
-                if entry.is_file():
+                # a symlink is never a blob: following it would read outside the store
+                if entry.is_file(follow_symlinks=False):
+                    yield fan.name + entry.name, Path(entry.path)
+
+    def iter_links(self) -> Iterator[tuple[str, Path]]:
+        """Entries of ``objects/`` that are symlinks (never written by vbstore)."""
+        if not self.objects.is_dir():
+            return
+        for fan in sorted(self.objects.iterdir()):
+            if len(fan.name) != 2 or not fan.is_dir() or fan.is_symlink():
+                continue
+            for entry in os.scandir(fan):
+                if entry.is_symlink():
                     yield fan.name + entry.name, Path(entry.path)
 
 

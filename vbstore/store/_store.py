@@ -149,6 +149,19 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
             self._insert_edges(conn, oid, edges)
         return oid
 
+    def put_temp(self, temp: Path, oid: str, kind: str, size: int) -> str:
+        """Publish a temp file written by ``self.files.write_temp`` that the caller verified
+        (it hashes to ``oid`` and is what ``kind`` says), without reading it again.
+
+        Used by transfers that stream a blob to disk: the file is moved, never copied.
+        """
+        _kinds.check_kind(kind)
+        if self._touch_existing(oid, kind, size, None):
+            _discard(temp)
+        else:
+            self._publish(temp, oid, kind, size, None)
+        return oid
+
     def put_parsed(self, data: bytes, kind: str, edges: Edges | None = None) -> str:
         """Store bytes of a JSON or safetensors kind after checking they are what they claim."""
         if _kinds.encoding(kind) == "json":

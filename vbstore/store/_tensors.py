@@ -94,9 +94,12 @@ def read_safetensors_header(path: str | Path) -> tuple[dict[str, Any], int]:
         (size,) = struct.unpack("<Q", prefix)
         if size > 100_000_000:
             raise VbstoreError(f"{path} is not a safetensors file (header size {size})")
+        raw = handle.read(size)
+        if len(raw) != size:
+            raise VbstoreError(f"{path} is not a safetensors file (header runs past the end)")
         try:
-            header = json.loads(handle.read(size))
-        except ValueError as exc:
+            header = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
             raise VbstoreError(f"{path} is not a safetensors file ({exc})") from None
     if not isinstance(header, dict):
         raise VbstoreError(f"{path} is not a safetensors file (header is not an object)")
@@ -160,11 +163,15 @@ def parse_safetensors_header(data: bytes | memoryview) -> dict[str, Any]:
         raise VbstoreError("not a safetensors file: header runs past the end")
     try:
         header = json.loads(bytes(data[8 : 8 + size]))
-    except ValueError:
+    except (ValueError, RecursionError):
         raise VbstoreError("not a safetensors file: header is not JSON") from None
     if not isinstance(header, dict):
         raise VbstoreError("not a safetensors file: header is not an object")
-    body = len(data) - 8 - size
+    _check_entries(header, len(data) - 8 - size)
+    return header
+
+
+def _check_entries(header: dict[str, Any], body: int) -> None:
     for name, entry in header.items():
         if name == "__metadata__":
             continue
@@ -175,13 +182,25 @@ def parse_safetensors_header(data: bytes | memoryview) -> dict[str, Any]:
             ok = False
         if not ok:
             raise VbstoreError(f"not a safetensors file: bad entry for tensor {name!r}")
-    return header
+
+
+def check_safetensors_file(path: str | Path, kind: str) -> dict[str, str]:
+    """Like :func:`check_safetensors_bytes` for a file, reading its header only."""
+    header, offset = read_safetensors_header(path)
+    _check_entries(header, Path(path).stat().st_size - offset)
+    return _check_kind(header, kind)
 
 
 def check_safetensors_bytes(data: bytes, kind: str) -> dict[str, str]:
     """Refuse bytes that are not safetensors of ``kind`` (a pickle disguised as a head, say)."""
-    header = parse_safetensors_header(data)
+    return _check_kind(parse_safetensors_header(data), kind)
+
+
+def _check_kind(header: dict[str, Any], kind: str) -> dict[str, str]:
     metadata = header.get("__metadata__") or {}
+    if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        raise VbstoreError("not a safetensors file: __metadata__ is not a map of strings")
     found = metadata.get("vbstore.kind")
     if kind != "tensors" and found != kind:
         raise VbstoreError(

@@ -113,3 +113,11 @@ class DenseTask(Task):
     def _scorer(self, params: dict[str, Any]) -> Any:
         """A fresh metric accumulator (``update(pred, target)``, ``result()``)."""
         raise NotImplementedError
+
+    def _no_signal(self, target: torch.Tensor, params: dict[str, Any]) -> str | None:
+        """Why a prepared train batch teaches nothing the task scores (None: it does).
+
+        When every train batch says so, training is refused with that reason rather than
+        producing a probe that learned a constant.
+        """
+        return None

@@ -133,11 +133,14 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: lr_factor(step, total, warmup))
     head.train()
+    no_signal: str | None = None
     for epoch in range(params["epochs"]):
         order_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         loss_sum, rows, learned = 0.0, 0, 0
         for batch in split.batches(params["batch_size"], shuffle=True, seed=order_seed):
             target = task._prepare(batch.target, params, "train")
+            if epoch == 0 and no_signal != "":  # "" once any batch teaches something
+                no_signal = task._no_signal(target, params) or ""
             pred = task._predict(head(batch.feats), split.target_hw, params)
             loss = task._loss(pred, target, params)
             if loss is not None:
@@ -154,6 +157,8 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
                 learned += 1
             if learned:  # the schedule counts steps from the first optimiser step
                 schedule.step()
+        if epoch == 0 and no_signal:
+            raise TaskInputError(f"task {task.name!r}: {no_signal}")
         if not learned:
             raise TaskInputError(
                 f"task {task.name!r}: every pixel of the train split is invalid or ignored",

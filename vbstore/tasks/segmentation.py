@@ -136,6 +136,13 @@ class GenericSegmentation(DenseTask):
             return None
         return F.binary_cross_entropy_with_logits(pred[:, 0][valid], target[valid].float())
 
+    def _no_signal(self, target: torch.Tensor, params: dict[str, Any]) -> str | None:
+        if (target == 1).any():
+            return None
+        return (f"no train pixel is foreground (labels other than 0 and ignore_index "
+                f"{params['ignore_index']}); masks stored as 0/{params['ignore_index']} have "
+                "every foreground pixel ignored: pass -p ignore_index=-1")
+
     def _scorer(self, params: dict[str, Any]) -> Any:
         from ._dense_ops import BinaryScorer
 
