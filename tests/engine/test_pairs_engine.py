@@ -9,12 +9,13 @@ from click.testing import CliRunner
 
 import vbstore
 from vbstore.cli import cli
+from vbstore.data import load_manifest
 
 TINY = dict(weights="random", input_size=32, progress=False)
 
 
 def test_similarity_reuses_features_of_any_probe_on_the_same_images(store, forwards):
-    view = vbstore.data.load_manifest(store, "triplets:count=8,size=32", split="test")
+    view = load_manifest(store, "triplets:count=8,size=32", split="test")
     listing = view.root / "images.csv"
     with open(listing, "w", newline="") as f:  # the same files as a plain labelled list
         writer = csv.writer(f)
