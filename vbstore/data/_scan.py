@@ -40,8 +40,10 @@ class Scan:
     classes: list[str]
     target_type: str
     entries: list[Entry] = field(default_factory=list)
-    # how --limit counts: "class" (N per class) or "stem"/"sample" (N in all)
+    # how --limit counts: "class" (N per class), "stem"/"sample" (N in all) or "triplet"
     limit_by: str = "sample"
+    # 2AFC triplets (key, ref, left, right, left_vote, right_vote) over entry names, or None
+    triplets: list[tuple[str, str, str, str, int, int]] | None = None
 
 
 def _splits_hint(root: Path) -> str:

@@ -100,6 +100,8 @@ class Feed:
             return torch.tensor(self.manifest.labels(classes=classes), dtype=torch.long)
         if kind == "multi_hot":
             return torch.as_tensor(self.manifest.multi_hot(classes=classes), dtype=torch.float32)
+        if kind == "triplets":  # [ref, left, right, left_vote, right_vote] rows of the manifest
+            return torch.tensor(self.manifest.doc.get("triplets") or [], dtype=torch.long)
         return None
 
 

@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     multilabel,
     retrieval,
     segmentation,
+    similarity,
     zeroshot_classification,
     zeroshot_multilabel,
     zeroshot_retrieval,
