@@ -48,7 +48,7 @@ def _load_array(data: bytes, path: Path) -> np.ndarray:
     with Image.open(io.BytesIO(data)) as image:
         # raw stored values: a palette PNG gives its indices, a 16-bit PNG its integers
         if image.mode in ("RGBA", "LA"):
-            image = image.convert(image.mode[:-1])
+            return np.asarray(image.convert(image.mode[:-1]))
         return np.asarray(image)
 
 

@@ -65,7 +65,7 @@ class PackSplit:
             oid = self._packs[index]
             path = self._store.verified_path(oid)  # hashed once per state of the file
             header, offset = read_safetensors_header(path)
-            maps = []
+            maps: list[np.ndarray] = []
             for layer in self.layers:
                 entry = header.get(f"dense.{layer}")
                 if entry is None:

@@ -118,6 +118,34 @@ class Plan:
     started: float = field(default_factory=time.perf_counter)
 
     @property
+    def backbone(self) -> BackboneRef:
+        """The backbone of an executable plan.
+
+        Raises:
+            UsageError: the plan comes from a dry run that could not name the backbone.
+        """
+        if self.ref is None:
+            raise UsageError("this plan comes from a dry run and names no backbone",
+                             hint="plan again without dry_run to build the backbone")
+        return self.ref
+
+    @property
+    def settings(self) -> ExtractorParams:
+        """The feature settings of an executable plan (see :attr:`backbone`)."""
+        if self.extractor is None:
+            self.backbone  # noqa: B018 - raises the dry-run error
+        assert self.extractor is not None  # set whenever ref is
+        return self.extractor
+
+    @property
+    def derivation(self) -> dict[str, Any]:
+        """The result's derivation spec (see :attr:`backbone`)."""
+        if self.spec is None:
+            self.backbone  # noqa: B018 - raises the dry-run error
+        assert self.spec is not None  # set whenever ref is
+        return self.spec
+
+    @property
     def cached(self) -> bool:
         """Whether the result itself is stored (nothing to compute)."""
         return self.steps[-1].status == "stored"

@@ -83,17 +83,13 @@ def execute(
         UsageError: the plan was made by a dry run with a backbone never built.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
-    if the_plan.spec is None:
-        raise UsageError(
-            "this plan comes from a dry run and names no backbone",
-            hint="plan again without dry_run to build the backbone",
-        )
+    spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
     run = Run(device=device, progress=progress, executor=executor)
     store = the_plan.store
     if recompute:
         return _recompute(the_plan, run)
     oid, computed = store.derive(
-        the_plan.spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store)
+        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store)
     )
     return Result(
         oid,
@@ -110,7 +106,7 @@ def _recompute(the_plan: Plan, run: Run) -> Result:
         NotReproduced: a metric moved by more than ``REPRODUCED_TOLERANCE``; the new result is
             stored and the derivation points at it, so nothing is lost.
     """
-    store, spec = the_plan.store, the_plan.spec
+    store, spec = the_plan.store, the_plan.derivation
     key = derivation_key(spec)
     previous = store.lookup(key)
     with store.lease(key, inputs=list(spec["inputs"].values())):
