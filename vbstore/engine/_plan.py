@@ -131,9 +131,12 @@ def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> E
                            precision=request.backbone.precision, input_size=request.backbone.input_size)
 
 
-def _manifest(store, ref, flag: str):
+def _manifest(store, ref, flag: str, task: Task):
+    options = dict(ref.options)
+    if task.target_kind == "image":  # targets come from the pixels: the images alone are read
+        options.setdefault("target", "images")
     try:
-        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **dict(ref.options))
+        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
@@ -191,8 +194,9 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     task_params = request.probe.resolved_params()
     _check_text(task, request.backbone.spec)
     ref = backbone_of(store, request, task, build=not dry_run)
-    eval_m = _manifest(store, request.data, "--split")
-    train_m = _manifest(store, request.train, "--train-split") if request.train is not None else None
+    eval_m = _manifest(store, request.data, "--split", task)
+    train_m = (_manifest(store, request.train, "--train-split", task)
+               if request.train is not None else None)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
     steps = [Step("backbone", status="stored" if ref is not None else "compute",
