@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,10 +132,17 @@ def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> E
                            precision=request.backbone.precision, input_size=request.backbone.input_size)
 
 
+def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The layout options ``task`` reads data with: a task whose targets come from the pixels
+    (target kind ``image``) reads a dense folder's images alone unless told otherwise."""
+    out = dict(options)
+    if task.target_kind == "image":
+        out.setdefault("target", "images")
+    return out
+
+
 def _manifest(store, ref, flag: str, task: Task):
-    options = dict(ref.options)
-    if task.target_kind == "image":  # targets come from the pixels: the images alone are read
-        options.setdefault("target", "images")
+    options = data_options_for(task, ref.options)
     try:
         return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **options)
     except UsageError as exc:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import UsageError
 from ._base import HeadState, Metric, Param, Task
 
 if TYPE_CHECKING:
@@ -89,6 +90,31 @@ class DenseTask(Task):
         from . import _dense_train
 
         return _dense_train.evaluate(self, head, split, params)
+
+    def predict_split(self, head_state: HeadState, split: DenseSplit,
+                      params: Mapping[str, Any] | None = None, limit: int | None = None
+                      ) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+        """The head's predictions on the first ``limit`` rows of ``split`` (all when None):
+        (row, prepared target, prediction at the target size) each, as the scorer sees them.
+
+        Raises:
+            UsageError: a bad param or limit.
+            TaskInputError: a split or head that does not fit.
+        """
+        from . import _checks, _dense_train
+
+        self._check_split(split, "eval", trained=True)
+        params = self.resolve_params(params)
+        if limit is not None and limit < 1:
+            raise UsageError(f"limit must be at least 1, got {limit}")
+        rows = len(split) if limit is None else min(limit, len(split))
+        out: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        for index, target, pred in _dense_train.predictions(
+                self, _checks.head_in(head_state), split, params, min(rows, 64)):
+            out.extend(zip(index.tolist(), target, pred, strict=True))
+            if len(out) >= rows:
+                break
+        return out[:rows]
 
     def baseline_split(self, split: DenseSplit, params: Mapping[str, Any] | None = None
                        ) -> dict[str, float]:
