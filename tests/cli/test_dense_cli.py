@@ -40,10 +40,12 @@ def _val_depth(root) -> np.ndarray:
 
 def test_dense_demo_runs_offline_and_reads_against_its_trivial_baseline(demo):
     root, summary = demo
-    assert summary["task"] == "depth" and summary["metric"] == "d1"
-    assert summary["weights"] == "random" and "tiny random backbone" in summary["note"]
-    assert summary["backbone"] == "test_vit" and summary["cached"]
-    assert summary["trivial"] == "the mean depth" and summary["direction"] == "higher"
+    assert (summary["task"], summary["metric"]) == ("depth", "d1")
+    assert summary["weights"] == "random"
+    assert "tiny random backbone" in summary["note"]
+    assert summary["backbone"] == "test_vit"
+    assert summary["cached"]
+    assert (summary["trivial"], summary["direction"]) == ("the mean depth", "higher")
     # the trivial predictor by hand: the split's mean valid depth, scored with delta < 1.25
     gt = _val_depth(root)
     valid = gt > 0

@@ -72,4 +72,4 @@ def test_killed_dense_training_resumes_to_the_uninterrupted_result(tmp_path):
     assert _vbstore(killed_home, *ARGS)["from_cache"]
     report = _vbstore(killed_home, "fsck", "--json")
     assert report["clean"], report
-    assert not report["corrupt"] and not report["missing"] and not report["dangling_edges"]
+    assert (report["corrupt"], report["missing"], report["dangling_edges"]) == ([], [], [])
