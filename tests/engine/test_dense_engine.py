@@ -178,10 +178,13 @@ DENSE_KW = dict(split="val", train_split="train", weights="random", progress=Fal
     ("semantic_segmentation", "labels", {"num_classes": 5, "epochs": 2}, "visbench_semantic_seg"),
     ("depth", "depth", {"target_scale": 1000.0, "epochs": 2}, "probe3d"),
     ("surface_normal", "normals", {"epochs": 1}, "probe3d"),
+    # targets from the pixels: the images are read alone, beside target folders
+    ("orientation", None, {"epochs": 1}, "gradient_orientation"),
+    ("corner", None, {"epochs": 1}, "shi_tomasi_corner"),
 ])
 def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
     """The built-in dense probes through the engine: packs, aligned targets, a cached answer."""
-    kw = dict(DENSE_KW, data_options={"target": target}, params=params)
+    kw = dict(DENSE_KW, data_options={"target": target} if target else None, params=params)
     first = vbstore.get_result("test_vit", task, SCENES, SCENES, **kw)
     assert first.record.protocol == protocol
     assert first.record.extractor["mode"] == "dense"

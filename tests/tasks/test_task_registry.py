@@ -30,6 +30,7 @@ BUILTINS = [
     "knn",
     "multilabel",
     "occlusion_edge",
+    "orientation",
     "retrieval",
     "semantic_segmentation",
     "similarity",
@@ -46,6 +47,7 @@ DENSE_LEVELS = {
     "generic_segmentation": "mid",
     "keypoints2d": "low",
     "occlusion_edge": "mid",
+    "orientation": "low",
     "semantic_segmentation": "high",
     "surface_normal": "mid",
 }

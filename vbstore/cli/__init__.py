@@ -21,6 +21,7 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cat": ("store_cmds:cat", ()),
     "demo": ("demo_cmd:demo", ()),
     "diff": ("suite_cmds:diff", ()),
+    "draw": ("draw_cmd:draw", ()),
     "du": ("store_cmds:du", ()),
     "evaluate": ("suite_cmds:evaluate", ()),
     "evaluations": ("suite_cmds:evaluations", ()),

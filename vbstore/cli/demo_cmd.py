@@ -1,4 +1,5 @@
-"""``vbstore demo``: the whole engine on a generated shapes dataset, with no setup."""
+"""``vbstore demo``: the whole engine on generated data, with no setup: shapes for the default
+classification probe, scenes for a dense probe (``--task depth``...)."""
 
 from __future__ import annotations
 
@@ -24,18 +25,36 @@ DEFAULT_BACKBONE = "torchvision:resnet18"
 @click.option("--seed", type=int, default=0, show_default=True, help="Dataset seed.")
 @click.option("--input-size", type=int, default=None,
               help="Override the backbone's input resolution.")
+@click.option("--task", "task", default="classification", show_default=True,
+              help="classification (on shapes) or a dense probe (on scenes): "
+                   "semantic_segmentation, depth, surface_normal, orientation... "
+                   "(vbstore list tasks).")
+@click.option("--per-split", type=click.IntRange(min=2), default=32, show_default=True,
+              help="Dense probes: scenes images in each split.")
+@click.option("--size", type=click.IntRange(min=16), default=64, show_default=True,
+              help="Dense probes: scenes image side in pixels.")
 @json_option
 @with_store
 def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed: int,
-         input_size: int | None, as_json: bool) -> None:
-    """Generate a shapes dataset, probe a backbone on it, then ask again to show the cache.
+         input_size: int | None, task: str, per_split: int, size: int, as_json: bool) -> None:
+    """Generate a dataset, probe a backbone on it, then ask again to show the cache.
 
-    Shapes differ only in geometry (colour, size, position and rotation are random), so top1
-    above chance means the features encode shape. Without network the pretrained weights cannot
-    be fetched: the demo says so and uses random weights, and the record says `random`.
+    Default: classification on shapes, which differ only in geometry (colour, size, position
+    and rotation are random), so top1 above chance means the features encode shape. With
+    --task a dense probe runs on scenes (rendered rooms with exact per-pixel targets) and its
+    number is put beside the task's trivial predictor on the same split (the majority class,
+    the mean depth, the mean normal, the zero map...). Without network the pretrained weights
+    cannot be fetched: the demo says so and uses random weights (a tiny random ViT for a dense
+    probe of the default backbone), and the record says `random`.
     """
     from ..backbones import WeightsUnavailable
     from ..engine import get_result
+
+    if task != "classification":  # a dense probe on scenes
+        from ._demo_dense import dense_demo
+
+        dense_demo(store, task, backbone, weights, per_split, size, seed, input_size, as_json)
+        return
 
     data = f"shapes:per_class={per_class},noise={noise:g},seed={seed}"
     note = None

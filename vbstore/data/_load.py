@@ -61,7 +61,8 @@ def load_manifest(
             lists), chosen by the hash of their names; recorded in the manifest.
         **layout_options: ``layout`` (one of :data:`LAYOUTS`; default: detected),
             ``stems``/``train_stems``/``image_dir``/``target_dir`` (stems lists; relative paths
-            are under ``data``), ``target`` (the dense target folder), ``target_type``,
+            are under ``data``), ``target`` (the dense target folder; ``images``: the images
+            alone, for targets derived from pixels), ``target_type``,
             ``classes`` (a list's class names in index order, or a file of them); for
             sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
             ``image_column``/``label_column`` (hf).
@@ -95,6 +96,8 @@ def load_manifest(
     layout = options.pop("layout", None) or _detect(root, split, options)
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
+    if options.get("target") == "images" and layout != "dense":
+        del options["target"]  # "the images alone" (pixel-derived targets): no target to skip
     refused = sorted(set(options) - set(_APPLIES[layout]))
     if refused:
         raise UsageError(

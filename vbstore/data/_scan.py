@@ -162,7 +162,8 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
     Args:
         base: The split folder (``<root>/<split>``, or the root when there is no split level).
         split: Recorded in the manifest.
-        target: Which target folder, when there are several (``masks``, ``depth``...).
+        target: Which target folder, when there are several (``masks``, ``depth``...);
+            ``images`` reads the images alone, whatever folders lie beside them.
         target_type: Overrides the recorded target type (default: the target folder's name).
 
     Raises:
@@ -176,7 +177,8 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
             hint="a dense split is <root>/<split>/{images,<target>}",
         )
     others = [d for d in subdirs(base) if d != "images"]
-    if target is None and not others:  # images only: for tasks whose targets come from pixels
+    if (target is None and not others) or target == "images":
+        # images only: for tasks whose targets come from pixels (corner, orientation)
         names = sorted(walk_files(base / "images"))
         if not names:
             raise BadInput("dense splits without images", [(str(base / "images"), "no images")])

@@ -13,6 +13,7 @@ below it is then necessarily to compute.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,11 +177,19 @@ def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> E
     )
 
 
-def _manifest(store, ref, flag: str):
+def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The layout options ``task`` reads data with: a task whose targets come from the pixels
+    (target kind ``image``) reads a dense folder's images alone unless told otherwise."""
+    out = dict(options)
+    if task.target_kind == "image":
+        out.setdefault("target", "images")
+    return out
+
+
+def _manifest(store, ref, flag: str, task: Task):
+    options = data_options_for(task, ref.options)
     try:
-        return load_manifest(
-            store, ref.source, split=ref.split, limit=ref.limit, **dict(ref.options)
-        )
+        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
@@ -255,10 +264,9 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     task_params = request.probe.resolved_params()
     _check_text(task, request.backbone.spec)
     ref = backbone_of(store, request, task, build=not dry_run)
-    eval_m = _manifest(store, request.data, "--split")
-    train_m = (
-        _manifest(store, request.train, "--train-split") if request.train is not None else None
-    )
+    eval_m = _manifest(store, request.data, "--split", task)
+    train_m = (_manifest(store, request.train, "--train-split", task)
+               if request.train is not None else None)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
     steps = [

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     knn,
     maps,
     multilabel,
+    orientation,
     retrieval,
     segmentation,
     similarity,
