@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -79,7 +80,7 @@ def detection_loss(out: torch.Tensor, targets: Sequence[torch.Tensor],
                    image_hw: tuple[int, int]) -> torch.Tensor:
     """Focal + 2 x GIoU loss of a batch of head outputs (B, C+4, h, w) against ground truth."""
     n_classes = out.shape[1] - 4
-    centres, sx, sy = cell_centres(tuple(out.shape[2:]), image_hw)
+    centres, sx, sy = cell_centres((out.shape[2], out.shape[3]), image_hw)
     focal, giou, positives = out.new_zeros(()), out.new_zeros(()), 0
     for image_out, gt in zip(out, targets, strict=True):
         flat = image_out.reshape(n_classes + 4, -1).T  # (m, C+4)
@@ -100,7 +101,7 @@ def detection_loss(out: torch.Tensor, targets: Sequence[torch.Tensor],
 def detect(out: torch.Tensor, image_hw: tuple[int, int]) -> list[torch.Tensor]:
     """Decoded detections per image: (k, 6) rows ``x0, y0, x1, y1, score, class``, best first."""
     n_classes = out.shape[1] - 4
-    centres, sx, sy = cell_centres(tuple(out.shape[2:]), image_hw)
+    centres, sx, sy = cell_centres((out.shape[2], out.shape[3]), image_hw)
     height, width = image_hw
     found = []
     for image_out in out:
@@ -174,7 +175,7 @@ def coco_map(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor],
         x0, y0, x1, y1 = (float(v) for v in b[:4])
         return [x0, y0, x1 - x0, y1 - y0]
 
-    annotations = []
+    annotations: list[dict[str, Any]] = []
     for i, boxes in enumerate(truths):
         for t in boxes:
             annotations.append({"id": len(annotations) + 1, "image_id": i,

@@ -89,6 +89,7 @@ class DenseTask(Task):
     ) -> dict[str, float]:
         from . import _dense_train
 
+        assert head is not None  # a dense task trains a head, so evaluate always passes one
         return _dense_train.evaluate(self, head, split, params)
 
     def predict_split(self, head_state: HeadState, split: DenseSplit,

@@ -27,6 +27,7 @@ class LinearHead(nn.Module):
     def __init__(self, channels: tuple[int, ...], n_out: int, hidden: int) -> None:
         super().__init__()
         self.conv = nn.Conv2d(channels[-1], n_out, kernel_size=1)
+        assert self.conv.bias is not None  # Conv2d's default bias=True
         nn.init.zeros_(self.conv.bias)
 
     def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:

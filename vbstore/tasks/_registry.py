@@ -97,7 +97,7 @@ def register_task(obj: Any = None, *, name: str | None = None) -> Any:
     """
 
     def decorate(target: T) -> T:
-        task_name = name or getattr(target, "__name__", "")
+        task_name = name if name else getattr(target, "__name__", "")
         if not _NAME.match(task_name):
             raise UsageError(
                 f"task name {task_name!r} is not a lower-case identifier",

@@ -108,10 +108,11 @@ class Depth(DenseTask):
         valid = target[target > 0].to(torch.float64)
         return torch.stack([valid.sum(), torch.tensor(float(len(valid)), dtype=torch.float64)])
 
-    def _trivial_predict(self, total: torch.Tensor, target: torch.Tensor,
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
                          params: dict[str, Any]) -> torch.Tensor:
         import torch
 
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
         mean = float(total[0] / total[1]) if total[1] > 0 else params["min_depth"]
         return torch.full_like(target, mean)
 
@@ -165,6 +166,7 @@ class SurfaceNormal(DenseTask):
         # the normals as stored, summed (an invalid pixel's zero vector adds nothing)
         return target.to(torch.float64).sum(dim=(0, 2, 3))
 
-    def _trivial_predict(self, total: torch.Tensor, target: torch.Tensor,
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
                          params: dict[str, Any]) -> torch.Tensor:
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
         return total.to(target).reshape(1, 3, 1, 1).expand_as(target)

@@ -83,8 +83,9 @@ class Orientation(DenseTask):
 
         return target.to(torch.float64).sum(dim=(0, 2, 3))
 
-    def _trivial_predict(self, total: torch.Tensor, target: torch.Tensor,
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
                          params: dict[str, Any]) -> torch.Tensor:
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
         # the axial mean: the orientation of the summed doubled-angle vectors
         return total.to(target).reshape(1, 2, 1, 1).expand_as(target)
 

@@ -100,10 +100,11 @@ class SemanticSegmentation(DenseTask):
         scored = target[target != params["ignore_index"]]
         return torch.bincount(scored, minlength=params["num_classes"]).to(torch.float64)
 
-    def _trivial_predict(self, total: torch.Tensor, target: torch.Tensor,
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
                          params: dict[str, Any]) -> torch.Tensor:
         import torch
 
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
         logits = torch.zeros(len(target), params["num_classes"], *target.shape[-2:])
         logits[:, int(total.argmax())] = 1.0
         return logits
@@ -170,9 +171,10 @@ class GenericSegmentation(DenseTask):
         return torch.tensor([float((target == 0).sum()), float((target == 1).sum())],
                             dtype=torch.float64)
 
-    def _trivial_predict(self, total: torch.Tensor, target: torch.Tensor,
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
                          params: dict[str, Any]) -> torch.Tensor:
         import torch
 
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
         logit = 1.0 if total[1] > total[0] else -1.0
         return torch.full((len(target), 1, *target.shape[-2:]), logit)
