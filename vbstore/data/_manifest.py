@@ -143,11 +143,11 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
     # plain string joins: building 100k Path objects would cost more than the cached hashing
     root = str(scan.root)
     images = _hash(store, [os.path.join(root, e.name) for e in entries], check_image, "images")
-    with_target = [i for i, e in enumerate(entries) if e.target_name is not None]
+    with_target = [(i, e.target_name) for i, e in enumerate(entries) if e.target_name is not None]
     target_hashes = (
         _hash(
             store,
-            [os.path.join(root, entries[i].target_name) for i in with_target],
+            [os.path.join(root, name) for _, name in with_target],
             check_target,
             "targets",
         )
@@ -155,10 +155,10 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
         else []
     )
     targets: list[str | None] = [None] * len(entries)
-    for i, digest in zip(with_target, target_hashes, strict=True):
+    for (i, _), digest in zip(with_target, target_hashes, strict=True):
         targets[i] = digest
     samples = [_sample(e, h, t) for e, h, t in zip(entries, images, targets, strict=True)]
-    doc = {
+    doc: dict[str, Any] = {
         "kind": "manifest",
         "layout": scan.layout,
         "split": scan.split,

@@ -78,7 +78,8 @@ def scan_image_folder(root: Path, split: str | None) -> Scan:
             hint="move each image into a folder named after its class",
         )
     index = {name: i for i, name in enumerate(classes)}
-    entries, empty = [], []
+    entries: list[Entry] = []
+    empty: list[tuple[str, str]] = []
     for cls in subdirs(base):
         names = sorted(walk_files(base / cls))
         if not names:

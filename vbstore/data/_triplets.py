@@ -92,7 +92,10 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
         raise BadInput("triplet tables with missing columns",
                        [(str(path), f"no {', '.join(missing)} column")],
                        hint=f"columns: {', '.join(REQUIRED)}, optionally id and split")
-    rows, problems, splits, total = [], [], set(), 0
+    rows: list[tuple[str, str, str, str, int, int]] = []
+    problems: list[tuple[str, str]] = []
+    splits: set[str] = set()
+    total = 0
     for number, row in enumerate(reader, 2):
         total += 1
         splits.add(row.get("split") or "")
@@ -111,7 +114,7 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
             continue
         if votes >= MIN_VOTES:
             key = (row.get("id") or "").strip() or f"row{number}"
-            rows.append((key, *names, left, right))
+            rows.append((key, names[0], names[1], names[2], left, right))
     if problems:
         raise BadInput("bad triplet rows", problems,
                        hint="every row names three existing images and vote counts")
