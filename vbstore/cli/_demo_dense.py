@@ -33,7 +33,7 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
     from ..engine import baseline_metrics, get_result, open_dense_result
     from ..engine._demo import scenes_setup
     from ..errors import UsageError
-    from ..tasks import get_task
+    from ..tasks import DenseTask, get_task
 
     if task not in task_names():
         raise UsageError(f"the demo runs classification or a dense probe, not {task!r}",
@@ -65,6 +65,7 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
     second = run()
     again = time.perf_counter() - start
     spec = get_task(task)
+    assert isinstance(spec, DenseTask)  # scenes_setup refused any other task
     trivial = baseline_metrics(open_dense_result(store, first.id, data, split="val",
                                                  data_options=options))
     metric = spec.headline
