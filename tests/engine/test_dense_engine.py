@@ -202,7 +202,8 @@ def test_depth_png_without_a_scale_is_refused():
 
 
 def test_binary_masks_stored_as_0_255_are_named_not_learned_as_background():
-    """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the fix."""
+    """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the
+    fix."""
     from vbstore.errors import TaskInputError
     from vbstore.tasks import TensorSplit, get_task
 

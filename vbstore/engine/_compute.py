@@ -79,8 +79,9 @@ class Feed:
             from ._dense import PackSplit  # torch and numpy: only when a dense task computes
 
             plan = self.plan
-            self._split = PackSplit(plan.store, self.id, self.manifest, plan.backbone.doc["preprocessing"],
-                                    plan.task.target_kind, plan.task_params.get("target_scale"),
+            self._split = PackSplit(plan.store, self.id, self.manifest,
+                                    plan.backbone.doc["preprocessing"], plan.task.target_kind,
+                                    plan.task_params.get("target_scale"),
                                     resolve_device(self.run.device))
         return self._split
 
@@ -127,7 +128,8 @@ def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
             "embed_dim": embed_dim, "task": plan.task.name, "task_op_version": plan.task.op_version}
 
 
-def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False) -> tuple[str, bool]:
+def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
+               ) -> tuple[str, bool]:
     """Fit (or fetch) the head for one seed; return its id and whether it was trained now."""
     store, task = plan.store, plan.task
     spec = head_spec(task, plan.task_params, train.id, seed)
@@ -209,8 +211,8 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
     weights = store.read_json(plan.backbone.doc["weights"])
     inputs = {k: v for k, v in edges.items() if isinstance(v, str)}
     if "head" in edges:
-        inputs.update({f"head.{i}": h for i, h in enumerate(edges["head"])} if len(edges["head"]) > 1
-                      else {"head": edges["head"][0]})
+        inputs.update({f"head.{i}": h for i, h in enumerate(edges["head"])}
+                      if len(edges["head"]) > 1 else {"head": edges["head"][0]})
     inputs["weights"] = plan.backbone.doc["weights"]
     data = {"eval": {"manifest": plan.eval_m.id, "split": plan.eval_m.doc.get("split"),
                      "samples": len(plan.eval_m.doc["samples"])}}
@@ -222,7 +224,8 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
         aggregate = aggregate_seeds(per_seed)
         metrics = {k: v["mean"] for k, v in aggregate.items()}
     same = plan.train_m is not None and plan.train_m.id == plan.eval_m.id
-    warnings = ["trained and evaluated on the same samples: the metrics are train metrics"] if same else []
+    warnings = (["trained and evaluated on the same samples: the metrics are train metrics"]
+                if same else [])
     if len(seeds) > 1 and not plan.task.stochastic:
         warnings.append(f"{plan.task.name} ignores the seed: the {len(seeds)} seeds ran the same "
                         "computation, so their spread is 0 by construction")
@@ -232,9 +235,11 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
         task=plan.task.name, op_version=plan.task.op_version, level=plan.task.level,
         params=plan.task_params, seed=seeds[0], seeds=seeds, metrics=metrics, inputs=inputs,
         backbone={"spec": plan.backbone.request.get("spec") or plan.backbone.doc["architecture"],
-                  "source": plan.backbone.doc["source"], "architecture": plan.backbone.doc["architecture"]},
+                  "source": plan.backbone.doc["source"],
+                  "architecture": plan.backbone.doc["architecture"]},
         weights_kind=weights["origin"], extractor=plan.settings.to_dict(), data=data,
-        versions=versions(), device=_device_name(run), features_from_cache=all(run.from_cache.values()),
+        versions=versions(), device=_device_name(run),
+        features_from_cache=all(run.from_cache.values()),
         comparable=comparable,
         warnings=warnings or None,
         train_metrics=train_metrics[0] if train_metrics and train_metrics[0] else None,
