@@ -164,6 +164,8 @@ def test_dense_task_end_to_end_and_cached(dense_data):
     size = vbstore.Store().read_json(first.record.inputs["backbone"])["preprocessing"]["input_size"]
     assert first.record.train_metrics["train_pixels"] == 6 * size * size
     assert first.record.extractor["mode"] == "dense"
+    assert first.record.sample_ci is None
+    assert "dense task" in first.record.sample_ci_skipped  # stated, not silently missing
     second = vbstore.get_result("test_vit", "test_pixel_prior", dense_data, dense_data, split="val",
                                 train_split="train", weights="random", progress=False)
     assert second.from_cache

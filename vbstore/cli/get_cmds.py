@@ -66,7 +66,8 @@ def parse_layers(text: str | None) -> list[int] | None:
               help="Seed of the probe's training.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N seeds on one set of features; report mean, std, min, max and a 95% "
-                   "t-interval over the seeds (the probe's randomness, not the eval sample's).")
+                   "t-interval over the seeds (the probe's randomness; the eval sample's is "
+                   "the bootstrap CI every result carries).")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
 @click.option("--head", default=None,
@@ -135,7 +136,7 @@ def print_result(result) -> None:
     source = "cached" if result.from_cache else "computed"
     click.echo(f"{record.task} on {record.spec} ({record.weights_kind} weights): "
                f"{source} in {result.seconds:.2f} s  [{result.id[:12]}]")
-    aggregate = record.aggregate or {}
+    aggregate, sample = record.aggregate or {}, record.sample_ci or {}
     for name, value in ordered_metrics(record.task, record.metrics).items():
         if name in aggregate:
             a = aggregate[name]
@@ -143,6 +144,12 @@ def print_result(result) -> None:
                        f"(95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})")  # noqa: RUF001 - a range's en dash
         else:
             click.echo(f"  {name:<28} {value:.4f}")
+        if name in sample:
+            b = sample[name]
+            click.echo(f"  {'':<28} 95% CI over eval samples {b['ci_low']:.4f}–{b['ci_high']:.4f}"  # noqa: RUF001 - a range's en dash
+                       f"  (bootstrap, {b['n_boot']} draws)")
+    if record.sample_ci_skipped:
+        click.echo(f"  no CI over eval samples: {record.sample_ci_skipped}")
     for name, value in (record.train_metrics or {}).items():
         a = (record.train_aggregate or {}).get(name)
         if a:

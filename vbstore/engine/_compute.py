@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import __version__
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
 from ..tasks import aggregate_seeds
+from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
 from ._features import derive_featureset
@@ -161,9 +162,13 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id}
     per_seed, train_metrics, comparable = [], [], True
+    draws: list[dict[str, Any]] = []  # bootstrap draws over eval samples, one set per head
+    skip = sample_ci_skip(task)
     start = time.perf_counter()
     if task.zero_shot:
         per_seed = [_zero_shot(plan, evaluation)] * len(plan.request.probe.seed_list)
+        if not skip:
+            draws.append(_zero_shot_draws(plan, evaluation, run))
     else:
         if plan.head is not None:
             heads = [plan.head]
@@ -185,13 +190,74 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
                 assert targets is not None  # a trained pooled task has per-sample targets
                 per_seed.append(task.evaluate(state, evaluation.pooled(), targets,
                                               plan.task_params))
+                if not skip:
+                    draws.append(_head_draws(plan, state, evaluation, targets, run))
             train_metrics.append(record.get("train_metrics", {}))
         if plan.head is not None:
             per_seed = per_seed * len(plan.request.probe.seed_list)
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    result = replace(result, **_sample_ci_fields(draws, skip))
     return store.put_json(result.to_dict(), "result", edges=edges)
+
+
+def sample_ci_skip(task) -> str:
+    """Why the bootstrap over eval samples does not apply to ``task``; empty when it does."""
+    if task.feature_mode == "dense":
+        return ("dense task: each draw would stream every eval map through the head again "
+                "(cost); only the spread over seeds is reported")
+    if task.needs_text:
+        return "each draw would run the text tower again (cost)"
+    return task.sample_ci_skip
+
+
+def _head_draws(plan: Plan, state, evaluation: Feed, targets, run: Run) -> dict[str, Any]:
+    """Bootstrap draws of one fitted head: from per-sample values when the task has them."""
+    task, params, feats = plan.task, plan.task_params, evaluation.pooled()
+    start = time.perf_counter()
+    values = task.per_sample(state, feats, targets, params)
+    if values is not None:
+        out = bootstrap_per_sample(values)
+    else:
+        out = _redraw(lambda f, t: task.evaluate(state, f, t, params), feats, targets,
+                      task.target_kind)
+    run.timings["sample_ci_s"] = round(run.timings.get("sample_ci_s", 0.0)
+                                       + time.perf_counter() - start, 4)
+    return out
+
+
+def _zero_shot_draws(plan: Plan, evaluation: Feed, run: Run) -> dict[str, Any]:
+    """Bootstrap draws of a zero-shot task that needs no text tower (see :func:`sample_ci_skip`)."""
+    task, params = plan.task, plan.task_params
+    start = time.perf_counter()
+    context = {"class_names": plan.eval_m.doc.get("classes", [])}
+    out = _redraw(lambda f, t: task.evaluate_zero_shot(f, t, params, context),
+                  evaluation.pooled(), evaluation.targets(), task.target_kind)
+    run.timings["sample_ci_s"] = round(time.perf_counter() - start, 4)
+    return out
+
+
+def _redraw(evaluate, feats, targets, target_kind: str) -> dict[str, Any]:
+    """Draws that evaluate again on resampled rows: triplet rows index the features, so only
+    the triplets are drawn; otherwise features and targets are drawn together."""
+    if target_kind == "triplets":
+        return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets))
+    return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats))
+
+
+def _sample_ci_fields(draws: list[dict[str, Any]], skip: str) -> dict[str, Any]:
+    """``sample_ci`` of the draws averaged over heads (the metrics are means over seeds too), or
+    ``sample_ci_skipped`` with the reason."""
+    if skip:
+        return {"sample_ci_skipped": skip}
+    import numpy as np  # with torch, already loaded on this compute path
+
+    names = sorted(draws[0]) if draws else []
+    mean = {k: np.mean([d[k] for d in draws], axis=0) for k in names}
+    ci = sample_ci(mean)
+    return {"sample_ci": ci} if ci else {"sample_ci_skipped": "the metrics are undefined on "
+                                                             "every bootstrap draw"}
 
 
 def _zero_shot(plan: Plan, evaluation: Feed) -> dict[str, float]:

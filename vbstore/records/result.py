@@ -29,6 +29,11 @@ class ResultRecord(Record):
         warnings, train_metrics, per_seed, aggregate, protocol: Present when they apply.
             ``aggregate`` (and ``train_aggregate`` for training metrics) is the spread over the
             seeds only (``over: "seeds"``): mean, std, min, max and a Student-t interval.
+        sample_ci: Per metric, the percentile bootstrap interval over eval samples (``over:
+            "eval samples"``): ``ci_low``, ``ci_high``, ``std``, ``n_boot``, ``confidence``,
+            ``method``; what a reader needs to compare two backbones on one eval split
+            (vbstore.tasks.bootstrap). Absent from results stored before it existed.
+        sample_ci_skipped: Why no ``sample_ci`` was computed (a dense task: cost).
     """
 
     kind = "result"
@@ -54,6 +59,8 @@ class ResultRecord(Record):
     per_seed: list[dict[str, Any]] | None = None
     aggregate: dict[str, dict[str, Any]] | None = None
     train_aggregate: dict[str, dict[str, Any]] | None = None
+    sample_ci: dict[str, dict[str, Any]] | None = None
+    sample_ci_skipped: str | None = None
     protocol: str | None = None
     timings: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

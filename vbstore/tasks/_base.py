@@ -11,6 +11,7 @@ params = task.resolve_params(user_params)      # defaults filled, unknown keys r
 # a task that trains a head (task.trains_head):
 head_state, train_metrics = task.fit(train_feats, train_targets, params, seed, class_names)
 metrics = task.evaluate(head_state, eval_feats, eval_targets, params)
+values = task.per_sample(head_state, eval_feats, eval_targets, params)  # optional: or None
 # a zero-shot task (task.zero_shot):
 metrics = task.evaluate_zero_shot(eval_feats, eval_targets, params, context)
 ```
@@ -192,6 +193,8 @@ class Task:
         headline: The metric a leaderboard ranks by.
         protocol: The published protocol the numbers follow (``probe3d``...), put in records.
         layout: The data layout the task reads, for help texts (default: by ``target_kind``).
+        sample_ci_skip: Why the engine's bootstrap over eval samples does not apply to this
+            task (put in the record instead of an interval); empty when it applies.
     """
 
     name: str = ""
@@ -210,6 +213,7 @@ class Task:
     headline: ClassVar[str] = ""
     protocol: ClassVar[str | None] = None
     layout: ClassVar[str | None] = None
+    sample_ci_skip: ClassVar[str] = ""
 
     def __init__(self, *, defaults: Mapping[str, Any] | None = None) -> None:
         """Make a task, optionally with other parameter defaults (a registered variant).
@@ -354,6 +358,47 @@ class Task:
         head = _checks.head_in(head_state)
         return _checks.metrics_out(self, self._evaluate(head, feats, targets, params), self.metrics)
 
+    def per_sample(
+        self,
+        head_state: Mapping[str, torch.Tensor],
+        eval_feats: torch.Tensor,
+        eval_targets: torch.Tensor,
+        params: Mapping[str, Any] | None = None,
+    ) -> dict[str, torch.Tensor] | None:
+        """Each metric's value per eval row, for a task whose metrics are means of them.
+
+        ``evaluate`` equals the mean of these values; the engine's bootstrap over eval samples
+        (:mod:`.bootstrap`) then costs one weighted mean per draw instead of an evaluation.
+
+        Returns:
+            ``{metric: (N,) float64}`` for every declared metric, or None when the task has no
+            per-sample form (the bootstrap then calls ``evaluate`` on each draw).
+
+        Raises:
+            TaskInputError: inputs, or a head, that do not fit; or a hook that returned other
+                metrics or shapes.
+        """
+        if not self.trains_head:
+            return None
+        from . import _checks
+        from ._errors import TaskInputError
+
+        params = self.resolve_params(params)
+        feats = _checks.features(eval_feats, "eval")
+        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
+        values = self._per_sample(_checks.head_in(head_state), feats, targets, params)
+        if values is None:
+            return None
+        names = [m.name for m in self.metrics]
+        if sorted(values) != sorted(names):
+            raise TaskInputError(f"task {self.display_name!r} gave per-sample values for "
+                                 f"{sorted(values)}, not its metrics {sorted(names)}")
+        for name, v in values.items():
+            if tuple(v.shape) != (len(feats),):
+                raise TaskInputError(f"task {self.display_name!r}: per-sample {name!r} has shape "
+                                     f"{tuple(v.shape)}, not ({len(feats)},)")
+        return {name: values[name].detach().to("cpu").double() for name in names}
+
     def evaluate_zero_shot(
         self,
         eval_feats: torch.Tensor,
@@ -475,6 +520,11 @@ class Task:
         self, head: HeadState, feats: torch.Tensor, targets: Any, params: dict[str, Any]
     ) -> dict[str, float]:
         raise NotImplementedError(f"task {self.name!r} does not evaluate a head")
+
+    def _per_sample(
+        self, head: HeadState, feats: torch.Tensor, targets: Any, params: dict[str, Any]
+    ) -> dict[str, torch.Tensor] | None:
+        return None  # no per-sample form: the bootstrap re-evaluates each draw
 
     def _evaluate_zero_shot(
         self, feats: torch.Tensor, targets: Any, params: dict[str, Any], context: dict[str, Any]

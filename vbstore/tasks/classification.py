@@ -78,7 +78,22 @@ class LinearClassification(Task):
     def _evaluate(
         self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
     ) -> dict[str, float]:
-        from . import _linear, _metrics
+        from . import _metrics
+
+        top1, top5 = _metrics.topk_accuracies(self._logits(head, feats, targets), targets)
+        return {"top1": top1, "top5": top5}
+
+    def _per_sample(
+        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
+    ) -> dict[str, torch.Tensor]:
+        from . import _metrics
+
+        logits = self._logits(head, feats, targets)
+        return {"top1": _metrics.topk_hits(logits, targets, 1).double(),
+                "top5": _metrics.topk_hits(logits, targets, 5).double()}
+
+    def _logits(self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        from . import _linear
         from ._errors import TaskInputError
 
         head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
@@ -88,5 +103,4 @@ class LinearClassification(Task):
                 f"eval targets hold class {int(targets.max())}; the head has {n_classes} classes",
                 hint="evaluate on data labelled with the head's class names",
             )
-        top1, top5 = _metrics.topk_accuracies(_linear.logits(head, feats), targets)
-        return {"top1": top1, "top5": top5}
+        return _linear.logits(head, feats)

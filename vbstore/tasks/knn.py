@@ -72,6 +72,19 @@ class KnnClassification(Task):
     def _evaluate(
         self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
     ) -> dict[str, float]:
+        hits1, hits5 = self._hits(head, feats, targets, params)
+        return {"top1": int(hits1.sum()) / len(feats), "top5": int(hits5.sum()) / len(feats)}
+
+    def _per_sample(
+        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
+    ) -> dict[str, torch.Tensor]:
+        hits1, hits5 = self._hits(head, feats, targets, params)
+        return {"top1": hits1.double(), "top5": hits5.double()}
+
+    def _hits(
+        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N,) bool top-1 and top-min(5, C) hits of each eval row."""
         import torch
 
         from . import _checks
@@ -93,7 +106,7 @@ class KnnClassification(Task):
         k = min(params["k"], len(bank))
         top = min(5, n_classes)
         queries = l2_normalise(feats)
-        hits1 = hits5 = 0
+        hits1, hits5 = [], []
         for rows in row_blocks(len(queries), len(bank)):
             sims = queries[rows] @ bank.T
             # topk, not a full sort: a bank can hold a million rows. Exact ties between
@@ -103,6 +116,6 @@ class KnnClassification(Task):
             votes = torch.zeros(len(nearest), n_classes, dtype=torch.float32, device=sims.device)
             votes.scatter_add_(1, labels[nearest], weights)
             best = ranking(votes)[:, :top] == targets[rows, None]
-            hits1 += int(best[:, 0].sum())
-            hits5 += int(best.any(dim=1).sum())
-        return {"top1": hits1 / len(queries), "top5": hits5 / len(queries)}
+            hits1.append(best[:, 0].cpu())
+            hits5.append(best.any(dim=1).cpu())
+        return torch.cat(hits1), torch.cat(hits5)
