@@ -75,15 +75,27 @@ def test_retrieval_says_why_it_has_no_sample_ci(store, shapes):
     assert "gallery" in record.sample_ci_skipped
 
 
-def test_cli_prints_the_interval_over_eval_samples(tmp_path, shapes):
+def test_cli_prints_the_interval_where_the_answer_came_from_and_reused_features(tmp_path,
+                                                                               shapes):
     from click.testing import CliRunner
 
     from vbstore.cli import cli
 
-    args = ["--store", str(tmp_path), "get", "result", "-b", "test_cnn", "-t", "knn", "-d", shapes,
+    def get(task):
+        out = CliRunner().invoke(cli, [
+            "--store", str(tmp_path), "get", "result", "-b", "test_cnn", "-t", task, "-d", shapes,
             "--split", "val", "--train-data", shapes, "--train-split", "train",
-            "--weights", "random", "--input-size", "32"]
-    out = CliRunner().invoke(cli, args)
-    assert out.exit_code == 0, out.output
-    assert "95% CI over eval samples" in out.output
-    assert f"(bootstrap, {N_BOOT} draws)" in out.output
+            "--weights", "random", "--input-size", "32", "-p", "epochs=2"
+            if task == "classification" else "k=5"])
+        assert out.exit_code == 0, out.output
+        return out.output
+
+    first = get("classification")
+    assert ": computed in" in first
+    assert "95% CI over eval samples" in first
+    assert f"(bootstrap, {N_BOOT} draws)" in first
+    assert "reused stored features" not in first  # it ran the forward passes
+    knn = get("knn")
+    assert "reused stored features (no forward pass)" in knn
+    again = get("knn")
+    assert ": cached in the store in" in again

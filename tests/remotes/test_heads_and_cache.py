@@ -281,6 +281,7 @@ def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counte
     train = ("--train-data", shapes, "--train-split", "train")
     first = _evaluate(vbj, "a", shapes, *train)
     assert not first["from_cache"]
+    assert first["source"] == "computed"
     assert counted["extract"] > 0
     assert counted["fit"] == 1
     pushed = vbj("a", "push", "results", "--to", "team")
@@ -295,11 +296,14 @@ def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counte
     monkeypatch.setattr(vbstore.backbones, "build_backbone", no_build)
     hit = _evaluate(vbj, "b", shapes, *train)
     assert hit["from_cache"] is True
+    assert (hit["source"], hit["remote"]) == ("remote", "team")  # says from where
     assert hit["id"] == first["id"]
     assert hit["record"]["metrics"] == first["record"]["metrics"]
     assert counted == {"extract": 0, "fit": 0}
     again = _evaluate(vbj, "b", shapes, *train)  # now a plain local hit
     assert again["from_cache"]
+    assert again["source"] == "store"
+    assert "remote" not in again
     assert again["id"] == first["id"]
     with Store(tmp_path / "b") as b:
         assert b.verify(first["id"])

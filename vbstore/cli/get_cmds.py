@@ -133,9 +133,10 @@ def print_plan(the_plan) -> None:
 
 def print_result(result) -> None:
     record = result.record
-    source = "cached" if result.from_cache else "computed"
     click.echo(f"{record.task} on {record.spec} ({record.weights_kind} weights): "
-               f"{source} in {result.seconds:.2f} s  [{result.id[:12]}]")
+               f"{result.origin} in {result.seconds:.2f} s  [{result.id[:12]}]")
+    if not result.from_cache and record.features_from_cache:
+        click.echo("  reused stored features (no forward pass)")
     aggregate, sample = record.aggregate or {}, record.sample_ci or {}
     for name, value in ordered_metrics(record.task, record.metrics).items():
         if name in aggregate:

@@ -5,15 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-def remote_fetch(store) -> Callable[[str], str | None] | None:
-    """A fetcher over the store's remotes, or None when it has none (no remote code imported)."""
+def remote_fetch(store, answered: dict[str, str] | None = None
+                 ) -> Callable[[str], str | None] | None:
+    """A fetcher over the store's remotes, or None when it has none (no remote code imported).
+
+    Remotes are asked in their configured order; the first that answers is put in
+    ``answered["remote"]``, so a caller can say where a cached answer came from.
+    """
     if not (store.root / "remotes.json").is_file():
         return None
 
     def fetch(key: str) -> str | None:
         from ..remotes import fetch_derivation, list_remotes
 
-        return fetch_derivation(store, key) if list_remotes(store) else None
+        for config in list_remotes(store):
+            if not config.cache:
+                continue
+            oid = fetch_derivation(store, key, remotes=[config.name])
+            if oid is not None:
+                if answered is not None:
+                    answered["remote"] = config.name
+                return oid
+        return None
 
     return fetch
 

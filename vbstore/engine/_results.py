@@ -27,13 +27,28 @@ REPRODUCED_TOLERANCE = 1e-6
 
 @dataclass
 class Result:
-    """A result record and how it was obtained."""
+    """A result record and how it was obtained.
+
+    Attributes:
+        source: ``computed``, ``store`` (a cached answer of this store) or ``remote`` (a
+            configured remote's binary cache answered; ``remote`` names it).
+    """
 
     id: str
     record: ResultRecord
     from_cache: bool
     seconds: float
     reproduced: dict[str, Any] | None = None
+    source: str = "computed"
+    remote: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """Where the answer came from, in words: ``computed``, ``cached in the store`` or
+        ``fetched from remote NAME``."""
+        if self.source == "remote":
+            return f"fetched from remote {self.remote}"
+        return "cached in the store" if self.source == "store" else "computed"
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -43,9 +58,12 @@ class Result:
         out = {
             "id": self.id,
             "from_cache": self.from_cache,
+            "source": self.source,
             "seconds": round(self.seconds, 4),
             "record": self.record.to_dict(),
         }
+        if self.remote is not None:
+            out["remote"] = self.remote
         if self.reproduced is not None:
             out["reproduced"] = self.reproduced
         return out
@@ -88,14 +106,18 @@ def execute(
     store = the_plan.store
     if recompute:
         return _recompute(the_plan, run)
+    answered: dict[str, str] = {}
     oid, computed = store.derive(
-        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store)
+        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store, answered)
     )
+    source = "computed" if computed else ("remote" if "remote" in answered else "store")
     return Result(
         oid,
         ResultRecord.from_dict(store.read_json(oid)),
         not computed,
         time.perf_counter() - the_plan.started,
+        source=source,
+        remote=answered.get("remote"),
     )
 
 
