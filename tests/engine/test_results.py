@@ -145,3 +145,19 @@ def test_damaged_registry_is_one_clear_error(tmp_path):
     assert proc.returncode == 7
     assert proc.stderr.count("\n") == 1
     assert "registry.db is damaged" in proc.stderr
+
+
+def test_head_mismatch_names_both_backbones_by_spec(store, shapes):
+    from vbstore.heads import HeadMismatch
+
+    head = vbstore.get_head("test_cnn", "classification", shapes, store=store, train_split="train",
+                            weights="random", backbone_seed=0, input_size=32, progress=False)
+    with pytest.raises(HeadMismatch) as caught:
+        vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
+                           weights="random", backbone_seed=1, input_size=32, head=head.id,
+                           progress=False)
+    message = str(caught.value)
+    assert "weights is" in message  # the tensor hashes still say what differed
+    source = store.read_json(head.record.backbone)["source"]
+    assert f"trained on {source}:test_cnn (random weights seed 0, input 32;" in message
+    assert f"come from {source}:test_cnn (random weights seed 1, input 32;" in message

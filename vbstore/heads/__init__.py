@@ -79,6 +79,36 @@ def backbone_differences(store, head_id: str, backbone: Mapping[str, Any]) -> li
     return check_compat(head_record(store, head_id), backbone_expectation(store, backbone))
 
 
+def backbone_name(store, backbone_id: str) -> str:
+    """A stored backbone as a person names it: ``source:architecture (origin weights ...)``.
+
+    A head mismatch names both sides this way, not by weights tensor hashes that ``vbstore
+    show`` cannot find (a tensor hash is not an object id).
+    """
+    if not isinstance(backbone_id, str) or not store.has(backbone_id):
+        return f"backbone {str(backbone_id)[:12]} (not in this store)"
+    doc = store.read_json(backbone_id)
+    weights = store.read_json(doc["weights"]) if store.has(doc.get("weights", "")) else {}
+    origin = weights.get("origin", "unknown")
+    detail = {"pretrained": weights.get("upstream"), "checkpoint": weights.get("path"),
+              "random": None if weights.get("seed") is None else f"seed {weights['seed']}"
+              }.get(origin)
+    size = (doc.get("preprocessing") or {}).get("input_size")
+    where = f"{origin} weights" + (f" {detail}" if detail else "")
+    return (f"{doc['source']}:{doc['architecture']} ({where}"
+            + (f", input {size}" if size else "") + f"; backbone {backbone_id[:12]})")
+
+
+def _named(store, record: Mapping[str, Any], expected: Mapping[str, Any],
+           problems: list[str]) -> list[str]:
+    """``problems`` plus, when the two backbones differ, both named by spec."""
+    mine, theirs = record.get("backbone"), expected.get("backbone")
+    if not problems or mine is None or theirs is None or mine == theirs:
+        return problems
+    return [*problems, f"the head was trained on {backbone_name(store, mine)}, these features "
+                       f"come from {backbone_name(store, theirs)}"]
+
+
 def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
               strict: bool = True) -> tuple[dict[str, Any], dict[str, Any], bool]:
     """Load a head's tensors after checking it fits ``expected`` features.
@@ -94,7 +124,7 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
     from safetensors.torch import load
 
     record = head_record(store, head_id)
-    problems = check_compat(record, expected or {})
+    problems = _named(store, record, expected or {}, check_compat(record, expected or {}))
     if problems and strict:
         raise HeadMismatch(problems)
     if problems:
