@@ -108,6 +108,19 @@ class DiskFull(StoreIOError):
     """No space left while writing into the store; nothing partial was kept."""
 
 
+class StoreReadOnly(StoreIOError):
+    """The store is read-only (a read-only mount, no write permission): reads work, writes fail."""
+
+    def __init__(self, root: str, doing: str) -> None:
+        super().__init__(
+            f"the store {root} is read-only: cannot {doing}",
+            hint="reads (ls, show, why, a cached get) work; for anything that writes, point "
+                 "--store or VBSTORE_HOME at a writable store",
+        )
+        self.root = root
+        self.doing = doing
+
+
 class LeaseTimeout(VbstoreError, TimeoutError):
     """Waited too long for another process computing the same derivation."""
 

@@ -124,6 +124,7 @@ class DeriveMixin:
         self, key: str, inputs: list[str] | None = None, timeout: float | None = None
     ) -> Iterator[None]:
         """Hold the lease on ``key``; wait while a live process holds it."""
+        self.writable(f"compute {key[:12]}, which it does not hold")  # type: ignore[attr-defined]
         lock_path = self.root / "locks" / f"{key}.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -153,7 +154,7 @@ class DeriveMixin:
                              "inputs": json.loads(inputs or "[]")})
             else:
                 dead.append(key)
-        if dead:
+        if dead and not self.read_only:  # type: ignore[attr-defined]
             with self.db.write() as conn:
                 conn.executemany("DELETE FROM leases WHERE key=?", [(k,) for k in dead])
         return live

@@ -85,11 +85,15 @@ class FsckMixin:
 
         With ``repair``, damaged blobs are moved to ``quarantine/``; ``refetch(oid)`` may bring
         each back (from a remote), otherwise it is forgotten so the next ``get`` recomputes it.
+        A read-only store is checked without any housekeeping (``repair`` is refused).
         """
+        if repair:
+            self.writable("repair it")  # type: ignore[attr-defined]
         start = time.perf_counter()
         report = FsckReport()
-        report.temp_removed = self._remove_dead_temps()
-        report.locks_removed = self._remove_stale_locks()
+        tidy = not self.read_only  # type: ignore[attr-defined]
+        report.temp_removed = self._remove_dead_temps() if tidy else []
+        report.locks_removed = self._remove_stale_locks() if tidy else []
         report.registry_errors = self._registry_errors()
         # a symlink under objects/ is refused, never followed (it could read anything)
         report.unsafe = [oid for oid, _ in self.files.iter_links()]
@@ -116,7 +120,7 @@ class FsckMixin:
                 size = st.st_size if st else 0
                 report.checked += 1
                 report.bytes += size
-                if st and st.st_mode & 0o222 and digest == oid:  # blobs are read-only: 0444
+                if tidy and st and st.st_mode & 0o222 and digest == oid:  # blobs are 0444
                     os.chmod(files[oid], 0o444)
                     report.modes_fixed.append(oid)
                 if digest != oid:
@@ -134,7 +138,8 @@ class FsckMixin:
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
-        if report.registry_errors:  # writing through a damaged index would spread the damage
+        # writing through a damaged index would spread the damage
+        if report.registry_errors or not tidy:
             report.seconds = time.perf_counter() - start
             return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))

@@ -84,6 +84,9 @@ class GcMixin:
     def gc(self, grace: float = DEFAULT_GRACE, dry_run: bool = False,
            max_size: int | None = None) -> GcReport:
         """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``."""
+        if not dry_run:
+            self.writable(  # type: ignore[attr-defined]
+                "collect garbage (`gc --dry-run` says what would go)")
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
         keep = self.reachable(young_since=cutoff)
