@@ -107,6 +107,10 @@ class StoreIOError(VbstoreError, OSError):
 class DiskFull(StoreIOError):
     """No space left while writing into the store; nothing partial was kept."""
 
+    hint = ("free space and retry: `vbstore gc` works on a full disk and removes what nothing "
+            "needs (`--grace 0` includes the last hour's leftovers of failed runs; "
+            "`--max-size SIZE` also evicts recomputable features)")
+
 
 class StoreReadOnly(StoreIOError):
     """The store is read-only (a read-only mount, no write permission): reads work, writes fail."""

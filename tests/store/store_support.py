@@ -45,3 +45,31 @@ def run_read_only(root, code: str, *args: str):
             path.chmod(stat.S_IMODE(mode))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_on_small_disk(size: str, code: str, *args: str):
+    """Run ``python -c code MOUNT *args`` with a fresh tmpfs of ``size`` at MOUNT; return its JSON.
+
+    A real full disk, in a private mount namespace (as root, or as a user through a user
+    namespace); skipped, saying why, where neither can mount.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    import pytest
+
+    namespace = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-Urm"]
+    with tempfile.TemporaryDirectory() as mount:
+        script = f'mount -t tmpfs -o size={size} tmpfs "$1" && shift && exec "$@"'
+        command = [*namespace, "sh", "-c", script, "sh", mount, sys.executable, "-c", code,
+                   mount, *args]
+        probe = subprocess.run([*namespace, "sh", "-c", f"mount -t tmpfs tmpfs {mount}"],
+                               capture_output=True, check=False)
+        if probe.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here ({probe.stderr.decode().strip()})")
+        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -11,6 +11,7 @@ over at once; waiters block on the same flock and then read the owner's output.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .. import canonical
-from ..errors import CorruptObject, LeaseTimeout
+from ..errors import CorruptObject, DiskFull, LeaseTimeout
 from ._kinds import encoding
 from ._objects import HOST
 from ._registry import now
@@ -155,7 +156,7 @@ class DeriveMixin:
             else:
                 dead.append(key)
         if dead and not self.read_only:  # type: ignore[attr-defined]
-            with self.db.write() as conn:
+            with contextlib.suppress(DiskFull), self.db.write() as conn:  # tidying: gc goes on
                 conn.executemany("DELETE FROM leases WHERE key=?", [(k,) for k in dead])
         return live
 

@@ -12,6 +12,7 @@ SQLite cannot create the WAL index beside it, as ``immutable``: it serves querie
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -91,10 +92,26 @@ class Registry:
                 if self.conn.execute("PRAGMA user_version").fetchone()[0] < MIGRATIONS[-1][0]:
                     raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
                 return
-            self.conn = sqlite3.connect(
-                str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                check_same_thread=False,
-            )
+            try:
+                self.conn = self._open(exclusive=False)
+            except sqlite3.OperationalError:
+                if not _no_wal_index(path):
+                    raise
+                # a full disk leaves no room for the WAL index (-shm) a first connection makes;
+                # in exclusive locking mode SQLite keeps it in memory, so gc can still free space
+                # (other processes wait for this one meanwhile)
+                self.conn = self._open(exclusive=True)
+        except sqlite3.Error as exc:
+            raise store_error(exc, f"opening {path}", path.parent) from exc
+
+    def _open(self, exclusive: bool) -> sqlite3.Connection:
+        self.conn = sqlite3.connect(
+            str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            if exclusive:
+                self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first access
             self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 with self.write():
@@ -102,8 +119,10 @@ class Registry:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
-        except sqlite3.Error as exc:
-            raise store_error(exc, f"opening {path}", path.parent) from exc
+        except BaseException:
+            self.conn.close()
+            raise
+        return self.conn
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -163,6 +182,14 @@ def now() -> float:
     return time.time()
 
 
+def _no_wal_index(path: Path) -> bool:
+    """Whether ``path`` has no usable WAL index (-shm is 32 KiB at least): none was made."""
+    try:
+        return os.path.getsize(f"{path}-shm") < 32768
+    except FileNotFoundError:
+        return True
+
+
 def _connect_read_only(path: Path) -> sqlite3.Connection:
     """Open ``path`` for reading only: ``mode=ro``, else ``immutable`` (no WAL index can be made)."""
     if not path.is_file():
@@ -190,7 +217,7 @@ def store_error(exc: sqlite3.Error, doing: str, root: Path | None = None) -> Vbs
     text = str(exc).lower()
     if "full" in text:
         return DiskFull(f"no space left on device while {doing}",
-                        hint="free space (`vbstore gc --max-size SIZE`) and retry; the registry is unchanged")
+                        hint=f"{DiskFull.hint}; the registry is unchanged")
     if "locked" in text or "busy" in text:
         return StoreLocked(f"registry is locked ({doing})", hint="another vbstore process is writing; retry")
     if "readonly" in text or "read-only" in text:
