@@ -85,7 +85,9 @@ class FsckMixin:
 
         With ``repair``, damaged blobs are moved to ``quarantine/``; ``refetch(oid)`` may bring
         each back (from a remote), otherwise it is forgotten so the next ``get`` recomputes it.
-        A read-only store is checked without any housekeeping (``repair`` is refused).
+        A read-only store is checked without any housekeeping (``repair`` is refused). A
+        damaged registry (SQLite's integrity check fails, or it cannot be opened) is reported
+        and left untouched; :meth:`rebuild_registry` makes a new one from the blobs.
         """
         if repair:
             self.writable("repair it")  # type: ignore[attr-defined]
@@ -95,11 +97,13 @@ class FsckMixin:
         report.temp_removed = self._remove_dead_temps() if tidy else []
         report.locks_removed = self._remove_stale_locks() if tidy else []
         report.registry_errors = self._registry_errors()
+        # a damaged registry is neither read nor written; the blobs are still checked
+        damaged = bool(report.registry_errors)
         # a symlink under objects/ is refused, never followed (it could read anything)
         report.unsafe = [oid for oid, _ in self.files.iter_links()]
         # rows before files: a blob published in between is then an extra file (adopted or
         # already registered), never a "missing" one
-        rows = {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
+        rows = {} if damaged else {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
             "SELECT id, kind, evicted_at FROM objects")}
         files = dict(self.files.iter_files())
 
@@ -125,10 +129,15 @@ class FsckMixin:
                     report.modes_fixed.append(oid)
                 if digest != oid:
                     report.corrupt.append(oid)
+                elif damaged:
+                    continue
                 elif oid not in rows:
                     report.adopted.append(oid)
                 else:
                     verified.append(oid)
+        if damaged:  # writing through a damaged index would spread the damage
+            report.seconds = time.perf_counter() - start
+            return report
         for oid, (_kind, evicted) in rows.items():
             if oid not in files and evicted is None and not self.files.exists(oid):
                 still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (oid,))
@@ -138,8 +147,7 @@ class FsckMixin:
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
-        # writing through a damaged index would spread the damage
-        if report.registry_errors or not tidy:
+        if not tidy:
             report.seconds = time.perf_counter() - start
             return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
@@ -202,8 +210,8 @@ class FsckMixin:
         """SQLite's own integrity check of ``registry.db`` (pages, indexes, constraints)."""
         try:
             rows = self.db.query("PRAGMA integrity_check(20)")
-        except VbstoreError as exc:  # so damaged it cannot even be read
-            return [str(exc)]
+        except VbstoreError as exc:  # so damaged it cannot even be opened or read
+            return [str(exc.args[0]) if exc.args else str(exc)]
         problems = [row[0] for row in rows]
         return [] if problems == ["ok"] else problems
 

@@ -224,5 +224,6 @@ def store_error(exc: sqlite3.Error, doing: str, root: Path | None = None) -> Vbs
         return StoreReadOnly(str(root or "registry"), f"write to its registry ({doing})")
     if "not a database" in text or "malformed" in text:
         return StoreIOError(f"registry.db is damaged ({exc})",
-                            hint="restore it from a backup; blobs are intact and `vbstore fsck` re-adopts them into a new registry")
+                            hint="run `vbstore fsck --rebuild`: it rebuilds the registry from the "
+                                 "blobs and keeps the damaged file aside")
     return StoreIOError(f"registry error while {doing}: {exc}", hint="check the store's disk and permissions")

@@ -20,6 +20,7 @@ from ._filestate import FileStateMixin
 from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
+from ._rebuild import RebuildMixin
 from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
 
@@ -66,7 +67,7 @@ class ObjectInfo:
 Edges = Mapping[str, "str | Iterable[str]"]
 
 
-class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
+class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 
     ```python
