@@ -95,12 +95,12 @@ def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
                 _check_cells(cells)
                 rows.append((f"{path}:{reader.line_num}", cells))
         except (csv.Error, ValueError) as exc:
-            why, line = str(exc), reader.line_num
+            why, at = str(exc), reader.line_num
             if isinstance(exc, csv.Error):  # raised before the line it is reading is counted
-                line += 1
+                at += 1
             if "field larger than field limit" in why:  # csv's own cap, before ours can look
                 why = f"a cell is longer than {CELL_LIMIT // 1024} KiB"
-            raise BadInput("malformed CSV rows", [(f"{path}:{line}", why)]) from None
+            raise BadInput("malformed CSV rows", [(f"{path}:{at}", why)]) from None
         return rows
     rows, problems = [], []
     for number, line in enumerate(text.splitlines(), 1):
