@@ -11,7 +11,6 @@ import click
 
 from ..engine import lineage, summary
 from ..store import KINDS, encoding
-from ..suites import reindex
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
 from ._lineage import render_lineage
 
@@ -217,6 +216,9 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     """Re-hash every blob and check the registry; exit 1 on any fault."""
     rebuilt = store.rebuild_registry(jobs=jobs) if rebuild else None
     if rebuilt is not None:
+        # only a rebuild needs the suites package: ls, show and gc do not pay for its import
+        from ..suites import reindex
+
         reindex(store)  # the suite and evaluation indexes are read from their blobs
     report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store))
 
