@@ -2,8 +2,14 @@
 learns on ``scenes``.
 
     python benchmarks/dense_bench.py [--images N] [--channels C] [--epochs E] [--skip-probes]
+                                     [--rss-images N] [--skip-store]
 
 Prints:
+- through the engine (a store of its own, ``test_vit`` with random weights on ``scenes``): the
+  stored dense bytes per image (float16 packs, every byte of the pack files) against float32
+  maps of the same grid and width, with the ratio; and the peak RSS of training a depth probe
+  on N and on 4N images (features already stored, each run in a fresh process), with the
+  ratio, both as the process's peak and as the peak above the RSS after imports;
 - training throughput (images per second over ``fit_split``) of the same probe on the same
   features, once streamed batch by batch from a float16 file on disk (a memory map, as a
   pack-backed split reads) and once from float32 tensors held in memory, with the ratio and
@@ -17,6 +23,9 @@ Prints:
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 PATCH = 4
 FOLDERS = {"semantic_segmentation": "labels", "generic_segmentation": "masks", "depth": "depth",
            "surface_normal": "normals", "edge": "edges", "occlusion_edge": "occlusion_edges",
-           "keypoints2d": "keypoints", "corner": "images"}
+           "keypoints2d": "keypoints", "corner": "images", "orientation": "images"}
 
 
 def load_split(root: Path, split: str, folder: str) -> np.ndarray:
@@ -59,7 +68,7 @@ def targets(task_name: str, raw: np.ndarray):
         return torch.as_tensor(raw.astype(np.float32) / 1000.0)[:, None]
     if task_name == "surface_normal":
         return torch.as_tensor(raw.astype(np.float32) / 127.5 - 1).permute(0, 3, 1, 2)
-    if task_name == "corner":
+    if task_name in ("corner", "orientation"):
         return torch.as_tensor(raw.astype(np.float32) / 255.0).permute(0, 3, 1, 2)
     return torch.as_tensor(raw.astype(np.float32))[:, None]
 
@@ -126,29 +135,11 @@ def throughput(work: Path, images: int, channels: int, epochs: int) -> dict:
 
 
 def trivial(task, split, params) -> float:
-    import torch
-
-    params = task.resolve_params(params)
-    scorer = task._scorer(params)
-    everything = split._target
-    for batch in split.batches(8):
-        target = task._prepare(batch.target, params, "eval")
-        if task.name == "semantic_segmentation":
-            pred = torch.zeros(len(target), params["num_classes"], *target.shape[-2:])
-            pred[:, int(torch.mode(everything.flatten()).values)] = 1
-        elif task.name == "generic_segmentation":
-            pred = torch.full((len(target), 1, *target.shape[-2:]), -1.0)
-        elif task.name == "depth":
-            pred = torch.full_like(target, float(everything[everything > 0].mean()))
-        elif task.name == "surface_normal":
-            pred = everything.mean(dim=(0, 2, 3)).reshape(1, 3, 1, 1).expand_as(target)
-        else:
-            return 0.0  # a constant map correlates with nothing
-        scorer.update(pred, target)
-    return scorer.result()[task.headline]
+    """The task's trivial predictor on ``split`` (the library's ``baseline_split``)."""
+    return task.baseline_split(split, params)[task.headline]
 
 
-def probes(work: Path, images: int, channels: int, schedule: dict):
+def probes(work: Path, images: int, channels: int, schedule: dict, only: list[str] | None):
     """Yield (task name, row) as each probe finishes."""
     import torch
 
@@ -161,6 +152,8 @@ def probes(work: Path, images: int, channels: int, schedule: dict):
         feats = torch.from_numpy(patch_features(load_split(root, split, "images"), channels))
         splits[split] = feats
     for name, folder in FOLDERS.items():
+        if only and name not in only:
+            continue
         task = get_task(name)
         kind = task.target_kind
         params = {"num_classes": 4} if name == "semantic_segmentation" else {}
@@ -175,12 +168,75 @@ def probes(work: Path, images: int, channels: int, schedule: dict):
                      "train_loss": train["train_loss"], "seconds": time.perf_counter() - start}
 
 
+_TRAIN_CHILD = """
+import json, resource, sys
+import vbstore, torch  # the imports every training run pays for
+from vbstore.engine import PackSplit  # noqa: F401
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+before = rss()
+data = sys.argv[1]
+r = vbstore.get_result("test_vit", "depth", data, data, split="val", train_split="train",
+                       weights="random", input_size=64, progress=False,
+                       params={"target_scale": 1000, "epochs": 2},
+                       data_options={"target": "depth"})
+assert r.record.features_from_cache, "features were not stored first"
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"before": before, "peak": peak}))
+"""
+
+_EXTRACT_CHILD = """
+import json, sys
+import vbstore
+data = sys.argv[1]
+out = {}
+for split in ("train", "val"):
+    f = vbstore.get_features("test_vit", data, split=split, weights="random", input_size=64,
+                             mode="dense", progress=False, data_options={"target": "depth"})
+    store = f.backbone.store
+    doc = store.read_json(f.id)
+    out[split] = {"images": len(f.manifest),
+                  "pack_bytes": sum(store.path(p).stat().st_size for p in doc["packs"]),
+                  "shape": list(f.features.dense(-1).shape)}
+print(json.dumps(out))
+"""
+
+
+def _child(code: str, data: str, home: Path) -> dict:
+    env = {**os.environ, "VBSTORE_HOME": str(home),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", code, data], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def engine_memory(work: Path, images: int) -> dict:
+    """Stored dense bytes per image, and training peak RSS at N and 4N images."""
+    out: dict = {}
+    for n in (images, 4 * images):
+        data = f"scenes:per_split={n},size=64"
+        home = work / f"store{n}"
+        stored = _child(_EXTRACT_CHILD, data, home)["train"]
+        _, c, h, w = stored["shape"]
+        out[n] = {"stored_per_image": stored["pack_bytes"] / stored["images"],
+                  "float32_per_image": c * h * w * 4, "grid": (c, h, w),
+                  **_child(_TRAIN_CHILD, data, home)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=64)
     parser.add_argument("--channels", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--skip-probes", action="store_true")
+    parser.add_argument("--probes", default="", help="only these dense tasks (comma-separated)")
+    parser.add_argument("--rss-images", type=int, default=64,
+                        help="N of the peak-RSS comparison (N vs 4N images)")
+    parser.add_argument("--skip-store", action="store_true",
+                        help="skip the engine's stored bytes and peak-RSS comparison")
     parser.add_argument("--probe-epochs", type=int, default=10, help="probe3d's 10 by default")
     parser.add_argument("--probe-lr", type=float, default=5e-4, help="probe3d's 5e-4 by default")
     args = parser.parse_args()
@@ -195,13 +251,32 @@ def main() -> None:
               f"features {t['resident_bytes']['in_memory'] / 1e6:.2f} MB")
         print(f"  ratio streamed / in-memory     {t['streamed'] / t['in_memory']:8.2f}   same "
               f"metrics: {t['same_numbers']}")
+        if not args.skip_store:
+            m = engine_memory(work, args.rss_images)
+            small, large = m[args.rss_images], m[4 * args.rss_images]
+            c, h, w = small["grid"]
+            mib = 1024 * 1024
+            print(f"\nthrough the engine (test_vit, random weights, 64 px scenes, a {c}x{h}x{w} "
+                  f"grid per image):")
+            print(f"  stored dense bytes per image   {small['stored_per_image']:10.0f}   float32 "
+                  f"maps {small['float32_per_image']:10.0f}   ratio "
+                  f"{small['stored_per_image'] / small['float32_per_image']:.3f}")
+            print(f"  training peak RSS, {args.rss_images:4d} images  {small['peak'] / mib:8.1f} "
+                  f"MiB   above imports {(small['peak'] - small['before']) / mib:8.1f} MiB")
+            print(f"  training peak RSS, {4 * args.rss_images:4d} images  "
+                  f"{large['peak'] / mib:8.1f} MiB   above imports "
+                  f"{(large['peak'] - large['before']) / mib:8.1f} MiB")
+            above = (large["peak"] - large["before"]) / max(small["peak"] - small["before"], 1)
+            print(f"  ratio 4N / N                   {large['peak'] / small['peak']:8.3f}       "
+                  f"above imports {above:.3f}")
         if args.skip_probes:
             return
         schedule = {"epochs": args.probe_epochs, "lr": args.probe_lr}
         print(f"\nscenes val ({args.images} train / {args.images} val images, patch features, "
               f"epochs {args.probe_epochs}, lr {args.probe_lr:g}):")
         print(f"  {'task':24s} {'metric':28s} {'probe':>7s} {'trivial':>8s} {'seconds':>8s}")
-        for name, row in probes(work, args.images, args.channels, schedule):
+        only = args.probes.split(",") if args.probes else None
+        for name, row in probes(work, args.images, args.channels, schedule, only):
             print(f"  {name:24s} {row['headline']:28s} {row['probe']:7.3f} {row['trivial']:8.3f} "
                   f"{row['seconds']:8.1f}", flush=True)
 

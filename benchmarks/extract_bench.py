@@ -44,7 +44,8 @@ def make_jpegs(root: Path, n: int, size: int = 256) -> Path:
     return out
 
 
-def bare_forward(folder: Path, spec: str, size: int, batch: int, bf16: bool = False) -> tuple[float, int]:
+def bare_forward(folder: Path, spec: str, size: int, batch: int,
+                 bf16: bool = False) -> tuple[float, int]:
     import torch
     from PIL import Image
 
@@ -53,7 +54,8 @@ def bare_forward(folder: Path, spec: str, size: int, batch: int, bf16: bool = Fa
     backbone = build_backbone(spec, weights="random", input_size=size)
     if bf16:  # what --precision bf16 runs: a bfloat16 copy of the weights
         backbone = backbone.in_bfloat16()
-    tensors = [backbone.preprocess(Image.open(p).convert("RGB")) for p in sorted(folder.rglob("*.jpg"))]
+    tensors = [backbone.preprocess(Image.open(p).convert("RGB"))
+               for p in sorted(folder.rglob("*.jpg"))]
     backbone.extract(torch.stack(tensors[:batch]))  # warm-up, as the engine's geometry probe
     start = time.perf_counter()
     for i in range(0, len(tensors), batch):
@@ -61,7 +63,8 @@ def bare_forward(folder: Path, spec: str, size: int, batch: int, bf16: bool = Fa
     return time.perf_counter() - start, len(tensors)
 
 
-def end_to_end(folder: Path, spec: str, size: int, batch: int, loader: str, store_dir: Path) -> dict:
+def end_to_end(folder: Path, spec: str, size: int, batch: int, loader: str,
+               store_dir: Path) -> dict:
     import vbstore
     from vbstore import Store
     from vbstore.backbones import build_backbone
@@ -121,17 +124,20 @@ def main() -> None:
                     rows[loader] = e2e
         for row in rows.values():
             row["bare_s"] = min(bare_times)
-        bf16 = min(bare_forward(folder, args.backbone, args.input_size, args.batch_size, bf16=True)[0]
-                   for _ in range(2))
+        bf16 = min(
+            bare_forward(folder, args.backbone, args.input_size, args.batch_size, bf16=True)[0]
+            for _ in range(2))
         rss_n = peak_rss(folder, args.backbone, args.input_size, work / "rss-n")
         rss_4n = peak_rss(folder4, args.backbone, args.input_size, work / "rss-4n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{args.backbone} (random weights) at {args.input_size}px, {count} JPEGs, batch {args.batch_size}")
+    print(f"{args.backbone} (random weights) at {args.input_size}px, {count} JPEGs, "
+          f"batch {args.batch_size}")
     for loader, row in rows.items():
         build = row["stats"]["build_seconds"]
         print(f"  {loader:<8} efficiency bare/end-to-end {row['bare_s'] / row['cold_s']:.2f}  "
-              f"(bare {count / row['bare_s']:.1f} img/s, end-to-end {count / row['cold_s']:.1f} img/s)  "
+              f"(bare {count / row['bare_s']:.1f} img/s, "
+              f"end-to-end {count / row['cold_s']:.1f} img/s)  "
               f"target >= 0.9")
         print(f"  {'':<8} without the one-time model build ({build:.2f} s): "
               f"{row['bare_s'] / (row['cold_s'] - build):.2f}")

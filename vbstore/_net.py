@@ -3,8 +3,9 @@
 Hub clients retry for ~50 s without a network, so before any download or remote call vbstore
 opens one TCP connection to the host the request would reach first (the proxy when one applies),
 on a daemon thread because DNS resolution ignores socket timeouts. A host that did not answer is
-remembered for a while, so a run that asks many times pays the timeout once. ``VBSTORE_OFFLINE=1`` (or ``HF_HUB_OFFLINE=1``)
-declares the machine offline: nothing but loopback is tried.
+remembered for a while, so a run that asks many times pays the timeout once.
+``VBSTORE_OFFLINE=1`` (or ``HF_HUB_OFFLINE=1``) declares the machine offline: nothing but
+loopback is tried.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ _lock = threading.Lock()
 def probe_timeout() -> float:
     """Seconds a probe may take (``VBSTORE_PROBE_TIMEOUT``, or the older
     ``VBSTORE_REMOTE_PROBE_TIMEOUT``; default 2; 0 turns probing off)."""
-    raw = os.environ.get("VBSTORE_PROBE_TIMEOUT", os.environ.get("VBSTORE_REMOTE_PROBE_TIMEOUT", "2"))
+    raw = os.environ.get(
+        "VBSTORE_PROBE_TIMEOUT", os.environ.get("VBSTORE_REMOTE_PROBE_TIMEOUT", "2")
+    )
     try:
         return float(raw)
     except ValueError:
@@ -87,8 +90,10 @@ def unreachable_reason(url: str) -> str | None:
         return None
     error = outcome[0] if outcome else None
     reason = f"{host}:{port} is unreachable" + (
-        f" ({getattr(error, 'strerror', None) or error})" if error
-        else f" (no answer within {timeout:.1f} s)")
+        f" ({getattr(error, 'strerror', None) or error})"
+        if error
+        else f" (no answer within {timeout:.1f} s)"
+    )
     with _lock:
         _memory[key] = (time.monotonic() + UNREACHABLE_MEMORY_S, reason)
     return reason

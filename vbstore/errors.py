@@ -172,7 +172,7 @@ class NotReproduced(VbstoreError, RuntimeError):
         self.previous, self.new, self.max_abs_diff = previous, new, max_abs_diff
 
 
-# -- backbones --------------------------------------------------------------------------------------
+# -- backbones -------------------------------------------------------------------------------------
 
 _WAYS_OUT = (
     "pass a local checkpoint (--weights PATH.pth|.safetensors), warm the cache on a connected "
@@ -280,7 +280,7 @@ class MissingExtra(VbstoreError, ImportError):
         self.extra = extra
 
 
-# -- tasks ------------------------------------------------------------------------------------------
+# -- tasks -----------------------------------------------------------------------------------------
 
 class UnknownTask(VbstoreError, KeyError):
     """A task name that no registered task has."""
@@ -316,7 +316,7 @@ class TrainingDiverged(VbstoreError, ArithmeticError):
     exit_code = 2
 
 
-# -- remotes ----------------------------------------------------------------------------------------
+# -- remotes ---------------------------------------------------------------------------------------
 
 # Environment variables whose values must never appear in a message, record or card.
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -455,7 +455,7 @@ class NotAHead(VbstoreError, ValueError):
         self.oid = oid
 
 
-# -- suites -----------------------------------------------------------------------------------------
+# -- suites ----------------------------------------------------------------------------------------
 
 # Visin's CI exit codes, which vbstore's other codes were renumbered around (docs/cli.md).
 EXIT_NOT_RANKED = 3  # `evaluate --require-ranked`: recorded, but its suite cannot rank it

@@ -19,4 +19,5 @@ def test_every_exit_code_raised_is_documented():
         obj = getattr(errors, name)
         if isinstance(obj, type) and issubclass(obj, errors.VbstoreError):
             assert obj.exit_code in documented, name
-            assert obj.__doc__ and obj.__doc__.strip(), f"{name} has no docstring"
+            assert obj.__doc__, f"{name} has no docstring"
+            assert obj.__doc__.strip(), f"{name} has no docstring"

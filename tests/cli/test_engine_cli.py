@@ -16,7 +16,8 @@ TINY = ["--weights", "random", "--input-size", "32"]
 def shapes(tmp_path_factory):
     from vbstore.data import make_shapes
 
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=4, seed=1, size=32))
+    folder = tmp_path_factory.mktemp("data") / "shapes"
+    return str(make_shapes(folder, per_class=4, seed=1, size=32))
 
 
 @pytest.fixture
@@ -30,25 +31,30 @@ def run(tmp_path):
     return invoke
 
 
+DEMO = ("demo", "--backbone", "test_cnn", "--input-size", "32")
+
+
 def test_demo_runs_offline_and_answers_from_cache(run):
-    result = run("demo", "--backbone", "test_cnn", "--per-class", "3", "--input-size", "32", "--json")
+    result = run(*DEMO, "--per-class", "3", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["weights"] == "random" and "pretrained weights unavailable" in summary["note"]
-    assert summary["chance"] == pytest.approx(0.2) and 0 <= summary["top1"] <= 1
-    assert summary["cached"] and not summary["first_from_cache"]
-    again = json.loads(run("demo", "--backbone", "test_cnn", "--per-class", "3", "--input-size", "32",
-                           "--json").stdout)
-    assert again["first_from_cache"] and again["result"] == summary["result"]
-    text = run("demo", "--backbone", "test_cnn", "--per-class", "3", "--input-size", "32").output
-    assert "vs chance 0.200" in text and "vbstore why" in text
+    assert summary["weights"] == "random"
+    assert "pretrained weights unavailable" in summary["note"]
+    assert summary["chance"] == pytest.approx(0.2)
+    assert 0 <= summary["top1"] <= 1
+    assert summary["cached"]
+    assert not summary["first_from_cache"]
+    again = json.loads(run(*DEMO, "--per-class", "3", "--json").stdout)
+    assert again["first_from_cache"]
+    assert again["result"] == summary["result"]
+    text = run(*DEMO, "--per-class", "3").output
+    assert "vs chance 0.200" in text
+    assert "vbstore why" in text
 
 
 def test_demo_noise_changes_the_data(run):
-    clean = json.loads(run("demo", "--backbone", "test_cnn", "--per-class", "2", "--input-size", "32",
-                           "--json").stdout)
-    noisy = json.loads(run("demo", "--backbone", "test_cnn", "--per-class", "2", "--input-size", "32",
-                           "--noise", "1", "--json").stdout)
+    clean = json.loads(run(*DEMO, "--per-class", "2", "--json").stdout)
+    noisy = json.loads(run(*DEMO, "--per-class", "2", "--noise", "1", "--json").stdout)
     assert clean["result"] != noisy["result"]
 
 
@@ -58,19 +64,25 @@ def test_get_result_text_json_and_errors(run, shapes):
     first = run(*args, "--json")
     assert first.exit_code == 0, first.output
     record = json.loads(first.stdout)["record"]
-    assert record["params"]["k"] == 3 and set(record["metrics"]) == {"top1", "top5"}
+    assert record["params"]["k"] == 3
+    assert set(record["metrics"]) == {"top1", "top5"}
     text = run(*args).output
-    assert "cached" in text and "top1" in text
+    assert "cached" in text
+    assert "top1" in text
     zero_shot = run("get", "result", "-b", "test_cnn", *TINY, "-t", "retrieval", "-d", shapes,
                     "--split", "val", "--train-data", shapes)
-    assert zero_shot.exit_code == 2 and "drop --train-data" in zero_shot.output
+    assert zero_shot.exit_code == 2
+    assert "drop --train-data" in zero_shot.output
     missing = run("get", "result", "-b", "test_cnn", *TINY, "-t", "classification", "-d", shapes,
                   "--split", "val")
-    assert missing.exit_code == 2 and "--train-data" in missing.output
+    assert missing.exit_code == 2
+    assert "--train-data" in missing.output
     unknown = run("get", "result", "-b", "test_cnn", *TINY, "-t", "clasification", "-d", shapes)
-    assert unknown.exit_code == 9 and "did you mean 'classification'" in unknown.output
+    assert unknown.exit_code == 9
+    assert "did you mean 'classification'" in unknown.output
     bad_param = run(*args[:-2], "-p", "k=zero")
-    assert bad_param.exit_code == 2 and "'k'" in bad_param.output
+    assert bad_param.exit_code == 2
+    assert "'k'" in bad_param.output
 
 
 def test_export_has_each_tasks_own_columns(run, shapes):
@@ -84,11 +96,14 @@ def test_export_has_each_tasks_own_columns(run, shapes):
     assert {"top1", "recall@1", "mean_average_precision"} <= columns
     assert "acc1" not in columns  # no column for a metric no result has
     knn = next(r for r in table if r["task"] == "knn")
-    assert knn["recall@1"] == "" and float(knn["top1"]) >= 0
+    assert knn["recall@1"] == ""
+    assert float(knn["top1"]) >= 0
     markdown = run("export", "results", "--format", "md").stdout
-    assert "## knn" in markdown and "## retrieval" in markdown
+    assert "## knn" in markdown
+    assert "## retrieval" in markdown
     assert "recall@1" not in markdown.split("## retrieval")[0]
-    only = [json.loads(line) for line in run("export", "results", "--format", "jsonl", "--task", "knn").stdout.splitlines()]
+    jsonl = run("export", "results", "--format", "jsonl", "--task", "knn").stdout
+    only = [json.loads(line) for line in jsonl.splitlines()]
     assert [r["task"] for r in only] == ["knn"]
     listing = json.loads(run("ls", "results", "--json").stdout)
     assert len(listing) == 2
@@ -103,7 +118,8 @@ def test_sweep_is_resumable(run, shapes, tmp_path):
     first = run(*args)
     assert first.exit_code == 0, first.output
     rows = json.loads(first.stdout)
-    assert len(rows) == 4 and not any(r["from_cache"] for r in rows)
+    assert len(rows) == 4
+    assert not any(r["from_cache"] for r in rows)
     again = json.loads(run(*args).stdout)
     assert all(r["from_cache"] for r in again)
     assert [r["id"] for r in again] == [r["id"] for r in rows]
@@ -117,29 +133,35 @@ def test_list_and_get_features_and_manifest(run, shapes):
             "zeroshot_retrieval"} <= {t["name"] for t in tasks}
     manifest = json.loads(run("get", "manifest", shapes, "--split", "val", "--json").stdout)
     assert manifest["samples"] == 20
-    feats = run("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val", "--json")
+    features_args = ("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val")
+    feats = run(*features_args, "--json")
     assert feats.exit_code == 0, feats.output
     info = json.loads(feats.stdout)
-    assert info["manifest"] == manifest["id"] and not info["from_cache"]
-    assert json.loads(run("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val",
-                          "--json").stdout)["from_cache"]
+    assert info["manifest"] == manifest["id"]
+    assert not info["from_cache"]
+    assert json.loads(run(*features_args, "--json").stdout)["from_cache"]
 
 
 def test_user_mistakes_get_one_line_errors(run, shapes):
     base = ["get", "result", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val"]
     no_cuda = run("get", "features", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val",
                   "--device", "cuda:7")
-    assert no_cuda.exit_code == 2 and "not available on this machine" in no_cuda.output
+    assert no_cuda.exit_code == 2
+    assert "not available on this machine" in no_cuda.output
     assert run("get", "features", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val",
                "--device", "gpu").exit_code == 2
     text_task = run(*base, "-t", "zeroshot_classification")
-    assert text_task.exit_code == 2 and "needs a CLIP backbone" in text_task.output
+    assert text_task.exit_code == 2
+    assert "needs a CLIP backbone" in text_task.output
     no_split = run(*base, "-t", "knn", "--train-data", shapes)
-    assert no_split.exit_code == 2 and "--train-split" in no_split.output
+    assert no_split.exit_code == 2
+    assert "--train-split" in no_split.output
     no_weights = run("get", "features", "-b", "test_cnn", "-d", shapes, "--split", "val")
-    assert no_weights.exit_code == 2 and "--weights random" in no_weights.output
+    assert no_weights.exit_code == 2
+    assert "--weights random" in no_weights.output
     for result in (no_cuda, text_task, no_split, no_weights):
-        assert result.output.count("\n") == 1 and "Traceback" not in result.output
+        assert result.output.count("\n") == 1
+        assert "Traceback" not in result.output
 
 
 def test_cached_features_and_heads_do_not_import_torch(tmp_path, shapes):
@@ -158,10 +180,12 @@ def test_cached_features_and_heads_do_not_import_torch(tmp_path, shapes):
     for args in commands:
         first = subprocess.run([sys.executable, "-c", code, "--store", store, *args],
                                capture_output=True, text=True)
-        assert first.returncode == 0 and "TORCH True" in first.stdout, first.stderr
+        assert first.returncode == 0, first.stderr
+        assert "TORCH True" in first.stdout, first.stderr
         again = subprocess.run([sys.executable, "-c", code, "--store", store, *args],
                                capture_output=True, text=True)
-        assert again.returncode == 0 and "TORCH False" in again.stdout, again.stdout + again.stderr
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "TORCH False" in again.stdout, again.stdout + again.stderr
         assert "cached" in again.stdout
 
 
@@ -177,4 +201,5 @@ def test_broken_pipe_is_quiet(tmp_path):
     script = f"{sys.executable} -m vbstore --store {store} cat {oid} | head -c 10 >/dev/null; " \
              "echo ${PIPESTATUS[0]}"
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
-    assert proc.stdout.strip() == "0" and "error" not in proc.stderr, proc.stderr
+    assert proc.stdout.strip() == "0", proc.stderr
+    assert "error" not in proc.stderr, proc.stderr

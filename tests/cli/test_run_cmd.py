@@ -14,7 +14,8 @@ TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
 def shapes(tmp_path_factory):
     from vbstore.data import make_shapes
 
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=2, size=32))
+    folder = tmp_path_factory.mktemp("data") / "shapes"
+    return str(make_shapes(folder, per_class=3, seed=2, size=32))
 
 
 @pytest.fixture

@@ -21,10 +21,19 @@ def run(tmp_path):
     return invoke
 
 
+def suite_json(slug: str, version) -> str:
+    """A minimal suite document: knn on external data, one condition, one headline metric."""
+    return json.dumps({"kind": "suite", "slug": slug, "name": slug, "version": version,
+                       "protocol": {"task": "knn", "data": {"kind": "external"},
+                                    "conditions": [{"name": "val", "sampleCount": 2}],
+                                    "metrics": [{"key": "top1", "headline": True}]}})
+
+
 def test_every_command_has_help_text():
     def walk(group, prefix):
         for name, command in group.commands.items():
-            assert command.help and command.help.strip(), f"{prefix} {name} has no help"
+            assert command.help, f"{prefix} {name} has no help"
+            assert command.help.strip(), f"{prefix} {name} has no help"
             if isinstance(command, click.Group):
                 walk(command, f"{prefix} {name}")
 
@@ -44,22 +53,22 @@ def test_every_command_takes_json():
 
 def test_put_show_ls_tag_why_cat(run, tmp_path):
     doc = tmp_path / "suite.json"
-    doc.write_text(json.dumps({"kind": "suite", "slug": "demo", "name": "demo", "version": 1, "protocol": {
-        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
-        "metrics": [{"key": "top1", "headline": True}]}}))
+    doc.write_text(suite_json("demo", 1))
     result = run("put", str(doc), "--json")
     assert result.exit_code == 0, result.output
     oid = json.loads(result.output)["id"]
     assert json.loads(result.output)["kind"] == "suite"
     assert run("tag", "my-suite", oid[:8]).exit_code == 0
     shown = json.loads(run("show", "my-suite", "--json").output)
-    assert shown["content"]["name"] == "demo" and shown["refs"] == ["my-suite"]
+    assert shown["content"]["name"] == "demo"
+    assert shown["refs"] == ["my-suite"]
     listing = json.loads(run("ls", "suite", "--json").output)
     assert [row["id"] for row in listing] == [oid]
     assert "demo@1 demo" in run("ls").output
     assert json.loads(run("cat", oid).output)["name"] == "demo"
     tree = json.loads(run("why", oid, "--json").output)
-    assert tree["id"] == oid and tree["kind"] == "suite"
+    assert tree["id"] == oid
+    assert tree["kind"] == "suite"
 
 
 def test_why_prints_lineage(run, tmp_path):
@@ -86,26 +95,25 @@ def test_errors_are_one_line_with_documented_exit_codes(run, tmp_path):
     assert result.output.startswith("error: no object matches 'deadbeef'")
     bad = tmp_path / "bad.json"
     # Visin's suites have integer versions: a string version is refused, naming the field
-    bad.write_text(json.dumps({"kind": "suite", "slug": "x", "name": "x", "version": "1", "protocol": {
-        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
-        "metrics": [{"key": "top1", "headline": True}]}}))
+    bad.write_text(suite_json("x", "1"))
     result = run("put", str(bad))
-    assert result.exit_code == 2 and "at version" in result.output
+    assert result.exit_code == 2
+    assert "at version" in result.output
 
 
 def test_json_errors_are_one_json_object(run, tmp_path):
     result = run("show", "deadbeef", "--json")
     assert result.exit_code == 9
     error = json.loads(result.stdout)
-    assert error == {"error": "no object matches 'deadbeef'", "hint": "list objects with: vbstore ls",
+    assert error == {"error": "no object matches 'deadbeef'",
+                     "hint": "list objects with: vbstore ls",
                      "exit_code": 9, "type": "ObjectNotFound"}
     usage = run("gc", "--max-size", "lots", "--json")  # a click usage error too
     assert usage.exit_code == 2
-    assert json.loads(usage.stdout)["exit_code"] == 2 and "lots" in json.loads(usage.stdout)["error"]
+    assert json.loads(usage.stdout)["exit_code"] == 2
+    assert "lots" in json.loads(usage.stdout)["error"]
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({"kind": "suite", "slug": "x", "name": "x", "version": 1, "protocol": {
-        "task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 2}],
-        "metrics": [{"key": "top1", "headline": True}]}}))
+    suite.write_text(suite_json("x", 1))
     oid = run("put", str(suite)).output.strip()
     from vbstore import Store
 
@@ -114,13 +122,15 @@ def test_json_errors_are_one_json_object(run, tmp_path):
     os.chmod(path, 0o644)
     path.write_bytes(path.read_bytes().replace(b'"x"', b'"y"'))
     corrupt = json.loads(run("show", oid, "--json").stdout)
-    assert corrupt["exit_code"] == 10 and "fsck --repair" in corrupt["hint"]
+    assert corrupt["exit_code"] == 10
+    assert "fsck --repair" in corrupt["hint"]
 
 
 def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     oid = run("put", "-", input="payload").output.strip()
     assert run("fsck").exit_code == 0
-    assert json.loads(run("gc", "--grace", "0", "--dry-run", "--json").output)["removed"][0]["id"] == oid
+    dry = json.loads(run("gc", "--grace", "0", "--dry-run", "--json").output)
+    assert dry["removed"][0]["id"] == oid
     from vbstore import Store
 
     with Store(tmp_path / "s") as s:
@@ -128,7 +138,8 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     os.chmod(path, 0o644)
     path.write_bytes(b"tampered")
     result = run("fsck")
-    assert result.exit_code == 1 and "CORRUPT" in result.output
+    assert result.exit_code == 1
+    assert "CORRUPT" in result.output
     assert run("cat", oid).exit_code == 10
     usage = json.loads(run("du", "--json").output)
     assert usage["kinds"]["blob"]["count"] == 1
@@ -139,7 +150,8 @@ def test_debug_shows_traceback(tmp_path):
     env = dict(os.environ, VBSTORE_DEBUG="1", VBSTORE_HOME=str(tmp_path))
     proc = subprocess.run([sys.executable, "-m", "vbstore", "show", "abcdef"],
                           capture_output=True, text=True, env=env)
-    assert proc.returncode != 0 and "Traceback" in proc.stderr
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr
 
 
 def test_cli_does_not_import_torch():

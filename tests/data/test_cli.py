@@ -1,37 +1,16 @@
 import json
 
-import click
 import pytest
 from click.testing import CliRunner
 
 from vbstore.cli import cli
-from vbstore.cli._common import VbstoreGroup
 from vbstore.cli.data_cmds import manifest_cmd
-
-
-def _root_group():
-    """``vbstore`` itself once it has ``get manifest``; until then a stand-in with --store."""
-    get = cli.commands.get("get")
-    if isinstance(get, click.Group) and "manifest" in get.commands:
-        return cli
-
-    @click.group(cls=VbstoreGroup)
-    @click.option("--store", "store", default=None)
-    def root(store):
-        """Stand-in root."""
-
-    @root.group("get")
-    def get_group():
-        """Stand-in get."""
-
-    get_group.add_command(manifest_cmd)
-    return root
 
 
 @pytest.fixture
 def run(tmp_path):
-    runner, group, store = CliRunner(), _root_group(), str(tmp_path / "s")
-    return lambda *args: runner.invoke(group, ["--store", store, "get", "manifest", *args])
+    runner, store = CliRunner(), str(tmp_path / "s")
+    return lambda *args: runner.invoke(cli, ["--store", store, "get", "manifest", *args])
 
 
 def test_manifest_json(run, image_folder):
@@ -73,7 +52,7 @@ def test_bad_input_is_one_line_with_its_exit_code(run, image_folder):
 
 
 def test_help_text():
-    result = CliRunner().invoke(manifest_cmd, ["--help"])
+    result = CliRunner().invoke(cli, ["get", "manifest", "--help"])
     assert result.exit_code == 0
     assert "--limit" in result.output
     assert manifest_cmd.help

@@ -158,5 +158,7 @@ def test_unchanged_listing_reuses_its_manifest_and_a_relabel_does_not(store, pic
     assert built == []  # same listing, same file states: nothing hashed or re-encoded
     csv_path.write_text("image,label\nimg/0.jpg,owl\nimg/1.jpg,bat\n")
     relabelled = load_manifest(store, csv_path)
-    assert built == [1] and relabelled.id != first.id
-    assert relabelled.labels() == [1, 0] and relabelled.classes == ["bat", "owl"]
+    assert built == [1]
+    assert relabelled.id != first.id
+    assert relabelled.labels() == [1, 0]
+    assert relabelled.classes == ["bat", "owl"]

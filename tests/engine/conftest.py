@@ -6,7 +6,8 @@ def shapes(tmp_path_factory):
     """A small generated shapes dataset: train and val splits of five classes."""
     from vbstore.data import make_shapes
 
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=6, seed=3, size=32))
+    folder = tmp_path_factory.mktemp("data") / "shapes"
+    return str(make_shapes(folder, per_class=6, seed=3, size=32))
 
 
 @pytest.fixture

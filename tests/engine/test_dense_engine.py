@@ -1,4 +1,7 @@
-"""The engine's dense path: pack-backed splits, aligned targets, verified bytes, a dense task end to end."""
+"""The engine's dense path.
+
+Pack-backed splits, aligned targets, verified bytes, a dense task end to end.
+"""
 
 from __future__ import annotations
 
@@ -98,7 +101,8 @@ def _split(result):
 def test_split_rows_and_targets_match_an_independent_reading(dense_data):
     result = _features(dense_data)
     split = _split(result)
-    assert len(split) == 4 and split.layers == (-2, -1)
+    assert len(split) == 4
+    assert split.layers == (-2, -1)
     batches = list(split.batches(3))
     assert [len(b.index) for b in batches] == [3, 1]
     for i, layer in enumerate((-2, -1)):
@@ -162,7 +166,8 @@ def test_dense_task_end_to_end_and_cached(dense_data):
     assert first.record.extractor["mode"] == "dense"
     second = vbstore.get_result("test_vit", "test_pixel_prior", dense_data, dense_data, split="val",
                                 train_split="train", weights="random", progress=False)
-    assert second.from_cache and second.id == first.id
+    assert second.from_cache
+    assert second.id == first.id
 
 
 SCENES = "scenes:per_split=6,size=32"
@@ -173,10 +178,13 @@ DENSE_KW = dict(split="val", train_split="train", weights="random", progress=Fal
     ("semantic_segmentation", "labels", {"num_classes": 5, "epochs": 2}, "visbench_semantic_seg"),
     ("depth", "depth", {"target_scale": 1000.0, "epochs": 2}, "probe3d"),
     ("surface_normal", "normals", {"epochs": 1}, "probe3d"),
+    # targets from the pixels: the images are read alone, beside target folders
+    ("orientation", None, {"epochs": 1}, "gradient_orientation"),
+    ("corner", None, {"epochs": 1}, "shi_tomasi_corner"),
 ])
 def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
     """The built-in dense probes through the engine: packs, aligned targets, a cached answer."""
-    kw = dict(DENSE_KW, data_options={"target": target}, params=params)
+    kw = dict(DENSE_KW, data_options={"target": target} if target else None, params=params)
     first = vbstore.get_result("test_vit", task, SCENES, SCENES, **kw)
     assert first.record.protocol == protocol
     assert first.record.extractor["mode"] == "dense"
@@ -194,7 +202,8 @@ def test_depth_png_without_a_scale_is_refused():
 
 
 def test_binary_masks_stored_as_0_255_are_named_not_learned_as_background():
-    """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the fix."""
+    """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the
+    fix."""
     from vbstore.errors import TaskInputError
     from vbstore.tasks import TensorSplit, get_task
 
@@ -206,3 +215,25 @@ def test_binary_masks_stored_as_0_255_are_named_not_learned_as_background():
         task.fit_split(split, {"epochs": 1}, seed=0)
     head, _ = task.fit_split(split, {"epochs": 1, "ignore_index": -1}, seed=0)
     assert head
+
+
+def test_streaming_memory_does_not_grow_with_the_dataset(tmp_path):
+    """Peak Python/numpy allocations while streaming a split: about the same at N and 4N images."""
+    import tracemalloc
+
+    peaks = {}
+    for n in (8, 32):
+        data = f"scenes:per_split={n},size=32"
+        result = vbstore.get_features("test_vit", data, split="val", weights="random", mode="dense",
+                                      progress=False, data_options={"target": "depth"})
+        from vbstore.engine import PackSplit
+
+        split = PackSplit(result.backbone.store, result.id, result.manifest,
+                          result.backbone.doc["preprocessing"], "depth_map", 1000.0, "cpu")
+        next(split.batches(4))  # open and verify the packs before measuring
+        tracemalloc.start()
+        for _batch in split.batches(4):
+            pass
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks[32] < 1.5 * peaks[8], peaks

@@ -10,11 +10,13 @@ from vbstore.features import Features
 def test_second_get_features_does_no_forward(store, shapes, forwards):
     first = vbstore.get_features("test_vit", shapes, split="val", weights="random", store=store,
                                  input_size=32, progress=False)
-    assert not first.from_cache and first.stats["extracted"] == 30
+    assert not first.from_cache
+    assert first.stats["extracted"] == 30
     forwards.clear()
     second = vbstore.get_features("test_vit", shapes, split="val", weights="random", store=store,
                                   input_size=32, progress=False)
-    assert second.from_cache and second.id == first.id
+    assert second.from_cache
+    assert second.id == first.id
     assert forwards == []
     x = second.features.pooled()
     assert x.shape == (30, first.backbone.doc["geometry"]["embed_dim"])
@@ -31,7 +33,8 @@ def test_same_image_through_two_datasets_is_extracted_once(store, shapes, tmp_pa
     b = vbstore.get_features("test_cnn", str(other), weights="random", store=store, input_size=32,
                              progress=False)
     assert forwards == []  # every image of the second dataset was already extracted
-    assert b.stats["reused"] == 12 and b.stats["extracted"] == 0
+    assert b.stats["reused"] == 12
+    assert b.stats["extracted"] == 0
     names_a = [s["name"] for s in a.manifest.doc["samples"]]
     names_b = [s["name"] for s in b.manifest.doc["samples"]]
     xa, xb = a.features.pooled(), b.features.pooled()
@@ -44,7 +47,8 @@ def test_layers_modes_and_precision_are_separate_extractors(store, shapes, forwa
     both = vbstore.get_features("test_vit", shapes, layers=[0, -1], mode="both", **kw)
     assert both.stats["forward_passes"] == 1  # all layers from one forward per batch
     feats = Features(store, both.id)
-    assert feats.dense(0).dtype == torch.float16 and feats.dense(0).ndim == 4
+    assert feats.dense(0).dtype == torch.float16
+    assert feats.dense(0).ndim == 4
     assert feats.pooled(0).shape[0] == 10
     bf16 = vbstore.get_features("test_vit", shapes, precision="bf16", **kw)
     fp32 = vbstore.get_features("test_vit", shapes, **kw)
@@ -60,10 +64,12 @@ def test_missing_pack_is_recomputed(store, shapes, forwards):
     store.put_json({"task": "t", "op_version": 1, "metrics": {}, "params": {}, "inputs": {}},
                    "result", edges={"features": first.id})
     report = store.gc(grace=0, max_size=0)
-    assert [o["kind"] for o in report.evicted] == ["pack"] and report.removed == []
+    assert [o["kind"] for o in report.evicted] == ["pack"]
+    assert report.removed == []
     forwards.clear()
     again = vbstore.get_features("test_cnn", shapes, **kw)
-    assert not again.from_cache and again.stats["extracted"] == 30
+    assert not again.from_cache
+    assert again.stats["extracted"] == 30
     after = again.features.pooled()
     assert torch.equal(after, before)
     assert again.id == first.id  # packs are canonical bytes: the same features, the same ids
@@ -74,7 +80,8 @@ def test_custom_backbone_module(store, shapes):
     from vbstore.backbones import BackboneCfg
 
     backbone = vbstore.CustomBackbone(conv, BackboneCfg(input_size=32, resize=32), name="tiny_conv")
-    result = vbstore.get_features(backbone, shapes, split="val", store=store, limit=1, progress=False)
+    result = vbstore.get_features(backbone, shapes, split="val", store=store, limit=1,
+                                  progress=False)
     assert result.features.pooled().shape == (5, 8)
     weights = store.read_json(result.backbone.doc["weights"])
     assert weights["tensor_hash"] == vbstore.tensor_identity(conv.state_dict())
@@ -86,24 +93,28 @@ def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):
     root = tmp_path / "bad" / "cls"
     root.mkdir(parents=True)
     (root / "a.jpg").write_bytes(b"\xff\xd8\xff\xe0 definitely not a jpeg")
-    with pytest.raises(BadInput, match="a.jpg"):
+    with pytest.raises(BadInput, match=r"a\.jpg"):
         vbstore.get_features("test_cnn", str(tmp_path / "bad"), weights="random", store=store,
                              progress=False)
     assert [o.kind for o in store.ls()] in ([], ["weights", "backbone"])
 
 
-@pytest.mark.parametrize("spec", ["test_vit", "test_cnn", "torchvision:resnet18", "timm:vit_tiny_patch16_224"])
+@pytest.mark.parametrize(
+    "spec", ["test_vit", "test_cnn", "torchvision:resnet18", "timm:vit_tiny_patch16_224"])
 def test_bf16_runs_a_bfloat16_copy_and_leaves_the_model_alone(spec):
     from vbstore.backbones import build_backbone
 
     backbone = build_backbone(spec, weights="random", input_size=32)
     twin = backbone.in_bfloat16()
-    assert twin.dtype == torch.bfloat16 and backbone.dtype == torch.float32
+    assert twin.dtype == torch.bfloat16
+    assert backbone.dtype == torch.float32
     x = torch.randn(2, 3, 32, 32)
     layers = [0, -1]  # intermediate blocks too: hooks must land in the copy
     fp32 = backbone.extract(x, layers=layers)["layers"]
     bf16 = twin.extract(x, layers=layers)["layers"]
     for layer in layers:
         a, b = fp32[layer]["pooled"], bf16[layer]["pooled"]
-        assert b.dtype == torch.bfloat16 and a.dtype == torch.float32
-        assert torch.allclose(a, b.float(), atol=0.15, rtol=0.15) and not torch.equal(a, b.float())
+        assert b.dtype == torch.bfloat16
+        assert a.dtype == torch.float32
+        assert torch.allclose(a, b.float(), atol=0.15, rtol=0.15)
+        assert not torch.equal(a, b.float())

@@ -22,24 +22,36 @@ EXT = ExtractorParams(layers=(-1,), pooling="gap", mode="pooled", precision="fp3
 def test_result_keys():
     knn = get_task("knn")
     trained = result_spec(knn, knn.resolve_params({"k": 3}), A, B, C, None, [0], EXT, True)
-    assert derivation_key(trained) == "6b99d1dff944592c07a08166f1d9ea09fda87b5dcca551e645cc007a18012c5f"
+    assert derivation_key(trained) == (
+        "6b99d1dff944592c07a08166f1d9ea09fda87b5dcca551e645cc007a18012c5f"
+    )
     with_head = result_spec(knn, knn.resolve_params({}), A, B, None, D, [0, 1], EXT, False)
-    assert derivation_key(with_head) == "bb2fec21ac1bd8c9475e6bbc773c18f27d061175566078781d3ef406dd5dc5a2"
+    assert derivation_key(with_head) == (
+        "bb2fec21ac1bd8c9475e6bbc773c18f27d061175566078781d3ef406dd5dc5a2"
+    )
 
 
 def test_head_and_featureset_keys():
     knn = get_task("knn")
     head = head_spec(knn, knn.resolve_params({}), C, 0)
-    assert derivation_key(head) == "cf37e3f1994cd5bc614f3f637ae2f5fb9d767026a24c1821ec19c2659fe781e4"
+    assert derivation_key(head) == (
+        "cf37e3f1994cd5bc614f3f637ae2f5fb9d767026a24c1821ec19c2659fe781e4"
+    )
     features = featureset_spec(A, B, EXT)
-    assert derivation_key(features) == "32f638a00d4eb5b94421f34810bcd926ec006e689bf836a258a1d85d82e19560"
+    assert derivation_key(features) == (
+        "32f638a00d4eb5b94421f34810bcd926ec006e689bf836a258a1d85d82e19560"
+    )
 
 
 def test_tensor_identity():
     tensors = {"w": np.array([[1, 2], [3, 4]], np.float32), "b": np.array([7], np.int64)}
-    assert tensor_identity(tensors) == "f2633d255e04b1e93e3e47cd64cf290938597773dac296b24b5a180ba3420cc6"
+    assert tensor_identity(tensors) == (
+        "f2633d255e04b1e93e3e47cd64cf290938597773dac296b24b5a180ba3420cc6"
+    )
 
 
 def test_float_formatting():
     doc = {"a": 0.1, "b": 1e-07, "c": 1.0, "d": 2.5e16, "e": -0.0, "f": 1 / 3}
-    assert canonical.dumps(doc) == b'{"a":0.1,"b":1e-07,"c":1.0,"d":2.5e+16,"e":-0.0,"f":0.3333333333333333}'
+    assert canonical.dumps(doc) == (
+        b'{"a":0.1,"b":1e-07,"c":1.0,"d":2.5e+16,"e":-0.0,"f":0.3333333333333333}'
+    )

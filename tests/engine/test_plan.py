@@ -34,14 +34,15 @@ def _request(shapes, **params):
 
 
 @pytest.mark.parametrize(("flag", "expected"), [
-    ("seed=3", "'seed' is not a parameter of task 'knn' but an option of vbstore itself; use --seed"),
+    ("seed=3",
+     "'seed' is not a parameter of task 'knn' but an option of vbstore itself; use --seed"),
     ("weights=x", "use --weights instead"),
     ("kk=3", "task 'knn' has no parameter 'kk'"),
     ("epochs=3", "task 'knn' has no parameter 'epochs'"),  # a parameter of another task
 ])
 def test_task_parameter_mistakes_are_one_line_errors(tmp_path, shapes, flag, expected):
-    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS, "-d", shapes,
-                                      "--train-data", shapes, "-p", flag])
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS,
+                                      "-d", shapes, "--train-data", shapes, "-p", flag])
     assert result.exit_code == 2, result.output
     assert expected in result.output
     assert "Traceback" not in result.output
@@ -56,10 +57,11 @@ def test_requests_are_frozen_and_validated():
         probe.seed = 2  # type: ignore[misc]
     with pytest.raises(UsageError, match="seeds must be an integer >= 1"):
         ProbeRequest("knn", seeds=0)
-    with pytest.raises(UsageError, match="layers .* name a layer twice"):
+    with pytest.raises(UsageError, match=r"layers .* name a layer twice"):
         BackboneRequest("test_cnn", layers=(-1, -1))
     with pytest.raises(UsageError, match="zero-shot and takes no training data"):
-        ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("retrieval"), DataRef("x"), DataRef("y"))
+        ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("retrieval"), DataRef("x"),
+                      DataRef("y"))
     with pytest.raises(UsageError, match="trains a head on training data"):
         ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("knn"), DataRef("x"))
 
@@ -112,8 +114,8 @@ def test_dry_run_computes_nothing_and_imports_no_torch_when_cached(tmp_path, sha
 
 
 def test_dry_run_json(tmp_path, shapes):
-    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS, "-d", shapes,
-                                      "--train-data", shapes, "--dry-run", "--json"])
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", *ARGS,
+                                      "-d", shapes, "--train-data", shapes, "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [s["op"] for s in data["steps"]] == ["backbone", "manifest", "manifest", "featureset",

@@ -14,17 +14,22 @@ def test_cached_result_and_second_task_share_features(store, shapes, forwards):
     first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     assert not first.from_cache
     assert set(first.metrics) == {"top1", "top5"}
-    assert 0 <= first.metrics["top1"] <= 1 and "train_top1" in first.record.train_metrics
+    assert 0 <= first.metrics["top1"] <= 1
+    assert "train_top1" in first.record.train_metrics
     assert first.record.weights_kind == "random"
-    assert first.record.versions["torch"] and first.record.device.startswith("cpu")
+    assert first.record.versions["torch"]
+    assert first.record.device.startswith("cpu")
     for key in ("backbone", "weights", "eval_manifest", "train_manifest", "eval_features",
                 "train_features", "head"):
         assert key in first.record.inputs, key
     forwards.clear()
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
-    assert again.from_cache and again.id == first.id and forwards == []
+    assert again.from_cache
+    assert again.id == first.id
+    assert forwards == []
     knn = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 5}, **KW)
-    assert forwards == [] and knn.record.features_from_cache
+    assert forwards == []
+    assert knn.record.features_from_cache
     assert knn.record.params["k"] == 5
 
 
@@ -46,7 +51,7 @@ def test_result_lineage_reaches_weights_and_manifests(store, shapes):
 
 
 def test_data_argument_errors(store, shapes):
-    with pytest.raises(UsageError, match="zero-shot.*--train-data"):
+    with pytest.raises(UsageError, match=r"zero-shot.*--train-data"):
         vbstore.get_result("test_cnn", "retrieval", shapes, shapes, store=store, **KW)
     with pytest.raises(UsageError, match="--train-data"):
         vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
@@ -57,10 +62,13 @@ def test_data_argument_errors(store, shapes):
 
 
 def test_seeds_aggregate_and_recompute(store, shapes):
-    result = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3, **KW)
+    result = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
+                                seeds=3, **KW)
     agg = result.record.aggregate["top1"]
-    assert agg["n"] == 3 and agg["ci_low"] <= agg["mean"] <= agg["ci_high"]
-    assert result.record.seeds == [0, 1, 2] and len(result.record.inputs) >= 9
+    assert agg["n"] == 3
+    assert agg["ci_low"] <= agg["mean"] <= agg["ci_high"]
+    assert result.record.seeds == [0, 1, 2]
+    assert len(result.record.inputs) >= 9
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3,
                                recompute=True, **KW)
     assert again.reproduced["previous"] == result.id
@@ -68,8 +76,9 @@ def test_seeds_aggregate_and_recompute(store, shapes):
 
 
 def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
-    args = [sys.executable, "-m", "vbstore", "--store", str(tmp_path), "get", "result", "-b", "test_cnn",
-            "-t", "classification", "-d", shapes, "--split", "val", "--train-data", shapes,
+    args = [sys.executable, "-m", "vbstore", "--store", str(tmp_path), "get", "result",
+            "-b", "test_cnn", "-t", "classification", "-d", shapes, "--split", "val",
+            "--train-data", shapes,
             "--train-split", "train", "--weights", "random", "--input-size", "32", "--json"]
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
@@ -83,18 +92,20 @@ def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
 
 def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):
     args = ["--store", str(tmp_path), "get", "result", "-b", "test_cnn", "-t", "knn", "-d", shapes,
-            "--split", "val", "--train-data", shapes, "--train-split", "train", "--weights", "random",
-            "--input-size", "32", "--json"]
+            "--split", "val", "--train-data", shapes, "--train-split", "train",
+            "--weights", "random", "--input-size", "32", "--json"]
     first = subprocess.run([sys.executable, "-m", "vbstore", *args], capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     code = ("import sys, json, vbstore.cli\n"
             "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
-            "finally:\n    print(json.dumps(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules)))")
+            "finally:\n    print(json.dumps(sorted(m for m in ('torch', 'timm', 'open_clip')"
+            " if m in sys.modules)))")
     second = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
     out = second.stdout
     record, imported = json.loads(out[: out.rindex("[")]), json.loads(out[out.rindex("["):])
-    assert record["from_cache"] and imported == []
+    assert record["from_cache"]
+    assert imported == []
     assert record["id"] == json.loads(first.stdout)["id"]
 
 
@@ -109,7 +120,8 @@ def test_head_for_another_input_size_is_refused(store, shapes):
                            weights="random", input_size=48, head=head.id, progress=False)
     same = vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
                               weights="random", input_size=32, head=head.id, progress=False)
-    assert same.record.inputs["head"] == head.id and same.record.comparable
+    assert same.record.inputs["head"] == head.id
+    assert same.record.comparable
 
 
 def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):
@@ -122,12 +134,14 @@ def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):
     assert stale.id == seed1.id
     with pytest.raises(BackboneDrift, match="run the command again"):
         stale.load()
-    assert resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32).id == seed0.id
+    fresh = resolve_backbone(store, "test_cnn", weights="random", seed=0, input_size=32)
+    assert fresh.id == seed0.id
 
 
 def test_damaged_registry_is_one_clear_error(tmp_path):
     (tmp_path / "registry.db").write_bytes(b"not sqlite at all" * 64)
     proc = subprocess.run([sys.executable, "-m", "vbstore", "--store", str(tmp_path), "ls"],
                           capture_output=True, text=True)
-    assert proc.returncode == 7 and proc.stderr.count("\n") == 1
+    assert proc.returncode == 7
+    assert proc.stderr.count("\n") == 1
     assert "registry.db is damaged" in proc.stderr

@@ -15,7 +15,8 @@ def test_zero_shot_classification_and_retrieval_with_the_text_tower(store, shape
     assert set(result.metrics) == {"acc1", "acc5", "mean_per_class_recall"}
     assert result.record.weights_kind == "random"
     backbone = store.read_json(result.record.inputs["backbone"])
-    assert backbone["params"]["use_projection"] is True  # compared with text: the projected embedding
+    # compared with text: the projected embedding
+    assert backbone["params"]["use_projection"] is True
     captions = vbstore.get_result(CLIP, "zeroshot_retrieval", "skimage:samples", **kw)
     assert {"image_retrieval_recall@1", "text_retrieval_recall@5"} <= set(captions.metrics)
     assert captions.record.data["eval"]["samples"] == 8

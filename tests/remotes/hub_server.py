@@ -37,7 +37,7 @@ USER = "tester"
 
 
 def git_oid(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 @dataclass
@@ -76,7 +76,7 @@ class HubState:
         parent = repo.branches.get(branch)
         seed = f"{repo.repo_id}:{parent}:{message}:{next(self._counter)}".encode()
         oids = b"".join(sorted(git_oid(v).encode() for v in files.values()))
-        sha = hashlib.sha1(seed + oids).hexdigest()
+        sha = hashlib.sha1(seed + oids, usedforsecurity=False).hexdigest()
         commit = Commit(sha, parent, message, files)
         repo.commits[commit.sha] = commit
         repo.branches[branch] = commit.sha

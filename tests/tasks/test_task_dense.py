@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,13 +18,13 @@ from vbstore.tasks import (
     get_task,
     list_tasks,
 )
-from vbstore.tasks._dense_ops import shi_tomasi
+from vbstore.tasks._dense_ops import gradient_orientation, shi_tomasi
 from vbstore.tasks._dense_train import build_head, lr_factor
 
 N, GRID, UP = 16, 8, 4  # 16 images, an 8x8 patch grid, targets at 32x32
 FAST = {"epochs": 25, "lr": 0.05}
 DENSE = ["corner", "depth", "edge", "generic_segmentation", "keypoints2d", "occlusion_edge",
-         "semantic_segmentation", "surface_normal"]
+         "orientation", "semantic_segmentation", "surface_normal"]
 
 
 def _gen(seed=0):
@@ -80,6 +81,20 @@ def corner_split(seed=0):
                        target_kind="image")
 
 
+def orientation_split(seed=0):
+    """Stripes of a random direction per image: the pooled doubled-angle target is a feature."""
+    g = _gen(seed)
+    theta = torch.rand(N, 1, 1, 1, generator=g) * math.pi
+    size = GRID * UP
+    yy, xx = torch.meshgrid(torch.arange(size, dtype=torch.float32),
+                            torch.arange(size, dtype=torch.float32), indexing="ij")
+    wave = torch.sin((xx * torch.cos(theta) + yy * torch.sin(theta)) * 0.9)
+    image = (0.5 + 0.4 * wave).expand(N, 3, size, size).contiguous()
+    doubled = F.avg_pool2d(gradient_orientation(image, 1.0, 8.0), UP)
+    return TensorSplit([torch.cat([doubled, _noise(N, 2, GRID, GRID)], 1)], image,
+                       target_kind="image")
+
+
 SPLITS = {
     "semantic_segmentation": (semantic_split, {"num_classes": 3}),
     "generic_segmentation": (binary_split, {}),
@@ -89,6 +104,7 @@ SPLITS = {
     "occlusion_edge": (map_split, {}),
     "keypoints2d": (map_split, {}),
     "corner": (corner_split, {}),
+    "orientation": (orientation_split, {}),
 }
 
 
@@ -121,6 +137,13 @@ def _trivial(name, split, params):
             pred = torch.full_like(target, float(split._target[split._target > 0].mean()))
         elif name == "surface_normal":
             pred = split._target.mean(dim=(0, 2, 3)).reshape(1, 3, 1, 1).expand_as(target)
+        elif name == "orientation":  # the axial mean of every scored pixel's angle, in numpy
+            every = task._prepare(split._target, params, "eval").numpy()
+            scored = np.abs(every).sum(1) > 0
+            angle = np.arctan2(every[:, 1], every[:, 0])[scored]
+            mean = np.arctan2(np.sin(angle).sum(), np.cos(angle).sum()) / 2
+            pred = torch.tensor([math.cos(2 * mean), math.sin(2 * mean)]).reshape(1, 2, 1, 1)
+            pred = pred.expand_as(target)
         else:
             pred = torch.zeros_like(target) + torch.rand(1, generator=_gen(3)) * 1e-9
         scorer.update(pred, target)
@@ -143,9 +166,27 @@ def test_probe_learns_a_learnable_signal_and_beats_the_trivial_predictor(name):
             "depth": ("d1", 0.9), "surface_normal": ("d1", 0.9),
             # the features hold a 4x4-pooled response: its fine peaks cannot be recovered
             "corner": (task.headline, 0.7)}.get(name, (task.headline, 0.9))
-    assert metrics[good[0]] > good[1], metrics
     trivial = _trivial(name, held_out, params)
+    if name == "orientation":  # an error in degrees: lower is better
+        assert metrics["orientation_error"] < 10, metrics
+        assert metrics["orientation_error"] < trivial["orientation_error"] - 20, (metrics, trivial)
+        return
+    assert metrics[good[0]] > good[1], metrics
     assert metrics[task.headline] > trivial[task.headline] + 0.2, (metrics, trivial)
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_baseline_split_is_the_trivial_predictor(name):
+    """The library's trivial baseline equals an independent computation of the best constant."""
+    make, params = SPLITS[name]
+    split = make(1)
+    task = get_task(name)
+    got = task.baseline_split(split, params)
+    assert set(got) == {m.name for m in task.metrics}
+    assert task.trivial
+    expected = _trivial(name, split, params)
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, abs=1e-6), (key, got, expected)
 
 
 def test_depth_abs_rel_falls_well_below_the_mean_predictor():

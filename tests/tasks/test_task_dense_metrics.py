@@ -19,9 +19,12 @@ from vbstore.tasks._dense_ops import (
     DepthScorer,
     MapScorer,
     NormalScorer,
+    OrientationScorer,
     SegmentationScorer,
     gradient_loss,
+    gradient_orientation,
     normal_loss,
+    orientation_loss,
     shi_tomasi,
     silog_loss,
 )
@@ -202,3 +205,75 @@ def test_shi_tomasi_matches_scipy():
         np.testing.assert_allclose(got[b, 0], np.log1p(np.clip(low, 0, None)), rtol=1e-4,
                                    atol=1e-4)
     assert got[1, 0, :, 0].max() < 1e-6  # flat within the window and the Sobel reach
+
+
+def _numpy_orientation(image, sigma, min_gradient):
+    """Orientation (radians, mod pi) and scored mask of one (3, H, W) image, with SciPy."""
+    grey = (image.astype(np.float32).astype(float) * np.array([0.299, 0.587, 0.114])[:, None, None]
+            ).sum(0) * 255
+    if sigma > 0:
+        grey = ndimage.gaussian_filter(grey, sigma, mode="mirror")
+    gx = ndimage.sobel(grey, axis=1, mode="mirror") / 8
+    gy = ndimage.sobel(grey, axis=0, mode="mirror") / 8
+    return np.mod(np.arctan2(gy, gx), np.pi), np.hypot(gx, gy) > min_gradient
+
+
+@pytest.mark.parametrize("sigma", [0.0, 1.3])
+def test_gradient_orientation_matches_scipy(sigma):
+    image = RNG.random((2, 3, 12, 14))
+    image[1, :, :, :7] = 0.4  # a flat half: not scored
+    got = gradient_orientation(torch.as_tensor(image, dtype=torch.float32), sigma, 6.0).numpy()
+    for b in range(2):
+        theta, strong = _numpy_orientation(image[b], sigma, 6.0)
+        scored = np.abs(got[b]).sum(0) > 0
+        np.testing.assert_array_equal(scored, strong)
+        np.testing.assert_allclose(got[b, 0][strong], np.cos(2 * theta[strong]), atol=1e-5)
+        np.testing.assert_allclose(got[b, 1][strong], np.sin(2 * theta[strong]), atol=1e-5)
+    assert not scored[:, :4].any()  # flat within the window and the Sobel reach
+    # a vertical step (dark left, light right) and its mirror have one orientation: 0 degrees
+    step = torch.zeros(2, 3, 8, 8)
+    step[0, :, :, 4:] = 1.0
+    step[1, :, :, :4] = 1.0
+    out = gradient_orientation(step, 0.0, 1.0)
+    assert torch.allclose(out[:, :, :, 3:5], torch.tensor([1.0, 0.0]).reshape(1, 2, 1, 1)
+                          .expand(2, 2, 8, 2))
+
+
+def _doubled(theta):
+    return torch.as_tensor(np.stack([np.cos(2 * theta), np.sin(2 * theta)], 1))
+
+
+def test_orientation_scorer_matches_numpy_axial_differences():
+    truth = RNG.uniform(0, np.pi, (5, 6, 7))
+    pred = RNG.uniform(-np.pi, np.pi, (5, 6, 7))
+    scored = RNG.random((5, 6, 7)) < 0.6
+    scored[2] = False  # an image with nothing scored
+    target = _doubled(truth) * torch.as_tensor(scored[:, None])
+    scale = RNG.uniform(0.1, 5, (5, 1, 6, 7))  # the prediction's length does not matter
+    got = _feed(OrientationScorer("t"), _doubled(pred) * torch.as_tensor(scale), target)
+    d = np.abs(np.degrees(pred - truth)) % 180
+    err = np.minimum(d, 180 - d)[scored]
+    assert got["orientation_error"] == pytest.approx(err.mean())
+    assert got["scored_fraction"] == pytest.approx(scored.mean())
+
+
+def test_orientation_scorer_by_hand_and_nothing_scored():
+    # truth 0, 90, 175 degrees; prediction 179 (1 off), 0 (90 off), zero vector (reads 0: 5 off)
+    truth = np.radians([0.0, 90.0, 175.0]).reshape(1, 1, 3)
+    target = _doubled(truth)
+    pred = _doubled(np.radians([179.0, 0.0, 0.0]).reshape(1, 1, 3))
+    pred[..., 2] = 0.0
+    got = OrientationScorer("t")
+    got.update(pred, target)
+    assert got.result()["orientation_error"] == pytest.approx((1 + 90 + 5) / 3)
+    assert got.result()["scored_fraction"] == 1.0
+    with pytest.raises(UndefinedMetric, match="min_gradient"):
+        _feed(OrientationScorer("t"), pred.repeat(2, 1, 1, 1), torch.zeros(2, 2, 1, 3))
+
+
+def test_orientation_loss_by_hand():
+    target = _doubled(np.radians([[[0.0, 30.0]]])).float()
+    pred = _doubled(np.radians([[[45.0, 30.0]]])).float() * 3
+    # 1 - cos(2 * 45 degrees) = 1 and 0, averaged
+    assert float(orientation_loss(pred, target)) == pytest.approx(0.5, abs=1e-6)
+    assert orientation_loss(pred, torch.zeros_like(target)) is None

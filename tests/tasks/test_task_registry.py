@@ -30,8 +30,10 @@ BUILTINS = [
     "knn",
     "multilabel",
     "occlusion_edge",
+    "orientation",
     "retrieval",
     "semantic_segmentation",
+    "similarity",
     "surface_normal",
     "zeroshot_classification",
     "zeroshot_multilabel",
@@ -45,9 +47,12 @@ DENSE_LEVELS = {
     "generic_segmentation": "mid",
     "keypoints2d": "low",
     "occlusion_edge": "mid",
+    "orientation": "low",
     "semantic_segmentation": "high",
     "surface_normal": "mid",
 }
+
+POOLED_LEVELS = {"similarity": "mid"}
 
 
 class _Probe(Task):
@@ -170,7 +175,7 @@ def test_builtin_declarations(name):
     dumps(info)  # canonical JSON: no NaN, string keys only
     assert info["name"] == name
     dense = name in DENSE_LEVELS
-    assert info["level"] == DENSE_LEVELS.get(name, "high")
+    assert info["level"] == {**DENSE_LEVELS, **POOLED_LEVELS}.get(name, "high")
     assert info["feature_mode"] == ("dense" if dense else "pooled")
     assert (info["target_kind"] in DENSE_TARGETS) == dense
     assert info["trains_head"] != info["zero_shot"]
@@ -185,6 +190,7 @@ def test_builtin_declarations(name):
         ("knn", True, False, False),
         ("multilabel", True, False, True),
         ("retrieval", False, False, False),
+        ("similarity", False, False, False),
         ("zeroshot_classification", False, True, False),
         ("zeroshot_multilabel", False, True, False),
         ("zeroshot_retrieval", False, True, False),

@@ -61,7 +61,8 @@ class BackboneCfg:
             self, input_size=input_size, resize=max(input_size, math.floor(input_size * ratio))
         )
 
-    def geometry(self, width: int, height: int) -> tuple[tuple[int, int], tuple[int, int, int, int] | None]:
+    def geometry(self, width: int,
+                 height: int) -> tuple[tuple[int, int], tuple[int, int, int, int] | None]:
         """Where an image of this size goes: ``(resized (w, h), crop box or None)``.
 
         The one definition of the resize and crop, shared by images and dense targets, so a
@@ -106,5 +107,6 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
     if box is not None:
         image = image.crop(box)
     array = np.asarray(image, dtype=np.float32) / 255.0
-    array = (array - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(cfg.std, dtype=np.float32)
-    return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))
+    mean, std = np.asarray(cfg.mean, dtype=np.float32), np.asarray(cfg.std, dtype=np.float32)
+    normalized = (array - mean) / std
+    return torch.from_numpy(np.ascontiguousarray(normalized.transpose(2, 0, 1)))

@@ -87,11 +87,12 @@ def parse_spec(text: str) -> BackboneSpec:
     if not sep:
         name, at, tag = text.partition("@")
         entry = _REGISTRY.get(name)
-        if entry is None and bare_name(name) is not None:
+        bare = bare_name(name) if entry is None else None
+        if bare is not None:
             if at:
-                raise InvalidSpec(text, f"{name!r} stands for {bare_name(name)}",
+                raise InvalidSpec(text, f"{name!r} stands for {bare}",
                                   hint="write the full spec to choose other weights")
-            return parse_spec(bare_name(name))
+            return parse_spec(bare)
         if entry is None:
             raise _unknown_name(name)
         if entry.prefix:

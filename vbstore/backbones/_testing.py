@@ -94,7 +94,7 @@ def _cfg(input_size: int | None) -> Any:
 
 
 @register_backbone(default_pooling="cls", embed_dim=VIT_DIM)
-def test_vit(*, pretrained: bool = False, input_size: int | None = None) -> Any:
+def test_vit(*, pretrained: bool = False, input_size: int | None = None) -> Any:  # noqa: PT028 - a backbone, not a pytest test
     """Tiny 3-block ViT (patch 8, width 32, class token) for tests; 32 px by default."""
     from .custom import CustomBackbone
 
@@ -110,7 +110,7 @@ def test_vit(*, pretrained: bool = False, input_size: int | None = None) -> Any:
 
 
 @register_backbone(default_pooling="gap", embed_dim=CNN_WIDTHS[-1])
-def test_cnn(*, pretrained: bool = False, input_size: int | None = None) -> Any:
+def test_cnn(*, pretrained: bool = False, input_size: int | None = None) -> Any:  # noqa: PT028 - a backbone, not a pytest test
     """Tiny 3-stage CNN (widths 8/16/32, stride 2 each) for tests; 32 px by default."""
     from .custom import CustomBackbone
 

@@ -25,7 +25,8 @@ from ._cfg import BackboneCfg
 from ._errors import AmbiguousBackbone
 from ._weights import WeightsRecord
 
-FeatureFn = Callable[[torch.nn.Module, torch.Tensor], Any]
+# Any, not nn.Module: the function calls the user's own module's methods, unknown to torch's stubs
+FeatureFn = Callable[[Any, torch.Tensor], Any]
 
 
 def _square(n: int) -> int | None:

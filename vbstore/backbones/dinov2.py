@@ -38,8 +38,10 @@ class Dinov2Backbone(Backbone):
     """A DINOv2 hub model; ``layers`` index its transformer blocks."""
 
     source = "dinov2"
+    # Any: the model's own methods (DINOv2's hub) are unknown to nn.Module's stubs
+    module: Any
 
-    def __init__(self, model: torch.nn.Module, cfg: BackboneCfg, *, arch: str) -> None:
+    def __init__(self, model: Any, cfg: BackboneCfg, *, arch: str) -> None:
         registers = int(getattr(model, "num_register_tokens", 0) or 0)
         patch = model.patch_size
         super().__init__(
@@ -92,7 +94,7 @@ def build(request: BuildRequest) -> Dinov2Backbone:
             "e.g. timm:vit_small_patch14_dinov2.lvd142m"
         ),
     )
-    with seeded(choice.seed if choice.kind == "random" else 0):
+    with seeded((choice.seed or 0) if choice.kind == "random" else 0):
         # source="local": the pinned folder is loaded as is, with no GitHub API round trip
         model = torch.hub.load(str(repo), arch, source="local", pretrained=False)
     upstream = revision = None
@@ -110,6 +112,7 @@ def build(request: BuildRequest) -> Dinov2Backbone:
             path = url_file(url, what=f"pretrained weights for {label}")
             upstream, revision = url, DINOV2_COMMIT
         else:
+            assert choice.path is not None  # parse_weights sets it for a checkpoint
             path = choice.path
         tensors = read_state_dict(path)
         tensor_hash = tensor_identity(tensors)  # before any loader can touch them

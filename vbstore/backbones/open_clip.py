@@ -51,9 +51,11 @@ class OpenClipBackbone(Backbone):
     """An OpenCLIP model; ``layers`` index the image tower's transformer blocks."""
 
     source = "open_clip"
+    # Any: the model's own methods (open_clip's) are unknown to nn.Module's stubs
+    module: Any
 
     def __init__(
-        self, model: torch.nn.Module, cfg: BackboneCfg, *, arch: str, use_projection: bool
+        self, model: Any, cfg: BackboneCfg, *, arch: str, use_projection: bool
     ) -> None:
         visual = model.visual
         if not isinstance(visual, open_clip.transformer.VisionTransformer):

@@ -45,8 +45,10 @@ class TimmBackbone(Backbone):
     """A timm model; ``layers`` index ``model.feature_info``."""
 
     source = "timm"
+    # Any: the model's own methods (timm's) are unknown to nn.Module's stubs
+    module: Any
 
-    def __init__(self, model: torch.nn.Module, cfg: BackboneCfg, *, arch: str) -> None:
+    def __init__(self, model: Any, cfg: BackboneCfg, *, arch: str) -> None:
         self._native = hasattr(model, "forward_intermediates")
         params = inspect.signature(model.forward_intermediates).parameters if self._native else {}
         self._tokens = "return_prefix_tokens" in params
@@ -174,7 +176,8 @@ def build(request: BuildRequest) -> TimmBackbone:
     upstream = revision = None
     if choice.kind == "random":
         with seeded(choice.seed or 0):
-            model = timm.create_model(arch, pretrained=False, **kwargs)
+            # Any: typed nn.Module, but read for timm's own pretrained_cfg below
+            model: Any = timm.create_model(arch, pretrained=False, **kwargs)
         tensor_hash = tensor_identity(model.state_dict())
     else:
         if choice.kind == "pretrained":

@@ -151,6 +151,7 @@ def build(request: BuildRequest) -> TorchvisionBackbone:
             kwargs["num_classes"] = len(enum.meta["categories"])
             path = url_file(enum.url, what=f"pretrained weights for torchvision:{arch} ({enum})")
         else:
+            assert choice.path is not None  # parse_weights sets it for a checkpoint
             path = choice.path
         tensors = read_state_dict(path)
         tensor_hash = tensor_identity(tensors)  # before any loader can touch them

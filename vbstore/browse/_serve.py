@@ -51,6 +51,7 @@ def wait_until_up(process: subprocess.Popen, url: str, timeout: float = 30.0) ->
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            assert process.stderr is not None  # serve() starts it with stderr=PIPE
             error = process.stderr.read().decode(errors="replace").strip().splitlines()
             raise UsageError(f"datasette exited: {error[-1] if error else process.returncode}",
                              hint="is the port in use? choose another with --port")

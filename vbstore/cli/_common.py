@@ -70,7 +70,8 @@ def emit(ctx_json: bool, data: Any, text: Callable[[], None] | str | None = None
 
 def json_option(func: Callable) -> Callable:
     """Add ``--json`` to a command."""
-    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
+    option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+    return option(func)
 
 
 def with_store(func: Callable) -> Callable:

@@ -1,4 +1,7 @@
-"""Printing the lineage tree behind ``vbstore why`` (the tree itself: ``vbstore.engine.lineage``)."""
+"""Printing the lineage tree behind ``vbstore why``.
+
+The tree itself is built by ``vbstore.engine.lineage``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``vbstore demo``: the whole engine on a generated shapes dataset, with no setup."""
+"""``vbstore demo``: the whole engine on generated data, with no setup: shapes for the default
+classification probe, scenes for a dense probe (``--task depth``...)."""
 
 from __future__ import annotations
 
@@ -12,27 +13,48 @@ DEFAULT_BACKBONE = "torchvision:resnet18"
 
 
 @click.command()
-@click.option("--backbone", default=DEFAULT_BACKBONE, show_default=True, help="Backbone spec to probe.")
+@click.option("--backbone", default=DEFAULT_BACKBONE, show_default=True,
+              help="Backbone spec to probe.")
 @click.option("--weights", default="default", show_default=True,
-              help="default (pinned pretrained; random when it cannot be fetched), a checkpoint path, or random.")
+              help="default (pinned pretrained; random when it cannot be fetched), a checkpoint "
+                   "path, or random.")
 @click.option("--noise", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Pixel noise and clutter, 0 (clean) to 1 (only chance is left).")
 @click.option("--per-class", type=click.IntRange(min=2), default=24, show_default=True,
               help="Images per shape class in each split.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Dataset seed.")
-@click.option("--input-size", type=int, default=None, help="Override the backbone's input resolution.")
+@click.option("--input-size", type=int, default=None,
+              help="Override the backbone's input resolution.")
+@click.option("--task", "task", default="classification", show_default=True,
+              help="classification (on shapes) or a dense probe (on scenes): "
+                   "semantic_segmentation, depth, surface_normal, orientation... "
+                   "(vbstore list tasks).")
+@click.option("--per-split", type=click.IntRange(min=2), default=32, show_default=True,
+              help="Dense probes: scenes images in each split.")
+@click.option("--size", type=click.IntRange(min=16), default=64, show_default=True,
+              help="Dense probes: scenes image side in pixels.")
 @json_option
 @with_store
 def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed: int,
-         input_size: int | None, as_json: bool) -> None:
-    """Generate a shapes dataset, probe a backbone on it, then ask again to show the cache.
+         input_size: int | None, task: str, per_split: int, size: int, as_json: bool) -> None:
+    """Generate a dataset, probe a backbone on it, then ask again to show the cache.
 
-    Shapes differ only in geometry (colour, size, position and rotation are random), so top1
-    above chance means the features encode shape. Without network the pretrained weights cannot
-    be fetched: the demo says so and uses random weights, and the record says `random`.
+    Default: classification on shapes, which differ only in geometry (colour, size, position
+    and rotation are random), so top1 above chance means the features encode shape. With
+    --task a dense probe runs on scenes (rendered rooms with exact per-pixel targets) and its
+    number is put beside the task's trivial predictor on the same split (the majority class,
+    the mean depth, the mean normal, the zero map...). Without network the pretrained weights
+    cannot be fetched: the demo says so and uses random weights (a tiny random ViT for a dense
+    probe of the default backbone), and the record says `random`.
     """
     from ..backbones import WeightsUnavailable
     from ..engine import get_result
+
+    if task != "classification":  # a dense probe on scenes
+        from ._demo_dense import dense_demo
+
+        dense_demo(store, task, backbone, weights, per_split, size, seed, input_size, as_json)
+        return
 
     data = f"shapes:per_class={per_class},noise={noise:g},seed={seed}"
     note = None
@@ -58,7 +80,8 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
     classes = store.read_json(first.record.data["eval"]["manifest"])["classes"]
     chance = 1 / len(classes)
     summary = {
-        "result": first.id, "backbone": backbone, "weights": first.record.weights_kind, "note": note,
+        "result": first.id, "backbone": backbone, "weights": first.record.weights_kind,
+        "note": note,
         "classes": classes, "chance": chance, "top1": first.metrics["top1"],
         "train_top1": (first.record.train_metrics or {}).get("train_top1"),
         "first_seconds": first.seconds, "first_from_cache": first.from_cache,
@@ -67,7 +90,8 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
 
     def text() -> None:
         state = "from the store" if first.from_cache else "computed"
-        click.echo(f"shapes ({len(classes)} classes, {per_class} per class per split, noise {noise:g}), "
+        click.echo(f"shapes ({len(classes)} classes, {per_class} per class per split, "
+                   f"noise {noise:g}), "
                    f"{backbone} with {summary['weights']} weights")
         click.echo(f"  top1 {summary['top1']:.3f}  vs chance {chance:.3f}   "
                    f"(train_top1 {summary['train_top1']:.3f}; {state} in {first.seconds:.1f} s)")

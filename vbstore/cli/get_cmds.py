@@ -22,15 +22,19 @@ def backbone_options(func):
                      help="Backbone spec: torchvision:resnet18, timm:NAME, dinov2:dinov2_vits14, "
                           "open_clip:MODEL@TAG, or a registered name (vbstore list backbones)."),
         click.option("--weights", default="default", show_default=True,
-                     help="default (pinned pretrained), a pretrained tag, a checkpoint path, or random."),
+                     help="default (pinned pretrained), a pretrained tag, a checkpoint path, "
+                          "or random."),
         click.option("--backbone-seed", type=int, default=None,
                      help="Init seed with --weights random (default 0)."),
         click.option("--input-size", type=int, default=None, help="Override the input resolution."),
         click.option("--layers", default=None,
                      help="Comma-separated block indices (negative from the end); default -1."),
-        click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
-                     help="Compute precision; bf16 is faster on recent CPUs/GPUs but changes the numbers."),
-        click.option("--device", default=None, help="cpu, cuda, cuda:1... (default: cuda if available)."),
+        click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32",
+                     show_default=True,
+                     help="Compute precision; bf16 is faster on recent CPUs/GPUs but changes the "
+                          "numbers."),
+        click.option("--device", default=None,
+                     help="cpu, cuda, cuda:1... (default: cuda if available)."),
     ]):
         func = option(func)
     return func
@@ -49,34 +53,43 @@ def parse_layers(text: str | None) -> list[int] | None:
 @get.command("result")
 @backbone_options
 @click.option("--task", "-t", required=True, help="Probe task (vbstore list tasks).")
-@click.option("--data", "-d", required=True, help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--data", "-d", required=True,
+              help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes.")
 @click.option("--split", default=None, help="Split of --data to evaluate on (val, test...).")
 @click.option("--train-data", default=None, help="Training data for tasks that fit a head.")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class (or total) cap on eval samples.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None, help="The same cap for training data.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe's training.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Per-class (or total) cap on eval samples.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None,
+              help="The same cap for training data.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the probe's training.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N seeds on one set of features; report mean, std, min, max and a 95% "
                    "t-interval over the seeds (the probe's randomness, not the eval sample's).")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
-@click.option("--head", default=None, help="Apply this stored head (id or ref) instead of training one.")
+@click.option("--head", default=None,
+              help="Apply this stored head (id or ref) instead of training one.")
 @click.option("--no-strict", is_flag=True,
               help="Apply a mismatched head anyway (warns; the result is comparable with nothing).")
 @click.option("--recompute", is_flag=True,
-              help="Compute the result afresh (heads retrained, features reused); exit 12 if it did not reproduce.")
+              help="Compute the result afresh (heads retrained, features reused); exit 12 if it "
+                   "did not reproduce.")
 @click.option("--dry-run", is_flag=True,
-              help="Print each step (stored, on a remote, or to compute with its cost) and compute nothing.")
+              help="Print each step (stored, on a remote, or to compute with its cost) and "
+                   "compute nothing.")
 @click.option("--suite", "suite_ref", default=None,
-              help="Compute one result per condition of this suite (slug@version) and record the evaluation.")
+              help="Compute one result per condition of this suite (slug@version) and record "
+                   "the evaluation.")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, task,
-                   data, split, train_data, train_split, limit, train_limit, seed, seeds, params, head,
-                   no_strict, recompute, dry_run, suite_ref, data_options, executor, as_json) -> None:
+def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
+                   task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
+                   params, head, no_strict, recompute, dry_run, suite_ref, data_options, executor,
+                   as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -111,7 +124,8 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
 
 def print_plan(the_plan) -> None:
-    click.echo(f"plan for {the_plan.task.name} on {the_plan.request.backbone.spec} (nothing computed):")
+    click.echo(f"plan for {the_plan.task.name} on {the_plan.request.backbone.spec} "
+               "(nothing computed):")
     for line in the_plan.describe():
         click.echo(f"  {line}")
 
@@ -126,13 +140,14 @@ def print_result(result) -> None:
         if name in aggregate:
             a = aggregate[name]
             click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds "
-                       f"(95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})")
+                       f"(95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})")  # noqa: RUF001 - a range's en dash
         else:
             click.echo(f"  {name:<28} {value:.4f}")
     for name, value in (record.train_metrics or {}).items():
         a = (record.train_aggregate or {}).get(name)
         if a:
-            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds (train)")
+            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds "
+                       "(train)")
         else:
             click.echo(f"  {name:<28} {value:.4f}  (train)")
     for warning in record.warnings or []:
@@ -140,25 +155,31 @@ def print_result(result) -> None:
     if not record.is_comparable:
         click.echo("  warning: a mismatched head was applied; comparable with nothing", err=True)
     if result.reproduced is not None:
-        click.echo(f"  reproduced the stored numbers (max abs diff {result.reproduced['max_abs_diff']:.3g})")
+        diff = result.reproduced["max_abs_diff"]
+        click.echo(f"  reproduced the stored numbers (max abs diff {diff:.3g})")
 
 
 @get.command("features")
 @backbone_options
-@click.option("--data", "-d", required=True, help="A folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--data", "-d", required=True,
+              help="A folder, a .csv/.jsonl list, sklearn:digits, shapes.")
 @click.option("--split", default=None, help="Split to read (train, val...).")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Per-class (or total) cap on samples.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Per-class (or total) cap on samples.")
 @click.option("--pooling", type=click.Choice(["cls", "mean", "gap", "none"]), default=None,
               help="Pooled vector to keep (default: the backbone's own).")
-@click.option("--mode", type=click.Choice(["pooled", "dense", "both"]), default="pooled", show_default=True,
+@click.option("--mode", type=click.Choice(["pooled", "dense", "both"]), default="pooled",
+              show_default=True,
               help="Keep pooled vectors, dense maps (float16), or both.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Images per forward pass.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Images per forward pass.")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device, data,
-                     split, limit, pooling, mode, batch_size, data_options, executor, as_json) -> None:
+def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
+                     data, split, limit, pooling, mode, batch_size, data_options, executor,
+                     as_json) -> None:
     """Features of DATA under a backbone, extracted once and shared by every task."""
     from ..engine import get_features
 
@@ -179,6 +200,54 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
                    f"extractor {info['extractor']}")
 
     emit(as_json, info, text)
+
+
+@get.command("head")
+@backbone_options
+@click.option("--task", "-t", required=True, help="A task that trains a head (vbstore list tasks).")
+@click.option("--train-data", required=True,
+              help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, shapes, "
+              "hf:NAME, torchvision:NAME, wds:PATH.")
+@click.option("--train-split", default=None, help="Split of --train-data to train on.")
+@click.option("--train-limit", type=click.IntRange(min=1), default=None,
+              help="Per-class cap on training samples.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the probe's training.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A task parameter.")
+@click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
+@data_layout_options
+@executor_options
+@json_option
+@with_store
+def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
+                 task, train_data, train_split, train_limit, seed, params, tag_name, data_options,
+                 executor,
+                 as_json):
+    """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
+    from ..engine import get_head
+
+    result = get_head(backbone, task, train_data, store=store, train_split=train_split,
+                      train_limit=train_limit, seed=seed, weights=weights,
+                      backbone_seed=backbone_seed,
+                      input_size=input_size, layers=parse_layers(layers), precision=precision,
+                      device=device, progress=not as_json, data_options=data_options,
+                      executor=executor, params=parse_params(params))
+    if tag_name:
+        store.tag(tag_name, result.id)
+
+    def text() -> None:
+        record = result.record
+        state = "cached" if result.from_cache else "trained"
+        click.echo(f"{result.id}  {record.task} head ({state} in {result.seconds:.2f} s)")
+        click.echo(f"  backbone {record.backbone[:12]}  pooling {record.pooling}  layers "
+                   f"{record.layers}  embed_dim {record.embed_dim}")
+        for name, value in (record.train_metrics or {}).items():
+            click.echo(f"  {name:<12} {value:.4f}  (train)")
+        if tag_name:
+            click.echo(f"  tagged {tag_name}")
+
+    emit(as_json, result.as_dict(), text)
 
 
 get.add_command(manifest_cmd)

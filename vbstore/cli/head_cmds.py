@@ -1,5 +1,5 @@
-"""Probe heads on the command line: ``get head``, ``push head``, ``pull head``, ``push results``,
-``export head`` and ``import head``."""
+"""Probe heads on the command line: ``push head``, ``pull head``, ``push results``, ``export
+head`` and ``import head`` (``get head`` lives with the other ``get`` commands)."""
 
 from __future__ import annotations
 
@@ -9,59 +9,8 @@ import click
 
 from ..errors import UsageError
 from ._common import emit, json_option, with_store
-from ._dataopts import data_layout_options, parse_params
-from ._executoropts import executor_options
-from .get_cmds import backbone_options, get, parse_layers
 from .remote_cmds import pull, push
 from .results_cmds import export_group
-
-
-@get.command("head")
-@backbone_options
-@click.option("--task", "-t", required=True, help="A task that trains a head (vbstore list tasks).")
-@click.option("--train-data", required=True,
-              help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, shapes, "
-              "hf:NAME, torchvision:NAME, wds:PATH.")
-@click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None,
-              help="Per-class cap on training samples.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the probe's training.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-              help="A task parameter.")
-@click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
-@data_layout_options
-@executor_options
-@json_option
-@with_store
-def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
-                 task, train_data, train_split, train_limit, seed, params, tag_name, data_options,
-                 executor,
-                 as_json):
-    """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
-    from ..engine import get_head
-
-    result = get_head(backbone, task, train_data, store=store, train_split=train_split,
-                      train_limit=train_limit, seed=seed, weights=weights,
-                      backbone_seed=backbone_seed,
-                      input_size=input_size, layers=parse_layers(layers), precision=precision,
-                      device=device, progress=not as_json, data_options=data_options,
-                      executor=executor, params=parse_params(params))
-    if tag_name:
-        store.tag(tag_name, result.id)
-
-    def text() -> None:
-        record = result.record
-        state = "cached" if result.from_cache else "trained"
-        click.echo(f"{result.id}  {record.task} head ({state} in {result.seconds:.2f} s)")
-        click.echo(f"  backbone {record.backbone[:12]}  pooling {record.pooling}  layers "
-                   f"{record.layers}  embed_dim {record.embed_dim}")
-        for name, value in (record.train_metrics or {}).items():
-            click.echo(f"  {name:<12} {value:.4f}  (train)")
-        if tag_name:
-            click.echo(f"  tagged {tag_name}")
-
-    emit(as_json, result.as_dict(), text)
 
 
 def _head_files(store, head_id: str, name: str, remote: str,
@@ -172,13 +121,14 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force, accept=accept,
-                     kind="head")
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
+                     accept=accept, kind="head")
     record = records[0]
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
     def text() -> None:
-        click.echo(f"pulled head {result.id[:12]} -> {result.local_ref} ({record.get('task')}, "
+        click.echo(f"pulled head {(result.id or '')[:12]} -> {result.local_ref} "
+                   f"({record.get('task')}, "
                    f"pooling {record.get('pooling')}, layers {record.get('layers')})"
                    + (f", revision {result.revision}" if result.revision else ""))
         for problem in problems:

@@ -107,7 +107,12 @@ def remote_refs(store, name: str, revision: str | None, as_json: bool) -> None:
     from ..remotes import list_remote_refs
 
     names = list_remote_refs(store, name, revision)
-    emit(as_json, names, lambda: [click.echo(n) for n in names])
+
+    def text() -> None:
+        for n in names:
+            click.echo(n)
+
+    emit(as_json, names, text)
 
 
 @click.group(cls=KindGroup)
@@ -169,9 +174,11 @@ def pull_ref_cmd(store, target: str, revision: str | None, as_name: str | None, 
     from ..remotes import pull as do_pull
 
     result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
+    oid = result.id
+    assert oid is not None  # a pulled ref always names an object
 
     def text() -> None:
-        click.echo(f"pulled {target} -> {result.local_ref} ({result.kind} {result.id[:12]}): "
+        click.echo(f"pulled {target} -> {result.local_ref} ({result.kind} {oid[:12]}): "
                    f"{len(result.downloaded)} downloaded, "
                    f"{result.already_present} already present, "
                    f"{result.derivations} derivations"

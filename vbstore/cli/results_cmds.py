@@ -137,8 +137,8 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
 @executor_options
 @json_option
 @with_store
-def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit, seed,
-          params, data_options, executor, as_json) -> None:
+def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
+          seed, params, data_options, executor, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached."""
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep

@@ -39,7 +39,8 @@ def _option(name: str, spec: Param) -> click.Option:
     help_text = f"{spec.help} (default {spec.default!r})"
     if isinstance(spec.default, bool):
         flag = _flag(name)[2:]
-        return click.Option([f"--{flag}/--no-{flag}", f"task__{name}"], default=None, help=help_text)
+        return click.Option([f"--{flag}/--no-{flag}", f"task__{name}"], default=None,
+                            help=help_text)
     if isinstance(spec.default, int):
         kind: Any = click.INT
     elif isinstance(spec.default, float):
@@ -92,14 +93,17 @@ def _command(task: Task) -> click.Command:
     ]
     if task.trains_head:
         options += [
-            click.option("--train-data", default=None, help="Training data (the head is fit on it)."),
+            click.option("--train-data", default=None,
+                         help="Training data (the head is fit on it)."),
             click.option("--train-split", default=None, help="Split of --train-data to train on."),
             click.option("--train-limit", type=click.IntRange(min=1), default=None,
                          help="Per-class (or total) cap on training samples."),
             # a dense task's own `head` parameter (linear|dpt) keeps --head; the stored head moves
             click.option("--apply-head" if "head" in task.params else "--head", "head",
-                         default=None, help="Apply this stored head (id or ref) instead of training one."),
-            click.option("--no-strict", is_flag=True, help="Apply a mismatched head anyway (warns)."),
+                         default=None,
+                         help="Apply this stored head (id or ref) instead of training one."),
+            click.option("--no-strict", is_flag=True,
+                         help="Apply a mismatched head anyway (warns)."),
         ]
     func = data_layout_options(with_store(run))
     func = json_option(executor_options(func))

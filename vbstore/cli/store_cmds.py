@@ -31,7 +31,8 @@ def init(store, as_json: bool) -> None:
 @click.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--kind", type=click.Choice(KINDS), default=None,
-              help="Artifact kind; default: read from a JSON 'kind' field or safetensors metadata, else blob.")
+              help="Artifact kind; default: read from a JSON 'kind' field or safetensors "
+                   "metadata, else blob.")
 @json_option
 @with_store
 def put(store, path: str, kind: str | None, as_json: bool) -> None:
@@ -45,7 +46,10 @@ def put(store, path: str, kind: str | None, as_json: bool) -> None:
         else:
             kind = "blob"
     if data is not None:
-        oid = store.put_bytes(data, kind) if encoding(kind) == "raw" else store.put_parsed(data, kind)
+        if encoding(kind) == "raw":
+            oid = store.put_bytes(data, kind)
+        else:
+            oid = store.put_parsed(data, kind)
     else:
         oid = store.put_file(path, kind)
     emit(as_json, {"id": oid, "kind": kind}, oid)
@@ -79,7 +83,8 @@ def show(store, ref: str, as_json: bool) -> None:
 
             header, _ = read_safetensors_header(store.path(oid))
             data["metadata"] = header.pop("__metadata__", {})
-            data["tensors"] = {k: {"dtype": v["dtype"], "shape": v["shape"]} for k, v in header.items()}
+            data["tensors"] = {k: {"dtype": v["dtype"], "shape": v["shape"]}
+                               for k, v in header.items()}
 
     def text() -> None:
         click.echo(f"{oid}  {info['kind']}  {human_size(info['size'])}")
@@ -93,7 +98,8 @@ def show(store, ref: str, as_json: bool) -> None:
         if "content" in data:
             click.echo(json.dumps(data["content"], indent=2, sort_keys=True)[:20000])
         if "tensors" in data:
-            click.echo(json.dumps({"metadata": data["metadata"], "tensors": data["tensors"]}, indent=2))
+            click.echo(json.dumps({"metadata": data["metadata"], "tensors": data["tensors"]},
+                                  indent=2))
 
     emit(as_json, data, text)
 
@@ -148,7 +154,12 @@ def tag(store, name: str | None, ref: str | None, delete: bool, as_json: bool) -
     if name:
         raise click.UsageError("give both NAME and REF (an id, prefix or ref) to tag")
     refs = store.refs()
-    emit(as_json, refs, lambda: [click.echo(f"{n}  {i[:12]}") for n, i in refs.items()])
+
+    def text() -> None:
+        for n, i in refs.items():
+            click.echo(f"{n}  {i[:12]}")
+
+    emit(as_json, refs, text)
 
 
 @click.command()
@@ -185,7 +196,8 @@ def du(store, as_json: bool) -> None:
 @click.option("--grace", default="1h", show_default=True,
               help="Keep anything used more recently than this (e.g. 0, 30m, 2d).")
 @click.option("--max-size", default=None,
-              help="Then evict least-recently-used recomputable artifacts (packs first) until the store fits (e.g. 10G).")
+              help="Then evict least-recently-used recomputable artifacts (packs first) until "
+                   "the store fits (e.g. 10G).")
 @json_option
 @with_store
 def gc(store, dry_run: bool, grace: str, max_size: str | None, as_json: bool) -> None:
@@ -196,7 +208,8 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, as_json: bool) ->
     def text() -> None:
         verb = "would remove" if dry_run else "removed"
         click.echo(f"{verb} {len(report.removed)} unreachable objects, evicted "
-                   f"{len(report.evicted)}, freed {human_size(report.freed_bytes)}; kept {report.kept}")
+                   f"{len(report.evicted)}, freed {human_size(report.freed_bytes)}; "
+                   f"kept {report.kept}")
         for warning in report.warnings:
             click.echo(f"warning: {warning}", err=True)
 
@@ -231,13 +244,15 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
                        "the next get recomputes or re-finds what it needs)")
             for path in rebuilt.kept_aside:
                 click.echo(f"kept aside {path}")
-        click.echo(f"checked {report.checked} blobs ({human_size(report.bytes)}) in {report.seconds:.2f} s")
+        click.echo(f"checked {report.checked} blobs ({human_size(report.bytes)}) "
+                   f"in {report.seconds:.2f} s")
         for oid in report.corrupt:
             click.echo(f"CORRUPT  {oid}  {store.files.path(oid)}")
         for oid in report.missing:
             click.echo(f"MISSING  {oid}")
         for edge in report.dangling_edges:
-            click.echo(f"DANGLING edge {edge['parent'][:12]} -{edge['role']}-> {edge['child'][:12]}")
+            click.echo(f"DANGLING edge {edge['parent'][:12]} -{edge['role']}-> "
+                       f"{edge['child'][:12]}")
         for problem in report.registry_errors:
             click.echo(f"REGISTRY {problem}")
         if report.registry_errors:
@@ -263,8 +278,9 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     if rebuilt is not None:
         data["rebuilt"] = rebuilt.as_dict()
     emit(as_json, data, text)
-    if not report.clean and not (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
-                                 and not report.dangling_edges and not report.registry_errors):
+    all_repaired = (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
+                    and not report.dangling_edges and not report.registry_errors)
+    if not report.clean and not all_repaired:
         sys.exit(1)
 
 

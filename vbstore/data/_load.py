@@ -20,21 +20,24 @@ from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
+from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
-LAYOUTS = ("image_folder", "dense", "stems", "list")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
     "dense": ("target", "target_type"),
     "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
     "list": ("classes", "target_type"),
+    "triplets": (),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
 _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
-    "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list"
+    "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
+    "root/data.csv of 2AFC triplets"
 )
 
 
@@ -58,7 +61,8 @@ def load_manifest(
             lists), chosen by the hash of their names; recorded in the manifest.
         **layout_options: ``layout`` (one of :data:`LAYOUTS`; default: detected),
             ``stems``/``train_stems``/``image_dir``/``target_dir`` (stems lists; relative paths
-            are under ``data``), ``target`` (the dense target folder), ``target_type``,
+            are under ``data``), ``target`` (the dense target folder; ``images``: the images
+            alone, for targets derived from pixels), ``target_type``,
             ``classes`` (a list's class names in index order, or a file of them); for
             sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
             ``image_column``/``label_column`` (hf).
@@ -92,6 +96,8 @@ def load_manifest(
     layout = options.pop("layout", None) or _detect(root, split, options)
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
+    if options.get("target") == "images" and layout != "dense":
+        del options["target"]  # "the images alone" (pixel-derived targets): no target to skip
     refused = sorted(set(options) - set(_APPLIES[layout]))
     if refused:
         raise UsageError(
@@ -151,6 +157,8 @@ def _resolve_data(store, data: str | Path, split: str | None,
 
 def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
     """The layout ``root`` is in, or a clear error when it matches none or needs a split."""
+    if triplet_csv(root) is not None:  # its splits are a column, not folders
+        return "triplets"
     if root.is_file():
         if root.suffix.lower() in LIST_SUFFIXES:
             return "list"
@@ -197,6 +205,8 @@ def _classes(value: str | Path | Sequence[str]) -> list[str]:
 
 
 def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -> Scan:
+    if layout == "triplets":
+        return scan_triplets(root, split)
     if layout == "list":
         if not root.is_file():
             raise UsageError(f"the list layout reads a .csv or .jsonl file, not the folder {root}")

@@ -22,13 +22,18 @@ from ._files import check_image, check_target, name_hash, unreadable
 from ._scan import Entry, Scan
 
 
-def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]]) -> str:
-    """The digest of a split's content: BLAKE3 of ``canonical({"classes", "samples"})``.
+def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]],
+                    triplets: Sequence[Sequence[int]] | None = None) -> str:
+    """The digest of a split's content: BLAKE3 of ``canonical({"classes", "samples"})``
+    (and ``triplets``, for 2AFC data: the same images with other judgements differ).
 
     Unlike the manifest id it ignores how the data was laid out, named as a split or limited,
     so two readings of the same files and labels share a digest.
     """
-    return canonical.key_of({"classes": list(classes), "samples": list(samples)})
+    content: dict[str, Any] = {"classes": list(classes), "samples": list(samples)}
+    if triplets is not None:
+        content["triplets"] = [list(t) for t in triplets]
+    return canonical.key_of(content)
 
 
 def check_limit(limit: int | None) -> int | None:
@@ -44,6 +49,9 @@ def select(scan: Scan, limit: int | None) -> list[Entry]:
     A hash rank rather than a prefix of the sorted names, so the kept samples are spread over
     the whole split; ranks depend on relative names only, so every copy keeps the same ones.
     """
+    if scan.triplets is not None:  # --limit counts triplets: keep the images they use
+        used = {name for t in kept_triplets(scan, limit) for name in t[1:4]}
+        return [e for e in scan.entries if e.name in used]
     if limit is None:
         return list(scan.entries)
     groups: dict[str, list[Entry]] = {}
@@ -53,6 +61,14 @@ def select(scan: Scan, limit: int | None) -> list[Entry]:
     for members in groups.values():
         kept.extend(sorted(members, key=lambda e: (name_hash(e.key), e.key))[:limit])
     return kept
+
+
+def kept_triplets(scan: Scan, limit: int | None) -> list[tuple[str, str, str, str, int, int]]:
+    """The triplets ``--limit`` keeps: the N lowest hashes of their ids, in id order."""
+    rows = sorted(scan.triplets or [], key=lambda t: t[0])
+    if limit is None:
+        return rows
+    return sorted(sorted(rows, key=lambda t: (name_hash(t[0]), t[0]))[:limit], key=lambda t: t[0])
 
 
 def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
@@ -89,26 +105,32 @@ def state_key(scan: Scan, limit: int | None) -> str | None:
     A file modified in the last moments gives None (its timestamp could hide a second write).
     """
     entries = sorted(select(scan, check_limit(limit)), key=lambda e: e.name)
-    root = str(scan.root)
-    hasher = blake3.blake3(repr(("manifest-state", 1, scan.layout, root, scan.split, scan.classes,
-                                  scan.target_type, limit)).encode())
+    root = str(scan.root) + os.sep
+    # one line per entry, joined and hashed once: this runs on every cached `get`, so it is
+    # kept to a stat and a format per file
+    lines = [repr(("manifest-state", 2, scan.layout, root, scan.split, scan.classes,
+                   scan.target_type, limit))]
+    if scan.triplets is not None:  # the votes live in the table, not in any image's state
+        lines.append(repr(kept_triplets(scan, limit)))
     newest = 0
+    stat = os.stat
     for e in entries:
-        states = []
-        for name in (e.name, e.target_name):
-            if name is None:
-                continue
-            try:
-                st = os.stat(os.path.join(root, name))
-            except OSError:
-                return None  # build_document names the missing file
-            states.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        try:
+            st = stat(root + e.name)
+            line = (f"{e.name}\0{e.label}\0{e.labels}\0{e.captions}\0{e.condition!r}\0{st.st_dev}"
+                    f",{st.st_ino},{st.st_size},{st.st_mtime_ns},{st.st_ctime_ns}")
             newest = max(newest, st.st_mtime_ns)
-        hasher.update(repr((e.name, e.label, e.labels, e.target_name, e.captions, e.condition,
-                            states)).encode())
+            if e.target_name is not None:
+                tt = stat(root + e.target_name)
+                line += (f"\0{e.target_name}\0{tt.st_dev},{tt.st_ino},{tt.st_size},"
+                         f"{tt.st_mtime_ns},{tt.st_ctime_ns}")
+                newest = max(newest, tt.st_mtime_ns)
+        except OSError:
+            return None  # build_document names the missing file
+        lines.append(line)
     if time.time_ns() - newest < RACY_SECONDS * 1e9:
         return None
-    return hasher.hexdigest()
+    return blake3.blake3("\n".join(lines).encode()).hexdigest()
 
 
 def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
@@ -121,11 +143,11 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
     # plain string joins: building 100k Path objects would cost more than the cached hashing
     root = str(scan.root)
     images = _hash(store, [os.path.join(root, e.name) for e in entries], check_image, "images")
-    with_target = [i for i, e in enumerate(entries) if e.target_name is not None]
+    with_target = [(i, e.target_name) for i, e in enumerate(entries) if e.target_name is not None]
     target_hashes = (
         _hash(
             store,
-            [os.path.join(root, entries[i].target_name) for i in with_target],
+            [os.path.join(root, name) for _, name in with_target],
             check_target,
             "targets",
         )
@@ -133,10 +155,10 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
         else []
     )
     targets: list[str | None] = [None] * len(entries)
-    for i, digest in zip(with_target, target_hashes, strict=True):
+    for (i, _), digest in zip(with_target, target_hashes, strict=True):
         targets[i] = digest
     samples = [_sample(e, h, t) for e, h, t in zip(entries, images, targets, strict=True)]
-    return {
+    doc: dict[str, Any] = {
         "kind": "manifest",
         "layout": scan.layout,
         "split": scan.split,
@@ -144,8 +166,15 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
         "target_type": scan.target_type,
         "limit": limit,
         "samples": samples,
-        "digest": manifest_digest(scan.classes, samples),
     }
+    triplets = None
+    if scan.triplets is not None:
+        index = {e.name: i for i, e in enumerate(entries)}
+        triplets = [[index[r], index[a], index[b], lv, rv]
+                    for _, r, a, b, lv, rv in kept_triplets(scan, limit)]
+        doc["triplets"] = triplets
+    doc["digest"] = manifest_digest(scan.classes, samples, triplets)
+    return doc
 
 
 def store_document(store, doc: dict[str, Any]) -> str:

@@ -8,6 +8,9 @@
                     ``size`` (defaults 20, 0.0, 0, 64).
 ``scenes[:k=v,...]`` :func:`make_scenes` (ray-cast rooms with a folder per dense target) with
                     the given ``per_split``, ``seed``, ``size`` (defaults 32, 0, 64).
+``triplets[:k=v,...]`` 2AFC triplets of known order (a shipped photo or digit, a mild and a
+                    strong distortion of it) in the NIGHTS layout, with the given ``count``,
+                    ``seed``, ``size`` (defaults 64, 0, 64).
 
 Each folder is built in a hidden temporary folder and renamed into place, so a reader never
 sees half of one, and a version suffix lets a future change of the recipe use a new folder.
@@ -38,9 +41,10 @@ SKIMAGE_CAPTIONS = {
 }
 _SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
 _SCENES_DEFAULTS = {"per_split": 32, "seed": 0, "size": 64}
+_TRIPLETS_DEFAULTS = {"count": 64, "seed": 0, "size": 64}
 _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)$")
-SOURCES = ("sklearn:digits", "skimage:samples", "shapes", "scenes")
-_GENERATED = ("shapes", "scenes")
+SOURCES = ("sklearn:digits", "skimage:samples", "shapes", "scenes", "triplets")
+_GENERATED = ("shapes", "scenes", "triplets")
 # datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
 EXTERNAL = ("hf", "torchvision", "wds")
 
@@ -91,6 +95,12 @@ def materialise(store, source: str, rest: str) -> Path:
         from ._scenes import make_scenes  # numpy, only when scenes are asked for
 
         return once(datasets / name, lambda tmp: make_scenes(tmp, **params))
+    if source == "triplets":
+        params = _generated_params("triplets", rest, _TRIPLETS_DEFAULTS)
+        name = "triplets-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
+        from ._make_triplets import make_triplets  # numpy, only when triplets are asked for
+
+        return once(datasets / name, lambda tmp: make_triplets(tmp, **params))
     raise UsageError(
         f"unknown dataset {source}:{rest}", hint=f"packaged datasets: {', '.join(SOURCES)}"
     )
@@ -101,7 +111,8 @@ def _generated_params(source: str, rest: str, defaults: dict) -> dict:
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
         if key not in params:
-            example = "per_class=40,noise=0.2" if source == "shapes" else "per_split=64,size=96"
+            example = {"shapes": "per_class=40,noise=0.2", "scenes": "per_split=64,size=96",
+                       "triplets": "count=32,seed=1"}[source]
             raise UsageError(
                 f"{source} has no parameter {key!r}",
                 hint=f"e.g. {source}:{example} (parameters: {', '.join(params)})",

@@ -40,8 +40,10 @@ class Scan:
     classes: list[str]
     target_type: str
     entries: list[Entry] = field(default_factory=list)
-    # how --limit counts: "class" (N per class) or "stem"/"sample" (N in all)
+    # how --limit counts: "class" (N per class), "stem"/"sample" (N in all) or "triplet"
     limit_by: str = "sample"
+    # 2AFC triplets (key, ref, left, right, left_vote, right_vote) over entry names, or None
+    triplets: list[tuple[str, str, str, str, int, int]] | None = None
 
 
 def _splits_hint(root: Path) -> str:
@@ -76,7 +78,8 @@ def scan_image_folder(root: Path, split: str | None) -> Scan:
             hint="move each image into a folder named after its class",
         )
     index = {name: i for i, name in enumerate(classes)}
-    entries, empty = [], []
+    entries: list[Entry] = []
+    empty: list[tuple[str, str]] = []
     for cls in subdirs(base):
         names = sorted(walk_files(base / cls))
         if not names:
@@ -160,7 +163,8 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
     Args:
         base: The split folder (``<root>/<split>``, or the root when there is no split level).
         split: Recorded in the manifest.
-        target: Which target folder, when there are several (``masks``, ``depth``...).
+        target: Which target folder, when there are several (``masks``, ``depth``...);
+            ``images`` reads the images alone, whatever folders lie beside them.
         target_type: Overrides the recorded target type (default: the target folder's name).
 
     Raises:
@@ -174,7 +178,8 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
             hint="a dense split is <root>/<split>/{images,<target>}",
         )
     others = [d for d in subdirs(base) if d != "images"]
-    if target is None and not others:  # images only: for tasks whose targets come from pixels
+    if (target is None and not others) or target == "images":
+        # images only: for tasks whose targets come from pixels (corner, orientation)
         names = sorted(walk_files(base / "images"))
         if not names:
             raise BadInput("dense splits without images", [(str(base / "images"), "no images")])

@@ -76,6 +76,7 @@ def check_source_options(kind: str | None, options: dict[str, Any]) -> None:
         )
     refused = [k for k in given if kind is not None and k not in _APPLIES[kind]]
     if refused:
+        assert kind is not None  # refused is empty for a folder (kind None)
         raise UsageError(
             f"{kind}: data takes no {', '.join(refused)} option",
             hint=f"it takes: {', '.join(_APPLIES[kind]) or 'no source options'}",

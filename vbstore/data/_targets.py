@@ -32,9 +32,11 @@ def read_verified(path: Path, expected: str) -> bytes:
     except OSError as exc:
         raise BadInput("unreadable targets", [(str(path), exc.strerror or str(exc))]) from None
     if digest(data) != expected:
-        raise BadInput("targets changed since the manifest was read",
-                       [(str(path), "its bytes no longer match the manifest")],
-                       hint="run the command again to re-read the data")
+        raise BadInput(
+            "targets changed since the manifest was read",
+            [(str(path), "its bytes no longer match the manifest")],
+            hint="run the command again to re-read the data",
+        )
     return data
 
 
@@ -46,7 +48,7 @@ def _load_array(data: bytes, path: Path) -> np.ndarray:
     with Image.open(io.BytesIO(data)) as image:
         # raw stored values: a palette PNG gives its indices, a 16-bit PNG its integers
         if image.mode in ("RGBA", "LA"):
-            image = image.convert(image.mode[:-1])
+            return np.asarray(image.convert(image.mode[:-1]))
         return np.asarray(image)
 
 
@@ -60,7 +62,9 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
     try:
         raw = _load_array(data, path)
     except Exception as exc:  # a PIL/numpy decoding error of any type: one line, not a traceback
-        raise BadInput("unreadable targets", [(str(path), f"{type(exc).__name__}: {exc}")]) from None
+        raise BadInput(
+            "unreadable targets", [(str(path), f"{type(exc).__name__}: {exc}")]
+        ) from None
 
     def bad(why: str) -> BadInput:
         return BadInput(f"{kind} targets of the wrong shape", [(str(path), why)])
@@ -89,9 +93,11 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
     if kind == "depth_map":
         if not is_float_file:
             if target_scale is None:
-                raise UsageError(f"depth PNG {path.name} needs its scale to metres",
-                                 hint="pass -p target_scale=1000 for millimetres (512 for "
-                                      "Taskonomy, 1 for metres)")
+                raise UsageError(
+                    f"depth PNG {path.name} needs its scale to metres",
+                    hint="pass -p target_scale=1000 for millimetres (512 for "
+                    "Taskonomy, 1 for metres)",
+                )
             values = values / target_scale
         elif target_scale is not None:
             values = values / target_scale
@@ -118,9 +124,11 @@ def align(array: np.ndarray, geometry: Geometry, image_size: tuple[int, int]) ->
     """
     height, width = array.shape[-2:]
     if (width, height) != tuple(image_size):
-        raise BadInput("targets that do not match their image's size",
-                       [("target", f"{width}x{height}, image {image_size[0]}x{image_size[1]}")],
-                       hint="targets must have their image's width and height")
+        raise BadInput(
+            "targets that do not match their image's size",
+            [("target", f"{width}x{height}, image {image_size[0]}x{image_size[1]}")],
+            hint="targets must have their image's width and height",
+        )
     (new_w, new_h), box = geometry(width, height)
     # nearest-neighbour source index of each output pixel, the centre rule PIL's NEAREST uses
     rows = np.minimum(((np.arange(new_h) + 0.5) * height / new_h).astype(np.int64), height - 1)

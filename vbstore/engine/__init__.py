@@ -8,7 +8,10 @@ from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest
 from ._results import HeadResult, Result, execute, get_head, get_result, result_request
 from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
 
-_LAZY = {"PackSplit": "._dense"}  # torch and numpy: loaded only when a dense split is read
+# torch and numpy: loaded only when a dense split is read
+_LAZY = {"PackSplit": "._dense", "DenseSample": "._inspect", "DenseView": "._inspect",
+         "baseline_metrics": "._inspect", "dense_samples": "._inspect",
+         "open_dense_result": "._inspect"}
 
 __all__ = [
     "BASE_COLUMNS",
@@ -16,6 +19,8 @@ __all__ = [
     "BackboneRef",
     "BackboneRequest",
     "DataRef",
+    "DenseSample",
+    "DenseView",
     "FeatureResult",
     "HeadResult",
     "PackSplit",
@@ -25,11 +30,14 @@ __all__ = [
     "ResultRequest",
     "Step",
     "SweepEntry",
+    "baseline_metrics",
+    "dense_samples",
     "execute",
     "get_features",
     "get_head",
     "get_result",
     "lineage",
+    "open_dense_result",
     "plan",
     "read_backbones_file",
     "resolve_backbone",

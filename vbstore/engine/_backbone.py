@@ -78,7 +78,8 @@ def _alias(backbone: str, weights: str, seed: int | None, input_size: int | None
 
 
 def find_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,
-                  input_size: int | None = None, use_projection: bool = False) -> BackboneRef | None:
+                  input_size: int | None = None, use_projection: bool = False
+                  ) -> BackboneRef | None:
     """The ``backbone`` artifact for a spec when the store (or a remote) knows it; else None.
 
     Never builds a model, so never imports torch.
@@ -119,7 +120,8 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
 
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
-    built = build_backbone(**request)
+    built = build_backbone(backbone, weights=str(weights), seed=seed, input_size=input_size,
+                           use_projection=use_projection)
     oid = _store_backbone(store, built)
     alias = _alias(backbone, str(weights), seed, input_size, use_projection)
     store.record(alias, oid)

@@ -79,8 +79,9 @@ class Feed:
             from ._dense import PackSplit  # torch and numpy: only when a dense task computes
 
             plan = self.plan
-            self._split = PackSplit(plan.store, self.id, self.manifest, plan.ref.doc["preprocessing"],
-                                    plan.task.target_kind, plan.task_params.get("target_scale"),
+            self._split = PackSplit(plan.store, self.id, self.manifest,
+                                    plan.backbone.doc["preprocessing"], plan.task.target_kind,
+                                    plan.task_params.get("target_scale"),
                                     resolve_device(self.run.device))
         return self._split
 
@@ -100,13 +101,15 @@ class Feed:
             return torch.tensor(self.manifest.labels(classes=classes), dtype=torch.long)
         if kind == "multi_hot":
             return torch.as_tensor(self.manifest.multi_hot(classes=classes), dtype=torch.float32)
+        if kind == "triplets":  # [ref, left, right, left_vote, right_vote] rows of the manifest
+            return torch.tensor(self.manifest.doc.get("triplets") or [], dtype=torch.long)
         return None
 
 
 def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
     """The featureset of ``manifest`` (``role``: eval or train), from the store or extracted now."""
     start = time.perf_counter()
-    oid, computed, _ = derive_featureset(plan.store, plan.ref, manifest, plan.extractor,
+    oid, computed, _ = derive_featureset(plan.store, plan.backbone, manifest, plan.settings,
                                          device=run.device, progress=run.progress,
                                          batch_size=run.batch_size, executor=run.executor)
     run.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
@@ -116,16 +119,17 @@ def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
 
 def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
     """What a head fit on (or applied to) these features must agree on."""
-    weights = plan.store.read_json(plan.ref.doc["weights"])
-    ext = plan.extractor
-    return {"backbone": plan.ref.id, "weights": weights["tensor_hash"],
-            "input_size": plan.ref.doc["preprocessing"]["input_size"],
+    weights = plan.store.read_json(plan.backbone.doc["weights"])
+    ext = plan.settings
+    return {"backbone": plan.backbone.id, "weights": weights["tensor_hash"],
+            "input_size": plan.backbone.doc["preprocessing"]["input_size"],
             "extractor_key": plan.store.read_json(features_id)["extractor_key"],
             "pooling": ext.pooling, "layers": list(ext.layers), "feature_mode": ext.mode,
             "embed_dim": embed_dim, "task": plan.task.name, "task_op_version": plan.task.op_version}
 
 
-def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False) -> tuple[str, bool]:
+def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
+               ) -> tuple[str, bool]:
     """Fit (or fetch) the head for one seed; return its id and whether it was trained now."""
     store, task = plan.store, plan.task
     spec = head_spec(task, plan.task_params, train.id, seed)
@@ -154,7 +158,7 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     """Compute every missing input, evaluate, and store the result record; return its id."""
     store, task = plan.store, plan.task
     evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
-    edges: dict[str, Any] = {"backbone": plan.ref.id, "eval_manifest": plan.eval_m.id,
+    edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id}
     per_seed, train_metrics, comparable = [], [], True
     start = time.perf_counter()
@@ -175,16 +179,19 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
         for head in heads:
             state, record, ok = load_head(store, head, expected, strict=plan.request.probe.strict)
             comparable = comparable and ok
-            per_seed.append(task.evaluate_split(state, evaluation.split(), plan.task_params)
-                            if evaluation.dense else
-                            task.evaluate(state, evaluation.pooled(), targets, plan.task_params))
+            if evaluation.dense:
+                per_seed.append(task.evaluate_split(state, evaluation.split(), plan.task_params))
+            else:
+                assert targets is not None  # a trained pooled task has per-sample targets
+                per_seed.append(task.evaluate(state, evaluation.pooled(), targets,
+                                              plan.task_params))
             train_metrics.append(record.get("train_metrics", {}))
         if plan.head is not None:
             per_seed = per_seed * len(plan.request.probe.seed_list)
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
-    record = _record(plan, run, per_seed, train_metrics, comparable, edges)
-    return store.put_json(record.to_dict(), "result", edges=edges)
+    result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    return store.put_json(result.to_dict(), "result", edges=edges)
 
 
 def _zero_shot(plan: Plan, evaluation: Feed) -> dict[str, float]:
@@ -194,19 +201,19 @@ def _zero_shot(plan: Plan, evaluation: Feed) -> dict[str, float]:
     context = {"class_names": plan.eval_m.doc.get("classes", []),
                "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]]}
     if task.needs_text:
-        context["text_encoder"] = plan.ref.load().encode_text
+        context["text_encoder"] = plan.backbone.load().encode_text
     return task.evaluate_zero_shot(evaluation.pooled(), evaluation.targets(), plan.task_params,
                                    context)
 
 
 def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) -> ResultRecord:
     store, seeds = plan.store, plan.request.probe.seed_list
-    weights = store.read_json(plan.ref.doc["weights"])
+    weights = store.read_json(plan.backbone.doc["weights"])
     inputs = {k: v for k, v in edges.items() if isinstance(v, str)}
     if "head" in edges:
-        inputs.update({f"head.{i}": h for i, h in enumerate(edges["head"])} if len(edges["head"]) > 1
-                      else {"head": edges["head"][0]})
-    inputs["weights"] = plan.ref.doc["weights"]
+        inputs.update({f"head.{i}": h for i, h in enumerate(edges["head"])}
+                      if len(edges["head"]) > 1 else {"head": edges["head"][0]})
+    inputs["weights"] = plan.backbone.doc["weights"]
     data = {"eval": {"manifest": plan.eval_m.id, "split": plan.eval_m.doc.get("split"),
                      "samples": len(plan.eval_m.doc["samples"])}}
     if plan.train_m is not None:
@@ -217,7 +224,8 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
         aggregate = aggregate_seeds(per_seed)
         metrics = {k: v["mean"] for k, v in aggregate.items()}
     same = plan.train_m is not None and plan.train_m.id == plan.eval_m.id
-    warnings = ["trained and evaluated on the same samples: the metrics are train metrics"] if same else []
+    warnings = (["trained and evaluated on the same samples: the metrics are train metrics"]
+                if same else [])
     if len(seeds) > 1 and not plan.task.stochastic:
         warnings.append(f"{plan.task.name} ignores the seed: the {len(seeds)} seeds ran the same "
                         "computation, so their spread is 0 by construction")
@@ -226,10 +234,12 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
     return ResultRecord(
         task=plan.task.name, op_version=plan.task.op_version, level=plan.task.level,
         params=plan.task_params, seed=seeds[0], seeds=seeds, metrics=metrics, inputs=inputs,
-        backbone={"spec": plan.ref.request.get("spec") or plan.ref.doc["architecture"],
-                  "source": plan.ref.doc["source"], "architecture": plan.ref.doc["architecture"]},
-        weights_kind=weights["origin"], extractor=plan.extractor.to_dict(), data=data,
-        versions=versions(), device=_device_name(run), features_from_cache=all(run.from_cache.values()),
+        backbone={"spec": plan.backbone.request.get("spec") or plan.backbone.doc["architecture"],
+                  "source": plan.backbone.doc["source"],
+                  "architecture": plan.backbone.doc["architecture"]},
+        weights_kind=weights["origin"], extractor=plan.settings.to_dict(), data=data,
+        versions=versions(), device=_device_name(run),
+        features_from_cache=all(run.from_cache.values()),
         comparable=comparable,
         warnings=warnings or None,
         train_metrics=train_metrics[0] if train_metrics and train_metrics[0] else None,

@@ -65,12 +65,13 @@ class PackSplit:
             oid = self._packs[index]
             path = self._store.verified_path(oid)  # hashed once per state of the file
             header, offset = read_safetensors_header(path)
-            maps = []
+            maps: list[np.ndarray] = []
             for layer in self.layers:
                 entry = header.get(f"dense.{layer}")
                 if entry is None:
                     raise VbstoreError(f"pack {oid[:12]} holds no dense maps of layer {layer}",
-                                       hint="extract with --mode dense (a dense task does so itself)")
+                                       hint="extract with --mode dense (a dense task does so "
+                                            "itself)")
                 start, end = entry["data_offsets"]
                 maps.append(np.memmap(path, dtype=_NUMPY[entry["dtype"]], mode="r",
                                       offset=offset + start, shape=tuple(entry["shape"])))
@@ -92,14 +93,26 @@ class PackSplit:
             out.append(stacked.to(self.device, torch.float32))
         return out
 
+    def name(self, position: int) -> str:
+        """The manifest name of row ``position``."""
+        return self._manifest.samples[position]["name"]
+
+    def image(self, position: int) -> np.ndarray:
+        """(3, H, W) float32: the RGB row ``position``'s image became for the backbone, in
+        [0, 1] (resized and cropped, before normalisation)."""
+        return self._decode(position, want_image=True)
+
     def _target(self, position: int) -> np.ndarray:
+        return self._decode(position, want_image=self.target_kind == "image")
+
+    def _decode(self, position: int, want_image: bool) -> np.ndarray:
         sample = self._manifest.samples[position]
         image_path = self._manifest.image_path(position)
         image_bytes = read_verified(image_path, sample["image"])
         from PIL import Image  # decoding images only when a dense split is read
 
         with Image.open(io.BytesIO(image_bytes)) as image:
-            if self.target_kind == "image":  # the RGB the backbone saw, before normalisation
+            if want_image:  # the RGB the backbone saw, before normalisation
                 x = self._cfg(image).numpy()
                 mean = np.asarray(self._cfg.mean, np.float32)[:, None, None]
                 std = np.asarray(self._cfg.std, np.float32)[:, None, None]

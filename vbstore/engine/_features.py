@@ -38,8 +38,8 @@ class FeatureResult:
 def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any]:
     from ..features import OP_VERSION  # small module, but it imports torch: only when computing
 
-    return derivation_spec("featureset", OP_VERSION, {"backbone": backbone_id, "manifest": manifest_id},
-                           params.to_dict())
+    return derivation_spec("featureset", OP_VERSION,
+                           {"backbone": backbone_id, "manifest": manifest_id}, params.to_dict())
 
 
 def packs_present(store, featureset_id: str) -> bool:
@@ -76,8 +76,9 @@ def get_features(
     manifest = load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
     from ..features import ExtractorParams
 
-    params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling, mode=mode,
-                             precision=precision, dense_dtype=dense_dtype, input_size=input_size)
+    params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling,
+                             mode=mode, precision=precision, dense_dtype=dense_dtype,
+                             input_size=input_size)
     oid, computed, stats = derive_featureset(
         store, ref, manifest, params, device=device, progress=progress, batch_size=batch_size,
         workers=workers, loader=loader, executor=executor)

@@ -40,8 +40,12 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
         kind, present = info.kind, store.has(oid)
     except VbstoreError:
         kind, present = "unknown", False
-    node: dict[str, Any] = {"id": oid, "kind": kind, "present": present,
-                            "summary": summary(store, oid, kind) if present else ""}
+    node: dict[str, Any] = {
+        "id": oid,
+        "kind": kind,
+        "present": present,
+        "summary": summary(store, oid, kind) if present else "",
+    }
     spec = store.derivation_of(oid)
     if spec:
         node["op"] = f"{spec['op']} v{spec['op_version']}"

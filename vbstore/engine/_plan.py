@@ -12,8 +12,8 @@ below it is then necessarily to compute.
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +53,12 @@ class Step:
     remote: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"op": self.op, "role": self.role, "status": self.status, "id": self.id}
+        out: dict[str, Any] = {
+            "op": self.op,
+            "role": self.role,
+            "status": self.status,
+            "id": self.id,
+        }
         if self.work:
             out["work"] = dict(self.work)
         if self.remote:
@@ -63,8 +68,11 @@ class Step:
     def describe(self) -> str:
         """One line: what, which, and how it will be obtained."""
         name = f"{self.op} ({self.role})" if self.role else self.op
-        where = {"stored": "stored", "remote": f"on remote {self.remote}",
-                 "unneeded": "not needed (the result is stored)"}.get(self.status, "to compute")
+        where = {
+            "stored": "stored",
+            "remote": f"on remote {self.remote}",
+            "unneeded": "not needed (the result is stored)",
+        }.get(self.status, "to compute")
         ident = f"  [{self.id[:12]}]" if self.id else ""
         work = self.work
         costs = []
@@ -111,14 +119,45 @@ class Plan:
     started: float = field(default_factory=time.perf_counter)
 
     @property
+    def backbone(self) -> BackboneRef:
+        """The backbone of an executable plan.
+
+        Raises:
+            UsageError: the plan comes from a dry run that could not name the backbone.
+        """
+        if self.ref is None:
+            raise UsageError("this plan comes from a dry run and names no backbone",
+                             hint="plan again without dry_run to build the backbone")
+        return self.ref
+
+    @property
+    def settings(self) -> ExtractorParams:
+        """The feature settings of an executable plan (see :attr:`backbone`)."""
+        if self.extractor is None:
+            self.backbone  # noqa: B018 - raises the dry-run error
+        assert self.extractor is not None  # set whenever ref is
+        return self.extractor
+
+    @property
+    def derivation(self) -> dict[str, Any]:
+        """The result's derivation spec (see :attr:`backbone`)."""
+        if self.spec is None:
+            self.backbone  # noqa: B018 - raises the dry-run error
+        assert self.spec is not None  # set whenever ref is
+        return self.spec
+
+    @property
     def cached(self) -> bool:
         """Whether the result itself is stored (nothing to compute)."""
         return self.steps[-1].status == "stored"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"task": self.task.name, "params": self.task_params,
-                "backbone": self.ref.id if self.ref else None,
-                "steps": [s.as_dict() for s in self.steps]}
+        return {
+            "task": self.task.name,
+            "params": self.task_params,
+            "backbone": self.ref.id if self.ref else None,
+            "steps": [s.as_dict() for s in self.steps],
+        }
 
     def describe(self) -> list[str]:
         return [s.describe() for s in self.steps]
@@ -126,14 +165,31 @@ class Plan:
 
 def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> ExtractorParams:
     """The feature settings a task reads, from the backbone request."""
-    pooling = request.backbone.pooling or (default_pooling if task.pooling == "default" else task.pooling)
-    return ExtractorParams(layers=request.backbone.layers, pooling=pooling, mode=task.feature_mode,
-                           precision=request.backbone.precision, input_size=request.backbone.input_size)
+    pooling = request.backbone.pooling or (
+        default_pooling if task.pooling == "default" else task.pooling
+    )
+    return ExtractorParams(
+        layers=request.backbone.layers,
+        pooling=pooling,
+        mode=task.feature_mode,
+        precision=request.backbone.precision,
+        input_size=request.backbone.input_size,
+    )
 
 
-def _manifest(store, ref, flag: str):
+def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The layout options ``task`` reads data with: a task whose targets come from the pixels
+    (target kind ``image``) reads a dense folder's images alone unless told otherwise."""
+    out = dict(options)
+    if task.target_kind == "image":
+        out.setdefault("target", "images")
+    return out
+
+
+def _manifest(store, ref, flag: str, task: Task):
+    options = data_options_for(task, ref.options)
     try:
-        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **dict(ref.options))
+        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
@@ -145,35 +201,52 @@ def _check_text(task: Task, spec: Any) -> None:
         from ..backbones import parse_spec
 
         if parse_spec(spec).source != "open_clip":
-            raise UsageError(f"task {task.name!r} compares images with text and needs a CLIP "
-                             f"backbone, not {spec!r}",
-                             hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')")
+            raise UsageError(
+                f"task {task.name!r} compares images with text and needs a CLIP "
+                f"backbone, not {spec!r}",
+                hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
+            )
 
 
 def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> BackboneRef | None:
     """The backbone of a request; with ``build`` off, None when only building could name it."""
     b = request.backbone
-    options = {"weights": b.weights, "seed": b.seed, "input_size": b.input_size,
-               "use_projection": task.needs_text}
-    if build:
-        return resolve_backbone(store, b.spec, **options)
-    return find_backbone(store, b.spec, **options)
+    find = resolve_backbone if build else find_backbone
+    return find(store, b.spec, weights=b.weights, seed=b.seed, input_size=b.input_size,
+                use_projection=task.needs_text)
 
 
-def result_spec(plan_task: Task, task_params, ref_id: str, eval_id: str, train_id: str | None,
-                head: str | None, seeds: list[int], extractor: ExtractorParams, strict: bool
-                ) -> dict[str, Any]:
+def result_spec(
+    plan_task: Task,
+    task_params,
+    ref_id: str,
+    eval_id: str,
+    train_id: str | None,
+    head: str | None,
+    seeds: list[int],
+    extractor: ExtractorParams,
+    strict: bool,
+) -> dict[str, Any]:
     """The result's derivation spec: cheap ids and every setting, so a hit needs no features."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
     if head is not None:
         inputs["head"] = head
-    return derivation_spec("result", plan_task.op_version, inputs, {
-        "task": plan_task.name, "task_params": task_params, "seeds": seeds,
-        "extractor": extractor.to_dict(), "features_op_version": FEATURES_VERSION,
-        "record_version": RECORD_VERSION, **({"strict": strict} if head else {}),
-    })
+    return derivation_spec(
+        "result",
+        plan_task.op_version,
+        inputs,
+        {
+            "task": plan_task.name,
+            "task_params": task_params,
+            "seeds": seeds,
+            "extractor": extractor.to_dict(),
+            "features_op_version": FEATURES_VERSION,
+            "record_version": RECORD_VERSION,
+            **({"strict": strict} if head else {}),
+        },
+    )
 
 
 def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = False) -> Plan:
@@ -185,18 +258,25 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     Raises:
         UsageError: a bad parameter or combination; UnknownTask, UnknownBackbone, BadInput...
     """
+    started = time.perf_counter()  # a result's seconds count the planning (manifests) too
     store = store if store is not None else Store()
     task = request.probe.spec
     task_params = request.probe.resolved_params()
     _check_text(task, request.backbone.spec)
     ref = backbone_of(store, request, task, build=not dry_run)
-    eval_m = _manifest(store, request.data, "--split")
-    train_m = _manifest(store, request.train, "--train-split") if request.train is not None else None
+    eval_m = _manifest(store, request.data, "--split", task)
+    train_m = (_manifest(store, request.train, "--train-split", task)
+               if request.train is not None else None)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
-    steps = [Step("backbone", status="stored" if ref is not None else "compute",
-                  id=ref.id if ref else None,
-                  work={} if ref else {"builds": f"builds {request.backbone.spec} (imports torch)"})]
+    steps = [
+        Step(
+            "backbone",
+            status="stored" if ref is not None else "compute",
+            id=ref.id if ref else None,
+            work={} if ref else {"builds": f"builds {request.backbone.spec} (imports torch)"},
+        )
+    ]
     steps.append(Step("manifest", "eval", "stored", eval_m.id, {"samples": len(eval_m)}))
     if train_m is not None:
         steps.append(Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}))
@@ -204,8 +284,17 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         extractor, spec = None, None
     else:
         extractor = extractor_for(task, request, ref.default_pooling)
-        spec = result_spec(task, task_params, ref.id, eval_m.id, train_m.id if train_m else None,
-                           head, seeds, extractor, request.probe.strict)
+        spec = result_spec(
+            task,
+            task_params,
+            ref.id,
+            eval_m.id,
+            train_m.id if train_m else None,
+            head,
+            seeds,
+            extractor,
+            request.probe.strict,
+        )
     result_id = store.lookup(derivation_key(spec)) if spec is not None else None
     unneeded = result_id is not None
     features = {}
@@ -217,16 +306,36 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         steps.append(step)
     if task.trains_head and head is None:
         for seed in seeds:
-            steps.append(_head_step(store, task, task_params, features["train"], train_m, seed,
-                                    unneeded, dry_run))
+            steps.append(
+                _head_step(
+                    store, task, task_params, features["train"], train_m, seed, unneeded, dry_run
+                )
+            )
     if head is not None:
         steps.append(Step("head", "given", "stored", head))
-    result_step = Step("result", status="stored" if unneeded else "compute", id=result_id,
-                       work={"samples": len(eval_m)})
+    result_step = Step(
+        "result",
+        status="stored" if unneeded else "compute",
+        id=result_id,
+        work={"samples": len(eval_m)},
+    )
     if not unneeded and dry_run and spec is not None:
         result_step = _on_remote(store, derivation_key(spec), result_step)
     steps.append(result_step)
-    return Plan(store, request, task, task_params, ref, eval_m, train_m, extractor, head, spec, steps)
+    return Plan(
+        store,
+        request,
+        task,
+        task_params,
+        ref,
+        eval_m,
+        train_m,
+        extractor,
+        head,
+        spec,
+        steps,
+        started,
+    )
 
 
 def _on_remote(store, key: str, step: Step) -> Step:
@@ -244,8 +353,12 @@ def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -
     if oid is not None:
         return Step("featureset", role, "unneeded" if unneeded else "stored", oid)
     reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
-    step = Step("featureset", role, "unneeded" if unneeded else "compute",
-                work={"forward_passes": len(manifest) - reused, "reused_rows": reused})
+    step = Step(
+        "featureset",
+        role,
+        "unneeded" if unneeded else "compute",
+        work={"forward_passes": len(manifest) - reused, "reused_rows": reused},
+    )
     return _on_remote(store, key, step) if dry_run and not unneeded else step
 
 
@@ -264,16 +377,13 @@ def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded
     return _on_remote(store, key, step) if dry_run and not unneeded else step
 
 
-def head_spec(task: Task, task_params: dict[str, Any], train_features: str, seed: int) -> dict[str, Any]:
+def head_spec(
+    task: Task, task_params: dict[str, Any], train_features: str, seed: int
+) -> dict[str, Any]:
     """The derivation spec of one seed's head on one train featureset."""
-    return derivation_spec("head", task.op_version, {"features": train_features},
-                           {"task": task.name, "task_params": task_params, "seed": seed})
-
-
-def featureset_count(steps: list[Step]) -> int:
-    """Forward passes a plan would run (for messages)."""
-    return sum(s.work.get("forward_passes", 0) for s in steps if s.status == "compute")
-
-
-def epochs_count(steps: list[Step]) -> int:
-    return sum(int(math.ceil(s.work.get("epochs", 0))) for s in steps if s.status == "compute")
+    return derivation_spec(
+        "head",
+        task.op_version,
+        {"features": train_features},
+        {"task": task.name, "task_params": task_params, "seed": seed},
+    )

@@ -28,10 +28,20 @@ PRECISIONS = ("fp32", "bf16")
 
 # Engine options a user might try to pass as a task parameter: named with the flag to use.
 ENGINE_OPTIONS = {
-    "seed": "--seed", "seeds": "--seeds", "weights": "--weights", "backbone_seed": "--backbone-seed",
-    "input_size": "--input-size", "layers": "--layers", "precision": "--precision",
-    "device": "--device", "split": "--split", "train_split": "--train-split", "limit": "--limit",
-    "train_limit": "--train-limit", "strict": "--no-strict", "recompute": "--recompute",
+    "seed": "--seed",
+    "seeds": "--seeds",
+    "weights": "--weights",
+    "backbone_seed": "--backbone-seed",
+    "input_size": "--input-size",
+    "layers": "--layers",
+    "precision": "--precision",
+    "device": "--device",
+    "split": "--split",
+    "train_split": "--train-split",
+    "limit": "--limit",
+    "train_limit": "--train-limit",
+    "strict": "--no-strict",
+    "recompute": "--recompute",
 }
 
 
@@ -52,7 +62,8 @@ class BackboneRequest:
 
     Attributes:
         spec: A spec string (``torchvision:resnet18``, ``test_vit``...) or a built Backbone.
-        weights: ``default`` (pinned pretrained), a pretrained tag, a checkpoint path, or ``random``.
+        weights: ``default`` (pinned pretrained), a pretrained tag, a checkpoint path, or
+            ``random``.
         seed: Init seed with ``weights="random"``.
         input_size: Overrides the model's input resolution.
         layers: Block indices to extract (negative from the end).
@@ -70,18 +81,24 @@ class BackboneRequest:
 
     def __post_init__(self) -> None:
         if isinstance(self.spec, str) and not self.spec.strip():
-            raise UsageError("a backbone spec is empty", hint="e.g. --backbone torchvision:resnet18")
+            raise UsageError(
+                "a backbone spec is empty", hint="e.g. --backbone torchvision:resnet18"
+            )
         object.__setattr__(self, "weights", str(self.weights))
         _int("backbone seed", self.seed, 0, optional=True)
         _int("input size", self.input_size, 1, optional=True)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
         if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):
-            raise UsageError(f"layers must be integers, not {self.layers!r}", hint="e.g. --layers 2,5,8,11")
+            raise UsageError(
+                f"layers must be integers, not {self.layers!r}", hint="e.g. --layers 2,5,8,11"
+            )
         if len(set(layers)) != len(layers):
             raise UsageError(f"layers {list(layers)} name a layer twice")
         object.__setattr__(self, "layers", layers)
         if self.precision not in PRECISIONS:
-            raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+            raise UsageError(
+                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -92,7 +109,8 @@ class DataRef:
         source: A folder, a ``.csv``/``.jsonl`` list, ``sklearn:digits``, ``shapes``...
         split: The split to read (``train``, ``val``...), when the data has splits.
         limit: Per-class (or total) cap on samples.
-        options: Layout options (``layout``, ``stems``, ``target``...; see ``vbstore.data.OPTIONS``).
+        options: Layout options (``layout``, ``stems``, ``target``...; see
+            ``vbstore.data.OPTIONS``).
     """
 
     source: Any
@@ -150,8 +168,11 @@ class ProbeRequest:
         task = self.spec
         for key in self.params:
             if key in ENGINE_OPTIONS and key not in task.params:
-                raise UsageError(f"{key!r} is not a parameter of task {task.name!r} but an option "
-                                 "of vbstore itself", hint=f"use {ENGINE_OPTIONS[key]} instead of -p {key}=...")
+                raise UsageError(
+                    f"{key!r} is not a parameter of task {task.name!r} but an option "
+                    "of vbstore itself",
+                    hint=f"use {ENGINE_OPTIONS[key]} instead of -p {key}=...",
+                )
         return task.resolve_params(self.params)
 
     @property
@@ -178,13 +199,19 @@ class ResultRequest:
     def __post_init__(self) -> None:
         task = self.probe.spec
         if task.zero_shot and self.train is not None:
-            raise UsageError(f"task {task.name!r} is zero-shot and takes no training data",
-                             hint="drop --train-data")
+            raise UsageError(
+                f"task {task.name!r} is zero-shot and takes no training data",
+                hint="drop --train-data",
+            )
         if task.zero_shot and self.probe.head is not None:
-            raise UsageError(f"task {task.name!r} is zero-shot and uses no head", hint="drop --head")
+            raise UsageError(
+                f"task {task.name!r} is zero-shot and uses no head", hint="drop --head"
+            )
         if task.trains_head and self.train is None and self.probe.head is None:
-            raise UsageError(f"task {task.name!r} trains a head on training data",
-                             hint="pass --train-data DATA (and --train-split if it has splits)")
+            raise UsageError(
+                f"task {task.name!r} trains a head on training data",
+                hint="pass --train-data DATA (and --train-split if it has splits)",
+            )
 
 
 def layers_arg(layers: Sequence[int] | int | None) -> tuple[int, ...]:

@@ -40,8 +40,12 @@ class Result:
         return self.record.metrics
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"id": self.id, "from_cache": self.from_cache, "seconds": round(self.seconds, 4),
-               "record": self.record.to_dict()}
+        out = {
+            "id": self.id,
+            "from_cache": self.from_cache,
+            "seconds": round(self.seconds, 4),
+            "record": self.record.to_dict(),
+        }
         if self.reproduced is not None:
             out["reproduced"] = self.reproduced
         return out
@@ -57,29 +61,42 @@ class HeadResult:
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "from_cache": self.from_cache, "seconds": round(self.seconds, 4),
-                "record": self.record.to_dict()}
+        return {
+            "id": self.id,
+            "from_cache": self.from_cache,
+            "seconds": round(self.seconds, 4),
+            "record": self.record.to_dict(),
+        }
 
 
-def execute(the_plan: Plan, *, device: str | None = None, progress: bool = True,
-            recompute: bool = False, executor: Any = None) -> Result:
+def execute(
+    the_plan: Plan,
+    *,
+    device: str | None = None,
+    progress: bool = True,
+    recompute: bool = False,
+    executor: Any = None,
+) -> Result:
     """Compute what ``the_plan`` lacks and return the result (from the store when it has it).
 
     Raises:
         UsageError: the plan was made by a dry run with a backbone never built.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
-    if the_plan.spec is None:
-        raise UsageError("this plan comes from a dry run and names no backbone",
-                         hint="plan again without dry_run to build the backbone")
+    spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
     run = Run(device=device, progress=progress, executor=executor)
     store = the_plan.store
     if recompute:
         return _recompute(the_plan, run)
-    oid, computed = store.derive(the_plan.spec, lambda: compute_result(the_plan, run),
-                                 fetch=remote_fetch(store))
-    return Result(oid, ResultRecord.from_dict(store.read_json(oid)), not computed,
-                  time.perf_counter() - the_plan.started)
+    oid, computed = store.derive(
+        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store)
+    )
+    return Result(
+        oid,
+        ResultRecord.from_dict(store.read_json(oid)),
+        not computed,
+        time.perf_counter() - the_plan.started,
+    )
 
 
 def _recompute(the_plan: Plan, run: Run) -> Result:
@@ -89,7 +106,7 @@ def _recompute(the_plan: Plan, run: Run) -> Result:
         NotReproduced: a metric moved by more than ``REPRODUCED_TOLERANCE``; the new result is
             stored and the derivation points at it, so nothing is lost.
     """
-    store, spec = the_plan.store, the_plan.spec
+    store, spec = the_plan.store, the_plan.derivation
     key = derivation_key(spec)
     previous = store.lookup(key)
     with store.lease(key, inputs=list(spec["inputs"].values())):
@@ -99,46 +116,89 @@ def _recompute(the_plan: Plan, run: Run) -> Result:
     comparison = None
     if previous is not None:
         old = store.read_json(previous)["metrics"]
-        diffs = {k: abs(float(record.metrics[k]) - float(old[k]))
-                 for k in record.metrics if k in old and isinstance(old[k], (int, float))}
+        diffs = {
+            k: abs(float(record.metrics[k]) - float(old[k]))
+            for k in record.metrics
+            if k in old and isinstance(old[k], (int, float))
+        }
         worst = max(diffs.values(), default=0.0)
-        comparison = {"previous": previous, "max_abs_diff": worst,
-                      "reproduced": worst <= REPRODUCED_TOLERANCE}
+        comparison = {
+            "previous": previous,
+            "max_abs_diff": worst,
+            "reproduced": worst <= REPRODUCED_TOLERANCE,
+        }
         if not comparison["reproduced"]:
             raise NotReproduced(previous, oid, worst)
     return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison)
 
 
 def result_request(
-    backbone: Any, task: str, data: Any, train_data: Any = None, *,
-    params: Mapping[str, Any] | None = None, split: str | None = None,
-    train_split: str | None = None, limit: int | None = None, train_limit: int | None = None,
-    seed: int = 0, seeds: int = 1, head: str | None = None, strict: bool = True,
-    weights: str = "default", backbone_seed: int | None = None, input_size: int | None = None,
-    layers: Sequence[int] | None = None, precision: str = "fp32",
+    backbone: Any,
+    task: str,
+    data: Any,
+    train_data: Any = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    split: str | None = None,
+    train_split: str | None = None,
+    limit: int | None = None,
+    train_limit: int | None = None,
+    seed: int = 0,
+    seeds: int = 1,
+    head: str | None = None,
+    strict: bool = True,
+    weights: str = "default",
+    backbone_seed: int | None = None,
+    input_size: int | None = None,
+    layers: Sequence[int] | None = None,
+    precision: str = "fp32",
     data_options: Mapping[str, Any] | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same)."""
     options = data_options or {}
     return ResultRequest(
-        BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
-                        layers=layers_arg(layers), precision=precision),
+        BackboneRequest(
+            backbone,
+            weights=weights,
+            seed=backbone_seed,
+            input_size=input_size,
+            layers=layers_arg(layers),
+            precision=precision,
+        ),
         ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict),
         DataRef(data, split=split, limit=limit, options=options),
         DataRef(train_data, split=train_split, limit=train_limit, options=options)
-        if train_data is not None else None,
+        if train_data is not None
+        else None,
     )
 
 
 def get_result(
-    backbone: Any, task: str, data: Any, train_data: Any = None, *,
-    params: Mapping[str, Any] | None = None, store: Store | None = None,
-    split: str | None = None, train_split: str | None = None, limit: int | None = None,
-    train_limit: int | None = None, seed: int = 0, seeds: int = 1, recompute: bool = False,
-    head: str | None = None, strict: bool = True, weights: str = "default",
-    backbone_seed: int | None = None, input_size: int | None = None,
-    layers: Sequence[int] | None = None, precision: str = "fp32", device: str | None = None,
-    progress: bool = True, data_options: Mapping[str, Any] | None = None, executor: Any = None,
+    backbone: Any,
+    task: str,
+    data: Any,
+    train_data: Any = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    store: Store | None = None,
+    split: str | None = None,
+    train_split: str | None = None,
+    limit: int | None = None,
+    train_limit: int | None = None,
+    seed: int = 0,
+    seeds: int = 1,
+    recompute: bool = False,
+    head: str | None = None,
+    strict: bool = True,
+    weights: str = "default",
+    backbone_seed: int | None = None,
+    input_size: int | None = None,
+    layers: Sequence[int] | None = None,
+    precision: str = "fp32",
+    device: str | None = None,
+    progress: bool = True,
+    data_options: Mapping[str, Any] | None = None,
+    executor: Any = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
@@ -159,21 +219,54 @@ def get_result(
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
     request = result_request(
-        backbone, task, data, train_data, params=params, split=split, train_split=train_split,
-        limit=limit, train_limit=train_limit, seed=seed, seeds=seeds, head=head, strict=strict,
-        weights=weights, backbone_seed=backbone_seed, input_size=input_size, layers=layers,
-        precision=precision, data_options=data_options)
-    return execute(plan(request, store), device=device, progress=progress, recompute=recompute,
-                   executor=executor)
+        backbone,
+        task,
+        data,
+        train_data,
+        params=params,
+        split=split,
+        train_split=train_split,
+        limit=limit,
+        train_limit=train_limit,
+        seed=seed,
+        seeds=seeds,
+        head=head,
+        strict=strict,
+        weights=weights,
+        backbone_seed=backbone_seed,
+        input_size=input_size,
+        layers=layers,
+        precision=precision,
+        data_options=data_options,
+    )
+    return execute(
+        plan(request, store),
+        device=device,
+        progress=progress,
+        recompute=recompute,
+        executor=executor,
+    )
 
 
 def get_head(
-    backbone: Any, task: str, train_data: Any, *, params: Mapping[str, Any] | None = None,
-    store: Store | None = None, train_split: str | None = None, train_limit: int | None = None,
-    seed: int = 0, weights: str = "default", backbone_seed: int | None = None,
-    input_size: int | None = None, layers: Sequence[int] | None = None, precision: str = "fp32",
-    device: str | None = None, progress: bool = True,
-    data_options: Mapping[str, Any] | None = None, executor: Any = None,
+    backbone: Any,
+    task: str,
+    train_data: Any,
+    *,
+    params: Mapping[str, Any] | None = None,
+    store: Store | None = None,
+    train_split: str | None = None,
+    train_limit: int | None = None,
+    seed: int = 0,
+    weights: str = "default",
+    backbone_seed: int | None = None,
+    input_size: int | None = None,
+    layers: Sequence[int] | None = None,
+    precision: str = "fp32",
+    device: str | None = None,
+    progress: bool = True,
+    data_options: Mapping[str, Any] | None = None,
+    executor: Any = None,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
     or trained now.
@@ -181,20 +274,44 @@ def get_head(
     Raises:
         UsageError: the task is zero-shot (it has no head).
     """
-    request = result_request(
-        backbone, task, train_data, train_data, params=params, split=train_split,
-        train_split=train_split, limit=train_limit, train_limit=train_limit, seed=seed,
-        weights=weights, backbone_seed=backbone_seed, input_size=input_size, layers=layers,
-        precision=precision, data_options=data_options) if _trains(task) else None
+    request = (
+        result_request(
+            backbone,
+            task,
+            train_data,
+            train_data,
+            params=params,
+            split=train_split,
+            train_split=train_split,
+            limit=train_limit,
+            train_limit=train_limit,
+            seed=seed,
+            weights=weights,
+            backbone_seed=backbone_seed,
+            input_size=input_size,
+            layers=layers,
+            precision=precision,
+            data_options=data_options,
+        )
+        if _trains(task)
+        else None
+    )
     if request is None:
-        raise UsageError(f"task {task!r} is zero-shot and has no head",
-                         hint="use `vbstore get result` for it")
+        raise UsageError(
+            f"task {task!r} is zero-shot and has no head", hint="use `vbstore get result` for it"
+        )
     the_plan = plan(request, store)
     run = Run(device=device, progress=progress, executor=executor)
-    train = Feed(the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m)
+    train = Feed(
+        the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
+    )
     oid, trained = train_head(the_plan, run, train, seed)
-    return HeadResult(oid, HeadCompat.from_dict(head_record(the_plan.store, oid)), not trained,
-                      time.perf_counter() - the_plan.started)
+    return HeadResult(
+        oid,
+        HeadCompat.from_dict(head_record(the_plan.store, oid)),
+        not trained,
+        time.perf_counter() - the_plan.started,
+    )
 
 
 def _trains(task: str) -> bool:

@@ -25,9 +25,15 @@ class SweepEntry:
 
     @property
     def label(self) -> str:
-        options = [f"{k}={v}" for k, v in (("weights", self.weights), ("seed", self.seed),
-                                            ("input_size", self.input_size))
-                   if v is not None and (k != "weights" or v != "default")]
+        options = [
+            f"{k}={v}"
+            for k, v in (
+                ("weights", self.weights),
+                ("seed", self.seed),
+                ("input_size", self.input_size),
+            )
+            if v is not None and (k != "weights" or v != "default")
+        ]
         return " ".join([self.backbone, *options])
 
 
@@ -54,23 +60,39 @@ def read_backbones_file(path: str | Path) -> list[SweepEntry]:
         for option in options:
             key, sep, value = option.partition("=")
             if not sep or key not in ("weights", "seed", "input_size"):
-                raise UsageError(f"{path}:{number}: cannot read {option!r}",
-                                 hint="use weights=W, seed=N or input_size=N after the spec")
+                raise UsageError(
+                    f"{path}:{number}: cannot read {option!r}",
+                    hint="use weights=W, seed=N or input_size=N after the spec",
+                )
             try:
                 fields[key] = value if key == "weights" else int(value)
             except ValueError:
-                raise UsageError(f"{path}:{number}: {key} must be an integer, not {value!r}") from None
+                raise UsageError(
+                    f"{path}:{number}: {key} must be an integer, not {value!r}"
+                ) from None
         entries.append(SweepEntry(spec, **fields))
     if not entries:
         raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")
     return entries
 
 
-def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_data: Any = None, *,
-          params: Mapping[str, Any] | None = None, store=None, split: str | None = None,
-          train_split: str | None = None, limit: int | None = None, train_limit: int | None = None,
-          seed: int = 0, progress: bool = True, data_options: Mapping[str, Any] | None = None,
-          executor: Any = None) -> Iterator[dict[str, Any]]:
+def sweep(
+    entries: Sequence[SweepEntry],
+    tasks: Sequence[str],
+    data: Any,
+    train_data: Any = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    store=None,
+    split: str | None = None,
+    train_split: str | None = None,
+    limit: int | None = None,
+    train_limit: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    data_options: Mapping[str, Any] | None = None,
+    executor: Any = None,
+) -> Iterator[dict[str, Any]]:
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
     Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
@@ -85,35 +107,66 @@ def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_
     given = dict(params or {})
     unused = sorted(k for k in given if not any(k in t.params for t in task_objs))
     if unused:
-        raise UsageError(f"no task of this sweep takes {', '.join(unused)}",
-                         hint="see the parameters with: vbstore list tasks")
+        raise UsageError(
+            f"no task of this sweep takes {', '.join(unused)}",
+            hint="see the parameters with: vbstore list tasks",
+        )
     for entry in entries:
         for task in task_objs:
             train = not task.zero_shot
-            row: dict[str, Any] = {"backbone": entry.backbone, "label": entry.label,
-                                   "task": task.name}
+            row: dict[str, Any] = {
+                "backbone": entry.backbone,
+                "label": entry.label,
+                "task": task.name,
+            }
             try:
                 result = get_result(
-                    entry.backbone, task.name, data, train_data if train else None, store=store,
-                    split=split, train_split=train_split if train else None, limit=limit,
-                    train_limit=train_limit if train else None, seed=seed, weights=entry.weights,
-                    backbone_seed=entry.seed, input_size=entry.input_size, progress=progress,
-                    data_options=data_options, executor=executor,
-                    params={k: v for k, v in given.items() if k in task.params})
-                row.update(id=result.id, from_cache=result.from_cache,
-                           metrics=ordered_metrics(task.name, result.metrics))
+                    entry.backbone,
+                    task.name,
+                    data,
+                    train_data if train else None,
+                    store=store,
+                    split=split,
+                    train_split=train_split if train else None,
+                    limit=limit,
+                    train_limit=train_limit if train else None,
+                    seed=seed,
+                    weights=entry.weights,
+                    backbone_seed=entry.seed,
+                    input_size=entry.input_size,
+                    progress=progress,
+                    data_options=data_options,
+                    executor=executor,
+                    params={k: v for k, v in given.items() if k in task.params},
+                )
+                row.update(
+                    id=result.id,
+                    from_cache=result.from_cache,
+                    metrics=ordered_metrics(task.name, result.metrics),
+                )
             except VbstoreError as exc:
                 row["error"] = str(exc)
             yield row
 
 
-BASE_COLUMNS = ["id", "task", "backbone", "weights", "input_size", "data", "split", "samples",
-                "seeds", "params"]
+BASE_COLUMNS = [
+    "id",
+    "task",
+    "backbone",
+    "weights",
+    "input_size",
+    "data",
+    "split",
+    "samples",
+    "seeds",
+    "params",
+]
 
 
-def result_rows(store, task: str | None = None, backbone: str | None = None,
-                weights: str | None = None) -> list[dict[str, Any]]:
-    """One flat row per stored result, filtered; metrics as their own keys (``BASE_COLUMNS`` first)."""
+def result_rows(
+    store, task: str | None = None, backbone: str | None = None, weights: str | None = None
+) -> list[dict[str, Any]]:
+    """One flat row per stored result, filtered: ``BASE_COLUMNS``, then its metrics."""
     rows = []
     for info in store.ls("result"):
         if not store.has(info.id):
@@ -121,17 +174,27 @@ def result_rows(store, task: str | None = None, backbone: str | None = None,
         record = ResultRecord.from_dict(store.read_json(info.id))
         if task and record.task != task:
             continue
-        if backbone and backbone not in record.spec and not record.inputs.get("backbone", "").startswith(backbone):
+        if (
+            backbone
+            and backbone not in record.spec
+            and not record.inputs.get("backbone", "").startswith(backbone)
+        ):
             continue
         if weights and record.weights_kind != weights:
             continue
         evaluation = record.eval_data
-        row = {"id": info.id[:12], "task": record.task, "backbone": record.spec,
-               "weights": record.weights_kind, "data": evaluation.get("manifest", "")[:12],
-               "split": evaluation.get("split"), "samples": evaluation.get("samples"),
-               "seeds": len(record.seeds or [record.seed]),
-               "input_size": (record.extractor or {}).get("input_size"),
-               "params": " ".join(f"{k}={v}" for k, v in sorted(record.params.items()))}
+        row = {
+            "id": info.id[:12],
+            "task": record.task,
+            "backbone": record.spec,
+            "weights": record.weights_kind,
+            "data": evaluation.get("manifest", "")[:12],
+            "split": evaluation.get("split"),
+            "samples": evaluation.get("samples"),
+            "seeds": len(record.seeds or [record.seed]),
+            "input_size": (record.extractor or {}).get("input_size"),
+            "params": " ".join(f"{k}={v}" for k, v in sorted(record.params.items())),
+        }
         metrics = ordered_metrics(record.task, record.metrics)
         row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         rows.append(row)

@@ -84,7 +84,7 @@ def decode_image(path, expected: str, preprocess) -> torch.Tensor:
         raise BadInput("unreadable images", [(str(path), str(exc))]) from None
 
 
-class _Decode:
+class _Decode(torch.utils.data.Dataset[tuple[int, torch.Tensor]]):
     """Picklable decode + preprocess of one sample, for DataLoader worker processes."""
 
     def __init__(self, manifest, preprocess, indices: Sequence[int]) -> None:

@@ -62,10 +62,10 @@ class PackWriter:
         if not self._images:
             return
         tensors = {name: torch.cat(parts) for name, parts in self._parts.items()}
-        compact = {"separators": (",", ":")}
+        compact = (",", ":")
         metadata = {"format": PACK_FORMAT, "extractor": self.extractor,
-                    "layers": json.dumps(self.layers, **compact),
-                    "images": json.dumps(self._images, **compact)}
+                    "layers": json.dumps(self.layers, separators=compact),
+                    "images": json.dumps(self._images, separators=compact)}
         pack = self.store.put_tensors(tensors, "pack", metadata)
         self.store.add_feature_rows(self.extractor, pack, self._images)
         self.packs.append(pack)
@@ -89,7 +89,8 @@ def rows_per_pack(row_bytes: int, batch_size: int, max_bytes: int | None = None,
     return max(1, min(by_bytes, by_rows)) * batch_size
 
 
-def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str, dense_dtype: torch.dtype) -> int:
+def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str,
+              dense_dtype: torch.dtype) -> int:
     """Bytes one image adds to a :class:`PackWriter` buffer, from a batch's ``extract`` output."""
     total = 0
     for layer in layers:
@@ -101,7 +102,8 @@ def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str, dense_dtype
     return total
 
 
-def read_pack_tensor(store, pack: str, name: str, rows: Sequence[int] | None = None) -> torch.Tensor:
+def read_pack_tensor(store, pack: str, name: str,
+                     rows: Sequence[int] | None = None) -> torch.Tensor:
     """Rows of one tensor of a pack, read through mmap once the pack's hash is verified.
 
     Raises:

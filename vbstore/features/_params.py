@@ -38,7 +38,8 @@ class ExtractorParams:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise UsageError(f"unknown feature mode {self.mode!r}", hint=f"use one of: {', '.join(MODES)}")
+            raise UsageError(f"unknown feature mode {self.mode!r}",
+                             hint=f"use one of: {', '.join(MODES)}")
         if self.precision not in PRECISIONS:
             raise UsageError(f"unknown precision {self.precision!r}", hint="use fp32 or bf16")
         if self.dense_dtype not in DENSE_DTYPES:
@@ -47,7 +48,8 @@ class ExtractorParams:
         if not self.layers:
             raise UsageError("no layers requested", hint="pass --layers -1 for the last block")
         if self.mode == "pooled" and self.pooling == "none":
-            raise UsageError("pooling none keeps no pooled vector", hint="use --mode dense or another pooling")
+            raise UsageError("pooling none keeps no pooled vector",
+                             hint="use --mode dense or another pooling")
 
     def with_pooling(self, pooling: str) -> ExtractorParams:
         return ExtractorParams(**{**asdict(self), "pooling": pooling})

@@ -234,8 +234,9 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
     done: set[int] = set()
     with progress_bar(len(images), progress) as bar:
         for out in dataset.iter_rows():
-            job = jobs[int(out["job"])]
-            if job["job"] in done:  # a retried range answered twice: same pack, nothing to add
+            number = int(out["job"])  # the job's index in jobs, as its "job" field says
+            job = jobs[number]
+            if number in done:  # a retried range answered twice: same pack, nothing to add
                 continue
             pack = str(out["pack"])
             _adopt(store, target, pack)
@@ -245,7 +246,7 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
             store.add_feature_rows(key, pack, job["images"])
             rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
             stats.forward_passes += int(out["forward_passes"])
-            done.add(job["job"])
+            done.add(number)
             if bar is not None:
                 bar.update(len(job["images"]))
     if len(done) != len(jobs):

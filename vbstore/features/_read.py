@@ -34,7 +34,8 @@ class Features:
             by_pack[pack_index].append((position, row))
         out: torch.Tensor | None = None
         for pack_index, items in by_pack.items():
-            part = read_pack_tensor(self.store, self.doc["packs"][pack_index], name, [r for _, r in items])
+            part = read_pack_tensor(self.store, self.doc["packs"][pack_index], name,
+                                    [r for _, r in items])
             if out is None:
                 out = torch.empty((len(self), *part.shape[1:]), dtype=part.dtype)
             out[torch.as_tensor([p for p, _ in items])] = part

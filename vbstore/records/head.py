@@ -10,8 +10,16 @@ from ._base import Record
 
 # What must agree between a head and the features it is applied to; a field the head lacks is
 # a mismatch too, so a head that omits its record cannot pass the check.
-CHECKED = ("task", "task_op_version", "weights", "input_size", "pooling", "feature_mode", "layers",
-           "embed_dim")
+CHECKED = (
+    "task",
+    "task_op_version",
+    "weights",
+    "input_size",
+    "pooling",
+    "feature_mode",
+    "layers",
+    "embed_dim",
+)
 
 
 @dataclass(frozen=True)

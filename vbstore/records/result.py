@@ -74,6 +74,8 @@ class ResultRecord(Record):
 
     def summary(self, count: int = 4) -> str:
         """``task: metric=value, ...`` for the first ``count`` metrics in the task's order."""
-        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
-                          for k, v in list(ordered_metrics(self.task, self.metrics).items())[:count])
+        shown = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
+            for k, v in list(ordered_metrics(self.task, self.metrics).items())[:count]
+        )
         return f"{self.task}: {shown}"

@@ -215,7 +215,8 @@ class HubRemote(Remote):
 
     def existing(self, paths: Iterable[str], revision: str | None = None) -> set[str]:
         sha = self.resolve(revision)
-        wanted, found = list(paths), set()
+        wanted = list(paths)
+        found: set[str] = set()
         with self._failing("listing objects"):
             for i in range(0, len(wanted), _PATHS_INFO_BATCH):
                 infos = self.api.get_paths_info(self.repo_id, wanted[i : i + _PATHS_INFO_BATCH],
@@ -273,7 +274,7 @@ class _HttpErrors:
         try:
             import httpx2 as client
         except ImportError:
-            import httpx as client
+            import httpx as client  # type: ignore[no-redef]  # the same API under its 1.x name
         self.connect = (client.ConnectError, client.ConnectTimeout)
         self.transport = client.TransportError
 

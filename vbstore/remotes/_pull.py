@@ -186,8 +186,11 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
                 edges.setdefault(role, []).append(child)
         if edges:
             store.add_edges(entry.id, edges)
-        spec = entry.derivation and entry.derivation["spec"]
-        if entry.id in recordable and all(_known(store, i) for i in spec["inputs"].values()) \
+        if entry.id not in recordable:
+            continue
+        assert entry.derivation is not None  # _recordable keeps only entries with a derivation
+        spec = entry.derivation["spec"]
+        if all(_known(store, i) for i in spec["inputs"].values()) \
                 and store.lookup(entry.derivation["key"]) is None:
             store.record(spec, entry.id)
             result.derivations += 1

@@ -65,10 +65,12 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         "e.scores, e.reasons, pick.attempts FROM pick JOIN evaluations e ON e.id = pick.id",
         (suite.ref,),
     )
-    total = store.db.one(
+    count = store.db.one(
         f"SELECT COUNT(*) FROM evaluations WHERE suite=?{observed_only}",  # noqa: S608 - a constant
         (suite.ref,),
-    )[0]
+    )
+    assert count is not None  # COUNT(*) always answers one row
+    total = count[0]
     headline = suite.headline
     ranked = [_row(headline, r) for r in rows if r[4]]
     _rank(ranked, headline)

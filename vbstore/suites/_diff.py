@@ -94,13 +94,16 @@ def diff(
             f"{cand.doc['suite']}: only one suite version is compared",
             hint="evaluate both on the same suite version",
         )
+    # open_evaluation reads stored evaluations: both have ids
+    assert base.id is not None
+    assert cand.id is not None
     suite = get_suite(store, base.doc["suite"])
     metrics = [m for m in suite.metrics if all_metrics or m["headline"]]
     scopes = [OVERALL, *(c["name"] for c in suite.conditions)]
     problems = tuple(
-        f"the {label} ({e.id[:12]}) is not ranked on {suite.ref}: "
+        f"the {label} ({oid[:12]}) is not ranked on {suite.ref}: "
         f"{e.verdict['state']} ({', '.join(e.verdict['reasons'])})"
-        for label, e in (("baseline", base), ("candidate", cand))
+        for label, e, oid in (("baseline", base, base.id), ("candidate", cand, cand.id))
         if not e.ranked
     )
     changes = []

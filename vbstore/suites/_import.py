@@ -44,7 +44,7 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
                 continue
             try:
                 item = json.loads(line)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 problems.append((f"{file.name}:{number}", f"not JSON ({exc.msg})"))
                 continue
             if not isinstance(item, dict) or not {"backbone", "task", "metrics"} <= set(item):

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 
@@ -60,7 +61,7 @@ def parse_assignments(items: Iterable[str], what: str = "NAME=FILE") -> dict[str
     return out
 
 
-def manifest_from_files(splits: Mapping[str, str | Path]) -> dict[str, object]:
+def manifest_from_files(splits: Mapping[str, str | Path]) -> dict[str, Any]:
     """``{"manifestSha256", "conditions": [{"name", "sampleCount"}]}`` of split files."""
     conditions = {name: read_split_file(path) for name, path in splits.items()}
     return {

@@ -119,9 +119,10 @@ def scores_of(suite: Suite, results: dict[str, Any]) -> dict[str, Any]:
             conditions[condition["name"]] = values
     overall = {}
     for key in keys:
-        values = [conditions.get(c["name"], {}).get(key) for c in suite.conditions]
-        if all(v is not None for v in values):
-            overall[key] = sum(values) / len(values)
+        per_condition = [conditions.get(c["name"], {}).get(key) for c in suite.conditions]
+        present = [v for v in per_condition if v is not None]
+        if len(present) == len(per_condition):
+            overall[key] = sum(present) / len(present)
     return {"conditions": conditions, "overall": overall}
 
 

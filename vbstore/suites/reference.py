@@ -144,7 +144,7 @@ def write_registry(store: Store, path: str | Path) -> Path:
                     json.dumps(suite.doc, sort_keys=True),
                 ),
             )
-        result_ids = set()
+        result_ids: set[str] = set()
         for oid, suite_ref, recorded in store.db.query(
             "SELECT id, suite, recorded FROM evaluations ORDER BY suite, recorded, id"
         ):

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 Level = Literal["high", "mid", "low"]
 Direction = Literal["higher", "lower"]
-TargetKind = Literal["class_index", "multi_hot", "captions", "label_map", "depth_map",
-                     "normal_map", "scalar_map", "image"]
+TargetKind = Literal["class_index", "multi_hot", "captions", "triplets", "label_map",
+                     "depth_map", "normal_map", "scalar_map", "image"]
 ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
 
@@ -51,6 +51,9 @@ LAYOUT_BY_TARGET = {
                    "torchvision:NAME, wds:PATH)",
     "multi_hot": "a .csv/.jsonl list with a labels column (several class names per image)",
     "captions": "a .csv/.jsonl list with a captions column, or skimage:samples",
+    "triplets": "2AFC triplets in the NIGHTS layout: root/data.csv with ref_path, left_path, "
+                "right_path, left_vote, right_vote, votes (and split) columns, paths relative "
+                "to root; or triplets (generated)",
     "image": "root/<split>/images/<image>, other folders beside it ignored (the target is "
              "computed from the pixels)",
 }
@@ -173,7 +176,9 @@ class Task:
         pooling: Which pooled vector; ``default`` is the backbone's own (CLS token for a ViT,
             global average for a CNN).
         target_kind: How targets come: ``class_index`` (N,) ints, ``multi_hot`` (N, K) 0/1,
-            or ``captions`` (in the zero-shot context; targets are None); a dense task
+            ``captions`` (in the zero-shot context; targets are None), or ``triplets`` (T, 5)
+            ints ``[ref, left, right, left_vote, right_vote]`` (rows index the features,
+            and T need not be N); a dense task
             (``feature_mode = "dense"``) takes a per-pixel kind, ``label_map``, ``depth_map``,
             ``normal_map``, ``scalar_map`` or ``image``, delivered in a :class:`DenseSplit`.
         trains_head: Whether the task fits a head on a train split (``fit`` then ``evaluate``).

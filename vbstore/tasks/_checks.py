@@ -102,6 +102,23 @@ def targets(kind: str, y: Any, n: int, split: str, n_classes: int | None) -> Any
                 f"{split} targets have {y.shape[1]} columns but there are {n_classes} class names"
             )
         return y.to(torch.float32)
+    if kind == "triplets":
+        if y.numel() == 0:
+            raise TaskInputError(f"the {split} data holds no triplets",
+                                 hint="give 2AFC triplets: a folder with a NIGHTS-style data.csv, "
+                                      "or the generated triplets")
+        if y.ndim != 2 or y.shape[1] != 5 or len(y) == 0:
+            raise TaskInputError(
+                f"{split} triplets must be (T>=1, 5) [ref, left, right, left_vote, right_vote], "
+                f"got shape {tuple(y.shape)}"
+            )
+        if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+            raise TaskInputError(f"{split} triplets must be integers, got {y.dtype}")
+        y = y.detach().to(torch.int64)
+        if int(y.min()) < 0 or int(y[:, :3].max()) >= n:
+            raise TaskInputError(f"{split} triplets index images outside the {n} feature rows "
+                                 "or hold a negative vote")
+        return y
     raise AssertionError(f"unknown target kind {kind!r}")
 
 

@@ -18,6 +18,11 @@ A dense task maps the patch-feature grid to a per-pixel target. The recipe (one 
 A subclass declares its metrics and ``protocol`` (the string the record carries) and five
 hooks (``_outputs``, ``_prepare``, ``_predict``, ``_loss``, ``_scorer``) that the recipe
 calls. torch is imported only inside those calls.
+
+Every dense task also has a trivial predictor (``trivial`` names it: the majority class, the
+mean depth, the mean normal, the zero map...), one constant prediction taken from a split's
+own targets: :meth:`DenseTask.baseline_split` scores it with the task's scorer, so a probe's
+number can be read against what a constant would get on the same split.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import UsageError
 from ._base import HeadState, Metric, Param, Task
 
 if TYPE_CHECKING:
@@ -65,6 +71,7 @@ class DenseTask(Task):
     trains_head = True
     stochastic = True
     protocol: ClassVar[str] = ""
+    trivial: ClassVar[str] = "the zero map"
     train_metrics = (
         Metric("train_loss", "lower",
                "mean training loss over the last epoch; high = not converged"),
@@ -82,7 +89,62 @@ class DenseTask(Task):
     ) -> dict[str, float]:
         from . import _dense_train
 
+        assert head is not None  # a dense task trains a head, so evaluate always passes one
         return _dense_train.evaluate(self, head, split, params)
+
+    def predict_split(self, head_state: HeadState, split: DenseSplit,
+                      params: Mapping[str, Any] | None = None, limit: int | None = None
+                      ) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+        """The head's predictions on the first ``limit`` rows of ``split`` (all when None):
+        (row, prepared target, prediction at the target size) each, as the scorer sees them.
+
+        Raises:
+            UsageError: a bad param or limit.
+            TaskInputError: a split or head that does not fit.
+        """
+        from . import _checks, _dense_train
+
+        self._check_split(split, "eval", trained=True)
+        params = self.resolve_params(params)
+        if limit is not None and limit < 1:
+            raise UsageError(f"limit must be at least 1, got {limit}")
+        rows = len(split) if limit is None else min(limit, len(split))
+        out: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        for index, target, pred in _dense_train.predictions(
+                self, _checks.head_in(head_state), split, params, min(rows, 64)):
+            out.extend(zip(index.tolist(), target, pred, strict=True))
+            if len(out) >= rows:
+                break
+        return out[:rows]
+
+    def baseline_split(self, split: DenseSplit, params: Mapping[str, Any] | None = None
+                       ) -> dict[str, float]:
+        """The metrics of the task's trivial predictor (:attr:`trivial`) on ``split``.
+
+        One pass over the split's prepared targets collects the constant (class counts, a mean
+        depth, a mean normal...); a second scores it with the task's own scorer, exactly as a
+        head's prediction would be scored. No head, no seed: the same split gives the same
+        numbers. A constant map has no correlation with a varying one: it scores 0.
+
+        Raises:
+            UsageError: a bad param.
+            TaskInputError: a split whose targets are not the task's ``target_kind``.
+            UndefinedMetric: a metric the split cannot define (every pixel invalid...).
+        """
+        from . import _checks
+
+        self._check_split(split, "eval", trained=True)
+        params = self.resolve_params(params)
+        total = None
+        for batch in split.batches(params["batch_size"]):
+            part = self._trivial_sum(self._prepare(batch.target, params, "eval"), params)
+            if part is not None:
+                total = part if total is None else total + part
+        scorer = self._scorer(params)
+        for batch in split.batches(params["batch_size"]):
+            target = self._prepare(batch.target, params, "eval")
+            scorer.update(self._trivial_predict(total, target, params), target)
+        return _checks.metrics_out(self, scorer.result(), self.metrics)
 
     # The hooks. Each runs inside a fit or evaluate call, so it may import torch.
 
@@ -113,6 +175,19 @@ class DenseTask(Task):
     def _scorer(self, params: dict[str, Any]) -> Any:
         """A fresh metric accumulator (``update(pred, target)``, ``result()``)."""
         raise NotImplementedError
+
+    def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor | None:
+        """What one batch of prepared targets adds to the trivial predictor's statistic
+        (summed over batches; None: the predictor needs none)."""
+        return None
+
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
+                         params: dict[str, Any]) -> torch.Tensor:
+        """The trivial prediction for one batch, in the form ``_predict`` returns (default:
+        the zero map)."""
+        import torch
+
+        return torch.zeros_like(target, dtype=torch.float32)
 
     def _no_signal(self, target: torch.Tensor, params: dict[str, Any]) -> str | None:
         """Why a prepared train batch teaches nothing the task scores (None: it does).

@@ -68,6 +68,18 @@ def gradient_loss(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor, sca
     return total
 
 
+def orientation_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor | None:
+    """Angular regression of axial orientations over scored pixels (non-zero target): the mean
+    of 1 - cos(2 (a - b)), a and b the predicted and target orientations, i.e. 1 minus the dot
+    product of the L2-normalised predicted doubled-angle vector with the target's (von Mises on
+    the doubled angle). None when no pixel is scored."""
+    valid = target.abs().sum(dim=1) > 0
+    if not valid.any():
+        return None
+    cos = (F.normalize(pred[:, :2], dim=1) * target).sum(dim=1)[valid]
+    return (1.0 - cos).mean()
+
+
 def normal_loss(pred: torch.Tensor, gt: torch.Tensor, uncertainty: bool) -> torch.Tensor | None:
     """Angular loss over valid pixels (non-zero target normals).
 
@@ -282,6 +294,40 @@ class MapScorer:
                 "rmse": math.sqrt(self.sq / self.n)}
 
 
+class OrientationScorer:
+    """Axial orientation error in degrees over the scored pixels of the split.
+
+    ``pred`` and ``target`` hold doubled-angle vectors (cos 2t, sin 2t); a target's zero vector
+    marks a pixel not scored. Each orientation is atan2(sin, cos) / 2 (a zero prediction reads
+    as 0); the error is the angle between two axes, min(d, 180 - d) with d = |a - b| mod 180, so
+    it lies in [0, 90] and a random guess averages 45. ``orientation_error`` is its mean;
+    ``scored_fraction`` the fraction of all pixels that were scored.
+    """
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.n = self.pixels = 0
+        self.total = 0.0
+
+    def update(self, pred: torch.Tensor, target: torch.Tensor) -> None:
+        valid = target.abs().sum(dim=1) > 0
+        self.pixels += valid.numel()
+        p, t = pred.to(torch.float64), target.to(torch.float64)
+        a = torch.atan2(p[:, 1], p[:, 0])[valid] / 2
+        b = torch.atan2(t[:, 1], t[:, 0])[valid] / 2
+        d = torch.remainder(a - b, math.pi)
+        err = torch.rad2deg(torch.minimum(d, math.pi - d))
+        self.n += len(err)
+        self.total += float(err.sum())
+
+    def result(self) -> dict[str, float]:
+        if self.n == 0:
+            raise UndefinedMetric(self.task, "orientation_error",
+                                  "no pixel of the split has a gradient above min_gradient",
+                                  hint="lower min_gradient, or score images with texture")
+        return {"orientation_error": self.total / self.n, "scored_fraction": self.n / self.pixels}
+
+
 # ---- derived targets --------------------------------------------------------------------------
 
 def gaussian_kernel(sigma: float) -> torch.Tensor:
@@ -314,3 +360,29 @@ def shi_tomasi(image: torch.Tensor, sigma: float) -> torch.Tensor:
     a, b, c = (_filter(v, window, window) for v in (gx * gx, gx * gy, gy * gy))
     low = (a + c) / 2 - torch.sqrt(((a - c) / 2) ** 2 + b * b)
     return torch.log1p(low.clamp_min(0)).to(torch.float32)
+
+
+def gradient_orientation(image: torch.Tensor, sigma: float, min_gradient: float) -> torch.Tensor:
+    """The axial gradient orientation of (B, 3, H, W) RGB in [0, 1], where the gradient is strong.
+
+    The BT.601 luma in 0..255 units, smoothed by a Gaussian of ``sigma`` pixels (none at 0,
+    radius round(4 sigma), mirrored borders), differentiated with Sobel / 8 (per-pixel slopes;
+    x to the right, y down the rows); t = atan2(gy, gx) modulo 180 degrees (a dark-to-light and
+    a light-to-dark edge have one orientation). Returns (B, 2, H, W) float32 doubled-angle
+    vectors (cos 2t, sin 2t) = ((gx^2 - gy^2) / m^2, 2 gx gy / m^2) where the gradient magnitude
+    m = |(gx, gy)| exceeds ``min_gradient``, the zero vector (not scored) elsewhere.
+    """
+    weights = torch.tensor([0.299, 0.587, 0.114], dtype=torch.float64, device=image.device)
+    grey = (image.to(torch.float64) * weights.reshape(1, 3, 1, 1)).sum(dim=1, keepdim=True) * 255
+    if sigma > 0:
+        window = gaussian_kernel(sigma)
+        grey = _filter(grey, window, window)
+    smooth = torch.tensor([1.0, 2.0, 1.0], dtype=torch.float64) / 8
+    slope = torch.tensor([-1.0, 0.0, 1.0], dtype=torch.float64)
+    gx = _filter(grey, smooth, slope)
+    gy = _filter(grey, slope, smooth)
+    m2 = gx * gx + gy * gy
+    strong = m2 > min_gradient**2
+    safe = torch.where(strong, m2, torch.ones_like(m2))
+    doubled = torch.cat([(gx * gx - gy * gy) / safe, 2 * gx * gy / safe], dim=1)
+    return torch.where(strong, doubled, torch.zeros_like(doubled)).to(torch.float32)

@@ -6,6 +6,7 @@ Imported only inside task calls, because it imports torch. See :mod:`._dense` fo
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -26,6 +27,7 @@ class LinearHead(nn.Module):
     def __init__(self, channels: tuple[int, ...], n_out: int, hidden: int) -> None:
         super().__init__()
         self.conv = nn.Conv2d(channels[-1], n_out, kernel_size=1)
+        assert self.conv.bias is not None  # Conv2d's default bias=True
         nn.init.zeros_(self.conv.bias)
 
     def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:
@@ -178,6 +180,20 @@ def evaluate(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
         TaskInputError: a head that does not fit these features or this task.
         UndefinedMetric: a metric the split cannot define (every pixel invalid...).
     """
+    scorer = task._scorer(params)
+    for _, target, pred in predictions(task, state, split, params, params["batch_size"]):
+        scorer.update(pred, target)
+    return scorer.result()
+
+
+def predictions(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
+                params: dict[str, Any], batch_size: int
+                ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(index, prepared target, prediction) per batch of ``split``, in manifest order.
+
+    Raises:
+        TaskInputError: a head that does not fit these features or this task.
+    """
     _check_geometry(split, "eval")
     head = build_head(params, split.channels, task._outputs(params), 0, task.name)
     try:
@@ -190,9 +206,7 @@ def evaluate(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
             hint="evaluate with the backbone, layers and params the head was trained with",
         ) from None
     head = head.to(split.device).eval()
-    scorer = task._scorer(params)
     with torch.no_grad():
-        for batch in split.batches(params["batch_size"]):
+        for batch in split.batches(batch_size):
             target = task._prepare(batch.target, params, "eval")
-            scorer.update(task._predict(head(batch.feats), split.target_hw, params), target)
-    return scorer.result()
+            yield batch.index, target, task._predict(head(batch.feats), split.target_hw, params)

@@ -53,7 +53,8 @@ def _check_declaration(task: Task) -> None:
         raise bad("op_version must be >= 1")
     if task.feature_mode not in ("pooled", "dense"):
         raise bad(f"feature_mode must be pooled or dense, not {task.feature_mode!r}")
-    if task.target_kind not in ("class_index", "multi_hot", "captions", *DENSE_TARGETS):
+    if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets",
+                                *DENSE_TARGETS):
         raise bad(f"unknown target_kind {task.target_kind!r}")
     if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS):
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
@@ -96,7 +97,7 @@ def register_task(obj: Any = None, *, name: str | None = None) -> Any:
     """
 
     def decorate(target: T) -> T:
-        task_name = name or getattr(target, "__name__", "")
+        task_name = name if name else getattr(target, "__name__", "")
         if not _NAME.match(task_name):
             raise UsageError(
                 f"task name {task_name!r} is not a lower-case identifier",

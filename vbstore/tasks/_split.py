@@ -8,13 +8,13 @@ interface over tensors already in memory.
 Targets come in the task's ``target_kind``, already resized and cropped exactly as the backbone's
 input was (nearest-neighbour, so labels stay labels and invalid pixels stay invalid):
 
-| target_kind  | tensor                    | meaning                                                      |
-|--------------|---------------------------|--------------------------------------------------------------|
-| `label_map`  | (B, H, W) int64           | raw stored values (palette indices of a label PNG)           |
-| `depth_map`  | (B, 1, H, W) float32      | metres; 0 where invalid                                      |
-| `normal_map` | (B, 3, H, W) float32      | direction as stored; the zero vector where invalid           |
-| `scalar_map` | (B, 1, H, W) float32      | a magnitude as stored (divided by ``target_scale``), nothing masked |
-| `image`      | (B, 3, H, W) float32      | the RGB the backbone saw, in [0, 1], before normalisation    |
+| target_kind  | tensor               | meaning                                                   |
+|--------------|----------------------|-----------------------------------------------------------|
+| `label_map`  | (B, H, W) int64      | raw stored values (palette indices of a label PNG)        |
+| `depth_map`  | (B, 1, H, W) float32 | metres; 0 where invalid                                   |
+| `normal_map` | (B, 3, H, W) float32 | direction as stored; the zero vector where invalid        |
+| `scalar_map` | (B, 1, H, W) float32 | magnitude as stored, divided by ``target_scale``; no mask |
+| `image`      | (B, 3, H, W) float32 | the RGB the backbone saw, in [0, 1], before normalisation |
 
 ```python
 for batch in split.batches(8, shuffle=True, seed=epoch):
@@ -45,7 +45,7 @@ class DenseBatch(NamedTuple):
 
     feats: list[torch.Tensor]
     target: torch.Tensor
-    index: torch.Tensor
+    index: torch.Tensor  # type: ignore[assignment]  # a field may shadow tuple.index
 
 
 @runtime_checkable
@@ -72,7 +72,10 @@ class DenseSplit(Protocol):
 
     def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
                 ) -> Iterator[DenseBatch]:
-        """Batches covering every row once; ``shuffle`` orders rows by a generator seeded with ``seed``."""
+        """Batches covering every row once.
+
+        ``shuffle`` orders rows by a generator seeded with ``seed``.
+        """
         ...
 
 

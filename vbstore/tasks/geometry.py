@@ -45,6 +45,7 @@ class Depth(DenseTask):
     op_version = 1
     target_kind = "depth_map"
     protocol = "probe3d"
+    trivial = "the mean depth"
     params = dense_params(
         target_scale=Param(_NOT_GIVEN, "stored depth units per metre (1000 for a mm PNG, 512 for"
                            " Taskonomy); 0 = not given, .npy metres only", minimum=0.0),
@@ -101,6 +102,20 @@ class Depth(DenseTask):
 
         return DepthScorer(self.name)
 
+    def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        valid = target[target > 0].to(torch.float64)
+        return torch.stack([valid.sum(), torch.tensor(float(len(valid)), dtype=torch.float64)])
+
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
+                         params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
+        mean = float(total[0] / total[1]) if total[1] > 0 else params["min_depth"]
+        return torch.full_like(target, mean)
+
 
 @register_task(name="surface_normal")
 class SurfaceNormal(DenseTask):
@@ -110,6 +125,7 @@ class SurfaceNormal(DenseTask):
     op_version = 1
     target_kind = "normal_map"
     protocol = "probe3d"
+    trivial = "the mean normal"
     params = dense_params(
         uncertainty_aware=Param(True, "Bae et al.'s aleatoric loss (false: plain angular loss)"),
         normal_source=Param("", "where the data's normals come from (e.g. geonet), recorded"),
@@ -143,3 +159,14 @@ class SurfaceNormal(DenseTask):
         from ._dense_ops import NormalScorer
 
         return NormalScorer(self.name)
+
+    def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        # the normals as stored, summed (an invalid pixel's zero vector adds nothing)
+        return target.to(torch.float64).sum(dim=(0, 2, 3))
+
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
+                         params: dict[str, Any]) -> torch.Tensor:
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
+        return total.to(target).reshape(1, 3, 1, 1).expand_as(target)

@@ -39,6 +39,7 @@ class SemanticSegmentation(DenseTask):
     op_version = 1
     target_kind = "label_map"
     protocol = "visbench_semantic_seg"
+    trivial = "the majority class"
     params = dense_params(
         num_classes=Param(0, "number of classes, required (>= 2; 21 for VOC)", minimum=0),
         ignore_index=Param(255, "label left out of the loss and the metrics", minimum=0),
@@ -93,6 +94,21 @@ class SemanticSegmentation(DenseTask):
 
         return SegmentationScorer(self.name, self._outputs(params), params["ignore_index"])
 
+    def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        scored = target[target != params["ignore_index"]]
+        return torch.bincount(scored, minlength=params["num_classes"]).to(torch.float64)
+
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
+                         params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
+        logits = torch.zeros(len(target), params["num_classes"], *target.shape[-2:])
+        logits[:, int(total.argmax())] = 1.0
+        return logits
+
 
 @register_task(name="generic_segmentation")
 class GenericSegmentation(DenseTask):
@@ -102,6 +118,7 @@ class GenericSegmentation(DenseTask):
     op_version = 1
     target_kind = "label_map"
     protocol = "visbench_binary_seg"
+    trivial = "the majority label (foreground or background)"
     params = dense_params(
         ignore_index=Param(255, "label left out of the loss and the metrics (-1: none)",
                            minimum=-1),
@@ -147,3 +164,17 @@ class GenericSegmentation(DenseTask):
         from ._dense_ops import BinaryScorer
 
         return BinaryScorer(self.name)
+
+    def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        return torch.tensor([float((target == 0).sum()), float((target == 1).sum())],
+                            dtype=torch.float64)
+
+    def _trivial_predict(self, total: torch.Tensor | None, target: torch.Tensor,
+                         params: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        assert total is not None  # _trivial_sum above returns a tensor for every batch
+        logit = 1.0 if total[1] > total[0] else -1.0
+        return torch.full((len(target), 1, *target.shape[-2:]), logit)

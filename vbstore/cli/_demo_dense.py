@@ -1,0 +1,105 @@
+"""``vbstore demo --task T``: a dense probe on generated scenes, read against its trivial
+predictor on the same split."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from ._common import emit
+
+# the default backbone, and the tiny random ViT a dense demo falls back to without its weights
+# (CPU-only runs then take seconds)
+DEFAULT_BACKBONE = "torchvision:resnet18"
+TINY_BACKBONE = "test_vit"
+
+
+def task_names() -> list[str]:
+    """What ``--task`` accepts: classification and every dense probe."""
+    from ..engine._demo import dense_tasks
+
+    return ["classification", *dense_tasks()]
+
+
+def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, size: int,
+                seed: int, input_size: int | None, as_json: bool) -> None:
+    """Run dense ``task`` on scenes, ask again (cached), and print it beside its baseline.
+
+    Raises:
+        UsageError: ``task`` is neither classification nor a dense probe.
+    """
+    from ..backbones import WeightsUnavailable
+    from ..engine import baseline_metrics, get_result, open_dense_result
+    from ..engine._demo import scenes_setup
+    from ..errors import UsageError
+    from ..tasks import DenseTask, get_task
+
+    if task not in task_names():
+        raise UsageError(f"the demo runs classification or a dense probe, not {task!r}",
+                         hint=f"choose one of: {', '.join(task_names())}")
+    data, options, params = scenes_setup(task, per_split, size, seed)
+    note = None
+
+    def run():
+        return get_result(backbone, task, data, data, store=store, split="val",
+                          train_split="train", weights=weights, input_size=input_size,
+                          params=params, data_options=options, progress=not as_json)
+
+    try:
+        first = run()
+    except WeightsUnavailable as exc:
+        if weights != "default":  # only the default is allowed to fall back, and it says so
+            raise
+        weights = "random"
+        if backbone == DEFAULT_BACKBONE:
+            backbone, input_size = TINY_BACKBONE, input_size or size
+            note = (f"pretrained weights unavailable ({exc.args[0]}); using a tiny random "
+                    f"backbone ({TINY_BACKBONE}, {input_size} px) instead")
+        else:
+            note = f"pretrained weights unavailable ({exc.args[0]}); using random weights instead"
+        if not as_json:
+            click.echo(f"note: {note}", err=True)
+        first = run()
+    start = time.perf_counter()
+    second = run()
+    again = time.perf_counter() - start
+    spec = get_task(task)
+    assert isinstance(spec, DenseTask)  # scenes_setup refused any other task
+    trivial = baseline_metrics(open_dense_result(store, first.id, data, split="val",
+                                                 data_options=options))
+    metric = spec.headline
+    direction = next(m.direction for m in spec.metrics if m.name == metric)
+    value, base = first.metrics[metric], trivial[metric]
+    margin = value - base if direction == "higher" else base - value
+    summary = {
+        "result": first.id, "task": task, "backbone": backbone,
+        "weights": first.record.weights_kind, "note": note, "data": data,
+        "metric": metric, "direction": direction, "value": value,
+        "trivial": spec.trivial, "trivial_value": base, "trivial_metrics": trivial,
+        "beats_trivial": margin > 0, "margin": margin, "metrics": first.metrics,
+        "train_loss": (first.record.train_metrics or {}).get("train_loss"),
+        "first_seconds": first.seconds, "first_from_cache": first.from_cache,
+        "cached_seconds": again, "cached": second.from_cache,
+    }
+
+    def text() -> None:
+        state = "from the store" if first.from_cache else "computed"
+        verdict = (f"better than a constant by {margin:.3f}" if margin > 0 else
+                   "no better than a constant: these features do not encode it (linearly)")
+        click.echo(f"{task} on scenes ({per_split} train / {per_split} val images of {size} px), "
+                   f"{backbone} with {summary['weights']} weights")
+        click.echo(f"  {metric} {value:.3f}  vs {base:.3f} for the trivial predictor "
+                   f"({spec.trivial}) on the same split; {direction} is better: {verdict}")
+        click.echo(f"  (train_loss {summary['train_loss']:.3f}; {state} in "
+                   f"{first.seconds:.1f} s)")
+        if summary["weights"] == "random":
+            click.echo("  (random weights: their features keep some pixel information but little"
+                       " else; run it where the pretrained weights can be fetched or are cached"
+                       " to see what a trained backbone encodes)")
+        click.echo(f"  asked again: cached={second.from_cache}, {again * 1000:.0f} ms")
+        click.echo(f"  trace it:    vbstore why {first.id[:12]}")
+        click.echo(f"  see it:      vbstore draw {first.id[:12]} -d {data} --split val"
+                   + (f" --target {options['target']}" if options else "") + " -o grid.png")
+
+    emit(as_json, summary, text)

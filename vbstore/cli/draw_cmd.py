@@ -1,0 +1,45 @@
+"""``vbstore draw RESULT``: what a dense probe learned, as a picture (image, target, prediction)."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import emit, json_option, with_store
+
+
+@click.command()
+@click.argument("result")
+@click.option("--data", "-d", required=True,
+              help="The data the result was scored on (its files are read again).")
+@click.option("--split", default=None, help="The split of --data the result was scored on.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="The --limit the result was scored with, if any.")
+@click.option("--target", default=None,
+              help="The dense target folder the result was scored on (masks, depth...).")
+@click.option("--samples", "-n", type=click.IntRange(min=1, max=32), default=4,
+              show_default=True, help="Rows of the grid: the first N eval samples.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The picture to write: .png or .svg.")
+@json_option
+@with_store
+def draw(store, result: str, data: str, split: str | None, limit: int | None,
+         target: str | None, samples: int, output: str, as_json: bool) -> None:
+    """Draw a dense RESULT: one row per eval sample — the image the backbone saw, the target,
+    and the stored head's prediction (needs the plot extra).
+
+    The data must give the very manifest the result was scored on (same --split, --limit,
+    --target); anything else is refused.
+    """
+    from ..engine import dense_samples, open_dense_result
+    from ..plots import draw_dense_grid
+
+    view = open_dense_result(store, result, data, split=split, limit=limit,
+                             data_options={"target": target} if target else None)
+    rows = dense_samples(view, samples)
+    metric = view.task.headline
+    title = (f"{view.record.task} · {view.record.spec} · {metric} "
+             f"{view.record.metrics[metric]:.3f}")
+    draw_dense_grid(rows, output, title=title)
+    emit(as_json, {"path": output, "result": view.id, "task": view.record.task,
+                   "samples": [r.name for r in rows]},
+         f"wrote {output} ({len(rows)} samples of {view.record.task} result {view.id[:12]})")

@@ -1,0 +1,138 @@
+"""Reading human 2AFC triplets (the NIGHTS layout) into a :class:`Scan`.
+
+``root/data.csv`` has one row per triplet, columns by name: ``ref_path``, ``left_path``,
+``right_path`` (paths relative to ``root``), ``left_vote`` and ``right_vote`` (how many people
+found that candidate closer to the reference), ``votes`` (how many people were asked), and
+optionally ``id`` and ``split``. As in DreamSim's NIGHTS evaluation, a triplet needs at least
+:data:`MIN_VOTES` votes. The manifest's samples are the distinct images of the kept triplets;
+its ``triplets`` field lists ``[ref, left, right, left_vote, right_vote]`` with sample indices.
+
+``--split test`` keeps rows whose split is ``test`` or starts with ``test_`` (NIGHTS ships
+``test_imagenet`` and ``test_no_imagenet``); a table with several splits needs one; ``--limit N``
+keeps N triplets, not N images.
+"""
+
+from __future__ import annotations
+
+import csv
+import posixpath
+from pathlib import Path
+
+from ..errors import BadInput, UsageError
+from ._files import is_image
+from ._scan import Entry, Scan
+
+MIN_VOTES = 6
+REQUIRED = ("ref_path", "left_path", "right_path", "left_vote", "right_vote", "votes")
+DATA_FILE = "data.csv"
+
+
+def triplet_csv(root: Path) -> Path | None:
+    """The triplet table ``root`` stands for (``root/data.csv`` or the file itself), else None."""
+    path = root / DATA_FILE if root.is_dir() else root
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError):
+        return None
+    return path if {"ref_path", "left_path", "right_path"} <= set(header) else None
+
+
+def _split_matches(wanted: str | None, value: str) -> bool:
+    return wanted is None or value == wanted or value.startswith(wanted + "_")
+
+
+def _count(row: dict[str, str], column: str) -> int:
+    value = (row.get(column) or "").strip()
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{column} {value!r} is not a number") from None
+    if number < 0 or not number.is_integer():
+        raise ValueError(f"{column} {value!r} is not a count")
+    return int(number)
+
+
+def _relative(value: str | None, column: str) -> str:
+    value = (value or "").strip()
+    if not value:
+        raise ValueError(f"empty {column}")
+    if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
+        raise ValueError(f"{column} {value!r} is absolute; write it relative to the table")
+    if not is_image(value):
+        raise ValueError(f"{column} {value!r} is not an image file name")
+    return posixpath.normpath(value)
+
+
+def scan_triplets(root: Path, split: str | None) -> Scan:
+    """Read a NIGHTS-style triplet table; the scan's ``triplets`` hold image names.
+
+    Raises:
+        UsageError: ``root`` holds no triplet table, or ``split`` names no row.
+        BadInput: an empty table, missing columns, a bad cell or a row pointing to a missing
+            file (each with ``file:line``), or no triplet with enough votes.
+    """
+    path = root / DATA_FILE if root.is_dir() else root
+    if not path.is_file():
+        raise UsageError(f"no triplet table {path}",
+                         hint=f"the triplets layout reads {DATA_FILE} with ref_path, left_path "
+                              "and right_path columns")
+    base = path.parent
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput("unreadable triplet tables", [(str(path), str(exc))]) from None
+    if not text.strip():
+        raise BadInput("empty triplet tables", [(str(path), "no header, no rows")])
+    reader = csv.DictReader(text.splitlines())
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise BadInput("triplet tables with missing columns",
+                       [(str(path), f"no {', '.join(missing)} column")],
+                       hint=f"columns: {', '.join(REQUIRED)}, optionally id and split")
+    rows: list[tuple[str, str, str, str, int, int]] = []
+    problems: list[tuple[str, str]] = []
+    splits: set[str] = set()
+    total = 0
+    for number, row in enumerate(reader, 2):
+        total += 1
+        splits.add(row.get("split") or "")
+        if not _split_matches(split, (row.get("split") or "").strip()):
+            continue
+        where = f"{path}:{number}"
+        try:
+            names = [_relative(row.get(c), c) for c in ("ref_path", "left_path", "right_path")]
+            left, right, votes = (_count(row, c) for c in ("left_vote", "right_vote", "votes"))
+        except ValueError as exc:
+            problems.append((where, str(exc)))
+            continue
+        absent = [n for n in names if not (base / n).is_file()]
+        if absent:
+            problems.append((where, f"{absent[0]} does not exist"))
+            continue
+        if votes >= MIN_VOTES:
+            key = (row.get("id") or "").strip() or f"row{number}"
+            rows.append((key, names[0], names[1], names[2], left, right))
+    if problems:
+        raise BadInput("bad triplet rows", problems,
+                       hint="every row names three existing images and vote counts")
+    if total == 0:
+        raise BadInput("empty triplet tables", [(str(path), "no rows")])
+    found = ", ".join(sorted(s.strip() for s in splits if s.strip())) or "none"
+    if split is not None and not any(_split_matches(split, s.strip()) for s in splits):
+        raise UsageError(f"no split {split!r} in {path}", hint=f"splits found: {found}")
+    if split is None and len({s.strip() for s in splits}) > 1:  # as for split folders: no mixing
+        raise UsageError(f"{path} has splits ({found})", hint="choose one with --split")
+    if not rows:
+        raise BadInput("triplet tables without usable triplets",
+                       [(str(path), f"no triplet has {MIN_VOTES} or more votes")])
+    keys = [r[0] for r in rows]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise BadInput("triplet tables with repeated ids", [(str(path), f"id {dup!r} repeats")])
+    images = sorted({name for r in rows for name in r[1:4]})
+    return Scan("triplets", base, split, [], "triplets", [Entry(name=n, key=n) for n in images],
+                limit_by="triplet", triplets=rows)
+

@@ -1,0 +1,79 @@
+"""A dense result as a picture: one row per sample — image, target, prediction (extra ``plot``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingDependency, UsageError
+
+_FORMATS = (".png", ".svg")
+
+
+def draw_dense_grid(samples: Sequence[Any], path: str | Path, title: str = "") -> Path:
+    """Write a grid of ``samples`` (``vbstore.engine.DenseSample``: image, target,
+    prediction) to ``path``, one row per sample.
+
+    Class maps share one qualitative colour per class (ignored pixels grey); scalar maps share
+    one colour scale per row, so target and prediction read against each other; normals and
+    orientations are shown as colours (black: not scored).
+
+    Raises:
+        UsageError: another suffix than .png or .svg, or no samples.
+        MissingDependency: matplotlib is not installed.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in _FORMATS:
+        raise UsageError(f"cannot draw {path.name}: the format follows the suffix",
+                         hint="use .png or .svg")
+    if not samples:
+        raise UsageError("nothing to draw")
+    try:
+        import matplotlib  # heavy, and an optional extra: only when a picture is asked for
+    except ImportError:
+        raise MissingDependency("matplotlib", "plot") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    rows = len(samples)
+    classes = max(int(max(s.target.max(), s.prediction.max())) for s in samples) + 1
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vbstore"}):
+        figure, axes = plt.subplots(rows, 3, figsize=(7.5, 2.5 * rows + 0.4), squeeze=False)
+        try:
+            for row, sample in zip(axes, samples, strict=True):
+                row[0].imshow(sample.image)
+                row[0].set_ylabel(sample.name, fontsize=7)
+                for ax, array in ((row[1], sample.target), (row[2], sample.prediction)):
+                    _show(ax, array, sample, classes)
+            for ax, label in zip(axes[0], ("image", "target", "prediction"), strict=True):
+                ax.set_title(label, fontsize=9)
+            for ax in axes.flat:
+                ax.set_xticks([])
+                ax.set_yticks([])
+            if title:
+                figure.suptitle(title, fontsize=9)
+            figure.tight_layout()
+            figure.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else None)
+        finally:
+            plt.close(figure)
+    return path
+
+
+def _show(ax: Any, array: np.ndarray, sample: Any, classes: int) -> None:
+    if sample.kind == "rgb":
+        ax.imshow(np.clip(array, 0.0, 1.0))
+    elif sample.kind == "labels":
+        masked = np.ma.masked_less(array, 0)  # ignored pixels
+        import matplotlib
+
+        cmap = matplotlib.colormaps["tab10" if classes <= 10 else "tab20"].with_extremes(
+            bad="#808080")
+        ax.imshow(masked, cmap=cmap, vmin=0, vmax=(10 if classes <= 10 else 20) - 1,
+                  interpolation="nearest")
+    else:
+        low = float(min(sample.target.min(), sample.prediction.min()))
+        high = float(max(sample.target.max(), sample.prediction.max()))
+        ax.imshow(array, cmap="viridis", vmin=low, vmax=max(high, low + 1e-6))

@@ -1,0 +1,202 @@
+"""Box machinery of the anchor-free detection probe: assignment, losses, decoding, AP.
+
+The protocol is VisBench's single-scale reading of FCOS (Tian et al., 2019) on a frozen patch
+grid:
+
+- a grid cell is assigned to a box when its centre falls strictly inside it, the box of
+  smallest area winning where boxes overlap; unassigned cells are background;
+- the head gives, per cell, one logit per class and four log-distances (left, top, right,
+  bottom) in units of the cell's stride;
+- loss: sigmoid focal loss (alpha 0.25, gamma 2) summed over every cell and class, plus 2 x the
+  GIoU loss of the positive cells, both divided by the number of positive cells (at least 1);
+- decoding: every (cell, class) scoring >= 0.05, per-class NMS at IoU 0.5, the 100 best kept.
+
+Boxes are ``(x0, y0, x1, y1)`` in pixels of the backbone's input, absolute and 0-indexed. A
+ground-truth row is ``(x0, y0, x1, y1, class, difficult)``.
+
+Scoring: ``voc_ap`` is the all-point interpolated AP of the VOC development kit
+(``VOCevaldet.m`` from 2010 on): a detection matches the ground truth of highest IoU in its
+image; IoU >= 0.5 with an unclaimed non-difficult box is a true positive, with a difficult one
+it is ignored, anything else is a false positive. ``coco_map`` is pycocotools' COCOeval
+(ten IoU thresholds 0.5:0.95, 101 recall points, at most 100 detections), difficult boxes
+passed as crowd regions so that detections on them are ignored.
+
+Imported only inside task calls, because it imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torchvision.ops import batched_nms, box_iou, generalized_box_iou_loss, sigmoid_focal_loss
+
+FOCAL_ALPHA, FOCAL_GAMMA, GIOU_WEIGHT = 0.25, 2.0, 2.0
+SCORE_THRESHOLD, NMS_IOU, MAX_DETECTIONS = 0.05, 0.5, 100
+MAX_LOG_DISTANCE = 8.0  # exp(8) cells: far beyond any image, keeps exp() finite early in training
+
+
+def cell_centres(grid_hw: tuple[int, int], image_hw: tuple[int, int]
+                 ) -> tuple[torch.Tensor, float, float]:
+    """(h*w, 2) centres (x, y) of the grid cells in input pixels, row-major; and the strides."""
+    (h, w), (height, width) = grid_hw, image_hw
+    sx, sy = width / w, height / h
+    ys, xs = torch.meshgrid((torch.arange(h) + 0.5) * sy, (torch.arange(w) + 0.5) * sx,
+                            indexing="ij")
+    return torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=1), sx, sy
+
+
+def assign(boxes: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
+    """For each cell, the index of its box (centre strictly inside, smallest area), or -1.
+
+    Args:
+        boxes: (n, 4+) rows ``x0, y0, x1, y1, ...``.
+        centres: (m, 2) cell centres ``x, y``.
+    """
+    if len(boxes) == 0:
+        return torch.full((len(centres),), -1, dtype=torch.long)
+    x, y = centres[:, 0:1], centres[:, 1:2]
+    inside = (x > boxes[:, 0]) & (x < boxes[:, 2]) & (y > boxes[:, 1]) & (y < boxes[:, 3])
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    cost = torch.where(inside, area.expand_as(inside), torch.full_like(inside, torch.inf,
+                                                                     dtype=area.dtype))
+    best = cost.argmin(dim=1)
+    return torch.where(inside.any(dim=1), best, torch.full_like(best, -1))
+
+
+def decode_boxes(raw: torch.Tensor, centres: torch.Tensor, sx: float, sy: float) -> torch.Tensor:
+    """(m, 4) log-distances of cells -> (m, 4) boxes ``x0, y0, x1, y1``."""
+    d = raw.clamp(max=MAX_LOG_DISTANCE).exp() * torch.tensor([sx, sy, sx, sy], device=raw.device)
+    c = centres.to(raw.device)
+    return torch.stack([c[:, 0] - d[:, 0], c[:, 1] - d[:, 1], c[:, 0] + d[:, 2],
+                        c[:, 1] + d[:, 3]], dim=1)
+
+
+def detection_loss(out: torch.Tensor, targets: Sequence[torch.Tensor],
+                   image_hw: tuple[int, int]) -> torch.Tensor:
+    """Focal + 2 x GIoU loss of a batch of head outputs (B, C+4, h, w) against ground truth."""
+    n_classes = out.shape[1] - 4
+    centres, sx, sy = cell_centres((out.shape[2], out.shape[3]), image_hw)
+    focal, giou, positives = out.new_zeros(()), out.new_zeros(()), 0
+    for image_out, gt in zip(out, targets, strict=True):
+        flat = image_out.reshape(n_classes + 4, -1).T  # (m, C+4)
+        owner = assign(gt.cpu(), centres).to(out.device)
+        labels = torch.zeros(len(flat), n_classes, device=out.device)
+        pos = owner >= 0
+        if pos.any():
+            labels[pos, gt[owner[pos], 4].long()] = 1.0
+            boxes = decode_boxes(flat[pos, n_classes:], centres[pos.cpu()], sx, sy)
+            giou = giou + generalized_box_iou_loss(boxes, gt[owner[pos], :4].to(boxes),
+                                                   reduction="sum")
+            positives += int(pos.sum())
+        focal = focal + sigmoid_focal_loss(flat[:, :n_classes], labels, alpha=FOCAL_ALPHA,
+                                           gamma=FOCAL_GAMMA, reduction="sum")
+    return (focal + GIOU_WEIGHT * giou) / max(positives, 1)
+
+
+def detect(out: torch.Tensor, image_hw: tuple[int, int]) -> list[torch.Tensor]:
+    """Decoded detections per image: (k, 6) rows ``x0, y0, x1, y1, score, class``, best first."""
+    n_classes = out.shape[1] - 4
+    centres, sx, sy = cell_centres((out.shape[2], out.shape[3]), image_hw)
+    height, width = image_hw
+    found = []
+    for image_out in out:
+        flat = image_out.reshape(n_classes + 4, -1).T
+        scores = torch.sigmoid(flat[:, :n_classes])
+        cell, cls = (scores >= SCORE_THRESHOLD).nonzero(as_tuple=True)
+        boxes = decode_boxes(flat[cell, n_classes:], centres[cell.cpu()], sx, sy)
+        boxes[:, 0::2] = boxes[:, 0::2].clamp(0, width)
+        boxes[:, 1::2] = boxes[:, 1::2].clamp(0, height)
+        score = scores[cell, cls]
+        keep = batched_nms(boxes, score, cls, NMS_IOU)[:MAX_DETECTIONS]
+        found.append(torch.cat([boxes[keep], score[keep, None], cls[keep, None].to(boxes)], 1))
+    return found
+
+
+def voc_ap(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor], n_classes: int,
+           iou_threshold: float = 0.5) -> dict[int, float]:
+    """All-point VOC AP per class that has a non-difficult ground-truth box.
+
+    Args:
+        detections: Per image, (k, 6) ``x0, y0, x1, y1, score, class``.
+        truths: Per image, (n, 6) ``x0, y0, x1, y1, class, difficult``.
+    """
+    aps = {}
+    for c in range(n_classes):
+        gts = [t[t[:, 4] == c] for t in truths]
+        npos = sum(int((g[:, 5] == 0).sum()) for g in gts)
+        if npos == 0:
+            continue
+        rows = [(float(d[4]), i, d[:4]) for i, det in enumerate(detections) for d in det
+                if int(d[5]) == c]
+        rows.sort(key=lambda r: -r[0])  # stable: equal scores keep image order
+        claimed = [torch.zeros(len(g), dtype=torch.bool) for g in gts]
+        tp, fp = [], []
+        for _, i, box in rows:
+            gt = gts[i]
+            if len(gt):
+                ious = box_iou(box[None].double(), gt[:, :4].double())[0]
+                best = int(ious.argmax())
+                if float(ious[best]) >= iou_threshold:
+                    if gt[best, 5] != 0:
+                        continue  # a difficult box: neither a hit nor a miss
+                    if not claimed[i][best]:
+                        claimed[i][best] = True
+                        tp.append(1.0)
+                        fp.append(0.0)
+                        continue
+            tp.append(0.0)
+            fp.append(1.0)
+        aps[c] = _all_point_ap(np.cumsum(tp), np.cumsum(fp), npos)
+    return aps
+
+
+def _all_point_ap(tp: np.ndarray, fp: np.ndarray, npos: int) -> float:
+    if len(tp) == 0:
+        return 0.0
+    recall = np.concatenate([[0.0], tp / npos, [1.0]])
+    precision = np.concatenate([[0.0], tp / np.maximum(tp + fp, 1e-12), [0.0]])
+    precision = np.maximum.accumulate(precision[::-1])[::-1]  # the precision envelope
+    steps = np.flatnonzero(recall[1:] != recall[:-1]) + 1
+    return float(np.sum((recall[steps] - recall[steps - 1]) * precision[steps]))
+
+
+def coco_map(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor],
+             n_classes: int) -> float:
+    """COCO mAP over IoU 0.5:0.95 by pycocotools; -1.0 when no class has a ground-truth box."""
+    from pycocotools.coco import COCO  # the scorer itself: only when a detection probe scores
+    from pycocotools.cocoeval import COCOeval
+
+    def xywh(b: torch.Tensor) -> list[float]:
+        x0, y0, x1, y1 = (float(v) for v in b[:4])
+        return [x0, y0, x1 - x0, y1 - y0]
+
+    annotations: list[dict[str, Any]] = []
+    for i, boxes in enumerate(truths):
+        for t in boxes:
+            annotations.append({"id": len(annotations) + 1, "image_id": i,
+                                "category_id": int(t[4]), "bbox": xywh(t),
+                                "area": float((t[2] - t[0]) * (t[3] - t[1])),
+                                "iscrowd": int(t[5] != 0)})
+    results = [{"image_id": i, "category_id": int(d[5]), "bbox": xywh(d), "score": float(d[4])}
+               for i, ds in enumerate(detections) for d in ds]
+    if not any((t[:, 5] == 0).any() for t in truths if len(t)):
+        return -1.0
+    if not results:
+        return 0.0
+    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools reports by printing
+        gt = COCO()
+        gt.dataset = {"images": [{"id": i} for i in range(len(truths))],
+                      "categories": [{"id": c} for c in range(n_classes)],
+                      "annotations": annotations}
+        gt.createIndex()
+        evaluation = COCOeval(gt, gt.loadRes(results), "bbox")
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    return float(evaluation.stats[0])
+
