@@ -12,7 +12,7 @@ from vbstore.cli import cli
 LIBRARY = r"""
 import json, sys
 from vbstore import Store
-from vbstore.errors import StoreReadOnly
+from vbstore.errors import CorruptObject, StoreReadOnly
 from vbstore.store import derivation_key, derivation_spec
 
 store = Store(sys.argv[1])
@@ -20,6 +20,10 @@ out = {"read_only": store.read_only, "ids": [o.id for o in store.ls()]}
 suite = store.resolve("the-suite")
 out["read"] = store.read_json(suite)["name"]
 out["lookup"] = store.lookup(derivation_key(derivation_spec("op", 1, {}, {})))
+try:  # a damaged answer cannot be moved aside and recomputed here: it is an integrity error
+    store.lookup(derivation_key(derivation_spec("op", 3, {}, {})))
+except CorruptObject as exc:
+    out["corrupt"] = exc.exit_code
 out["hash"] = store.hash_files([sys.argv[2]])  # the file-state cache is not written
 out["again"] = store.put_json(store.read_json(suite), "suite")  # already there: nothing to write
 for name, write in [("put", lambda: store.put_bytes(b"new bytes")),
@@ -37,18 +41,25 @@ print(json.dumps(out))
 
 def test_a_read_only_store_reads_and_refuses_writes(tmp_path):
     from vbstore import Store
+    from vbstore.store import derivation_spec
 
     root = tmp_path / "shared"
     with Store(root) as store:
         suite = store.put_json(suite_doc("n"), "suite")
         store.tag("the-suite", suite)
-        store.record(derivation_spec_op1(), suite)
+        store.record(derivation_spec("op", 1, {}, {}), suite)
         loose = store.put_bytes(b"no root holds me")
+        damaged = store.put_json(suite_doc("damaged"), "suite")
+        store.record(derivation_spec("op", 3, {}, {}), damaged)
+    path = store.files.path(damaged)
+    path.chmod(0o644)
+    path.write_bytes(path.read_bytes().replace(b"damaged", b"DAMAGED"))
     data = tmp_path / "image.bin"
     data.write_bytes(b"pixels")
     out = run_read_only(root, LIBRARY, str(root), str(data))
     assert out["read_only"] is True
-    assert sorted(out["ids"]) == sorted([suite, loose])
+    assert sorted(out["ids"]) == sorted([suite, loose, damaged])
+    assert out["corrupt"] == 10
     assert out["read"] == "n"
     assert out["lookup"] == suite
     assert out["again"] == suite
@@ -60,12 +71,6 @@ def test_a_read_only_store_reads_and_refuses_writes(tmp_path):
     with Store(root) as store:  # writable again, and as it was
         assert store.refs() == {"the-suite": suite}
         assert store.has(loose)
-
-
-def derivation_spec_op1():
-    from vbstore.store import derivation_spec
-
-    return derivation_spec("op", 1, {}, {})
 
 
 CLI = r"""

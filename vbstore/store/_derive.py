@@ -60,6 +60,8 @@ class DeriveMixin:
             try:
                 self.read_bytes(output, verify=True)
             except CorruptObject:
+                if self.read_only:  # type: ignore[attr-defined]  # nothing to recompute into
+                    raise
                 self._quarantine([output], None)  # the recompute then publishes good bytes
                 return None
         if valid is not None and not valid(output):

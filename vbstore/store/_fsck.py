@@ -198,7 +198,12 @@ class FsckMixin:
         return repaired, refetched
 
     def move_aside(self, oid: str) -> None:
-        """Move a damaged blob to ``quarantine/`` so a recompute or re-fetch can publish it again."""
+        """Move a damaged blob to ``quarantine/`` so a recompute or re-fetch can publish it again.
+
+        Raises:
+            StoreReadOnly: the store is read-only (its damaged blob stays where it is).
+        """
+        self.writable(f"move the damaged blob {oid[:12]} aside")  # type: ignore[attr-defined]
         aside = self.root / "quarantine"
         aside.mkdir(exist_ok=True)
         try:
