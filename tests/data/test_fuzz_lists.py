@@ -58,7 +58,7 @@ def test_any_bytes(folder, data, suffix, classes, target_type):
 
 # a row whose column holds raw nested JSON, not a string of brackets
 NESTED_ROW = st.tuples(st.sampled_from(COLUMNS), NESTS).map(
-    lambda c: '{"image": "img/0.jpg", "%s": %s}' % (c[0], "[" * c[1] + "]" * c[1]))
+    lambda c: f'{{"image": "img/0.jpg", "{c[0]}": {"[" * c[1] + "]" * c[1]}}}')
 LINE = (ROW | VALUE).map(json.dumps) | NESTED_ROW | st.text(max_size=30)
 
 
