@@ -107,6 +107,23 @@ class StoreIOError(VbstoreError, OSError):
 class DiskFull(StoreIOError):
     """No space left while writing into the store; nothing partial was kept."""
 
+    hint = ("free space and retry: `vbstore gc` works on a full disk and removes what nothing "
+            "needs (`--grace 0` includes the last hour's leftovers of failed runs; "
+            "`--max-size SIZE` also evicts recomputable features)")
+
+
+class StoreReadOnly(StoreIOError):
+    """The store is read-only (a read-only mount, no write permission): reads work, writes fail."""
+
+    def __init__(self, root: str, doing: str) -> None:
+        super().__init__(
+            f"the store {root} is read-only: cannot {doing}",
+            hint="reads (ls, show, why, a cached get) work; for anything that writes, point "
+                 "--store or VBSTORE_HOME at a writable store",
+        )
+        self.root = root
+        self.doing = doing
+
 
 class LeaseTimeout(VbstoreError, TimeoutError):
     """Waited too long for another process computing the same derivation."""

@@ -220,13 +220,30 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, as_json: bool) ->
 @click.option("--jobs", type=int, default=None, help="Hashing threads (default: one per core).")
 @click.option("--repair", is_flag=True,
               help="Move damaged blobs aside so the next get recomputes them.")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild a damaged registry.db from the blobs (refs and cached derivations "
+                   "are lost; the old file is kept aside), then check.")
 @json_option
 @with_store
-def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
+def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) -> None:
     """Re-hash every blob and check the registry; exit 1 on any fault."""
+    rebuilt = store.rebuild_registry(jobs=jobs) if rebuild else None
+    if rebuilt is not None:
+        # only a rebuild needs the suites package: ls, show and gc do not pay for its import
+        from ..suites import reindex
+
+        reindex(store)  # the suite and evaluation indexes are read from their blobs
     report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store))
 
     def text() -> None:
+        if rebuilt is not None:
+            kinds = ", ".join(f"{n} {k}" for k, n in rebuilt.kinds.items()) or "no objects"
+            click.echo(f"rebuilt registry.db from the blobs: {kinds}; {rebuilt.edges} edges, "
+                       f"{rebuilt.feature_rows} feature rows")
+            click.echo(f"not recoverable: {', '.join(rebuilt.lost)} (tag again what you named; "
+                       "the next get recomputes or re-finds what it needs)")
+            for path in rebuilt.kept_aside:
+                click.echo(f"kept aside {path}")
         click.echo(f"checked {report.checked} blobs ({human_size(report.bytes)}) "
                    f"in {report.seconds:.2f} s")
         for oid in report.corrupt:
@@ -239,8 +256,8 @@ def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
         for problem in report.registry_errors:
             click.echo(f"REGISTRY {problem}")
         if report.registry_errors:
-            click.echo("registry.db is damaged: nothing was written to it; "
-                       "restore it from a backup")
+            click.echo("registry.db is damaged: nothing was written to it; run `vbstore fsck "
+                       "--rebuild` to rebuild it from the blobs (the damaged file is kept aside)")
         for oid in report.unsafe:
             state = "removed" if repair else "refused, not followed; --repair removes the link"
             click.echo(f"SYMLINK  {oid}  ({state})")
@@ -257,7 +274,10 @@ def fsck(store, jobs: int | None, repair: bool, as_json: bool) -> None:
             click.echo(f"moved aside {oid[:12]} ({how})")
         click.echo("store is intact" if report.clean else f"{report.faults} faults")
 
-    emit(as_json, report.as_dict(), text)
+    data = report.as_dict()
+    if rebuilt is not None:
+        data["rebuilt"] = rebuilt.as_dict()
+    emit(as_json, data, text)
     all_repaired = (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
                     and not report.dangling_edges and not report.registry_errors)
     if not report.clean and not all_repaired:

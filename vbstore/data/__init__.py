@@ -14,7 +14,7 @@ See docs/data.md for the layouts and the manifest format.
 
 from typing import Any
 
-from ._files import IMAGE_EXTENSIONS
+from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
 from ._load import LAYOUTS, OPTIONS, load_manifest
 from ._manifest import manifest_digest
 from ._packaged import SOURCES
@@ -30,6 +30,7 @@ _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 __all__ = [
     "IMAGE_EXTENSIONS",
     "LAYOUTS",
+    "MAX_IMAGE_PIXELS",
     "OPTIONS",
     "SCENE_CLASSES",
     "SCENE_TARGETS",

@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..canonical import digest
-from ..errors import BadInput
+from ..errors import BadInput, UsageError
+
+# Decoded pixels an image may have (width x height), below Pillow's own decompression-bomb
+# warning (about 89 Mpx): a small file can claim a huge canvas and take gigabytes to decode.
+MAX_IMAGE_PIXELS = 64 * 1024 * 1024
+PIXELS_ENV = "VBSTORE_MAX_IMAGE_PIXELS"
 
 # torchvision's ImageFolder extensions plus .gif; case-insensitive.
 IMAGE_EXTENSIONS = frozenset(
@@ -75,8 +80,12 @@ def check_image(path: Path) -> str | None:
     """
     from PIL import Image
 
+    cap = max_image_pixels()
     try:
-        with Image.open(path) as image:
+        with Image.open(path) as image:  # reads the header only
+            if image.width * image.height > cap:
+                return (f"{image.width} x {image.height} = {image.width * image.height} pixels, "
+                        f"over the cap of {cap} (set {PIXELS_ENV} to allow more)")
             if image.format == "JPEG":
                 # decode at 1/8 scale: every entropy-coded byte is still read (so truncation and
                 # corruption show), but most of the inverse DCT is skipped
@@ -85,6 +94,25 @@ def check_image(path: Path) -> str | None:
     except Exception as exc:  # PIL raises many types (OSError, SyntaxError, ValueError...)
         return f"not a readable image ({type(exc).__name__}: {exc})"
     return None
+
+
+def max_image_pixels() -> int:
+    """The decoded-pixel cap: ``VBSTORE_MAX_IMAGE_PIXELS``, else :data:`MAX_IMAGE_PIXELS`.
+
+    Raises:
+        UsageError: the variable is not a positive integer.
+    """
+    text = os.environ.get(PIXELS_ENV)
+    if text is None:
+        return MAX_IMAGE_PIXELS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise UsageError(f"{PIXELS_ENV}={text!r} is not a positive number of pixels",
+                         hint=f"unset it (default {MAX_IMAGE_PIXELS}) or give e.g. 100000000")
+    return value
 
 
 def check_target(path: Path) -> str | None:

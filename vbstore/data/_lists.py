@@ -3,6 +3,10 @@
 Columns: ``image`` (a path relative to the list file) and exactly one of ``label`` (a class
 name), ``labels`` (class names: a list, or ``;``-separated), ``target`` (a path) or ``captions``
 (strings); optionally ``condition``. Rows naming the same image merge their captions.
+
+Bounds: a cell (any string, key or value) holds at most :data:`CELL_LIMIT` bytes and a JSONL row
+nests at most :data:`MAX_NESTING` levels, so a hostile list is a one-line :class:`BadInput`, not
+a traceback or a recursion deep into the JSON decoder.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import posixpath
+import reprlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,51 @@ _TARGET_TYPES = {
     "captions": "captions",
     "target": "target",
 }
+CELL_LIMIT = 128 * 1024  # bytes of one cell: csv's own default field limit
+MAX_NESTING = 8  # a row is an object of strings and lists of strings: 2 levels
+_SHORT = reprlib.Repr()  # keyword arguments only from Python 3.12
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 40, 40, 4, 4, 2
+
+
+def _show(value: Any) -> str:
+    """A value as error messages quote it: short, whatever its size or depth."""
+    return _SHORT.repr(value)
+
+
+def _check_cells(value: Any) -> None:
+    """Refuse a string over :data:`CELL_LIMIT` bytes or nesting over :data:`MAX_NESTING`.
+
+    Raises:
+        ValueError: naming the bound.
+    """
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ValueError(f"nested over {MAX_NESTING} levels deep; a row holds strings and "
+                             "lists of strings")
+        if isinstance(item, str):
+            if len(item) > CELL_LIMIT // 4 and len(item.encode("utf-8")) > CELL_LIMIT:
+                raise ValueError(f"a cell is longer than {CELL_LIMIT // 1024} KiB")
+        elif isinstance(item, dict):
+            stack += [(k, depth + 1) for k in item] + [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+
+
+def _json(text: str) -> Any:
+    """``json.loads`` within the bounds of :func:`_check_cells`.
+
+    Raises:
+        ValueError: not JSON, or over a bound.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested over {MAX_NESTING} levels deep; a row holds strings and "
+                         "lists of strings") from None
+    _check_cells(value)
+    return value
 
 
 def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -37,14 +87,20 @@ def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
         rows = []
-        for row in reader:
-            if None in row:  # more cells than header fields
-                raise BadInput(
-                    "malformed CSV rows", [(f"{path}:{reader.line_num}", "too many cells")]
-                )
-            rows.append(
-                (f"{path}:{reader.line_num}", {k: v for k, v in row.items() if v is not None})
-            )
+        try:
+            for row in reader:
+                if None in row:  # more cells than header fields
+                    raise ValueError("too many cells")
+                cells = {k: v for k, v in row.items() if v is not None}
+                _check_cells(cells)
+                rows.append((f"{path}:{reader.line_num}", cells))
+        except (csv.Error, ValueError) as exc:
+            why, at = str(exc), reader.line_num
+            if isinstance(exc, csv.Error):  # raised before the line it is reading is counted
+                at += 1
+            if "field larger than field limit" in why:  # csv's own cap, before ours can look
+                why = f"a cell is longer than {CELL_LIMIT // 1024} KiB"
+            raise BadInput("malformed CSV rows", [(f"{path}:{at}", why)]) from None
         return rows
     rows, problems = [], []
     for number, line in enumerate(text.splitlines(), 1):
@@ -52,11 +108,19 @@ def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
             continue
         try:
             row = json.loads(line)
+        except RecursionError:
+            problems.append((f"{path}:{number}", f"nested over {MAX_NESTING} levels deep"))
+            continue
         except ValueError as exc:
-            problems.append((f"{path}:{number}", f"not JSON ({exc})"))
+            problems.append((f"{path}:{number}", f"not JSON ({_show(str(exc))})"))
             continue
         if not isinstance(row, dict):
             problems.append((f"{path}:{number}", "not a JSON object"))
+            continue
+        try:
+            _check_cells(row)
+        except ValueError as exc:
+            problems.append((f"{path}:{number}", str(exc)))
             continue
         rows.append((f"{path}:{number}", row))
     if problems:
@@ -68,13 +132,13 @@ def _path(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("empty path")
     if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
-        raise ValueError(f"{value!r} is absolute; write it relative to the list file")
+        raise ValueError(f"{_show(value)} is absolute; write it relative to the list file")
     return posixpath.normpath(value.strip())
 
 
 def _name(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ValueError(f"class names are strings, not {value!r}")
+        raise ValueError(f"class names are strings, not {_show(value)}")
     name = str(value).strip()
     if not name:
         raise ValueError("empty class name")
@@ -84,18 +148,18 @@ def _name(value: Any) -> str:
 def _names(value: Any) -> list[str]:
     if isinstance(value, str):
         value = (
-            json.loads(value)
+            _json(value)
             if value.lstrip().startswith("[")
             else [part for part in value.split(";") if part.strip()]
         )
     if not isinstance(value, list):
-        raise ValueError(f"labels are a list or ;-separated names, not {value!r}")
+        raise ValueError(f"labels are a list or ;-separated names, not {_show(value)}")
     return sorted({_name(v) for v in value})
 
 
 def _captions(value: Any) -> list[str]:
     if isinstance(value, str):
-        value = json.loads(value) if value.lstrip().startswith("[") else [value]
+        value = _json(value) if value.lstrip().startswith("[") else [value]
     if not isinstance(value, list) or not all(isinstance(c, str) and c.strip() for c in value):
         raise ValueError("captions are a list of non-empty strings")
     if not value:
@@ -125,7 +189,9 @@ def scan_list(
     columns = {key for _, row in rows for key in row}
     unknown = sorted(columns - set(COLUMNS))
     kinds = [c for c in TARGET_COLUMNS if c in columns]
-    why = [f"unknown columns {', '.join(unknown)}"] if unknown else []
+    shown = ", ".join(_show(c)[1:-1] for c in unknown[:5])
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    why = [f"unknown columns {shown}{more}"] if unknown else []
     why += [] if "image" in columns else ["no image column"]
     why += (
         [] if len(kinds) == 1 else [f"{len(kinds)} target columns ({', '.join(kinds) or 'none'})"]
@@ -154,7 +220,7 @@ def scan_list(
             value = parse(row[kind])
             condition = row.get("condition") or None
             if condition is not None and not isinstance(condition, str):
-                raise ValueError(f"condition is a string, not {condition!r}")
+                raise ValueError(f"condition is a string, not {_show(condition)}")
         except ValueError as exc:
             problems.append((where, str(exc)))
             continue

@@ -6,6 +6,7 @@ from ._fsck import FsckReport, sniff_kind
 from ._gc import DEFAULT_GRACE, GcReport
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
 from ._objects import ObjectFiles
+from ._rebuild import RebuildReport
 from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
@@ -28,6 +29,7 @@ __all__ = [
     "GcReport",
     "ObjectFiles",
     "ObjectInfo",
+    "RebuildReport",
     "Store",
     "check_safetensors_bytes",
     "check_safetensors_file",

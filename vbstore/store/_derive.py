@@ -11,6 +11,7 @@ over at once; waiters block on the same flock and then read the owner's output.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .. import canonical
-from ..errors import CorruptObject, LeaseTimeout
+from ..errors import CorruptObject, DiskFull, LeaseTimeout
 from ._kinds import encoding
 from ._objects import HOST
 from ._registry import now
@@ -59,6 +60,8 @@ class DeriveMixin:
             try:
                 self.read_bytes(output, verify=True)
             except CorruptObject:
+                if self.read_only:  # type: ignore[attr-defined]  # nothing to recompute into
+                    raise
                 self._quarantine([output], None)  # the recompute then publishes good bytes
                 return None
         if valid is not None and not valid(output):
@@ -124,6 +127,7 @@ class DeriveMixin:
         self, key: str, inputs: list[str] | None = None, timeout: float | None = None
     ) -> Iterator[None]:
         """Hold the lease on ``key``; wait while a live process holds it."""
+        self.writable(f"compute {key[:12]}, which it does not hold")  # type: ignore[attr-defined]
         lock_path = self.root / "locks" / f"{key}.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -153,8 +157,8 @@ class DeriveMixin:
                              "inputs": json.loads(inputs or "[]")})
             else:
                 dead.append(key)
-        if dead:
-            with self.db.write() as conn:
+        if dead and not self.read_only:  # type: ignore[attr-defined]
+            with contextlib.suppress(DiskFull), self.db.write() as conn:  # tidying: gc goes on
                 conn.executemany("DELETE FROM leases WHERE key=?", [(k,) for k in dead])
         return live
 

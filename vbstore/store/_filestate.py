@@ -67,7 +67,8 @@ class FileStateMixin:
             cutoff = time.time_ns() - int(RACY_SECONDS * 1e9)
             rows = [(*states[i], hashes[i]) for i in missing
                     if states[i][3] < cutoff and str(paths[i]) not in bad]
-            if rows:
+            # a cache: best effort, skipped on a read-only store
+            if rows and not self.read_only:  # type: ignore[attr-defined]
                 with self.db.write() as conn:
                     conn.executemany(
                         "INSERT OR REPLACE INTO file_state(dev, inode, size, mtime_ns, ctime_ns, "

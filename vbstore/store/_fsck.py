@@ -85,17 +85,25 @@ class FsckMixin:
 
         With ``repair``, damaged blobs are moved to ``quarantine/``; ``refetch(oid)`` may bring
         each back (from a remote), otherwise it is forgotten so the next ``get`` recomputes it.
+        A read-only store is checked without any housekeeping (``repair`` is refused). A
+        damaged registry (SQLite's integrity check fails, or it cannot be opened) is reported
+        and left untouched; :meth:`rebuild_registry` makes a new one from the blobs.
         """
+        if repair:
+            self.writable("repair it")  # type: ignore[attr-defined]
         start = time.perf_counter()
         report = FsckReport()
-        report.temp_removed = self._remove_dead_temps()
-        report.locks_removed = self._remove_stale_locks()
+        tidy = not self.read_only  # type: ignore[attr-defined]
+        report.temp_removed = self._remove_dead_temps() if tidy else []
+        report.locks_removed = self._remove_stale_locks() if tidy else []
         report.registry_errors = self._registry_errors()
+        # a damaged registry is neither read nor written; the blobs are still checked
+        damaged = bool(report.registry_errors)
         # a symlink under objects/ is refused, never followed (it could read anything)
         report.unsafe = [oid for oid, _ in self.files.iter_links()]
         # rows before files: a blob published in between is then an extra file (adopted or
         # already registered), never a "missing" one
-        rows = {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
+        rows = {} if damaged else {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
             "SELECT id, kind, evicted_at FROM objects")}
         files = dict(self.files.iter_files())
 
@@ -116,15 +124,20 @@ class FsckMixin:
                 size = st.st_size if st else 0
                 report.checked += 1
                 report.bytes += size
-                if st and st.st_mode & 0o222 and digest == oid:  # blobs are read-only: 0444
+                if tidy and st and st.st_mode & 0o222 and digest == oid:  # blobs are 0444
                     os.chmod(files[oid], 0o444)
                     report.modes_fixed.append(oid)
                 if digest != oid:
                     report.corrupt.append(oid)
+                elif damaged:
+                    continue
                 elif oid not in rows:
                     report.adopted.append(oid)
                 else:
                     verified.append(oid)
+        if damaged:  # writing through a damaged index would spread the damage
+            report.seconds = time.perf_counter() - start
+            return report
         for oid, (_kind, evicted) in rows.items():
             if oid not in files and evicted is None and not self.files.exists(oid):
                 still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (oid,))
@@ -134,7 +147,7 @@ class FsckMixin:
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
-        if report.registry_errors:  # writing through a damaged index would spread the damage
+        if not tidy:
             report.seconds = time.perf_counter() - start
             return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
@@ -185,7 +198,12 @@ class FsckMixin:
         return repaired, refetched
 
     def move_aside(self, oid: str) -> None:
-        """Move a damaged blob to ``quarantine/`` so a recompute or re-fetch can publish it again."""
+        """Move a damaged blob to ``quarantine/`` so a recompute or re-fetch can publish it again.
+
+        Raises:
+            StoreReadOnly: the store is read-only (its damaged blob stays where it is).
+        """
+        self.writable(f"move the damaged blob {oid[:12]} aside")  # type: ignore[attr-defined]
         aside = self.root / "quarantine"
         aside.mkdir(exist_ok=True)
         try:
@@ -197,8 +215,8 @@ class FsckMixin:
         """SQLite's own integrity check of ``registry.db`` (pages, indexes, constraints)."""
         try:
             rows = self.db.query("PRAGMA integrity_check(20)")
-        except VbstoreError as exc:  # so damaged it cannot even be read
-            return [str(exc)]
+        except VbstoreError as exc:  # so damaged it cannot even be opened or read
+            return [str(exc.args[0]) if exc.args else str(exc)]
         problems = [row[0] for row in rows]
         return [] if problems == ["ok"] else problems
 

@@ -14,11 +14,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import DiskFull
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
 
 DEFAULT_GRACE = 3600.0
 _BATCH = 500
+# still collectable: unused since the cutoff, and no parent used since then either
+_COLLECTABLE = ("max(created, last_used) < ? AND NOT EXISTS (SELECT 1 FROM edges e "
+                "JOIN objects p ON p.id = e.parent "
+                "WHERE e.child = objects.id AND max(p.created, p.last_used) >= ?)")
 
 
 @dataclass
@@ -83,7 +88,16 @@ class GcMixin:
 
     def gc(self, grace: float = DEFAULT_GRACE, dry_run: bool = False,
            max_size: int | None = None) -> GcReport:
-        """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``."""
+        """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``.
+
+        On a full disk the registry has no room even to journal a deletion: every blob this gc
+        will remove (unreachable, or evicted by size) is then unlinked first, each re-checked
+        under the registry lock, and the rows are written in the space that freed. A crash in
+        between leaves rows without blobs, which lookups treat as misses and the next gc removes.
+        """
+        if not dry_run:
+            self.writable(  # type: ignore[attr-defined]
+                "collect garbage (`gc --dry-run` says what would go)")
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
         keep = self.reachable(young_since=cutoff)
@@ -94,14 +108,29 @@ class GcMixin:
             if oid not in keep
         ]
         report.kept = len(rows) - len(doomed)
+        chosen = [] if max_size is None else self._eviction(max_size, cutoff, doomed, report)
         if dry_run:
-            report.removed = doomed
-        else:
-            for i in range(0, len(doomed), _BATCH):
-                report.removed += self._delete_batch(doomed[i : i + _BATCH], cutoff)
-        if max_size is not None:
-            self._evict(max_size, cutoff, report)
+            report.removed, report.evicted = doomed, chosen
+            return report
+        try:
+            self._sweep(doomed, chosen, cutoff, report)
+        except DiskFull:
+            with self.db.write() as conn:  # reads only: needs no space, and puts wait
+                _unlink_where(conn, self.files, [o["id"] for o in doomed],
+                              _COLLECTABLE, (cutoff, cutoff))
+                _unlink_where(conn, self.files, [o["id"] for o in chosen],
+                              "max(created, last_used) < ?", (cutoff,))
+            self._sweep(doomed, chosen, cutoff, report)
         return report
+
+    def _sweep(self, doomed: list[dict[str, Any]], chosen: list[dict[str, Any]], cutoff: float,
+               report: GcReport) -> None:
+        """Delete ``doomed`` and evict ``chosen``; safe to run again (rows are re-checked)."""
+        for i in range(0, len(doomed), _BATCH):
+            report.removed += self._delete_batch(doomed[i : i + _BATCH], cutoff)
+        if chosen:
+            report.evicted += self._mark_evicted(chosen, cutoff)
+            self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
 
     def _delete_batch(self, batch: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
@@ -112,12 +141,8 @@ class GcMixin:
                 oid = obj["id"]
                 # re-checked under the lock: a put or lookup may have used it since we looked
                 # ...and so may a parent recorded since the reachability walk
-                if conn.execute(
-                    "DELETE FROM objects WHERE id=? AND max(created, last_used) < ? AND NOT EXISTS "
-                    "(SELECT 1 FROM edges e JOIN objects p ON p.id = e.parent "
-                    " WHERE e.child = objects.id AND max(p.created, p.last_used) >= ?)",
-                    (oid, cutoff, cutoff),
-                ).rowcount == 0:
+                if conn.execute(f"DELETE FROM objects WHERE id=? AND {_COLLECTABLE}",  # noqa: S608
+                                (oid, cutoff, cutoff)).rowcount == 0:
                     continue
                 self._forget(conn, oid)
                 conn.execute("DELETE FROM edges WHERE parent=?", (oid,))
@@ -146,8 +171,10 @@ class GcMixin:
             "ON o.id = e.parent WHERE e.child=? AND o.kind='featureset')", (oid,),
         )
 
-    def _evict(self, max_size: int, cutoff: float, report: GcReport) -> None:
-        gone = {o["id"] for o in report.removed}
+    def _eviction(self, max_size: int, cutoff: float, doomed: list[dict[str, Any]],
+                  report: GcReport) -> list[dict[str, Any]]:
+        """What to evict so the store fits ``max_size`` once ``doomed`` is removed."""
+        gone = {o["id"] for o in doomed}
         total = sum(size for oid, size in self.db.query(
             "SELECT id, size FROM objects WHERE evicted_at IS NULL") if oid not in gone)
         working_set = max((s for (s,) in self.db.query(
@@ -159,7 +186,7 @@ class GcMixin:
                 "the next run will have to recompute its features"
             )
         if total <= max_size:
-            return
+            return []
         # what a ref names or a running computation needs, directly or through its inputs
         pinned = self.reachable(roots_only_pinned=True)
         order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
@@ -177,18 +204,20 @@ class GcMixin:
                 continue
             chosen.append({"id": oid, "kind": kind, "size": size})
             total -= size
-        if report.dry_run:
-            report.evicted = chosen
-            return
+        return chosen
+
+    def _mark_evicted(self, chosen: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
+        evicted = []
         with self.db.write() as conn:
             for obj in chosen:
                 if conn.execute(
-                    "UPDATE objects SET evicted_at=? WHERE id=? AND max(created, last_used) < ?",
+                    "UPDATE objects SET evicted_at=? WHERE id=? AND evicted_at IS NULL "
+                    "AND max(created, last_used) < ?",
                     (now(), obj["id"], cutoff),
                 ).rowcount:
                     self._forget(conn, obj["id"])
-                    report.evicted.append(obj)
-        self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
+                    evicted.append(obj)
+        return evicted
 
     def du(self) -> dict[str, Any]:
         """Bytes and counts per kind, for present and evicted objects."""
@@ -208,6 +237,14 @@ class GcMixin:
             "bytes": sum(k["bytes"] for k in kinds.values()),
             "registry_bytes": db_bytes,
         }
+
+
+def _unlink_where(conn, files, oids: list[str], condition: str, params: tuple) -> None:
+    """Unlink the blob of each of ``oids`` whose row still meets ``condition`` (SQL on objects)."""
+    for oid in oids:
+        if conn.execute(f"SELECT 1 FROM objects WHERE id=? AND {condition}",  # noqa: S608
+                        (oid, *params)).fetchone():
+            _unlink(files.path(oid))
 
 
 def _unlink(path) -> None:

@@ -28,7 +28,7 @@ HOST = socket.gethostname()
 def _io_error(exc: OSError, what: str) -> StoreIOError:
     if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
         return DiskFull(f"no space left on device while {what}",
-                        hint="free space (`vbstore gc --max-size SIZE`) and retry; nothing partial was kept")
+                        hint=f"{DiskFull.hint}; nothing partial was kept")
     return StoreIOError(f"{what} failed: {exc.strerror or exc}", hint="check the store's permissions and disk")
 
 

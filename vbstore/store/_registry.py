@@ -4,17 +4,22 @@ One connection per :class:`Registry`, autocommit mode, WAL. Every write runs ins
 ``BEGIN IMMEDIATE`` (:meth:`Registry.write`) so two processes never deadlock upgrading a read
 lock, and a busy timeout makes writers queue instead of failing with "database is locked".
 Schema changes happen only through the numbered :data:`MIGRATIONS`.
+
+A read-only registry (a shared cache on a read-only mount) is opened with ``mode=ro``, or, when
+SQLite cannot create the WAL index beside it, as ``immutable``: it serves queries, and
+:meth:`Registry.write` raises :class:`~vbstore.errors.StoreReadOnly` instead of touching it.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import DiskFull, StoreIOError, StoreLocked, VbstoreError
+from ..errors import DiskFull, StoreIOError, StoreLocked, StoreReadOnly, VbstoreError
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -76,15 +81,37 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
 
 
 class Registry:
-    """A connection to ``registry.db`` with migrations applied."""
+    """A connection to ``registry.db`` with migrations applied (checked, when ``read_only``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         try:
-            self.conn = sqlite3.connect(
-                str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                check_same_thread=False,
-            )
+            if read_only:
+                self.conn = _connect_read_only(path)
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] < MIGRATIONS[-1][0]:
+                    raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
+                return
+            try:
+                self.conn = self._open(exclusive=False)
+            except sqlite3.OperationalError:
+                if not _no_wal_index(path):
+                    raise
+                # a full disk leaves no room for the WAL index (-shm) a first connection makes;
+                # in exclusive locking mode SQLite keeps it in memory, so gc can still free space
+                # (other processes wait for this one meanwhile)
+                self.conn = self._open(exclusive=True)
+        except sqlite3.Error as exc:
+            raise store_error(exc, f"opening {path}", path.parent) from exc
+
+    def _open(self, exclusive: bool) -> sqlite3.Connection:
+        self.conn = sqlite3.connect(
+            str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            if exclusive:
+                self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first access
             self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 with self.write():
@@ -92,8 +119,10 @@ class Registry:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
-        except sqlite3.Error as exc:
-            raise store_error(exc, f"opening {path}") from exc
+        except BaseException:
+            self.conn.close()
+            raise
+        return self.conn
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -115,11 +144,14 @@ class Registry:
 
         Raises:
             StoreLocked: another process held the write lock past the busy timeout.
+            StoreReadOnly: the registry was opened read-only.
         """
+        if self.read_only:
+            raise StoreReadOnly(str(self.path.parent), "write to its registry")
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise store_error(exc, "starting a registry write") from exc
+            raise store_error(exc, "starting a registry write", self.path.parent) from exc
         try:
             yield self.conn
             self.conn.execute("COMMIT")
@@ -127,7 +159,7 @@ class Registry:
             if self.conn.in_transaction:  # SQLite may already have rolled back (disk full)
                 self.conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise store_error(exc, "writing the registry") from exc
+                raise store_error(exc, "writing the registry", self.path.parent) from exc
             raise
 
     def query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
@@ -150,17 +182,48 @@ def now() -> float:
     return time.time()
 
 
-def store_error(exc: sqlite3.Error, doing: str) -> VbstoreError:
+def _no_wal_index(path: Path) -> bool:
+    """Whether ``path`` has no usable WAL index (-shm is 32 KiB at least): none was made."""
+    try:
+        return os.path.getsize(f"{path}-shm") < 32768
+    except FileNotFoundError:
+        return True
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open ``path`` for reading only: ``mode=ro``, else ``immutable`` (no WAL index can be made)."""
+    if not path.is_file():
+        raise StoreReadOnly(str(path.parent), "create its registry")
+    uri = path.resolve().as_uri()
+    try:
+        return _open_probed(f"{uri}?mode=ro")
+    except sqlite3.OperationalError:  # a WAL database whose -shm file cannot be made beside it
+        return _open_probed(f"{uri}?immutable=1")
+
+
+def _open_probed(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opening is lazy
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def store_error(exc: sqlite3.Error, doing: str, root: Path | None = None) -> VbstoreError:
     """The vbstore error for an SQLite failure, by its cause."""
     text = str(exc).lower()
     if "full" in text:
         return DiskFull(f"no space left on device while {doing}",
-                        hint="free space (`vbstore gc --max-size SIZE`) and retry; the registry is unchanged")
+                        hint=f"{DiskFull.hint}; the registry is unchanged")
     if "locked" in text or "busy" in text:
         return StoreLocked(f"registry is locked ({doing})", hint="another vbstore process is writing; retry")
     if "readonly" in text or "read-only" in text:
-        return StoreIOError(f"registry is read-only ({doing})", hint="check the store's permissions")
+        return StoreReadOnly(str(root or "registry"), f"write to its registry ({doing})")
     if "not a database" in text or "malformed" in text:
         return StoreIOError(f"registry.db is damaged ({exc})",
-                            hint="restore it from a backup; blobs are intact and `vbstore fsck` re-adopts them into a new registry")
+                            hint="run `vbstore fsck --rebuild`: it rebuilds the registry from the "
+                                 "blobs and keeps the damaged file aside")
     return StoreIOError(f"registry error while {doing}: {exc}", hint="check the store's disk and permissions")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -12,13 +13,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import canonical
-from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, UsageError
+from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, StoreReadOnly, UsageError
 from . import _kinds, _schemas
 from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
 from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
+from ._rebuild import RebuildMixin
 from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
 
@@ -31,6 +33,13 @@ OVERLAP_SIZE = 4 << 20
 def _discard(temp: Path) -> None:
     os.chmod(temp, 0o600)
     os.unlink(temp)
+
+
+def _read_only(root: Path) -> bool:
+    """Whether the store folder or its registry refuses writes (read-only mount, no permission)."""
+    registry = root / "registry.db"
+    return root.is_dir() and (not os.access(root, os.W_OK)
+                              or (registry.exists() and not os.access(registry, os.W_OK)))
 
 
 def default_root() -> Path:
@@ -58,7 +67,7 @@ class ObjectInfo:
 Edges = Mapping[str, "str | Iterable[str]"]
 
 
-class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
+class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 
     ```python
@@ -66,20 +75,38 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
     oid = store.put_json({"kind": "suite", ...}, kind="suite")
     store.read_json(oid)
     ```
+
+    A read-only store (a shared cache on a read-only mount) serves reads; what must write
+    raises :class:`~vbstore.errors.StoreReadOnly`, and what only keeps the store tidy (a
+    blob's ``last_used``, the file-state cache, dead leases) is skipped.
     """
 
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
-        for sub in ("objects", "tmp", "locks"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.read_only = _read_only(self.root)
+        if not self.read_only:
+            try:
+                for sub in ("objects", "tmp", "locks"):
+                    (self.root / sub).mkdir(parents=True, exist_ok=True)
+            except PermissionError:  # an unwritable parent: nothing to read either
+                raise StoreReadOnly(str(self.root), "create it") from None
+            except OSError as exc:
+                if exc.errno != errno.EROFS:
+                    raise
+                raise StoreReadOnly(str(self.root), "create it") from None
         self.files = ObjectFiles(self.root)
         self._db: Registry | None = None
 
     @property
     def db(self) -> Registry:
         if self._db is None:
-            self._db = Registry(self.root / "registry.db")
+            self._db = Registry(self.root / "registry.db", read_only=self.read_only)
         return self._db
+
+    def writable(self, doing: str) -> None:
+        """Raise :class:`~vbstore.errors.StoreReadOnly` (naming ``doing``) on a read-only store."""
+        if self.read_only:
+            raise StoreReadOnly(str(self.root), doing)
 
     def close(self) -> None:
         if self._db is not None:
@@ -104,8 +131,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
             oid = canonical.digest(data)
             if self._touch_existing(oid, kind, len(data), edges):
                 return oid
+            self.writable("store a new blob")
             temp, _, size = self.files.write_temp(chunks, known_id=oid)
         else:
+            self.writable("store a new blob")
             # large blobs: hash on another thread (BLAKE3 drops the GIL) while the write runs
             with ThreadPoolExecutor(1) as pool:
                 pending = pool.submit(canonical.digest, data)
@@ -123,6 +152,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
         if _kinds.encoding(kind) != "raw":
             data = Path(path).read_bytes()
             return self.put_parsed(data, kind, edges)
+        self.writable("store a new blob")
         with open(path, "rb") as handle:
             temp, oid, size = self.files.write_temp(read_chunks(handle))
         if self._touch_existing(oid, kind, size, edges):
@@ -213,6 +243,8 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
     def _touch_existing(self, oid: str, kind: str, size: int, edges: Edges | None) -> bool:
         if not self.files.exists(oid):
             return False
+        if self.read_only:  # already there: its row and last_used are only housekeeping
+            return True
         with self.db.write() as conn:
             if not self.files.exists(oid):  # gc removed it while we looked
                 return False
@@ -311,9 +343,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
     def touch(self, oids: Iterable[str]) -> None:
         """Mark objects as used now (for least-recently-used eviction)."""
         ids = list(oids)
-        if ids:
+        if ids and not self.read_only:  # best effort: a read-only store keeps its old times
             with self.db.write() as conn:
-                conn.executemany("UPDATE objects SET last_used=? WHERE id=?", [(now(), i) for i in ids])
+                conn.executemany("UPDATE objects SET last_used=? WHERE id=?",
+                                 [(now(), i) for i in ids])
 
     # ---- names ---------------------------------------------------------------------------
 
@@ -352,6 +385,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
             )
         if not self.db.one("SELECT 1 FROM objects WHERE id=?", (oid,)):
             raise ObjectNotFound(oid)
+        self.writable(f"point {name} at {oid[:12]}")
         with self.db.write() as conn:
             conn.execute(
                 "INSERT INTO refs(name, id, updated) VALUES (?,?,?) ON CONFLICT(name) DO UPDATE "
@@ -391,6 +425,9 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin):
         return row[0] if row and self.has(row[0]) else None
 
     def set_alias(self, spec: Mapping[str, Any], oid: str) -> None:
+        """Remember that ``spec`` resolves to ``oid`` (a shortcut: skipped on a read-only store)."""
+        if self.read_only:
+            return
         with self.db.write() as conn:
             conn.execute(
                 "INSERT INTO aliases(spec, id, created) VALUES (?,?,?) ON CONFLICT(spec) DO "

@@ -28,6 +28,7 @@ from ._evaluate import (
     match_conditions,
     open_evaluation,
     record,
+    reindex,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
 from ._import import import_results, read_records
@@ -85,6 +86,7 @@ __all__ = [
     "read_split_file",
     "read_suite_file",
     "record",
+    "reindex",
     "version_tuple",
     "visin_results",
 ]

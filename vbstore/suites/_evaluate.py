@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import UsageError
 from ..store import Store
 from ._manifest import manifest_sha256
-from ._suite import Suite, get_suite
+from ._suite import Suite, get_suite, protocol_digest
 from ._verdict import evidence_of, judge
 
 
@@ -102,28 +102,53 @@ def record(
     if sources:
         edges["result"] = sources
     oid = store.put_json(doc, "evaluation", edges=edges)
-    verdict = doc["verdict"]
     when = time.time() if recorded is None else recorded
     with store.db.write() as conn:
-        inserted = conn.execute(
-            "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
-            "ranked, evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                oid,
-                doc["suite"],
-                doc["checkpoint"]["id"],
-                doc["checkpoint"]["label"],
-                doc["checkpoint"]["weights"],
-                verdict["state"],
-                int(verdict["ranked"]),
-                doc["evidence"],
-                when,
-                json.dumps(verdict["scores"], sort_keys=True),
-                json.dumps(verdict["reasons"]),
-            ),
-        ).rowcount
+        inserted = index_evaluation(conn, oid, doc, when)
         when = conn.execute("SELECT recorded FROM evaluations WHERE id=?", (oid,)).fetchone()[0]
     return Evaluation(oid, doc, when, bool(inserted))
+
+
+def index_evaluation(conn, oid: str, doc: dict[str, Any], when: float) -> bool:
+    """Add a stored evaluation to the leaderboard index (once); return whether it was new."""
+    verdict = doc["verdict"]
+    return bool(conn.execute(
+        "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
+        "ranked, evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            oid,
+            doc["suite"],
+            doc["checkpoint"]["id"],
+            doc["checkpoint"]["label"],
+            doc["checkpoint"]["weights"],
+            verdict["state"],
+            int(verdict["ranked"]),
+            doc["evidence"],
+            when,
+            json.dumps(verdict["scores"], sort_keys=True),
+            json.dumps(verdict["reasons"]),
+        ),
+    ).rowcount)
+
+
+def reindex(store: Store) -> dict[str, int]:
+    """Rebuild the suite and evaluation indexes from their blobs (after a registry rebuild).
+
+    An evaluation's recording time is then its blob's creation time, which keeps the order of
+    attempts a leaderboard ranks by.
+    """
+    suites, evaluations = 0, 0
+    with store.db.write() as conn:
+        for info in store.ls("suite"):
+            doc = store.read_json(info.id)
+            suites += conn.execute(
+                "INSERT OR IGNORE INTO suites(slug, version, id, protocol_digest, created) "
+                "VALUES (?,?,?,?,?)", (doc["slug"], doc["version"], info.id,
+                                       protocol_digest(doc["protocol"]), info.created),
+            ).rowcount
+        for info in store.ls("evaluation"):
+            evaluations += index_evaluation(conn, info.id, store.read_json(info.id), info.created)
+    return {"suites": suites, "evaluations": evaluations}
 
 
 def open_evaluation(store: Store, ref: str) -> Evaluation:

@@ -1,0 +1,131 @@
+"""A damaged registry: fsck finds it, `fsck --rebuild` makes a new one from the blobs (every blob
+knows its kind and the ids it names) and keeps the damaged file aside."""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+from store_support import suite_doc
+
+from vbstore import Store
+from vbstore.cli import cli
+from vbstore.errors import UsageError
+
+_ID = re.compile(r"[0-9a-f]{64}")
+
+
+@pytest.fixture(scope="module")
+def computed(tmp_path_factory):
+    """A store holding a trained head and its result, and the command that asked for it."""
+    from vbstore.data import make_shapes
+
+    base = tmp_path_factory.mktemp("rebuild")
+    shapes = str(make_shapes(base / "shapes", per_class=2, seed=1, size=32))
+    root = base / "store"
+    get = ["get", "result", "-b", "test_cnn", "--weights", "random", "--input-size", "32",
+           "-t", "classification", "-p", "epochs=1", "-d", shapes, "--split", "val",
+           "--train-data", shapes, "--train-split", "train", "--json"]
+    first = CliRunner().invoke(cli, ["--store", str(root), *get])
+    assert first.exit_code == 0, first.output
+    suite_file = base / "suite.json"
+    suite_file.write_text(json.dumps(suite_doc("n")))
+    suite = CliRunner().invoke(cli, ["--store", str(root), "suite", "push", str(suite_file)])
+    assert suite.exit_code == 0, suite.output
+    return root, get, json.loads(first.stdout)["id"]
+
+
+@pytest.fixture
+def run(computed, tmp_path):
+    root, get, result = computed
+    copy = tmp_path / "store"
+    shutil.copytree(root, copy)
+
+    def invoke(*args):
+        return CliRunner().invoke(cli, ["--store", str(copy), *args])
+
+    invoke.root, invoke.get, invoke.result = copy, get, result
+    return invoke
+
+
+def _ids(tree) -> set[str]:
+    return set(_ID.findall(json.dumps(tree)))
+
+
+def test_damaged_header_is_found_and_rebuilt_from_the_blobs(run):
+    objects = {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)}
+    lineage = _ids(json.loads(run("why", run.result, "--json").stdout))
+    assert {"head", "pack", "featureset", "manifest", "backbone", "result", "suite"} <= set(
+        objects.values())
+    db = run.root / "registry.db"
+    with open(db, "r+b") as handle:  # SQLite's header: "SQLite format 3\0", page size...
+        handle.write(os.urandom(100))
+
+    broken = run("ls")
+    assert broken.exit_code == 7
+    assert "fsck --rebuild" in broken.output
+    found = run("fsck")
+    assert found.exit_code == 1
+    assert "registry.db is damaged" in found.output
+    assert "fsck --rebuild" in found.output
+
+    rebuilt = run("fsck", "--rebuild", "--json")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    report = json.loads(rebuilt.stdout)
+    assert report["clean"]
+    assert sum(report["rebuilt"]["kinds"].values()) == len(objects)
+    assert "derivations" in report["rebuilt"]["lost"]
+    aside = report["rebuilt"]["kept_aside"]
+    assert aside
+    assert os.path.exists(aside[0])
+    assert {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)} == objects
+    assert _ids(json.loads(run("why", run.result, "--json").stdout)) == lineage  # edges are back
+    assert run("suite", "show", "s@1").exit_code == 0  # the suite index too
+
+    again = run(*run.get)  # derivations were lost: recomputed, from the recovered feature rows
+    assert again.exit_code == 0, again.output
+    record = json.loads(again.stdout)
+    packs = {o["id"] for o in json.loads(run("ls", "pack", "--json").stdout)}
+    assert packs == {i for i, kind in objects.items() if kind == "pack"}  # no forward pass
+    assert record["record"]["metrics"] == json.loads(run("show", run.result, "--json").stdout)[
+        "content"]["metrics"]
+
+
+def test_damaged_index_is_rebuilt(store):
+    ids = [store.put_bytes(f"blob {i}".encode() * 20) for i in range(300)]
+    suite = store.put_json(suite_doc("n"), "suite")
+    with pytest.raises(UsageError, match="intact"):  # a healthy registry is never thrown away
+        store.rebuild_registry()
+    store.close()
+    db = store.root / "registry.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE type='index' "
+                            "AND tbl_name='objects' LIMIT 1").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    data = bytearray(db.read_bytes())
+    start = (root - 1) * page_size
+    data[start + page_size // 2 : start + page_size] = os.urandom(page_size // 2)
+    db.write_bytes(bytes(data))
+    assert store.fsck().registry_errors
+
+    report = store.rebuild_registry()
+    assert report.kinds == {"blob": 300, "suite": 1}
+    assert store.fsck().clean
+    assert {o.id for o in store.ls()} == {*ids, suite}
+    assert store.info(suite).kind == "suite"
+
+
+def test_rebuild_leaves_corrupt_blobs_out(tmp_path):
+    with Store(tmp_path / "s") as store:
+        good = store.put_bytes(b"good")
+        bad = store.put_bytes(b"bad")
+        path = store.files.path(bad)
+        path.chmod(0o644)
+        path.write_bytes(b"tampered")
+        report = store.rebuild_registry(force=True)
+        assert report.corrupt == [bad]
+        assert [o.id for o in store.ls()] == [good]

@@ -1,0 +1,159 @@
+"""Rebuild ``registry.db`` from the objects folder, when SQLite says it is damaged.
+
+Every blob knows what it is: a JSON document carries ``kind``, a safetensors file carries
+``vbstore.kind`` in its ``__metadata__``. Its edges are the ids it names: a document's fields (a
+result's backbone, manifests, feature sets and heads; a feature set's packs and manifest; a
+backbone's weights...), a head's compatibility record, and a pack's rows give back the feature-row
+index. What no blob records cannot come back: refs, aliases, derivation records (so the next
+``get`` recomputes what it asks for, and finds the same bytes already stored), the file-state
+cache and leases. The damaged file is kept aside, never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError, VbstoreError
+from ._fsck import sniff_kind
+from ._kinds import encoding
+from ._objects import hash_file
+from ._tensors import read_safetensors_header
+
+_ID = re.compile(r"^[0-9a-f]{64}$")
+_MAX_DEPTH = 64
+
+
+@dataclass
+class RebuildReport:
+    """What a registry rebuild recovered, and where the damaged file went."""
+
+    kept_aside: list[str] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
+    edges: int = 0
+    feature_rows: int = 0
+    corrupt: list[str] = field(default_factory=list)
+    lost: tuple[str, ...] = ("refs", "aliases", "derivations", "file_state", "leases")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "objects": sum(self.kinds.values()), "lost": list(self.lost)}
+
+
+class RebuildMixin:
+    """The registry rebuild of :class:`vbstore.Store`."""
+
+    def rebuild_registry(self, jobs: int | None = None, force: bool = False) -> RebuildReport:
+        """Move ``registry.db`` aside and index every intact blob in a fresh one.
+
+        Run it while no other vbstore process uses the store: one holding the old file open
+        would go on writing to the file that was moved aside.
+
+        Raises:
+            StoreReadOnly: the store cannot be written.
+            UsageError: the registry is intact (SQLite's integrity check passes) and ``force``
+                is not given: a rebuild would lose its refs and derivation records.
+        """
+        self.writable("rebuild its registry")  # type: ignore[attr-defined]
+        if not force and not self._registry_errors():  # type: ignore[attr-defined]
+            raise UsageError(
+                "registry.db is intact (SQLite's integrity check passes); a rebuild would lose "
+                "its refs, aliases and derivation records",
+                hint="rebuild only a registry `vbstore fsck` reports damaged")
+        self.close()  # type: ignore[attr-defined]
+        report = RebuildReport()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in ("", "-wal", "-shm"):  # the WAL may hold the newest pages: keep it beside
+            old = self.root / f"registry.db{suffix}"  # type: ignore[attr-defined]
+            if old.exists():
+                aside = old.with_name(f"registry.db.damaged-{stamp}{suffix}")
+                os.replace(old, aside)
+                report.kept_aside.append(str(aside))
+        files = dict(self.files.iter_files())  # type: ignore[attr-defined]
+
+        def read(item: tuple[str, Path]) -> tuple[str, Path, str | None, os.stat_result | None]:
+            oid, path = item
+            try:
+                st = path.stat()
+                return oid, path, sniff_kind(path) if hash_file(path) == oid else None, st
+            except OSError:
+                return oid, path, None, None
+
+        objects, edges, rows = [], [], []
+        with ThreadPoolExecutor(jobs or min(8, os.cpu_count() or 2)) as pool:
+            found = list(pool.map(read, files.items()))
+        present = {oid for oid, _, kind, _ in found if kind is not None}
+        for oid, path, kind, st in found:
+            if kind is None or st is None:
+                report.corrupt.append(oid)
+                continue
+            # published at its mtime: gc's grace period counts from there
+            objects.append((oid, kind, st.st_size, st.st_mtime, st.st_mtime))
+            report.kinds[kind] = report.kinds.get(kind, 0) + 1
+            named = {(role, child) for role, child in _named_ids(path, kind)
+                     if child in present and child != oid}
+            edges += [(oid, child, role) for role, child in sorted(named)]
+            if kind == "pack":
+                rows += _pack_rows(path, oid)
+        with self.db.write() as conn:  # type: ignore[attr-defined]
+            conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
+                             "VALUES (?,?,?,?,?)", objects)
+            conn.executemany("INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
+                             edges)
+            conn.executemany("INSERT OR REPLACE INTO feature_rows(extractor, image, pack, row) "
+                             "VALUES (?,?,?,?)", rows)
+        report.edges, report.feature_rows = len(edges), len(rows)
+        report.kinds = dict(sorted(report.kinds.items()))
+        return report
+
+
+def _named_ids(path: Path, kind: str) -> Iterator[tuple[str, str]]:
+    """(role, id) for every id-shaped string a blob names, the role being its field's name."""
+    try:
+        if encoding(kind) == "json":
+            yield from _walk(json.loads(path.read_bytes()), kind, 0)
+        elif encoding(kind) == "safetensors":
+            metadata = read_safetensors_header(path)[0].get("__metadata__") or {}
+            for key, value in metadata.items():
+                if key == "images":  # image content hashes, not blobs
+                    continue
+                if isinstance(value, str) and value[:1] in ("{", "["):
+                    yield from _walk(json.loads(value), key, 0)
+                else:
+                    yield from _walk(value, key, 0)
+    except (ValueError, RecursionError, OSError, VbstoreError):
+        return
+
+
+def _walk(value: Any, role: str, depth: int) -> Iterator[tuple[str, str]]:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, str):
+        if _ID.match(value):
+            yield role, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, str(key), depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item, role, depth + 1)
+
+
+def _pack_rows(path: Path, oid: str) -> list[tuple[str, str, str, int]]:
+    """A pack's feature-row index entries, from its own metadata."""
+    try:
+        metadata = read_safetensors_header(path)[0].get("__metadata__") or {}
+        images = json.loads(metadata["images"])
+        extractor = metadata["extractor"]
+    except (ValueError, KeyError, TypeError, OSError, VbstoreError):
+        return []
+    if not (isinstance(extractor, str) and isinstance(images, list)):
+        return []
+    return [(extractor, image, oid, row) for row, image in enumerate(images)
+            if isinstance(image, str)]
