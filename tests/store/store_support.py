@@ -1,6 +1,7 @@
 """A minimal valid suite document: the store tests' stand-in for any small JSON artifact."""
 
-PROTOCOL = {"task": "knn", "data": {"kind": "external"}, "conditions": [{"name": "val", "sampleCount": 1}],
+PROTOCOL = {"task": "knn", "data": {"kind": "external"},
+            "conditions": [{"name": "val", "sampleCount": 1}],
             "metrics": [{"key": "top1", "headline": True}]}
 
 

@@ -27,7 +27,7 @@ def test_disk_full_is_a_clear_error_and_changes_nothing(store, monkeypatch):
         return real_write(fd, data)
 
     monkeypatch.setattr("vbstore.store._objects.os.write", full_after_a_while)
-    with pytest.raises(DiskFull, match="no space left.*nothing partial was kept"):
+    with pytest.raises(DiskFull, match=r"no space left.*nothing partial was kept"):
         store.put_bytes(os.urandom(5 << 20))
     with pytest.raises(DiskFull):
         store.put_json(suite_doc("n"), "suite")
@@ -83,16 +83,20 @@ def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     path.write_bytes(path.read_bytes().replace(b"n", b"m", 1))
     assert store.lookup(derivation_key(spec)) is None  # a corrupt hit is a miss...
     assert (store.root / "quarantine" / out).exists()  # ...moved aside, so a recompute republishes
-    assert store.info(out).evicted_at is not None and store.fsck().clean
+    assert store.info(out).evicted_at is not None
+    assert store.fsck().clean
     again = store.put_json(suite_doc("n"), "suite")
-    assert again == out and store.verify(out) and store.info(out).evicted_at is None
+    assert again == out
+    assert store.verify(out)
+    assert store.info(out).evicted_at is None
 
     other = store.put_bytes(b"blob nobody looked up")
     path = store.files.path(other)
     os.chmod(path, 0o644)
     path.write_bytes(b"tampered")
     report = store.fsck(repair=True)
-    assert report.repaired == [other] and report.corrupt == [other]
+    assert report.repaired == [other]
+    assert report.corrupt == [other]
     assert (store.root / "quarantine" / other).exists()
     assert store.fsck().clean
 
@@ -106,7 +110,8 @@ def test_fsck_adopts_orphans_with_their_own_kind(store):
     with store.db.write() as conn:  # a crash between rename and row insert, twice
         conn.execute("DELETE FROM objects")
     assert sorted(store.fsck().adopted) == sorted([pack, suite])
-    assert store.info(pack).kind == "pack" and store.info(suite).kind == "suite"
+    assert store.info(pack).kind == "pack"
+    assert store.info(suite).kind == "suite"
 
 
 def test_fsck_runs_sqlite_integrity_check(store):

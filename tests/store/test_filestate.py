@@ -65,7 +65,7 @@ def test_touched_and_replaced_files_are_rehashed(store, folder, monkeypatch):
 def test_missing_file_is_named(store, tmp_path):
     from vbstore.errors import StoreIOError
 
-    with pytest.raises(StoreIOError, match="nope.jpg"):
+    with pytest.raises(StoreIOError, match=r"nope\.jpg"):
         store.hash_files([tmp_path / "nope.jpg"])
 
 

@@ -90,7 +90,8 @@ def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
         store.record(spec, pack)
         packs.append((pack, derivation_key(spec)))
     result = store.put_json({"task": "t", "op_version": 1, "metrics": {}, "params": {},
-                             "inputs": {}}, "result", edges={f"p{i}": p for i, (p, _) in enumerate(packs)})
+                             "inputs": {}}, "result",
+                            edges={f"p{i}": p for i, (p, _) in enumerate(packs)})
     _old(store, manifest, result, *[p for p, _ in packs])
     _old(store, packs[1][0], age=9000)  # least recently used
     report = store.gc(max_size=250_000)
@@ -98,7 +99,8 @@ def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
     assert not store.has(packs[1][0])
     assert store.lookup(packs[1][1]) is None
     assert store.lookup(packs[0][1]) == packs[0][0]
-    assert store.has(manifest) and store.has(result)
+    assert store.has(manifest)
+    assert store.has(result)
     assert store.info(packs[1][0]).evicted_at is not None
     assert store.fsck().clean  # an evicted row is not a missing blob
 
@@ -128,7 +130,8 @@ def test_old_inputs_of_a_young_artifact_are_kept(store):
         conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (young,))
     store.add_edges(young, {"input": old_input})
     assert store.gc().removed == []
-    assert store.has(old_input) and store.fsck().clean
+    assert store.has(old_input)
+    assert store.fsck().clean
 
 
 def test_max_size_never_evicts_what_a_ref_needs(store):
@@ -140,7 +143,8 @@ def test_max_size_never_evicts_what_a_ref_needs(store):
     store.tag("keep", featureset)
     _old(store, pack, featureset)
     report = store.gc(grace=0, max_size=0)
-    assert report.evicted == [] and store.has(pack)
+    assert report.evicted == []
+    assert store.has(pack)
 
 
 def test_a_parent_recorded_during_gc_keeps_its_old_input(store, monkeypatch):
@@ -155,7 +159,8 @@ def test_a_parent_recorded_during_gc_keeps_its_old_input(store, monkeypatch):
 
     monkeypatch.setattr(store, "reachable", walk_then_a_writer_arrives)
     assert store.gc().removed == []
-    assert store.has(child) and store.fsck().clean
+    assert store.has(child)
+    assert store.fsck().clean
 
 
 def test_gc_spares_outputs_a_running_computation_has_published(store):

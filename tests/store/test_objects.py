@@ -151,8 +151,8 @@ def test_store_created_on_first_use(tmp_path, monkeypatch):
 def test_pack_metadata_is_validated(store):
     np = pytest.importorskip("numpy")
     with pytest.raises(SchemaError, match="extractor"):
-        store.put_tensors({"x": np.zeros(2)}, "pack", {"format": "vbstore.pack.v1", "layers": "[-1]",
-                                                        "images": "[]"})
+        store.put_tensors({"x": np.zeros(2)}, "pack",
+                          {"format": "vbstore.pack.v1", "layers": "[-1]", "images": "[]"})
     assert store.ls() == []
 
 
@@ -171,6 +171,7 @@ def test_safetensors_bytes_are_canonical_golden():
     header += b" " * (-len(header) % 8)
     assert data == len(header).to_bytes(8, "little") + header + \
         np.array([0.5], dtype="<f4").tobytes() + np.array([1, 2], dtype="<i2").tobytes()
-    same = to_safetensors_bytes({"a": torch.tensor([0.5]), "b.small": torch.tensor([1, 2], dtype=torch.int16)},
-                                "tensors", {"m": "2", "z": "1"})
+    same = to_safetensors_bytes(
+        {"a": torch.tensor([0.5]), "b.small": torch.tensor([1, 2], dtype=torch.int16)},
+        "tensors", {"m": "2", "z": "1"})
     assert same == data  # torch or numpy, any key order: the same bytes

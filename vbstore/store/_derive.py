@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import canonical
 from ..errors import CorruptObject, DiskFull, LeaseTimeout
+from ._base import _StoreBase
 from ._kinds import encoding
 from ._objects import HOST
 from ._registry import now
@@ -38,7 +39,7 @@ def derivation_key(spec: Mapping[str, Any]) -> str:
     return canonical.key_of(spec)
 
 
-class DeriveMixin:
+class DeriveMixin(_StoreBase):
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
     def lookup(self, key: str, valid: Callable[[str], bool] | None = None) -> str | None:
@@ -60,7 +61,7 @@ class DeriveMixin:
             try:
                 self.read_bytes(output, verify=True)
             except CorruptObject:
-                if self.read_only:  # type: ignore[attr-defined]  # nothing to recompute into
+                if self.read_only:  # nothing to recompute into
                     raise
                 self._quarantine([output], None)  # the recompute then publishes good bytes
                 return None
@@ -127,7 +128,7 @@ class DeriveMixin:
         self, key: str, inputs: list[str] | None = None, timeout: float | None = None
     ) -> Iterator[None]:
         """Hold the lease on ``key``; wait while a live process holds it."""
-        self.writable(f"compute {key[:12]}, which it does not hold")  # type: ignore[attr-defined]
+        self.writable(f"compute {key[:12]}, which it does not hold")
         lock_path = self.root / "locks" / f"{key}.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -157,7 +158,7 @@ class DeriveMixin:
                              "inputs": json.loads(inputs or "[]")})
             else:
                 dead.append(key)
-        if dead and not self.read_only:  # type: ignore[attr-defined]
+        if dead and not self.read_only:
             with contextlib.suppress(DiskFull), self.db.write() as conn:  # tidying: gc goes on
                 conn.executemany("DELETE FROM leases WHERE key=?", [(k,) for k in dead])
         return live

@@ -15,13 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import BadInput, CorruptObject, StoreIOError
+from ._base import _StoreBase
 from ._objects import hash_file
 
 # A file modified this recently may change again within the timestamp granularity: do not cache it.
 RACY_SECONDS = 0.1
 
 
-class FileStateMixin:
+class FileStateMixin(_StoreBase):
     """File hashing methods of :class:`vbstore.Store`."""
 
     def hash_files(
@@ -68,7 +69,7 @@ class FileStateMixin:
             rows = [(*states[i], hashes[i]) for i in missing
                     if states[i][3] < cutoff and str(paths[i]) not in bad]
             # a cache: best effort, skipped on a read-only store
-            if rows and not self.read_only:  # type: ignore[attr-defined]
+            if rows and not self.read_only:
                 with self.db.write() as conn:
                     conn.executemany(
                         "INSERT OR REPLACE INTO file_state(dev, inode, size, mtime_ns, ctime_ns, "
@@ -89,7 +90,7 @@ class FileStateMixin:
             ObjectNotFound: no such blob.
             CorruptObject: its bytes no longer hash to ``oid`` (the hint names ``fsck --repair``).
         """
-        path = self.path(oid)  # type: ignore[attr-defined]
+        path = self.path(oid)
         if self.hash_files([path])[0] != oid:
             raise CorruptObject(oid, str(path))
         return path
@@ -103,8 +104,10 @@ class FileStateMixin:
         for state in states:
             by_dev.setdefault(state[0], []).append(state[1])
         for dev, inodes in by_dev.items():
-            (rows_for_dev,) = self.db.one("SELECT count(*) FROM file_state WHERE dev = ?", (dev,))
-            if 4 * len(inodes) >= rows_for_dev:  # asking for most of them: one range scan is cheaper
+            ((rows_for_dev,),) = self.db.query(
+                "SELECT count(*) FROM file_state WHERE dev = ?", (dev,))
+            # asking for most of them: one range scan is cheaper
+            if 4 * len(inodes) >= rows_for_dev:
                 rows = self.db.query("SELECT inode, size, mtime_ns, ctime_ns, hash FROM file_state "
                                      "WHERE dev = ?", (dev,))
             else:

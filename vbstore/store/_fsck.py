@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import VbstoreError
+from ._base import _StoreBase
 from ._kinds import KINDS
 from ._objects import HOST, hash_file
 from ._registry import now
@@ -76,7 +77,7 @@ def sniff_kind(path) -> str:
         return "blob"
 
 
-class FsckMixin:
+class FsckMixin(_StoreBase):
     """The fsck method of :class:`vbstore.Store`."""
 
     def fsck(self, jobs: int | None = None, repair: bool = False,
@@ -90,10 +91,10 @@ class FsckMixin:
         and left untouched; :meth:`rebuild_registry` makes a new one from the blobs.
         """
         if repair:
-            self.writable("repair it")  # type: ignore[attr-defined]
+            self.writable("repair it")
         start = time.perf_counter()
         report = FsckReport()
-        tidy = not self.read_only  # type: ignore[attr-defined]
+        tidy = not self.read_only
         report.temp_removed = self._remove_dead_temps() if tidy else []
         report.locks_removed = self._remove_stale_locks() if tidy else []
         report.registry_errors = self._registry_errors()
@@ -154,9 +155,11 @@ class FsckMixin:
                    for oid in report.adopted if files[oid].exists()]
         with self.db.write() as conn:
             t = now()
-            conn.executemany("UPDATE objects SET verified_at=? WHERE id=?", [(t, o) for o in verified])
+            conn.executemany("UPDATE objects SET verified_at=? WHERE id=?",
+                             [(t, o) for o in verified])
             conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
-                "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)",
+                "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
+                "VALUES (?,?,?,?,?)",
                 [(oid, kind, size, t, t) for oid, kind, size in adopted if self.files.exists(oid)],
             )
         if repair:
@@ -203,7 +206,7 @@ class FsckMixin:
         Raises:
             StoreReadOnly: the store is read-only (its damaged blob stays where it is).
         """
-        self.writable(f"move the damaged blob {oid[:12]} aside")  # type: ignore[attr-defined]
+        self.writable(f"move the damaged blob {oid[:12]} aside")
         aside = self.root / "quarantine"
         aside.mkdir(exist_ok=True)
         try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DiskFull
+from ._base import _StoreBase
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
 
@@ -45,10 +46,12 @@ class GcReport:
                 "kept": self.kept, "freed_bytes": self.freed_bytes, "warnings": self.warnings}
 
 
-class GcMixin:
+class GcMixin(_StoreBase):
     """gc and du methods of :class:`vbstore.Store`."""
 
-    def reachable(self, young_since: float | None = None, roots_only_pinned: bool = False) -> set[str]:
+    def reachable(
+        self, young_since: float | None = None, roots_only_pinned: bool = False
+    ) -> set[str]:
         """Every id reachable through edges from a root.
 
         Roots are refs, results, suites, the inputs of live leases and every object created or
@@ -71,7 +74,8 @@ class GcMixin:
         if not roots_only_pinned:
             marks = ",".join("?" * len(ROOT_KINDS))
             roots |= {r[0] for r in self.db.query(
-                f"SELECT id FROM objects WHERE kind IN ({marks})", ROOT_KINDS)}
+                f"SELECT id FROM objects WHERE kind IN ({marks})",  # noqa: S608 - marks is a fixed "?" list
+                ROOT_KINDS)}
         if young_since is not None:
             roots |= {r[0] for r in self.db.query(
                 "SELECT id FROM objects WHERE max(created, last_used) >= ?", (young_since,))}
@@ -96,8 +100,7 @@ class GcMixin:
         between leaves rows without blobs, which lookups treat as misses and the next gc removes.
         """
         if not dry_run:
-            self.writable(  # type: ignore[attr-defined]
-                "collect garbage (`gc --dry-run` says what would go)")
+            self.writable("collect garbage (`gc --dry-run` says what would go)")
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
         keep = self.reachable(young_since=cutoff)
@@ -191,8 +194,9 @@ class GcMixin:
         pinned = self.reachable(roots_only_pinned=True)
         order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
         marks = ",".join("?" * len(EVICTABLE))
+        # marks is a fixed "?" list; order is built from the EVICTABLE kind constants
         candidates = self.db.query(
-            f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "
+            f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "  # noqa: S608
             f"AND max(created, last_used) < ? ORDER BY CASE kind {order} END, last_used",
             (*EVICTABLE, cutoff),
         )

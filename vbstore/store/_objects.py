@@ -29,7 +29,8 @@ def _io_error(exc: OSError, what: str) -> StoreIOError:
     if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
         return DiskFull(f"no space left on device while {what}",
                         hint=f"{DiskFull.hint}; nothing partial was kept")
-    return StoreIOError(f"{what} failed: {exc.strerror or exc}", hint="check the store's permissions and disk")
+    return StoreIOError(f"{what} failed: {exc.strerror or exc}",
+                        hint="check the store's permissions and disk")
 
 
 class ObjectFiles:
@@ -89,7 +90,10 @@ class ObjectFiles:
         except BaseException:
             _unlink_quietly(temp)
             raise
-        return temp, known_id or hasher.hexdigest(), size
+        if known_id:
+            return temp, known_id, size
+        assert hasher is not None  # made above whenever no known_id is given
+        return temp, hasher.hexdigest(), size
 
     def publish(self, temp: Path, oid: str) -> bool:
         """Move a verified temp file into place; return False when the blob already existed."""

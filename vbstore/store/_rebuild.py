@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError, VbstoreError
+from ._base import _StoreBase
 from ._fsck import sniff_kind
 from ._kinds import encoding
 from ._objects import hash_file
@@ -46,7 +47,7 @@ class RebuildReport:
         return {**self.__dict__, "objects": sum(self.kinds.values()), "lost": list(self.lost)}
 
 
-class RebuildMixin:
+class RebuildMixin(_StoreBase):
     """The registry rebuild of :class:`vbstore.Store`."""
 
     def rebuild_registry(self, jobs: int | None = None, force: bool = False) -> RebuildReport:
@@ -60,22 +61,22 @@ class RebuildMixin:
             UsageError: the registry is intact (SQLite's integrity check passes) and ``force``
                 is not given: a rebuild would lose its refs and derivation records.
         """
-        self.writable("rebuild its registry")  # type: ignore[attr-defined]
-        if not force and not self._registry_errors():  # type: ignore[attr-defined]
+        self.writable("rebuild its registry")
+        if not force and not self._registry_errors():
             raise UsageError(
                 "registry.db is intact (SQLite's integrity check passes); a rebuild would lose "
                 "its refs, aliases and derivation records",
                 hint="rebuild only a registry `vbstore fsck` reports damaged")
-        self.close()  # type: ignore[attr-defined]
+        self.close()
         report = RebuildReport()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for suffix in ("", "-wal", "-shm"):  # the WAL may hold the newest pages: keep it beside
-            old = self.root / f"registry.db{suffix}"  # type: ignore[attr-defined]
+            old = self.root / f"registry.db{suffix}"
             if old.exists():
                 aside = old.with_name(f"registry.db.damaged-{stamp}{suffix}")
                 os.replace(old, aside)
                 report.kept_aside.append(str(aside))
-        files = dict(self.files.iter_files())  # type: ignore[attr-defined]
+        files = dict(self.files.iter_files())
 
         def read(item: tuple[str, Path]) -> tuple[str, Path, str | None, os.stat_result | None]:
             oid, path = item
@@ -101,7 +102,7 @@ class RebuildMixin:
             edges += [(oid, child, role) for role, child in sorted(named)]
             if kind == "pack":
                 rows += _pack_rows(path, oid)
-        with self.db.write() as conn:  # type: ignore[attr-defined]
+        with self.db.write() as conn:
             conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
                              "VALUES (?,?,?,?,?)", objects)
             conn.executemany("INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",

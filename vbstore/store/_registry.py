@@ -191,7 +191,7 @@ def _no_wal_index(path: Path) -> bool:
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """Open ``path`` for reading only: ``mode=ro``, else ``immutable`` (no WAL index can be made)."""
+    """Open ``path`` read-only: ``mode=ro``, else ``immutable`` (no WAL index can be made)."""
     if not path.is_file():
         raise StoreReadOnly(str(path.parent), "create its registry")
     uri = path.resolve().as_uri()
@@ -219,11 +219,13 @@ def store_error(exc: sqlite3.Error, doing: str, root: Path | None = None) -> Vbs
         return DiskFull(f"no space left on device while {doing}",
                         hint=f"{DiskFull.hint}; the registry is unchanged")
     if "locked" in text or "busy" in text:
-        return StoreLocked(f"registry is locked ({doing})", hint="another vbstore process is writing; retry")
+        return StoreLocked(f"registry is locked ({doing})",
+                           hint="another vbstore process is writing; retry")
     if "readonly" in text or "read-only" in text:
         return StoreReadOnly(str(root or "registry"), f"write to its registry ({doing})")
     if "not a database" in text or "malformed" in text:
         return StoreIOError(f"registry.db is damaged ({exc})",
                             hint="run `vbstore fsck --rebuild`: it rebuilds the registry from the "
                                  "blobs and keeps the damaged file aside")
-    return StoreIOError(f"registry error while {doing}: {exc}", hint="check the store's disk and permissions")
+    return StoreIOError(f"registry error while {doing}: {exc}",
+                        hint="check the store's disk and permissions")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ._base import _StoreBase
+
 _CHUNK = 500
 
 
-class FeatureRowsMixin:
+class FeatureRowsMixin(_StoreBase):
     """feature_rows methods of :class:`vbstore.Store`."""
 
     def feature_rows(self, extractor: str, images: Iterable[str]) -> dict[str, tuple[str, int]]:
@@ -23,7 +25,8 @@ class FeatureRowsMixin:
             chunk = wanted[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
             for image, pack, row in self.db.query(
-                f"SELECT image, pack, row FROM feature_rows WHERE extractor=? AND image IN ({marks})",
+                "SELECT image, pack, row FROM feature_rows "  # noqa: S608 - marks is a fixed "?" list
+                f"WHERE extractor=? AND image IN ({marks})",
                 [extractor, *chunk],
             ):
                 if pack not in present:

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 from .. import canonical
 from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, StoreReadOnly, UsageError
 from . import _kinds, _schemas
+from ._base import Edges
 from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
 from ._fsck import FsckMixin
@@ -62,9 +63,6 @@ class ObjectInfo:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-Edges = Mapping[str, "str | Iterable[str]"]
 
 
 class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, RebuildMixin):
@@ -214,7 +212,8 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
             SchemaError: the document does not match ``schemas/<kind>.schema.json``.
         """
         if _kinds.encoding(kind) != "json":
-            raise UsageError(f"{kind} is not a JSON kind", hint=f"JSON kinds: {', '.join(_kinds.JSON_KINDS)}")
+            raise UsageError(f"{kind} is not a JSON kind",
+                             hint=f"JSON kinds: {', '.join(_kinds.JSON_KINDS)}")
         document = dict(document)
         if document.setdefault("kind", kind) != kind:
             raise UsageError(f"document says kind {document['kind']!r} but was put as {kind!r}")
@@ -230,7 +229,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         self, tensors: Mapping[str, Any], kind: str, metadata: Mapping[str, str] | None = None,
         edges: Edges | None = None,
     ) -> str:
-        """Serialise tensors (torch or numpy) as safetensors with ``vbstore.kind`` in the metadata."""
+        """Serialise tensors (torch or numpy) as safetensors, ``vbstore.kind`` in the metadata."""
         from ._tensors import to_safetensors_bytes
 
         if _kinds.encoding(kind) != "safetensors":
@@ -362,7 +361,8 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
             return row[0]
         lowered = name.lower()
         if not _HEX.match(lowered) or len(lowered) < MIN_PREFIX:
-            raise ObjectNotFound(name, hint="give a ref name (`vbstore tag`) or at least 4 hex digits of an id")
+            raise ObjectNotFound(
+                name, hint="give a ref name (`vbstore tag`) or at least 4 hex digits of an id")
         if len(lowered) == 64 and (self.files.exists(lowered) or self.db.one(
                 "SELECT 1 FROM objects WHERE id=?", (lowered,))):
             return lowered
@@ -411,11 +411,13 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
 
     def children(self, oid: str) -> list[tuple[str, str]]:
         """(role, child) pairs: what ``oid`` was made from."""
-        return self.db.query("SELECT role, child FROM edges WHERE parent=? ORDER BY role, child", (oid,))
+        return self.db.query(
+            "SELECT role, child FROM edges WHERE parent=? ORDER BY role, child", (oid,))
 
     def parents(self, oid: str) -> list[tuple[str, str]]:
         """(role, parent) pairs: what was made from ``oid``."""
-        return self.db.query("SELECT role, parent FROM edges WHERE child=? ORDER BY role, parent", (oid,))
+        return self.db.query(
+            "SELECT role, parent FROM edges WHERE child=? ORDER BY role, parent", (oid,))
 
     # ---- aliases -------------------------------------------------------------------------
 

@@ -23,7 +23,8 @@ _NUMPY_CODES = {
     "uint64": "U64", "uint32": "U32", "uint16": "U16", "uint8": "U8", "bool": "BOOL",
 }
 _TORCH_CODES = {
-    "torch.float64": "F64", "torch.float32": "F32", "torch.float16": "F16", "torch.bfloat16": "BF16",
+    "torch.float64": "F64", "torch.float32": "F32", "torch.float16": "F16",
+    "torch.bfloat16": "BF16",
     "torch.int64": "I64", "torch.int32": "I32", "torch.int16": "I16", "torch.int8": "I8",
     "torch.uint8": "U8", "torch.bool": "BOOL",
     "torch.float8_e4m3fn": "F8_E4M3", "torch.float8_e5m2": "F8_E5M2",
@@ -107,13 +108,13 @@ def read_safetensors_header(path: str | Path) -> tuple[dict[str, Any], int]:
 
 
 def safetensors_identity(path: str | Path) -> str:
-    """The canonical tensor id of a ``.safetensors`` file, read straight from its bytes (no torch)."""
+    """The canonical tensor id of a ``.safetensors`` file, read from its bytes (no torch)."""
     import numpy as np  # only when tensors are handled: reads stay light
 
     header, offset = read_safetensors_header(path)
     hasher = _IdentityHasher()
     with open(path, "rb") as handle:
-        data = memoryview(np.memmap(handle, dtype=np.uint8, mode="r", offset=offset)) if Path(
+        data = np.memmap(handle, dtype=np.uint8, mode="r", offset=offset).data if Path(
             path
         ).stat().st_size > offset else memoryview(b"")
         for name in sorted(k for k in header if k != "__metadata__"):
@@ -140,9 +141,11 @@ def to_safetensors_bytes(
     chunks, offset = [], 0
     encoded_tensors = {name: _code_and_bytes(value) for name, value in tensors.items()}
     # widest dtypes first (then by name): every tensor's data starts aligned to its item size
-    for name in sorted(encoded_tensors, key=lambda n: (-_ITEM_SIZE.get(encoded_tensors[n][0], 1), n)):
+    for name in sorted(encoded_tensors,
+                       key=lambda n: (-_ITEM_SIZE.get(encoded_tensors[n][0], 1), n)):
         code, shape, raw = encoded_tensors[name]
-        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        header[name] = {"dtype": code, "shape": list(shape),
+                        "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)
     encoded = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()

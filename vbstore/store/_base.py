@@ -1,0 +1,51 @@
+"""What the :class:`vbstore.Store` mixins may use of the store and of one another.
+
+Each mixin (derive, file state, feature rows, gc, fsck, rebuild) is one concern of the store,
+but uses the blob layout, the registry and a few methods that :class:`~vbstore.store.Store`
+or a sibling mixin defines. :class:`_StoreBase` declares them, for the type checker only: at
+run time it is an empty class, and every name resolves on ``Store`` as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ._objects import ObjectFiles
+    from ._registry import Registry
+
+Edges = Mapping[str, "str | Iterable[str]"]
+
+
+class _StoreBase:
+    """Attributes and methods shared by ``Store`` and its mixins (declarations only)."""
+
+    root: Path
+    read_only: bool
+    files: ObjectFiles
+
+    if TYPE_CHECKING:
+        # defined by Store
+        @property
+        def db(self) -> Registry: ...
+        def writable(self, doing: str) -> None: ...
+        def close(self) -> None: ...
+        def has(self, oid: str) -> bool: ...
+        def path(self, oid: str) -> Path: ...
+        def read_bytes(self, oid: str, verify: bool = False) -> bytes: ...
+        def touch(self, oids: Iterable[str]) -> None: ...
+        @staticmethod
+        def _insert_edges(conn: sqlite3.Connection, parent: str, edges: Edges | None) -> None: ...
+
+        # defined by one mixin, used by another
+        def live_leases(self) -> list[dict[str, Any]]: ...
+        @staticmethod
+        def _forget(conn: sqlite3.Connection, oid: str) -> None: ...
+        def _quarantine(
+            self, oids: list[str], refetch: Callable[[str], bool] | None
+        ) -> tuple[list[str], list[str]]: ...
+        def _registry_errors(self) -> list[str]: ...
