@@ -21,6 +21,7 @@ from ._cache import remote_fetch
 from ._device import resolve_device
 from ._features import derive_featureset
 from ._plan import Plan, head_spec
+from ._requests import param_files
 
 
 @dataclass
@@ -163,7 +164,9 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     per_seed, train_metrics, comparable = [], [], True
     start = time.perf_counter()
     if task.zero_shot:
-        per_seed = [_zero_shot(plan, evaluation)] * len(plan.request.probe.seed_list)
+        files = param_files(store, task, plan.task_params)
+        edges.update({key: plan.task_params[key] for key in files})  # gc keeps them with the result
+        per_seed = [_zero_shot(plan, evaluation, files)] * len(plan.request.probe.seed_list)
     else:
         if plan.head is not None:
             heads = [plan.head]
@@ -194,12 +197,13 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     return store.put_json(result.to_dict(), "result", edges=edges)
 
 
-def _zero_shot(plan: Plan, evaluation: Feed) -> dict[str, float]:
+def _zero_shot(plan: Plan, evaluation: Feed, files: dict[str, list[str]]) -> dict[str, float]:
     task = plan.task
     if evaluation.dense:
         return task.evaluate_split(None, evaluation.split(), plan.task_params)
     context = {"class_names": plan.eval_m.doc.get("classes", []),
-               "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]]}
+               "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]],
+               "files": files}
     if task.needs_text:
         context["text_encoder"] = plan.backbone.load().encode_text
     return task.evaluate_zero_shot(evaluation.pooled(), evaluation.targets(), plan.task_params,

@@ -136,13 +136,15 @@ class Multilingual(Task):
         language = params["language"]
         if not _LANGUAGE.fullmatch(language):
             raise UsageError(f"language {language!r} is not a language code",
-                             hint="use an ISO 639 code as CLIP_benchmark does: en, fr, jp, cn...")
+                             hint="use an ISO 639 code as CLIP_benchmark does: en (the default), "
+                                  "fr, jp, cn...")
         template = params.get("templates")
         if template in BUILTIN_SETS and template not in TEMPLATES.get(language, {}):
             known = ", ".join(sorted(TEMPLATES))
             raise UsageError(f"no built-in {template!r} templates for language {language!r} "
                              f"(built-in: {known})",
-                             hint="pass --templates FILE (one template with {c} per line)")
+                             hint="pass --templates FILE (one template with {c} per line), or "
+                                  "keep the default language 'en'")
         return params
 
 
