@@ -107,10 +107,11 @@ def test_multilabel_reads_the_same_files(class_name_encoder):
 
 def test_a_classnames_file_must_name_every_class(class_name_encoder):
     task = get_task("zeroshot_classification")
+    context = {"text_encoder": class_name_encoder(["chat", "chien"]), "class_names": CLASSES,
+               "files": {"classnames": ["chat", "chien"]}}
     with pytest.raises(UsageError, match="has 2 names but the data has 3 classes") as info:
         task.evaluate_zero_shot(one_hot([0], 3), torch.tensor([0]), {"classnames": "b" * 64},
-                                {"text_encoder": class_name_encoder(["chat", "chien"]),
-                                 "class_names": CLASSES, "files": {"classnames": ["chat", "chien"]}})
+                                context)
     assert "cat, dog, golden_retriever" in info.value.hint
 
 

@@ -183,8 +183,8 @@ def prompt_sets(params: Mapping[str, Any], context: Mapping[str, Any],
         return templates, [name.replace("_", " ") for name in class_names]
     names = file_entries(params, context, "classnames")
     if len(names) != len(class_names):
+        order = ", ".join(class_names[:5]) + (" ..." if len(class_names) > 5 else "")
         raise UsageError(f"the classnames file has {len(names)} names but the data has "
                          f"{len(class_names)} classes",
-                         hint="one name per class, in the data's class order: "
-                              + ", ".join(class_names[:5]) + (" ..." if len(class_names) > 5 else ""))
+                         hint=f"one name per class, in the data's class order: {order}")
     return templates, names
