@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric
-from ._prompts import LANGUAGE_PARAM, Multilingual
+from ._base import Metric, Param
+from ._prompts import Multilingual
 from ._registry import register_task
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ class ZeroShotRetrieval(Multilingual):
     needs_text = True
     stochastic = False
     # the captions' language, recorded (CLIP_benchmark's --language); captions are the data's own
-    params = MappingProxyType({"language": LANGUAGE_PARAM})
+    params = MappingProxyType({"language": Param(
+        "en", "language of the captions (CLIP_benchmark's --language: en, fr, jp...)")})
     metrics = (
         *(
             Metric(f"image_retrieval_recall@{k}", "higher", f"text->image: its image in top {k}")
