@@ -27,6 +27,8 @@ def _bounds(spec: Param) -> str:
         parts.append(f"<= {spec.maximum:g}")
     if spec.choices is not None:
         parts.append(", ".join(f"`{c}`" for c in spec.choices))
+    if spec.file is not None:
+        parts.append(", ".join([f"`{n}`" for n in spec.file.names if n] + ["a file"]))
     return "; ".join(parts) or "any"
 
 

@@ -53,7 +53,8 @@ def test_numbers_are_normalised_so_equal_settings_hash_equal():
         ("classification", {"lr": -1e-3}, "must be > 0"),
         ("classification", {"weight_decay": -1}, "must be >= 0"),
         ("classification", {"epochs": 0}, "must be >= 1"),
-        ("zeroshot_classification", {"templates": "fancy"}, "one of 'ensemble', 'photo'"),
+        ("zeroshot_classification", {"language": "French!"}, "not a language code"),
+        ("zeroshot_classification", {"language": "fr"}, "no built-in 'ensemble' templates"),
         ("zeroshot_classification", {"templates": 1}, "must be a string"),
     ],
 )

@@ -22,6 +22,7 @@ from ._cache import remote_fetch
 from ._device import resolve_device
 from ._features import derive_featureset
 from ._plan import Plan, head_spec
+from ._requests import param_files
 
 
 @dataclass
@@ -166,7 +167,9 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     skip = sample_ci_skip(task)
     start = time.perf_counter()
     if task.zero_shot:
-        per_seed = [_zero_shot(plan, evaluation)] * len(plan.request.probe.seed_list)
+        files = param_files(store, task, plan.task_params)
+        edges.update({key: plan.task_params[key] for key in files})  # gc keeps them with the result
+        per_seed = [_zero_shot(plan, evaluation, files)] * len(plan.request.probe.seed_list)
         if not skip:
             draws.append(_zero_shot_draws(plan, evaluation, run))
     else:
@@ -260,12 +263,13 @@ def _sample_ci_fields(draws: list[dict[str, Any]], skip: str) -> dict[str, Any]:
                                                              "every bootstrap draw"}
 
 
-def _zero_shot(plan: Plan, evaluation: Feed) -> dict[str, float]:
+def _zero_shot(plan: Plan, evaluation: Feed, files: dict[str, list[str]]) -> dict[str, float]:
     task = plan.task
     if evaluation.dense:
         return task.evaluate_split(None, evaluation.split(), plan.task_params)
     context = {"class_names": plan.eval_m.doc.get("classes", []),
-               "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]]}
+               "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]],
+               "files": files}
     if task.needs_text:
         context["text_encoder"] = plan.backbone.load().encode_text
     return task.evaluate_zero_shot(evaluation.pooled(), evaluation.targets(), plan.task_params,

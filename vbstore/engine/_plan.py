@@ -26,7 +26,7 @@ from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._features import featureset_spec, packs_present
-from ._requests import ResultRequest
+from ._requests import ResultRequest, store_param_files
 
 RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
 
@@ -261,7 +261,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     started = time.perf_counter()  # a result's seconds count the planning (manifests) too
     store = store if store is not None else Store()
     task = request.probe.spec
-    task_params = request.probe.resolved_params()
+    task_params = store_param_files(store, task, request.probe.resolved_params())
     _check_text(task, request.backbone.spec)
     ref = backbone_of(store, request, task, build=not dry_run)
     eval_m = _manifest(store, request.data, "--split", task)

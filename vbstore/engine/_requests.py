@@ -16,15 +16,20 @@ result = vbstore.engine.execute(plan)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .. import canonical
 from ..errors import UsageError
+from ..store import Store
 from ..tasks import Task, get_task
 
 PRECISIONS = ("fp32", "bf16")
+_OID = re.compile(r"[0-9a-f]{64}")
 
 # Engine options a user might try to pass as a task parameter: named with the flag to use.
 ENGINE_OPTIONS = {
@@ -212,6 +217,47 @@ class ResultRequest:
                 f"task {task.name!r} trains a head on training data",
                 hint="pass --train-data DATA (and --train-split if it has splits)",
             )
+
+
+def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with every file a file parameter names replaced by the id of its entries.
+
+    The entries (parsed and checked by the parameter's :class:`~vbstore.tasks.FileParam`) are
+    stored as a canonical JSON list in a ``blob``, so two paths with the same content give one
+    derivation key and an edited file gives another. A value that already is such an id (a
+    record's params, replayed) is kept.
+
+    Raises:
+        UsageError: the value names no readable UTF-8 file, or the file's content is refused.
+    """
+    out = dict(params)
+    for key, spec in task.params.items():
+        value = out.get(key)
+        if spec.file is None or not isinstance(value, str) or value in spec.file.names:
+            continue
+        if _OID.fullmatch(value) and store.has(value) and store.info(value).kind == "blob":
+            continue
+        builtin = ", ".join(n for n in spec.file.names if n)
+        try:
+            text = Path(value).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            what = "no readable UTF-8 file" if builtin == "" else (
+                f"neither a built-in set ({builtin}) nor a readable UTF-8 file")
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8"
+            raise UsageError(f"{key} {value!r} is {what} ({reason})",
+                             hint=f"{key}: {spec.help}") from None
+        out[key] = store.put_bytes(canonical.dumps(spec.file.parse(text)), "blob")
+    return out
+
+
+def param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The stored entries of each file parameter that names one, by parameter name."""
+    files = {}
+    for key, spec in task.params.items():
+        value = params.get(key)
+        if spec.file is not None and isinstance(value, str) and _OID.fullmatch(value):
+            files[key] = [str(entry) for entry in canonical.loads(store.read_bytes(value))]
+    return files
 
 
 def layers_arg(layers: Sequence[int] | int | None) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ from . import (  # noqa: F401
     zeroshot_multilabel,
     zeroshot_retrieval,
 )
-from ._base import HeadState, Metric, Param, Task, ZeroShotContext
+from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._dense import DenseTask
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._registry import get_task, list_tasks, ordered_metrics, register_task
@@ -38,6 +38,7 @@ __all__ = [
     "DenseBatch",
     "DenseSplit",
     "DenseTask",
+    "FileParam",
     "HeadState",
     "Metric",
     "Param",

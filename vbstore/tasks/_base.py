@@ -77,6 +77,23 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class FileParam:
+    """How a str parameter may name a file of strings (prompt templates, class names).
+
+    The engine reads a named file with ``parse``, stores the entries as a JSON blob and replaces
+    the path by the blob's id, so a result depends on the file's content and not its path; the
+    task then finds the entries in ``context["files"][key]``.
+
+    Attributes:
+        parse: The file's text -> its entries; raises UsageError on bad content.
+        names: Values that name no file (built-in sets, an empty default).
+    """
+
+    parse: Callable[[str], list[str]]
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Param:
     """One task parameter: its default (whose type is the parameter's type) and its bounds.
 
@@ -87,6 +104,7 @@ class Param:
         above: Exclusive lower bound for numbers (a learning rate must be > 0).
         maximum: Inclusive upper bound for numbers.
         choices: The allowed values of a string parameter.
+        file: Set when a string parameter may name a file whose content the result depends on.
     """
 
     default: ParamValue
@@ -95,6 +113,7 @@ class Param:
     above: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
+    file: FileParam | None = None
 
     def normalise(self, task: str, key: str, value: Any) -> ParamValue:
         """Check ``value`` and return it in canonical form (an integral float for an int becomes
@@ -148,6 +167,8 @@ class Param:
                 out[field] = getattr(self, field)
         if self.choices is not None:
             out["choices"] = list(self.choices)
+        if self.file is not None:
+            out["file"] = True
         return out
 
 
@@ -159,11 +180,13 @@ class ZeroShotContext(TypedDict, total=False):
             embedding space. Called with at most 1024 strings at a time.
         class_names: Class names, indexed by the class-index targets.
         captions: For image-caption data: captions[i] are the captions of image row i.
+        files: The entries of each file parameter (:class:`FileParam`), by parameter name.
     """
 
     text_encoder: Callable[[list[str]], torch.Tensor]
     class_names: Sequence[str]
     captions: Sequence[Sequence[str]]
+    files: Mapping[str, Sequence[str]]
 
 
 class Task:

@@ -14,57 +14,53 @@ The CLIP paper's protocol, with the metric names CLIP_benchmark writes:
 CLIP_benchmark reports ``acc5`` as NaN when there are fewer than five classes; vbstore never
 writes NaN, so with C < 5 ``acc5`` is top-C accuracy, which is 1.0.
 
-Templates: ``ensemble`` is the seven-prompt ImageNet ensemble published with CLIP (kept
-verbatim, "a origami" included, because the text is part of the protocol); ``photo`` is
-the single prompt "a photo of a {c}.".
+Prompts (:mod:`._prompts`): ``templates`` is a built-in set or a file of templates with
+``{c}``; ``classnames`` a file of class names (default: the data's own); ``language`` names
+their language, as CLIP_benchmark's ``--language`` does. ``ensemble`` is the seven-prompt
+ImageNet ensemble published with CLIP; ``photo`` the single prompt "a photo of a {c}.".
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric, Param, Task
+from ._base import Metric
+from ._prompts import PROMPT_PARAMS, Multilingual, prompt_sets
+from ._prompts import TEMPLATES as _BY_LANGUAGE
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
 
-TEMPLATES = {
-    "ensemble": (
-        "itap of a {c}.",
-        "a bad photo of the {c}.",
-        "a origami {c}.",
-        "a photo of the large {c}.",
-        "a {c} in a video game.",
-        "art of the {c}.",
-        "a photo of the small {c}.",
-    ),
-    "photo": ("a photo of a {c}.",),
-}
-
-
-def prompts(class_name: str, templates: str) -> list[str]:
-    """The prompts of one class for the named template set."""
-    readable = class_name.replace("_", " ")
-    return [template.format(c=readable) for template in TEMPLATES[templates]]
+TEMPLATES = _BY_LANGUAGE["en"]  # the English built-in sets, by name
 
 
 def class_embeddings(
-    text_encoder: Any, class_names: list[str], templates: str, dim: int, device: torch.device
+    text_encoder: Any, class_names: list[str], templates: list[str], dim: int, device: torch.device
 ) -> torch.Tensor:
-    """(C, dim) unit vectors: the normalised mean of each class's normalised prompt embeddings."""
+    """(C, dim) unit vectors: the normalised mean of each class's normalised prompt embeddings.
+
+    ``class_names`` are used as given: every template is filled with each.
+    """
     from ._metrics import l2_normalise
     from ._text import encode
 
-    per_class = len(TEMPLATES[templates])
-    texts = [p for name in class_names for p in prompts(name, templates)]
+    texts = [template.format(c=name) for name in class_names for template in templates]
     emb = encode(text_encoder, texts, dim, device)
-    return l2_normalise(emb.reshape(len(class_names), per_class, dim).mean(dim=1))
+    return l2_normalise(emb.reshape(len(class_names), len(templates), dim).mean(dim=1))
+
+
+def text_classifier(
+    params: dict[str, Any], context: dict[str, Any], class_names: list[str], dim: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """The class embeddings of the params' language, templates and class names."""
+    templates, names = prompt_sets(params, context, class_names)
+    return class_embeddings(context["text_encoder"], names, templates, dim, device)
 
 
 @register_task(name="zeroshot_classification")
-class ZeroShotClassification(Task):
+class ZeroShotClassification(Multilingual):
     """CLIP zero-shot classification from class-name prompts; acc1, acc5, mean_per_class_recall."""
 
     level = "high"
@@ -73,9 +69,7 @@ class ZeroShotClassification(Task):
     zero_shot = True
     needs_text = True
     stochastic = False
-    params = MappingProxyType(
-        {"templates": Param("ensemble", "prompt template set", choices=tuple(sorted(TEMPLATES)))}
-    )
+    params = PROMPT_PARAMS
     metrics = (
         Metric("acc1", "higher", "fraction of eval images whose best-matching prompt is right"),
         Metric("acc5", "higher", "fraction whose class is among the top min(5, classes)"),
@@ -105,9 +99,7 @@ class ZeroShotClassification(Task):
             raise TaskInputError(
                 f"eval targets hold class {int(targets.max())}; there are {len(names)} class names"
             )
-        text = class_embeddings(
-            context["text_encoder"], names, params["templates"], feats.shape[1], feats.device
-        )
+        text = text_classifier(params, context, names, feats.shape[1], feats.device)
         scores = l2_normalise(feats) @ text.T
         acc1, acc5 = topk_accuracies(scores, targets)
         pred = ranking(scores)[:, 0]  # the same tie rule as acc1

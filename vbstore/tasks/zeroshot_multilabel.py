@@ -1,6 +1,7 @@
 """Zero-shot multi-label classification for CLIP models (CLIP_benchmark's ``voc2007_multilabel``).
 
-Each class gets the prompt-ensemble embedding of :mod:`.zeroshot_classification`; each image
+Each class gets the prompt-ensemble embedding of :mod:`.zeroshot_classification` (same
+``language``, ``templates`` and ``classnames`` parameters); each image
 scores every class by cosine similarity, and each label ranks the eval images by its score.
 ``mean_average_precision`` is the macro average over labels of non-interpolated average
 precision (scikit-learn's definition), the metric name CLIP_benchmark writes. As in the
@@ -11,19 +12,18 @@ so.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric, Param, Task
+from ._base import Metric
+from ._prompts import PROMPT_PARAMS, Multilingual
 from ._registry import register_task
-from .zeroshot_classification import TEMPLATES
 
 if TYPE_CHECKING:
     import torch
 
 
 @register_task(name="zeroshot_multilabel")
-class ZeroShotMultiLabel(Task):
+class ZeroShotMultiLabel(Multilingual):
     """CLIP zero-shot multi-label classification from class prompts; mean_average_precision."""
 
     level = "high"
@@ -32,9 +32,7 @@ class ZeroShotMultiLabel(Task):
     zero_shot = True
     needs_text = True
     stochastic = False
-    params = MappingProxyType(
-        {"templates": Param("ensemble", "prompt template set", choices=tuple(sorted(TEMPLATES)))}
-    )
+    params = PROMPT_PARAMS
     metrics = (
         Metric("mean_average_precision", "higher",
                "macro AP over labels with a positive, images ranked by prompt similarity"),
@@ -53,7 +51,7 @@ class ZeroShotMultiLabel(Task):
         from ._errors import TaskInputError, UndefinedMetric
         from ._metrics import l2_normalise
         from .multilabel import macro_average_precision
-        from .zeroshot_classification import class_embeddings
+        from .zeroshot_classification import text_classifier
 
         if "class_names" not in context:
             raise UsageError(
@@ -65,9 +63,7 @@ class ZeroShotMultiLabel(Task):
             raise TaskInputError(
                 f"eval targets must be multi-hot (N, {len(names)}), got {tuple(targets.shape)}"
             )
-        text = class_embeddings(
-            context["text_encoder"], names, params["templates"], feats.shape[1], feats.device
-        )
+        text = text_classifier(params, context, names, feats.shape[1], feats.device)
         value = macro_average_precision(l2_normalise(feats) @ text.T, targets)
         if value is None:
             raise UndefinedMetric(

@@ -15,9 +15,11 @@ k is 1, 5 and 10, capped at the candidate count. Ties in similarity keep candida
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric, Task
+from ._base import Metric, Param
+from ._prompts import Multilingual
 from ._registry import register_task
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ def _captions(context: dict[str, Any], n_images: int) -> tuple[list[str], list[i
 
 
 @register_task(name="zeroshot_retrieval")
-class ZeroShotRetrieval(Task):
+class ZeroShotRetrieval(Multilingual):
     """CLIP image<->text retrieval; image_/text_retrieval_recall@1/5/10."""
 
     level = "high"
@@ -63,6 +65,9 @@ class ZeroShotRetrieval(Task):
     zero_shot = True
     needs_text = True
     stochastic = False
+    # the captions' language, recorded (CLIP_benchmark's --language); captions are the data's own
+    params = MappingProxyType({"language": Param(
+        "en", "language of the captions (CLIP_benchmark's --language: en, fr, jp...)")})
     metrics = (
         *(
             Metric(f"image_retrieval_recall@{k}", "higher", f"text->image: its image in top {k}")
