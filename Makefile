@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-test: $(STAMP)
+# CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included
+test: lint
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
