@@ -68,3 +68,23 @@ def test_yaml_suite_file(tmp_path, store):
         push_suite(store, read_suite_file(path))[0].digest
         == push_suite(store, road_test())[0].digest
     )
+
+
+def test_suite_new_pins_a_templates_file_by_content(store, tmp_path):
+    """A suite written from a templates file carries its content id, never the local path."""
+    from vbstore.data import make_shapes
+    from vbstore.suites import new_suite
+
+    data = str(make_shapes(tmp_path / "shapes", per_class=2, seed=0, size=16))
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("a photo of a {c}.\nart of the {c}.\n")
+    doc = new_suite(store, slug="zs", task="zeroshot_classification", data=data, split="val",
+                    params={"templates": str(prompts)})
+    pinned = doc["protocol"]["params"]["templates"]
+    assert str(prompts) not in json.dumps(doc)
+    assert json.loads(store.read_bytes(pinned)) == ["a photo of a {c}.", "art of the {c}."]
+    moved = tmp_path / "elsewhere.txt"
+    moved.write_text(prompts.read_text())
+    again = new_suite(store, slug="zs", task="zeroshot_classification", data=data, split="val",
+                      params={"templates": str(moved)})
+    assert again["protocol"] == doc["protocol"]

@@ -4,7 +4,13 @@ from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
 from ._features import FeatureResult, get_features
 from ._lineage import lineage, summary
 from ._plan import Plan, Step, plan
-from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest
+from ._requests import (
+    BackboneRequest,
+    DataRef,
+    ProbeRequest,
+    ResultRequest,
+    store_param_files,
+)
 from ._results import HeadResult, Result, execute, get_head, get_result, result_request
 from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
 
@@ -43,6 +49,7 @@ __all__ = [
     "resolve_backbone",
     "result_request",
     "result_rows",
+    "store_param_files",
     "summary",
     "sweep",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..data import load_manifest
+from ..engine import store_param_files
 from ..errors import UsageError
 from ..store import Store
 from ..tasks import get_task
@@ -56,6 +57,8 @@ def new_suite(
         UsageError: an unknown task parameter, or data that cannot be read (from below).
     """
     task_obj = get_task(task)
+    # a templates/classnames file is pinned by its content, never by a local path
+    pinned = store_param_files(store, task_obj, task_obj.resolve_params(dict(params or {})))
     where = dict(conditions or {split: split})
     samples, counts = {}, []
     for condition, source in where.items():
@@ -78,7 +81,7 @@ def new_suite(
         "name": name or f"{task} on {data} ({split})",
         "protocol": {
             "task": task_obj.name,
-            "params": task_obj.resolve_params(dict(params or {})),
+            "params": pinned,
             "weights": weights,
             "split": split,
             "data": {
