@@ -55,3 +55,15 @@ def test_bad_flag_values_are_one_line_errors(run, shapes):
     assert bad.exit_code == 2
     assert "parameter 'k' of task 'knn' must be >= 1" in bad.output
     assert run("run", "nosuchtask", "--help").exit_code == 2
+
+
+def test_get_head_and_features_say_where_an_answer_came_from(run, shapes):
+    head = ["get", "head", *TINY, "-t", "knn", "--train-data", shapes, "--train-split", "train"]
+    first = json.loads(run(*head, "--json").stdout)
+    again = json.loads(run(*head, "--json").stdout)
+    assert (first["source"], again["source"]) == ("computed", "store")
+    assert "cached in the store" in run(*head).output
+    feats = ["get", "features", *TINY, "-d", shapes, "--split", "val"]
+    assert json.loads(run(*feats, "--json").stdout)["source"] == "computed"
+    assert json.loads(run(*feats, "--json").stdout)["source"] == "store"
+    assert "cached in the store" in run(*feats).output

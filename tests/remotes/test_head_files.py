@@ -81,6 +81,8 @@ def test_import_for_other_weights_is_refused_and_changes_nothing(vb, vbj, my_hea
                  "random", "--backbone-seed", "1", "--input-size", "32")
     assert refused.exit_code == 11, refused.output
     assert "weights" in refused.stderr
+    assert "these features come from" in refused.stderr  # named by spec, not only by hashes
+    assert "random weights seed 1" in refused.stderr
     assert "Traceback" not in refused.output
     with Store(tmp_path / "b") as b:
         assert b.ls("head") == []

@@ -201,7 +201,8 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
 
     def text() -> None:
         stats = info["stats"]
-        how = "cached" if info["from_cache"] else (
+        how = {"store": "cached in the store",
+               "remote": f"fetched from remote {stats.get('remote')}"}.get(info["source"]) or (
             f"extracted {stats.get('extracted', 0)} images, reused {stats.get('reused', 0)}")
         click.echo(f"{info['featureset']}  {info['samples']} samples ({how})")
         click.echo(f"  backbone {info['backbone'][:12]}  manifest {info['manifest'][:12]}  "
@@ -246,7 +247,7 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
 
     def text() -> None:
         record = result.record
-        state = "cached" if result.from_cache else "trained"
+        state = result.where
         click.echo(f"{result.id}  {record.task} head ({state} in {result.seconds:.2f} s)")
         click.echo(f"  backbone {record.backbone[:12]}  pooling {record.pooling}  layers "
                    f"{record.layers}  embed_dim {record.embed_dim}")

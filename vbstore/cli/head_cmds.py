@@ -116,7 +116,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
         if backbone is not None:
             ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
                                    input_size=input_size)
-            found += backbone_differences(store, pulled.id, ref.doc)
+            found += backbone_differences(store, pulled.id, ref.doc, ref.id)
         problems.extend(dict.fromkeys(found))
         if problems and not no_strict:
             raise HeadMismatch(problems)
@@ -145,7 +145,7 @@ def _expected(store, backbone: str, weights: str, backbone_seed: int | None,
 
     ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
                            input_size=input_size)
-    return backbone_expectation(store, ref.doc)
+    return backbone_expectation(store, ref.doc, ref.id)
 
 
 @export_group.command("head")

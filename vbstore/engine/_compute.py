@@ -130,7 +130,8 @@ def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
             "embed_dim": embed_dim, "task": plan.task.name, "task_op_version": plan.task.op_version}
 
 
-def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
+def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False,
+               answered: dict[str, str] | None = None
                ) -> tuple[str, bool]:
     """Fit (or fetch) the head for one seed; return its id and whether it was trained now."""
     store, task = plan.store, plan.task
@@ -153,7 +154,7 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
         oid = compute()
         store.record(spec, oid)
         return oid, True
-    return store.derive(spec, compute, fetch=remote_fetch(store))
+    return store.derive(spec, compute, fetch=remote_fetch(store, answered))
 
 
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:

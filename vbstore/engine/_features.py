@@ -29,10 +29,17 @@ class FeatureResult:
 
         return Features(self.backbone.store, self.id)
 
+    @property
+    def source(self) -> str:
+        """``computed``, ``store`` or ``remote`` (``stats["remote"]`` names it)."""
+        if not self.from_cache:
+            return "computed"
+        return "remote" if "remote" in self.stats else "store"
+
     def as_dict(self) -> dict[str, Any]:
         return {"featureset": self.id, "backbone": self.backbone.id, "manifest": self.manifest.id,
                 "samples": len(self.manifest.doc["samples"]), "extractor": self.params.to_dict(),
-                "from_cache": self.from_cache, "stats": self.stats}
+                "from_cache": self.from_cache, "source": self.source, "stats": self.stats}
 
 
 def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any]:
@@ -103,6 +110,10 @@ def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str 
         stats.update(done.as_dict())
         return featureset
 
+    answered: dict[str, str] = {}
     oid, computed = store.derive(featureset_spec(ref.id, manifest.id, params), compute,
-                                 valid=lambda o: packs_present(store, o), fetch=remote_fetch(store))
+                                 valid=lambda o: packs_present(store, o),
+                                 fetch=remote_fetch(store, answered))
+    if not computed and "remote" in answered:
+        stats["remote"] = answered["remote"]  # a cached answer says where it came from
     return oid, computed, stats

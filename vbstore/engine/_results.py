@@ -77,14 +77,27 @@ class HeadResult:
     record: HeadCompat
     from_cache: bool
     seconds: float
+    source: str = "computed"
+    remote: str | None = None
+
+    @property
+    def where(self) -> str:
+        """``trained``, ``cached in the store`` or ``fetched from remote NAME``."""
+        if self.source == "remote":
+            return f"fetched from remote {self.remote}"
+        return "cached in the store" if self.source == "store" else "trained"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "from_cache": self.from_cache,
+            "source": self.source,
             "seconds": round(self.seconds, 4),
             "record": self.record.to_dict(),
         }
+        if self.remote is not None:
+            out["remote"] = self.remote
+        return out
 
 
 def execute(
@@ -327,12 +340,15 @@ def get_head(
     train = Feed(
         the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
     )
-    oid, trained = train_head(the_plan, run, train, seed)
+    answered: dict[str, str] = {}
+    oid, trained = train_head(the_plan, run, train, seed, answered=answered)
     return HeadResult(
         oid,
         HeadCompat.from_dict(head_record(the_plan.store, oid)),
         not trained,
         time.perf_counter() - the_plan.started,
+        source="computed" if trained else ("remote" if "remote" in answered else "store"),
+        remote=answered.get("remote"),
     )
 
 

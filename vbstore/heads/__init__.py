@@ -64,19 +64,27 @@ def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list
         return [f"{exc.field} is missing from the head"]
 
 
-def backbone_expectation(store, backbone: Mapping[str, Any]) -> dict[str, Any]:
+def backbone_expectation(store, backbone: Mapping[str, Any],
+                         backbone_id: str | None = None) -> dict[str, Any]:
     """What a head for ``backbone`` (a backbone record) must have been trained on.
 
     Only what the backbone alone fixes (weights, input size); the task's feature settings are
-    checked when the head is applied.
+    checked when the head is applied. With ``backbone_id`` a mismatch can name the backbone.
     """
-    return {"weights": store.read_json(backbone["weights"])["tensor_hash"],
-            "input_size": backbone["preprocessing"]["input_size"]}
+    expected = {"weights": store.read_json(backbone["weights"])["tensor_hash"],
+                "input_size": backbone["preprocessing"]["input_size"]}
+    if backbone_id is not None:
+        expected["backbone"] = backbone_id  # not compared (CHECKED), only named
+    return expected
 
 
-def backbone_differences(store, head_id: str, backbone: Mapping[str, Any]) -> list[str]:
-    """How a stored head differs from what ``backbone`` (a backbone record) would give it."""
-    return check_compat(head_record(store, head_id), backbone_expectation(store, backbone))
+def backbone_differences(store, head_id: str, backbone: Mapping[str, Any],
+                         backbone_id: str | None = None) -> list[str]:
+    """How a stored head differs from what ``backbone`` (a backbone record) would give it;
+    with ``backbone_id``, both backbones are named by spec when they differ."""
+    record = head_record(store, head_id)
+    expected = backbone_expectation(store, backbone, backbone_id)
+    return name_backbones(store, record, expected, check_compat(record, expected))
 
 
 def backbone_name(store, backbone_id: str) -> str:
@@ -99,8 +107,8 @@ def backbone_name(store, backbone_id: str) -> str:
             + (f", input {size}" if size else "") + f"; backbone {backbone_id[:12]})")
 
 
-def _named(store, record: Mapping[str, Any], expected: Mapping[str, Any],
-           problems: list[str]) -> list[str]:
+def name_backbones(store, record: Mapping[str, Any], expected: Mapping[str, Any],
+                   problems: list[str]) -> list[str]:
     """``problems`` plus, when the two backbones differ, both named by spec."""
     mine, theirs = record.get("backbone"), expected.get("backbone")
     if not problems or mine is None or theirs is None or mine == theirs:
@@ -124,7 +132,7 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
     from safetensors.torch import load
 
     record = head_record(store, head_id)
-    problems = _named(store, record, expected or {}, check_compat(record, expected or {}))
+    problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
     if problems and strict:
         raise HeadMismatch(problems)
     if problems:

@@ -21,7 +21,7 @@ from typing import Any
 from ..canonical import digest
 from ..errors import UsageError, VbstoreError
 from ..store import parse_safetensors_header
-from . import HEAD_FORMAT, HeadMismatch, check_compat
+from . import HEAD_FORMAT, HeadMismatch, check_compat, name_backbones
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     record = _read_record(data, path)
-    problems = check_compat(record, expected or {})
+    problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
     if problems and strict:
         raise HeadMismatch(problems)
     taken = store.refs().get(name) if name is not None else None
