@@ -239,3 +239,17 @@ def test_streaming_memory_does_not_grow_with_the_dataset(tmp_path):
         peaks[n] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert peaks[32] < 1.5 * peaks[8], peaks
+
+
+def test_a_target_edited_between_epochs_is_refused(tmp_path, dense_data):
+    """Files are hashed once per state: the next epoch after an edit hashes again and refuses."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(dense_data, copy)
+    split = _split(_features(str(copy)))
+    assert len(list(split.batches(4))) == 1  # the first epoch checks every file
+    mask = sorted((copy / "val" / "masks").iterdir())[0]
+    write_png(mask, np.ones((HEIGHT, WIDTH), np.uint8))
+    with pytest.raises(BadInput, match="changed since the manifest"):
+        list(split.batches(4))

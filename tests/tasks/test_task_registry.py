@@ -222,3 +222,22 @@ def test_reading_declarations_does_not_import_torch():
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.usefixtures("registry_sandbox")
+@pytest.mark.parametrize(("mode", "kind", "missing"), [
+    ("pooled", "class_index", "_fit, _evaluate"),
+    ("dense", "label_map", "_fit_split, _evaluate_split"),
+])
+def test_a_task_without_the_hooks_it_needs_is_refused_at_registration(mode, kind, missing):
+    class Hollow(Task):
+        level = "mid"
+        op_version = 1
+        feature_mode = mode
+        target_kind = kind
+        trains_head = True
+        metrics = (Metric("score", "higher", "a score"),)
+        headline = "score"
+
+    with pytest.raises(UsageError, match=f"implements no {missing}"):
+        register_task(name="hollow")(Hollow)

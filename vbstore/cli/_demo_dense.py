@@ -17,7 +17,7 @@ TINY_BACKBONE = "test_vit"
 
 def task_names() -> list[str]:
     """What ``--task`` accepts: classification and every dense probe."""
-    from ..engine._demo import dense_tasks
+    from ..engine import dense_tasks  # the scenes generator's numpy: only for the demo
 
     return ["classification", *dense_tasks()]
 
@@ -30,8 +30,7 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
         UsageError: ``task`` is neither classification nor a dense probe.
     """
     from ..backbones import WeightsUnavailable
-    from ..engine import baseline_metrics, get_result, open_dense_result
-    from ..engine._demo import scenes_setup
+    from ..engine import baseline_metrics, get_result, open_dense_result, scenes_setup
     from ..errors import UsageError
     from ..tasks import DenseTask, get_task
 

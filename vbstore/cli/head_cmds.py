@@ -82,19 +82,33 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
          + (f", revision {result.revision}" if result.revision else ""))
 
 
+def head_check_options(func):
+    """The flags that check a head against a backbone before it gets a local name."""
+    for option in reversed([
+        click.option("--force", is_flag=True,
+                     help="Move an existing local ref that points elsewhere."),
+        click.option("--backbone", default=None,
+                     help="Refuse the head unless it was trained on these weights."),
+        click.option("--weights", default="default", show_default=True,
+                     help="Weights of --backbone."),
+        click.option("--backbone-seed", type=int, default=None,
+                     help="Init seed with --weights random."),
+        click.option("--input-size", type=int, default=None,
+                     help="Input resolution of --backbone."),
+        click.option("--no-strict", is_flag=True,
+                     help="Warn instead of refusing a mismatched head."),
+    ]):
+        func = option(func)
+    return func
+
+
 @pull.command("head")
 @click.argument("target", metavar="REMOTE/NAME")
 @click.option("--revision", default=None, metavar="SHA",
               help="Pin a Hub commit (branch, tag or sha).")
 @click.option("--as", "as_name", default=None, metavar="NAME",
               help="Local ref name (default: NAME).")
-@click.option("--force", is_flag=True, help="Move an existing local ref that points elsewhere.")
-@click.option("--backbone", default=None,
-              help="Refuse the head unless it was trained on these weights.")
-@click.option("--weights", default="default", show_default=True, help="Weights of --backbone.")
-@click.option("--backbone-seed", type=int, default=None, help="Init seed with --weights random.")
-@click.option("--input-size", type=int, default=None, help="Input resolution of --backbone.")
-@click.option("--no-strict", is_flag=True, help="Warn instead of refusing a mismatched head.")
+@head_check_options
 @json_option
 @with_store
 def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, backbone_seed,
@@ -173,13 +187,7 @@ def import_group() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--as", "as_name", default=None, metavar="NAME",
               help="Local ref name (default: the file name without .safetensors).")
-@click.option("--force", is_flag=True, help="Move an existing local ref that points elsewhere.")
-@click.option("--backbone", default=None,
-              help="Refuse the head unless it was trained on these weights.")
-@click.option("--weights", default="default", show_default=True, help="Weights of --backbone.")
-@click.option("--backbone-seed", type=int, default=None, help="Init seed with --weights random.")
-@click.option("--input-size", type=int, default=None, help="Input resolution of --backbone.")
-@click.option("--no-strict", is_flag=True, help="Warn instead of refusing a mismatched head.")
+@head_check_options
 @json_option
 @with_store
 def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_seed, input_size,

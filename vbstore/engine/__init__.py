@@ -17,7 +17,7 @@ from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, 
 # torch and numpy: loaded only when a dense split is read
 _LAZY = {"PackSplit": "._dense", "DenseSample": "._inspect", "DenseView": "._inspect",
          "baseline_metrics": "._inspect", "dense_samples": "._inspect",
-         "open_dense_result": "._inspect"}
+         "open_dense_result": "._inspect", "dense_tasks": "._demo", "scenes_setup": "._demo"}
 
 __all__ = [
     "BASE_COLUMNS",
@@ -38,6 +38,7 @@ __all__ = [
     "SweepEntry",
     "baseline_metrics",
     "dense_samples",
+    "dense_tasks",
     "execute",
     "get_features",
     "get_head",
@@ -49,6 +50,7 @@ __all__ = [
     "resolve_backbone",
     "result_request",
     "result_rows",
+    "scenes_setup",
     "store_param_files",
     "summary",
     "sweep",

@@ -11,7 +11,9 @@ a metric.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,6 +54,9 @@ class PackSplit:
         self._rows = [tuple(r) for r in doc["rows"]]
         self._packs = doc["packs"]
         self._maps: dict[int, list[np.ndarray]] = {}
+        # file states already checked against the manifest: training reads every file once per
+        # epoch, and only a file whose state changed is hashed again
+        self._checked: dict[str, tuple[int, ...]] = {}
         first = self._pack(self._rows[0][0]) if self._rows else []
         self.channels = tuple(int(m.shape[1]) for m in first)
         self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
@@ -105,10 +110,22 @@ class PackSplit:
     def _target(self, position: int) -> np.ndarray:
         return self._decode(position, want_image=self.target_kind == "image")
 
+    def _read(self, path: Path, expected: str) -> bytes:
+        """The bytes of ``path``, hashed against the manifest once per state of the file (a
+        state unchanged across the read, so bytes written meanwhile are never trusted)."""
+        key, before = str(path), _state(path)
+        if before is not None and self._checked.get(key) == before:
+            data = path.read_bytes()
+            if _state(path) == before:
+                return data
+        data = read_verified(path, expected)  # BadInput: missing, or not the manifest's bytes
+        if before is not None and _state(path) == before:
+            self._checked[key] = before
+        return data
+
     def _decode(self, position: int, want_image: bool) -> np.ndarray:
         sample = self._manifest.samples[position]
-        image_path = self._manifest.image_path(position)
-        image_bytes = read_verified(image_path, sample["image"])
+        image_bytes = self._read(self._manifest.image_path(position), sample["image"])
         from PIL import Image  # decoding images only when a dense split is read
 
         with Image.open(io.BytesIO(image_bytes)) as image:
@@ -122,7 +139,7 @@ class PackSplit:
             raise VbstoreError(f"sample {sample['name']} has no target file",
                                hint="a dense task needs the dense or stems layout (--target NAME)")
         path = self._manifest.target_path(position)
-        array = decode_target(read_verified(path, sample["target"]), path, self.target_kind,
+        array = decode_target(self._read(path, sample["target"]), path, self.target_kind,
                               self._scale)
         return align(array, self._cfg.geometry, size)
 
@@ -136,3 +153,12 @@ class PackSplit:
             positions = index.tolist()
             target = torch.from_numpy(np.stack([self._target(p) for p in positions]))
             yield DenseBatch(self._feats(positions), target.to(self.device), index)
+
+
+def _state(path: Path) -> tuple[int, ...] | None:
+    """What changes when a file is rewritten: (dev, inode, size, mtime, ctime); None if absent."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..canonical import digest
 from ..errors import UsageError, VbstoreError
-from ..store import parse_safetensors_header
+from ..store import parse_safetensors_header, validate
 from . import HEAD_FORMAT, HeadMismatch, check_compat, name_backbones
 
 
@@ -62,8 +62,6 @@ def export_head(store, ref: str, path: str | Path) -> str:
 
 
 def _read_record(data: bytes, path: Path) -> dict[str, Any]:
-    from ..store._schemas import validate
-
     try:
         header = parse_safetensors_header(data)
     except VbstoreError as exc:

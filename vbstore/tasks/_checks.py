@@ -63,6 +63,19 @@ def class_names(names: Any) -> list[str]:
     return names
 
 
+def context_class_names(task: str, context: Mapping[str, Any], hint: str) -> list[str]:
+    """The class names a zero-shot task reads from its context (``class_names``), checked.
+
+    Raises:
+        UsageError: the context has none (``hint`` names the data that has them).
+        TaskInputError: they are not a non-empty list of distinct strings.
+    """
+    if "class_names" not in context:
+        raise UsageError(f"task {task!r} needs the class names in context['class_names']",
+                         hint=hint)
+    return class_names(context["class_names"])
+
+
 def targets(kind: str, y: Any, n: int, split: str, n_classes: int | None) -> Any:
     """Check targets of ``kind`` for ``n`` rows; ``n_classes`` bounds them when known."""
     if kind == "captions":

@@ -27,6 +27,7 @@ number can be read against what a constant would get on the same split.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -60,7 +61,7 @@ def dense_params(**extra: Param) -> Mapping[str, Param]:
     return MappingProxyType({**DENSE_PARAMS, **extra})
 
 
-class DenseTask(Task):
+class DenseTask(Task, ABC):
     """Base of the trained dense probes: the shared recipe calls the hooks below.
 
     Attributes:
@@ -148,9 +149,9 @@ class DenseTask(Task):
 
     # The hooks. Each runs inside a fit or evaluate call, so it may import torch.
 
+    @abstractmethod
     def _outputs(self, params: dict[str, Any]) -> int:
         """Output channels of the head."""
-        raise NotImplementedError
 
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         """Check one batch of targets and bring it to the form the loss and metrics read.
@@ -167,14 +168,14 @@ class DenseTask(Task):
 
         return upsample(raw, size)
 
+    @abstractmethod
     def _loss(self, pred: torch.Tensor, target: torch.Tensor, params: dict[str, Any]
               ) -> torch.Tensor | None:
         """The batch loss, or None when the batch has no pixel to learn from."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _scorer(self, params: dict[str, Any]) -> Any:
         """A fresh metric accumulator (``update(pred, target)``, ``result()``)."""
-        raise NotImplementedError
 
     def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor | None:
         """What one batch of prepared targets adds to the trivial predictor's statistic

@@ -60,6 +60,14 @@ def _check_declaration(task: Task) -> None:
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
+    # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
+    if task.feature_mode == "dense":
+        hooks = ("_fit_split", "_evaluate_split") if task.trains_head else ("_evaluate_split",)
+    else:
+        hooks = ("_fit", "_evaluate") if task.trains_head else ("_evaluate_zero_shot",)
+    missing = [h for h in hooks if getattr(type(task), h) is getattr(Task, h)]
+    if missing:
+        raise bad(f"implements no {', '.join(missing)}")
     if task.needs_text and not task.zero_shot:
         raise bad("needs_text is only for zero-shot tasks")
     for key, spec in task.params.items():

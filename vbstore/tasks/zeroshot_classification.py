@@ -84,17 +84,12 @@ class ZeroShotClassification(Multilingual):
         params: dict[str, Any],
         context: dict[str, Any],
     ) -> dict[str, float]:
-        from ..errors import UsageError
-        from ._checks import class_names as check_class_names
+        from ._checks import context_class_names
         from ._errors import TaskInputError
         from ._metrics import l2_normalise, mean_per_class_recall, ranking, topk_accuracies
 
-        if "class_names" not in context:
-            raise UsageError(
-                f"task {self.name!r} needs the class names in context['class_names']",
-                hint="evaluate on a classification manifest (one with class names)",
-            )
-        names = check_class_names(context["class_names"])
+        names = context_class_names(
+            self.name, context, "evaluate on a classification manifest (one with class names)")
         if int(targets.max()) >= len(names):
             raise TaskInputError(
                 f"eval targets hold class {int(targets.max())}; there are {len(names)} class names"

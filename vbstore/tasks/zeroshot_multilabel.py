@@ -46,19 +46,14 @@ class ZeroShotMultiLabel(Multilingual):
         params: dict[str, Any],
         context: dict[str, Any],
     ) -> dict[str, float]:
-        from ..errors import UsageError
-        from ._checks import class_names as check_class_names
+        from ._checks import context_class_names
         from ._errors import TaskInputError, UndefinedMetric
         from ._metrics import l2_normalise
         from .multilabel import macro_average_precision
         from .zeroshot_classification import text_classifier
 
-        if "class_names" not in context:
-            raise UsageError(
-                f"task {self.name!r} needs the class names in context['class_names']",
-                hint="evaluate on a multi-label manifest (a list with a labels column)",
-            )
-        names = check_class_names(context["class_names"])
+        names = context_class_names(
+            self.name, context, "evaluate on a multi-label manifest (a list with a labels column)")
         if targets.ndim != 2 or targets.shape[1] != len(names):
             raise TaskInputError(
                 f"eval targets must be multi-hot (N, {len(names)}), got {tuple(targets.shape)}"
