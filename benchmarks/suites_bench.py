@@ -1,12 +1,13 @@
 """Leaderboard and export over 100k evaluations, side by side with plain SQLite in one run.
 
-    python benchmarks/suites_bench.py [--rows N] [--attempts K]
+    python benchmarks/suites_bench.py [--rows N] [--attempts K] [--runs R]
 
 Fills a store's ``evaluations`` table with N rows (N/K checkpoints, K attempts each, a quarter
 not ranked) on one suite, then times (1) reading the same rows with plain sqlite3, (2)
 ``leaderboard`` (latest ranked attempt per checkpoint, ties, weakest condition, gap, reorders)
 and (3) the board as Markdown and CSV. Rows are inserted directly (as ``record`` indexes them):
-putting 100k evaluation blobs would measure JSON hashing, not the board. Best of 3 runs each.
+putting 100k evaluation blobs would measure JSON hashing, not the board. R interleaved rounds
+(default 5), the best of each.
 """
 
 from __future__ import annotations
@@ -37,19 +38,17 @@ SUITE = {
 }
 
 
-def best(fn, runs=3) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--attempts", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     rng = random.Random(0)  # noqa: S311 - benchmark data, not secrets
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s") as store:
@@ -82,6 +81,7 @@ def main() -> None:
             )
         with store.db.write() as conn:
             conn.executemany("INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        del rows  # the fixture's 100k tuples would otherwise slow every garbage collection timed
         path = store.root / "registry.db"
 
         def plain() -> None:
@@ -93,10 +93,14 @@ def main() -> None:
             ).fetchall()
             conn.close()
 
-        raw = best(plain)
-        board = best(lambda: leaderboard(store, "bench@1"))
+        # interleaved rounds, best of each: a busy machine slows all three alike
+        timings: dict[str, list[float]] = {"plain": [], "board": [], "export": []}
         result = leaderboard(store, "bench@1")
-        export = best(lambda: (board_markdown(result), board_csv(result)))
+        for _ in range(args.runs):
+            timings["plain"].append(timed(plain))
+            timings["board"].append(timed(lambda: leaderboard(store, "bench@1")))
+            timings["export"].append(timed(lambda: (board_markdown(result), board_csv(result))))
+        raw, board, export = (min(timings[k]) for k in ("plain", "board", "export"))
         print(
             f"{args.rows} evaluations, {len(result.rows)} ranked checkpoints, "
             f"{len(result.unranked)} not ranked"

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..store import Store
 from ._suite import Suite, get_suite
+from ._verdict import EVIDENCE_LEVELS
 
 _TIE_DIGITS = 12  # scores equal to 12 decimals tie: float noise must not split a tie
 
@@ -53,26 +54,35 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     the ranks are those of that subset.
     """
     suite = get_suite(store, ref)
-    observed_only = " AND evidence='observed'" if observed else ""
-    # per checkpoint: its newest ranked attempt, or its newest attempt when none ranks; the
-    # window functions keep the 100k-row scan in SQLite (ties on time go to the larger id)
-    rows = store.db.query(  # observed_only is one of two constant strings
-        "WITH pick AS (SELECT id, attempts FROM (SELECT id, ranked, COUNT(*) OVER w AS attempts, "  # noqa: S608
-        "MAX(ranked) OVER w AS ever, ROW_NUMBER() OVER (PARTITION BY checkpoint, ranked ORDER BY "
-        f"recorded DESC, id DESC) AS n FROM evaluations WHERE suite=?{observed_only} "
-        "WINDOW w AS (PARTITION BY checkpoint)) WHERE n=1 AND ranked=ever) "
-        "SELECT e.id, e.checkpoint, e.label, e.weights, e.ranked, e.evidence, e.recorded, e.state, "
-        "e.scores, e.reasons, pick.attempts FROM pick JOIN evaluations e ON e.id = pick.id",
-        (suite.ref,),
-    )
-    count = store.db.one(
-        f"SELECT COUNT(*) FROM evaluations WHERE suite=?{observed_only}",  # noqa: S608 - a constant
-        (suite.ref,),
-    )
-    assert count is not None  # COUNT(*) always answers one row
-    total = count[0]
     headline = suite.headline
-    ranked = [_row(headline, r) for r in rows if r[4]]
+    metrics = [m["key"] for m in suite.metrics]
+    names = [c["name"] for c in suite.conditions]
+    levels = ("observed",) if observed else EVIDENCE_LEVELS
+    paths = [("overall", m) for m in metrics] + [("conditions", c, headline["key"]) for c in names]
+    # SQLite reads the few numbers a row needs out of the scores (no JSON decoding in Python)
+    # unless a name cannot be written as a JSON path; then Python decodes the scores
+    in_sql = all(_plain(part) for path in paths for part in path)
+    columns = ", ".join(["json_extract(e.scores, ?)"] * len(paths)) if in_sql else "e.scores"
+    pool = f"suite=? AND evidence IN ({','.join('?' * len(levels))})"
+    # per checkpoint: its attempts, then its newest ranked attempt, or its newest when none
+    # ranks; listing every evidence level lets both steps walk the (suite, evidence,
+    # checkpoint, ranked, recorded, id) index instead of sorting the scan
+    rows = store.db.query(  # the f-strings add only placeholders and constant column lists
+        f"SELECT e.id, e.checkpoint, e.label, e.weights, e.ranked, e.evidence, e.recorded, "  # noqa: S608
+        f"e.state, e.reasons, g.attempts, {columns} FROM (SELECT checkpoint, COUNT(*) AS attempts, "
+        f"MAX(ranked) AS ever FROM evaluations WHERE {pool} GROUP BY checkpoint) g "
+        f"JOIN evaluations e ON e.id = (SELECT id FROM evaluations WHERE {pool} AND "
+        "checkpoint=g.checkpoint AND ranked=g.ever ORDER BY recorded DESC, id DESC LIMIT 1)",
+        (
+            *([_json_path(p) for p in paths] if in_sql else []),
+            suite.ref,
+            *levels,
+            suite.ref,
+            *levels,
+        ),
+    )
+    total = sum(r[9] for r in rows)
+    ranked = [_row(headline, metrics, names, r, in_sql) for r in rows if r[4]]
     _rank(ranked, headline)
     unranked = [
         {
@@ -82,8 +92,8 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
             "weights": r[3],
             "evidence": r[5],
             "state": r[7],
-            "reasons": json.loads(r[9]),
-            "attempts": r[10],
+            "reasons": json.loads(r[8]),
+            "attempts": r[9],
         }
         for r in rows
         if not r[4]
@@ -92,13 +102,35 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total)
 
 
-def _row(headline: dict[str, Any], row: tuple) -> dict[str, Any]:
-    key = headline["key"]
-    scores = json.loads(row[8])
-    per_condition = {c: v[key] for c, v in scores["conditions"].items()}
-    worst = min if headline["direction"] == "max" else max
-    weakest = worst(per_condition, key=lambda c: (per_condition[c], c))
-    value = scores["overall"][key]
+def _plain(name: str) -> bool:
+    """Whether ``name`` can be a quoted JSON path label that matches the stored key as written
+    (``json.dumps`` escapes quotes, backslashes and non-ASCII characters)."""
+    return name.isascii() and name.isprintable() and '"' not in name and "\\" not in name
+
+
+def _json_path(parts: tuple[str, ...]) -> str:
+    return "$" + "".join(f'."{part}"' for part in parts)
+
+
+def _row(
+    headline: dict[str, Any], metrics: list[str], names: list[str], row: tuple, in_sql: bool
+) -> dict[str, Any]:
+    if in_sql:
+        values = row[10:]
+    else:
+        scores = json.loads(row[10])
+        values = [scores["overall"].get(m) for m in metrics] + [
+            scores["conditions"][c][headline["key"]] for c in names
+        ]
+    split = len(metrics)
+    overall = {m: v for m, v in zip(metrics, values[:split], strict=True) if v is not None}
+    per_condition = values[split:]
+    # the weakest condition on the headline; ties go to the name that sorts last for a
+    # lower-is-better headline and first otherwise
+    value, weakest = (min if headline["direction"] == "max" else max)(
+        zip(per_condition, names, strict=True)
+    )
+    score = overall[headline["key"]]
     return {
         "rank": 0,
         "evaluation": row[0],
@@ -107,24 +139,27 @@ def _row(headline: dict[str, Any], row: tuple) -> dict[str, Any]:
         "weights": row[3],
         "evidence": row[5],
         "recorded": row[6],
-        "attempts": row[10],
-        "headline": value,
-        "conditions": per_condition,
+        "attempts": row[9],
+        "headline": score,
+        "conditions": dict(zip(names, per_condition, strict=True)),
         "weakest": weakest,
-        "weakest_value": per_condition[weakest],
-        "gap": abs(value - per_condition[weakest]),
-        "overall": scores["overall"],
+        "weakest_value": value,
+        "gap": abs(score - value),
+        "overall": overall,
     }
 
 
 def _rank(rows: list[dict[str, Any]], headline: dict[str, Any]) -> None:
     sign = -1 if headline["direction"] == "max" else 1
-    rows.sort(key=lambda r: (sign * round(r["headline"], _TIE_DIGITS), r["label"], r["checkpoint"]))
-    previous = None
-    for position, row in enumerate(rows, start=1):
-        value = round(row["headline"], _TIE_DIGITS)
-        row["rank"] = rows[position - 2]["rank"] if value == previous else position
-        previous = value
+    keyed = sorted(
+        ((sign * round(r["headline"], _TIE_DIGITS), r["label"], r["checkpoint"]), r) for r in rows
+    )
+    previous, rank = None, 0
+    for position, (key, row) in enumerate(keyed, start=1):
+        if key[0] != previous:
+            previous, rank = key[0], position
+        row["rank"] = rank
+    rows[:] = [row for _, row in keyed]
 
 
 def _reorders(suite: Suite, rows: list[dict[str, Any]]) -> list[str]:

@@ -45,39 +45,41 @@ def board_text(board: Board) -> str:
     return "\n".join(lines)
 
 
-def _table(board: Board) -> tuple[list[str], list[list[Any]]]:
-    conditions = [c["name"] for c in board.suite.conditions]
-    header = [
+def _header(board: Board) -> list[str]:
+    return [
         "rank",
         "checkpoint",
         "weights",
         "evidence",
         board.suite.headline["key"],
-        *conditions,
+        *(c["name"] for c in board.suite.conditions),
         "weakest",
         "gap",
         "attempts",
     ]
-    rows = [
-        [
+
+
+def _rows(board: Board) -> list[tuple[Any, ...]]:
+    names = [c["name"] for c in board.suite.conditions]
+    return [
+        (
             r["rank"],
             r["label"],
             r["weights"],
             r["evidence"],
             r["headline"],
-            *(r["conditions"].get(c) for c in conditions),
+            *[r["conditions"].get(c) for c in names],
             r["weakest"],
             r["gap"],
             r["attempts"],
-        ]
+        )
         for r in board.rows
     ]
-    return header, rows
 
 
 def board_markdown(board: Board) -> str:
     """A Markdown table of the ranked rows, then a list of the checkpoints not ranked."""
-    header, rows = _table(board)
+    header = _header(board)
     headline = board.suite.headline
     lines = [
         f"**{board.suite.ref}** — {board.suite.doc['name']}; ranked by `{headline['key']}` "
@@ -86,11 +88,11 @@ def board_markdown(board: Board) -> str:
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
-    for row in rows:
-        lines.append(
-            "| " + " | ".join(_num(v) if isinstance(v, float) else str(v) for v in row) + " |"
-        )
-    if not rows:
+    # one format for every row: a ranked row has every condition (a number) by its verdict
+    conditions = len(board.suite.conditions)
+    line = "| {} | {} | {} | {} | {:.4f} | " + "{:.4f} | " * conditions + "{} | {:.4f} | {} |"
+    lines += [line.format(*row) for row in _rows(board)]
+    if not board.rows:
         lines.append("| " + " | ".join(["—"] * len(header)) + " |")
     for item in board.unranked:
         lines.append(
@@ -101,11 +103,10 @@ def board_markdown(board: Board) -> str:
 
 
 def board_csv(board: Board) -> str:
-    header, rows = _table(board)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerow(_header(board))
+    writer.writerows(_rows(board))
     return out.getvalue()
 
 

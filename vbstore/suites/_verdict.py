@@ -14,6 +14,8 @@ from typing import Any
 from ._suite import Suite
 
 EVIDENCE_FIELDS = ("data", "protocol", "evaluator")
+# every evidence level an evaluation can have (the schema's enum; a test keeps them equal)
+EVIDENCE_LEVELS = ("attested", "observed", "reported")
 _VERSION_PART = re.compile(r"^(\d+)")
 
 
