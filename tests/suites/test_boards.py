@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 import pytest
 from suites_support import evidence
 
@@ -114,3 +117,68 @@ def test_diff_drop_missing_and_within(store, suite):
     assert len(diff(store, base.id, same.id, all_metrics=True).changes) == 6
     with pytest.raises(UsageError):
         diff(store, base.id, same.id, max_drop=-1)
+
+
+def test_board_reads_names_sqlite_cannot_path_through_python_alike(store):
+    """Condition and metric names that a JSON path cannot spell (non-ASCII, a quote) give the
+    same board as plain ones: the scores are then decoded in Python."""
+    from suites_support import road_test
+
+    from vbstore.suites import push_suite
+
+    boards = []
+    for slug, night, key in (("plain", "night", "miou"), ("odd", "nuit-é", 'mi"ou')):
+        doc = road_test(
+            conditions=[{"name": "day", "sampleCount": 2}, {"name": night, "sampleCount": 2}],
+            metrics=[{"key": key, "headline": True}, {"key": "acc", "direction": "max"}],
+        )
+        suite = push_suite(store, {**doc, "slug": slug})[0]
+        for label, day_value, night_value in (("a", 0.6, 0.2), ("b", 0.5, 0.4), ("c", 0.3, 0.5)):
+            results = {
+                "day": {"overall": {key: day_value, "acc": 0.5}},
+                night: {"overall": {key: night_value, "acc": 0.4}},
+            }
+            record(
+                store,
+                build(
+                    suite,
+                    **evidence(
+                        results=results,
+                        sample_counts={"day": 2, night: 2},
+                        checkpoint={"id": label * 4, "label": label, "weights": "pretrained"},
+                    ),
+                ),
+            )
+        boards.append(leaderboard(store, f"{slug}@1"))
+    plain, odd = boards
+    expected = {  # label: (rank, headline, weakest, its value, gap), by hand
+        "a": (2, 0.4, "night", 0.2, 0.2),
+        "b": (1, 0.45, "night", 0.4, 0.05),
+        "c": (2, 0.4, "day", 0.3, 0.1),
+    }
+    assert [r["label"] for r in plain.rows] == ["b", "a", "c"]  # a tie is ordered by label
+    for r in plain.rows:
+        rank, headline, weakest, value, gap = expected[r["label"]]
+        assert (r["rank"], r["weakest"]) == (rank, weakest)
+        values = (r["headline"], r["weakest_value"], r["gap"])
+        assert values == pytest.approx((headline, value, gap))
+    assert [
+        (r["rank"], r["label"], r["headline"], r["weakest_value"], r["gap"], r["overall"]["acc"])
+        for r in odd.rows
+    ] == [
+        (r["rank"], r["label"], r["headline"], r["weakest_value"], r["gap"], r["overall"]["acc"])
+        for r in plain.rows
+    ]
+    assert [r["weakest"] for r in odd.rows] == [
+        {"night": "nuit-é"}.get(r["weakest"], r["weakest"]) for r in plain.rows
+    ]
+    assert odd.evaluations == plain.evaluations == 3
+
+
+def test_evidence_levels_are_the_schemas():
+    from vbstore.suites import EVIDENCE_LEVELS
+
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "schemas" / "evaluation.schema.json").read_text()
+    )
+    assert sorted(EVIDENCE_LEVELS) == sorted(schema["properties"]["evidence"]["enum"])

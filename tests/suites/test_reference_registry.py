@@ -1,5 +1,8 @@
+import json
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 from vbstore.suites import reference
 
@@ -42,9 +45,83 @@ def test_written_registry_round_trips_a_board(store, tmp_path):
     record(store, build(suite, **evidence()), recorded=1.0)
     path = reference.write_registry(store, tmp_path / "r.db")
     text = reference.render(path)
+    assert "**road-test@1** — Road test" in text
     assert (
-        "**road-test@1** — Road test" in text
+        "| 1 | model-a | pretrained | observed | 0.7500 | 0.8000 | 0.7000 | night 0.7000 | 0.0500 "
+        "| 1 |" in text
     )
+
+
+def _registry():
+    return sqlite3.connect(f"file:{ROOT / 'registry.db'}?mode=ro", uri=True)
+
+
+def test_registry_has_multi_condition_and_dense_suites_with_weakest_and_gap():
+    conn = _registry()
+    multi = conn.execute(
+        "SELECT ref FROM suites WHERE json_array_length(document, '$.protocol.conditions') >= 2"
+    ).fetchall()
+    assert multi
+    for (ref,) in multi:
+        rows = conn.execute(
+            "SELECT headline, conditions, weakest, weakest_value, gap FROM board_rows "
+            "WHERE suite=? AND evidence='observed'",
+            (ref,),
+        ).fetchall()
+        assert rows
+        for headline, conditions, weakest, weakest_value, gap in rows:
+            values = json.loads(conditions)
+            assert len(values) >= 2
+            assert headline == pytest.approx(sum(values.values()) / len(values))
+            assert (weakest, weakest_value) == min(values.items(), key=lambda kv: (kv[1], kv[0]))
+            assert gap == pytest.approx(headline - weakest_value)
+    dense = conn.execute(
+        "SELECT COUNT(*) FROM board_rows b JOIN suites s ON s.ref = b.suite "
+        "WHERE s.task='semantic_segmentation' AND b.evidence='observed' AND b.weights='random'"
+    ).fetchone()[0]
+    assert dense >= 2  # a scenes board computed here
+
+
+def test_reported_figures_are_the_published_ones_never_beside_observed_ranks():
+    conn = _registry()
+    reported = dict(
+        conn.execute(
+            "SELECT b.suite, b.headline FROM board_rows b WHERE b.evidence='reported'"
+        ).fetchall()
+    )
+    # VisBench's README figures as PROTOCOLS.md transcribes them (2.1, 2.3)
+    assert reported == {"imagenette-linear@1": 0.9939, "voc-semseg@1": 0.733}
+    for suite in reported:
+        rows = conn.execute("SELECT evidence FROM evaluations WHERE suite=?", (suite,))
+        kinds = {e for (e,) in rows}
+        assert kinds == {"reported"}
+    for missing, notes, file in conn.execute("SELECT missing, notes, file FROM reported"):
+        assert json.loads(missing) == ["data", "evaluator"]
+        assert "VisBench 0.11 README" in notes
+        assert (ROOT / "suites" / "reference" / file).is_file()
+    readme = (ROOT / "README.md").read_text()
     assert (
-        "| 1 | model-a | pretrained | observed | 0.7500 | night 0.7000 | 0.0500 | 1 |" in text
+        "| 1 | dinov2_vits14 | pretrained | reported (no manifest, unknown evaluator) | 0.9939 |"
+        in readme
     )
+    observed_part, _, reported_part = readme.partition("### Reported")
+    assert "reported (" not in observed_part
+    assert "| observed |" not in reported_part
+
+
+def test_views_browse_results_evaluations_and_boards():
+    conn = _registry()
+    views = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
+    assert {"results_v", "evaluations_v", "evaluation_scores", "reported", "boards"} <= views
+    for view in views:
+        assert conn.execute(f"SELECT COUNT(*) FROM {view}").fetchone()[0] > 0  # noqa: S608
+    # one score row per evaluation, condition and suite metric
+    expected = sum(
+        len(json.loads(c)) * len(json.loads(m))
+        for c, m in conn.execute(
+            "SELECT json_extract(s.document, '$.protocol.conditions'), "
+            "json_extract(s.document, '$.protocol.metrics') FROM evaluations e "
+            "JOIN suites s ON s.ref = e.suite"
+        )
+    )
+    assert conn.execute("SELECT COUNT(*) FROM evaluation_scores").fetchone()[0] == expected

@@ -114,12 +114,8 @@ def test_suite_from_manifests_get_result_evaluate_board_diff(run, shapes, tmp_pa
     )
     judged = run("evaluate", f"unseen={other['id']}", "--suite", "shapes-knn@1", "--require-ranked")
     assert judged.exit_code == 3, judged.output
-    assert (
-        "- protocol-mismatch(k)" in judged.output
-    )
-    assert (
-        "- missing-condition(seen)" in judged.output
-    )
+    assert "- protocol-mismatch(k)" in judged.output
+    assert "- missing-condition(seen)" in judged.output
     dry = run("evaluate", f"unseen={other['id']}", "--suite", "shapes-knn@1", "--dry-run")
     assert "nothing was stored" in dry.output
 
@@ -262,3 +258,49 @@ def test_manifest_cli_and_imports(run, tmp_path):
     ]
     (tmp_path / "bad.jsonl").write_text("{nope\n")
     assert run("import", "results", str(tmp_path / "bad.jsonl"), "--suite", "cb@1").exit_code == 2
+
+
+def test_import_the_committed_reference_figures_names_source_and_what_they_lack(run):
+    """The published figures registry.db holds, through `vbstore import results`."""
+    from pathlib import Path
+
+    reference = Path(__file__).resolve().parents[2] / "suites" / "reference"
+    assert run("suite", "push", str(reference / "voc-semseg.json")).exit_code == 0
+    records = str(reference / "visbench-readme-voc.jsonl")
+    refused = run("import", "results", records, "--suite", "voc-semseg@1", "--weights", "best")
+    assert refused.exit_code == 2
+    out = run(
+        "import",
+        "results",
+        records,
+        "--suite",
+        "voc-semseg@1",
+        "--sample-count",
+        "val=1449",
+        "--weights",
+        "pretrained",
+        "--json",
+    )
+    assert out.exit_code == 0, out.output
+    (voc,) = json.loads(out.output)
+    assert voc["evidence"] == "reported"
+    assert voc["missing"] == ["data", "evaluator"]  # no manifest, no visbench version
+    assert voc["checkpoint"] == {
+        "id": "visbench:dinov2_vits14",
+        "label": "dinov2_vits14",
+        "weights": "pretrained",
+    }
+    assert voc["verdict"]["state"] == "eligible"
+    assert voc["verdict"]["scores"]["overall"] == {"miou": 0.733}
+    source = voc["sources"]["val"]
+    assert source["file"] == "visbench-readme-voc.jsonl"
+    assert source["line"] == 1
+    assert source["vouched"] == ["weights", "sample_count"]
+    assert "VisBench 0.11 README" in source["notes"]
+    # without the vouched count the same record is kept but not ranked
+    again = json.loads(
+        run("import", "results", records, "--suite", "voc-semseg@1", "--json").output
+    )[0]
+    assert again["checkpoint"]["weights"] == "unknown"
+    assert again["verdict"]["reasons"] == ["sample-count(val: unknown)"]
+    assert "vouched" not in again["sources"]["val"]

@@ -438,13 +438,25 @@ def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
     metavar="NAME=N",
     help="A condition's sample count, when the file does not say.",
 )
+@click.option(
+    "--weights",
+    type=click.Choice(["pretrained", "checkpoint", "random", "unknown"]),
+    default=None,
+    help="The weights kind, when the file does not say (VisBench: unknown by default).",
+)
 @click.option("--dry-run", is_flag=True, help="Store nothing; print the verdicts.")
 @json_option
 @with_store
-def import_results(store, file, suite_ref, condition, counts, dry_run, as_json) -> None:
+def import_results(store, file, suite_ref, condition, counts, weights, dry_run, as_json) -> None:
     """Read a VisBench .jsonl or CLIP_benchmark result JSON as reported evaluations on a suite."""
     out = suites.import_results(
-        store, file, suite_ref, condition=condition, sample_counts=_counts(counts), dry_run=dry_run
+        store,
+        file,
+        suite_ref,
+        condition=condition,
+        sample_counts=_counts(counts),
+        weights=weights,
+        dry_run=dry_run,
     )
 
     def text() -> None:

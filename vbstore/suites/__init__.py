@@ -45,9 +45,10 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import judge, version_tuple
+from ._verdict import EVIDENCE_LEVELS, judge, version_tuple
 
 __all__ = [
+    "EVIDENCE_LEVELS",
     "FORMATS",
     "Board",
     "Change",

@@ -23,6 +23,7 @@ from ._evaluate import Evaluation, build, record
 from ._suite import get_suite
 
 FORMATS = ("visbench", "clip_benchmark")
+WEIGHTS = ("pretrained", "checkpoint", "random", "unknown")  # the evaluation schema's kinds
 
 
 def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
@@ -81,20 +82,29 @@ def import_results(
     *,
     condition: str | None = None,
     sample_counts: Mapping[str, int] | None = None,
+    weights: str | None = None,
     dry_run: bool = False,
     recorded: float | None = None,
 ) -> list[Evaluation]:
     """Record the file's results on suite ``suite_ref`` as reported evaluations.
 
     ``condition`` puts every record under one condition name (default: the record's split, or
-    dataset for CLIP_benchmark); ``sample_counts`` vouches for counts the file does not give.
+    dataset for CLIP_benchmark); ``sample_counts`` and ``weights`` (pretrained, checkpoint,
+    random or unknown) vouch for what the file does not say.
+
+    Raises:
+        UsageError: an unknown ``weights`` kind (and see :func:`read_records`).
     """
+    if weights is not None and weights not in WEIGHTS:
+        raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
     groups: dict[str, dict[str, Any]] = {}
     for item in records:
         checkpoint, name, count, extra = (_visbench if fmt == "visbench" else _clip_benchmark)(item)
         name = condition or name
+        if weights is not None:
+            checkpoint = {**checkpoint, "weights": weights}
         group = groups.setdefault(
             checkpoint["id"],
             {"checkpoint": checkpoint, "results": {}, "counts": {}, "sources": {}, **extra},
@@ -119,13 +129,21 @@ def import_results(
             "file": Path(path).name,
             **({"line": item["_line"]} if "_line" in item else {}),
             "dataset": item.get("dataset"),
+            # a VisBench record's free-text field, e.g. where a transcribed figure was published
+            **({"notes": item["notes"]} if item.get("notes") else {}),
         }
     out = []
     for group in groups.values():
-        counts = {
-            **group["counts"],
-            **{k: v for k, v in (sample_counts or {}).items() if k in group["results"]},
-        }
+        given = {k: v for k, v in (sample_counts or {}).items() if k in group["results"]}
+        counts = {**group["counts"], **given}
+        # what the importer vouched for rather than read from the file stays visible
+        for name, source in group["sources"].items():
+            vouched = [
+                *(["weights"] if weights is not None else []),
+                *(["sample_count"] if name in given else []),
+            ]
+            if vouched:
+                source["vouched"] = vouched
         doc = build(
             suite,
             checkpoint=group["checkpoint"],

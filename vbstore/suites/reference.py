@@ -2,50 +2,89 @@
 
 ``registry.db`` is a small standalone SQLite file: suites, result records and evaluations (no
 features, no blobs), the boards as rows, and views for browsing (``datasette registry.db``). It
-is rebuilt by ``make registry``, which computes every observed result here from data vbstore
-generates anywhere (scikit-learn digits, ``shapes``) with seeded random-weight test backbones,
-so it is reproducible on any machine. Random weights are ranked only on random-weight suites.
+is rebuilt by ``make registry`` in a fresh store with a fixed clock, and holds two kinds of
+boards that never share a suite:
+
+- **observed**: suites over data vbstore generates anywhere (scikit-learn digits, clean and with
+  noise, ``shapes``, ``scenes``), every result computed here with the seeded random-weight test
+  backbones, so any machine recomputes them. Random weights rank only on random-weight suites.
+- **reported**: published reference figures of the seed projects, imported from the VisBench
+  JSONL files in ``suites/reference/`` through :func:`import_results` (what ``vbstore import
+  results`` runs) onto the suites written beside them, each naming its source and what it lacks.
 
     python -m vbstore.suites.reference build registry.db   # compute (a few minutes on a CPU)
-    python -m vbstore.suites.reference readme README.md    # rewrite the README's tables
+    python -m vbstore.suites.reference readme README.md registry.db   # rewrite the README tables
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+
+from ..data import load_manifest, write_png
 from ..store import Store
 from ._board import leaderboard
 from ._evaluate import from_results, record
+from ._import import import_results
 from ._new import new_suite
-from ._suite import get_suite, list_suites, push_suite
+from ._suite import get_suite, list_suites, normalize, push_suite, read_suite_file
 
 START, END = "<!-- registry:start -->", "<!-- registry:end -->"
-# (slug, name, data, split, conditions, task, params): suites over data vbstore rebuilds anywhere
-SUITES = [
-    (
-        "digits-knn",
-        "kNN on scikit-learn digits (random-weight baselines)",
-        "sklearn:digits",
-        "val",
-        None,
-        "knn",
-        {"k": 20},
-    ),
-    (
-        "shapes-knn",
-        "kNN on generated shapes (random-weight baselines)",
-        "shapes",
-        "val",
-        None,
-        "knn",
-        {"k": 10},
-    ),
+# the suite and record files of the reported figures (a checkout's, not an installed package's)
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "suites" / "reference"
+NOISE = 0.5  # the noisy digits: each pixel halfway between the digit and uniform noise
+
+
+# Observed suites. ``conditions`` maps a condition to a split of ``data`` or to one of the sample
+# lists :func:`write_digit_conditions` writes (a ``.csv`` name); ``train`` is the probe's data.
+OBSERVED: list[dict[str, Any]] = [
+    {
+        "slug": "digits-knn",
+        "name": "kNN on scikit-learn digits (random-weight baselines)",
+        "task": "knn",
+        "data": "sklearn:digits",
+        "params": {"k": 20},
+    },
+    {
+        "slug": "shapes-knn",
+        "name": "kNN on generated shapes (random-weight baselines)",
+        "task": "knn",
+        "data": "shapes",
+        "params": {"k": 10},
+    },
+    {
+        "slug": "digits-noise-knn",
+        "name": "kNN on scikit-learn digits, clean and under noise (random-weight baselines)",
+        "task": "knn",
+        "data": "sklearn:digits",
+        "label": f"sklearn:digits val, clean and blended {NOISE:g} with uniform noise "
+        "(vbstore.suites.reference.write_digit_conditions)",
+        "params": {"k": 20},
+        "conditions": {"clean": "clean.csv", "noisy": "noisy.csv"},
+    },
+    {
+        "slug": "scenes-semseg",
+        "name": "Semantic segmentation of generated scenes (random-weight baselines)",
+        "task": "semantic_segmentation",
+        "data": "scenes",
+        "params": {"num_classes": 4},
+        "data_options": {"target": "labels"},
+    },
+]
+# Reported figures: (suite file, VisBench record file, sample counts the records do not give).
+# The counts are the full evaluation splits the figures name, vouched for here: Imagenette's
+# (imagenette2) val split has 3925 images, VOC 2012's segmentation val list 1449 (PROTOCOLS.md).
+REPORTED = [
+    ("imagenette-linear.json", "visbench-readme-imagenette.jsonl", {"val": 3925}),
+    ("voc-semseg.json", "visbench-readme-voc.jsonl", {"val": 1449}),
 ]
 BACKBONES = [("test_vit", 0), ("test_cnn", 0), ("test_cnn", 1)]
 INPUT_SIZE = 32
@@ -56,69 +95,140 @@ CREATE TABLE suites (ref TEXT PRIMARY KEY, slug TEXT, version INTEGER, name TEXT
 CREATE TABLE results (id TEXT PRIMARY KEY, task TEXT, backbone TEXT, weights TEXT, split TEXT,
                       samples INTEGER, metrics TEXT, params TEXT, vbstore TEXT);
 CREATE TABLE evaluations (id TEXT PRIMARY KEY, suite TEXT REFERENCES suites(ref), checkpoint TEXT,
-                          label TEXT, weights TEXT, evidence TEXT, state TEXT, ranked INTEGER,
-                          recorded REAL, reasons TEXT, scores TEXT, sources TEXT);
+                          label TEXT, weights TEXT, evidence TEXT, missing TEXT, state TEXT,
+                          ranked INTEGER, recorded REAL, reasons TEXT, scores TEXT, sources TEXT);
 CREATE TABLE board_rows (suite TEXT REFERENCES suites(ref), rank INTEGER, label TEXT, weights TEXT,
-                         evidence TEXT, headline REAL, weakest TEXT, weakest_value REAL, gap REAL,
-                         attempts INTEGER, evaluation TEXT REFERENCES evaluations(id));
+                         evidence TEXT, headline REAL, conditions TEXT, weakest TEXT,
+                         weakest_value REAL, gap REAL, attempts INTEGER,
+                         evaluation TEXT REFERENCES evaluations(id));
 CREATE VIEW results_v AS SELECT id, task, backbone, weights, split, samples,
-    json_extract(metrics, '$.top1') AS top1, json_extract(metrics, '$.top5') AS top5 FROM results;
-CREATE VIEW evaluations_v AS SELECT e.suite, e.label, e.weights, e.evidence, e.state, e.reasons,
-    json_extract(e.scores, '$.overall') AS overall, e.id FROM evaluations e
-    ORDER BY e.suite, e.label;
+    json_extract(metrics, '$.top1') AS top1, json_extract(metrics, '$.top5') AS top5,
+    json_extract(metrics, '$.miou') AS miou, vbstore FROM results;
+CREATE VIEW evaluations_v AS SELECT e.suite, e.label, e.weights, e.evidence, e.missing, e.state,
+    e.reasons, json_extract(e.scores, '$.overall.' || s.headline) AS overall, e.id
+    FROM evaluations e JOIN suites s ON s.ref = e.suite ORDER BY e.suite, e.label;
+CREATE VIEW evaluation_scores AS SELECT e.suite, e.label, e.evidence, c.key AS condition,
+    m.key AS metric, m.value, e.id AS evaluation
+    FROM evaluations e, json_each(e.scores, '$.conditions') c, json_each(c.value) m
+    ORDER BY e.suite, e.label, c.key, m.key;
+CREATE VIEW reported AS SELECT e.suite, e.label, e.weights, e.missing, s.key AS condition,
+    json_extract(s.value, '$.file') AS file, json_extract(s.value, '$.line') AS line,
+    json_extract(s.value, '$.notes') AS notes, e.id AS evaluation
+    FROM evaluations e, json_each(e.sources) s WHERE e.evidence = 'reported'
+    ORDER BY e.suite, e.label, s.key;
 CREATE VIEW boards AS SELECT b.suite, s.headline, b.rank, b.label, b.weights, b.evidence,
-    b.headline AS value, b.weakest, b.weakest_value, b.gap, b.attempts
+    b.headline AS value, b.conditions, b.weakest, b.weakest_value, b.gap, b.attempts
     FROM board_rows b JOIN suites s ON s.ref = b.suite ORDER BY b.suite, b.rank, b.label;
 """
 
 
-def build(path: str | Path, work: str | Path | None = None, progress: bool = False) -> Path:
-    """Compute the reference results in a fresh store and write them to ``path``."""
+def build(
+    path: str | Path,
+    work: str | Path | None = None,
+    progress: bool = False,
+    reference: str | Path = REFERENCE_DIR,
+) -> Path:
+    """Compute the observed results and import the reported ones in a fresh store, then write
+    them to ``path``."""
     with tempfile.TemporaryDirectory() as scratch:
-        store = Store(Path(work or scratch) / "store")
+        root = Path(work or scratch)
+        store = Store(root / "store")
         try:
-            _compute(store, progress)
+            clock = _compute(store, root / "conditions", progress)
+            _import_reported(store, Path(reference), clock)
             return write_registry(store, path)
         finally:
             store.close()
 
 
-def _compute(store: Store, progress: bool) -> None:
+def write_digit_conditions(store: Store, root: str | Path) -> Path:
+    """Write the ``digits-noise-knn`` conditions under ``root``: ``clean.csv`` lists a copy of
+    the scikit-learn digits val split (the same bytes, so the same image ids), ``noisy.csv`` the
+    same digits blended :data:`NOISE` with uniform noise, each image seeded by its index."""
+    root = Path(root)
+    view = load_manifest(store, "sklearn:digits", split="val")
+    labels, classes = view.labels(), view.classes
+    lines = {"clean": ["image,label"], "noisy": ["image,label"]}
+    for i, name in enumerate(view.names):
+        label = classes[labels[i]]
+        clean = root / "clean" / name
+        clean.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(view.image_path(i), clean)
+        ink = np.asarray(view.load_image(i))[..., 0].astype(np.float64)
+        noise = np.random.default_rng([0, i]).uniform(0, 255, ink.shape)
+        pixels = np.rint((1 - NOISE) * ink + NOISE * noise).astype(np.uint8)
+        write_png(root / "noisy" / name, pixels)
+        for condition in lines:
+            lines[condition].append(f"{condition}/{name},{label}")
+    for condition, rows in lines.items():
+        (root / f"{condition}.csv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def _compute(store: Store, lists: Path, progress: bool) -> float:
     from ..engine import get_result  # torch: only a rebuild computes
 
+    write_digit_conditions(store, lists)
     clock = 0.0
-    for slug, name, data, split, conditions, task, params in SUITES:
+    for spec in OBSERVED:
+        data, options = spec["data"], spec.get("data_options")
+        where = {
+            name: str(lists / split) if split.endswith(".csv") else split
+            for name, split in (spec.get("conditions") or {"val": "val"}).items()
+        }
         doc = new_suite(
             store,
-            slug=slug,
-            task=task,
+            slug=spec["slug"],
+            task=spec["task"],
             data=data,
-            split=split,
-            conditions=conditions,
-            name=name,
-            params=params,
+            split="val",
+            conditions=where,
+            name=spec["name"],
+            params=spec["params"],
             weights="random",
+            data_options=options,
         )
-        suite, _ = push_suite(store, doc)
+        # a list condition is recorded by its file name, never by where this build wrote it
+        for condition in doc["protocol"]["conditions"]:
+            condition["split"] = Path(condition["split"]).name
+        doc["protocol"]["data"]["label"] = spec.get("label", data)
+        suite, _ = push_suite(store, normalize(doc))
         for backbone, seed in BACKBONES:
             results = {}
-            for condition in suite.conditions:
-                results[condition["name"]] = get_result(
+            for name, split in where.items():
+                listed = split.endswith(".csv")
+                results[name] = get_result(
                     backbone,
-                    task,
-                    data,
+                    spec["task"],
+                    split if listed else data,
                     data,
                     store=store,
-                    split=condition["split"],
+                    split=None if listed else split,
                     train_split="train",
                     weights="random",
                     backbone_seed=seed,
                     input_size=INPUT_SIZE,
                     progress=progress,
-                    params=params,
+                    params=spec["params"],
+                    data_options=options,
                 ).id
             clock += 1.0  # a fixed clock: the registry must not change with the day it is built
             record(store, from_results(store, suite, results), recorded=clock)
+    return clock
+
+
+def _import_reported(store: Store, reference: Path, clock: float) -> None:
+    for suite_file, records, counts in REPORTED:
+        suite, _ = push_suite(store, read_suite_file(reference / suite_file))
+        clock += 1.0
+        import_results(
+            store,
+            reference / records,
+            suite.ref,
+            sample_counts=counts,
+            weights="pretrained",
+            recorded=clock,
+        )
 
 
 def write_registry(store: Store, path: str | Path) -> Path:
@@ -150,7 +260,7 @@ def write_registry(store: Store, path: str | Path) -> Path:
         ):
             doc = store.read_json(oid)
             conn.execute(
-                "INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     oid,
                     suite_ref,
@@ -158,6 +268,7 @@ def write_registry(store: Store, path: str | Path) -> Path:
                     doc["checkpoint"]["label"],
                     doc["checkpoint"]["weights"],
                     doc["evidence"],
+                    json.dumps(doc.get("missing", [])),
                     doc["verdict"]["state"],
                     int(doc["verdict"]["ranked"]),
                     recorded,
@@ -186,7 +297,7 @@ def write_registry(store: Store, path: str | Path) -> Path:
         for ref in refs:
             for row in leaderboard(store, ref).rows:
                 conn.execute(
-                    "INSERT INTO board_rows VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO board_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         ref,
                         row["rank"],
@@ -194,6 +305,7 @@ def write_registry(store: Store, path: str | Path) -> Path:
                         row["weights"],
                         row["evidence"],
                         row["headline"],
+                        json.dumps(row["conditions"]),
                         row["weakest"],
                         row["weakest_value"],
                         row["gap"],
@@ -207,6 +319,20 @@ def write_registry(store: Store, path: str | Path) -> Path:
     return out
 
 
+# how a board row names what its evidence lacks (evaluation "missing")
+_LACKING = {"data": "no manifest", "protocol": "unknown protocol", "evaluator": "unknown evaluator"}
+_OBSERVED_NOTE = (
+    "_Computed by vbstore with seeded **random** weights on data it generates anywhere: "
+    "baselines that any machine recomputes, not a measure of any pretrained backbone._"
+)
+_REPORTED_NOTE = (
+    "_Published figures of other tools, imported as **reported** evidence from "
+    "`suites/reference/` (`vbstore import results`): vbstore did not compute them, and each row "
+    "names what its evidence lacks. They rank only on their own suites, never beside observed "
+    "results._"
+)
+
+
 def render(path: str | Path) -> str:
     """The README's tables, read from a reference registry file only."""
     conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
@@ -214,46 +340,91 @@ def render(path: str | Path) -> str:
         parts = [
             START,
             "",
-            "_Generated from `registry.db` by `make registry`; a test fails when they drift. "
-            "Every number below was computed by vbstore with seeded **random** weights on "
-            "generated data: they are baselines, not a measure of any pretrained backbone._",
+            "_Generated from `registry.db` by `make registry`; a test fails when they drift._",
             "",
         ]
-        for ref, name, task, headline in conn.execute(
-            "SELECT ref, name, task, headline FROM suites ORDER BY ref"
+        suites = conn.execute(
+            "SELECT ref, name, task, headline, json_extract(document, '$.protocol.conditions') "
+            "FROM suites ORDER BY ref"
+        ).fetchall()
+        for evidence, title, note in (
+            ("observed", "### Observed: computed here", _OBSERVED_NOTE),
+            ("reported", "### Reported: published figures, imported", _REPORTED_NOTE),
         ):
-            parts += [
-                f"**{ref}** — {name}; `{task}`, ranked by `{headline}`",
-                "",
-                "| rank | backbone | weights | evidence | "
-                + headline
-                + " | weakest | gap | attempts |",
-                "|---|---|---|---|---|---|---|---|",
-            ]
-            for (
-                rank,
-                label,
-                weights,
-                evidence,
-                value,
-                weakest,
-                weakest_value,
-                gap,
-                attempts,
-            ) in conn.execute(
-                "SELECT rank, label, weights, evidence, headline, weakest, weakest_value, gap, "
-                "attempts FROM board_rows WHERE suite=? ORDER BY rank, label",
-                (ref,),
-            ):
-                parts.append(
-                    f"| {rank} | {label} | {weights} | {evidence} | {value:.4f} | "
-                    f"{weakest} {weakest_value:.4f} | {gap:.4f} | {attempts} |"
-                )
-            parts.append("")
+            chosen = [s for s in suites if _evidence_of(conn, s[0]) == evidence]
+            if chosen:
+                parts += [title, "", note, ""]
+            for suite in chosen:
+                parts += _render_suite(conn, *suite)
         parts.append(END)
         return "\n".join(parts)
     finally:
         conn.close()
+
+
+def _evidence_of(conn: sqlite3.Connection, ref: str) -> str:
+    """``reported`` for a suite whose evaluations are all reported, else ``observed``."""
+    kinds = {e for (e,) in conn.execute("SELECT evidence FROM evaluations WHERE suite=?", (ref,))}
+    return "reported" if kinds == {"reported"} else "observed"
+
+
+def _render_suite(
+    conn: sqlite3.Connection, ref: str, name: str, task: str, headline: str, conditions: str
+) -> list[str]:
+    names = [c["name"] for c in json.loads(conditions)]
+    shown = names if len(names) > 1 else []  # one condition is the overall figure
+    header = ["rank", "backbone", "weights", "evidence", headline, *shown, "weakest", "gap"]
+    lines = [
+        f"**{ref}** — {name}; `{task}`, ranked by `{headline}`"
+        + (f", conditions {', '.join(names)}" if shown else ""),
+        "",
+        "| " + " | ".join([*header, "attempts"]) + " |",
+        "|" + "---|" * (len(header) + 1),
+    ]
+    sources: list[str] = []
+    for (
+        rank,
+        label,
+        weights,
+        evidence,
+        value,
+        per_condition,
+        weakest,
+        weakest_value,
+        gap,
+        attempts,
+        missing,
+        evaluation_sources,
+    ) in conn.execute(
+        "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
+        "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
+        "JOIN evaluations e ON e.id = b.evaluation WHERE b.suite=? ORDER BY b.rank, b.label",
+        (ref,),
+    ):
+        lacking = json.loads(missing)
+        cells = [
+            str(rank),
+            label,
+            weights,
+            evidence + (f" ({', '.join(_LACKING.get(m, m) for m in lacking)})" if lacking else ""),
+            f"{value:.4f}",
+            *(f"{json.loads(per_condition)[c]:.4f}" for c in shown),
+            f"{weakest} {weakest_value:.4f}",
+            f"{gap:.4f}",
+            str(attempts),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+        if evidence == "reported":
+            for condition, source in sorted(json.loads(evaluation_sources).items()):
+                where = f"`suites/reference/{source['file']}` line {source.get('line', '?')}"
+                vouched = " and ".join(v.replace("_", " ") for v in source.get("vouched", []))
+                given = f" ({vouched} given at import, not in the file)" if vouched else ""
+                notes = source.get("notes", "")
+                sources.append(f"- {label}, {condition}: {where}{given}. {notes}".rstrip())
+    lines.append("")
+    if sources:
+        lines += ["Sources:", "", *sources, ""]
+    return lines
 
 
 def splice(readme: str, tables: str) -> str:
