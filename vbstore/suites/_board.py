@@ -72,7 +72,8 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         f"e.state, e.reasons, g.attempts, {columns} FROM (SELECT checkpoint, COUNT(*) AS attempts, "
         f"MAX(ranked) AS ever FROM evaluations WHERE {pool} GROUP BY checkpoint) g "
         f"JOIN evaluations e ON e.id = (SELECT id FROM evaluations WHERE {pool} AND "
-        "checkpoint=g.checkpoint AND ranked=g.ever ORDER BY recorded DESC, id DESC LIMIT 1)",
+        "checkpoint=g.checkpoint AND ranked=g.ever ORDER BY recorded DESC, id DESC LIMIT 1) "
+        "ORDER BY e.label, e.checkpoint",  # the order ties keep (see _rank)
         (
             *([_json_path(p) for p in paths] if in_sql else []),
             suite.ref,
@@ -82,7 +83,7 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         ),
     )
     total = sum(r[9] for r in rows)
-    ranked = [_row(headline, metrics, names, r, in_sql) for r in rows if r[4]]
+    ranked = _ranked_rows(headline, metrics, names, rows, in_sql)
     _rank(ranked, headline)
     unranked = [
         {
@@ -98,7 +99,6 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         for r in rows
         if not r[4]
     ]
-    unranked.sort(key=lambda u: (u["label"], u["checkpoint"]))
     return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total)
 
 
@@ -112,54 +112,67 @@ def _json_path(parts: tuple[str, ...]) -> str:
     return "$" + "".join(f'."{part}"' for part in parts)
 
 
-def _row(
-    headline: dict[str, Any], metrics: list[str], names: list[str], row: tuple, in_sql: bool
-) -> dict[str, Any]:
-    if in_sql:
-        values = row[10:]
-    else:
-        scores = json.loads(row[10])
-        values = [scores["overall"].get(m) for m in metrics] + [
-            scores["conditions"][c][headline["key"]] for c in names
-        ]
-    split = len(metrics)
-    overall = {m: v for m, v in zip(metrics, values[:split], strict=True) if v is not None}
-    per_condition = values[split:]
+def _ranked_rows(
+    headline: dict[str, Any], metrics: list[str], names: list[str], rows: list, in_sql: bool
+) -> list[dict[str, Any]]:
+    """A board row for each ranked evaluation row; ``row[10:]`` holds the suite's overall
+    metrics, then the headline per condition (or, when not ``in_sql``, the scores' JSON)."""
+    key, split = headline["key"], len(metrics)
+    at = metrics.index(key)
     # the weakest condition on the headline; ties go to the name that sorts last for a
     # lower-is-better headline and first otherwise
-    value, weakest = (min if headline["direction"] == "max" else max)(
-        zip(per_condition, names, strict=True)
-    )
-    score = overall[headline["key"]]
-    return {
-        "rank": 0,
-        "evaluation": row[0],
-        "checkpoint": row[1],
-        "label": row[2],
-        "weights": row[3],
-        "evidence": row[5],
-        "recorded": row[6],
-        "attempts": row[9],
-        "headline": score,
-        "conditions": dict(zip(names, per_condition, strict=True)),
-        "weakest": weakest,
-        "weakest_value": value,
-        "gap": abs(score - value),
-        "overall": overall,
-    }
+    worst = min if headline["direction"] == "max" else max
+    out = []
+    for row in rows:
+        if not row[4]:
+            continue
+        if in_sql:
+            values = row[10:]
+        else:
+            scores = json.loads(row[10])
+            values = (
+                *(scores["overall"].get(m) for m in metrics),
+                *(scores["conditions"][c][key] for c in names),
+            )
+        overall = dict(zip(metrics, values[:split], strict=True))
+        if None in overall.values():  # a metric some condition lacks has no overall figure
+            overall = {m: v for m, v in overall.items() if v is not None}
+        per_condition = values[split:]
+        value, weakest = worst(zip(per_condition, names, strict=True))
+        score = values[at]
+        out.append(
+            {
+                "rank": 0,
+                "evaluation": row[0],
+                "checkpoint": row[1],
+                "label": row[2],
+                "weights": row[3],
+                "evidence": row[5],
+                "recorded": row[6],
+                "attempts": row[9],
+                "headline": score,
+                "conditions": dict(zip(names, per_condition, strict=True)),
+                "weakest": weakest,
+                "weakest_value": value,
+                "gap": abs(score - value),
+                "overall": overall,
+            }
+        )
+    return out
 
 
 def _rank(rows: list[dict[str, Any]], headline: dict[str, Any]) -> None:
+    """Order ``rows`` (given in label, checkpoint order) by the headline and number them; a
+    stable sort on the rounded value alone keeps a tie in label order."""
     sign = -1 if headline["direction"] == "max" else 1
-    keyed = sorted(
-        ((sign * round(r["headline"], _TIE_DIGITS), r["label"], r["checkpoint"]), r) for r in rows
-    )
+    keys = [sign * round(r["headline"], _TIE_DIGITS) for r in rows]
+    order = sorted(range(len(rows)), key=keys.__getitem__)
     previous, rank = None, 0
-    for position, (key, row) in enumerate(keyed, start=1):
-        if key[0] != previous:
-            previous, rank = key[0], position
-        row["rank"] = rank
-    rows[:] = [row for _, row in keyed]
+    for position, i in enumerate(order, start=1):
+        if keys[i] != previous:
+            previous, rank = keys[i], position
+        rows[i]["rank"] = rank
+    rows[:] = [rows[i] for i in order]
 
 
 def _reorders(suite: Suite, rows: list[dict[str, Any]]) -> list[str]:

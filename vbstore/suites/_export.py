@@ -60,7 +60,7 @@ def _header(board: Board) -> list[str]:
 
 
 def _rows(board: Board) -> list[tuple[Any, ...]]:
-    names = [c["name"] for c in board.suite.conditions]
+    # a row's conditions are in the suite's order (see leaderboard)
     return [
         (
             r["rank"],
@@ -68,7 +68,7 @@ def _rows(board: Board) -> list[tuple[Any, ...]]:
             r["weights"],
             r["evidence"],
             r["headline"],
-            *[r["conditions"].get(c) for c in names],
+            *r["conditions"].values(),
             r["weakest"],
             r["gap"],
             r["attempts"],
@@ -90,8 +90,8 @@ def board_markdown(board: Board) -> str:
     ]
     # one format for every row: a ranked row has every condition (a number) by its verdict
     conditions = len(board.suite.conditions)
-    line = "| {} | {} | {} | {} | {:.4f} | " + "{:.4f} | " * conditions + "{} | {:.4f} | {} |"
-    lines += [line.format(*row) for row in _rows(board)]
+    line = "| %s | %s | %s | %s | %.4f | " + "%.4f | " * conditions + "%s | %.4f | %s |"
+    lines += [line % row for row in _rows(board)]
     if not board.rows:
         lines.append("| " + " | ".join(["—"] * len(header)) + " |")
     for item in board.unranked:
