@@ -12,7 +12,7 @@ boards that never share a suite:
   JSONL files in ``suites/reference/`` through :func:`import_results` (what ``vbstore import
   results`` runs) onto the suites written beside them, each naming its source and what it lacks.
 
-    python -m vbstore.suites.reference build registry.db   # compute (a few minutes on a CPU)
+    python -m vbstore.suites.reference build registry.db   # compute (about 40 s of CPU)
     python -m vbstore.suites.reference readme README.md registry.db   # rewrite the README tables
 """
 
