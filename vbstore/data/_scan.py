@@ -40,10 +40,12 @@ class Scan:
     classes: list[str]
     target_type: str
     entries: list[Entry] = field(default_factory=list)
-    # how --limit counts: "class" (N per class), "stem"/"sample" (N in all) or "triplet"
+    # how --limit counts: "class" (N per class), "stem"/"sample" (N in all), "triplet", "pair"
     limit_by: str = "sample"
     # 2AFC triplets (key, ref, left, right, left_vote, right_vote) over entry names, or None
     triplets: list[tuple[str, str, str, str, int, int]] | None = None
+    # view pairs (key, image_a, image_b, (qw, qx, qy, qz, tx, ty, tz)) over entry names, or None
+    pairs: list[tuple[str, str, str, tuple[float, ...]]] | None = None
 
 
 def _splits_hint(root: Path) -> str:

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import __version__
+from ..backbones import BackboneCfg
+from ..data import warped_views
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
-from ..tasks import aggregate_seeds
+from ..tasks import WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
@@ -105,6 +107,9 @@ class Feed:
             return torch.as_tensor(self.manifest.multi_hot(classes=classes), dtype=torch.float32)
         if kind == "triplets":  # [ref, left, right, left_vote, right_vote] rows of the manifest
             return torch.tensor(self.manifest.doc.get("triplets") or [], dtype=torch.long)
+        if kind == "pairs":  # [a, b, qw, qx, qy, qz, tx, ty, tz] rows of the manifest
+            return torch.tensor(self.manifest.doc.get("pairs") or [],
+                                dtype=torch.float64).reshape(-1, 9)
         return None
 
 
@@ -167,7 +172,12 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     draws: list[dict[str, Any]] = []  # bootstrap draws over eval samples, one set per head
     skip = sample_ci_skip(task)
     start = time.perf_counter()
-    if task.zero_shot:
+    if task.views is not None:
+        views = _views(plan, run, evaluation)
+        edges.update(views_manifest=views.manifest.id, views_features=views.id)
+        per_seed = [task.evaluate_views(_warp_pairs(plan, evaluation, views), plan.task_params)
+                    ] * len(plan.request.probe.seed_list)
+    elif task.zero_shot:
         files = param_files(store, task, plan.task_params)
         edges.update({key: plan.task_params[key] for key in files})  # gc keeps them with the result
         per_seed = [_zero_shot(plan, evaluation, files)] * len(plan.request.probe.seed_list)
@@ -204,6 +214,25 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     result = _record(plan, run, per_seed, train_metrics, comparable, edges)
     result = replace(result, **_sample_ci_fields(draws, skip))
     return store.put_json(result.to_dict(), "result", edges=edges)
+
+
+def _views(plan: Plan, run: Run, evaluation: Feed) -> Feed:
+    """The derived views of the eval images (stored once) and their features."""
+    params = plan.task_params
+    views = warped_views(plan.store, evaluation.manifest, params["warp_seed"], params["max_warp"])
+    return Feed(plan, run, featureset(plan, run, views, "views"), views)
+
+
+def _warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
+    from ..data import image_sizes, view_homographies  # numpy: only when views are scored
+
+    pre = plan.backbone.doc["preprocessing"]
+    cfg = BackboneCfg(**{**pre, "mean": tuple(pre["mean"]), "std": tuple(pre["std"])})
+    params = plan.task_params
+    return WarpPairs(evaluation.split(), views.split(),
+                     view_homographies(evaluation.manifest, params["warp_seed"],
+                                       params["max_warp"]),
+                     image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
 
 
 def sample_ci_skip(task) -> str:
@@ -245,7 +274,7 @@ def _zero_shot_draws(plan: Plan, evaluation: Feed, run: Run) -> dict[str, Any]:
 def _redraw(evaluate, feats, targets, target_kind: str) -> dict[str, Any]:
     """Draws that evaluate again on resampled rows: triplet rows index the features, so only
     the triplets are drawn; otherwise features and targets are drawn together."""
-    if target_kind == "triplets":
+    if target_kind in ("triplets", "pairs"):
         return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets))
     return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats))
 

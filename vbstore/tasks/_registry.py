@@ -53,7 +53,7 @@ def _check_declaration(task: Task) -> None:
         raise bad("op_version must be >= 1")
     if task.feature_mode not in ("pooled", "dense"):
         raise bad(f"feature_mode must be pooled or dense, not {task.feature_mode!r}")
-    if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets",
+    if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets", "pairs",
                                 *DENSE_TARGETS):
         raise bad(f"unknown target_kind {task.target_kind!r}")
     if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS):
@@ -61,7 +61,11 @@ def _check_declaration(task: Task) -> None:
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
-    if task.feature_mode == "dense":
+    if task.views is not None:
+        if task.views != "homography" or not task.zero_shot or task.feature_mode != "dense":
+            raise bad("views are homography views of a zero-shot dense task")
+        hooks = ("_evaluate_views",)
+    elif task.feature_mode == "dense":
         hooks = ("_fit_split", "_evaluate_split") if task.trains_head else ("_evaluate_split",)
     else:
         hooks = ("_fit", "_evaluate") if task.trains_head else ("_evaluate_zero_shot",)

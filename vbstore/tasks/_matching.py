@@ -1,0 +1,159 @@
+"""The pure functions of ``correspondence``: patch centres, ratio-test matching, errors, metrics.
+
+Imported when a correspondence is scored (numpy, torch), never by the task's declaration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..data import apply_homography
+
+if TYPE_CHECKING:
+    import torch
+
+    from .correspondence import Geometry, WarpPairs
+
+THRESHOLDS = (1, 2, 5, 10)
+AUC_PX = 10
+
+
+def patch_centres(grid_hw: tuple[int, int], input_size: int, size: tuple[int, int],
+                  geometry: Geometry) -> np.ndarray:
+    """(h * w, 2): the centre of every patch of the grid, row-major, in the original image's
+    continuous pixel coordinates (x, y)."""
+    gh, gw = grid_hw
+    (new_w, new_h), box = geometry(*size)
+    left, top = (box[0], box[1]) if box is not None else (0, 0)
+    xs = (np.arange(gw) + 0.5) * input_size / gw + left
+    ys = (np.arange(gh) + 0.5) * input_size / gh + top
+    x, y = np.meshgrid(xs * size[0] / new_w, ys * size[1] / new_h)
+    return np.stack([x.ravel(), y.ravel()], axis=1)
+
+
+def seen_box(size: tuple[int, int], geometry: Geometry) -> tuple[float, float, float, float]:
+    """The part of an image the backbone sees, in its pixel coordinates (x0, y0, x1, y1)."""
+    (new_w, new_h), box = geometry(*size)
+    if box is None:
+        return 0.0, 0.0, float(size[0]), float(size[1])
+    sx, sy = size[0] / new_w, size[1] / new_h
+    return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
+
+
+def match(fa: torch.Tensor, fb: torch.Tensor, query: torch.Tensor, *, ratio: float,
+          max_matches: int, mutual: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest-neighbour matches with the ratio test, for one pair.
+
+    Args:
+        fa, fb: (Na, C), (Nb, C) L2-normalised features.
+        query: (Na,) bool: the A patches that may be matched.
+
+    Returns:
+        (indices in A, indices in B) of the kept matches, lowest ratio first.
+    """
+    import torch
+
+    sim = fa @ fb.T
+    top = sim.topk(min(2, sim.shape[1]), dim=1)
+    dist = (2 - 2 * top.values).clamp(min=0).sqrt()
+    if dist.shape[1] < 2:  # one patch in B: no second neighbour to test against
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    d1, d2 = dist[:, 0], dist[:, 1]
+    rat = torch.where(d2 > 0, d1 / d2.clamp(min=1e-12), torch.ones_like(d1))
+    nn = top.indices[:, 0]
+    keep = query & (rat < ratio)
+    if mutual:
+        keep &= sim.argmax(dim=0)[nn] == torch.arange(len(fa))
+    rows = torch.nonzero(keep).flatten()
+    order = torch.argsort(rat[rows], stable=True)[:max_matches]
+    rows = rows[order]
+    return rows.numpy(), nn[rows].numpy()
+
+
+def recall_auc(errors: np.ndarray) -> dict[str, float]:
+    """``recall@Tpx`` and ``auc@10px`` of one set of errors (NaN = no correspondence)."""
+    e = np.nan_to_num(np.asarray(errors, np.float64), nan=np.inf)
+    if not len(e):
+        return {**{f"recall@{t}px": 0.0 for t in THRESHOLDS}, f"auc@{AUC_PX}px": 0.0}
+    out = {f"recall@{t}px": float(np.mean(e <= t)) for t in THRESHOLDS}
+    out[f"auc@{AUC_PX}px"] = float(np.mean(np.clip(1 - e / AUC_PX, 0, None)))
+    return out
+
+
+def pair_errors(fa: torch.Tensor, fb: torch.Tensor, homography: np.ndarray,
+                size: tuple[int, int], grid_hw: tuple[int, int], input_size: int,
+                geometry: Geometry, params: dict[str, Any]
+                ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The errors (pixels of A) of one pair's matches, the grid's best error for each of
+    them, and how many A patches were queries (their correspondence is in B's view)."""
+    import torch
+
+    centres = patch_centres(grid_hw, input_size, size, geometry)
+    truth = apply_homography(homography, centres)  # where each A centre is in B
+    x0, y0, x1, y1 = seen_box(size, geometry)
+    with np.errstate(invalid="ignore"):
+        query = ((truth[:, 0] >= x0) & (truth[:, 0] < x1)
+                 & (truth[:, 1] >= y0) & (truth[:, 1] < y1))
+    back = apply_homography(np.linalg.inv(homography), centres)  # B centres, in A's pixels
+    ia, ib = match(fa, fb, torch.from_numpy(query), ratio=params["ratio"],
+                   max_matches=params["max_matches"], mutual=params["mutual"])
+    errors = np.linalg.norm(back[ib] - centres[ia], axis=1)
+    # the ceiling: each matched A patch paired with the B patch whose centre lands nearest it
+    gap = np.linalg.norm(centres[ia][:, None, :] - back[None, :, :], axis=2)
+    best = np.where(np.isnan(gap), np.inf, gap).min(axis=1) if len(ia) else np.zeros(0)
+    return errors, best, int(query.sum())
+
+
+def summarise(errors: list[np.ndarray], best: list[np.ndarray]) -> dict[str, float]:
+    """The metrics over pairs: each pair's recall and AUC, then their mean."""
+    per_pair = [recall_auc(e) for e in errors]
+    ceiling = [recall_auc(b) for b in best]
+    out = {k: float(np.mean([p[k] for p in per_pair])) for k in per_pair[0]}
+    out.update({f"ceiling_{k}": float(np.mean([c[k] for c in ceiling])) for k in ceiling[0]})
+    out["num_matches"] = float(np.mean([len(e) for e in errors]))
+    return out
+
+
+def _normalised(x: torch.Tensor) -> torch.Tensor:
+    """(B, C, h, w) -> (B, h * w, C), each row of unit length."""
+    import torch
+
+    flat = x.to(torch.float32).flatten(2).transpose(1, 2)
+    return torch.nn.functional.normalize(flat, dim=2)
+
+
+def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
+                ) -> dict[str, float]:
+    """The correspondence metrics of every pair (see the module docstring).
+
+    Raises:
+        TaskInputError: views that do not fit their images.
+        UndefinedMetric: no pair has a patch whose correspondence B shows.
+    """
+    from ._errors import TaskInputError, UndefinedMetric
+
+    n = len(pairs.a)
+    if len(pairs.b) != n or len(pairs.homographies) != n or len(pairs.sizes) != n:
+        raise TaskInputError(f"{n} images but {len(pairs.b)} views, "
+                             f"{len(pairs.homographies)} homographies, {len(pairs.sizes)} sizes")
+    if tuple(pairs.a.grid_hw) != tuple(pairs.b.grid_hw):
+        raise TaskInputError(f"images have a {pairs.a.grid_hw} patch grid, views "
+                             f"{pairs.b.grid_hw}")
+    errors, best = [], []
+    for start in range(0, n, batch_size):
+        rows = list(range(start, min(start + batch_size, n)))
+        fa, fb = _normalised(pairs.a.feats(rows)[-1]), _normalised(pairs.b.feats(rows)[-1])
+        for k, row in enumerate(rows):
+            size = (int(pairs.sizes[row][0]), int(pairs.sizes[row][1]))
+            e, b, queries = pair_errors(fa[k], fb[k], pairs.homographies[row], size,
+                                        tuple(pairs.a.grid_hw), pairs.input_size,
+                                        pairs.geometry, params)
+            if queries:  # a pair whose B shows none of A's patches has nothing to score
+                errors.append(e)
+                best.append(b)
+    if not errors:
+        raise UndefinedMetric("correspondence", "recall@1px",
+                              "no view shows any patch of its image: lower max_warp")
+    return summarise(errors, best)
