@@ -69,14 +69,29 @@ class Feed:
 
     @property
     def dense(self) -> bool:
-        return self.plan.task.feature_mode == "dense"
+        """Whether the task reads a dense split (a pair task on dense maps reads vectors)."""
+        return self.plan.task.feature_mode == "dense" and self.plan.task.target_kind != "pairs"
 
     def pooled(self):
         if self._x is None:
-            from ..features import Features  # torch: only when features are read
+            if self.plan.task.feature_mode == "dense":  # pooled dense: the grid, average-pooled
+                self._x = self._grid_pooled(self.plan.task_params.get("grid", 1))
+            else:
+                from ..features import Features  # torch: only when features are read
 
-            self._x = Features(self.plan.store, self.id).pooled()
+                self._x = Features(self.plan.store, self.id).pooled()
         return self._x
+
+    def _grid_pooled(self, grid: int):
+        """(N, C * grid * grid): each dense map of the last layer average-pooled to a grid x grid
+        map of cells, flattened channel-major."""
+        import torch
+
+        split, rows = self.split(), []
+        for start in range(0, len(split), 256):
+            feats = split.feats(list(range(start, min(start + 256, len(split)))))[-1]
+            rows.append(torch.nn.functional.adaptive_avg_pool2d(feats, grid).flatten(1))
+        return torch.cat(rows).cpu()
 
     def split(self):
         if self._split is None:
@@ -237,7 +252,9 @@ def _warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
 
 def sample_ci_skip(task) -> str:
     """Why the bootstrap over eval samples does not apply to ``task``; empty when it does."""
-    if task.feature_mode == "dense":
+    if task.views is not None:
+        return task.sample_ci_skip
+    if task.feature_mode == "dense" and task.target_kind != "pairs":
         return ("dense task: each draw would stream every eval map through the head again "
                 "(cost); only the spread over seeds is reported")
     if task.needs_text:

@@ -56,7 +56,9 @@ def _check_declaration(task: Task) -> None:
     if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets", "pairs",
                                 *DENSE_TARGETS):
         raise bad(f"unknown target_kind {task.target_kind!r}")
-    if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS):
+    # a pair task may read dense maps, average-pooled to a grid of vectors ("pooled dense")
+    vectors = task.target_kind == "pairs"
+    if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS) and not vectors:
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
@@ -65,7 +67,7 @@ def _check_declaration(task: Task) -> None:
         if task.views != "homography" or not task.zero_shot or task.feature_mode != "dense":
             raise bad("views are homography views of a zero-shot dense task")
         hooks = ("_evaluate_views",)
-    elif task.feature_mode == "dense":
+    elif task.feature_mode == "dense" and not vectors:
         hooks = ("_fit_split", "_evaluate_split") if task.trains_head else ("_evaluate_split",)
     else:
         hooks = ("_fit", "_evaluate") if task.trains_head else ("_evaluate_zero_shot",)

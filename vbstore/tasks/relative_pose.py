@@ -1,11 +1,13 @@
-"""Relative camera pose between two views of one scene, regressed from pooled features.
+"""Relative camera pose between two views of one scene, regressed from pooled dense features.
 
 Each pair is two images and the pose taking camera A's coordinates to camera B's,
 ``X_b = R X_a + t`` (read from the data as a unit quaternion and a translation). The probe:
 
-- input: the pooled features of A and of B, each standardised with the train images' mean and
-  std, concatenated in that order ``[f_a, f_b]`` (so the pose of B from A differs from the pose
-  of A from B);
+- input: each view's dense features (last requested layer) average-pooled to ``grid`` x
+  ``grid`` cells and flattened ("pooled dense": ``grid`` 1 is the mean patch feature; a pose is
+  about where things are, which one global vector barely keeps), standardised with the train
+  images' mean and std; a pair is A's vector then B's, ``[f_a, f_b]`` (so the pose of B from A
+  differs from the pose of A from B);
 - head: a two-layer MLP (``hidden`` units, ReLU; ``hidden = 0``: linear) with nine outputs, the
   rotation in the continuous 6D form of Zhou et al. (2019; two columns of R, made orthonormal
   by Gram-Schmidt) and a translation direction (normalised: the scale of t is not asked for,
@@ -205,10 +207,12 @@ def trivial_metrics(train_pairs: torch.Tensor, eval_pairs: torch.Tensor) -> dict
 
 @register_task(name="relative_pose")
 class RelativePose(Task):
-    """Relative camera rotation and translation direction of view pairs, from pooled features."""
+    """Relative camera rotation and translation direction of view pairs, from pooled dense
+    features."""
 
     level = "mid"
     op_version = 1
+    feature_mode = "dense"
     target_kind = "pairs"
     trains_head = True
     stochastic = True
@@ -220,6 +224,8 @@ class RelativePose(Task):
         "weight_decay": Param(1e-4, "decoupled AdamW weight decay", minimum=0.0),
         "batch_size": Param(64, "pairs per step", minimum=1),
         "hidden": Param(256, "hidden units of the MLP head (0: a linear head)", minimum=0),
+        "grid": Param(2, "each view's dense map average-pooled to grid x grid cells (1: the "
+                         "mean patch feature)", minimum=1, maximum=16),
     })
     metrics = (
         Metric("rotation_error", "lower", "median angle in degrees between the predicted and "
