@@ -42,34 +42,45 @@ def seen_box(size: tuple[int, int], geometry: Geometry) -> tuple[float, float, f
     return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
 
 
-def match(fa: torch.Tensor, fb: torch.Tensor, query: torch.Tensor, *, ratio: float,
-          max_matches: int, mutual: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest-neighbour matches with the ratio test, for one pair.
+def nearest(fa: torch.Tensor, fb: torch.Tensor
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For a batch of pairs, each A patch's nearest B patch and its ratio ``d1 / d2``, and each
+    B patch's nearest A patch.
 
     Args:
-        fa, fb: (Na, C), (Nb, C) L2-normalised features.
-        query: (Na,) bool: the A patches that may be matched.
+        fa, fb: (B, Na, C), (B, Nb, C) L2-normalised features.
 
     Returns:
-        (indices in A, indices in B) of the kept matches, lowest ratio first.
+        ratio (B, Na) (1 for a tie or when B has one patch), nn (B, Na), back (B, Nb).
     """
     import torch
 
-    sim = fa @ fb.T
-    top = sim.topk(min(2, sim.shape[1]), dim=1)
+    sim = torch.bmm(fa, fb.transpose(1, 2))
+    back = sim.argmax(dim=1)
+    if sim.shape[2] < 2:  # one patch in B: no second neighbour to test against
+        ones = torch.ones(sim.shape[:2])
+        return ones.numpy(), sim.argmax(dim=2).numpy(), back.numpy()
+    top = sim.topk(2, dim=2)
     dist = (2 - 2 * top.values).clamp(min=0).sqrt()
-    if dist.shape[1] < 2:  # one patch in B: no second neighbour to test against
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    d1, d2 = dist[:, 0], dist[:, 1]
-    rat = torch.where(d2 > 0, d1 / d2.clamp(min=1e-12), torch.ones_like(d1))
-    nn = top.indices[:, 0]
-    keep = query & (rat < ratio)
+    d1, d2 = dist[..., 0], dist[..., 1]
+    ratio = torch.where(d2 > 0, d1 / d2.clamp(min=1e-12), torch.ones_like(d1))
+    return ratio.numpy(), top.indices[..., 0].numpy(), back.numpy()
+
+
+def select(ratio: np.ndarray, nn: np.ndarray, back: np.ndarray, query: np.ndarray, *,
+           threshold: float, max_matches: int, mutual: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One pair's matches: queries passing the ratio test (and, with ``mutual``, each its
+    match's nearest A patch), at most ``max_matches``, lowest ratio first (ties by index).
+
+    Returns:
+        (indices in A, indices in B).
+    """
+    keep = query & (ratio < threshold)
     if mutual:
-        keep &= sim.argmax(dim=0)[nn] == torch.arange(len(fa))
-    rows = torch.nonzero(keep).flatten()
-    order = torch.argsort(rat[rows], stable=True)[:max_matches]
-    rows = rows[order]
-    return rows.numpy(), nn[rows].numpy()
+        keep &= back[nn] == np.arange(len(nn))
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(ratio[rows], kind="stable")[:max_matches]]
+    return rows, nn[rows]
 
 
 def recall_auc(errors: np.ndarray) -> dict[str, float]:
@@ -82,23 +93,23 @@ def recall_auc(errors: np.ndarray) -> dict[str, float]:
     return out
 
 
-def pair_errors(fa: torch.Tensor, fb: torch.Tensor, homography: np.ndarray,
-                size: tuple[int, int], grid_hw: tuple[int, int], input_size: int,
-                geometry: Geometry, params: dict[str, Any]
-                ) -> tuple[np.ndarray, np.ndarray, int]:
+def pair_errors(ratio: np.ndarray, nn: np.ndarray, back_nn: np.ndarray, homography: np.ndarray,
+                size: tuple[int, int], centres: np.ndarray, seen: tuple[float, ...],
+                params: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, int]:
     """The errors (pixels of A) of one pair's matches, the grid's best error for each of
-    them, and how many A patches were queries (their correspondence is in B's view)."""
-    import torch
+    them, and how many A patches were queries (their correspondence is in B's view).
 
-    centres = patch_centres(grid_hw, input_size, size, geometry)
+    ``ratio``, ``nn``, ``back_nn`` are the pair's rows of :func:`nearest`; ``centres`` the
+    patch centres of an image of ``size``; ``seen`` the part of it the backbone sees.
+    """
     truth = apply_homography(homography, centres)  # where each A centre is in B
-    x0, y0, x1, y1 = seen_box(size, geometry)
+    x0, y0, x1, y1 = seen
     with np.errstate(invalid="ignore"):
         query = ((truth[:, 0] >= x0) & (truth[:, 0] < x1)
                  & (truth[:, 1] >= y0) & (truth[:, 1] < y1))
     back = apply_homography(np.linalg.inv(homography), centres)  # B centres, in A's pixels
-    ia, ib = match(fa, fb, torch.from_numpy(query), ratio=params["ratio"],
-                   max_matches=params["max_matches"], mutual=params["mutual"])
+    ia, ib = select(ratio, nn, back_nn, query, threshold=params["ratio"],
+                    max_matches=params["max_matches"], mutual=params["mutual"])
     errors = np.linalg.norm(back[ib] - centres[ia], axis=1)
     # the ceiling: each matched A patch paired with the B patch whose centre lands nearest it
     gap = np.linalg.norm(centres[ia][:, None, :] - back[None, :, :], axis=2)
@@ -142,14 +153,18 @@ def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
         raise TaskInputError(f"images have a {pairs.a.grid_hw} patch grid, views "
                              f"{pairs.b.grid_hw}")
     errors, best = [], []
+    grids: dict[tuple[int, int], tuple[np.ndarray, tuple[float, ...]]] = {}
     for start in range(0, n, batch_size):
         rows = list(range(start, min(start + batch_size, n)))
         fa, fb = _normalised(pairs.a.feats(rows)[-1]), _normalised(pairs.b.feats(rows)[-1])
+        ratio, nn, back = nearest(fa, fb)
         for k, row in enumerate(rows):
             size = (int(pairs.sizes[row][0]), int(pairs.sizes[row][1]))
-            e, b, queries = pair_errors(fa[k], fb[k], pairs.homographies[row], size,
-                                        tuple(pairs.a.grid_hw), pairs.input_size,
-                                        pairs.geometry, params)
+            if size not in grids:  # images of one size share their patch centres
+                grids[size] = (patch_centres(tuple(pairs.a.grid_hw), pairs.input_size, size,
+                                             pairs.geometry), seen_box(size, pairs.geometry))
+            e, b, queries = pair_errors(ratio[k], nn[k], back[k], pairs.homographies[row],
+                                        size, *grids[size], params)
             if queries:  # a pair whose B shows none of A's patches has nothing to score
                 errors.append(e)
                 best.append(b)

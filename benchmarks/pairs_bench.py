@@ -1,0 +1,152 @@
+"""Pair probes, side by side in one run: correspondence end to end cold, reused and cached, and
+the throughput of the pair metric code.
+
+    python benchmarks/pairs_bench.py [--images N] [--input-size S] [--metric-images N]
+                                     [--sections correspondence,metrics]
+
+Each section is a function ``section(args) -> dict`` in :data:`SECTIONS`, printing its own lines
+and returning its numbers (``--json`` prints them all at the end), so another section (detection)
+is one more entry.
+
+Prints:
+- ``correspondence``: through the engine (a store of its own, ``test_vit`` with random weights
+  on a flat folder of N generated scene images): the first run (the images' and their warped
+  views' dense features extracted, the views written), a run with other matching parameters
+  (every feature stored: matching only), and the same call again (the stored result), with the
+  ratios to the first run;
+- ``metrics``: images (pairs) per second of the correspondence metric code at N images with a
+  ViT-S/14 geometry (384 channels, a 16 x 16 grid at 224 px; images 300 x 240, resized and
+  cropped as a real backbone would), features read from a small pool so memory stays flat; and pairs per second of the relative-pose metrics at N pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def flat_images(root: Path, count: int, size: int) -> Path:
+    """A flat folder of ``count`` generated scene images (``size`` px)."""
+    from vbstore.data import make_scenes
+
+    scenes = make_scenes(root / "scenes", per_split=count, seed=11, size=size)
+    flat = root / "flat"
+    flat.mkdir()
+    for image in sorted((scenes / "val" / "images").glob("*.png")):
+        shutil.copy(image, flat / image.name)
+    return flat
+
+
+def correspondence(args) -> dict:
+    """Correspondence end to end: cold, features reused, cached."""
+    import vbstore
+
+    work = Path(tempfile.mkdtemp(prefix="pairs-bench-"))
+    try:
+        flat = flat_images(work, args.images, 2 * args.input_size)
+        common = dict(weights="random", input_size=args.input_size, progress=False)
+        runs = {}
+        with vbstore.Store(work / "store") as store:
+            for label, params in (("cold", {}), ("reused", {"ratio": 0.8}), ("cached", {})):
+                start = time.perf_counter()
+                result = vbstore.get_result("test_vit", "correspondence", str(flat),
+                                            store=store, params=params, **common)
+                runs[label] = {"seconds": time.perf_counter() - start,
+                               "from_cache": result.from_cache, "metrics": result.metrics}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    cold = runs["cold"]["seconds"]
+    print(f"correspondence, test_vit (random weights, {args.input_size} px), "
+          f"{args.images} images:")
+    for label, run in runs.items():
+        print(f"  {label:<7} {run['seconds']:8.2f} s   x{cold / run['seconds']:7.1f} faster "
+              f"than cold   recall@10px {run['metrics']['recall@10px']:.3f}  "
+              f"num_matches {run['metrics']['num_matches']:.1f}")
+    m = runs["cold"]["metrics"]
+    print("  cold metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in m.items()))
+    return runs
+
+
+class _Rows:
+    """Dense feature rows drawn from a fixed pool of 64 random maps (row i is map i mod 64), so
+    N images cost neither memory nor random draws in the timed code."""
+
+    def __init__(self, n: int, channels: int, grid: int, seed: int) -> None:
+        import torch
+
+        self.n, self.grid_hw = n, (grid, grid)
+        g = torch.Generator().manual_seed(seed)
+        self.pool = torch.randn(64, channels, grid, grid, generator=g)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def feats(self, positions):
+        import torch
+
+        return [self.pool[torch.as_tensor(positions) % len(self.pool)]]
+
+
+def metrics(args) -> dict:
+    """Throughput of the correspondence and relative-pose metric code."""
+    import torch
+
+    from vbstore.backbones import BackboneCfg
+    from vbstore.data import random_homography
+    from vbstore.tasks import WarpPairs, get_task
+    from vbstore.tasks.relative_pose import pose_metrics
+
+    n, size = args.metric_images, 224
+    cfg = BackboneCfg(input_size=size, resize=256)
+    sizes = np.array([[300, 240]] * n)  # the backbone resizes and crops them, as real images
+    homographies = np.stack([random_homography(f"{i:064x}", (300, 240), 0, 0.2)
+                             for i in range(n)])
+    pairs = WarpPairs(_Rows(n, 384, 16, 0), _Rows(n, 384, 16, 1), homographies, sizes,
+                      cfg.geometry, size)
+    start = time.perf_counter()
+    get_task("correspondence").evaluate_views(pairs)
+    corr = time.perf_counter() - start
+    g = torch.Generator().manual_seed(0)
+    truth = torch.cat([torch.zeros(n, 2), torch.nn.functional.normalize(
+        torch.randn(n, 4, generator=g), dim=1), torch.randn(n, 3, generator=g)], dim=1).double()
+    rotations = torch.linalg.qr(torch.randn(n, 3, 3, generator=g))[0]
+    start = time.perf_counter()
+    pose_metrics(rotations, torch.randn(n, 3, generator=g), truth)
+    pose = time.perf_counter() - start
+    out = {"correspondence_images_per_s": n / corr, "relative_pose_pairs_per_s": n / pose}
+    print(f"metric code at {n} images (ViT-S/14 geometry: 384 x 16 x 16, {size} px input):")
+    print(f"  correspondence   {corr:8.2f} s   {out['correspondence_images_per_s']:10.0f} "
+          "images/s (match, ratio test, errors, ceiling)")
+    print(f"  relative_pose    {pose:8.4f} s   {out['relative_pose_pairs_per_s']:10.0f} pairs/s")
+    return out
+
+
+SECTIONS = {"correspondence": correspondence, "metrics": metrics}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=32)
+    parser.add_argument("--input-size", type=int, default=64)
+    parser.add_argument("--metric-images", type=int, default=5000)
+    parser.add_argument("--sections", default=",".join(SECTIONS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out = {}
+    for name in args.sections.split(","):
+        out[name] = SECTIONS[name](args)
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
