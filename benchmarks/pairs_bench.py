@@ -62,6 +62,7 @@ def correspondence(args) -> dict:
                                             store=store, params=params, **common)
                 runs[label] = {"seconds": time.perf_counter() - start,
                                "from_cache": result.from_cache, "metrics": result.metrics}
+            chance = random_matching(store, flat, args.input_size)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     cold = runs["cold"]["seconds"]
@@ -73,7 +74,32 @@ def correspondence(args) -> dict:
               f"num_matches {run['metrics']['num_matches']:.1f}")
     m = runs["cold"]["metrics"]
     print("  cold metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in m.items()))
-    return runs
+    print("  random features, same warps: " + ", ".join(
+        f"{k} {chance[k]:.4f}" for k in ("recall@1px", "recall@5px", "recall@10px", "auc@10px",
+                                         "num_matches")))
+    return {**runs, "random_features": chance}
+
+
+def random_matching(store, flat: Path, input_size: int) -> dict:
+    """The metrics of Gaussian noise features on the same images and warps (chance)."""
+    import torch
+
+    from vbstore.backbones import BackboneCfg
+    from vbstore.data import image_sizes, load_manifest, view_homographies
+    from vbstore.tasks import TensorSplit, WarpPairs, get_task
+
+    view = load_manifest(store, str(flat))
+    n, grid = len(view.samples), input_size // 8  # test_vit: patch 8
+    g = torch.Generator().manual_seed(0)
+
+    def noise():
+        return TensorSplit([torch.randn(n, 32, grid, grid, generator=g)],
+                           torch.zeros(n, 1, 1, 1), target_kind="image")
+
+    cfg = BackboneCfg(input_size=input_size, resize=input_size)  # test_vit's: squash-free resize
+    return get_task("correspondence").evaluate_views(WarpPairs(
+        noise(), noise(), view_homographies(view, 0, 0.2), image_sizes(view), cfg.geometry,
+        input_size))
 
 
 class _Rows:
