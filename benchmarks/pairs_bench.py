@@ -16,7 +16,8 @@ Prints:
   ratios to the first run;
 - ``metrics``: images (pairs) per second of the correspondence metric code at N images with a
   ViT-S/14 geometry (384 channels, a 16 x 16 grid at 224 px; images 300 x 240, resized and
-  cropped as a real backbone would), features read from a small pool so memory stays flat; and pairs per second of the relative-pose metrics at N pairs.
+  cropped as a real backbone would), features read from a small pool so memory stays flat;
+  and pairs per second of the relative-pose metrics at N pairs.
 """
 
 from __future__ import annotations

@@ -42,17 +42,20 @@ def test_the_first_views_and_their_targets_keep_their_bytes(scenes):
 
 def test_scene_pairs_read_as_a_manifest_with_exact_poses(store, scenes):
     view = load_manifest(store, scenes, split="val", layout="pairs")
-    assert view.layout == "pairs" and len(view.samples) == 6
+    assert view.layout == "pairs"
+    assert len(view.samples) == 6
     pairs = view.doc["pairs"]
     assert len(pairs) == 3
     for a, b, *pose in pairs:
-        assert view.names[a].startswith("images/") and view.names[b].startswith("views/")
+        assert view.names[a].startswith("images/")
+        assert view.names[b].startswith("views/")
         rot = Rotation.from_quat([pose[1], pose[2], pose[3], pose[0]])  # scipy: scalar last
         angle = np.degrees(rot.magnitude())
         assert 0 < angle < 60  # turned by up to 25 degrees about the target, plus the look jitter
         assert np.linalg.norm(pose[4:]) > 0
     limited = load_manifest(store, scenes, split="val", layout="pairs", limit=2)
-    assert len(limited.doc["pairs"]) == 2 and len(limited.samples) == 4
+    assert len(limited.doc["pairs"]) == 2
+    assert len(limited.samples) == 4
 
 
 def test_quaternion_matches_scipy():
@@ -135,7 +138,8 @@ def test_flat_image_folders(store, tmp_path):
     flat.mkdir()
     _images(flat, "b.png", "a.png")
     view = load_manifest(store, flat)
-    assert view.layout == "images" and view.names == ["a.png", "b.png"]
+    assert view.layout == "images"
+    assert view.names == ["a.png", "b.png"]
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(BadInput, match="empty"):

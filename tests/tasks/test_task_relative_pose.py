@@ -56,7 +56,8 @@ def test_pose_metrics_by_hand():
                            torch.tensor([[1.0, 0, 0]] * 4), truth)
     assert metrics["rotation_error"] == pytest.approx(15.0)  # the median of 5, 10, 20, 40
     assert metrics["translation_error"] == pytest.approx(45.0)  # 0, 90, 45 (t = 0: left out)
-    assert metrics["acc@15deg"] == 0.5 and metrics["acc@30deg"] == 0.75
+    assert metrics["acc@15deg"] == 0.5
+    assert metrics["acc@30deg"] == 0.75
     assert np.isnan(float(direction_error(torch.zeros(1, 3), torch.ones(1, 3))[0]))
     still = _pairs(Rotation.identity(2), np.zeros((2, 3)))
     with pytest.raises(UndefinedMetric, match="zero translation"):

@@ -95,20 +95,20 @@ def scan_pairs(root: Path, split: str | None) -> Scan:
     rows: list[tuple[str, str, str, tuple[float, ...]]] = []
     problems: list[tuple[str, str]] = []
     for number, row in enumerate(reader, 2):
-        where = f"{path}:{number}"
+        at = f"{path}:{number}"
         try:
             names = [_relative(row.get(c), c) for c in ("image_a", "image_b")]
             pose = _pose(row)
         except ValueError as exc:
-            problems.append((where, str(exc)))
+            problems.append((at, str(exc)))
             continue
         if names[0] == names[1]:
-            problems.append((where, f"image_a and image_b are both {names[0]}: a pair needs "
+            problems.append((at, f"image_a and image_b are both {names[0]}: a pair needs "
                                     "two views"))
             continue
         absent = [n for n in names if not (base / n).is_file()]
         if absent:
-            problems.append((where, f"{absent[0]} does not exist"))
+            problems.append((at, f"{absent[0]} does not exist"))
             continue
         key = (row.get("id") or "").strip() or f"row{number}"
         rows.append((key, names[0], names[1], pose))

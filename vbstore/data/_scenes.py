@@ -287,7 +287,7 @@ def second_camera(scene: dict, rng: np.random.Generator) -> tuple[np.ndarray, np
     rise = rng.uniform(-0.3, 0.3)
     jitter = rng.uniform(-0.25, 0.25, 3)
     eye = scene["target"] + _rot_y(math.radians(yaw)) @ (scene["eye"] - scene["target"])
-    eye = np.clip(eye + [0.0, rise, 0.0], [-2.6, 0.6, -2.6], [2.6, 2.4, 2.6])
+    eye = np.clip(eye + np.array([0.0, rise, 0.0]), [-2.6, 0.6, -2.6], [2.6, 2.4, 2.6])
     return eye, look_at(eye, scene["target"] + jitter)
 
 
@@ -308,13 +308,13 @@ def quaternion(rotation: np.ndarray) -> np.ndarray:
         q = [w, (m[2, 1] - m[1, 2]) / (4 * w), (m[0, 2] - m[2, 0]) / (4 * w),
              (m[1, 0] - m[0, 1]) / (4 * w)]
     else:
-        i, j, l = k - 1, k % 3, (k + 1) % 3
-        v = math.sqrt(max(1.0 + m[i, i] - m[j, j] - m[l, l], 0.0)) / 2
+        i, j, n = k - 1, k % 3, (k + 1) % 3  # the largest diagonal axis, then the other two
+        v = math.sqrt(max(1.0 + m[i, i] - m[j, j] - m[n, n], 0.0)) / 2
         q = [0.0, 0.0, 0.0, 0.0]
-        q[0] = (m[l, j] - m[j, l]) / (4 * v)
+        q[0] = (m[n, j] - m[j, n]) / (4 * v)
         q[1 + i] = v
         q[1 + j] = (m[j, i] + m[i, j]) / (4 * v)
-        q[1 + l] = (m[l, i] + m[i, l]) / (4 * v)
+        q[1 + n] = (m[n, i] + m[i, n]) / (4 * v)
     out = np.array(q) / np.linalg.norm(q)
     return out if out[0] >= 0 else -out
 

@@ -161,7 +161,8 @@ def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
         for k, row in enumerate(rows):
             size = (int(pairs.sizes[row][0]), int(pairs.sizes[row][1]))
             if size not in grids:  # images of one size share their patch centres
-                grids[size] = (patch_centres(tuple(pairs.a.grid_hw), pairs.input_size, size,
+                grid_hw = (int(pairs.a.grid_hw[0]), int(pairs.a.grid_hw[1]))
+                grids[size] = (patch_centres(grid_hw, pairs.input_size, size,
                                              pairs.geometry), seen_box(size, pairs.geometry))
             e, b, queries = pair_errors(ratio[k], nn[k], back[k], pairs.homographies[row],
                                         size, *grids[size], params)

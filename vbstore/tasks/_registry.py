@@ -63,6 +63,7 @@ def _check_declaration(task: Task) -> None:
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
+    hooks: tuple[str, ...]
     if task.views is not None:
         if task.views != "homography" or not task.zero_shot or task.feature_mode != "dense":
             raise bad("views are homography views of a zero-shot dense task")
