@@ -2,7 +2,8 @@
 the throughput of the pair metric code.
 
     python benchmarks/pairs_bench.py [--images N] [--input-size S] [--metric-images N]
-                                     [--sections correspondence,metrics]
+                                     [--sections correspondence,metrics,visbench]
+                                     [--peer-python PATH]
 
 Each section is a function ``section(args) -> dict`` in :data:`SECTIONS`, printing its own lines
 and returning its numbers (``--json`` prints them all at the end), so another section (detection)
@@ -14,6 +15,10 @@ Prints:
   views' dense features extracted, the views written), a run with other matching parameters
   (every feature stored: matching only), and the same call again (the stored result), with the
   ratios to the first run;
+- ``visbench`` (asked for by name): the same correspondence through VisBench 0.27's public API
+  in a scratch venv (``--peer-python``), on the same images with the same weights (vbstore's
+  ``test_vit`` rebuilt there as a ``CustomBackbone``), cold and cached, each in a fresh
+  process, with the ratios; VisBench is never imported by vbstore;
 - ``metrics``: images (pairs) per second of the correspondence metric code at N images with a
   ViT-S/14 geometry (384 channels, a 16 x 16 grid at 224 px; images 300 x 240, resized and
   cropped as a real backbone would), features read from a small pool so memory stays flat;
@@ -157,7 +162,125 @@ def metrics(args) -> dict:
     return out
 
 
-SECTIONS = {"correspondence": correspondence, "metrics": metrics}
+# Run by the peer's interpreter: VisBench's correspondence through its public API, with the same
+# tiny ViT (vbstore's test_vit, rebuilt here from its published architecture) and weights.
+_PEER = r"""
+import json, sys, time
+start = time.perf_counter()
+import torch
+from torch import nn
+import visbench
+from visbench.backbones.custom import CustomBackbone
+from visbench.cache.feature_cache import FeatureCache
+from visbench.data.pair_dataset import HomographyPairDataset
+
+data, weights, cache, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+DIM, DEPTH, PATCH = 32, 3, 8
+
+class TinyViT(nn.Module):
+    def __init__(self, img_size):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, DIM, PATCH, stride=PATCH)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, DIM))
+        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + (img_size // PATCH) ** 2, DIM))
+        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(
+            DIM, 2, 2 * DIM, dropout=0.0, batch_first=True, norm_first=True)
+            for _ in range(DEPTH))
+        self.norm = nn.LayerNorm(DIM)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+model = TinyViT(size)
+model.load_state_dict(torch.load(weights))
+model.eval()
+
+def preprocess(image):  # vbstore's test_vit: resize to the input size, bilinear, mean/std 0.5
+    image = image.convert("RGB").resize((size, size), 2)
+    x = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
+    x = x.reshape(size, size, 3).permute(2, 0, 1).float() / 255
+    return (x - 0.5) / 0.5
+
+def features(module, x):
+    tokens = module(x)
+    return tokens[:, 1:], tokens[:, 0], (size // PATCH, size // PATCH)
+
+backbone = CustomBackbone(model, preprocess, name="test_vit", embed_dim=DIM,
+                          has_cls_token=True, patch_size=PATCH, feature_fn=features,
+                          image_size=size, device="cpu")
+dataset = HomographyPairDataset(data, split="all", max_warp=0.2, seed=0, image_size=size)
+result = visbench.run(backbone, "correspondence", dataset, cache=FeatureCache(cache),
+                      device="cpu")
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "metrics": {k: float(v) for k, v in result.metrics.items()
+                              if isinstance(v, (int, float))}}))
+"""
+
+_OURS = r"""
+import json, sys, time
+start = time.perf_counter()
+import vbstore
+store = vbstore.Store(sys.argv[2])
+result = vbstore.get_result("test_vit", "correspondence", sys.argv[1], store=store,
+                            weights="random", input_size=int(sys.argv[3]), progress=False)
+print(json.dumps({"seconds": time.perf_counter() - start, "metrics": result.metrics}))
+"""
+
+
+def _process(python: str, code: str, *argv: str) -> dict:
+    import subprocess
+
+    out = subprocess.run([python, "-c", code, *argv], capture_output=True, text=True,
+                         check=False)
+    if out.returncode:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def visbench(args) -> dict:
+    """vbstore vs VisBench correspondence, same images and weights, each run in a fresh process
+    (cold: empty caches; cached: the same call again)."""
+    import torch
+
+    from vbstore.backbones import build_backbone
+
+    peer = Path(args.peer_python)
+    if not peer.exists():
+        print(f"visbench: no peer interpreter at {peer} (pip install visbench into a scratch "
+              "venv and pass --peer-python)")
+        return {}
+    work = Path(tempfile.mkdtemp(prefix="pairs-peer-"))
+    try:
+        flat = flat_images(work, args.images, args.input_size)
+        net = build_backbone("test_vit", weights="random", input_size=args.input_size).module
+        torch.save(net.state_dict(), work / "vit.pt")
+        ours, theirs = {}, {}
+        for label in ("cold", "cached"):
+            ours[label] = _process(sys.executable, _OURS, str(flat), str(work / "store"),
+                                   str(args.input_size))
+            theirs[label] = _process(str(peer), _PEER, str(flat), str(work / "vit.pt"),
+                                     str(work / "vbcache"), str(args.input_size))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"correspondence vs VisBench 0.27 (its public API; test_vit, random weights, "
+          f"{args.images} images of {args.input_size} px, fresh process each, imports "
+          "included):")
+    for label in ("cold", "cached"):
+        a, b = ours[label]["seconds"], theirs[label]["seconds"]
+        print(f"  {label:<7} vbstore {a:7.2f} s   visbench {b:7.2f} s   ratio {b / a:6.2f}x")
+    for key in ("recall@1px", "recall@5px", "recall@10px", "auc@10px", "num_matches"):
+        print(f"  {key:<12} vbstore {ours['cold']['metrics'].get(key, float('nan')):.4f}   "
+              f"visbench {theirs['cold']['metrics'].get(key, float('nan')):.4f}")
+    print("  (the warps differ: vbstore seeds each image's homography with its content hash, "
+          "VisBench with its position, so the figures agree in kind, not to the digit)")
+    return {"vbstore": ours, "visbench": theirs}
+
+
+SECTIONS = {"correspondence": correspondence, "metrics": metrics, "visbench": visbench}
 
 
 def main() -> None:
@@ -165,7 +288,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=32)
     parser.add_argument("--input-size", type=int, default=64)
     parser.add_argument("--metric-images", type=int, default=5000)
-    parser.add_argument("--sections", default=",".join(SECTIONS))
+    parser.add_argument("--sections", default="correspondence,metrics")
+    parser.add_argument("--peer-python", default="/tmp/peer/bin/python",
+                        help="an interpreter with visbench installed (section visbench)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = {}

@@ -43,7 +43,7 @@ def test_an_exact_translation_by_whole_patches_is_matched_exactly():
         assert metrics[f"recall@{t}px"] == 1.0
         assert metrics[f"ceiling_recall@{t}px"] == 1.0
     assert metrics["auc@10px"] == 1.0
-    assert metrics["num_matches"] == 12.0  # 3 of 4 columns of A are still in view in B
+    assert metrics["num_matches"] == 24.0  # 3 of 4 columns of A are in view in B, two pairs
 
 
 def test_a_half_patch_offset_is_the_grid_s_ceiling():
@@ -112,3 +112,15 @@ def test_random_homographies_move_corners_within_max_warp_and_repeat():
     moved = apply_homography(h1, corners) - corners
     assert np.all(np.abs(moved[:, 0]) <= 0.2 * 40 + 1e-9)
     assert np.all(np.abs(moved[:, 1]) <= 0.2 * 20 + 1e-9)
+
+
+def test_matches_of_every_pair_are_pooled():
+    """probe3d's convention: one pair with three matches weighs three times one with one."""
+    from vbstore.tasks._matching import summarise
+
+    out = summarise([np.array([0.5]), np.array([5.0, 5.0, 5.0]), np.zeros(0)],
+                    [np.array([0.5]), np.array([0.5, 5.0, 5.0]), np.zeros(0)])
+    assert out["recall@1px"] == 0.25
+    assert out["ceiling_recall@1px"] == 0.5
+    assert out["num_matches"] == 4.0
+    assert summarise([np.zeros(0)], [np.zeros(0)])["recall@10px"] == 0.0

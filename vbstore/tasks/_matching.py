@@ -118,12 +118,11 @@ def pair_errors(ratio: np.ndarray, nn: np.ndarray, back_nn: np.ndarray, homograp
 
 
 def summarise(errors: list[np.ndarray], best: list[np.ndarray]) -> dict[str, float]:
-    """The metrics over pairs: each pair's recall and AUC, then their mean."""
-    per_pair = [recall_auc(e) for e in errors]
-    ceiling = [recall_auc(b) for b in best]
-    out = {k: float(np.mean([p[k] for p in per_pair])) for k in per_pair[0]}
-    out.update({f"ceiling_{k}": float(np.mean([c[k] for c in ceiling])) for k in ceiling[0]})
-    out["num_matches"] = float(np.mean([len(e) for e in errors]))
+    """The metrics of the matches of every pair, pooled (probe3d's convention: a pair with more
+    matches weighs more); no match at all scores 0."""
+    out = recall_auc(np.concatenate(errors))
+    out.update({f"ceiling_{k}": v for k, v in recall_auc(np.concatenate(best)).items()})
+    out["num_matches"] = float(sum(len(e) for e in errors))
     return out
 
 

@@ -16,13 +16,14 @@ it: no annotation is needed.
 - A match's error is in pixels of the original image (view A): the distance from the A
   patch's centre to the B patch's centre taken back through the exact homography. Patch
   centres are mapped through the backbone's own resize and crop.
-- ``recall@Tpx`` is the share of a pair's matches within T pixels (a pair without a match
-  scores 0), averaged over pairs; ``auc@10px`` is the area under that recall curve for T in
-  [0, 10], divided by 10 (the mean of ``max(0, 1 - error / 10)``).
+- ``recall@Tpx`` is the share of matches within T pixels, the matches of every pair pooled
+  (probe3d's and VisBench's convention: a pair with more matches weighs more; no match at all
+  scores 0); ``auc@10px`` is the area under that recall curve for T in [0, 10], divided by 10
+  (the mean of ``max(0, 1 - error / 10)``).
 - ``ceiling_*`` are the same figures for the best the patch grid allows: each match's A patch
   paired with the B patch whose centre lands nearest it (the true correspondence snapped to the
   grid), so ``ceiling_recall@T >= recall@T``. They give context (a coarse grid cannot reach
-  1 px) and are never ranked. ``num_matches`` is the mean count of matches per pair.
+  1 px) and are never ranked. ``num_matches`` is the count of matches over all pairs.
 """
 
 from __future__ import annotations
@@ -77,13 +78,14 @@ class WarpPairs:
 
 _METRICS = (
     *(Metric(f"recall@{t}px", "higher", f"share of matches within {t} px of the true "
-             "correspondence (pixels of the original image), mean over pairs")
+             "correspondence (pixels of the original image), all pairs' matches pooled")
       for t in THRESHOLDS),
     Metric(f"auc@{AUC_PX}px", "higher", "area under recall@T px for T in [0, 10], over 10"),
     *(Metric(f"ceiling_recall@{t}px", "higher", f"recall@{t}px of the matches snapped to the "
              "patch grid's best cell (context, never ranked)") for t in THRESHOLDS),
     Metric(f"ceiling_auc@{AUC_PX}px", "higher", "auc@10px the patch grid allows (context)"),
-    Metric("num_matches", "higher", "matches kept per pair after the ratio test (diagnostic)"),
+    Metric("num_matches", "higher", "matches kept after the ratio test, over all pairs "
+                                    "(diagnostic)"),
 )
 
 
