@@ -289,7 +289,7 @@ def main() -> None:
     parser.add_argument("--input-size", type=int, default=64)
     parser.add_argument("--metric-images", type=int, default=5000)
     parser.add_argument("--sections", default="correspondence,metrics")
-    parser.add_argument("--peer-python", default="/tmp/peer/bin/python",
+    parser.add_argument("--peer-python", default="/tmp/peer/bin/python",  # noqa: S108 - a path
                         help="an interpreter with visbench installed (section visbench)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

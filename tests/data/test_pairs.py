@@ -146,3 +146,37 @@ def test_flat_image_folders(store, tmp_path):
         load_manifest(store, empty)
     with pytest.raises(BadInput, match=r"empty: no image files in it"):
         load_manifest(store, empty, layout="images")
+
+
+def _spair(root, pairs):
+    """A tiny SPair-71k tree: PairAnnotation/test/*.json and JPEGImages/cat/*.jpg."""
+    import json
+
+    (root / "JPEGImages" / "cat").mkdir(parents=True)
+    (root / "PairAnnotation" / "test").mkdir(parents=True)
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        Image.new("RGB", (40, 30), (50, 60, 70)).save(root / "JPEGImages" / "cat" / name)
+    for i, (src, trg) in enumerate(pairs):
+        doc = {"src_imname": src, "trg_imname": trg, "category": "cat",
+               "src_kps": [[1, 2], [3, 4]], "trg_kps": [[5, 6], [7, 8]],
+               "trg_bndbox": [0, 0, 20, 10], "src_imsize": [40, 30, 3]}
+        (root / "PairAnnotation" / "test" / f"{i:06d}-{src}-{trg}:cat.json").write_text(
+            json.dumps(doc))
+
+
+def test_spair_pairs_read_as_keypoint_pairs(store, tmp_path):
+    _spair(tmp_path / "spair", [("a.jpg", "b.jpg"), ("b.jpg", "c.jpg")])
+    view = load_manifest(store, tmp_path / "spair", split="test")
+    assert view.layout == "spair"
+    assert view.names == ["JPEGImages/cat/a.jpg", "JPEGImages/cat/b.jpg", "JPEGImages/cat/c.jpg"]
+    assert view.doc["keypoint_pairs"][0] == [0, 1, [[1.0, 2.0], [3.0, 4.0]],
+                                              [[5.0, 6.0], [7.0, 8.0]], [0.0, 0.0, 20.0, 10.0]]
+    assert len(load_manifest(store, tmp_path / "spair", split="test", limit=1).samples) == 2
+    with pytest.raises(UsageError, match="SPair-71k needs --split"):
+        load_manifest(store, tmp_path / "spair")
+
+
+def test_a_spair_pair_with_one_view_is_named(store, tmp_path):
+    _spair(tmp_path / "spair", [("a.jpg", "a.jpg")])
+    with pytest.raises(BadInput, match=r"a\.jpg-a\.jpg:cat\.json: src and trg are both"):
+        load_manifest(store, tmp_path / "spair", split="test")

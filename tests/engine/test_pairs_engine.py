@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 from click.testing import CliRunner
 
 import vbstore
@@ -137,3 +138,25 @@ def test_run_relative_pose_and_correspondence_from_the_cli(tmp_path):
     out = runner.invoke(cli, [*base, "correspondence", *tiny, "--data", str(empty)])
     assert out.exit_code == 2
     assert str(empty) in out.output
+
+
+def test_keypoint_correspondence_on_a_spair_tree(store, tmp_path):
+    """Identical images: every keypoint's own patch is its best match, and the error is the
+    distance from the keypoint to its patch's centre: 1.41, 0 and 2.24 px here."""
+    from PIL import Image
+
+    root = tmp_path / "spair"
+    (root / "JPEGImages" / "cat").mkdir(parents=True)
+    (root / "PairAnnotation" / "test").mkdir(parents=True)
+    pixels = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    for name in ("a.jpg", "b.png"):
+        Image.fromarray(pixels).save(root / "JPEGImages" / "cat" / name.replace("jpg", "png"))
+    points = [[3.0, 3.0], [20.0, 12.0], [30.0, 29.0]]
+    doc = {"src_imname": "a.png", "trg_imname": "b.png", "category": "cat", "src_kps": points,
+           "trg_kps": points, "trg_bndbox": [0, 0, 40, 30]}
+    (root / "PairAnnotation" / "test" / "0-a-b:cat.json").write_text(json.dumps(doc))
+    result = vbstore.get_result("test_vit", "keypoint_correspondence", str(root), split="test",
+                                store=store, **TINY)
+    # within 0.1 x 40 = 4 px: all three; within 2 px: two of three
+    assert result.metrics == {"pck@0.1": 1.0, "pck@0.05": 2 / 3, "num_keypoints": 3.0}
+    assert result.record.protocol == "spair_pck_bbox"

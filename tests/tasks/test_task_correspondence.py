@@ -124,3 +124,23 @@ def test_matches_of_every_pair_are_pooled():
     assert out["ceiling_recall@1px"] == 0.5
     assert out["num_matches"] == 4.0
     assert summarise([np.zeros(0)], [np.zeros(0)])["recall@10px"] == 0.0
+
+
+def test_keypoint_pck_against_a_hand_computation():
+    """Two pairs on a 4 x 4 grid of 8 px patches; the target's features are the source's
+    shifted right by one patch, so each keypoint lands one patch (8 px) right of its cell."""
+    from vbstore.tasks import KeypointPairs
+
+    a = torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(5))
+    feats = torch.cat([a, shifted(a, 1)])
+    split = TensorSplit([feats], torch.zeros(2, 3, SIZE, SIZE), target_kind="image")
+    src = [[5.0, 5.0], [13.0, 20.0], [40.0, 5.0]]  # the last is outside the image: not scored
+    trg = [[12.0, 4.0], [25.0, 20.0], [0.0, 0.0]]  # predictions: (12, 4) and (20, 20)
+    pairs = [[0, 1, src, trg, [0.0, 0.0, 40.0, 20.0]],  # alpha * 40: 4 px at 0.1, 2 px at 0.05
+             [0, 1, src[:1], [[12.0, 4.0]], [0.0, 0.0, 10.0, 10.0]]]
+    metrics = get_task("keypoint_correspondence").evaluate_views(
+        KeypointPairs(split, pairs, np.array([[SIZE, SIZE]] * 2), identity_geometry, SIZE))
+    # errors: 0 (box 40), 5 (box 40), 0 (box 10) -> within 4 px: 2 of 3; within 2 px: 2 of 3
+    assert metrics["num_keypoints"] == 3.0
+    assert metrics["pck@0.1"] == pytest.approx(2 / 3)
+    assert metrics["pck@0.05"] == pytest.approx(2 / 3)

@@ -21,10 +21,11 @@ from ._packaged import EXTERNAL, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
+from ._spair import is_spair, scan_spair
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
-LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
@@ -34,13 +35,15 @@ _APPLIES = {
     "triplets": (),
     "pairs": (),
     "images": (),
+    "spair": (),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
 _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
     "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
-    "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images"
+    "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
+    "SPair-71k"
 )
 
 
@@ -173,6 +176,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if "stems" in options or "train_stems" in options:
         return "stems"
+    if is_spair(root):  # its splits are folders of pair files, not of images
+        return "spair"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -218,6 +223,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
         return scan_triplets(root, split)
     if layout == "pairs":
         return scan_pairs(root, split)
+    if layout == "spair":
+        return scan_spair(root, split)
     if layout == "images":
         if not root.is_dir():
             raise UsageError(f"the images layout reads a folder, not the file {root}")

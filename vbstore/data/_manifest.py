@@ -24,7 +24,7 @@ from ._scan import Entry, Scan
 
 def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]],
                     triplets: Sequence[Sequence[int]] | None = None,
-                    pairs: Sequence[Sequence[float]] | None = None) -> str:
+                    pairs: Sequence[Sequence[Any]] | None = None) -> str:
     """The digest of a split's content: BLAKE3 of ``canonical({"classes", "samples"})``
     (and ``triplets``, for 2AFC data: the same images with other judgements differ).
 
@@ -34,7 +34,7 @@ def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]],
     content: dict[str, Any] = {"classes": list(classes), "samples": list(samples)}
     if triplets is not None:
         content["triplets"] = [list(t) for t in triplets]
-    if pairs is not None:  # views with their relative poses
+    if pairs is not None:  # views with their relative poses, or keypoint pairs
         content["pairs"] = [list(p) for p in pairs]
     return canonical.key_of(content)
 
@@ -77,7 +77,7 @@ def kept_triplets(scan: Scan, limit: int | None) -> list[tuple[str, str, str, st
     return sorted(sorted(rows, key=lambda t: (name_hash(t[0]), t[0]))[:limit], key=lambda t: t[0])
 
 
-def kept_pairs(scan: Scan, limit: int | None) -> list[tuple[str, str, str, tuple[float, ...]]]:
+def kept_pairs(scan: Scan, limit: int | None) -> list[tuple[str, str, str, tuple[Any, ...]]]:
     """The pairs ``--limit`` keeps: the N lowest hashes of their ids, in id order."""
     rows = sorted(scan.pairs or [], key=lambda p: p[0])
     if limit is None:
@@ -192,8 +192,8 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
     pairs = None
     if scan.pairs is not None:
         index = {e.name: i for i, e in enumerate(entries)}
-        pairs = [[index[a], index[b], *pose] for _, a, b, pose in kept_pairs(scan, limit)]
-        doc["pairs"] = pairs
+        pairs = [[index[a], index[b], *payload] for _, a, b, payload in kept_pairs(scan, limit)]
+        doc[scan.pair_field] = pairs
     doc["digest"] = manifest_digest(scan.classes, samples, triplets, pairs)
     return doc
 

@@ -18,7 +18,7 @@ from ..backbones import BackboneCfg
 from ..data import warped_views
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
-from ..tasks import WarpPairs, aggregate_seeds
+from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
@@ -187,10 +187,13 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     draws: list[dict[str, Any]] = []  # bootstrap draws over eval samples, one set per head
     skip = sample_ci_skip(task)
     start = time.perf_counter()
-    if task.views is not None:
+    if task.views == "homography":
         views = _views(plan, run, evaluation)
         edges.update(views_manifest=views.manifest.id, views_features=views.id)
         per_seed = [task.evaluate_views(_warp_pairs(plan, evaluation, views), plan.task_params)
+                    ] * len(plan.request.probe.seed_list)
+    elif task.views == "keypoints":
+        per_seed = [task.evaluate_views(_keypoint_pairs(plan, evaluation), plan.task_params)
                     ] * len(plan.request.probe.seed_list)
     elif task.zero_shot:
         files = param_files(store, task, plan.task_params)
@@ -248,6 +251,15 @@ def _warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
                      view_homographies(evaluation.manifest, params["warp_seed"],
                                        params["max_warp"]),
                      image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
+
+
+def _keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
+    from ..data import image_sizes  # numpy: only when pairs are scored
+
+    pre = plan.backbone.doc["preprocessing"]
+    cfg = BackboneCfg(**{**pre, "mean": tuple(pre["mean"]), "std": tuple(pre["std"])})
+    return KeypointPairs(evaluation.split(), evaluation.manifest.doc.get("keypoint_pairs") or [],
+                         image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
 
 
 def sample_ci_skip(task) -> str:

@@ -306,7 +306,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         step = _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
         features[role] = step
         steps.append(step)
-    if task.views is not None:
+    if task.views == "homography":
         steps.extend(_views_steps(store, ref, eval_m, extractor, task_params, unneeded, dry_run))
     if task.trains_head and head is None:
         for seed in seeds:

@@ -34,7 +34,7 @@ from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownT
 from ._registry import get_task, list_tasks, ordered_metrics, register_task
 from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
-from .correspondence import WarpPairs
+from .correspondence import KeypointPairs, WarpPairs
 
 __all__ = [
     "DENSE_TARGETS",
@@ -43,6 +43,7 @@ __all__ = [
     "DenseTask",
     "FileParam",
     "HeadState",
+    "KeypointPairs",
     "Metric",
     "Param",
     "Task",

@@ -222,8 +222,9 @@ class Task:
         layout: The data layout the task reads, for help texts (default: by ``target_kind``).
         sample_ci_skip: Why the engine's bootstrap over eval samples does not apply to this
             task (put in the record instead of an interval); empty when it applies.
-        views: For a zero-shot dense task scored on derived views of each image: the kind of
-            views (``homography``); the engine derives them and calls ``evaluate_views``.
+        views: For a zero-shot dense task scored on image pairs: ``homography`` (each image
+            against a warped copy the engine derives) or ``keypoints`` (annotated keypoint
+            pairs of the manifest); the engine then calls ``evaluate_views``.
     """
 
     name: str = ""
@@ -510,9 +511,9 @@ class Task:
 
     def evaluate_views(self, views: Any, params: Mapping[str, Any] | None = None
                        ) -> dict[str, float]:
-        """Score each image against a derived view of it (a task with ``views``): ``views``
-        carries both dense splits and the exact geometry between them (for ``homography``
-        views, a :class:`vbstore.tasks.correspondence.WarpPairs`).
+        """Score image pairs (a task with ``views``): for ``homography`` views a
+        :class:`vbstore.tasks.WarpPairs` (each image's features, its warped copy's, the exact
+        warp), for ``keypoints`` a :class:`vbstore.tasks.KeypointPairs`.
 
         Raises:
             UsageError: the task scores no views, or a bad param.

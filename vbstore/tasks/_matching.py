@@ -14,7 +14,7 @@ from ..data import apply_homography
 if TYPE_CHECKING:
     import torch
 
-    from .correspondence import Geometry, WarpPairs
+    from .correspondence import Geometry, KeypointPairs, WarpPairs
 
 THRESHOLDS = (1, 2, 5, 10)
 AUC_PX = 10
@@ -172,3 +172,63 @@ def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
         raise UndefinedMetric("correspondence", "recall@1px",
                               "no view shows any patch of its image: lower max_warp")
     return summarise(errors, best)
+
+
+PCK_ALPHAS = (0.1, 0.05)
+
+
+def keypoint_cells(points: np.ndarray, size: tuple[int, int], grid_hw: tuple[int, int],
+                   input_size: int, geometry: Geometry) -> np.ndarray:
+    """The grid cell (row-major index) under each ``[x, y]`` point of an image of ``size``;
+    -1 for a point outside the part of the image the backbone sees."""
+    (new_w, new_h), box = geometry(*size)
+    left, top = (box[0], box[1]) if box is not None else (0, 0)
+    x = points[:, 0] * new_w / size[0] - left
+    y = points[:, 1] * new_h / size[1] - top
+    gh, gw = grid_hw
+    inside = (x >= 0) & (x < input_size) & (y >= 0) & (y < input_size)
+    col = np.clip(np.floor(x * gw / input_size), 0, gw - 1).astype(np.int64)
+    row = np.clip(np.floor(y * gh / input_size), 0, gh - 1).astype(np.int64)
+    return np.where(inside, row * gw + col, -1)
+
+
+def score_keypoints(pairs: KeypointPairs, batch_size: int = 32) -> dict[str, float]:
+    """PCK of nearest-neighbour keypoint transfer, over every scored keypoint (pooled).
+
+    Each source keypoint takes the feature of the patch it lies in; its prediction is the
+    centre (in target pixels) of the most similar target patch (cosine); it is correct within
+    ``alpha`` when that centre is at most ``alpha * max(box width, box height)`` from the
+    annotated target keypoint.
+
+    Raises:
+        UndefinedMetric: no source keypoint lies inside what the backbone sees.
+    """
+    from ._errors import UndefinedMetric
+
+    grid_hw = (int(pairs.feats.grid_hw[0]), int(pairs.feats.grid_hw[1]))
+    errors, scales = [], []
+    for start in range(0, len(pairs.pairs), batch_size):
+        chunk = pairs.pairs[start:start + batch_size]
+        rows = sorted({int(p[0]) for p in chunk} | {int(p[1]) for p in chunk})
+        feats = _normalised(pairs.feats.feats(rows)[-1])
+        at = {row: k for k, row in enumerate(rows)}
+        for src, trg, src_kps, trg_kps, box in chunk:
+            src_size = (int(pairs.sizes[src][0]), int(pairs.sizes[src][1]))
+            trg_size = (int(pairs.sizes[trg][0]), int(pairs.sizes[trg][1]))
+            cells = keypoint_cells(np.asarray(src_kps, float), src_size, grid_hw,
+                                   pairs.input_size, pairs.geometry)
+            seen = cells >= 0
+            if not seen.any():
+                continue
+            sim = feats[at[int(src)]][cells[seen]] @ feats[at[int(trg)]].T
+            centres = patch_centres(grid_hw, pairs.input_size, trg_size, pairs.geometry)
+            predicted = centres[sim.argmax(dim=1).numpy()]
+            errors.append(np.linalg.norm(predicted - np.asarray(trg_kps, float)[seen], axis=1))
+            scales.append(np.full(int(seen.sum()), max(box[2] - box[0], box[3] - box[1])))
+    if not errors:
+        raise UndefinedMetric("keypoint_correspondence", "pck@0.1",
+                              "no source keypoint lies inside what the backbone sees")
+    e, scale = np.concatenate(errors), np.concatenate(scales)
+    out = {f"pck@{a:g}": float(np.mean(e <= a * scale)) for a in PCK_ALPHAS}
+    out["num_keypoints"] = float(len(e))
+    return out

@@ -65,8 +65,9 @@ def _check_declaration(task: Task) -> None:
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
     hooks: tuple[str, ...]
     if task.views is not None:
-        if task.views != "homography" or not task.zero_shot or task.feature_mode != "dense":
-            raise bad("views are homography views of a zero-shot dense task")
+        if (task.views not in ("homography", "keypoints") or not task.zero_shot
+                or task.feature_mode != "dense"):
+            raise bad("views (homography or keypoints) are for a zero-shot dense task")
         hooks = ("_evaluate_views",)
     elif task.feature_mode == "dense" and not vectors:
         hooks = ("_fit_split", "_evaluate_split") if task.trains_head else ("_evaluate_split",)

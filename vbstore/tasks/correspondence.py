@@ -89,6 +89,26 @@ _METRICS = (
 )
 
 
+@dataclass(frozen=True)
+class KeypointPairs:
+    """What ``keypoint_correspondence`` scores: dense features and annotated keypoint pairs.
+
+    Attributes:
+        feats: Dense features of the manifest's images, in manifest order.
+        pairs: ``[src, trg, src_kps, trg_kps, trg_bndbox]`` per pair: row indices into
+            ``feats``, matching lists of ``[x, y]`` pixels, the target's ``[x1, y1, x2, y2]``.
+        sizes: (N, 2): each image's (width, height).
+        geometry: The backbone's resize and crop, as for :class:`WarpPairs`.
+        input_size: The side of the backbone's square input.
+    """
+
+    feats: FeatureRows
+    pairs: list
+    sizes: np.ndarray
+    geometry: Geometry
+    input_size: int
+
+
 @register_task(name="correspondence")
 class Correspondence(Task):
     """Zero-shot homography correspondence: dense patches matched to a warped view (probe3d)."""
@@ -126,3 +146,37 @@ class Correspondence(Task):
         from ._matching import score_pairs
 
         return score_pairs(views, params)
+
+
+@register_task(name="keypoint_correspondence")
+class KeypointCorrespondence(Task):
+    """Zero-shot semantic correspondence on annotated keypoint pairs (SPair-71k): PCK."""
+
+    level = "mid"
+    op_version = 1
+    feature_mode = "dense"
+    target_kind = "image"
+    zero_shot = True
+    stochastic = False
+    views = "keypoints"
+    protocol = "spair_pck_bbox"
+    layout = ("SPair-71k: root/PairAnnotation/<split>/*.json (src_imname, trg_imname, category, "
+              "src_kps, trg_kps, trg_bndbox) and root/JPEGImages/<category>/<image>")
+    sample_ci_skip = "each draw would transfer every keypoint again (cost)"
+    metrics = (
+        Metric("pck@0.1", "higher", "share of source keypoints whose nearest-neighbour patch in "
+                                    "the target lands within 0.1 x the target box's longer side"),
+        Metric("pck@0.05", "higher", "the same within 0.05 x the box's longer side"),
+        Metric("num_keypoints", "higher", "keypoints scored (those inside the source's view; "
+                                          "diagnostic)"),
+    )
+    headline = "pck@0.1"
+
+    def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
+        from ._errors import TaskInputError
+        from ._matching import score_keypoints
+
+        if not isinstance(views, KeypointPairs):
+            raise TaskInputError(f"keypoint_correspondence scores KeypointPairs, got "
+                                 f"{type(views).__name__}")
+        return score_keypoints(views)
