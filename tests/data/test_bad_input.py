@@ -93,15 +93,16 @@ def test_dense_layout_forced_on_a_class_folder(store, image_folder):
         load_manifest(store, image_folder, split="train", layout="dense")
 
 
-def test_loose_images_match_no_layout(store, tmp_path):
+def test_loose_images_are_a_flat_folder_but_not_beside_class_folders(store, tmp_path):
     write_image(tmp_path / "flat" / "a.png")
-    with pytest.raises(BadInput, match=r"folders in no known layout: .*flat: no class folders"):
-        load_manifest(store, tmp_path / "flat")
+    flat = load_manifest(store, tmp_path / "flat")  # unlabelled: for probes that need no label
+    assert flat.layout == "images"
+    with pytest.raises(UsageError, match="flat folder of unlabelled images"):
+        flat.labels()
     write_image(tmp_path / "mixed" / "cls" / "b.png")
     write_image(tmp_path / "mixed" / "c.png")
     with pytest.raises(BadInput, match=r"images outside any class folder: .*mixed/c\.png"):
         load_manifest(store, tmp_path / "mixed")
-    _assert_nothing_stored(store)
 
 
 @pytest.mark.parametrize(

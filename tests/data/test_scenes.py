@@ -35,7 +35,8 @@ def test_scenes_are_deterministic_per_seed_and_grow_by_adding(tmp_path, scenes):
     assert other != again
     more = _files(make_scenes(tmp_path / "c", per_split=7, seed=3, size=48))
     assert {k: more[k] for k in again} == again
-    assert sorted({k.split("/")[1] for k in again}) == sorted(("images", *SCENE_TARGETS))
+    assert sorted({k.split("/")[1] for k in again}) == sorted(("images", "views",
+                                                               *SCENE_TARGETS))
 
 
 def test_label_maps_are_palette_indices_and_masks_are_their_foreground(scenes):

@@ -23,14 +23,17 @@ from vbstore.tasks import (
 BUILTINS = [
     "classification",
     "corner",
+    "correspondence",
     "depth",
     "edge",
     "generic_segmentation",
+    "keypoint_correspondence",
     "keypoints2d",
     "knn",
     "multilabel",
     "occlusion_edge",
     "orientation",
+    "relative_pose",
     "retrieval",
     "semantic_segmentation",
     "similarity",
@@ -42,12 +45,15 @@ BUILTINS = [
 
 DENSE_LEVELS = {
     "corner": "low",
+    "correspondence": "mid",
     "depth": "mid",
     "edge": "low",
     "generic_segmentation": "mid",
+    "keypoint_correspondence": "mid",
     "keypoints2d": "low",
     "occlusion_edge": "mid",
     "orientation": "low",
+    "relative_pose": "mid",  # reads dense maps pooled to a grid of vectors, per pair
     "semantic_segmentation": "high",
     "surface_normal": "mid",
 }
@@ -177,7 +183,7 @@ def test_builtin_declarations(name):
     dense = name in DENSE_LEVELS
     assert info["level"] == {**DENSE_LEVELS, **POOLED_LEVELS}.get(name, "high")
     assert info["feature_mode"] == ("dense" if dense else "pooled")
-    assert (info["target_kind"] in DENSE_TARGETS) == dense
+    assert (info["target_kind"] in DENSE_TARGETS) == (dense and info["target_kind"] != "pairs")
     assert info["trains_head"] != info["zero_shot"]
     assert info["headline"] in [m["name"] for m in info["metrics"]]
     assert task.resolve_params() == {k: v["default"] for k, v in info["params"].items()}

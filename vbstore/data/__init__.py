@@ -20,11 +20,15 @@ from ._manifest import manifest_digest
 from ._packaged import SOURCES
 from ._png import png_bytes, write_png
 from ._view import ManifestView
+from ._views import find_warped_views, warped_views
 
 # the generator needs numpy at import; loading a manifest should not
 _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
          "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
-         "decode_target": "_targets", "read_verified": "_targets"}
+         "decode_target": "_targets", "read_verified": "_targets",
+         "apply_homography": "_warp", "random_homography": "_warp", "warp_image": "_warp",
+         "view_homographies": "_warp",
+         "image_sizes": "_warp"}
 _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
@@ -38,13 +42,20 @@ __all__ = [
     "SOURCES",
     "ManifestView",
     "align",
+    "apply_homography",
     "decode_target",
+    "find_warped_views",
+    "image_sizes",
     "load_manifest",
     "make_scenes",
     "make_shapes",
     "manifest_digest",
     "png_bytes",
+    "random_homography",
     "read_verified",
+    "view_homographies",
+    "warp_image",
+    "warped_views",
     "write_png",
 ]
 

@@ -18,12 +18,14 @@ from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
+from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
+from ._spair import is_spair, scan_spair
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
-LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
@@ -31,13 +33,17 @@ _APPLIES = {
     "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
     "list": ("classes", "target_type"),
     "triplets": (),
+    "pairs": (),
+    "images": (),
+    "spair": (),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
 _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
     "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
-    "root/data.csv of 2AFC triplets"
+    "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
+    "SPair-71k"
 )
 
 
@@ -159,6 +165,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
     """The layout ``root`` is in, or a clear error when it matches none or needs a split."""
     if triplet_csv(root) is not None:  # its splits are a column, not folders
         return "triplets"
+    if root.is_file() and pairs_csv(root, None) is not None:
+        return "pairs"
     if root.is_file():
         if root.suffix.lower() in LIST_SUFFIXES:
             return "list"
@@ -168,6 +176,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if "stems" in options or "train_stems" in options:
         return "stems"
+    if is_spair(root):  # its splits are folders of pair files, not of images
+        return "spair"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -177,7 +187,11 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if (base / "images").is_dir():
         return "dense"
+    if pairs_csv(root, split) is not None:
+        return "pairs"
     folders = subdirs(base)
+    if not folders and loose_images(base):
+        return "images"
     if split is None and folders and not any(loose_images(base / f) for f in folders):
         nested = [f for f in folders if (base / f / "images").is_dir() or subdirs(base / f)]
         if nested:
@@ -207,6 +221,14 @@ def _classes(value: str | Path | Sequence[str]) -> list[str]:
 def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -> Scan:
     if layout == "triplets":
         return scan_triplets(root, split)
+    if layout == "pairs":
+        return scan_pairs(root, split)
+    if layout == "spair":
+        return scan_spair(root, split)
+    if layout == "images":
+        if not root.is_dir():
+            raise UsageError(f"the images layout reads a folder, not the file {root}")
+        return scan_images(root, split)
     if layout == "list":
         if not root.is_file():
             raise UsageError(f"the list layout reads a .csv or .jsonl file, not the folder {root}")

@@ -23,7 +23,8 @@ from ._scan import Entry, Scan
 
 
 def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]],
-                    triplets: Sequence[Sequence[int]] | None = None) -> str:
+                    triplets: Sequence[Sequence[int]] | None = None,
+                    pairs: Sequence[Sequence[Any]] | None = None) -> str:
     """The digest of a split's content: BLAKE3 of ``canonical({"classes", "samples"})``
     (and ``triplets``, for 2AFC data: the same images with other judgements differ).
 
@@ -33,6 +34,8 @@ def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]],
     content: dict[str, Any] = {"classes": list(classes), "samples": list(samples)}
     if triplets is not None:
         content["triplets"] = [list(t) for t in triplets]
+    if pairs is not None:  # views with their relative poses, or keypoint pairs
+        content["pairs"] = [list(p) for p in pairs]
     return canonical.key_of(content)
 
 
@@ -52,6 +55,9 @@ def select(scan: Scan, limit: int | None) -> list[Entry]:
     if scan.triplets is not None:  # --limit counts triplets: keep the images they use
         used = {name for t in kept_triplets(scan, limit) for name in t[1:4]}
         return [e for e in scan.entries if e.name in used]
+    if scan.pairs is not None:  # --limit counts pairs: keep the images they use
+        used = {name for p in kept_pairs(scan, limit) for name in p[1:3]}
+        return [e for e in scan.entries if e.name in used]
     if limit is None:
         return list(scan.entries)
     groups: dict[str, list[Entry]] = {}
@@ -69,6 +75,14 @@ def kept_triplets(scan: Scan, limit: int | None) -> list[tuple[str, str, str, st
     if limit is None:
         return rows
     return sorted(sorted(rows, key=lambda t: (name_hash(t[0]), t[0]))[:limit], key=lambda t: t[0])
+
+
+def kept_pairs(scan: Scan, limit: int | None) -> list[tuple[str, str, str, tuple[Any, ...]]]:
+    """The pairs ``--limit`` keeps: the N lowest hashes of their ids, in id order."""
+    rows = sorted(scan.pairs or [], key=lambda p: p[0])
+    if limit is None:
+        return rows
+    return sorted(sorted(rows, key=lambda p: (name_hash(p[0]), p[0]))[:limit], key=lambda p: p[0])
 
 
 def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
@@ -112,6 +126,8 @@ def state_key(scan: Scan, limit: int | None) -> str | None:
                    scan.target_type, limit))]
     if scan.triplets is not None:  # the votes live in the table, not in any image's state
         lines.append(repr(kept_triplets(scan, limit)))
+    if scan.pairs is not None:  # the poses live in the table, not in any image's state
+        lines.append(repr(kept_pairs(scan, limit)))
     newest = 0
     stat = os.stat
     for e in entries:
@@ -173,7 +189,12 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
         triplets = [[index[r], index[a], index[b], lv, rv]
                     for _, r, a, b, lv, rv in kept_triplets(scan, limit)]
         doc["triplets"] = triplets
-    doc["digest"] = manifest_digest(scan.classes, samples, triplets)
+    pairs = None
+    if scan.pairs is not None:
+        index = {e.name: i for i, e in enumerate(entries)}
+        pairs = [[index[a], index[b], *payload] for _, a, b, payload in kept_pairs(scan, limit)]
+        doc[scan.pair_field] = pairs
+    doc["digest"] = manifest_digest(scan.classes, samples, triplets, pairs)
     return doc
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import BadInput, UsageError
 from ._files import loose_images, subdirs, walk_files
@@ -40,10 +41,15 @@ class Scan:
     classes: list[str]
     target_type: str
     entries: list[Entry] = field(default_factory=list)
-    # how --limit counts: "class" (N per class), "stem"/"sample" (N in all) or "triplet"
+    # how --limit counts: "class" (N per class), "stem"/"sample" (N in all), "triplet", "pair"
     limit_by: str = "sample"
     # 2AFC triplets (key, ref, left, right, left_vote, right_vote) over entry names, or None
     triplets: list[tuple[str, str, str, str, int, int]] | None = None
+    # view pairs (key, image_a, image_b, payload) over entry names, or None; the payload is
+    # the pose (qw, qx, qy, qz, tx, ty, tz), or (src_kps, trg_kps, trg_bbox) for keypoint pairs
+    pairs: list[tuple[str, str, str, tuple[Any, ...]]] | None = None
+    # the manifest field the pairs go to: pairs (poses) or keypoint_pairs
+    pair_field: str = "pairs"
 
 
 def _splits_hint(root: Path) -> str:

@@ -19,6 +19,17 @@ outlines. Every target is computed from the geometry, not estimated from the ima
 - ``keypoints``: 8-bit grey PNG, 255 * exp(-d^2 / (2 * 1.5^2)) around each visible box corner
   and room corner, d in pixels.
 
+Every scene is also seen from a second camera, for pair probes (``relative_pose``): the
+camera turned about the first one's target by up to 25 degrees, raised or lowered by up to
+0.3 m. Each split holds ``views/<NNNN>.png`` (the second view of ``images/<NNNN>.png``),
+``flow/<NNNN>.npy`` ((H, W, 2) float32: where each pixel centre of the first view lands in the
+second, in continuous pixel coordinates, NaN where out of frame or hidden: the exact pixel
+correspondences) and ``pairs.csv`` (the pairs layout: ``image_a``, ``image_b``, the relative
+rotation as a quaternion ``qw, qx, qy, qz`` and translation ``tx, ty, tz`` in metres, taking
+camera-A coordinates to camera-B ones, camera axes as for ``normals``). The second view draws
+from its own generator, so the first view and its targets are byte for byte what they were
+before pairs existed.
+
 The layout is vbstore's dense layout, ``<root>/<split>/{images,<target>}/<NNNN>.png`` paired by
 stem, so ``--data scenes --split val --target depth`` reads it like any dense dataset. Every
 image has its own generator seeded by (seed, split, index): the same seed writes the same bytes
@@ -43,18 +54,25 @@ MASK_PALETTE = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
 ROOM = 3.0  # half-width of the room in metres: every depth stays below 10 m
 FOV = math.radians(60)
 KEYPOINT_SIGMA = 1.5
+PAIR_YAW = 25.0  # degrees the second view turns about the first view's target, at most
+PAIR_VIEWS, PAIR_FLOW, PAIRS_FILE = "views", "flow", "pairs.csv"
 _FAR = 1e9
 
 
 def _camera(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Camera centre and a (3, 3) world-to-camera rotation (rows: right, up, backward)."""
+    """Camera centre and the point it looks at."""
     eye = np.array([rng.uniform(-1.0, 1.0), rng.uniform(1.0, 2.0), rng.uniform(1.6, 2.6)])
     target = np.array([rng.uniform(-0.8, 0.8), rng.uniform(0.2, 0.5), rng.uniform(-1.2, 0.0)])
+    return eye, target
+
+
+def look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The (3, 3) world-to-camera rotation (rows: right, up, backward) of a level camera."""
     forward = (target - eye) / np.linalg.norm(target - eye)
     right = np.cross(forward, [0.0, 1.0, 0.0])
     right /= np.linalg.norm(right)
     up = np.cross(right, forward)
-    return eye, np.stack([right, up, -forward])
+    return np.stack([right, up, -forward])
 
 
 def _objects(rng: np.random.Generator) -> list[dict]:
@@ -161,14 +179,29 @@ def occlusion_map(depth: np.ndarray, surface: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(out * 100.0), 0, 255).astype(np.uint8)
 
 
-def render_scene(size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """One scene: the image and every target as arrays (what :func:`make_scenes` writes)."""
-    eye, world_to_cam = _camera(rng)
+def draw_scene(rng: np.random.Generator) -> dict:
+    """A room's content and its first camera (``eye``, ``target``), drawn from ``rng``."""
+    eye, target = _camera(rng)
     objects = _objects(rng)
     light = np.array([rng.uniform(-0.6, 0.6), 1.0, rng.uniform(0.2, 0.8)])
     light /= np.linalg.norm(light)
     checker = rng.uniform(0.2, 0.95, (2, 3))
     stripes = rng.uniform(0.2, 0.95, (2, 3))
+    return {"eye": eye, "target": target, "objects": objects, "light": light,
+            "checker": checker, "stripes": stripes}
+
+
+def render_scene(size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One scene: the image and every target as arrays (what :func:`make_scenes` writes)."""
+    scene = draw_scene(rng)
+    return render_view(size, scene, scene["eye"], look_at(scene["eye"], scene["target"]))
+
+
+def render_view(size: int, scene: dict, eye: np.ndarray,
+                world_to_cam: np.ndarray) -> dict[str, np.ndarray]:
+    """The image and every target of ``scene`` seen from ``eye`` with ``world_to_cam``."""
+    objects, light = scene["objects"], scene["light"]
+    checker, stripes = scene["checker"], scene["stripes"]
 
     focal = (size / 2) / math.tan(FOV / 2)
     pix = (np.arange(size) + 0.5 - size / 2) / focal
@@ -212,6 +245,7 @@ def render_scene(size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         "edges": edge_map(image),
         "occlusion_edges": occlusion_map(z_depth, surface.reshape(shape)),
         "keypoints": _keypoints(objects, eye, world_to_cam, focal, z_depth),
+        "z_depth": z_depth,  # metres, float: what the exact pair correspondences are made of
     }
 
 
@@ -246,8 +280,74 @@ def _keypoints(objects, eye, world_to_cam, focal, z_depth) -> np.ndarray:
     return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
 
 
+def second_camera(scene: dict, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Another level camera on ``scene``: turned about the first one's target by up to 25
+    degrees, raised or lowered by up to 0.3 m, looking at a point near the same target."""
+    yaw = rng.uniform(-PAIR_YAW, PAIR_YAW)
+    rise = rng.uniform(-0.3, 0.3)
+    jitter = rng.uniform(-0.25, 0.25, 3)
+    eye = scene["target"] + _rot_y(math.radians(yaw)) @ (scene["eye"] - scene["target"])
+    eye = np.clip(eye + np.array([0.0, rise, 0.0]), [-2.6, 0.6, -2.6], [2.6, 2.4, 2.6])
+    return eye, look_at(eye, scene["target"] + jitter)
+
+
+def relative_pose(eye_a: np.ndarray, rot_a: np.ndarray, eye_b: np.ndarray,
+                  rot_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, t)`` taking camera-A coordinates to camera-B ones: ``X_b = R X_a + t``."""
+    return rot_b @ rot_a.T, rot_b @ (eye_a - eye_b)
+
+
+def quaternion(rotation: np.ndarray) -> np.ndarray:
+    """The unit quaternion ``(w, x, y, z)`` of a rotation matrix, ``w >= 0``."""
+    m = rotation
+    trace = np.trace(m)
+    candidates = [trace, m[0, 0], m[1, 1], m[2, 2]]
+    k = int(np.argmax(candidates))
+    if k == 0:
+        w = math.sqrt(max(1.0 + trace, 0.0)) / 2
+        q = [w, (m[2, 1] - m[1, 2]) / (4 * w), (m[0, 2] - m[2, 0]) / (4 * w),
+             (m[1, 0] - m[0, 1]) / (4 * w)]
+    else:
+        i, j, n = k - 1, k % 3, (k + 1) % 3  # the largest diagonal axis, then the other two
+        v = math.sqrt(max(1.0 + m[i, i] - m[j, j] - m[n, n], 0.0)) / 2
+        q = [0.0, 0.0, 0.0, 0.0]
+        q[0] = (m[n, j] - m[j, n]) / (4 * v)
+        q[1 + i] = v
+        q[1 + j] = (m[j, i] + m[i, j]) / (4 * v)
+        q[1 + n] = (m[n, i] + m[i, n]) / (4 * v)
+    out = np.array(q) / np.linalg.norm(q)
+    return out if out[0] >= 0 else -out
+
+
+def pair_flow(z_a: np.ndarray, z_b: np.ndarray, rotation: np.ndarray,
+              translation: np.ndarray) -> np.ndarray:
+    """(H, W, 2): where each pixel centre of view A lands in view B, in B's continuous pixel
+    coordinates (x, y); NaN where the surface it shows is out of B's frame or hidden in B."""
+    size = len(z_a)
+    focal = (size / 2) / math.tan(FOV / 2)
+    pix = (np.arange(size) + 0.5 - size / 2) / focal
+    px, py = np.meshgrid(pix, -pix)
+    points = np.stack([px * z_a, py * z_a, -z_a], axis=-1) @ rotation.T + translation
+    depth = -points[..., 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = size / 2 + focal * points[..., 0] / depth
+        v = size / 2 - focal * points[..., 1] / depth
+    inside = (depth > 1e-3) & (u >= 0) & (u < size) & (v >= 0) & (v < size)
+    col = np.clip(np.nan_to_num(u), 0, size - 1).astype(int)
+    row = np.clip(np.nan_to_num(v), 0, size - 1).astype(int)
+    seen = np.abs(z_b[row, col] - depth) <= 0.02 * depth + 0.02  # not behind something in B
+    flow = np.stack([u, v], axis=-1)
+    return np.where((inside & seen)[..., None], flow, np.nan).astype(np.float32)
+
+
+def _write_pairs(root: Path, split: str, rows: list[str]) -> None:
+    header = "id,image_a,image_b,qw,qx,qy,qz,tx,ty,tz\n"
+    (root / split / PAIRS_FILE).write_text(header + "".join(rows), encoding="utf-8")
+
+
 def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int = 64) -> Path:
-    """Write ``root/{train,val}/{images,<target>}/<NNNN>.png`` for every target in :data:`TARGETS`.
+    """Write ``root/{train,val}/{images,<target>}/<NNNN>.png`` for every target in :data:`TARGETS`,
+    and a second view of every scene for pair probes (see the module docstring).
 
     Args:
         root: The folder to write (created; existing files with the same names are replaced).
@@ -266,9 +366,24 @@ def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int 
             raise UsageError(f"scenes {name} must be an integer >= {low}, got {value!r}")
     root = Path(root)
     for split_index, split in enumerate(SPLITS):
+        rows = []
         for i in range(per_split):
-            scene = render_scene(size, np.random.default_rng([seed, split_index, i]))
-            for folder, pixels in scene.items():
+            scene = draw_scene(np.random.default_rng([seed, split_index, i]))
+            rot_a = look_at(scene["eye"], scene["target"])
+            view_a = render_view(size, scene, scene["eye"], rot_a)
+            for folder in ("images", *TARGETS):
                 palette = {"labels": PALETTE, "masks": MASK_PALETTE}.get(folder)
-                write_png(root / split / folder / f"{i:04d}.png", pixels, palette)
+                write_png(root / split / folder / f"{i:04d}.png", view_a[folder], palette)
+            # the second view draws from its own generator: the first view's bytes never change
+            eye_b, rot_b = second_camera(scene, np.random.default_rng([seed, split_index, i, 1]))
+            view_b = render_view(size, scene, eye_b, rot_b)
+            write_png(root / split / PAIR_VIEWS / f"{i:04d}.png", view_b["images"])
+            rotation, translation = relative_pose(scene["eye"], rot_a, eye_b, rot_b)
+            flow = pair_flow(view_a["z_depth"], view_b["z_depth"], rotation, translation)
+            (root / split / PAIR_FLOW).mkdir(parents=True, exist_ok=True)
+            np.save(root / split / PAIR_FLOW / f"{i:04d}.npy", flow)
+            pose = [*quaternion(rotation), *translation]
+            rows.append(f"{i:04d},images/{i:04d}.png,{PAIR_VIEWS}/{i:04d}.png,"
+                        + ",".join(repr(float(v)) for v in pose) + "\n")
+        _write_pairs(root, split, rows)
     return root

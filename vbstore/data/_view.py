@@ -133,6 +133,13 @@ class ManifestView:
             )
         return [position.get(name, -1) for name in self.classes]
 
+    def _refuse_unlabelled(self) -> None:
+        if self.layout == "images":
+            raise UsageError(f"{self.root} is a flat folder of unlabelled images, and this task "
+                             "needs labels",
+                             hint="put each image in a folder named after its class: "
+                                  "root/<class>/<image>")
+
     def labels(self, classes: Sequence[str] | None = None) -> list[int]:
         """Class index per sample, ready for ``torch.tensor(..., dtype=torch.long)``.
 
@@ -142,6 +149,7 @@ class ManifestView:
         Raises:
             UsageError: the manifest is not single-label, or a used class is not in ``classes``.
         """
+        self._refuse_unlabelled()
         if any("label" not in s for s in self.samples):
             raise UsageError(
                 f"manifest {self.id[:12]} has {self.target_type} targets, not one label per sample"
@@ -157,6 +165,7 @@ class ManifestView:
         """
         import numpy as np
 
+        self._refuse_unlabelled()
         if not all("label" in s or "labels" in s for s in self.samples):
             raise UsageError(f"manifest {self.id[:12]} has {self.target_type} targets, not labels")
         remap = self._index_map(classes)

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import __version__
+from ..backbones import BackboneCfg
+from ..data import warped_views
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
-from ..tasks import aggregate_seeds
+from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
@@ -67,14 +69,29 @@ class Feed:
 
     @property
     def dense(self) -> bool:
-        return self.plan.task.feature_mode == "dense"
+        """Whether the task reads a dense split (a pair task on dense maps reads vectors)."""
+        return self.plan.task.feature_mode == "dense" and self.plan.task.target_kind != "pairs"
 
     def pooled(self):
         if self._x is None:
-            from ..features import Features  # torch: only when features are read
+            if self.plan.task.feature_mode == "dense":  # pooled dense: the grid, average-pooled
+                self._x = self._grid_pooled(self.plan.task_params.get("grid", 1))
+            else:
+                from ..features import Features  # torch: only when features are read
 
-            self._x = Features(self.plan.store, self.id).pooled()
+                self._x = Features(self.plan.store, self.id).pooled()
         return self._x
+
+    def _grid_pooled(self, grid: int):
+        """(N, C * grid * grid): each dense map of the last layer average-pooled to a grid x grid
+        map of cells, flattened channel-major."""
+        import torch
+
+        split, rows = self.split(), []
+        for start in range(0, len(split), 256):
+            feats = split.feats(list(range(start, min(start + 256, len(split)))))[-1]
+            rows.append(torch.nn.functional.adaptive_avg_pool2d(feats, grid).flatten(1))
+        return torch.cat(rows).cpu()
 
     def split(self):
         if self._split is None:
@@ -105,6 +122,9 @@ class Feed:
             return torch.as_tensor(self.manifest.multi_hot(classes=classes), dtype=torch.float32)
         if kind == "triplets":  # [ref, left, right, left_vote, right_vote] rows of the manifest
             return torch.tensor(self.manifest.doc.get("triplets") or [], dtype=torch.long)
+        if kind == "pairs":  # [a, b, qw, qx, qy, qz, tx, ty, tz] rows of the manifest
+            return torch.tensor(self.manifest.doc.get("pairs") or [],
+                                dtype=torch.float64).reshape(-1, 9)
         return None
 
 
@@ -167,7 +187,15 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     draws: list[dict[str, Any]] = []  # bootstrap draws over eval samples, one set per head
     skip = sample_ci_skip(task)
     start = time.perf_counter()
-    if task.zero_shot:
+    if task.views == "homography":
+        views = _views(plan, run, evaluation)
+        edges.update(views_manifest=views.manifest.id, views_features=views.id)
+        per_seed = [task.evaluate_views(_warp_pairs(plan, evaluation, views), plan.task_params)
+                    ] * len(plan.request.probe.seed_list)
+    elif task.views == "keypoints":
+        per_seed = [task.evaluate_views(_keypoint_pairs(plan, evaluation), plan.task_params)
+                    ] * len(plan.request.probe.seed_list)
+    elif task.zero_shot:
         files = param_files(store, task, plan.task_params)
         edges.update({key: plan.task_params[key] for key in files})  # gc keeps them with the result
         per_seed = [_zero_shot(plan, evaluation, files)] * len(plan.request.probe.seed_list)
@@ -206,9 +234,39 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     return store.put_json(result.to_dict(), "result", edges=edges)
 
 
+def _views(plan: Plan, run: Run, evaluation: Feed) -> Feed:
+    """The derived views of the eval images (stored once) and their features."""
+    params = plan.task_params
+    views = warped_views(plan.store, evaluation.manifest, params["warp_seed"], params["max_warp"])
+    return Feed(plan, run, featureset(plan, run, views, "views"), views)
+
+
+def _warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
+    from ..data import image_sizes, view_homographies  # numpy: only when views are scored
+
+    pre = plan.backbone.doc["preprocessing"]
+    cfg = BackboneCfg(**{**pre, "mean": tuple(pre["mean"]), "std": tuple(pre["std"])})
+    params = plan.task_params
+    return WarpPairs(evaluation.split(), views.split(),
+                     view_homographies(evaluation.manifest, params["warp_seed"],
+                                       params["max_warp"]),
+                     image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
+
+
+def _keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
+    from ..data import image_sizes  # numpy: only when pairs are scored
+
+    pre = plan.backbone.doc["preprocessing"]
+    cfg = BackboneCfg(**{**pre, "mean": tuple(pre["mean"]), "std": tuple(pre["std"])})
+    return KeypointPairs(evaluation.split(), evaluation.manifest.doc.get("keypoint_pairs") or [],
+                         image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
+
+
 def sample_ci_skip(task) -> str:
     """Why the bootstrap over eval samples does not apply to ``task``; empty when it does."""
-    if task.feature_mode == "dense":
+    if task.views is not None:
+        return task.sample_ci_skip
+    if task.feature_mode == "dense" and task.target_kind != "pairs":
         return ("dense task: each draw would stream every eval map through the head again "
                 "(cost); only the spread over seeds is reported")
     if task.needs_text:
@@ -245,7 +303,7 @@ def _zero_shot_draws(plan: Plan, evaluation: Feed, run: Run) -> dict[str, Any]:
 def _redraw(evaluate, feats, targets, target_kind: str) -> dict[str, Any]:
     """Draws that evaluate again on resampled rows: triplet rows index the features, so only
     the triplets are drawn; otherwise features and targets are drawn together."""
-    if target_kind == "triplets":
+    if target_kind in ("triplets", "pairs"):
         return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets))
     return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats))
 

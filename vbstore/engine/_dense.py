@@ -85,6 +85,10 @@ class PackSplit:
             self._maps[index] = maps
         return self._maps[index]
 
+    def feats(self, positions: list[int]) -> list[torch.Tensor]:
+        """The feature maps of rows ``positions`` (no target decoded), one per layer."""
+        return self._feats(positions)
+
     def _feats(self, positions: list[int]) -> list[torch.Tensor]:
         out = []
         for layer in range(len(self.layers)):

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data import load_manifest
+from ..data import ManifestView, find_warped_views, load_manifest
 from ..errors import UsageError
 from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams, extractor_key
@@ -183,6 +183,8 @@ def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(options)
     if task.target_kind == "image":
         out.setdefault("target", "images")
+    if task.target_kind == "pairs":  # scenes hold pairs.csv beside a dense split's folders
+        out.setdefault("layout", "pairs")
     return out
 
 
@@ -304,6 +306,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         step = _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
         features[role] = step
         steps.append(step)
+    if task.views == "homography":
+        steps.extend(_views_steps(store, ref, eval_m, extractor, task_params, unneeded, dry_run))
     if task.trains_head and head is None:
         for seed in seeds:
             steps.append(
@@ -360,6 +364,18 @@ def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -
         work={"forward_passes": len(manifest) - reused, "reused_rows": reused},
     )
     return _on_remote(store, key, step) if dry_run and not unneeded else step
+
+
+def _views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run) -> list[Step]:
+    """The derived views of ``eval_m`` (a task with ``views``) and their features."""
+    oid = find_warped_views(store, eval_m, params["warp_seed"], params["max_warp"])
+    status = "unneeded" if unneeded else "compute"
+    if oid is None or not store.has(oid):
+        return [Step("manifest", "views", status, work={"samples": len(eval_m)}),
+                Step("featureset", "views", status, work={"forward_passes": len(eval_m)})]
+    views = ManifestView(eval_m.root, oid, store.read_json(oid))  # only its ids are read
+    return [Step("manifest", "views", "stored", oid, {"samples": len(views)}),
+            _featureset_step(store, ref, views, extractor, "views", unneeded, dry_run)]
 
 
 def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run) -> Step:

@@ -14,11 +14,13 @@ from __future__ import annotations
 # Built-ins register through the same decorator a plugin uses; importing them is the act.
 from . import (  # noqa: F401
     classification,
+    correspondence,
     geometry,
     knn,
     maps,
     multilabel,
     orientation,
+    relative_pose,
     retrieval,
     segmentation,
     similarity,
@@ -32,6 +34,7 @@ from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownT
 from ._registry import get_task, list_tasks, ordered_metrics, register_task
 from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
+from .correspondence import KeypointPairs, WarpPairs
 
 __all__ = [
     "DENSE_TARGETS",
@@ -40,6 +43,7 @@ __all__ = [
     "DenseTask",
     "FileParam",
     "HeadState",
+    "KeypointPairs",
     "Metric",
     "Param",
     "Task",
@@ -48,6 +52,7 @@ __all__ = [
     "TrainingDiverged",
     "UndefinedMetric",
     "UnknownTask",
+    "WarpPairs",
     "ZeroShotContext",
     "aggregate_seeds",
     "get_task",

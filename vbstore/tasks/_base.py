@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 Level = Literal["high", "mid", "low"]
 Direction = Literal["higher", "lower"]
-TargetKind = Literal["class_index", "multi_hot", "captions", "triplets", "label_map",
+TargetKind = Literal["class_index", "multi_hot", "captions", "triplets", "pairs", "label_map",
                      "depth_map", "normal_map", "scalar_map", "image"]
 ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
@@ -55,6 +55,9 @@ LAYOUT_BY_TARGET = {
     "triplets": "2AFC triplets in the NIGHTS layout: root/data.csv with ref_path, left_path, "
                 "right_path, left_vote, right_vote, votes (and split) columns, paths relative "
                 "to root; or triplets (generated)",
+    "pairs": "view pairs with their relative pose: root[/<split>]/pairs.csv with image_a, "
+             "image_b, qw, qx, qy, qz, tx, ty, tz columns, paths relative to its folder; or "
+             "scenes (generated)",
     "image": "root/<split>/images/<image>, other folders beside it ignored (the target is "
              "computed from the pixels)",
 }
@@ -202,7 +205,8 @@ class Task:
         target_kind: How targets come: ``class_index`` (N,) ints, ``multi_hot`` (N, K) 0/1,
             ``captions`` (in the zero-shot context; targets are None), or ``triplets`` (T, 5)
             ints ``[ref, left, right, left_vote, right_vote]`` (rows index the features,
-            and T need not be N); a dense task
+            and T need not be N), or ``pairs`` (P, 9) floats ``[a, b, qw, qx, qy, qz, tx, ty,
+            tz]`` (rows a and b index the features; the relative pose); a dense task
             (``feature_mode = "dense"``) takes a per-pixel kind, ``label_map``, ``depth_map``,
             ``normal_map``, ``scalar_map`` or ``image``, delivered in a :class:`DenseSplit`.
         trains_head: Whether the task fits a head on a train split (``fit`` then ``evaluate``).
@@ -218,6 +222,9 @@ class Task:
         layout: The data layout the task reads, for help texts (default: by ``target_kind``).
         sample_ci_skip: Why the engine's bootstrap over eval samples does not apply to this
             task (put in the record instead of an interval); empty when it applies.
+        views: For a zero-shot dense task scored on image pairs: ``homography`` (each image
+            against a warped copy the engine derives) or ``keypoints`` (annotated keypoint
+            pairs of the manifest); the engine then calls ``evaluate_views``.
     """
 
     name: str = ""
@@ -237,6 +244,7 @@ class Task:
     protocol: ClassVar[str | None] = None
     layout: ClassVar[str | None] = None
     sample_ci_skip: ClassVar[str] = ""
+    views: ClassVar[str | None] = None
 
     def __init__(self, *, defaults: Mapping[str, Any] | None = None) -> None:
         """Make a task, optionally with other parameter defaults (a registered variant).
@@ -500,6 +508,28 @@ class Task:
         params = self.resolve_params(params)
         head = _checks.head_in(head_state) if self.trains_head else None
         return _checks.metrics_out(self, self._evaluate_split(head, split, params), self.metrics)
+
+    def evaluate_views(self, views: Any, params: Mapping[str, Any] | None = None
+                       ) -> dict[str, float]:
+        """Score image pairs (a task with ``views``): for ``homography`` views a
+        :class:`vbstore.tasks.WarpPairs` (each image's features, its warped copy's, the exact
+        warp), for ``keypoints`` a :class:`vbstore.tasks.KeypointPairs`.
+
+        Raises:
+            UsageError: the task scores no views, or a bad param.
+            TaskInputError: views that do not fit.
+            UndefinedMetric: a metric would be NaN (the message names why).
+        """
+        from . import _checks
+
+        if self.views is None:
+            raise UsageError(f"task {self.display_name!r} scores no derived views",
+                             hint="call evaluate_split or evaluate_zero_shot")
+        params = self.resolve_params(params)
+        return _checks.metrics_out(self, self._evaluate_views(views, params), self.metrics)
+
+    def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
+        raise NotImplementedError(f"task {self.name!r} scores no derived views")
 
     def _check_split(self, split: Any, role: str, *, trained: bool) -> None:
         from ._errors import TaskInputError

@@ -132,6 +132,25 @@ def targets(kind: str, y: Any, n: int, split: str, n_classes: int | None) -> Any
             raise TaskInputError(f"{split} triplets index images outside the {n} feature rows "
                                  "or hold a negative vote")
         return y
+    if kind == "pairs":
+        if y.numel() == 0:
+            raise TaskInputError(f"the {split} data holds no pairs",
+                                 hint="give view pairs: a folder with a pairs.csv, or scenes")
+        if y.ndim != 2 or y.shape[1] != 9:
+            raise TaskInputError(
+                f"{split} pairs must be (P>=1, 9) [a, b, qw, qx, qy, qz, tx, ty, tz], "
+                f"got shape {tuple(y.shape)}"
+            )
+        if not y.is_floating_point() or not bool(torch.isfinite(y).all()):
+            raise TaskInputError(f"{split} pairs must be finite floats, got {y.dtype}")
+        y = y.detach().to(torch.float64)
+        index = y[:, :2]
+        if bool((index != index.round()).any()) or int(index.min()) < 0 or int(index.max()) >= n:
+            raise TaskInputError(f"{split} pairs index images outside the {n} feature rows")
+        norms = y[:, 2:6].norm(dim=1)
+        if bool(((norms - 1).abs() > 1e-3).any()):
+            raise TaskInputError(f"{split} pair rotations must be unit quaternions")
+        return y
     raise AssertionError(f"unknown target kind {kind!r}")
 
 

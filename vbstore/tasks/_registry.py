@@ -53,15 +53,23 @@ def _check_declaration(task: Task) -> None:
         raise bad("op_version must be >= 1")
     if task.feature_mode not in ("pooled", "dense"):
         raise bad(f"feature_mode must be pooled or dense, not {task.feature_mode!r}")
-    if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets",
+    if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets", "pairs",
                                 *DENSE_TARGETS):
         raise bad(f"unknown target_kind {task.target_kind!r}")
-    if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS):
+    # a pair task may read dense maps, average-pooled to a grid of vectors ("pooled dense")
+    vectors = task.target_kind == "pairs"
+    if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS) and not vectors:
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
-    if task.feature_mode == "dense":
+    hooks: tuple[str, ...]
+    if task.views is not None:
+        if (task.views not in ("homography", "keypoints") or not task.zero_shot
+                or task.feature_mode != "dense"):
+            raise bad("views (homography or keypoints) are for a zero-shot dense task")
+        hooks = ("_evaluate_views",)
+    elif task.feature_mode == "dense" and not vectors:
         hooks = ("_fit_split", "_evaluate_split") if task.trains_head else ("_evaluate_split",)
     else:
         hooks = ("_fit", "_evaluate") if task.trains_head else ("_evaluate_zero_shot",)

@@ -119,3 +119,10 @@ class TensorSplit:
             rows = order[start:start + batch_size]
             yield DenseBatch([f[rows].to(self.device, torch.float32) for f in self._feats],
                              self._target[rows].to(self.device), rows)
+
+    def feats(self, positions: list[int]) -> list[torch.Tensor]:
+        """The feature maps of rows ``positions``, one (B, C, h, w) float32 tensor per layer."""
+        import torch
+
+        rows = torch.as_tensor(positions, dtype=torch.long)
+        return [f[rows].to(self.device, torch.float32) for f in self._feats]

@@ -1,0 +1,95 @@
+"""Reading annotated keypoint pairs in the SPair-71k layout into a :class:`Scan`.
+
+``root/PairAnnotation/<split>/*.json`` holds one pair per file (``split``: ``trn``, ``val`` or
+``test``), with ``src_imname``, ``trg_imname``, ``category``, ``src_kps`` and ``trg_kps`` (lists
+of ``[x, y]`` in pixels, one per shared keypoint, in the same order) and ``trg_bndbox``
+(``[x1, y1, x2, y2]``); the images are ``root/JPEGImages/<category>/<imname>``. The manifest's
+samples are the distinct images; its ``keypoint_pairs`` field lists
+``[src, trg, src_kps, trg_kps, trg_bndbox]`` with sample indices, and ``--limit N`` keeps N
+pairs. Other fields of the files are not read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput, UsageError
+from ._files import subdirs
+from ._scan import Entry, Scan
+
+PAIRS_DIR, IMAGES_DIR = "PairAnnotation", "JPEGImages"
+
+
+def is_spair(root: Path) -> bool:
+    """Whether ``root`` is laid out as SPair-71k."""
+    return (root / PAIRS_DIR).is_dir() and (root / IMAGES_DIR).is_dir()
+
+
+def _points(value: Any, what: str) -> list[list[float]]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{what} is not a non-empty list of [x, y]")
+    out = []
+    for point in value:
+        if (not isinstance(point, list) or len(point) != 2
+                or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in point)):
+            raise ValueError(f"{what} holds {point!r}, not [x, y]")
+        out.append([float(point[0]), float(point[1])])
+    return out
+
+
+def _pair(path: Path, root: Path) -> tuple[str, str, str, tuple[Any, ...]]:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    missing = [k for k in ("src_imname", "trg_imname", "category", "src_kps", "trg_kps",
+                           "trg_bndbox") if k not in doc]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)}")
+    names = [f"{IMAGES_DIR}/{doc['category']}/{doc[k]}" for k in ("src_imname", "trg_imname")]
+    if names[0] == names[1]:
+        raise ValueError(f"src and trg are both {names[0]}: a pair needs two views")
+    for name in names:
+        if not (root / name).is_file():
+            raise ValueError(f"{name} does not exist")
+    src, trg = _points(doc["src_kps"], "src_kps"), _points(doc["trg_kps"], "trg_kps")
+    if len(src) != len(trg):
+        raise ValueError(f"{len(src)} src_kps but {len(trg)} trg_kps")
+    box = doc["trg_bndbox"]
+    if (not isinstance(box, list) or len(box) != 4
+            or not all(isinstance(v, (int, float)) for v in box) or box[2] <= box[0]
+            or box[3] <= box[1]):
+        raise ValueError(f"trg_bndbox {box!r} is not [x1, y1, x2, y2] with x2 > x1, y2 > y1")
+    return path.stem, names[0], names[1], (src, trg, [float(v) for v in box])
+
+
+def scan_spair(root: Path, split: str | None) -> Scan:
+    """Read one split of SPair-71k's pair annotations.
+
+    Raises:
+        UsageError: no split given, or none of that name.
+        BadInput: an unreadable or malformed pair file, a pair with one view or a missing
+            image (each naming the file), or a split without pairs.
+    """
+    found = subdirs(root / PAIRS_DIR)
+    if split is None or split not in found:
+        raise UsageError(f"SPair-71k needs --split ({', '.join(found) or 'none found'})"
+                         if split is None else f"no split {split!r} in {root / PAIRS_DIR}",
+                         hint=f"splits found: {', '.join(found) or 'none'}")
+    rows, problems = [], []
+    for path in sorted((root / PAIRS_DIR / split).glob("*.json")):
+        try:
+            rows.append(_pair(path, root))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError,
+                TypeError) as exc:
+            problems.append((str(path), str(exc)))
+    if problems:
+        raise BadInput("bad pair annotations", problems,
+                       hint="each file names two existing images, matching keypoints and a box")
+    if not rows:
+        raise BadInput("pair splits without pairs", [(str(root / PAIRS_DIR / split), "no .json")])
+    images = sorted({name for r in rows for name in r[1:3]})
+    return Scan("spair", root, split, [], "keypoint_pairs", [Entry(name=n, key=n) for n in images],
+                limit_by="pair", pairs=rows, pair_field="keypoint_pairs")
