@@ -24,7 +24,8 @@ from ._view import ManifestView
 # the generator needs numpy at import; loading a manifest should not
 _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
          "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
-         "decode_target": "_targets", "read_verified": "_targets"}
+         "decode_target": "_targets", "read_verified": "_targets", "align_boxes": "_boxes",
+         "parse_boxes": "_boxes", "VOC_CLASSES": "_boxes"}
 _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
@@ -35,14 +36,17 @@ __all__ = [
     "SCENE_CLASSES",
     "SCENE_TARGETS",
     "SHAPES",
+    "VOC_CLASSES",
     "SOURCES",
     "ManifestView",
     "align",
+    "align_boxes",
     "decode_target",
     "load_manifest",
     "make_scenes",
     "make_shapes",
     "manifest_digest",
+    "parse_boxes",
     "png_bytes",
     "read_verified",
     "write_png",

@@ -154,6 +154,8 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
         if with_target
         else []
     )
+    if scan.check_targets is not None:  # box annotations: their contents, before any store
+        scan.check_targets([Path(root, name) for _, name in with_target])
     targets: list[str | None] = [None] * len(entries)
     for (i, _), digest in zip(with_target, target_hashes, strict=True):
         targets[i] = digest

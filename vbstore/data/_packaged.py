@@ -91,7 +91,7 @@ def materialise(store, source: str, rest: str) -> Path:
         return once(datasets / name, lambda tmp: make_shapes(tmp, **params))
     if source == "scenes":
         params = _generated_params("scenes", rest, _SCENES_DEFAULTS)
-        name = "scenes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
+        name = "scenes-v2-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
         from ._scenes import make_scenes  # numpy, only when scenes are asked for
 
         return once(datasets / name, lambda tmp: make_scenes(tmp, **params))

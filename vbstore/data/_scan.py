@@ -8,6 +8,7 @@ hash first.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,8 @@ class Scan:
     limit_by: str = "sample"
     # 2AFC triplets (key, ref, left, right, left_vote, right_vote) over entry names, or None
     triplets: list[tuple[str, str, str, str, int, int]] | None = None
+    # a check of the kept target files' contents (box annotations), run before anything is stored
+    check_targets: Callable[[list[Path]], None] | None = None
 
 
 def _splits_hint(root: Path) -> str:
@@ -247,3 +250,24 @@ def scan_stems(
     """
     entries = _pair(root, image_dir, target_dir, read_stems(stems_file))
     return Scan("stems", root, split, [], target_type or target_dir.name, entries, limit_by="stem")
+
+
+def scan_voc(root: Path, split: str | None) -> Scan:
+    """VOC detection: ``ImageSets/Main/<split>.txt`` stems, ``JPEGImages/<stem>.*`` images and
+    ``Annotations/<stem>.xml`` boxes (classes and the box check are set by the caller).
+
+    Raises:
+        UsageError: no split, or no stems list for it.
+        BadInput: a listed stem without its image or annotation.
+    """
+    main = root / "ImageSets" / "Main"
+    found = sorted(p.stem for p in main.glob("*.txt") if "_" not in p.stem)
+    if split is None or not (main / f"{split}.txt").is_file():
+        raise UsageError(
+            f"no VOC stems list ImageSets/Main/{split}.txt in {root}" if split
+            else f"{root} is a VOC folder: choose its split",
+            hint=f"choose a split with --split ({', '.join(found) or 'none found'})",
+        )
+    entries = _pair(root, root / "JPEGImages", root / "Annotations",
+                    read_stems(main / f"{split}.txt"))
+    return Scan("voc", root, split, [], "boxes", entries, limit_by="stem")

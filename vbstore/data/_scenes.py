@@ -18,6 +18,12 @@ outlines. Every target is computed from the geometry, not estimated from the ima
   another surface, where it exceeds 5 cm and 2 % of the depth; 0 elsewhere.
 - ``keypoints``: 8-bit grey PNG, 255 * exp(-d^2 / (2 * 1.5^2)) around each visible box corner
   and room corner, d in pixels.
+- ``instances``: 8-bit grey PNG of instance ids: k + 1 on the visible pixels of the scene's k-th
+  object, 0 on floor and walls.
+- ``boxes``: per-image JSON (vbstore's box format, docs/data.md): for each object with a visible
+  pixel, the tight box ``[x0, y0, x1, y1]`` of its visible pixels (x1, y1 exclusive), its class
+  (``box`` or ``sphere``, :data:`BOX_CLASSES`, also written to ``<root>/classes.txt``) and
+  instance id; ``instances`` names the instance PNG with its BLAKE3.
 
 The layout is vbstore's dense layout, ``<root>/<split>/{images,<target>}/<NNNN>.png`` paired by
 stem, so ``--data scenes --split val --target depth`` reads it like any dense dataset. Every
@@ -32,11 +38,15 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import canonical
+from ..canonical import digest
 from ..errors import UsageError
-from ._png import write_png
+from ._png import png_bytes, write_png
 
 CLASSES = ("floor", "wall", "box", "sphere")
-TARGETS = ("labels", "masks", "depth", "normals", "edges", "occlusion_edges", "keypoints")
+TARGETS = ("labels", "masks", "depth", "normals", "edges", "occlusion_edges", "keypoints",
+           "instances")
+BOX_CLASSES = ("box", "sphere")
 SPLITS = ("train", "val")
 PALETTE = np.array([[128, 96, 64], [96, 128, 192], [220, 60, 60], [60, 200, 90]], np.uint8)
 MASK_PALETTE = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
@@ -212,7 +222,19 @@ def render_scene(size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         "edges": edge_map(image),
         "occlusion_edges": occlusion_map(z_depth, surface.reshape(shape)),
         "keypoints": _keypoints(objects, eye, world_to_cam, focal, z_depth),
+        "instances": np.where(surface >= 2, surface - 1, 0).reshape(shape).astype(np.uint8),
     }
+
+
+def scene_boxes(instances: np.ndarray, labels: np.ndarray) -> list[dict]:
+    """The ``objects`` of a scene's box file: the tight box of each instance's visible pixels."""
+    objects = []
+    for instance in sorted(int(v) for v in np.unique(instances) if v):
+        rows, cols = np.nonzero(instances == instance)
+        kind = CLASSES[int(labels[rows[0], cols[0]])]
+        objects.append({"box": [int(cols.min()), int(rows.min()), int(cols.max()) + 1,
+                                int(rows.max()) + 1], "class": kind, "instance": instance})
+    return objects
 
 
 def _corners(objects: list[dict]) -> np.ndarray:
@@ -247,7 +269,8 @@ def _keypoints(objects, eye, world_to_cam, focal, z_depth) -> np.ndarray:
 
 
 def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int = 64) -> Path:
-    """Write ``root/{train,val}/{images,<target>}/<NNNN>.png`` for every target in :data:`TARGETS`.
+    """Write ``root/{train,val}/{images,<target>}/<NNNN>.png`` for every target in :data:`TARGETS`,
+    ``root/{train,val}/boxes/<NNNN>.json`` and ``root/classes.txt`` (:data:`BOX_CLASSES`).
 
     Args:
         root: The folder to write (created; existing files with the same names are replaced).
@@ -271,4 +294,11 @@ def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int 
             for folder, pixels in scene.items():
                 palette = {"labels": PALETTE, "masks": MASK_PALETTE}.get(folder)
                 write_png(root / split / folder / f"{i:04d}.png", pixels, palette)
+            mask = png_bytes(scene["instances"])
+            boxes = {"width": size, "height": size,
+                     "objects": scene_boxes(scene["instances"], scene["labels"]),
+                     "instances": {"file": f"../instances/{i:04d}.png", "blake3": digest(mask)}}
+            (root / split / "boxes").mkdir(parents=True, exist_ok=True)
+            (root / split / "boxes" / f"{i:04d}.json").write_bytes(canonical.dumps(boxes))
+    (root / "classes.txt").write_text("".join(f"{c}\n" for c in BOX_CLASSES), encoding="utf-8")
     return root

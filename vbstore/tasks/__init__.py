@@ -14,6 +14,7 @@ from __future__ import annotations
 # Built-ins register through the same decorator a plugin uses; importing them is the act.
 from . import (  # noqa: F401
     classification,
+    detection,
     geometry,
     knn,
     maps,
@@ -30,10 +31,11 @@ from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._dense import DenseTask
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._registry import get_task, list_tasks, ordered_metrics, register_task
-from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
+from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
 
 __all__ = [
+    "BOX_TARGETS",
     "DENSE_TARGETS",
     "DenseBatch",
     "DenseSplit",

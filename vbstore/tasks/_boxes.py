@@ -200,3 +200,119 @@ def coco_map(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor],
         evaluation.summarize()
     return float(evaluation.stats[0])
 
+
+
+def _rle(masks: torch.Tensor) -> list[dict[str, Any]]:
+    """(k, H, W) boolean masks as pycocotools' run-length encoding."""
+    from pycocotools import mask as mask_utils  # the scorer itself: only when masks are scored
+
+    if len(masks) == 0:
+        return []
+    array = np.asfortranarray(masks.cpu().numpy().astype(np.uint8).transpose(1, 2, 0))
+    return mask_utils.encode(array)
+
+
+def coco_mask_map(detections: Sequence[torch.Tensor], det_masks: Sequence[list[dict[str, Any]]],
+                  truths: Sequence[torch.Tensor], gt_masks: Sequence[list[dict[str, Any]]],
+                  n_classes: int) -> tuple[float, float]:
+    """pycocotools' mask AP (``segm``): (AP at IoU 0.5, AP over 0.5:0.95); -1.0 each when no
+    class has a ground-truth mask. Masks are RLE dicts, one per detection / ground-truth row."""
+    from pycocotools.coco import COCO  # the scorer itself: only when masks are scored
+    from pycocotools.cocoeval import COCOeval
+
+    if not any((t[:, 5] == 0).any() for t in truths if len(t)):
+        return -1.0, -1.0
+    annotations: list[dict[str, Any]] = []
+    for i, (boxes, rles) in enumerate(zip(truths, gt_masks, strict=True)):
+        for t, rle in zip(boxes, rles, strict=True):
+            annotations.append({"id": len(annotations) + 1, "image_id": i,
+                                "category_id": int(t[4]), "segmentation": rle,
+                                "area": float((t[2] - t[0]) * (t[3] - t[1])),
+                                "bbox": [float(t[0]), float(t[1]), float(t[2] - t[0]),
+                                         float(t[3] - t[1])],
+                                "iscrowd": int(t[5] != 0)})
+    results = [{"image_id": i, "category_id": int(d[5]), "segmentation": rle,
+                "score": float(d[4])}
+               for i, (ds, rles) in enumerate(zip(detections, det_masks, strict=True))
+               for d, rle in zip(ds, rles, strict=True)]
+    if not results:
+        return 0.0, 0.0
+    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools reports by printing
+        gt = COCO()
+        gt.dataset = {"images": [{"id": i} for i in range(len(truths))],
+                      "categories": [{"id": c} for c in range(n_classes)],
+                      "annotations": annotations}
+        gt.createIndex()
+        evaluation = COCOeval(gt, gt.loadRes(results), "segm")
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    return float(evaluation.stats[1]), float(evaluation.stats[0])
+
+
+def box_masks(mask_logits: torch.Tensor, detections: torch.Tensor,
+              image_hw: tuple[int, int]) -> torch.Tensor:
+    """(k, H, W) masks of kept detections: the detection's class map (grid logits upsampled
+    bilinearly to the input) above probability 0.5, inside its box (pixel centres in the box).
+
+    Args:
+        mask_logits: (C, h, w) per-class foreground logits of one image.
+        detections: (k, 6) ``x0, y0, x1, y1, score, class``.
+    """
+    height, width = image_hw
+    if len(detections) == 0:
+        return torch.zeros(0, height, width, dtype=torch.bool)
+    classes = detections[:, 5].long()
+    maps = torch.nn.functional.interpolate(mask_logits[classes][None], size=image_hw,
+                                           mode="bilinear", align_corners=False)[0] > 0
+    ys = torch.arange(height, device=maps.device)[None, :, None] + 0.5
+    xs = torch.arange(width, device=maps.device)[None, None, :] + 0.5
+    b = detections[:, :4, None, None].to(maps.device)
+    inside = (xs > b[:, 0]) & (xs < b[:, 2]) & (ys > b[:, 1]) & (ys < b[:, 3])
+    return (maps & inside).cpu()
+
+
+class DetectionScorer:
+    """Accumulates decoded detections (and masks) against ground truth over a split.
+
+    ``update(pred, target)`` takes, per batch, either the head's grid output (decoded here:
+    :func:`detect`, then :func:`box_masks` for masks) or ready detections (a trivial predictor);
+    ``target`` is the prepared per-image list of ground-truth rows (with flattened masks after
+    column 6 when ``masks``).
+    """
+
+    def __init__(self, task: str, n_classes: int, masks: bool) -> None:
+        self.task, self.n_classes, self.masks = task, n_classes, masks
+        self.detections: list[torch.Tensor] = []
+        self.truths: list[torch.Tensor] = []
+        self.det_rles: list[list[dict[str, Any]]] = []
+        self.gt_rles: list[list[dict[str, Any]]] = []
+
+    def add(self, detections: torch.Tensor, truth: torch.Tensor,
+            det_masks: torch.Tensor | None, image_hw: tuple[int, int]) -> None:
+        """One image: (k, 6) detections, (n, 6 [+ H*W]) ground truth, (k, H, W) masks."""
+        self.detections.append(detections[:, :6].detach().float().cpu())
+        self.truths.append(truth[:, :6].float().cpu())
+        if self.masks:
+            assert det_masks is not None  # a mask task predicts a mask per detection
+            gt = truth[:, 6:].reshape(len(truth), *image_hw) > 0.5
+            self.gt_rles.append(_rle(gt))
+            self.det_rles.append(_rle(det_masks))
+
+    def result(self) -> dict[str, float]:
+        from ._errors import UndefinedMetric
+
+        aps = voc_ap(self.detections, self.truths, self.n_classes)
+        if not aps:
+            raise UndefinedMetric(self.task, "map_50", "no eval image has a (non-difficult) box",
+                                  hint="evaluate on a split with box annotations")
+        out = {
+            "map_50": float(np.mean(list(aps.values()))),
+            "map_50_95": coco_map(self.detections, self.truths, self.n_classes),
+            "classes_scored": float(len(aps)),
+            "detections_per_image": float(np.mean([len(d) for d in self.detections])),
+        }
+        if self.masks:
+            out["mask_map_50"], out["mask_map_50_95"] = coco_mask_map(
+                self.detections, self.det_rles, self.truths, self.gt_rles, self.n_classes)
+        return out
