@@ -16,7 +16,7 @@ from typing import Any
 from .. import __version__
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
-from ..tasks import aggregate_seeds
+from ..tasks import BOX_TARGETS, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
@@ -202,6 +202,10 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
+        data = {**result.data, "eval": {**result.data["eval"],
+                                        "boxes_dropped": evaluation.split().boxes_dropped}}
+        result = replace(result, data=data)
     result = replace(result, **_sample_ci_fields(draws, skip))
     return store.put_json(result.to_dict(), "result", edges=edges)
 

@@ -237,9 +237,14 @@ def coco_mask_map(detections: Sequence[torch.Tensor], det_masks: Sequence[list[d
                for d, rle in zip(ds, rles, strict=True)]
     if not results:
         return 0.0, 0.0
+    sizes = {}  # pycocotools reads each image's size for its masks: the masks' own
+    for i, rles in enumerate([*gt_masks, *det_masks]):
+        if rles:
+            h, w = rles[0]["size"]
+            sizes[i % len(truths)] = {"height": int(h), "width": int(w)}
     with contextlib.redirect_stdout(io.StringIO()):  # pycocotools reports by printing
         gt = COCO()
-        gt.dataset = {"images": [{"id": i} for i in range(len(truths))],
+        gt.dataset = {"images": [{"id": i, **sizes.get(i, {})} for i in range(len(truths))],
                       "categories": [{"id": c} for c in range(n_classes)],
                       "annotations": annotations}
         gt.createIndex()

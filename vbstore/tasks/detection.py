@@ -266,7 +266,8 @@ def _mask_loss(pred: GridOutput, target: list[torch.Tensor], c: int) -> torch.Te
     for i, rows in enumerate(target):
         if len(rows):
             masks = rows[:, 6:].reshape(len(rows), height, width)
-            union[i].index_reduce_(0, rows[:, 4].long(), masks.to(union), "amax")
+            for cls, mask in zip(rows[:, 4].long(), masks, strict=True):
+                union[i, cls] = torch.maximum(union[i, cls], mask.to(union))
     return F.binary_cross_entropy_with_logits(logits, union)
 
 
