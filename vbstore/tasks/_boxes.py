@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torchvision.ops import batched_nms, box_iou, generalized_box_iou_loss, sigmoid_focal_loss
+from torchvision.ops import batched_nms, generalized_box_iou_loss, sigmoid_focal_loss
 
 FOCAL_ALPHA, FOCAL_GAMMA, GIOU_WEIGHT = 0.25, 2.0, 2.0
 SCORE_THRESHOLD, NMS_IOU, MAX_DETECTIONS = 0.05, 0.5, 100
@@ -125,24 +125,27 @@ def voc_ap(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor], n
         detections: Per image, (k, 6) ``x0, y0, x1, y1, score, class``.
         truths: Per image, (n, 6) ``x0, y0, x1, y1, class, difficult``.
     """
+    dets = [d.detach().cpu().double().numpy().reshape(-1, 6) for d in detections]
+    gts = [t.detach().cpu().double().numpy().reshape(-1, 6) for t in truths]
     aps = {}
     for c in range(n_classes):
-        gts = [t[t[:, 4] == c] for t in truths]
-        npos = sum(int((g[:, 5] == 0).sum()) for g in gts)
+        gt_c = [g[g[:, 4] == c] for g in gts]
+        npos = sum(int((g[:, 5] == 0).sum()) for g in gt_c)
         if npos == 0:
             continue
-        rows = [(float(d[4]), i, d[:4]) for i, det in enumerate(detections) for d in det
-                if int(d[5]) == c]
-        rows.sort(key=lambda r: -r[0])  # stable: equal scores keep image order
-        claimed = [torch.zeros(len(g), dtype=torch.bool) for g in gts]
+        det_c = [d[d[:, 5] == c] for d in dets]
+        # each detection's IoUs with the boxes of its image, one matrix per image
+        ious = [_iou_matrix(d[:, :4], g[:, :4]) for d, g in zip(det_c, gt_c, strict=True)]
+        order = [(-float(d[j, 4]), i, j) for i, d in enumerate(det_c) for j in range(len(d))]
+        order.sort(key=lambda r: r[0])  # stable: equal scores keep image order
+        claimed = [np.zeros(len(g), dtype=bool) for g in gt_c]
         tp, fp = [], []
-        for _, i, box in rows:
-            gt = gts[i]
-            if len(gt):
-                ious = box_iou(box[None].double(), gt[:, :4].double())[0]
-                best = int(ious.argmax())
-                if float(ious[best]) >= iou_threshold:
-                    if gt[best, 5] != 0:
+        for _, i, j in order:
+            row = ious[i][j] if len(gt_c[i]) else None
+            if row is not None:
+                best = int(row.argmax())
+                if row[best] >= iou_threshold:
+                    if gt_c[i][best, 5] != 0:
                         continue  # a difficult box: neither a hit nor a miss
                     if not claimed[i][best]:
                         claimed[i][best] = True
@@ -153,6 +156,17 @@ def voc_ap(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor], n
             fp.append(1.0)
         aps[c] = _all_point_ap(np.cumsum(tp), np.cumsum(fp), npos)
     return aps
+
+
+def _iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(k, n) IoU of boxes ``a`` with boxes ``b`` (``x0, y0, x1, y1``)."""
+    lt = np.maximum(a[:, None, :2], b[None, :, :2])
+    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.clip(rb - lt, 0, None).prod(-1)
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union = area_a[:, None] + area_b[None, :] - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
 def _all_point_ap(tp: np.ndarray, fp: np.ndarray, npos: int) -> float:
