@@ -153,3 +153,57 @@ def test_scenes_boxes_are_the_tight_boxes_of_the_instance_pngs(tmp_path):
             assert o["class"] == ("box", "sphere")[int(labels[ys[0], xs[0]]) - 2]
     view = load_manifest(Store(), root, split="val", target="boxes")
     assert view.classes == ["box", "sphere"] and view.target_type == "boxes"
+
+
+def _coco(root, anns, size=(30, 20), split="val", names=("a.png", "b.png")):
+    (root / "annotations").mkdir(parents=True, exist_ok=True)
+    for i, name in enumerate(names):
+        write_png(root / split / name, np.full((size[1], size[0], 3), 30 * i, np.uint8))
+    doc = {"images": [{"id": i + 1, "file_name": n, "width": size[0], "height": size[1]}
+                      for i, n in enumerate(names)],
+           "categories": [{"id": 3, "name": "sphere"}, {"id": 1, "name": "box"}],
+           "annotations": [{"id": k + 1, "iscrowd": 0, **a} for k, a in enumerate(anns)]}
+    (root / "annotations" / f"instances_{split}.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_coco_layout_reads_boxes_crowds_and_category_names_in_id_order(tmp_path):
+    root = _coco(tmp_path / "coco", [
+        {"image_id": 1, "category_id": 3, "bbox": [2, 3, 10, 5],
+         "segmentation": [[2, 3, 12, 3, 12, 8, 2, 8]]},
+        {"image_id": 2, "category_id": 1, "bbox": [0, 0, 30, 20], "iscrowd": 1,
+         "segmentation": {"size": [20, 30], "counts": [0, 600]}}])
+    view = load_manifest(Store(), root, split="val")
+    assert view.layout == "coco" and view.target_type == "boxes"
+    assert view.classes == ["box", "sphere"]  # category ids 1, 3
+    assert {s["target_name"] for s in view.samples} == {"annotations/instances_val.json"}
+    from vbstore.data import coco_index, coco_mask
+
+    path = view.target_path(0)
+    index = coco_index(path.read_bytes(), path, view.classes)
+    np.testing.assert_array_equal(index["a.png"].rows, [[2, 3, 12, 8, 1, 0]])
+    np.testing.assert_array_equal(index["b.png"].rows, [[0, 0, 30, 20, 0, 1]])  # crowd: difficult
+    mask = coco_mask(index["a.png"].segmentations[0], 30, 20)
+    assert mask.shape == (20, 30) and mask[4:8, 3:12].all() and not mask[10:].any()
+    assert coco_mask(index["b.png"].segmentations[0], 30, 20).all()
+
+
+@pytest.mark.parametrize(("ann", "match"), [
+    ({"image_id": 1, "category_id": 7, "bbox": [0, 0, 5, 5]}, "class 7 is not in the class list"),
+    ({"image_id": 1, "category_id": 1, "bbox": [25, 0, 10, 5]}, "lies outside the 30x20 image"),
+    ({"image_id": 9, "category_id": 1, "bbox": [0, 0, 5, 5]}, "image 9, which is not listed"),
+])
+def test_bad_coco_annotations_are_refused_naming_the_file(tmp_path, ann, match):
+    root = _coco(tmp_path / "coco", [ann])
+    store = Store()
+    with pytest.raises(BadInput, match=match) as info:
+        load_manifest(store, root, split="val")
+    assert "instances_val.json" in str(info.value)
+    assert store.ls() == []
+
+
+def test_an_image_missing_from_the_coco_file_is_named(tmp_path):
+    root = _coco(tmp_path / "coco", [])
+    write_png(root / "val" / "stray.png", np.zeros((20, 30, 3), np.uint8))
+    with pytest.raises(BadInput, match="lists no image 'stray.png'"):
+        load_manifest(Store(), root, split="val")

@@ -30,3 +30,42 @@ def test_box_probes_run_end_to_end_on_scenes_and_are_cached(task, protocol):
     assert record["feature_mode"] == "dense"
     second = vbstore.get_result("test_vit", task, SCENES, SCENES, **KW)
     assert second.from_cache and second.id == first.id
+
+
+def _coco_split(root, split, n):
+    import json
+
+    import numpy as np
+
+    from vbstore.data import write_png
+
+    rng = np.random.default_rng(len(split))
+    images, anns = [], []
+    for i in range(n):
+        pixels = np.full((28, 40, 3), 60, np.uint8)
+        x, y = int(rng.integers(8, 24)), int(rng.integers(2, 14))
+        pixels[y:y + 10, x:x + 10] = (220, 40, 40)
+        write_png(root / split / f"{i:03d}.png", pixels)
+        images.append({"id": i + 1, "file_name": f"{i:03d}.png", "width": 40, "height": 28})
+        anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": 1, "iscrowd": 0,
+                     "bbox": [x, y, 10, 10],
+                     "segmentation": [[x, y, x + 10, y, x + 10, y + 10, x, y + 10]]})
+        # a sliver in the columns the centre crop cuts off: dropped, and counted
+        anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": 1, "iscrowd": 0,
+                     "bbox": [0, 0, 4, 6], "segmentation": [[0, 0, 4, 0, 4, 6, 0, 6]]})
+    (root / "annotations").mkdir(parents=True, exist_ok=True)
+    (root / "annotations" / f"instances_{split}.json").write_text(json.dumps(
+        {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "square"}]}))
+
+
+@pytest.mark.slow
+def test_instance_segmentation_reads_coco_polygons_through_the_crop(tmp_path):
+    root = tmp_path / "coco"
+    _coco_split(root, "train", 4)
+    _coco_split(root, "val", 3)
+    kw = dict(split="val", train_split="train", weights="random", progress=False,
+              params={"epochs": 1})
+    result = vbstore.get_result("test_vit", "instance_segmentation", str(root), str(root), **kw)
+    assert result.record.data["eval"]["boxes_dropped"] == 3  # one sliver per val image
+    assert result.metrics["classes_scored"] == 1
+    assert 0.0 <= result.metrics["mask_map_50"] <= 1.0

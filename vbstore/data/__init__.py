@@ -25,7 +25,8 @@ from ._view import ManifestView
 _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
          "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
          "decode_target": "_targets", "read_verified": "_targets", "align_boxes": "_boxes",
-         "parse_boxes": "_boxes", "VOC_CLASSES": "_boxes"}
+         "parse_boxes": "_boxes", "VOC_CLASSES": "_boxes", "coco_index": "_boxes",
+         "coco_mask": "_boxes", "is_coco": "_boxes"}
 _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
@@ -41,7 +42,10 @@ __all__ = [
     "ManifestView",
     "align",
     "align_boxes",
+    "coco_index",
+    "coco_mask",
     "decode_target",
+    "is_coco",
     "load_manifest",
     "make_scenes",
     "make_shapes",

@@ -17,6 +17,11 @@ image, absolute and 0-indexed (``x1``/``y1`` exclusive: a box's width is ``x1 - 
   ``instance`` and ``difficult`` are optional; ``instances`` names an instance-id PNG (relative
   to the JSON's folder; pixel value = instance id, 0 = none) with its BLAKE3, so the masks an
   instance probe reads are verified through the annotation the manifest verified.
+- COCO (``annotations/instances_<split>.json`` for the images of ``<split>/``): one file for the
+  whole split, indexed once; ``bbox`` ``[x, y, w, h]`` becomes ``x0, y0, x0 + w, y0 + h``, a
+  crowd region (``iscrowd`` 1) counts as difficult (not taught, ignored when scored, as
+  pycocotools does), ``segmentation`` (polygons or RLE) is kept for the instance masks
+  (:func:`coco_mask`), the class list defaults to the categories' names in id order.
 
 Every file is checked when its manifest is built (nothing is stored otherwise): an empty or
 malformed file, a class name outside the class list, a box outside the image or without area.
@@ -63,6 +68,7 @@ class Boxes:
         rows: (n, 6) float64 ``x0, y0, x1, y1, class, difficult``.
         instances: (n,) int64 instance id of each box in the mask file (0: none).
         mask: (path, blake3) of the instance-id PNG, or None.
+        segmentations: COCO ``segmentation`` of each box (polygons or RLE), or None.
     """
 
     width: int
@@ -70,6 +76,7 @@ class Boxes:
     rows: np.ndarray
     instances: np.ndarray
     mask: tuple[Path, str] | None = None
+    segmentations: list | None = None
 
 
 def parse_boxes(data: bytes, path: Path, classes: Sequence[str]) -> Boxes:
@@ -88,23 +95,128 @@ def parse_boxes(data: bytes, path: Path, classes: Sequence[str]) -> Boxes:
         raise BadInput("unusable box annotations", [(str(path), bad.why)], hint=bad.hint) from None
 
 
-def check_box_files(classes: Sequence[str]) -> Callable[[list[Path]], None]:
-    """A check of every annotation file of a split (run when its manifest is built).
+def check_box_files(classes: Sequence[str]) -> Callable[[list[tuple[str, Path]]], None]:
+    """A check of every annotation file of a split (run when its manifest is built), given
+    (image name, annotation path) pairs; a COCO file is read once and must list every image.
 
     Raises (from the returned call):
         BadInput: the first unusable file, named with its fix.
     """
 
-    def check(paths: list[Path]) -> None:
-        for path in paths:
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                raise BadInput("unreadable box annotations",
-                               [(str(path), exc.strerror or str(exc))]) from None
-            parse_boxes(data, path, classes)
+    def check(pairs: list[tuple[str, Path]]) -> None:
+        indexes: dict[Path, dict[str, Boxes]] = {}
+        for image, path in pairs:
+            if path not in indexes:
+                try:
+                    data = path.read_bytes()
+                except OSError as exc:
+                    raise BadInput("unreadable box annotations",
+                                   [(str(path), exc.strerror or str(exc))]) from None
+                if not is_coco(path):
+                    parse_boxes(data, path, classes)
+                    continue
+                indexes[path] = coco_index(data, path, classes)
+            if Path(image).name not in indexes[path]:
+                raise BadInput("images missing from their COCO annotations",
+                               [(str(path), f"lists no image {Path(image).name!r}")],
+                               hint="remove the image from the split folder, or annotate it")
 
     return check
+
+
+def is_coco(path: Path) -> bool:
+    """Whether ``path`` is a whole split's COCO file (``annotations/instances_<split>.json``)."""
+    return path.parent.name == "annotations" and path.suffix.lower() == ".json"
+
+
+def coco_classes(data: bytes, path: Path) -> list[str]:
+    """The category names of a COCO file, in category-id order.
+
+    Raises:
+        BadInput: an empty or malformed file.
+    """
+    try:
+        doc = _coco_doc(data)
+        return [str(c["name"]) for c in sorted(doc["categories"], key=lambda c: c["id"])]
+    except _Bad as bad:
+        raise BadInput("unusable box annotations", [(str(path), bad.why)], hint=bad.hint) from None
+    except (KeyError, TypeError):
+        raise BadInput("unusable box annotations", [(str(path), "categories without id and name")],
+                       hint="a COCO file's categories are {\"id\", \"name\"} objects") from None
+
+
+def _coco_doc(data: bytes) -> dict:
+    if not data.strip():
+        raise _Bad("an empty annotation file", "export the split's COCO annotations into it")
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _Bad(f"malformed JSON ({exc})", "fix the file or export it again") from None
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), list)
+                                            for k in ("images", "annotations", "categories")):
+        raise _Bad("not a COCO file (images, annotations and categories lists)",
+                   "export the split's annotations in COCO's format")
+    return doc
+
+
+def coco_index(data: bytes, path: Path, classes: Sequence[str]) -> dict[str, Boxes]:
+    """Every image's :class:`Boxes` in a COCO file, by image file name.
+
+    Raises:
+        BadInput: an empty or malformed file, an unknown category, a box outside its image.
+    """
+    import numpy as np  # loading a manifest without boxes never pays for numpy
+
+    try:
+        doc = _coco_doc(data)
+        index = {name: i for i, name in enumerate(classes)}
+        names = {c.get("id"): c.get("name") for c in doc["categories"] if isinstance(c, dict)}
+        images, rows, segs = {}, {}, {}
+        for image in doc["images"]:
+            images[image.get("id")] = (str(image.get("file_name")),
+                                       *_positive_size(image.get("width"), image.get("height")))
+            rows[image.get("id")], segs[image.get("id")] = [], []
+        for k, ann in enumerate(doc["annotations"], 1):
+            what = f"annotation {ann.get('id', k)}"
+            if ann.get("image_id") not in images:
+                raise _Bad(f"{what} is on image {ann.get('image_id')!r}, which is not listed",
+                           "fix the annotation's image_id")
+            _, width, height = images[ann["image_id"]]
+            cls = _class(names.get(ann.get("category_id"), ann.get("category_id")), index)
+            bbox = ann.get("bbox")
+            if not (isinstance(bbox, list) and len(bbox) == 4):
+                raise _Bad(f"{what} has no bbox [x, y, w, h]", "fix the file or export it again")
+            x, y, w, h = (float(v) for v in bbox)
+            _check_box((x, y, x + w, y + h), width, height, what)
+            rows[ann["image_id"]].append([x, y, x + w, y + h, cls, float(bool(ann.get("iscrowd")))])
+            segs[ann["image_id"]].append(ann.get("segmentation"))
+    except _Bad as bad:
+        raise BadInput("unusable box annotations", [(str(path), bad.why)], hint=bad.hint) from None
+    return {name: Boxes(width, height, np.asarray(rows[i], np.float64).reshape(-1, 6),
+                        np.zeros(len(rows[i]), np.int64), None, segs[i])
+            for i, (name, width, height) in images.items()}
+
+
+def coco_mask(segmentation: object, width: int, height: int) -> np.ndarray:
+    """(H, W) boolean mask of a COCO ``segmentation`` (polygons, RLE or uncompressed RLE), by
+    pycocotools.
+
+    Raises:
+        BadInput: no segmentation to decode.
+    """
+    import numpy as np
+    from pycocotools import mask as mask_utils  # the COCO reader: only for COCO masks
+
+    if isinstance(segmentation, list):
+        rle = mask_utils.merge(mask_utils.frPyObjects(segmentation, height, width))
+    elif isinstance(segmentation, dict) and isinstance(segmentation.get("counts"), list):
+        rle = mask_utils.frPyObjects(segmentation, height, width)
+    elif isinstance(segmentation, dict):
+        rle = segmentation
+    else:
+        raise BadInput("COCO annotations without masks", [("segmentation", repr(segmentation))],
+                       hint="instance_segmentation needs polygons or RLE; use detection")
+    return np.asarray(mask_utils.decode(rle), dtype=bool)
 
 
 def _class(name: object, index: dict[str, int]) -> int:

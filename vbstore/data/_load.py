@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError, VbstoreError
-from ._boxes import BOX_SUFFIXES, VOC_CLASSES, check_box_files
+from ._boxes import BOX_SUFFIXES, VOC_CLASSES, check_box_files, coco_classes
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
-from ._scan import Scan, scan_dense, scan_image_folder, scan_stems, scan_voc
+from ._scan import Scan, scan_coco, scan_dense, scan_image_folder, scan_stems, scan_voc
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
-LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "voc")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "voc", "coco")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
@@ -34,6 +34,7 @@ _APPLIES = {
     "list": ("classes", "target_type"),
     "triplets": (),
     "voc": ("classes",),
+    "coco": ("classes",),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
@@ -173,6 +174,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         return "stems"
     if (root / "Annotations").is_dir() and (root / "ImageSets" / "Main").is_dir():
         return "voc"
+    if any((root / "annotations").glob("instances_*.json")):
+        return "coco"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -244,6 +247,17 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "voc":
         scan = scan_voc(root, split)
         return _with_boxes(scan, options, VOC_CLASSES)
+    if layout == "coco":
+        scan = scan_coco(root, split)
+        if "classes" in options:
+            return _with_boxes(scan, options, [])
+        target = root / scan.entries[0].target_name  # type: ignore[operator]
+        try:
+            data = target.read_bytes()
+        except OSError as exc:
+            raise BadInput("unreadable box annotations",
+                           [(str(target), exc.strerror or str(exc))]) from None
+        return _with_boxes(scan, options, coco_classes(data, target))
     if layout == "dense":
         base = root / split if split is not None else root
         if not base.is_dir():

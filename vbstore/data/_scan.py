@@ -46,7 +46,7 @@ class Scan:
     # 2AFC triplets (key, ref, left, right, left_vote, right_vote) over entry names, or None
     triplets: list[tuple[str, str, str, str, int, int]] | None = None
     # a check of the kept target files' contents (box annotations), run before anything is stored
-    check_targets: Callable[[list[Path]], None] | None = None
+    check_targets: Callable[[list[tuple[str, Path]]], None] | None = None
 
 
 def _splits_hint(root: Path) -> str:
@@ -271,3 +271,28 @@ def scan_voc(root: Path, split: str | None) -> Scan:
     entries = _pair(root, root / "JPEGImages", root / "Annotations",
                     read_stems(main / f"{split}.txt"))
     return Scan("voc", root, split, [], "boxes", entries, limit_by="stem")
+
+
+def scan_coco(root: Path, split: str | None) -> Scan:
+    """COCO: every image of ``<split>/`` paired with ``annotations/instances_<split>.json``
+    (classes and the box check, which needs every image in that file, are set by the caller).
+
+    Raises:
+        UsageError: no split, or no annotation file for it.
+        BadInput: no images.
+    """
+    found = sorted(p.stem.removeprefix("instances_")
+                   for p in (root / "annotations").glob("instances_*.json"))
+    target = root / "annotations" / f"instances_{split}.json"
+    if split is None or not target.is_file() or not (root / split).is_dir():
+        raise UsageError(
+            f"no COCO split {split!r} (annotations/instances_{split}.json and {split}/) in {root}"
+            if split else f"{root} is a COCO folder: choose its split",
+            hint=f"choose a split with --split ({', '.join(found) or 'none found'})",
+        )
+    names = sorted(walk_files(root / split))
+    if not names:
+        raise BadInput("folders without images", [(str(root / split), "no images")])
+    entries = [Entry(name=f"{split}/{n}", target_name=f"annotations/instances_{split}.json",
+                     key=n) for n in names]
+    return Scan("coco", root, split, [], "boxes", entries, limit_by="stem")

@@ -20,7 +20,16 @@ import numpy as np
 import torch
 
 from ..backbones import BackboneCfg
-from ..data import align, align_boxes, decode_target, parse_boxes, read_verified
+from ..data import (
+    align,
+    align_boxes,
+    coco_index,
+    coco_mask,
+    decode_target,
+    is_coco,
+    parse_boxes,
+    read_verified,
+)
 from ..errors import BadInput, CorruptObject, VbstoreError
 from ..store import read_safetensors_header
 from ..tasks import BOX_TARGETS, DenseBatch
@@ -58,6 +67,7 @@ class PackSplit:
         # epoch, and only a file whose state changed is hashed again
         self._checked: dict[str, tuple[int, ...]] = {}
         self._dropped: dict[int, int] = {}  # boxes the crop left without area, per row
+        self._coco: dict[tuple[str, str], Any] = {}  # a COCO split's file, indexed once
         first = self._pack(self._rows[0][0]) if self._rows else []
         self.channels = tuple(int(m.shape[1]) for m in first)
         self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
@@ -155,7 +165,14 @@ class PackSplit:
                ) -> np.ndarray:
         """Row ``position``'s boxes on the backbone's input: (n, 6), or (n, 6 + H*W) with each
         box's instance mask for ``instances`` targets."""
-        boxes = parse_boxes(self._read(path, expected), path, self._manifest.classes)
+        if is_coco(path):
+            if (str(path), expected) not in self._coco:
+                self._coco = {(str(path), expected): coco_index(self._read(path, expected), path,
+                                                                self._manifest.classes)}
+            boxes = self._coco[(str(path), expected)][Path(self._manifest.samples[position]
+                                                           ["name"]).name]
+        else:
+            boxes = parse_boxes(self._read(path, expected), path, self._manifest.classes)
         if (boxes.width, boxes.height) != tuple(size):
             raise BadInput("box annotations that do not match their image's size",
                            [(str(path), f"states {boxes.width}x{boxes.height}, the image is "
@@ -165,6 +182,12 @@ class PackSplit:
         self._dropped[position] = int((~kept).sum())
         if self.target_kind == "boxes":
             return rows
+        if boxes.segmentations is not None:
+            segs = [seg for seg, keep in zip(boxes.segmentations, kept, strict=True) if keep]
+            masks = np.stack([coco_mask(seg, boxes.width, boxes.height) for seg in segs]
+                             ) if segs else np.zeros((0, boxes.height, boxes.width), bool)
+            masks = align(masks.astype(np.uint8), self._cfg.geometry, size) > 0
+            return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], 1)
         if boxes.mask is None:
             raise BadInput("box annotations without instance masks", [(str(path), "no instances "
                            "file")], hint="instance_segmentation needs instance masks (the "
