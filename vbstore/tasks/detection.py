@@ -82,8 +82,10 @@ class Detection(DenseTask):
         return params
 
     def _head_classes(self, head: HeadState) -> int:
-        bias = [v for k, v in head.items() if k.endswith(".bias")]
-        outputs = int(bias[-1].shape[0]) if bias else 0
+        # the output layer of the dense heads: linear's conv, dpt's last conv (a stored head's
+        # keys come back sorted, so it is found by name)
+        bias = head.get("conv.bias", head.get("out.2.bias"))
+        outputs = int(bias.shape[0]) if bias is not None else 0
         return (outputs - 4) // (2 if self._masks else 1)
 
     def _fit_split(self, train: DenseSplit, params: dict[str, Any], seed: int,
