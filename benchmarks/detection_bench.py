@@ -1,4 +1,4 @@
-"""Detection: metric throughput, and end to end on generated scenes, cold vs cached, beside VisBench.
+"""Detection: metric throughput; end to end on generated scenes, cold vs cached, beside VisBench.
 
 Three measurements, printed side by side with their ratios:
 

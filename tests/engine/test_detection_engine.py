@@ -26,10 +26,12 @@ def test_box_probes_run_end_to_end_on_scenes_and_are_cached(task, protocol):
     assert first.record.data["eval"]["boxes_dropped"] == 0  # square scenes: nothing cropped
     assert "train_loss" in first.record.train_metrics
     record = head_record(vbstore.Store(), first.record.inputs["head"])  # its compatibility
-    assert record["task"] == task and record["class_names"] == ["box", "sphere"]
+    assert record["task"] == task
+    assert record["class_names"] == ["box", "sphere"]
     assert record["feature_mode"] == "dense"
     second = vbstore.get_result("test_vit", task, SCENES, SCENES, **KW)
-    assert second.from_cache and second.id == first.id
+    assert second.from_cache
+    assert second.id == first.id
 
 
 def _coco_split(root, split, n):

@@ -13,8 +13,7 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from vbstore.tasks import TensorSplit, get_task
-from vbstore.tasks import _boxes
+from vbstore.tasks import TensorSplit, _boxes, get_task
 
 
 def _rows(*rows):
@@ -137,7 +136,7 @@ def test_probe_learns_a_learnable_signal_and_beats_the_trivial_predictor(name, h
     task = get_task(name)
     masks = name == "instance_segmentation"
     train, val = _learnable(16, 0, masks), _learnable(8, 1, masks)
-    head, train_metrics = task.fit_split(train, {"epochs": 15, "lr": 1e-2}, seed=0,
+    head, _ = task.fit_split(train, {"epochs": 15, "lr": 1e-2}, seed=0,
                                          class_names=["a", "b"])
     assert head["conv.weight"].shape[0] == (8 if masks else 6)  # C + 4 (+ C masks)
     got = task.evaluate_split(head, val, {})  # num_classes read from the head
@@ -157,7 +156,8 @@ def test_difficult_boxes_are_neither_taught_nor_scored():
     rows = [_rows([0, 0, 8, 8, 0, 1])]  # only a difficult box
     assert task._no_signal(rows, {"num_classes": 1}) is not None
     scorer = task._scorer({"num_classes": 1})
-    scorer.update([_rows([0, 0, 8, 8, 0.9, 0])], [torch.cat([rows[0], _rows([9, 9, 12, 12, 0, 0])])])
+    truth = torch.cat([rows[0], _rows([9, 9, 12, 12, 0, 0])])
+    scorer.update([_rows([0, 0, 8, 8, 0.9, 0])], [truth])
     assert scorer.result()["map_50"] == pytest.approx(0.0)  # the hit on the difficult box: ignored
 
 
@@ -165,6 +165,6 @@ def test_box_classes_outside_num_classes_are_refused():
     from vbstore.errors import TaskInputError
 
     task = get_task("detection")
-    with pytest.raises(TaskInputError, match="class 3, outside 0..1"):
+    with pytest.raises(TaskInputError, match=r"class 3, outside 0\.\.1"):
         task._prepare(torch.tensor([[[0, 0, 4, 4, 3, 0]]], dtype=torch.float32),
                       {"num_classes": 2}, "eval")

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-LAYOUTS = ("image_folder", "dense", "stems", "list", "voc", "coco")  # vbstore.data.LAYOUTS, without importing it
+# vbstore.data.LAYOUTS, without importing it
+LAYOUTS = ("image_folder", "dense", "stems", "list", "voc", "coco")
 _PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
           "classes", "dataset_root", "download", "image_column", "label_column")

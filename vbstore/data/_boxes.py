@@ -1,4 +1,4 @@
-"""Box annotations: parsed from VOC XML or vbstore's per-image JSON, then given the image's geometry.
+"""Box annotations: parsed from VOC XML, COCO or per-image JSON, then given the image's geometry.
 
 Two per-image formats, both read as ``(x0, y0, x1, y1, class, difficult)`` rows in pixels of the
 image, absolute and 0-indexed (``x1``/``y1`` exclusive: a box's width is ``x1 - x0``):

@@ -24,12 +24,14 @@ it when a head is evaluated. Head state: the dense head's ``state_dict`` with C 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from ._base import HeadState, Metric, Param
 from ._dense import DenseTask, dense_params
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
@@ -150,8 +152,6 @@ class Detection(DenseTask):
 
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str
                  ) -> list[torch.Tensor]:
-        from ._errors import TaskInputError
-
         out = []
         c = params["num_classes"]
         for rows in target:
@@ -234,7 +234,10 @@ class _Scorer:
                       for m, d in zip(pred.raw, found, strict=True)]
                      if self.inner.masks else [None] * len(found))
         else:  # the trivial predictor: fixed boxes, each mask the whole box
-            side = int(round((target[0].shape[1] - 6) ** 0.5)) if self.inner.masks else 0
+            side = math.isqrt(target[0].shape[1] - 6) if self.inner.masks else 0
+            if side * side != target[0].shape[1] - 6:
+                raise TaskInputError("the trivial mask predictor reads square inputs only",
+                                     hint="the engine's inputs are square; pad a TensorSplit")
             image_hw = (side, side)
             found = pred
             masks = [_box_fill(d, image_hw) if self.inner.masks else None for d in found]
