@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree
 
 from ..errors import BadInput
@@ -171,7 +171,9 @@ def coco_index(data: bytes, path: Path, classes: Sequence[str]) -> dict[str, Box
         doc = _coco_doc(data)
         index = {name: i for i, name in enumerate(classes)}
         names = {c.get("id"): c.get("name") for c in doc["categories"] if isinstance(c, dict)}
-        images, rows, segs = {}, {}, {}
+        images: dict[Any, tuple[str, int, int]] = {}
+        rows: dict[Any, list[list[float]]] = {}
+        segs: dict[Any, list[Any]] = {}
         for image in doc["images"]:
             images[image.get("id")] = (str(image.get("file_name")),
                                        *_positive_size(image.get("width"), image.get("height")))

@@ -203,7 +203,8 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, run, per_seed, train_metrics, comparable, edges)
     if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
-        data = {**result.data, "eval": {**result.data["eval"],
+        data = dict(result.data or {})
+        data = {**data, "eval": {**data["eval"],
                                         "boxes_dropped": evaluation.split().boxes_dropped}}
         result = replace(result, data=data)
     result = replace(result, **_sample_ci_fields(draws, skip))

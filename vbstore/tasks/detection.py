@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from ..errors import UsageError
-from ._base import HeadState, Metric, Param
+from ._base import HeadState, Metric, Param, TargetKind
 from ._dense import DenseTask, dense_params
 from ._errors import TaskInputError
 from ._registry import register_task
@@ -63,13 +63,13 @@ class Detection(DenseTask):
 
     level = "high"
     op_version = 1
-    target_kind = "boxes"
+    target_kind: ClassVar[TargetKind] = "boxes"
     protocol = "fcos_patch_grid"
     trivial = "one fixed box per class (its mean box), scored by the class's frequency"
     params = dense_params(
         num_classes=Param(0, "number of classes; 0: the train split's class list", minimum=0),
     )
-    metrics = BOX_METRICS
+    metrics: ClassVar[tuple[Metric, ...]] = BOX_METRICS
     headline = "map_50"
     _masks = False
 
@@ -119,10 +119,11 @@ class Detection(DenseTask):
         if limit is not None and limit < 1:
             raise UsageError(f"limit must be at least 1, got {limit}")
         rows = len(split) if limit is None else min(limit, len(split))
-        out = []
+        out: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         c = params["num_classes"]
         for index, target, pred in _dense_train.predictions(
                 self, _checks.head_in(head_state), split, params, min(rows, 64)):
+            assert isinstance(pred, GridOutput)  # what _predict below returns
             found = _boxes.detect(pred.raw[:, :c + 4], pred.image_hw)
             out.extend((i, t[:, :6], d) for i, t, d in zip(index.tolist(), target, found,
                                                            strict=True))
@@ -150,7 +151,9 @@ class Detection(DenseTask):
                              hint="pass -p num_classes=N, or train on data with a class list")
         return 2 * c + 4 if self._masks else c + 4
 
-    def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str
+    # box targets come as lists of per-image rows, and predictions as a grid plus its size:
+    # the recipe passes both through to this task's own loss and scorer untouched
+    def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str  # type: ignore[override]
                  ) -> list[torch.Tensor]:
         out = []
         c = params["num_classes"]
@@ -164,8 +167,8 @@ class Detection(DenseTask):
             out.append(rows)
         return out
 
-    def _predict(self, raw: torch.Tensor, size: tuple[int, int], params: dict[str, Any]
-                 ) -> GridOutput:
+    def _predict(self, raw: torch.Tensor, size: tuple[int, int],  # type: ignore[override]
+                 params: dict[str, Any]) -> GridOutput:
         return GridOutput(raw, tuple(size))  # type: ignore[arg-type]  # (h, w)
 
     def _loss(self, pred: GridOutput, target: list[torch.Tensor],  # type: ignore[override]
@@ -230,7 +233,7 @@ class _Scorer:
         if isinstance(pred, GridOutput):
             image_hw = pred.image_hw
             found = _boxes.detect(pred.raw[:, :self.c + 4], image_hw)
-            masks = ([_boxes.box_masks(m[self.c + 4:], d, image_hw)
+            masks: list[torch.Tensor | None] = ([_boxes.box_masks(m[self.c + 4:], d, image_hw)
                       for m, d in zip(pred.raw, found, strict=True)]
                      if self.inner.masks else [None] * len(found))
         else:  # the trivial predictor: fixed boxes, each mask the whole box
