@@ -79,7 +79,7 @@ def metric_throughput(n: int) -> dict[str, float]:
 
 def scenes_as_voc(per_split: int, size: int, root: Path) -> Path:
     """``scenes`` written by vbstore, its JSON boxes converted to one VOC folder (both tools
-    read these same files)."""
+    read these same files); boxes under 2 pixels wide or high are left out."""
     from vbstore.data import make_scenes
 
     scenes = make_scenes(root / "scenes", per_split=per_split, size=size)
@@ -98,7 +98,9 @@ def scenes_as_voc(per_split: int, size: int, root: Path) -> Path:
                 f"<object><name>{o['class']}</name><difficult>0</difficult><bndbox>"
                 f"<xmin>{o['box'][0] + 1}</xmin><ymin>{o['box'][1] + 1}</ymin>"
                 f"<xmax>{o['box'][2]}</xmax><ymax>{o['box'][3]}</ymax></bndbox></object>"
-                for o in doc["objects"])
+                for o in doc["objects"]
+                # VisBench reads VOC's xmax as a 0-based index and refuses a 1-pixel box
+                if min(o["box"][2] - o["box"][0], o["box"][3] - o["box"][1]) >= 2)
             (voc / "Annotations" / f"{stem}.xml").write_text(
                 f"<annotation><size><width>{size}</width><height>{size}</height></size>"
                 f"{objects}</annotation>")

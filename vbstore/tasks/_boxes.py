@@ -6,7 +6,8 @@ grid:
 - a grid cell is assigned to a box when its centre falls strictly inside it, the box of
   smallest area winning where boxes overlap; unassigned cells are background;
 - the head gives, per cell, one logit per class and four log-distances (left, top, right,
-  bottom) in units of the cell's stride;
+  bottom) in units of the cell's stride; class biases start at the focal-loss prior
+  -log((1 - 0.01) / 0.01);
 - loss: sigmoid focal loss (alpha 0.25, gamma 2) summed over every cell and class, plus 2 x the
   GIoU loss of the positive cells, both divided by the number of positive cells (at least 1);
 - decoding: every (cell, class) scoring >= 0.05, per-class NMS at IoU 0.5, the 100 best kept.
@@ -37,6 +38,7 @@ from torchvision.ops import batched_nms, generalized_box_iou_loss, sigmoid_focal
 
 FOCAL_ALPHA, FOCAL_GAMMA, GIOU_WEIGHT = 0.25, 2.0, 2.0
 SCORE_THRESHOLD, NMS_IOU, MAX_DETECTIONS = 0.05, 0.5, 100
+PRIOR = 0.01  # class biases start at -log((1 - p) / p): every cell background at first
 MAX_LOG_DISTANCE = 8.0  # exp(8) cells: far beyond any image, keeps exp() finite early in training
 
 

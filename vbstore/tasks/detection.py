@@ -3,7 +3,8 @@
 ``detection`` is VisBench's single-scale, anchor-free reading of FCOS (Tian et al., 2019) on a
 frozen backbone (the machinery and its constants: :mod:`._boxes`): the dense recipe's head
 (:mod:`._dense`; ``linear`` = two 1x1-conv branches in one conv, class logits and four
-log-distances per cell) trained with sigmoid focal loss (alpha 0.25, gamma 2) + 2 x GIoU loss
+log-distances per cell, class biases starting at the focal-loss prior 0.01) trained with sigmoid
+focal loss (alpha 0.25, gamma 2) + 2 x GIoU loss
 on probe3d's schedule; decoding keeps cells scoring >= 0.05, per-class NMS at IoU 0.5, at most
 100 detections. Boxes marked ``difficult`` are left out of training and ignored when scoring.
 
@@ -153,6 +154,17 @@ class Detection(DenseTask):
 
     # box targets come as lists of per-image rows, and predictions as a grid plus its size:
     # the recipe passes both through to this task's own loss and scorer untouched
+    def _init_head(self, output: torch.nn.Conv2d, params: dict[str, Any]) -> None:
+        """FCOS's prior: class biases start at -log((1 - 0.01) / 0.01), so every cell starts as
+        background with probability 0.99 (focal loss's initialisation)."""
+        import torch
+
+        from . import _boxes
+
+        assert output.bias is not None  # the dense heads' output convs have a bias
+        with torch.no_grad():
+            output.bias[:params["num_classes"]] = -math.log((1 - _boxes.PRIOR) / _boxes.PRIOR)
+
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str  # type: ignore[override]
                  ) -> list[torch.Tensor]:
         out = []
