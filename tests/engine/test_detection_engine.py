@@ -34,7 +34,7 @@ def test_box_probes_run_end_to_end_on_scenes_and_are_cached(task, protocol):
     assert second.id == first.id
 
 
-def _coco_split(root, split, n):
+def _coco_split(root, split, n, category="square"):
     import json
 
     import numpy as np
@@ -57,7 +57,7 @@ def _coco_split(root, split, n):
                      "bbox": [0, 0, 4, 6], "segmentation": [[0, 0, 4, 0, 4, 6, 0, 6]]})
     (root / "annotations").mkdir(parents=True, exist_ok=True)
     (root / "annotations" / f"instances_{split}.json").write_text(json.dumps(
-        {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "square"}]}))
+        {"images": images, "annotations": anns, "categories": [{"id": 1, "name": category}]}))
 
 
 @pytest.mark.slow
@@ -71,3 +71,14 @@ def test_instance_segmentation_reads_coco_polygons_through_the_crop(tmp_path):
     assert result.record.data["eval"]["boxes_dropped"] == 3  # one sliver per val image
     assert result.metrics["classes_scored"] == 1
     assert 0.0 <= result.metrics["mask_map_50"] <= 1.0
+
+
+def test_eval_boxes_with_another_class_list_are_refused(tmp_path):
+    from vbstore.errors import UsageError
+
+    _coco_split(tmp_path / "a", "train", 2)
+    _coco_split(tmp_path / "b", "val", 2, category="circle")
+    with pytest.raises(UsageError, match="box class indices would not agree"):
+        vbstore.get_result("test_vit", "detection", str(tmp_path / "b"), str(tmp_path / "a"),
+                           split="val", train_split="train", weights="random", progress=False,
+                           params={"epochs": 1})

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import __version__
+from ..errors import UsageError
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
 from ..tasks import BOX_TARGETS, aggregate_seeds
@@ -160,6 +161,8 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     """Compute every missing input, evaluate, and store the result record; return its id."""
     store, task = plan.store, plan.task
+    if task.target_kind in BOX_TARGETS:
+        _check_box_classes(plan)
     evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id}
@@ -209,6 +212,20 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
         result = replace(result, data=data)
     result = replace(result, **_sample_ci_fields(draws, skip))
     return store.put_json(result.to_dict(), "result", edges=edges)
+
+
+def _check_box_classes(plan: Plan) -> None:
+    """Box class indices mean the class list they were read with: train and eval must share it
+    (checked before any work)."""
+    if plan.head is not None:
+        classes = head_record(plan.store, plan.head).get("class_names") or []
+    else:
+        classes = plan.train_m.classes
+    if classes and plan.eval_m.classes != list(classes):
+        raise UsageError(
+            f"the eval boxes are labelled {plan.eval_m.classes[:5]}, the head's classes are "
+            f"{list(classes)[:5]}: box class indices would not agree",
+            hint="train and evaluate with one class list (--classes FILE)")
 
 
 def sample_ci_skip(task) -> str:
