@@ -97,7 +97,7 @@ def build_head(params: dict[str, Any], channels: tuple[int, ...], n_out: int, se
 
 def output_layer(head: nn.Module) -> nn.Conv2d:
     """The 1x1 convolution that gives a head's outputs (its bias sets their starting values)."""
-    layer = head.conv if isinstance(head, LinearHead) else list(head.out.children())[-1]
+    layer = head.conv if isinstance(head, LinearHead) else list(head.modules())[-1]
     assert isinstance(layer, nn.Conv2d)  # both heads end in a 1x1 convolution
     return layer
 
