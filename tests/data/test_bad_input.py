@@ -107,7 +107,7 @@ def test_loose_images_match_no_layout(store, tmp_path):
 @pytest.mark.parametrize(
     ("options", "error"),
     [
-        ({"layout": "coco"}, "unknown layout 'coco'"),
+        ({"layout": "yolo"}, "unknown layout 'yolo'"),
         ({"layout": "list"}, "the list layout reads a .csv or .jsonl file"),
         ({"stem": "x.txt"}, "no layout option 'stem'.*did you mean 'stems'"),
         ({"target": "masks"}, "the image_folder layout takes no target option"),
