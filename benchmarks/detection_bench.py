@@ -109,12 +109,13 @@ def scenes_as_voc(per_split: int, size: int, root: Path) -> Path:
     return voc
 
 
-def vbstore_runs(voc: Path, size: int, home: Path) -> list[dict]:
+def vbstore_runs(voc: Path, size: int, home: Path, probe: dict[str, float]) -> list[dict]:
     env = dict(os.environ, VBSTORE_HOME=str(home))
     cmd = [sys.executable, "-m", "vbstore", "get", "result", "--backbone", "test_vit",
            "--weights", "random", "--input-size", str(size), "--task", "detection",
            "--data", str(voc), "--split", "val", "--train-data", str(voc), "--train-split",
-           "train", "--classes", str(voc / "classes.txt"), "--json"]
+           "train", "--classes", str(voc / "classes.txt"), "--json",
+           *[a for k, v in probe.items() for a in ("-p", f"{k}={v}")]]
     out = []
     for label in ("cold", "cached"):
         start = time.perf_counter()
@@ -137,6 +138,7 @@ from visbench.cache import FeatureCache
 from visbench.data.detection import DetectionFolderDataset
 
 trace, voc, size, cache_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+probe = json.loads(sys.argv[5])
 module = torch.jit.load(trace)
 prep = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size),
                            transforms.ToTensor(), transforms.Normalize([0.5] * 3, [0.5] * 3)])
@@ -152,13 +154,14 @@ if True:
             for s in ("train", "val")}
     result = visbench.run(bb, "detection", data["val"], data["train"],
                           cache=FeatureCache(cache_dir), device="cpu", num_classes=2,
-                          image_size=size)
+                          image_size=size, **probe)
     print(json.dumps({k: float(v) for k, v in result.metrics.items()
                       if isinstance(v, (int, float))}))
 """
 
 
-def visbench_runs(peer: str, voc: Path, size: int, work: Path) -> list[dict] | str:
+def visbench_runs(peer: str, voc: Path, size: int, work: Path, probe: dict[str, float]
+                  ) -> list[dict] | str:
     from vbstore.backbones import build_backbone
 
     backbone = build_backbone("test_vit", weights="random", input_size=size)
@@ -179,7 +182,7 @@ def visbench_runs(peer: str, voc: Path, size: int, work: Path) -> list[dict] | s
     for label in ("cold", "cached"):  # one process each, timed from outside as vbstore's are
         start = time.perf_counter()
         done = subprocess.run([peer, str(work / "driver.py"), str(work / "test_vit.pt"),
-                               str(voc), str(size), str(work / "vb_cache")],
+                               str(voc), str(size), str(work / "vb_cache"), json.dumps(probe)],
                               capture_output=True, text=True, check=False,
                               env={**os.environ, "PYTHONPATH": ""})
         wall = time.perf_counter() - start
@@ -196,22 +199,27 @@ def main() -> None:
     parser.add_argument("--per-split", type=int, default=48)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--peer", help="python of a scratch venv with visbench installed")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args()
+    probe = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size}
 
-    m = metric_throughput(args.images)
-    print(f"metric code: {m['images']} images in {m['wall_s']:.2f} s = "
-          f"{m['images_per_s']:.0f} images/s (VOC AP {m['voc_ap_s']:.2f} s, "
-          f"pycocotools {m['coco_ap_s']:.2f} s); map_50 {m['map_50']:.3f}")
+    if args.images:
+        m = metric_throughput(args.images)
+        print(f"metric code: {m['images']} images in {m['wall_s']:.2f} s = "
+              f"{m['images_per_s']:.0f} images/s (VOC AP {m['voc_ap_s']:.2f} s, "
+              f"pycocotools {m['coco_ap_s']:.2f} s); map_50 {m['map_50']:.3f}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         voc = scenes_as_voc(args.per_split, args.size, work)
-        ours = vbstore_runs(voc, args.size, work / "home")
+        ours = vbstore_runs(voc, args.size, work / "home", probe)
         for r in ours:
             print(f"vbstore  {r['run']:6s} {r['wall_s']:7.2f} s  "
                   f"map_50 {r['metrics']['map_50']:.4f} map_50_95 {r['metrics']['map_50_95']:.4f}")
         print(f"vbstore cold/cached: {ours[0]['wall_s'] / ours[1]['wall_s']:.1f}x")
         if args.peer:
-            theirs = visbench_runs(args.peer, voc, args.size, work)
+            theirs = visbench_runs(args.peer, voc, args.size, work, probe)
             if isinstance(theirs, str):
                 print(theirs)
                 return

@@ -67,9 +67,11 @@ for _kind, _what in (("label_map", "label PNGs read as raw palette indices"),
     LAYOUT_BY_TARGET[_kind] = _DENSE_LAYOUT.format(what=_what)
 LAYOUT_BY_TARGET["boxes"] = (
     "a VOC folder (Annotations/<stem>.xml, ImageSets/Main/<split>.txt, JPEGImages/; --classes "
-    "FILE, default the 20 VOC classes), or root/<split>/{images,boxes} with one JSON box file "
-    "per image and root/classes.txt (what scenes writes; docs/data.md)")
+    "FILE, default the 20 VOC classes), COCO (annotations/instances_<split>.json and "
+    "<split>/), or root/<split>/{images,boxes} with one JSON box file per image and "
+    "root/classes.txt (what scenes writes; docs/data.md)")
 LAYOUT_BY_TARGET["instances"] = (
+    "COCO (annotations/instances_<split>.json with polygon or RLE masks, and <split>/), or "
     "root/<split>/{images,boxes} with one JSON box file per image naming its instance-id PNG, "
     "and root/classes.txt (what scenes writes; docs/data.md)")
 
