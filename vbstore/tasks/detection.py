@@ -11,7 +11,8 @@ on probe3d's schedule; decoding keeps cells scoring >= 0.05, per-class NMS at Io
 ``instance_segmentation`` adds one foreground map per class to the same head (C more 1x1-conv
 outputs on the same features): the mask of a kept box is its class's map, upsampled bilinearly
 to the input, above probability 0.5, inside the box. The maps learn by binary cross-entropy
-against, per class, the union of that class's instance masks.
+against, per class, the union of that class's instance masks, over the pixels inside that
+class's ground-truth boxes (where the map is read).
 
 Metrics: ``map_50`` (VOC all-point AP at IoU 0.5, averaged over classes with a non-difficult
 box), ``map_50_95`` (pycocotools' COCO AP over IoU 0.5:0.95), ``classes_scored`` (a guard: two
@@ -275,7 +276,9 @@ def _box_fill(detections: torch.Tensor, image_hw: tuple[int, int]) -> torch.Tens
 
 def _mask_loss(pred: GridOutput, target: list[torch.Tensor], c: int) -> torch.Tensor:
     """BCE of each class's foreground map (upsampled to the input) against the union of that
-    class's instance masks."""
+    class's instance masks, over the pixels inside that class's boxes only: where the map is
+    read at scoring (as Mask R-CNN scores a mask inside its box), and where foreground and
+    background are balanced enough for the 0.5 threshold to mean something."""
     import torch
     import torch.nn.functional as F
 
@@ -283,12 +286,20 @@ def _mask_loss(pred: GridOutput, target: list[torch.Tensor], c: int) -> torch.Te
     logits = F.interpolate(pred.raw[:, c + 4:], size=pred.image_hw, mode="bilinear",
                            align_corners=False)
     union = torch.zeros_like(logits)
+    inside = torch.zeros_like(logits)
+    ys = torch.arange(height, device=logits.device)[:, None] + 0.5
+    xs = torch.arange(width, device=logits.device)[None, :] + 0.5
     for i, rows in enumerate(target):
-        if len(rows):
-            masks = rows[:, 6:].reshape(len(rows), height, width)
-            for cls, mask in zip(rows[:, 4].long(), masks, strict=True):
-                union[i, cls] = torch.maximum(union[i, cls], mask.to(union))
-    return F.binary_cross_entropy_with_logits(logits, union)
+        for row in rows:
+            cls = int(row[4])
+            mask = row[6:].reshape(height, width).to(union)
+            box = (xs > row[0]) & (xs < row[2]) & (ys > row[1]) & (ys < row[3])
+            union[i, cls] = torch.maximum(union[i, cls], mask)
+            inside[i, cls] = torch.maximum(inside[i, cls], box.to(inside))
+    if not inside.any():
+        return logits.sum() * 0.0
+    loss = F.binary_cross_entropy_with_logits(logits, union, reduction="none")
+    return (loss * inside).sum() / inside.sum()
 
 
 @register_task(name="instance_segmentation")
