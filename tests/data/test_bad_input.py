@@ -108,7 +108,7 @@ def test_loose_images_are_a_flat_folder_but_not_beside_class_folders(store, tmp_
 @pytest.mark.parametrize(
     ("options", "error"),
     [
-        ({"layout": "coco"}, "unknown layout 'coco'"),
+        ({"layout": "yolo"}, "unknown layout 'yolo'"),
         ({"layout": "list"}, "the list layout reads a .csv or .jsonl file"),
         ({"stem": "x.txt"}, "no layout option 'stem'.*did you mean 'stems'"),
         ({"target": "masks"}, "the image_folder layout takes no target option"),

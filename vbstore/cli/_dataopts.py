@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-LAYOUTS = ("image_folder", "dense", "stems", "list")  # vbstore.data.LAYOUTS, without importing it
+# vbstore.data.LAYOUTS, without importing it
+LAYOUTS = ("image_folder", "dense", "stems", "list", "voc", "coco")
 _PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
           "classes", "dataset_root", "download", "image_column", "label_column")
@@ -33,7 +34,8 @@ def data_layout_options(func: Callable) -> Callable:
         click.option("--target-type", default=None,
                      help="Record this target type instead of the folder name."),
         click.option("--classes", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="File of a sample list's class names, one per line, in index order."),
+                     help="Class names, one per line, in index order: of a sample list, or "
+                     "of box annotations (default: the VOC classes, or classes.txt)."),
         click.option("--dataset-root", type=click.Path(file_okay=False), default=None,
                      help="Folder a torchvision:NAME dataset reads its files from."),
         click.option("--download", is_flag=True, default=None,

@@ -28,7 +28,9 @@ _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scene
          "decode_target": "_targets", "read_verified": "_targets",
          "apply_homography": "_warp", "random_homography": "_warp", "warp_image": "_warp",
          "view_homographies": "_warp",
-         "image_sizes": "_warp"}
+         "image_sizes": "_warp", "align_boxes": "_boxes",
+         "parse_boxes": "_boxes", "VOC_CLASSES": "_boxes", "coco_index": "_boxes",
+         "coco_mask": "_boxes", "is_coco": "_boxes"}
 _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
@@ -40,16 +42,22 @@ __all__ = [
     "SCENE_TARGETS",
     "SHAPES",
     "SOURCES",
+    "VOC_CLASSES",
     "ManifestView",
     "align",
+    "align_boxes",
     "apply_homography",
+    "coco_index",
+    "coco_mask",
     "decode_target",
     "find_warped_views",
     "image_sizes",
+    "is_coco",
     "load_manifest",
     "make_scenes",
     "make_shapes",
     "manifest_digest",
+    "parse_boxes",
     "png_bytes",
     "random_homography",
     "read_verified",

@@ -9,33 +9,38 @@ change to a file or to the listing misses and the manifest is rebuilt from the f
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError, VbstoreError
+from ._boxes import BOX_SUFFIXES, VOC_CLASSES, check_box_files, coco_classes
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
-from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
+from ._scan import Scan, scan_coco, scan_dense, scan_image_folder, scan_stems, scan_voc
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
 from ._spair import is_spair, scan_spair
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
-LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
+           "voc", "coco")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
-    "dense": ("target", "target_type"),
+    "dense": ("target", "target_type", "classes"),
     "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
     "list": ("classes", "target_type"),
     "triplets": (),
     "pairs": (),
     "images": (),
     "spair": (),
+    "voc": ("classes",),
+    "coco": ("classes",),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
@@ -43,7 +48,7 @@ _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
     "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
     "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
-    "SPair-71k"
+    "SPair-71k, a VOC folder (Annotations/, ImageSets/Main/), COCO (annotations/instances_*.json)"
 )
 
 
@@ -178,6 +183,10 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         return "stems"
     if is_spair(root):  # its splits are folders of pair files, not of images
         return "spair"
+    if (root / "Annotations").is_dir() and (root / "ImageSets" / "Main").is_dir():
+        return "voc"
+    if any((root / "annotations").glob("instances_*.json")):
+        return "coco"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -218,6 +227,26 @@ def _classes(value: str | Path | Sequence[str]) -> list[str]:
     return [str(c) for c in value]
 
 
+def _with_boxes(scan: Scan, options: dict[str, Any], default: Sequence[str] | Path) -> Scan:
+    """A scan of box annotations: its class list (``--classes``, else ``default``: a list, or a
+    classes.txt file beside the splits) and the check of every annotation file."""
+    if "classes" in options:
+        classes = _classes(options["classes"])
+    elif isinstance(default, Path):
+        if not default.is_file():
+            raise UsageError(f"box annotations need a class list: no {default}",
+                             hint="pass --classes FILE (one class name per line)")
+        classes = _classes(default)
+    else:
+        classes = list(default)
+    if not classes or len(set(classes)) != len(classes):
+        raise UsageError(f"a class list must name distinct classes, got {classes[:5]}",
+                         hint="one class name per line, each once")
+    scan.classes, scan.target_type = classes, "boxes"
+    scan.check_targets = check_box_files(classes)
+    return scan
+
+
 def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -> Scan:
     if layout == "triplets":
         return scan_triplets(root, split)
@@ -238,13 +267,36 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
         raise UsageError(f"the {layout} layout reads a folder, not the file {root}")
     if layout == "image_folder":
         return scan_image_folder(root, split)
+    if layout == "voc":
+        scan = scan_voc(root, split)
+        return _with_boxes(scan, options, VOC_CLASSES)
+    if layout == "coco":
+        scan = scan_coco(root, split)
+        if "classes" in options:
+            return _with_boxes(scan, options, [])
+        target = root / scan.entries[0].target_name  # type: ignore[operator]
+        try:
+            data = target.read_bytes()
+        except OSError as exc:
+            raise BadInput("unreadable box annotations",
+                           [(str(target), exc.strerror or str(exc))]) from None
+        return _with_boxes(scan, options, coco_classes(data, target))
     if layout == "dense":
         base = root / split if split is not None else root
         if not base.is_dir():
             raise UsageError(
                 f"no split {split!r} in {root}", hint=f"splits found: {', '.join(subdirs(root))}"
             )
-        return scan_dense(base, split, options.get("target"), options.get("target_type"))
+        scan = scan_dense(base, split, options.get("target"), options.get("target_type"))
+        boxes = [e.target_name for e in scan.entries
+                 if e.target_name and os.path.splitext(e.target_name)[1].lower() in BOX_SUFFIXES]
+        if boxes:
+            listed = base.parent / "classes.txt" if split is not None else base / "classes.txt"
+            return _with_boxes(scan, options, listed)
+        if "classes" in options:
+            raise UsageError("the dense layout takes --classes only for box annotations",
+                             hint="classes name the boxes of a .json/.xml target folder")
+        return scan
     stems = (
         options.get("train_stems")
         if split == "train" and "train_stems" in options

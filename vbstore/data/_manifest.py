@@ -160,16 +160,13 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
     root = str(scan.root)
     images = _hash(store, [os.path.join(root, e.name) for e in entries], check_image, "images")
     with_target = [(i, e.target_name) for i, e in enumerate(entries) if e.target_name is not None]
-    target_hashes = (
-        _hash(
-            store,
-            [os.path.join(root, name) for _, name in with_target],
-            check_target,
-            "targets",
-        )
-        if with_target
-        else []
-    )
+    # one file may hold many samples' targets (a COCO split): hashed once
+    unique = sorted({name for _, name in with_target})
+    hashed = dict(zip(unique, _hash(store, [os.path.join(root, n) for n in unique], check_target,
+                                    "targets") if unique else [], strict=True))
+    target_hashes = [hashed[name] for _, name in with_target]
+    if scan.check_targets is not None:  # box annotations: their contents, before any store
+        scan.check_targets([(entries[i].name, Path(root, name)) for i, name in with_target])
     targets: list[str | None] = [None] * len(entries)
     for (i, _), digest in zip(with_target, target_hashes, strict=True):
         targets[i] = digest

@@ -91,7 +91,8 @@ def materialise(store, source: str, rest: str) -> Path:
         return once(datasets / name, lambda tmp: make_shapes(tmp, **params))
     if source == "scenes":
         params = _generated_params("scenes", rest, _SCENES_DEFAULTS)
-        # v2: second views, flow and pairs.csv beside the v1 files (whose bytes are unchanged)
+        # v2: second views, flow and pairs.csv, instances and boxes beside the v1 files (whose
+        # bytes are unchanged)
         name = "scenes-v2-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
         from ._scenes import make_scenes  # numpy, only when scenes are asked for
 

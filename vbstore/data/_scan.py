@@ -8,6 +8,7 @@ hash first.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ class Scan:
     pairs: list[tuple[str, str, str, tuple[Any, ...]]] | None = None
     # the manifest field the pairs go to: pairs (poses) or keypoint_pairs
     pair_field: str = "pairs"
+    # a check of the kept target files' contents (box annotations), run before anything is stored
+    check_targets: Callable[[list[tuple[str, Path]]], None] | None = None
 
 
 def _splits_hint(root: Path) -> str:
@@ -253,3 +256,49 @@ def scan_stems(
     """
     entries = _pair(root, image_dir, target_dir, read_stems(stems_file))
     return Scan("stems", root, split, [], target_type or target_dir.name, entries, limit_by="stem")
+
+
+def scan_voc(root: Path, split: str | None) -> Scan:
+    """VOC detection: ``ImageSets/Main/<split>.txt`` stems, ``JPEGImages/<stem>.*`` images and
+    ``Annotations/<stem>.xml`` boxes (classes and the box check are set by the caller).
+
+    Raises:
+        UsageError: no split, or no stems list for it.
+        BadInput: a listed stem without its image or annotation.
+    """
+    main = root / "ImageSets" / "Main"
+    found = sorted(p.stem for p in main.glob("*.txt") if "_" not in p.stem)
+    if split is None or not (main / f"{split}.txt").is_file():
+        raise UsageError(
+            f"no VOC stems list ImageSets/Main/{split}.txt in {root}" if split
+            else f"{root} is a VOC folder: choose its split",
+            hint=f"choose a split with --split ({', '.join(found) or 'none found'})",
+        )
+    entries = _pair(root, root / "JPEGImages", root / "Annotations",
+                    read_stems(main / f"{split}.txt"))
+    return Scan("voc", root, split, [], "boxes", entries, limit_by="stem")
+
+
+def scan_coco(root: Path, split: str | None) -> Scan:
+    """COCO: every image of ``<split>/`` paired with ``annotations/instances_<split>.json``
+    (classes and the box check, which needs every image in that file, are set by the caller).
+
+    Raises:
+        UsageError: no split, or no annotation file for it.
+        BadInput: no images.
+    """
+    found = sorted(p.stem.removeprefix("instances_")
+                   for p in (root / "annotations").glob("instances_*.json"))
+    target = root / "annotations" / f"instances_{split}.json"
+    if split is None or not target.is_file() or not (root / split).is_dir():
+        raise UsageError(
+            f"no COCO split {split!r} (annotations/instances_{split}.json and {split}/) in {root}"
+            if split else f"{root} is a COCO folder: choose its split",
+            hint=f"choose a split with --split ({', '.join(found) or 'none found'})",
+        )
+    names = sorted(walk_files(root / split))
+    if not names:
+        raise BadInput("folders without images", [(str(root / split), "no images")])
+    entries = [Entry(name=f"{split}/{n}", target_name=f"annotations/instances_{split}.json",
+                     key=n) for n in names]
+    return Scan("coco", root, split, [], "boxes", entries, limit_by="stem")

@@ -18,6 +18,12 @@ outlines. Every target is computed from the geometry, not estimated from the ima
   another surface, where it exceeds 5 cm and 2 % of the depth; 0 elsewhere.
 - ``keypoints``: 8-bit grey PNG, 255 * exp(-d^2 / (2 * 1.5^2)) around each visible box corner
   and room corner, d in pixels.
+- ``instances``: 8-bit grey PNG of instance ids: k + 1 on the visible pixels of the scene's k-th
+  object, 0 on floor and walls.
+- ``boxes``: per-image JSON (vbstore's box format, docs/data.md): for each object with a visible
+  pixel, the tight box ``[x0, y0, x1, y1]`` of its visible pixels (x1, y1 exclusive), its class
+  (``box`` or ``sphere``, :data:`BOX_CLASSES`, also written to ``<root>/classes.txt``) and
+  instance id; ``instances`` names the instance PNG with its BLAKE3.
 
 Every scene is also seen from a second camera, for pair probes (``relative_pose``): the
 camera turned about the first one's target by up to 25 degrees, raised or lowered by up to
@@ -43,11 +49,15 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import canonical
+from ..canonical import digest
 from ..errors import UsageError
-from ._png import write_png
+from ._png import png_bytes, write_png
 
 CLASSES = ("floor", "wall", "box", "sphere")
-TARGETS = ("labels", "masks", "depth", "normals", "edges", "occlusion_edges", "keypoints")
+TARGETS = ("labels", "masks", "depth", "normals", "edges", "occlusion_edges", "keypoints",
+           "instances")
+BOX_CLASSES = ("box", "sphere")
 SPLITS = ("train", "val")
 PALETTE = np.array([[128, 96, 64], [96, 128, 192], [220, 60, 60], [60, 200, 90]], np.uint8)
 MASK_PALETTE = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
@@ -246,7 +256,19 @@ def render_view(size: int, scene: dict, eye: np.ndarray,
         "occlusion_edges": occlusion_map(z_depth, surface.reshape(shape)),
         "keypoints": _keypoints(objects, eye, world_to_cam, focal, z_depth),
         "z_depth": z_depth,  # metres, float: what the exact pair correspondences are made of
+        "instances": np.where(surface >= 2, surface - 1, 0).reshape(shape).astype(np.uint8),
     }
+
+
+def scene_boxes(instances: np.ndarray, labels: np.ndarray) -> list[dict]:
+    """The ``objects`` of a scene's box file: the tight box of each instance's visible pixels."""
+    objects = []
+    for instance in sorted(int(v) for v in np.unique(instances) if v):
+        rows, cols = np.nonzero(instances == instance)
+        kind = CLASSES[int(labels[rows[0], cols[0]])]
+        objects.append({"box": [int(cols.min()), int(rows.min()), int(cols.max()) + 1,
+                                int(rows.max()) + 1], "class": kind, "instance": instance})
+    return objects
 
 
 def _corners(objects: list[dict]) -> np.ndarray:
@@ -347,6 +369,7 @@ def _write_pairs(root: Path, split: str, rows: list[str]) -> None:
 
 def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int = 64) -> Path:
     """Write ``root/{train,val}/{images,<target>}/<NNNN>.png`` for every target in :data:`TARGETS`,
+    ``root/{train,val}/boxes/<NNNN>.json``, ``root/classes.txt`` (:data:`BOX_CLASSES`),
     and a second view of every scene for pair probes (see the module docstring).
 
     Args:
@@ -374,6 +397,12 @@ def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int 
             for folder in ("images", *TARGETS):
                 palette = {"labels": PALETTE, "masks": MASK_PALETTE}.get(folder)
                 write_png(root / split / folder / f"{i:04d}.png", view_a[folder], palette)
+            mask = png_bytes(view_a["instances"])
+            boxes = {"width": size, "height": size,
+                     "objects": scene_boxes(view_a["instances"], view_a["labels"]),
+                     "instances": {"file": f"../instances/{i:04d}.png", "blake3": digest(mask)}}
+            (root / split / "boxes").mkdir(parents=True, exist_ok=True)
+            (root / split / "boxes" / f"{i:04d}.json").write_bytes(canonical.dumps(boxes))
             # the second view draws from its own generator: the first view's bytes never change
             eye_b, rot_b = second_camera(scene, np.random.default_rng([seed, split_index, i, 1]))
             view_b = render_view(size, scene, eye_b, rot_b)
@@ -386,4 +415,5 @@ def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int 
             rows.append(f"{i:04d},images/{i:04d}.png,{PAIR_VIEWS}/{i:04d}.png,"
                         + ",".join(repr(float(v)) for v in pose) + "\n")
         _write_pairs(root, split, rows)
+    (root / "classes.txt").write_text("".join(f"{c}\n" for c in BOX_CLASSES), encoding="utf-8")
     return root

@@ -16,9 +16,10 @@ from typing import Any
 from .. import __version__
 from ..backbones import BackboneCfg
 from ..data import warped_views
+from ..errors import UsageError
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
-from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
+from ..tasks import BOX_TARGETS, KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
@@ -180,6 +181,8 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     """Compute every missing input, evaluate, and store the result record; return its id."""
     store, task = plan.store, plan.task
+    if task.target_kind in BOX_TARGETS:
+        _check_box_classes(plan)
     evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id}
@@ -230,6 +233,11 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
+        data = dict(result.data or {})
+        data = {**data, "eval": {**data["eval"],
+                                        "boxes_dropped": evaluation.split().boxes_dropped}}
+        result = replace(result, data=data)
     result = replace(result, **_sample_ci_fields(draws, skip))
     return store.put_json(result.to_dict(), "result", edges=edges)
 
@@ -260,6 +268,20 @@ def _keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
     cfg = BackboneCfg(**{**pre, "mean": tuple(pre["mean"]), "std": tuple(pre["std"])})
     return KeypointPairs(evaluation.split(), evaluation.manifest.doc.get("keypoint_pairs") or [],
                          image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
+
+
+def _check_box_classes(plan: Plan) -> None:
+    """Box class indices mean the class list they were read with: train and eval must share it
+    (checked before any work)."""
+    if plan.head is not None:
+        classes = head_record(plan.store, plan.head).get("class_names") or []
+    else:
+        classes = plan.train_m.classes
+    if classes and plan.eval_m.classes != list(classes):
+        raise UsageError(
+            f"the eval boxes are labelled {plan.eval_m.classes[:5]}, the head's classes are "
+            f"{list(classes)[:5]}: box class indices would not agree",
+            hint="train and evaluate with one class list (--classes FILE)")
 
 
 def sample_ci_skip(task) -> str:

@@ -20,10 +20,19 @@ import numpy as np
 import torch
 
 from ..backbones import BackboneCfg
-from ..data import align, decode_target, read_verified
-from ..errors import CorruptObject, VbstoreError
+from ..data import (
+    align,
+    align_boxes,
+    coco_index,
+    coco_mask,
+    decode_target,
+    is_coco,
+    parse_boxes,
+    read_verified,
+)
+from ..errors import BadInput, CorruptObject, VbstoreError
 from ..store import read_safetensors_header
-from ..tasks import DenseBatch
+from ..tasks import BOX_TARGETS, DenseBatch
 
 _NUMPY = {"F16": np.float16, "F32": np.float32, "BF16": np.uint16}
 
@@ -57,12 +66,19 @@ class PackSplit:
         # file states already checked against the manifest: training reads every file once per
         # epoch, and only a file whose state changed is hashed again
         self._checked: dict[str, tuple[int, ...]] = {}
+        self._dropped: dict[int, int] = {}  # boxes the crop left without area, per row
+        self._coco: dict[tuple[str, str], Any] = {}  # a COCO split's file, indexed once
         first = self._pack(self._rows[0][0]) if self._rows else []
         self.channels = tuple(int(m.shape[1]) for m in first)
         self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    @property
+    def boxes_dropped(self) -> int:
+        """Boxes cut off by the crop (no area left) in the rows read so far."""
+        return sum(self._dropped.values())
 
     def _pack(self, index: int) -> list[np.ndarray]:
         """The dense maps of one pack, one per layer, memory-mapped after verifying the pack."""
@@ -143,9 +159,48 @@ class PackSplit:
             raise VbstoreError(f"sample {sample['name']} has no target file",
                                hint="a dense task needs the dense or stems layout (--target NAME)")
         path = self._manifest.target_path(position)
+        if self.target_kind in BOX_TARGETS:
+            return self._boxes(position, path, sample["target"], size)
         array = decode_target(self._read(path, sample["target"]), path, self.target_kind,
                               self._scale)
         return align(array, self._cfg.geometry, size)
+
+    def _boxes(self, position: int, path: Path, expected: str, size: tuple[int, int]
+               ) -> np.ndarray:
+        """Row ``position``'s boxes on the backbone's input: (n, 6), or (n, 6 + H*W) with each
+        box's instance mask for ``instances`` targets."""
+        if is_coco(path):
+            if (str(path), expected) not in self._coco:
+                self._coco = {(str(path), expected): coco_index(self._read(path, expected), path,
+                                                                self._manifest.classes)}
+            boxes = self._coco[(str(path), expected)][Path(self._manifest.samples[position]
+                                                           ["name"]).name]
+        else:
+            boxes = parse_boxes(self._read(path, expected), path, self._manifest.classes)
+        if (boxes.width, boxes.height) != tuple(size):
+            raise BadInput("box annotations that do not match their image's size",
+                           [(str(path), f"states {boxes.width}x{boxes.height}, the image is "
+                                        f"{size[0]}x{size[1]}")],
+                           hint="fix the annotation's width and height")
+        rows, kept = align_boxes(boxes.rows, self._cfg.geometry, size)
+        self._dropped[position] = int((~kept).sum())
+        if self.target_kind == "boxes":
+            return rows
+        if boxes.segmentations is not None:
+            segs = [seg for seg, keep in zip(boxes.segmentations, kept, strict=True) if keep]
+            masks = np.stack([coco_mask(seg, boxes.width, boxes.height) for seg in segs]
+                             ) if segs else np.zeros((0, boxes.height, boxes.width), bool)
+            masks = align(masks.astype(np.uint8), self._cfg.geometry, size) > 0
+            return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], 1)
+        if boxes.mask is None:
+            raise BadInput("box annotations without instance masks", [(str(path), "no instances "
+                           "file")], hint="instance_segmentation needs instance masks (the "
+                           "scenes boxes or COCO polygons); use detection for boxes alone")
+        mask_path, mask_hash = boxes.mask
+        ids = decode_target(self._read(mask_path, mask_hash), mask_path, "label_map", None)
+        ids = align(ids, self._cfg.geometry, size)
+        masks = ids[None] == boxes.instances[kept][:, None, None]
+        return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], axis=1)
 
     def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
                 ) -> Iterator[DenseBatch]:
@@ -155,8 +210,17 @@ class PackSplit:
         for start in range(0, len(self), batch_size):
             index = order[start:start + batch_size]
             positions = index.tolist()
-            target = torch.from_numpy(np.stack([self._target(p) for p in positions]))
+            target = torch.from_numpy(_stack([self._target(p) for p in positions]))
             yield DenseBatch(self._feats(positions), target.to(self.device), index)
+
+
+def _stack(targets: list[np.ndarray]) -> np.ndarray:
+    """Per-image targets as one array; box rows padded to the longest with rows of -1."""
+    if targets and targets[0].ndim == 2 and len({len(t) for t in targets}) > 1:
+        n = max(len(t) for t in targets)
+        targets = [np.concatenate([t, np.full((n - len(t), t.shape[1]), -1, t.dtype)])
+                   for t in targets]
+    return np.stack(targets)
 
 
 def _state(path: Path) -> tuple[int, ...] | None:

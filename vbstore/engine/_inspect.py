@@ -21,7 +21,7 @@ from ..data import load_manifest
 from ..errors import UsageError
 from ..heads import load_head
 from ..records import ResultRecord
-from ..tasks import DenseTask, get_task
+from ..tasks import BOX_TARGETS, DenseTask, get_task
 from ._dense import PackSplit
 from ._device import resolve_device
 from ._plan import data_options_for
@@ -58,6 +58,10 @@ def open_dense_result(store, result: str, data: Any, *, split: str | None = None
     if not isinstance(task, DenseTask):
         raise UsageError(f"result {oid[:12]} is a {record.task} result, not a dense probe's",
                          hint="dense tasks: vbstore list tasks (feature mode dense)")
+    if task.target_kind in BOX_TARGETS:
+        raise UsageError(f"result {oid[:12]} is a {record.task} result: its predictions are "
+                         "boxes, not maps, and cannot be drawn as a map grid",
+                         hint="read them with task.predict_split (boxes per image)")
     options = data_options_for(task, data_options or {})
     manifest = load_manifest(store, data, split=split, limit=limit, **options)
     expected = record.inputs["eval_manifest"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import (  # noqa: F401
     classification,
     correspondence,
+    detection,
     geometry,
     knn,
     maps,
@@ -32,11 +33,12 @@ from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._dense import DenseTask
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._registry import get_task, list_tasks, ordered_metrics, register_task
-from ._split import DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
+from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
 from .correspondence import KeypointPairs, WarpPairs
 
 __all__ = [
+    "BOX_TARGETS",
     "DENSE_TARGETS",
     "DenseBatch",
     "DenseSplit",

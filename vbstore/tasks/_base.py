@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 Level = Literal["high", "mid", "low"]
 Direction = Literal["higher", "lower"]
 TargetKind = Literal["class_index", "multi_hot", "captions", "triplets", "pairs", "label_map",
-                     "depth_map", "normal_map", "scalar_map", "image"]
+                     "depth_map", "normal_map", "scalar_map", "image", "boxes", "instances"]
 ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
 
@@ -68,6 +68,15 @@ for _kind, _what in (("label_map", "label PNGs read as raw palette indices"),
                      ("normal_map", "RGB normal PNGs or .npy (H, W, 3) arrays"),
                      ("scalar_map", "one-channel PNGs or .npy maps")):
     LAYOUT_BY_TARGET[_kind] = _DENSE_LAYOUT.format(what=_what)
+LAYOUT_BY_TARGET["boxes"] = (
+    "a VOC folder (Annotations/<stem>.xml, ImageSets/Main/<split>.txt, JPEGImages/; --classes "
+    "FILE, default the 20 VOC classes), COCO (annotations/instances_<split>.json and "
+    "<split>/), or root/<split>/{images,boxes} with one JSON box file per image and "
+    "root/classes.txt (what scenes writes; docs/data.md)")
+LAYOUT_BY_TARGET["instances"] = (
+    "COCO (annotations/instances_<split>.json with polygon or RLE masks, and <split>/), or "
+    "root/<split>/{images,boxes} with one JSON box file per image naming its instance-id PNG, "
+    "and root/classes.txt (what scenes writes; docs/data.md)")
 
 
 @dataclass(frozen=True)

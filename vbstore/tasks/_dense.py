@@ -153,6 +153,10 @@ class DenseTask(Task, ABC):
     def _outputs(self, params: dict[str, Any]) -> int:
         """Output channels of the head."""
 
+    def _init_head(self, output: torch.nn.Conv2d, params: dict[str, Any]) -> None:
+        """Set the starting values of the head's output layer before training (default: as
+        built, bias 0)."""
+
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         """Check one batch of targets and bring it to the form the loss and metrics read.
 

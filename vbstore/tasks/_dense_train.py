@@ -95,6 +95,13 @@ def build_head(params: dict[str, Any], channels: tuple[int, ...], n_out: int, se
         return kind(channels, n_out, params["hidden_dim"])
 
 
+def output_layer(head: nn.Module) -> nn.Conv2d:
+    """The 1x1 convolution that gives a head's outputs (its bias sets their starting values)."""
+    layer = head.conv if isinstance(head, LinearHead) else list(head.modules())[-1]
+    assert isinstance(layer, nn.Conv2d)  # both heads end in a 1x1 convolution
+    return layer
+
+
 def lr_factor(step: int, total: int, warmup: float) -> float:
     """The learning-rate multiplier of optimiser step ``step`` (0-based) of ``total``:
     linear warm-up over the first ``warmup`` steps, then a cosine from 1 to 0."""
@@ -126,6 +133,7 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
     _check_geometry(split, "train")
     generator = torch.Generator().manual_seed(seed)
     head = build_head(params, split.channels, task._outputs(params), seed, task.name)
+    task._init_head(output_layer(head), params)
     head = head.to(split.device)
     optimiser = torch.optim.AdamW(head.parameters(), lr=params["lr"],
                                   weight_decay=params["weight_decay"])

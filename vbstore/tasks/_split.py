@@ -15,6 +15,12 @@ input was (nearest-neighbour, so labels stay labels and invalid pixels stay inva
 | `normal_map` | (B, 3, H, W) float32 | direction as stored; the zero vector where invalid        |
 | `scalar_map` | (B, 1, H, W) float32 | magnitude as stored, divided by ``target_scale``; no mask |
 | `image`      | (B, 3, H, W) float32 | the RGB the backbone saw, in [0, 1], before normalisation |
+| `boxes`      | (B, N, 6) float32    | ``x0, y0, x1, y1, class, difficult`` in input pixels;     |
+|              |                      | rows of -1 pad images with fewer than N boxes              |
+| `instances`  | (B, N, 6 + H*W)      | a box row, then its instance mask (1 inside) flattened     |
+
+Boxes go through the image's resize and crop exactly (scaled, shifted, clipped to the crop);
+a box the crop leaves without area is dropped (``PackSplit.boxes_dropped`` counts them).
 
 ```python
 for batch in split.batches(8, shuffle=True, seed=epoch):
@@ -31,7 +37,9 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import torch
 
-DENSE_TARGETS = ("label_map", "depth_map", "normal_map", "scalar_map", "image")
+DENSE_TARGETS = ("label_map", "depth_map", "normal_map", "scalar_map", "image", "boxes",
+                 "instances")
+BOX_TARGETS = ("boxes", "instances")
 
 
 class DenseBatch(NamedTuple):
@@ -84,12 +92,14 @@ class TensorSplit:
 
     ```python
     split = TensorSplit([feats], targets, target_kind="label_map", layers=(-1,))
+    boxes = TensorSplit([feats], padded_rows, target_kind="boxes", target_hw=(224, 224))
     head, train_metrics = task.fit_split(split, {"num_classes": 3}, seed=0)
     ```
     """
 
     def __init__(self, feats: Sequence[torch.Tensor], target: torch.Tensor, *, target_kind: str,
-                 layers: Sequence[int] | None = None, device: str | torch.device = "cpu") -> None:
+                 layers: Sequence[int] | None = None, device: str | torch.device = "cpu",
+                 target_hw: tuple[int, int] | None = None) -> None:
         import torch
 
         if target_kind not in DENSE_TARGETS:
@@ -102,7 +112,10 @@ class TensorSplit:
         self.layers = tuple(layers) if layers is not None else tuple(range(-len(feats), 0))
         self.channels = tuple(int(f.shape[1]) for f in feats)
         self.grid_hw = (int(feats[0].shape[2]), int(feats[0].shape[3]))
-        self.target_hw = (int(target.shape[-2]), int(target.shape[-1]))
+        if target_kind in BOX_TARGETS and target_hw is None:
+            raise ValueError("box targets need target_hw: the input size the boxes are in")
+        self.target_hw = (tuple(target_hw) if target_hw is not None  # type: ignore[assignment]
+                          else (int(target.shape[-2]), int(target.shape[-1])))
         self.target_kind = target_kind
         self.device = torch.device(device)
 
