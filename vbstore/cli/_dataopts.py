@@ -9,10 +9,11 @@ from typing import Any
 
 import click
 
-LAYOUTS = ("image_folder", "dense", "stems", "list")  # vbstore.data.LAYOUTS, without importing it
-_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root")
+# vbstore.data.LAYOUTS, without importing it
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "nyu", "taskonomy")
+_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
-          "classes", "dataset_root", "download", "image_column", "label_column")
+          "classes", "dataset_root", "download", "image_column", "label_column", "splits")
 
 
 def data_layout_options(func: Callable) -> Callable:
@@ -34,6 +35,8 @@ def data_layout_options(func: Callable) -> Callable:
                      help="Record this target type instead of the folder name."),
         click.option("--classes", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="File of a sample list's class names, one per line, in index order."),
+        click.option("--splits", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Taskonomy split CSV: building,train,val,test rows of 0/1."),
         click.option("--dataset-root", type=click.Path(file_okay=False), default=None,
                      help="Folder a torchvision:NAME dataset reads its files from."),
         click.option("--download", is_flag=True, default=None,

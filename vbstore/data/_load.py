@@ -20,10 +20,11 @@ from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
+from ._taskonomy import is_taskonomy, scan_taskonomy
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
-LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "nyu", "taskonomy")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
@@ -31,13 +32,16 @@ _APPLIES = {
     "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
     "list": ("classes", "target_type"),
     "triplets": (),
+    "nyu": ("target", "target_type"),
+    "taskonomy": ("target", "target_type", "splits"),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
 _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
     "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
-    "root/data.csv of 2AFC triplets"
+    "root/data.csv of 2AFC triplets, NYUv2 folders (root/<split>/{rgb,<target>}), "
+    "Taskonomy (root/{rgb,<domain>}/<building>/)"
 )
 
 
@@ -63,7 +67,8 @@ def load_manifest(
             ``stems``/``train_stems``/``image_dir``/``target_dir`` (stems lists; relative paths
             are under ``data``), ``target`` (the dense target folder; ``images``: the images
             alone, for targets derived from pixels), ``target_type``,
-            ``classes`` (a list's class names in index order, or a file of them); for
+            ``classes`` (a list's class names in index order, or a file of them), ``splits``
+            (Taskonomy's split CSV of buildings); for
             sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
             ``image_column``/``label_column`` (hf).
 
@@ -96,7 +101,7 @@ def load_manifest(
     layout = options.pop("layout", None) or _detect(root, split, options)
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
-    if options.get("target") == "images" and layout != "dense":
+    if options.get("target") == "images" and layout not in ("dense", "nyu", "taskonomy"):
         del options["target"]  # "the images alone" (pixel-derived targets): no target to skip
     refused = sorted(set(options) - set(_APPLIES[layout]))
     if refused:
@@ -168,6 +173,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if "stems" in options or "train_stems" in options:
         return "stems"
+    if is_taskonomy(root):  # its splits are buildings in a CSV, not folders
+        return "taskonomy"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -177,6 +184,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if (base / "images").is_dir():
         return "dense"
+    if (base / "rgb").is_dir():
+        return "nyu"
     folders = subdirs(base)
     if split is None and folders and not any(loose_images(base / f) for f in folders):
         nested = [f for f in folders if (base / f / "images").is_dir() or subdirs(base / f)]
@@ -216,13 +225,18 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
         raise UsageError(f"the {layout} layout reads a folder, not the file {root}")
     if layout == "image_folder":
         return scan_image_folder(root, split)
-    if layout == "dense":
+    if layout == "taskonomy":
+        splits = options.get("splits")
+        return scan_taskonomy(root, split, options.get("target"), options.get("target_type"),
+                              root / splits if splits is not None else None)
+    if layout in ("dense", "nyu"):
         base = root / split if split is not None else root
         if not base.is_dir():
             raise UsageError(
                 f"no split {split!r} in {root}", hint=f"splits found: {', '.join(subdirs(root))}"
             )
-        return scan_dense(base, split, options.get("target"), options.get("target_type"))
+        return scan_dense(base, split, options.get("target"), options.get("target_type"),
+                          image_dir="images" if layout == "dense" else "rgb", layout=layout)
     stems = (
         options.get("train_stems")
         if split == "train" and "train_stems" in options
