@@ -226,6 +226,94 @@ def engine_memory(work: Path, images: int) -> dict:
     return out
 
 
+_VBSTORE_CHILD = """
+import json, sys, time
+started = time.perf_counter()
+import vbstore
+config, task, seed = json.loads(open(sys.argv[1]).read()), sys.argv[2], int(sys.argv[3])
+folder, params = {"semantic_segmentation": ("labels", {"num_classes": 4}),
+                  "generic_segmentation": ("masks", {})}[task]
+begin = time.perf_counter()
+r = vbstore.get_result("timm:" + config["arch"], task, config["data"], config["data"],
+                       split="val", train_split="train", weights=config["checkpoint"],
+                       input_size=config["size"], device="cpu", progress=False, seed=seed,
+                       params=params, data_options={"target": folder})
+print(json.dumps({"metrics": r.metrics, "call_seconds": time.perf_counter() - begin,
+                  "process_seconds": time.perf_counter() - started,
+                  "result_from_cache": r.from_cache,
+                  "features_from_cache": r.record.features_from_cache}))
+"""
+
+
+def _timed(argv: list[str], env: dict) -> dict:
+    start = time.perf_counter()
+    out = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed: {out.stderr.strip().splitlines()[-1:]}")
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["wall_seconds"] = time.perf_counter() - start
+    return row
+
+
+def versus_visbench(work: Path, peer_python: str, images: int, size: int, arch: str,
+                    threads: int) -> dict:
+    """The same scenes, the same checkpoint, the same probe: vbstore and VisBench, each call a
+    fresh process. Phases: cold (empty caches), the same command again, a new head on cached
+    features (vbstore: seed 1, since the same command returns its stored result), and a second
+    task (generic_segmentation on the masks of the same images)."""
+    import timm
+    import torch
+    from safetensors.torch import save_file
+
+    from vbstore.data import make_scenes
+
+    data = make_scenes(work / "versus", per_split=images, seed=3, size=size)
+    torch.manual_seed(0)
+    model = timm.create_model(arch, pretrained=False, img_size=size)
+    checkpoint = work / "bench_vit.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(checkpoint))
+    cfg = timm.models.get_pretrained_cfg(arch).to_dict()  # vbstore's preprocessing for timm
+    config = {"arch": arch, "size": size, "checkpoint": str(checkpoint), "data": str(data),
+              "mean": list(cfg["mean"]), "std": list(cfg["std"]), "threads": threads,
+              "batch": 32}
+    config_path = work / "versus.json"
+    config_path.write_text(json.dumps(config))
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "VBSTORE_HOME": str(work / "versus_store"), "CUDA_VISIBLE_DEVICES": ""}
+    peer = [peer_python, str(Path(__file__).with_name("visbench_peer.py")), str(config_path)]
+    ours = [sys.executable, "-c", _VBSTORE_CHILD, str(config_path)]
+    peer_cache = str(work / "visbench_cache")
+    seg, generic = "semantic_segmentation", "generic_segmentation"
+    phases = {
+        "cold": (ours + [seg, "0"], peer + [seg, peer_cache]),
+        "same command again": (ours + [seg, "0"], peer + [seg, peer_cache]),
+        "new head, cached features": (ours + [seg, "1"], peer + [seg, peer_cache]),
+        "second task (masks)": (ours + [generic, "0"], peer + [generic, peer_cache]),
+    }
+    return {name: {"vbstore": _timed(a, env), "visbench": _timed(b, env)}
+            for name, (a, b) in phases.items()}
+
+
+def print_versus(rows: dict, images: int, size: int, arch: str) -> None:
+    print(f"\nvbstore vs VisBench, semantic_segmentation on scenes ({images} train / {images} val "
+          f"images of {size} px), timm {arch} with one random checkpoint, CPU, each call a "
+          f"fresh process (wall seconds, imports included):")
+    print(f"  {'phase':28s} {'vbstore':>8s} {'VisBench':>9s} {'ratio':>6s}   what vbstore reused")
+    for name, row in rows.items():
+        ours, peer = row["vbstore"], row["visbench"]
+        reused = ("the stored result" if ours["result_from_cache"] else
+                  "stored features" if ours["features_from_cache"] else "nothing")
+        print(f"  {name:28s} {ours['wall_seconds']:8.1f} {peer['wall_seconds']:9.1f} "
+              f"{ours['wall_seconds'] / peer['wall_seconds']:6.2f}   {reused}; VisBench "
+              f"cache hits {peer['cache']['hits']}, misses {peer['cache']['misses']}")
+    for name in ("cold", "second task (masks)"):
+        ours, peer = rows[name]["vbstore"]["metrics"], rows[name]["visbench"]["metrics"]
+        shared = [k for k in ours if k in peer]
+        print(f"  metrics, {name}: " + ", ".join(
+            f"{k} {ours[k]:.4f} vs {peer[k]:.4f}" for k in shared))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=64)
@@ -239,9 +327,24 @@ def main() -> None:
                         help="skip the engine's stored bytes and peak-RSS comparison")
     parser.add_argument("--probe-epochs", type=int, default=10, help="probe3d's 10 by default")
     parser.add_argument("--probe-lr", type=float, default=5e-4, help="probe3d's 5e-4 by default")
+    parser.add_argument("--visbench", metavar="PYTHON", default=None,
+                        help="the interpreter of a scratch venv with visbench: compare end to "
+                             "end (never a vbstore dependency)")
+    parser.add_argument("--versus-images", type=int, default=32)
+    parser.add_argument("--versus-size", type=int, default=112)
+    parser.add_argument("--versus-arch", default="vit_tiny_patch16_224")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads of each side")
+    parser.add_argument("--only-versus", action="store_true",
+                        help="run the VisBench comparison alone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.visbench:
+            rows = versus_visbench(work, args.visbench, args.versus_images, args.versus_size,
+                                   args.versus_arch, args.threads)
+            print_versus(rows, args.versus_images, args.versus_size, args.versus_arch)
+            if args.only_versus:
+                return
         t = throughput(work, args.images, args.channels, args.epochs)
         print(f"training throughput, semantic_segmentation, {args.images} images of 64 px, "
               f"{args.channels} channels, {args.epochs} epochs:")

@@ -55,3 +55,18 @@ def test_taskonomy_depth_matches_the_same_files_as_a_dense_split(tmp_path):
     # were 65535 a depth (128 m), the corners alone would put the rmse above 11 m
     assert by_taskonomy.metrics["rmse"] < 5
     assert by_taskonomy.record.protocol == "probe3d"
+
+
+def test_another_target_of_the_same_images_says_its_features_came_from_the_store(forwards):
+    """A new featureset assembled from stored rows ran no forward pass, and the record says so."""
+    data = "scenes:per_split=4,size=32"
+    kw = dict(split="val", train_split="train", weights="random", progress=False)
+    first = vbstore.get_result("test_vit", "semantic_segmentation", data, data,
+                               data_options={"target": "labels"},
+                               params={"num_classes": 4, "epochs": 1}, **kw)
+    assert not first.record.features_from_cache
+    ran = len(forwards)
+    second = vbstore.get_result("test_vit", "generic_segmentation", data, data,
+                                data_options={"target": "masks"}, params={"epochs": 1}, **kw)
+    assert len(forwards) == ran
+    assert second.record.features_from_cache
