@@ -3,7 +3,7 @@
 Never imported by vbstore or its tests: VisBench (PyPI ``visbench``) lives in a scratch venv
 and is only a yardstick. One call runs one probe in a fresh process, as a user would:
 
-    PYTHON benchmarks/visbench_peer.py CONFIG.json TASK CACHE_DIR
+    PYTHON benchmarks/visbench_peer.py CONFIG.json TASK CACHE_DIR [SEED]
 
 CONFIG (written by dense_bench.py) names the checkpoint, the timm architecture, the input
 size, the preprocessing vbstore recorded for the same backbone (mean, std) and the data. The
@@ -22,10 +22,9 @@ from pathlib import Path
 started = time.perf_counter()
 import timm  # noqa: E402  (timed: a user's process pays for its imports)
 import torch  # noqa: E402
+import visbench  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from torchvision import transforms  # noqa: E402
-
-import visbench  # noqa: E402
 from visbench.cache import FeatureCache  # noqa: E402
 from visbench.data.dense import DenseFolderDataset, load_label_map, load_mask  # noqa: E402
 
@@ -36,6 +35,7 @@ TARGETS = {"semantic_segmentation": ("labels", load_label_map, {"num_classes": 4
 def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
     task, cache_dir = sys.argv[2], Path(sys.argv[3])
+    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     torch.set_num_threads(config["threads"])
     model = timm.create_model(config["arch"], pretrained=False, img_size=config["size"])
     model.load_state_dict(load_file(config["checkpoint"]))
@@ -59,7 +59,7 @@ def main() -> None:
     cache = FeatureCache(root=cache_dir)
     begin = time.perf_counter()
     result = visbench.run(backbone, task, data["val"], train_dataset=data["train"], cache=cache,
-                          seed=0, batch_size=config["batch"], **task_kwargs)
+                          seed=seed, batch_size=config["batch"], **task_kwargs)
     print(json.dumps({"metrics": {k: float(v) for k, v in result.metrics.items()
                                   if isinstance(v, (int, float))},
                       "call_seconds": time.perf_counter() - begin,
