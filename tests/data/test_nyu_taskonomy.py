@@ -146,3 +146,12 @@ def test_taskonomy_depth_is_512_per_metre_and_65535_is_no_depth(tmp_path):
     mm = write_u16(tmp_path / "mm.png", np.array([[65534, 65535]]))
     np.testing.assert_allclose(decode_target(mm.read_bytes(), mm, "depth_map", 1000),
                                [[[65.534, 0.0]]], rtol=1e-6)
+
+
+def test_a_class_folder_named_rgb_is_not_taskonomy(store, tmp_path):
+    root = tmp_path / "colours"
+    for split in ("train", "val"):
+        write_image(root / split / "rgb" / "a.png")
+        write_image(root / split / "grey" / "b.png")
+    age(root)
+    assert load_manifest(store, root, split="val").layout == "image_folder"

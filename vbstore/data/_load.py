@@ -18,7 +18,7 @@ from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
-from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
+from ._scan import Scan, looks_paired, scan_dense, scan_image_folder, scan_stems
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
 from ._taskonomy import is_taskonomy, scan_taskonomy
 from ._triplets import scan_triplets, triplet_csv
@@ -184,7 +184,7 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if (base / "images").is_dir():
         return "dense"
-    if (base / "rgb").is_dir():
+    if (base / "rgb").is_dir() and looks_paired(base, "rgb"):
         return "nyu"
     folders = subdirs(base)
     if split is None and folders and not any(loose_images(base / f) for f in folders):

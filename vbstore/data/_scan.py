@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import loose_images, subdirs, walk_files
+from ._files import is_hidden, loose_images, subdirs, walk_files
 
 
 @dataclass
@@ -205,6 +205,17 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
         )
     entries = _pair(base, base / image_dir, base / target, None)
     return Scan(layout, base, split, [], target_type or target, entries, limit_by="stem")
+
+
+def looks_paired(base: Path, image_dir: str) -> bool:
+    """Whether ``base/<image_dir>/`` has siblings that pair with it by stem (NYUv2 folders), as
+    class folders would not: the first image's stem has a file in every other folder."""
+    first = next((n for n in sorted(os.listdir(base / image_dir)) if not is_hidden(n)), None)
+    others = [d for d in subdirs(base) if d != image_dir]
+    if first is None or not others:
+        return False
+    stem = os.path.splitext(first)[0]
+    return all(any(os.path.splitext(n)[0] == stem for n in os.listdir(base / d)) for d in others)
 
 
 def read_stems(path: Path) -> list[str]:

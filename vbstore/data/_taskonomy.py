@@ -17,6 +17,7 @@ cell is 1.
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
@@ -30,9 +31,18 @@ _NAME = re.compile(r"point_(\d+)_view_(\d+)_domain_([A-Za-z0-9_]+)\.[A-Za-z]+")
 
 
 def is_taskonomy(root: Path) -> bool:
-    """Whether ``root`` looks like Taskonomy: an ``rgb/`` folder of building folders."""
+    """Whether ``root`` looks like Taskonomy: an ``rgb/`` folder of building folders, the first
+    holding a file named in Taskonomy's pattern (a class folder called ``rgb`` is not)."""
     rgb = root / IMAGE_DOMAIN
-    return rgb.is_dir() and bool(subdirs(rgb))
+    buildings = subdirs(rgb) if rgb.is_dir() else []
+    if not buildings:
+        return False
+    with os.scandir(rgb / buildings[0]) as it:
+        for entry in it:
+            match = _NAME.fullmatch(entry.name)
+            if match is not None and match.group(3) == IMAGE_DOMAIN:
+                return True
+    return False
 
 
 def read_split_csv(path: Path) -> dict[str, list[str]]:
