@@ -155,3 +155,25 @@ def test_a_class_folder_named_rgb_is_not_taskonomy(store, tmp_path):
         write_image(root / split / "grey" / "b.png")
     age(root)
     assert load_manifest(store, root, split="val").layout == "image_folder"
+
+
+def test_taskonomy_from_the_command_line(tmp_path, taskonomy, monkeypatch):
+    """--splits is relative to the working directory, like --stems."""
+    import json
+
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    monkeypatch.chdir(taskonomy)
+    result = CliRunner().invoke(cli, [
+        "--store", str(tmp_path / "s"), "get", "manifest", str(taskonomy), "--split", "val",
+        "--target", "depth_zbuffer", "--splits", "train_val_test_tiny.csv", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert (out["layout"], out["samples"], out["target_type"]) == ("taskonomy", 3,
+                                                                   "depth_zbuffer")
+    bad = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "manifest",
+                                   str(taskonomy), "--split", "val", "--target", "depth_zbuffer"])
+    assert bad.exit_code != 0
+    assert "--splits" in bad.output
