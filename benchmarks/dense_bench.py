@@ -2,14 +2,23 @@
 learns on ``scenes``.
 
     python benchmarks/dense_bench.py [--images N] [--channels C] [--epochs E] [--skip-probes]
-                                     [--rss-images N] [--skip-store]
+                                     [--rss-images N] [--skip-store] [--skip-realistic]
+                                     [--visbench PYTHON [--only-versus]]
 
 Prints:
 - through the engine (a store of its own, ``test_vit`` with random weights on ``scenes``): the
   stored dense bytes per image (float16 packs, every byte of the pack files) against float32
   maps of the same grid and width, with the ratio; and the peak RSS of training a depth probe
   on N and on 4N images (features already stored, each run in a fresh process), with the
-  ratio, both as the process's peak and as the peak above the RSS after imports;
+  ratio, both as the process's peak and as the peak above the RSS after imports; the stored
+  bytes are split into the float16 numbers and the pack header (the image ids), and measured
+  again on a real probe's grid (ViT-S/14 at 224 px: 384 x 16 x 16, random weights);
+- with ``--visbench PYTHON`` (a scratch venv with ``pip install visbench``; never a vbstore
+  dependency): the same probe (semantic_segmentation on generated ``scenes``) through vbstore
+  and through VisBench on one random timm checkpoint both load, each call a fresh process:
+  wall seconds cold, the same command again, a new head on cached features, a second task on
+  the same images, and both tools' metrics side by side. VisBench runs in its own interpreter
+  (``benchmarks/visbench_peer.py``), never imported here;
 - training throughput (images per second over ``fit_split``) of the same probe on the same
   features, once streamed batch by batch from a float16 file on disk (a memory map, as a
   pack-backed split reads) and once from float32 tensors held in memory, with the ratio and
@@ -25,6 +34,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -188,26 +199,35 @@ print(json.dumps({"before": before, "peak": peak}))
 """
 
 _EXTRACT_CHILD = """
-import json, sys
+import json, struct, sys
 import vbstore
 data = sys.argv[1]
+backbone, size = (sys.argv[2], int(sys.argv[3])) if len(sys.argv) > 3 else ("test_vit", 64)
 out = {}
 for split in ("train", "val"):
-    f = vbstore.get_features("test_vit", data, split=split, weights="random", input_size=64,
-                             mode="dense", progress=False, data_options={"target": "depth"})
+    f = vbstore.get_features(backbone, data, split=split, weights="random", input_size=size,
+                             mode="dense", progress=False, device="cpu",
+                             data_options={"target": "depth"})
     store = f.backbone.store
     doc = store.read_json(f.id)
-    out[split] = {"images": len(f.manifest),
+    header = ids = 0
+    for pack in doc["packs"]:
+        raw = store.path(pack).read_bytes()
+        length = struct.unpack("<Q", raw[:8])[0]
+        header += 8 + length  # safetensors: u64 length, then the JSON header
+        ids += len(json.loads(raw[8:8 + length])["__metadata__"]["images"])
+    out[split] = {"images": len(f.manifest), "packs": len(doc["packs"]),
                   "pack_bytes": sum(store.path(p).stat().st_size for p in doc["packs"]),
+                  "header_bytes": header, "image_id_bytes": ids,
                   "shape": list(f.features.dense(-1).shape)}
 print(json.dumps(out))
 """
 
 
-def _child(code: str, data: str, home: Path) -> dict:
+def _child(code: str, data: str, home: Path, *args: str) -> dict:
     env = {**os.environ, "VBSTORE_HOME": str(home),
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    out = subprocess.run([sys.executable, "-c", code, data], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", code, data, *args], env=env, capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -219,12 +239,148 @@ def engine_memory(work: Path, images: int) -> dict:
         data = f"scenes:per_split={n},size=64"
         home = work / f"store{n}"
         stored = _child(_EXTRACT_CHILD, data, home)["train"]
-        _, c, h, w = stored["shape"]
-        out[n] = {"stored_per_image": stored["pack_bytes"] / stored["images"],
-                  "float32_per_image": c * h * w * 4, "grid": (c, h, w),
-                  **_child(_TRAIN_CHILD, data, home)}
+        out[n] = {**_bytes_row(stored), **_child(_TRAIN_CHILD, data, home)}
     return out
 
+
+def _bytes_row(stored: dict) -> dict:
+    _, c, h, w = stored["shape"]
+    n = stored["images"]
+    return {"stored_per_image": stored["pack_bytes"] / n, "float32_per_image": c * h * w * 4,
+            "grid": (c, h, w), "header_per_image": stored["header_bytes"] / n,
+            "image_id_per_image": stored["image_id_bytes"] / n, "images": n,
+            "packs": stored["packs"]}
+
+
+def realistic_bytes(work: Path, images: int, backbone: str, size: int) -> dict:
+    """Stored dense bytes per image on a ViT-S/14 grid at 224 px (384 x 16 x 16), random weights:
+    the same measurement as :func:`engine_memory` on the grid of a real probe."""
+    data = f"scenes:per_split={images},size={size}"
+    stored = _child(_EXTRACT_CHILD, data, work / "store_vits", backbone, str(size))
+    return _bytes_row(stored["train"])
+
+
+def print_bytes(label: str, row: dict) -> None:
+    c, h, w = row["grid"]
+    print(f"  {label}: a {c}x{h}x{w} grid, {row['images']} images in {row['packs']} pack(s)")
+    print(f"    stored dense bytes per image {row['stored_per_image']:10.0f}   float32 maps "
+          f"{row['float32_per_image']:10.0f}   ratio "
+          f"{row['stored_per_image'] / row['float32_per_image']:.4f}")
+    print(f"    of which pack header per image {row['header_per_image']:6.1f} (image ids "
+          f"{row['image_id_per_image']:.1f}), float16 numbers "
+          f"{row['stored_per_image'] - row['header_per_image']:.0f} = exactly 0.5x float32")
+
+
+_VBSTORE_CHILD = """
+import json, sys, time
+started = time.perf_counter()
+import vbstore
+config, task, seed = json.loads(open(sys.argv[1]).read()), sys.argv[2], int(sys.argv[3])
+folder, params = {"semantic_segmentation": ("labels", {"num_classes": 4}),
+                  "generic_segmentation": ("masks", {})}[task]
+begin = time.perf_counter()
+r = vbstore.get_result("timm:" + config["arch"], task, config["data"], config["data"],
+                       split="val", train_split="train", weights=config["checkpoint"],
+                       input_size=config["size"], device="cpu", progress=False, seed=seed,
+                       params=params, data_options={"target": folder})
+print(json.dumps({"metrics": r.metrics, "call_seconds": time.perf_counter() - begin,
+                  "process_seconds": time.perf_counter() - started,
+                  "result_from_cache": r.from_cache,
+                  "features_from_cache": r.record.features_from_cache}))
+"""
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], env: dict) -> dict:
+    """One fresh process: its JSON line, wall seconds and CPU seconds (user + system, which
+    other jobs on a shared machine inflate far less than wall time)."""
+    start, cpu = time.perf_counter(), _cpu_of_children()
+    out = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed: {out.stderr.strip().splitlines()[-1:]}")
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["wall_seconds"] = time.perf_counter() - start
+    row["cpu_seconds"] = _cpu_of_children() - cpu
+    return row
+
+
+def versus_visbench(work: Path, peer_python: str, images: int, size: int, arch: str,
+                    threads: int, rounds: int) -> dict:
+    """The same scenes, the same checkpoint, the same probe: vbstore and VisBench, each call a
+    fresh process. Phases: cold (empty caches), the same command again, a new head on cached
+    features (seed 1 on both sides, since vbstore returns a stored result for the same command:
+    its two seeds also show how far metrics move with the head's seed alone), and a second
+    task (generic_segmentation on the masks of the same images). ``rounds`` repeats the whole
+    sequence with fresh caches, alternating which tool goes first."""
+    import timm
+    import torch
+    from safetensors.torch import save_file
+
+    from vbstore.data import make_scenes
+
+    data = make_scenes(work / "versus", per_split=images, seed=3, size=size)
+    torch.manual_seed(0)
+    model = timm.create_model(arch, pretrained=False, img_size=size)
+    checkpoint = work / "bench_vit.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(checkpoint))
+    cfg = timm.models.get_pretrained_cfg(arch).to_dict()  # vbstore's preprocessing for timm
+    config = {"arch": arch, "size": size, "checkpoint": str(checkpoint), "data": str(data),
+              "mean": list(cfg["mean"]), "std": list(cfg["std"]), "threads": threads,
+              "batch": 32}
+    config_path = work / "versus.json"
+    config_path.write_text(json.dumps(config))
+    seg, generic = "semantic_segmentation", "generic_segmentation"
+    rows: dict = {}
+    for round_ in range(rounds):
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+               "VBSTORE_HOME": str(work / f"versus_store{round_}"), "CUDA_VISIBLE_DEVICES": ""}
+        peer = [peer_python, str(Path(__file__).with_name("visbench_peer.py")),
+                str(config_path)]
+        ours = [sys.executable, "-c", _VBSTORE_CHILD, str(config_path)]
+        cache = str(work / f"visbench_cache{round_}")
+        phases = {
+            "cold": ([*ours, seg, "0"], [*peer, seg, cache]),
+            "same command again": ([*ours, seg, "0"], [*peer, seg, cache]),
+            "new head, cached features": ([*ours, seg, "1"], [*peer, seg, cache, "1"]),
+            "second task (masks)": ([*ours, generic, "0"], [*peer, generic, cache]),
+        }
+        for name, (a, b) in phases.items():
+            order = (("vbstore", a), ("visbench", b))
+            for tool, argv in order if round_ % 2 == 0 else order[::-1]:
+                rows.setdefault(name, {}).setdefault(tool, []).append(_timed(argv, env))
+    return rows
+
+
+def print_versus(rows: dict, images: int, size: int, arch: str) -> None:
+    rounds = len(rows["cold"]["vbstore"])
+    print(f"\nvbstore vs VisBench, semantic_segmentation on scenes ({images} train / {images} val "
+          f"images of {size} px), timm {arch} with one random checkpoint, CPU, each call a "
+          f"fresh process, imports included; median of {rounds} round(s) with fresh caches:")
+    print(f"  {'phase':27s} {'wall s: vbstore':>15s} {'VisBench':>9s} {'ratio':>6s}   "
+          f"{'CPU s: vbstore':>14s} {'VisBench':>9s} {'ratio':>6s}   vbstore reused")
+    for name, row in rows.items():
+        med = {tool: {k: statistics.median(r[k] for r in runs)
+                      for k in ("wall_seconds", "cpu_seconds")} for tool, runs in row.items()}
+        ours, peer = med["vbstore"], med["visbench"]
+        last = row["vbstore"][-1]
+        reused = ("the stored result" if last["result_from_cache"] else
+                  "stored features" if last["features_from_cache"] else "nothing")
+        hits = row["visbench"][-1]["cache"]
+        print(f"  {name:27s} {ours['wall_seconds']:15.1f} {peer['wall_seconds']:9.1f} "
+              f"{ours['wall_seconds'] / peer['wall_seconds']:6.2f}   "
+              f"{ours['cpu_seconds']:14.1f} {peer['cpu_seconds']:9.1f} "
+              f"{ours['cpu_seconds'] / peer['cpu_seconds']:6.2f}   {reused} (VisBench cache: "
+              f"{hits['hits']} hits, {hits['misses']} misses)")
+    for name in ("cold", "new head, cached features", "second task (masks)"):
+        ours, peer = rows[name]["vbstore"][0]["metrics"], rows[name]["visbench"][0]["metrics"]
+        shared = [k for k in ours if k in peer]
+        print(f"  metrics, {name}: " + ", ".join(
+            f"{k} {ours[k]:.4f} vs {peer[k]:.4f}" for k in shared))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -239,9 +395,30 @@ def main() -> None:
                         help="skip the engine's stored bytes and peak-RSS comparison")
     parser.add_argument("--probe-epochs", type=int, default=10, help="probe3d's 10 by default")
     parser.add_argument("--probe-lr", type=float, default=5e-4, help="probe3d's 5e-4 by default")
+    parser.add_argument("--realistic-backbone", default="timm:vit_small_patch14_dinov2",
+                        help="the stored-bytes measurement on a real probe's grid too")
+    parser.add_argument("--realistic-size", type=int, default=224)
+    parser.add_argument("--skip-realistic", action="store_true")
+    parser.add_argument("--visbench", metavar="PYTHON", default=None,
+                        help="the interpreter of a scratch venv with visbench: compare end to "
+                             "end (never a vbstore dependency)")
+    parser.add_argument("--versus-images", type=int, default=32)
+    parser.add_argument("--versus-size", type=int, default=112)
+    parser.add_argument("--versus-arch", default="vit_tiny_patch16_224")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads of each side")
+    parser.add_argument("--versus-rounds", type=int, default=3,
+                        help="repeat the comparison with fresh caches; medians are printed")
+    parser.add_argument("--only-versus", action="store_true",
+                        help="run the VisBench comparison alone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.visbench:
+            rows = versus_visbench(work, args.visbench, args.versus_images, args.versus_size,
+                                   args.versus_arch, args.threads, args.versus_rounds)
+            print_versus(rows, args.versus_images, args.versus_size, args.versus_arch)
+            if args.only_versus:
+                return
         t = throughput(work, args.images, args.channels, args.epochs)
         print(f"training throughput, semantic_segmentation, {args.images} images of 64 px, "
               f"{args.channels} channels, {args.epochs} epochs:")
@@ -258,9 +435,11 @@ def main() -> None:
             mib = 1024 * 1024
             print(f"\nthrough the engine (test_vit, random weights, 64 px scenes, a {c}x{h}x{w} "
                   f"grid per image):")
-            print(f"  stored dense bytes per image   {small['stored_per_image']:10.0f}   float32 "
-                  f"maps {small['float32_per_image']:10.0f}   ratio "
-                  f"{small['stored_per_image'] / small['float32_per_image']:.3f}")
+            print_bytes("test_vit at 64 px", small)
+            if not args.skip_realistic:
+                print_bytes(f"{args.realistic_backbone} at {args.realistic_size} px",
+                            realistic_bytes(work, args.rss_images, args.realistic_backbone,
+                                            args.realistic_size))
             print(f"  training peak RSS, {args.rss_images:4d} images  {small['peak'] / mib:8.1f} "
                   f"MiB   above imports {(small['peak'] - small['before']) / mib:8.1f} MiB")
             print(f"  training peak RSS, {4 * args.rss_images:4d} images  "

@@ -21,3 +21,10 @@ def test_every_exit_code_raised_is_documented():
             assert obj.exit_code in documented, name
             assert obj.__doc__, f"{name} has no docstring"
             assert obj.__doc__.strip(), f"{name} has no docstring"
+
+
+def test_the_layout_flag_offers_every_layout_the_data_package_reads():
+    from vbstore.cli._dataopts import LAYOUTS as CLI_LAYOUTS
+    from vbstore.data import LAYOUTS
+
+    assert CLI_LAYOUTS == LAYOUTS

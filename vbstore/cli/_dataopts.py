@@ -10,10 +10,11 @@ from typing import Any
 import click
 
 # vbstore.data.LAYOUTS, without importing it
-LAYOUTS = ("image_folder", "dense", "stems", "list", "voc", "coco")
-_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root")
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
+           "voc", "coco", "nyu", "taskonomy")
+_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
-          "classes", "dataset_root", "download", "image_column", "label_column")
+          "classes", "dataset_root", "download", "image_column", "label_column", "splits")
 
 
 def data_layout_options(func: Callable) -> Callable:
@@ -36,6 +37,8 @@ def data_layout_options(func: Callable) -> Callable:
         click.option("--classes", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Class names, one per line, in index order: of a sample list, or "
                      "of box annotations (default: the VOC classes, or classes.txt)."),
+        click.option("--splits", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Taskonomy split CSV: building,train,val,test rows of 0/1."),
         click.option("--dataset-root", type=click.Path(file_okay=False), default=None,
                      help="Folder a torchvision:NAME dataset reads its files from."),
         click.option("--download", is_flag=True, default=None,

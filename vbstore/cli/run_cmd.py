@@ -23,7 +23,7 @@ from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "precision", "device",
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
              "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
-             "train_stems", "image_dir", "target_dir", "target", "target_type", "classes",
+             "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store"}
 
 

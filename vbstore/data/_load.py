@@ -21,14 +21,23 @@ from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
-from ._scan import Scan, scan_coco, scan_dense, scan_image_folder, scan_stems, scan_voc
+from ._scan import (
+    Scan,
+    looks_paired,
+    scan_coco,
+    scan_dense,
+    scan_image_folder,
+    scan_stems,
+    scan_voc,
+)
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
 from ._spair import is_spair, scan_spair
+from ._taskonomy import is_taskonomy, scan_taskonomy
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
 LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
-           "voc", "coco")
+           "voc", "coco", "nyu", "taskonomy")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
@@ -41,6 +50,8 @@ _APPLIES = {
     "spair": (),
     "voc": ("classes",),
     "coco": ("classes",),
+    "nyu": ("target", "target_type"),
+    "taskonomy": ("target", "target_type", "splits"),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
@@ -48,7 +59,8 @@ _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
     "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
     "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
-    "SPair-71k, a VOC folder (Annotations/, ImageSets/Main/), COCO (annotations/instances_*.json)"
+    "SPair-71k, a VOC folder (Annotations/, ImageSets/Main/), COCO (annotations/instances_*.json), "
+    "NYUv2 folders (root/<split>/{rgb,<target>}), Taskonomy (root/{rgb,<domain>}/<building>/)"
 )
 
 
@@ -74,7 +86,8 @@ def load_manifest(
             ``stems``/``train_stems``/``image_dir``/``target_dir`` (stems lists; relative paths
             are under ``data``), ``target`` (the dense target folder; ``images``: the images
             alone, for targets derived from pixels), ``target_type``,
-            ``classes`` (a list's class names in index order, or a file of them); for
+            ``classes`` (a list's class names in index order, or a file of them), ``splits``
+            (Taskonomy's split CSV of buildings); for
             sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
             ``image_column``/``label_column`` (hf).
 
@@ -107,7 +120,7 @@ def load_manifest(
     layout = options.pop("layout", None) or _detect(root, split, options)
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
-    if options.get("target") == "images" and layout != "dense":
+    if options.get("target") == "images" and layout not in ("dense", "nyu", "taskonomy"):
         del options["target"]  # "the images alone" (pixel-derived targets): no target to skip
     refused = sorted(set(options) - set(_APPLIES[layout]))
     if refused:
@@ -187,6 +200,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         return "voc"
     if any((root / "annotations").glob("instances_*.json")):
         return "coco"
+    if is_taskonomy(root):  # its splits are buildings in a CSV, not folders
+        return "taskonomy"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -196,6 +211,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         )
     if (base / "images").is_dir():
         return "dense"
+    if (base / "rgb").is_dir() and looks_paired(base, "rgb"):
+        return "nyu"
     if pairs_csv(root, split) is not None:
         return "pairs"
     folders = subdirs(base)
@@ -281,13 +298,18 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
             raise BadInput("unreadable box annotations",
                            [(str(target), exc.strerror or str(exc))]) from None
         return _with_boxes(scan, options, coco_classes(data, target))
-    if layout == "dense":
+    if layout == "taskonomy":
+        splits = options.get("splits")
+        return scan_taskonomy(root, split, options.get("target"), options.get("target_type"),
+                              root / splits if splits is not None else None)
+    if layout in ("dense", "nyu"):
         base = root / split if split is not None else root
         if not base.is_dir():
             raise UsageError(
                 f"no split {split!r} in {root}", hint=f"splits found: {', '.join(subdirs(root))}"
             )
-        scan = scan_dense(base, split, options.get("target"), options.get("target_type"))
+        scan = scan_dense(base, split, options.get("target"), options.get("target_type"),
+                          image_dir="images" if layout == "dense" else "rgb", layout=layout)
         boxes = [e.target_name for e in scan.entries
                  if e.target_name and os.path.splitext(e.target_name)[1].lower() in BOX_SUFFIXES]
         if boxes:

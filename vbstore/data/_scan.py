@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError
-from ._files import loose_images, subdirs, walk_files
+from ._files import is_hidden, loose_images, subdirs, walk_files
 
 
 @dataclass
@@ -163,7 +163,8 @@ def _pair(root: Path, image_dir: Path, target_dir: Path, stems: list[str] | None
     return entries
 
 
-def scan_dense(base: Path, split: str | None, target: str | None, target_type: str | None) -> Scan:
+def scan_dense(base: Path, split: str | None, target: str | None, target_type: str | None,
+               image_dir: str = "images", layout: str = "dense") -> Scan:
     """``<base>/{images,<target>}`` paired by stem; the target folder's name is the target type.
 
     A split with ``images/`` alone is read too (target type ``image``), for tasks that compute
@@ -175,30 +176,32 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
         target: Which target folder, when there are several (``masks``, ``depth``...);
             ``images`` reads the images alone, whatever folders lie beside them.
         target_type: Overrides the recorded target type (default: the target folder's name).
+        image_dir: The image folder's name (``rgb`` in NYUv2 folders).
+        layout: Recorded in the manifest (``dense``, ``nyu``).
 
     Raises:
         UsageError: no, or an ambiguous, target folder.
         BadInput: unpaired or ambiguous stems, no images.
     """
-    if not (base / "images").is_dir():
+    if not (base / image_dir).is_dir():
         raise BadInput(
             "dense splits without images",
-            [(str(base / "images"), "not a folder")],
-            hint="a dense split is <root>/<split>/{images,<target>}",
+            [(str(base / image_dir), "not a folder")],
+            hint=f"a {layout} split is <root>/<split>/{{{image_dir},<target>}}",
         )
-    others = [d for d in subdirs(base) if d != "images"]
-    if (target is None and not others) or target == "images":
+    others = [d for d in subdirs(base) if d != image_dir]
+    if (target is None and not others) or target in ("images", image_dir):
         # images only: for tasks whose targets come from pixels (corner, orientation)
-        names = sorted(walk_files(base / "images"))
+        names = sorted(walk_files(base / image_dir))
         if not names:
-            raise BadInput("dense splits without images", [(str(base / "images"), "no images")])
-        entries = [Entry(name=f"images/{n}", key=os.path.splitext(n)[0]) for n in names]
-        return Scan("dense", base, split, [], target_type or "image", entries, limit_by="stem")
+            raise BadInput("dense splits without images", [(str(base / image_dir), "no images")])
+        entries = [Entry(name=f"{image_dir}/{n}", key=os.path.splitext(n)[0]) for n in names]
+        return Scan(layout, base, split, [], target_type or "image", entries, limit_by="stem")
     if target is None:
         if len(others) != 1:
             found = ", ".join(others) or "none"
             raise UsageError(
-                f"{base} has {len(others)} target folders beside images/ ({found})",
+                f"{base} has {len(others)} target folders beside {image_dir}/ ({found})",
                 hint="choose one with --target NAME"
                 if others
                 else "add a folder of targets (masks, depth...)",
@@ -209,8 +212,19 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
             f"no target folder {target!r} in {base}",
             hint=f"target folders found: {', '.join(others) or 'none'}",
         )
-    entries = _pair(base, base / "images", base / target, None)
-    return Scan("dense", base, split, [], target_type or target, entries, limit_by="stem")
+    entries = _pair(base, base / image_dir, base / target, None)
+    return Scan(layout, base, split, [], target_type or target, entries, limit_by="stem")
+
+
+def looks_paired(base: Path, image_dir: str) -> bool:
+    """Whether ``base/<image_dir>/`` has siblings that pair with it by stem (NYUv2 folders), as
+    class folders would not: the first image's stem has a file in every other folder."""
+    first = next((n for n in sorted(os.listdir(base / image_dir)) if not is_hidden(n)), None)
+    others = [d for d in subdirs(base) if d != image_dir]
+    if first is None or not others:
+        return False
+    stem = os.path.splitext(first)[0]
+    return all(any(os.path.splitext(n)[0] == stem for n in os.listdir(base / d)) for d in others)
 
 
 def read_stems(path: Path) -> list[str]:

@@ -20,6 +20,10 @@ import numpy as np
 from ..canonical import digest
 from ..errors import BadInput, UsageError
 
+# A 16-bit depth PNG's largest value marks a pixel without depth (Taskonomy's depth_zbuffer in
+# 1/512 m: 128 m, no surface); in millimetres it would be 65.5 m, beyond a probe's 10 m range.
+NO_DEPTH_U16 = 65535
+
 
 def read_verified(path: Path, expected: str) -> bytes:
     """The bytes of ``path``, refused unless they hash to the manifest's ``expected``.
@@ -98,6 +102,8 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
                     hint="pass -p target_scale=1000 for millimetres (512 for "
                     "Taskonomy, 1 for metres)",
                 )
+            if np.issubdtype(raw.dtype, np.integer):  # 65535: no depth (Taskonomy: sky, holes)
+                values[raw == NO_DEPTH_U16] = 0.0
             values = values / target_scale
         elif target_scale is not None:
             values = values / target_scale

@@ -132,11 +132,13 @@ class Feed:
 def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
     """The featureset of ``manifest`` (``role``: eval or train), from the store or extracted now."""
     start = time.perf_counter()
-    oid, computed, _ = derive_featureset(plan.store, plan.backbone, manifest, plan.settings,
-                                         device=run.device, progress=run.progress,
-                                         batch_size=run.batch_size, executor=run.executor)
+    oid, computed, stats = derive_featureset(plan.store, plan.backbone, manifest, plan.settings,
+                                             device=run.device, progress=run.progress,
+                                             batch_size=run.batch_size, executor=run.executor)
     run.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
-    run.from_cache[f"{role}_features"] = not computed
+    # a new featureset assembled from stored rows (another target over the same images) ran no
+    # forward pass either: features_from_cache says whether the backbone ran
+    run.from_cache[f"{role}_features"] = not computed or stats.get("extracted", 1) == 0
     return oid
 
 
