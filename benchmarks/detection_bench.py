@@ -204,31 +204,37 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args()
     probe = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size}
+    run(args.images, args.per_split, args.size, args.peer, probe)
 
-    if args.images:
-        m = metric_throughput(args.images)
+
+def run(images: int, per_split: int, size: int, peer: str | None, probe: dict) -> dict:
+    """Print the three measurements side by side and return their numbers (``pairs_bench.py``'s
+    ``detection`` section calls this too)."""
+    out: dict = {}
+    if images:
+        m = out["metrics"] = metric_throughput(images)
         print(f"metric code: {m['images']} images in {m['wall_s']:.2f} s = "
               f"{m['images_per_s']:.0f} images/s (VOC AP {m['voc_ap_s']:.2f} s, "
               f"pycocotools {m['coco_ap_s']:.2f} s); map_50 {m['map_50']:.3f}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        voc = scenes_as_voc(args.per_split, args.size, work)
-        ours = vbstore_runs(voc, args.size, work / "home", probe)
+        voc = scenes_as_voc(per_split, size, work)
+        ours = out["vbstore"] = vbstore_runs(voc, size, work / "home", probe)
         for r in ours:
             print(f"vbstore  {r['run']:6s} {r['wall_s']:7.2f} s  "
                   f"map_50 {r['metrics']['map_50']:.4f} map_50_95 {r['metrics']['map_50_95']:.4f}")
         print(f"vbstore cold/cached: {ours[0]['wall_s'] / ours[1]['wall_s']:.1f}x")
-        if args.peer:
-            theirs = visbench_runs(args.peer, voc, args.size, work, probe)
+        if peer:
+            theirs = out["visbench"] = visbench_runs(peer, voc, size, work, probe)
             if isinstance(theirs, str):
                 print(theirs)
-                return
+                return out
             for r in theirs:
                 shown = " ".join(f"{k} {v:.4f}" for k, v in sorted(r["metrics"].items()))
                 print(f"visbench {r['run']:6s} {r['wall_s']:7.2f} s  {shown}")
             for a, b in zip(ours, theirs, strict=True):
                 print(f"{a['run']}: visbench/vbstore wall {b['wall_s'] / a['wall_s']:.2f}x")
-
+    return out
 
 if __name__ == "__main__":
     main()

@@ -6,8 +6,7 @@ the throughput of the pair metric code.
                                      [--peer-python PATH]
 
 Each section is a function ``section(args) -> dict`` in :data:`SECTIONS`, printing its own lines
-and returning its numbers (``--json`` prints them all at the end), so another section (detection)
-is one more entry.
+and returning its numbers (``--json`` prints them all at the end).
 
 Prints:
 - ``correspondence``: through the engine (a store of its own, ``test_vit`` with random weights
@@ -22,7 +21,10 @@ Prints:
 - ``metrics``: images (pairs) per second of the correspondence metric code at N images with a
   ViT-S/14 geometry (384 channels, a 16 x 16 grid at 224 px; images 300 x 240, resized and
   cropped as a real backbone would), features read from a small pool so memory stays flat;
-  and pairs per second of the relative-pose metrics at N pairs.
+  and pairs per second of the relative-pose metrics at N pairs;
+- ``detection`` (asked for by name): ``benchmarks/detection_bench.py``'s figures (metric-code
+  throughput at --metric-images images, scenes as a VOC folder cold and cached, and VisBench's
+  detection beside them when ``visbench`` is asked for too).
 """
 
 from __future__ import annotations
@@ -280,7 +282,18 @@ def visbench(args) -> dict:
     return {"vbstore": ours, "visbench": theirs}
 
 
-SECTIONS = {"correspondence": correspondence, "metrics": metrics, "visbench": visbench}
+def detection(args) -> dict:
+    """``detection_bench.py``'s measurements (metric throughput at --metric-images, scenes as a
+    VOC folder cold and cached, and VisBench beside it when ``visbench`` is also asked for)."""
+    import detection_bench  # a sibling script: torch and the scenes writer
+
+    peer = args.peer_python if "visbench" in args.sections.split(",") else None
+    probe = {"epochs": 10, "lr": 5e-4, "batch_size": 8}
+    return detection_bench.run(args.metric_images, args.images, args.input_size, peer, probe)
+
+
+SECTIONS = {"correspondence": correspondence, "metrics": metrics, "visbench": visbench,
+            "detection": detection}
 
 
 def main() -> None:
