@@ -26,7 +26,8 @@ def executor_options(func: Callable) -> Callable:
                      help="Configured remote Ray workers write packs to (default: this store's "
                           "objects folder, which the workers must share)."),
         click.option("--ray-workers", type=click.IntRange(min=1), default=None,
-                     help="Forward actors (default: one per GPU, else one per node)."),
+                     help="Forward actors (default: one per GPU, else one per node); for "
+                          "sweep, units run at once (default: all queued)."),
     ]
 
     @functools.wraps(func)

@@ -47,7 +47,8 @@ class RayExecutor:
         sink: where workers write packs: None for this store's ``objects/`` folder (workers must
             see the store's filesystem), or the name of a configured remote (``vbstore remote
             add``) the driver then downloads every pack from, verified.
-        workers: forward actors; default one per GPU of the cluster, else one per node.
+        workers: forward actors; default one per GPU of the cluster, else one per node. For a
+            sweep: units running at once (default: all queued).
         cpus_per_worker: CPUs each actor reserves (and torch threads it runs) without a GPU.
         decode_threads: threads decoding images inside each actor, ahead of the forward.
     """
