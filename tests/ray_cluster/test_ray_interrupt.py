@@ -3,7 +3,6 @@ and a rerun finishes with the same featureset id."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ import pytest
 from vbstore import Store
 from vbstore.data import load_manifest
 from vbstore.engine import get_features
+from vbstore.features import RayExecutor
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,10 +132,10 @@ def test_ctrl_c_stops_the_workers_and_leaves_the_store_consistent(tmp_path, ray_
     with Store(store_dir) as there:
         report = there.fsck()
         assert report.clean, report.as_dict()
-    rerun = subprocess.run([*args, "--json"], capture_output=True, text=True, cwd=ROOT, env=env,
-                           timeout=300)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    info = json.loads(rerun.stdout)
-    assert info["featureset"] == local.id
-    assert 0 < info["stats"]["reused"] < 40  # the packs adopted before Ctrl-C were kept
-    assert info["stats"]["extracted"] == 40 - info["stats"]["reused"]
+    with Store(store_dir) as there:  # run again (here, on the same cluster): only the rest
+        again = get_features("test_vit", str(data), store=there, split="train", weights="random",
+                             batch_size=small_packs, progress=False,
+                             executor=RayExecutor(address=ray_cluster["address"]))
+    assert again.id == local.id
+    assert 0 < again.stats["reused"] < 40  # the packs adopted before Ctrl-C were kept
+    assert again.stats["extracted"] == 40 - again.stats["reused"]

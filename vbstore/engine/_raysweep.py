@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,11 @@ from ._results import Result, execute, stored_result
 
 @dataclass(frozen=True)
 class Unit:
-    """One backbone x task of a sweep: its row's labels and its request (None: ``error``);
-    ``wait``: wait for another process's answer rather than only try its lease."""
+    """One backbone x task of a sweep: its row's labels and its request (None: ``error``)."""
 
     row: dict[str, Any]
     request: ResultRequest | None
     error: str | None = None
-    wait: bool = False
 
 
 def result_fields(task: str, result: Result) -> dict[str, Any]:
@@ -81,7 +79,7 @@ def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict
                          "itself, on a filesystem every node shares",
                          hint="drop --ray-sink (it serves get features/result/head)")
     total, done = len(units), 0
-    todo: list[Unit] = []
+    todo: list[tuple[dict[str, Any], ResultRequest]] = []
     for unit in units:
         row = dict(unit.row)
         if unit.request is None:
@@ -92,7 +90,7 @@ def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict
             except VbstoreError as exc:
                 hit, row["error"] = None, str(exc)
             if hit is None and "error" not in row:
-                todo.append(unit)
+                todo.append((unit.row, unit.request))
                 continue
             if hit is not None:
                 row.update(result_fields(unit.request.probe.task, hit))
@@ -105,26 +103,27 @@ def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict
     owned = executor.connect()
     task = ray.remote(run_unit).options(max_retries=3, **executor.unit_resources())
     root = str(store.root)
-    queue = list(reversed(todo))  # popped from the end: grid order
-    running: dict[Any, Unit] = {}
+    # (row, request, wait), popped from the end: grid order
+    queue = [(row, request, False) for row, request in reversed(todo)]
+    running: dict[Any, tuple[dict[str, Any], ResultRequest]] = {}
     try:
         while queue or running:
             while queue and len(running) < (executor.workers or len(todo)):
-                unit = queue.pop()
-                running[task.remote(root, unit.request, unit.wait)] = unit
+                row, request, wait = queue.pop()
+                running[task.remote(root, request, wait)] = (row, request)
             ready, _ = ray.wait(list(running), num_returns=1)
-            unit = running.pop(ready[0])
+            row, request = running.pop(ready[0])
             try:
                 out = ray.get(ready[0])
             except ray.exceptions.RayError as exc:
-                raise ExecutorError(f"{unit.row['label']} x {unit.row['task']} failed on Ray: "
+                raise ExecutorError(f"{row['label']} x {row['task']} failed on Ray: "
                                     f"{str(exc).splitlines()[0]}",
                                     hint="run the sweep again: finished units are kept") from None
             if out.get("busy"):  # another driver computes it: wait for its answer, last
-                queue.insert(0, replace(unit, wait=True))
+                queue.insert(0, (row, request, True))
                 continue
             done += 1
-            yield {**unit.row, **out, "done": done, "total": total}
+            yield {**row, **out, "done": done, "total": total}
     except BaseException:
         for ref in running:
             ray.cancel(ref, force=True)

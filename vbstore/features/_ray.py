@@ -15,10 +15,11 @@ the next run extracts only what is left.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,11 @@ def _pack_images(store, pack: str) -> list[str]:
         return json.loads((handle.metadata() or {}).get("images", "[]"))
 
 
+def _rows(dataset) -> Generator[dict[str, Any], None, None]:
+    """The dataset's rows; closing this generator closes Ray Data's own."""
+    yield from dataset.iter_rows()
+
+
 def _default_workers(ray) -> tuple[int, bool]:
     gpus = int(ray.cluster_resources().get("GPU", 0))
     if gpus:
@@ -228,34 +234,29 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
     done: set[int] = set()
     report = progress if callable(progress) else None
     begun = time.perf_counter()
-    try:
-        with progress_bar(len(images), progress is True) as bar:
-            stream = dataset.iter_rows()
-            try:
-                for out in stream:
-                    number = int(out["job"])  # the job's index in jobs, as its "job" field says
-                    job = jobs[number]
-                    if number in done:  # a retried range answered twice: nothing to add
-                        continue
-                    pack = str(out["pack"])
-                    _adopt(store, target, pack)
-                    if _pack_images(store, pack) != job["images"]:
-                        raise ExecutorError(f"pack {pack[:12]} from a Ray worker holds other "
-                                            "images than its range",
-                                            hint="run `vbstore fsck`, then the command again")
-                    store.add_feature_rows(key, pack, job["images"])
-                    rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
-                    stats.forward_passes += int(out["forward_passes"])
-                    done.add(number)
-                    if bar is not None:
-                        bar.update(len(job["images"]))
-                    if report is not None:
-                        report(ExtractProgress(len(rows), len(images),
-                                               time.perf_counter() - begun, workers))
-            finally:
-                close = getattr(stream, "close", None)
-                if close is not None:  # stops Ray Data's executor and its actor pool
-                    close()
+    try:  # closing the stream stops Ray Data's executor and its actor pool
+        with progress_bar(len(images), progress is True) as bar, \
+                contextlib.closing(_rows(dataset)) as stream:
+            for out in stream:
+                number = int(out["job"])  # the job's index in jobs, as its "job" field says
+                job = jobs[number]
+                if number in done:  # a retried range answered twice: same pack, nothing to add
+                    continue
+                pack = str(out["pack"])
+                _adopt(store, target, pack)
+                if _pack_images(store, pack) != job["images"]:
+                    raise ExecutorError(f"pack {pack[:12]} from a Ray worker holds other images "
+                                        "than its range",
+                                        hint="run `vbstore fsck`, then the command again")
+                store.add_feature_rows(key, pack, job["images"])
+                rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
+                stats.forward_passes += int(out["forward_passes"])
+                done.add(number)
+                if bar is not None:
+                    bar.update(len(job["images"]))
+                if report is not None:
+                    report(ExtractProgress(len(rows), len(images), time.perf_counter() - begun,
+                                           workers))
     except BaseException:
         if owned:  # the job ends with the connection: Ray kills whatever it still runs
             ray.shutdown()
