@@ -16,7 +16,7 @@ from vbstore.cli import cli
 from vbstore.cli._executoropts import progress_line
 from vbstore.cli.results_cmds import sweep_progress_line
 from vbstore.engine import get_features, plan, result_request
-from vbstore.engine._raysweep import run_unit
+from vbstore.engine._raysweep import machine, run_unit
 from vbstore.features import ExtractProgress
 from vbstore.store import derivation_key
 
@@ -53,10 +53,13 @@ def test_a_unit_only_tries_a_result_another_process_computes(tmp_path, shapes, f
         assert again["id"] == out["id"]
 
 
-def test_a_worker_that_cannot_see_the_store_says_so(tmp_path, shapes):
-    out = run_unit(str(tmp_path / "elsewhere"), _request(shapes), True)
+def test_a_worker_off_the_stores_machine_or_path_says_so(tmp_path, shapes):
+    with Store(tmp_path / "s") as store:
+        out = run_unit(str(store.root), _request(shapes), True, "other-host/boot")
+        assert "is not on the store's machine (other-host)" in out["error"]
+        assert store.ls("result") == []
+    out = run_unit(str(tmp_path / "elsewhere"), _request(shapes), True, machine())
     assert "cannot see the store" in out["error"]
-    assert "filesystem every node shares" in out["error"]
     assert not (tmp_path / "elsewhere").exists()  # no empty store made on the worker
 
 

@@ -150,8 +150,8 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
     With --executor ray each combination missing from the store runs as a Ray task (one GPU, or
-    CPUs, each) on workers that share the store's filesystem; rows are printed as they finish,
-    and several drivers may sweep one grid at once: each derivation is computed once.
+    CPUs, each) on the Ray workers of the store's machine; rows are printed as they finish, and
+    several drivers may sweep one grid at once: each derivation is computed once.
     """
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep

@@ -3,14 +3,15 @@ every derivation to one computation however many drivers sweep the same grid.
 
 The driver plans each unit (ids only) and answers a stored result itself, without Ray. Every
 other unit becomes a Ray task that reserves what one unit needs (a GPU when the cluster has
-any, else ``cpus_per_worker`` CPUs), opens the store at the driver's root (so the workers must
-share its filesystem, registry included) and runs :func:`execute` there: the features and
-heads below the result are derived under the store's leases, so a unit never computes what
-another process is computing; it waits for the answer and reads it. The result's own lease is
-only tried: a unit whose result another driver is computing comes back busy at once and is
-queued again behind the others, then waits for that answer, so two drivers on one grid split it
-between them instead of queueing behind each other. A retried task is harmless: its dead
-worker's leases are released by the kernel, and what it wrote is content-addressed.
+any, else ``cpus_per_worker`` CPUs), opens the store at the driver's root and runs
+:func:`execute` there. A worker must therefore be on the driver's machine (the registry is
+SQLite in WAL mode and the leases are ``flock``s, both of one kernel); one elsewhere says so.
+The features and heads below the result are derived under the store's leases, so a unit never
+computes what another process is computing: it waits for the answer and reads it. The result's
+own lease is only tried: a unit whose result another driver is computing comes back busy at
+once and is queued again behind the others, then waits for that answer, so two drivers on one
+grid split it between them instead of queueing behind each other. A retried task is harmless:
+its dead worker's leases are released by the kernel, and what it wrote is content-addressed.
 """
 
 from __future__ import annotations
@@ -45,13 +46,29 @@ def result_fields(task: str, result: Result) -> dict[str, Any]:
             "extracted": result.extracted}
 
 
-def run_unit(root: str, request: ResultRequest, wait: bool) -> dict[str, Any]:
+def machine() -> str:
+    """This kernel: host name and boot id (two Ray nodes of one machine share it)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+def run_unit(root: str, request: ResultRequest, wait: bool, driver: str | None = None
+             ) -> dict[str, Any]:
     """One unit on a Ray worker; ``{"busy": True}`` when another process computes its result
-    and ``wait`` is False."""
+    and ``wait`` is False. ``driver`` is the driver's :func:`machine`: the registry (SQLite in
+    WAL mode) and the leases (``flock``) hold only among processes of one kernel."""
+    if driver is not None and machine() != driver:
+        return {"error": f"the Ray worker on {socket.gethostname()} is not on the store's "
+                         f"machine ({driver.split('/')[0]}); a sweep's units run where its "
+                         "registry is (SQLite and the leases need one kernel): give the cluster "
+                         "only that machine's GPUs, or extract with `get features --executor "
+                         "ray` across nodes"}
     if not (Path(root) / "registry.db").is_file():  # Store() would make an empty one here
         return {"error": f"the Ray worker on {socket.gethostname()} cannot see the store at "
-                         f"{root}; sweeps on Ray need the store on a filesystem every node "
-                         "shares"}
+                         f"{root}; sweeps on Ray need the store on the workers' filesystem"}
     with Store(root) as store:
         try:
             result = execute(plan(request, store), progress=False,
@@ -102,7 +119,7 @@ def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict
 
     owned = executor.connect()
     task = ray.remote(run_unit).options(max_retries=3, **executor.unit_resources())
-    root = str(store.root)
+    root, here = str(store.root), machine()
     # (row, request, wait), popped from the end: grid order
     queue = [(row, request, False) for row, request in reversed(todo)]
     running: dict[Any, tuple[dict[str, Any], ResultRequest]] = {}
@@ -110,7 +127,7 @@ def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict
         while queue or running:
             while queue and len(running) < (executor.workers or len(todo)):
                 row, request, wait = queue.pop()
-                running[task.remote(root, request, wait)] = (row, request)
+                running[task.remote(root, request, wait, here)] = (row, request)
             ready, _ = ray.wait(list(running), num_returns=1)
             row, request = running.pop(ready[0])
             try:

@@ -105,7 +105,7 @@ def sweep(
 
     Without ``executor`` the combinations run one after another here, in order. With a
     :class:`vbstore.features.RayExecutor` each one missing from the store is a Ray task (one
-    GPU, or CPUs, each) on workers that share the store's filesystem; rows then come as units
+    GPU, or CPUs, each) on the Ray workers of the store's machine; rows then come as units
     finish, and two drivers sweeping one grid compute each derivation once (the store's leases).
 
     Raises:
