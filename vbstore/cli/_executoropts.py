@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,8 @@ def executor_options(func: Callable) -> Callable:
                      help="Configured remote Ray workers write packs to (default: this store's "
                           "objects folder, which the workers must share)."),
         click.option("--ray-workers", type=click.IntRange(min=1), default=None,
-                     help="Forward actors (default: one per GPU, else one per node)."),
+                     help="Forward actors (default: one per GPU, else one per node); for "
+                          "sweep, units run at once (default: all queued)."),
     ]
 
     @functools.wraps(func)
@@ -38,3 +40,27 @@ def executor_options(func: Callable) -> Callable:
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper
+
+
+def progress_line(progress) -> str:
+    """One line of an extraction's progress (an ``ExtractProgress``), over all its workers."""
+    workers = f" over {progress.workers} workers" if progress.workers > 1 else ""
+    return (f"extracting: {progress.done}/{progress.total} images, "
+            f"{progress.images_per_s:.1f} images/s{workers}")
+
+
+def print_progress(progress) -> None:
+    """Print ``progress_line`` on stderr: rewritten in place on a terminal, else one line each."""
+    if sys.stderr.isatty():
+        click.echo(f"\r{progress_line(progress)}", err=True,
+                   nl=progress.done >= progress.total)
+    else:
+        click.echo(progress_line(progress), err=True)
+
+
+def progress_for(executor: Any, as_json: bool) -> bool | Callable[[Any], None]:
+    """What a command passes as ``progress``: nothing with --json, the driver's line over all
+    Ray workers with an executor, else the local progress bar."""
+    if as_json:
+        return False
+    return print_progress if executor is not None else True

@@ -6,7 +6,7 @@ import click
 
 from ._common import emit, json_option, ordered_metrics, with_store
 from ._dataopts import data_layout_options, parse_params
-from ._executoropts import executor_options
+from ._executoropts import executor_options, progress_for
 from .data_cmds import manifest_cmd
 
 
@@ -107,8 +107,9 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             data_options=data_options)
 
     def compute(data, split):
-        return execute(plan(request_for(data, split), store), device=device, progress=not as_json,
-                       recompute=recompute, executor=executor)
+        return execute(plan(request_for(data, split), store), device=device,
+                       progress=progress_for(executor, as_json), recompute=recompute,
+                       executor=executor)
 
     if suite_ref is not None:  # one result per suite condition, then the suite's verdict
         from .suite_cmds import result_on_suite
@@ -119,8 +120,8 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
         return
-    result = execute(the_plan, device=device, progress=not as_json, recompute=recompute,
-                     executor=executor)
+    result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
+                     recompute=recompute, executor=executor)
     emit(as_json, result.as_dict(), lambda: print_result(result))
 
 
@@ -194,8 +195,8 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
     result = get_features(
         backbone, data, store=store, split=split, limit=limit, layers=parse_layers(layers) or (-1,),
         pooling=pooling, mode=mode, precision=precision, weights=weights, seed=backbone_seed,
-        input_size=input_size, batch_size=batch_size, device=device, progress=not as_json,
-        data_options=data_options, executor=executor,
+        input_size=input_size, batch_size=batch_size, device=device,
+        progress=progress_for(executor, as_json), data_options=data_options, executor=executor,
     )
     info = result.as_dict()
 
@@ -240,8 +241,8 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
                       train_limit=train_limit, seed=seed, weights=weights,
                       backbone_seed=backbone_seed,
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
-                      device=device, progress=not as_json, data_options=data_options,
-                      executor=executor, params=parse_params(params))
+                      device=device, progress=progress_for(executor, as_json),
+                      data_options=data_options, executor=executor, params=parse_params(params))
     if tag_name:
         store.tag(tag_name, result.id)
 

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,13 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
     emit(as_json, docs, f"wrote {len(docs)} CLIP_benchmark result files to {folder}")
 
 
+def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -> str:
+    """The driver's line after each unit of a sweep on Ray: units, and images/s over all workers."""
+    rate = extracted / seconds if seconds > 0 else 0.0
+    return (f"sweep: {done}/{total} units done, {extracted} images extracted on the cluster, "
+            f"{rate:.1f} images/s")
+
+
 @click.command()
 @click.option("--backbones", "backbones_file", required=True,
               type=click.Path(exists=True, dir_okay=False),
@@ -139,11 +147,17 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
 @with_store
 def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
           seed, params, data_options, executor, as_json) -> None:
-    """Every backbone x task combination; rerunning resumes, since finished results are cached."""
+    """Every backbone x task combination; rerunning resumes, since finished results are cached.
+
+    With --executor ray each combination missing from the store runs as a Ray task (one GPU, or
+    CPUs, each) on the Ray workers of the store's machine; rows are printed as they finish, and
+    several drivers may sweep one grid at once: each derivation is computed once.
+    """
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep
 
-    rows, failures = [], 0
+    rows, failures, extracted = [], 0, 0
+    started = time.perf_counter()
     for row in run_sweep(read_backbones_file(backbones_file),
                          [t.strip() for t in tasks.split(",") if t.strip()], data, train_data,
                          params=parse_params(params), store=store, split=split,
@@ -154,12 +168,17 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
         failures += "error" in row
         if as_json:
             continue
+        where = f"[{row['done']}/{row['total']}] " if executor is not None else ""
         if "error" in row:
-            click.echo(f"{row['label']:<40} {row['task']:<22} error: {row['error']}")
+            click.echo(f"{where}{row['label']:<40} {row['task']:<22} error: {row['error']}")
         else:
             shown = ", ".join(f"{k}={v:.4f}" for k, v in row["metrics"].items())
             state = "cached" if row["from_cache"] else "computed"
-            click.echo(f"{row['label']:<40} {row['task']:<22} {state:<9} {shown}")
+            click.echo(f"{where}{row['label']:<40} {row['task']:<22} {state:<9} {shown}")
+        if executor is not None:
+            extracted += row.get("extracted", 0)
+            click.echo(sweep_progress_line(row["done"], row["total"], extracted,
+                                           time.perf_counter() - started), err=True)
     emit(as_json, rows)
     if failures:
         click.echo(f"{failures} of {len(rows)} combinations failed; rerun to resume", err=True)

@@ -16,7 +16,7 @@ from ..errors import VbstoreError
 from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
-from ._executoropts import executor_options
+from ._executoropts import executor_options, progress_for
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # the run command's own options: a task parameter with one of these names gets a --task- prefix
@@ -71,7 +71,8 @@ def _command(task: Task) -> click.Command:
         if kw["dry_run"]:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
             return
-        result = execute(the_plan, device=kw["device"], progress=not as_json, executor=executor)
+        result = execute(the_plan, device=kw["device"], progress=progress_for(executor, as_json),
+                         executor=executor)
         emit(as_json, result.as_dict(), lambda: print_result(result))
 
     metrics = ", ".join(m.name for m in task.metrics)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,11 +20,12 @@ from ..data import warped_views
 from ..errors import UsageError
 from ..heads import head_record, load_head, save_head
 from ..records import ResultRecord
+from ..store import derivation_key
 from ..tasks import BOX_TARGETS, KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
-from ._features import derive_featureset
+from ._features import derive_featureset, featureset_spec
 from ._plan import Plan, head_spec
 from ._requests import param_files
 
@@ -35,14 +37,18 @@ class Run:
     Attributes:
         executor: Extracts features elsewhere (``vbstore.features.make_executor``: Ray); None
             extracts in this process.
+        computed: derivation keys this run computed (not found stored or on a remote), in order.
+        extracted: images this run sent through the backbone.
     """
 
     device: str | None = None
-    progress: bool = True
+    progress: bool | Callable[..., Any] = True
     batch_size: int = 32
     executor: Any = None
     timings: dict[str, float] = field(default_factory=dict)
     from_cache: dict[str, bool] = field(default_factory=dict)
+    computed: list[str] = field(default_factory=list)
+    extracted: int = 0
 
 
 def versions() -> dict[str, str | None]:
@@ -135,6 +141,10 @@ def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
     oid, computed, stats = derive_featureset(plan.store, plan.backbone, manifest, plan.settings,
                                              device=run.device, progress=run.progress,
                                              batch_size=run.batch_size, executor=run.executor)
+    if computed:
+        run.computed.append(derivation_key(featureset_spec(plan.backbone.id, manifest.id,
+                                                           plan.settings)))
+        run.extracted += int(stats.get("extracted", 0))
     run.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
     # a new featureset assembled from stored rows (another target over the same images) ran no
     # forward pass either: features_from_cache says whether the backbone ran
@@ -175,9 +185,12 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
 
     if fresh:
         oid = compute()
-        store.record(spec, oid)
+        run.computed.append(store.record(spec, oid))
         return oid, True
-    return store.derive(spec, compute, fetch=remote_fetch(store, answered))
+    oid, trained = store.derive(spec, compute, fetch=remote_fetch(store, answered))
+    if trained:
+        run.computed.append(derivation_key(spec))
+    return oid, trained
 
 
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:

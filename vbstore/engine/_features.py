@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,8 @@ def get_features(
     layers: Sequence[int] = (-1,), pooling: str | None = None, mode: str = "pooled",
     precision: str = "fp32", dense_dtype: str = "float16", weights: str = "default",
     seed: int | None = None, input_size: int | None = None, use_projection: bool = False,
-    batch_size: int = 32, workers: int = 2, device: str | None = None, progress: bool = True,
+    batch_size: int = 32, workers: int = 2, device: str | None = None,
+    progress: bool | Callable[..., Any] = True,
     data_options: dict[str, Any] | None = None, loader: str = "threads", executor: Any = None,
 ) -> FeatureResult:
     """Features of ``data`` under ``backbone``, computing only what the store lacks.
@@ -93,7 +94,7 @@ def get_features(
 
 
 def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str | None = None,
-                      progress: bool = True, executor: Any = None,
+                      progress: bool | Callable[..., Any] = True, executor: Any = None,
                       **extract_options: Any) -> tuple[str, bool, dict[str, Any]]:
     """The featureset of ``manifest`` under ``ref`` and ``params``: from the store, a remote, or
     extracted now (here, or by ``executor``). Returns ``(id, computed, extraction stats)``."""

@@ -9,7 +9,7 @@ each through its own derivation, so a second task on the same features runs no f
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,8 @@ class Result:
     reproduced: dict[str, Any] | None = None
     source: str = "computed"
     remote: str | None = None
+    computed: tuple[str, ...] = ()
+    extracted: int = 0
 
     @property
     def origin(self) -> str:
@@ -104,15 +106,20 @@ def execute(
     the_plan: Plan,
     *,
     device: str | None = None,
-    progress: bool = True,
+    progress: bool | Callable[..., Any] = True,
     recompute: bool = False,
     executor: Any = None,
+    lease_timeout: float | None = None,
 ) -> Result:
     """Compute what ``the_plan`` lacks and return the result (from the store when it has it).
+
+    ``lease_timeout`` bounds the wait for another process computing this very result (0: only
+    try); the features and heads below it are always waited for.
 
     Raises:
         UsageError: the plan was made by a dry run with a backbone never built.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
+        LeaseTimeout: another process still computes this result after ``lease_timeout``.
     """
     spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
     run = Run(device=device, progress=progress, executor=executor)
@@ -121,8 +128,11 @@ def execute(
         return _recompute(the_plan, run)
     answered: dict[str, str] = {}
     oid, computed = store.derive(
-        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store, answered)
+        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store, answered),
+        timeout=lease_timeout,
     )
+    if computed:
+        run.computed.append(derivation_key(spec))
     source = "computed" if computed else ("remote" if "remote" in answered else "store")
     return Result(
         oid,
@@ -131,7 +141,20 @@ def execute(
         time.perf_counter() - the_plan.started,
         source=source,
         remote=answered.get("remote"),
+        computed=tuple(run.computed),
+        extracted=run.extracted,
     )
+
+
+def stored_result(the_plan: Plan) -> Result | None:
+    """The result of ``the_plan`` when this store already has it, else None (nothing computed,
+    no remote asked, torch not imported)."""
+    store = the_plan.store
+    oid = store.lookup(derivation_key(the_plan.derivation))
+    if oid is None:
+        return None
+    return Result(oid, ResultRecord.from_dict(store.read_json(oid)), True,
+                  time.perf_counter() - the_plan.started, source="store")
 
 
 def _recompute(the_plan: Plan, run: Run) -> Result:
@@ -147,6 +170,7 @@ def _recompute(the_plan: Plan, run: Run) -> Result:
     with store.lease(key, inputs=list(spec["inputs"].values())):
         oid = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid)
+        run.computed.append(key)
     record = ResultRecord.from_dict(store.read_json(oid))
     comparison = None
     if previous is not None:
@@ -164,7 +188,8 @@ def _recompute(the_plan: Plan, run: Run) -> Result:
         }
         if not comparison["reproduced"]:
             raise NotReproduced(previous, oid, worst)
-    return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison)
+    return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison,
+                  computed=tuple(run.computed), extracted=run.extracted)
 
 
 def result_request(
@@ -231,7 +256,7 @@ def get_result(
     layers: Sequence[int] | None = None,
     precision: str = "fp32",
     device: str | None = None,
-    progress: bool = True,
+    progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
 ) -> Result:
@@ -299,7 +324,7 @@ def get_head(
     layers: Sequence[int] | None = None,
     precision: str = "fp32",
     device: str | None = None,
-    progress: bool = True,
+    progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
 ) -> HeadResult:

@@ -10,8 +10,11 @@ from typing import Any
 from ..errors import UsageError, VbstoreError
 from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
+from ..store import Store
 from ..tasks import get_task, ordered_metrics
-from ._results import get_result
+from ._plan import plan
+from ._raysweep import Unit, result_fields, sweep_on_ray
+from ._results import execute, result_request
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,14 @@ def sweep(
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
     Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
-    declare it. ``executor`` extracts missing features elsewhere (Ray); the combinations run
-    one after another here.
+    declare it. Each row says how far the sweep is (``done`` of ``total``), which derivations
+    it computed (``computed``: their keys) and how many images it sent through a backbone
+    (``extracted``).
+
+    Without ``executor`` the combinations run one after another here, in order. With a
+    :class:`vbstore.features.RayExecutor` each one missing from the store is a Ray task (one
+    GPU, or CPUs, each) on the Ray workers of the store's machine; rows then come as units
+    finish, and two drivers sweeping one grid compute each derivation once (the store's leases).
 
     Raises:
         UnknownTask: before any work, for a task name nobody registered.
@@ -111,6 +120,8 @@ def sweep(
             f"no task of this sweep takes {', '.join(unused)}",
             hint="see the parameters with: vbstore list tasks",
         )
+    store = store if store is not None else Store()
+    units = []
     for entry in entries:
         for task in task_objs:
             train = not task.zero_shot
@@ -120,12 +131,11 @@ def sweep(
                 "task": task.name,
             }
             try:
-                result = get_result(
+                request = result_request(
                     entry.backbone,
                     task.name,
                     data,
                     train_data if train else None,
-                    store=store,
                     split=split,
                     train_split=train_split if train else None,
                     limit=limit,
@@ -134,19 +144,28 @@ def sweep(
                     weights=entry.weights,
                     backbone_seed=entry.seed,
                     input_size=entry.input_size,
-                    progress=progress,
                     data_options=data_options,
-                    executor=executor,
                     params={k: v for k, v in given.items() if k in task.params},
                 )
-                row.update(
-                    id=result.id,
-                    from_cache=result.from_cache,
-                    metrics=ordered_metrics(task.name, result.metrics),
-                )
             except VbstoreError as exc:
-                row["error"] = str(exc)
+                units.append(Unit(row, None, str(exc)))
+                continue
+            units.append(Unit(row, request))
+    if executor is not None:
+        yield from sweep_on_ray(executor, store, units)
+        return
+    for done, unit in enumerate(units, 1):
+        row = {**unit.row, "done": done, "total": len(units)}
+        if unit.request is None:
+            row["error"] = unit.error
             yield row
+            continue
+        try:
+            result = execute(plan(unit.request, store), progress=progress)
+            row.update(result_fields(unit.request.probe.task, result))
+        except VbstoreError as exc:
+            row["error"] = str(exc)
+        yield row
 
 
 BASE_COLUMNS = [

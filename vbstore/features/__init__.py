@@ -9,13 +9,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._executor import RayExecutor, make_executor
+from ._executor import ExtractProgress, RayExecutor, make_executor
 from ._params import OP_VERSION, ExtractorParams, extractor_doc, extractor_key
 
 _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read"}
 
-__all__ = ["OP_VERSION", "ExtractionStats", "ExtractorParams", "Features", "RayExecutor",
-           "extract_featureset", "extractor_doc", "extractor_key", "make_executor"]
+__all__ = ["OP_VERSION", "ExtractProgress", "ExtractionStats", "ExtractorParams", "Features",
+           "RayExecutor", "extract_featureset", "extractor_doc", "extractor_key", "make_executor"]
 
 
 def __getattr__(name: str) -> Any:

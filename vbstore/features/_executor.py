@@ -7,12 +7,34 @@ imported only when some image has to go through a backbone.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ExecutorError, UsageError
 
 EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class ExtractProgress:
+    """How far one extraction is, over all its workers; handed to a ``progress`` callback.
+
+    Attributes:
+        done: images whose features are stored (registered by this process).
+        total: images this extraction runs through the backbone.
+        seconds: since the first image was sent to a worker.
+        workers: forward workers (1 for a local extraction).
+    """
+
+    done: int
+    total: int
+    seconds: float
+    workers: int = 1
+
+    @property
+    def images_per_s(self) -> float:
+        return self.done / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -25,7 +47,8 @@ class RayExecutor:
         sink: where workers write packs: None for this store's ``objects/`` folder (workers must
             see the store's filesystem), or the name of a configured remote (``vbstore remote
             add``) the driver then downloads every pack from, verified.
-        workers: forward actors; default one per GPU of the cluster, else one per node.
+        workers: forward actors; default one per GPU of the cluster, else one per node. For a
+            sweep: units running at once (default: all queued).
         cpus_per_worker: CPUs each actor reserves (and torch threads it runs) without a GPU.
         decode_threads: threads decoding images inside each actor, ahead of the forward.
     """
@@ -42,6 +65,34 @@ class RayExecutor:
                              hint="omit it for one per GPU or node")
         if self.cpus_per_worker < 1 or self.decode_threads < 1:
             raise UsageError("Ray workers need at least one CPU and one decode thread")
+
+    def connect(self) -> bool:
+        """Connect this process to the cluster; True when this call made the connection (so
+        ending it, on Ctrl-C, is this process's to do).
+
+        Raises:
+            ExecutorError: the cluster cannot be reached.
+        """
+        import ray  # heavy: only when something runs on Ray
+
+        if ray.is_initialized():
+            return False
+        try:
+            ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ExecutorError(
+                f"cannot reach the Ray cluster at {self.address or 'RAY_ADDRESS'}: {exc}",
+                hint="start one with `ray start --head`, or pass --ray-address HOST:PORT",
+            ) from None
+        return True
+
+    def unit_resources(self) -> dict[str, float]:
+        """What one sweep unit reserves: a GPU when the cluster has any, else CPUs."""
+        import ray  # heavy: only when something runs on Ray
+
+        if ray.cluster_resources().get("GPU", 0):
+            return {"num_gpus": 1, "num_cpus": 1}
+        return {"num_cpus": self.cpus_per_worker}
 
     def extract(self, store, manifest, plan, backbone_id: str, params, **options: Any
                 ) -> dict[str, tuple[str, int]]:

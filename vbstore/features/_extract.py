@@ -22,6 +22,7 @@ import torch
 
 from ..canonical import digest
 from ..errors import BadInput
+from ._executor import ExtractProgress
 from ._packs import PackWriter
 from ._params import ExtractorParams, extractor_doc, extractor_key
 
@@ -163,7 +164,8 @@ def store_featureset(store, manifest, backbone_id: str, params: ExtractorParams,
 def extract_featureset(
     store, manifest, backbone_id: str, params: ExtractorParams,
     load_backbone: Callable[[], Any], *, batch_size: int = 32, workers: int = 2,
-    device: str | None = None, progress: bool = True, loader: str = "threads",
+    device: str | None = None, progress: bool | Callable[..., Any] = True,
+    loader: str = "threads",
     executor: Any = None, recipe: dict[str, Any] | None = None,
 ) -> tuple[str, ExtractionStats]:
     """Compute (or assemble from reusable rows) the featureset of ``manifest``; store it.
@@ -174,6 +176,8 @@ def extract_featureset(
         backbone_id: id of the ``backbone`` artifact the features belong to.
         params: extractor settings with the pooling already resolved.
         load_backbone: builds the backbone; called only if some image needs a forward pass.
+        progress: True for a progress bar, False for none, or a callable given an
+            :class:`ExtractProgress` after each batch (each pack on Ray).
         loader: ``threads`` (decode on a thread pool in this process) or ``workers`` (a torch
             DataLoader with worker processes); benchmarks/extract_bench.py compares them.
         executor: None to extract here, or a :class:`RayExecutor` to extract on a Ray cluster
@@ -211,15 +215,20 @@ def extract_featureset(
         else:
             position = {index: p for p, index in enumerate(todo)}
             batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers)
-        with progress_bar(len(todo), progress) as bar:
+        report = progress if callable(progress) else None
+        begun, done = time.perf_counter(), 0
+        with progress_bar(len(todo), progress is True) as bar:
             for chunk, batch in batches:
                 if backbone.device.type == "cuda":
                     batch = batch.pin_memory()
                 out = backbone.extract(batch, layers=list(params.layers), pooling=params.pooling)
                 stats.forward_passes += 1
                 writer.add([images[i] for i in chunk], out)
+                done += len(chunk)
                 if bar is not None:
                     bar.update(len(chunk))
+                if report is not None:
+                    report(ExtractProgress(done, len(todo), time.perf_counter() - begun))
         writer.flush()
         plan.rows.update(writer.rows)
         stats.extracted = len(todo)

@@ -15,9 +15,11 @@ the next run extracts only what is left.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from .. import canonical
 from ..errors import ExecutorError
 from ..store import ObjectFiles, to_safetensors_bytes
 from . import _packs
+from ._executor import ExtractProgress
 from ._extract import DTYPES, Plan, _prefetch, decode_image, progress_bar
 from ._packs import PackWriter, row_bytes, rows_per_pack
 from ._params import ExtractorParams, extractor_key
@@ -141,20 +144,6 @@ class _PackActor:
         return sink.packs[0], forwards
 
 
-def _connect(address: str | None) -> None:
-    import ray  # heavy: only when something is extracted on Ray
-
-    if ray.is_initialized():
-        return
-    try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ExecutorError(f"cannot reach the Ray cluster at {address or 'RAY_ADDRESS'}: {exc}",
-                            hint="start one with `ray start --head`, or pass --ray-address "
-                                 "HOST:PORT"
-                            ) from None
-
-
 def _sink_target(store, sink: str | None) -> tuple[str, Any]:
     if sink is None:
         return "dir", str(store.root)
@@ -182,6 +171,11 @@ def _pack_images(store, pack: str) -> list[str]:
         return json.loads((handle.metadata() or {}).get("images", "[]"))
 
 
+def _rows(dataset) -> Generator[dict[str, Any], None, None]:
+    """The dataset's rows; closing this generator closes Ray Data's own."""
+    yield from dataset.iter_rows()
+
+
 def _default_workers(ray) -> tuple[int, bool]:
     gpus = int(ray.cluster_resources().get("GPU", 0))
     if gpus:
@@ -191,8 +185,14 @@ def _default_workers(ray) -> tuple[int, bool]:
 
 def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
                    params: ExtractorParams, *, recipe: dict[str, Any] | None, load_backbone,
-                   batch_size: int, progress: bool, stats) -> dict[str, tuple[str, int]]:
+                   batch_size: int, progress: bool | Callable[..., Any], stats
+                   ) -> dict[str, tuple[str, int]]:
     """Run ``plan.todo`` through the backbone on Ray; return ``image → (pack, row)`` of new rows.
+
+    ``progress`` is a callable given an :class:`ExtractProgress` after each adopted pack (what
+    the CLI prints), True for a bar, or False. On Ctrl-C (or any error) the pipeline is shut
+    down, and the connection too when this call made it, so no actor of this run writes after
+    it returns; the packs adopted so far keep their rows and the next run extracts the rest.
 
     Raises:
         ExecutorError: the cluster cannot be reached, or a pack came back wrong or not at all.
@@ -202,7 +202,7 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
 
     started = time.perf_counter()
     target = _sink_target(store, executor.sink)
-    _connect(executor.address)
+    owned = executor.connect()
     source = recipe or ray.put(load_backbone())  # a custom backbone object travels pickled
     key = extractor_key(backbone_id, params)
     paths = [str(manifest.image_path(i)) for i in plan.todo]
@@ -232,23 +232,35 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
         **resources)  # Ray Data restarts a dead actor and retries its range (max_restarts=-1)
     rows: dict[str, tuple[str, int]] = {}
     done: set[int] = set()
-    with progress_bar(len(images), progress) as bar:
-        for out in dataset.iter_rows():
-            number = int(out["job"])  # the job's index in jobs, as its "job" field says
-            job = jobs[number]
-            if number in done:  # a retried range answered twice: same pack, nothing to add
-                continue
-            pack = str(out["pack"])
-            _adopt(store, target, pack)
-            if _pack_images(store, pack) != job["images"]:
-                raise ExecutorError(f"pack {pack[:12]} from a Ray worker holds other images than "
-                                    "its range", hint="run `vbstore fsck`, then the command again")
-            store.add_feature_rows(key, pack, job["images"])
-            rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
-            stats.forward_passes += int(out["forward_passes"])
-            done.add(number)
-            if bar is not None:
-                bar.update(len(job["images"]))
+    report = progress if callable(progress) else None
+    begun = time.perf_counter()
+    try:  # closing the stream stops Ray Data's executor and its actor pool
+        with progress_bar(len(images), progress is True) as bar, \
+                contextlib.closing(_rows(dataset)) as stream:
+            for out in stream:
+                number = int(out["job"])  # the job's index in jobs, as its "job" field says
+                job = jobs[number]
+                if number in done:  # a retried range answered twice: same pack, nothing to add
+                    continue
+                pack = str(out["pack"])
+                _adopt(store, target, pack)
+                if _pack_images(store, pack) != job["images"]:
+                    raise ExecutorError(f"pack {pack[:12]} from a Ray worker holds other images "
+                                        "than its range",
+                                        hint="run `vbstore fsck`, then the command again")
+                store.add_feature_rows(key, pack, job["images"])
+                rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
+                stats.forward_passes += int(out["forward_passes"])
+                done.add(number)
+                if bar is not None:
+                    bar.update(len(job["images"]))
+                if report is not None:
+                    report(ExtractProgress(len(rows), len(images), time.perf_counter() - begun,
+                                           workers))
+    except BaseException:
+        if owned:  # the job ends with the connection: Ray kills whatever it still runs
+            ray.shutdown()
+        raise
     if len(done) != len(jobs):
         raise ExecutorError(f"Ray returned {len(done)} of {len(jobs)} packs",
                             hint="run the command again: the packs already stored are kept")
