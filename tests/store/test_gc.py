@@ -3,7 +3,7 @@ import threading
 import pytest
 from store_support import suite_doc
 
-from vbstore.store import derivation_key, derivation_spec
+from vbstore.store import db_id, derivation_key, derivation_spec
 
 PACK_META = {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]", "images": "[]"}
 
@@ -17,7 +17,7 @@ def _old(store, *oids, age=7200.0):
     with store.db.write() as conn:
         for oid in oids:
             conn.execute("UPDATE objects SET created=created-?, last_used=last_used-? WHERE id=?",
-                         (age, age, oid))
+                         (age, age, db_id(oid)))
 
 
 def test_gc_keeps_roots_and_what_they_need(store):
@@ -127,7 +127,7 @@ def test_old_inputs_of_a_young_artifact_are_kept(store):
     _old(store, old_input)
     young = store.put_json(suite_doc("fresh"), "suite")  # stands for any fresh parent
     with store.db.write() as conn:  # make it a plain young non-root artifact
-        conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (young,))
+        conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (db_id(young),))
     store.add_edges(young, {"input": old_input})
     assert store.gc().removed == []
     assert store.has(old_input)

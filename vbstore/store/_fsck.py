@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import VbstoreError
 from ._base import _StoreBase
+from ._ids import db_id, hex_id
 from ._kinds import KINDS
 from ._objects import HOST, hash_file
 from ._registry import now
@@ -104,8 +105,8 @@ class FsckMixin(_StoreBase):
         report.unsafe = [oid for oid, _ in self.files.iter_links()]
         # rows before files: a blob published in between is then an extra file (adopted or
         # already registered), never a "missing" one
-        rows = {} if damaged else {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
-            "SELECT id, kind, evicted_at FROM objects")}
+        rows = {} if damaged else {hex_id(key): (kind, evicted) for key, kind, evicted in
+                                   self.db.query("SELECT id, kind, evicted_at FROM objects")}
         files = dict(self.files.iter_files())
 
         def check(item):
@@ -141,11 +142,12 @@ class FsckMixin(_StoreBase):
             return report
         for oid, (_kind, evicted) in rows.items():
             if oid not in files and evicted is None and not self.files.exists(oid):
-                still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (oid,))
+                still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (db_id(oid),))
                 if still is not None and still[0] is None:  # not collected meanwhile
                     report.missing.append(oid)
         known = set(rows) | set(files)
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
+            parent, child = hex_id(parent), hex_id(child)
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
         if not tidy:
@@ -156,11 +158,12 @@ class FsckMixin(_StoreBase):
         with self.db.write() as conn:
             t = now()
             conn.executemany("UPDATE objects SET verified_at=? WHERE id=?",
-                             [(t, o) for o in verified])
+                             [(t, db_id(o)) for o in verified])
             conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
                 "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
                 "VALUES (?,?,?,?,?)",
-                [(oid, kind, size, t, t) for oid, kind, size in adopted if self.files.exists(oid)],
+                [(db_id(oid), kind, size, t, t) for oid, kind, size in adopted
+                 if self.files.exists(oid)],
             )
         if repair:
             for oid in report.unsafe:
@@ -195,8 +198,8 @@ class FsckMixin(_StoreBase):
                 if self.files.exists(oid):  # republished whole meanwhile
                     continue
                 # kept as an evicted row, so edges to it stay explainable, not dangling
-                conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), oid))
-                self._forget(conn, oid)
+                conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), db_id(oid)))
+                self._forget(conn, [db_id(oid)])
                 _forget_built_on(conn, oid)
         return repaired, refetched
 
@@ -268,9 +271,10 @@ class FsckMixin(_StoreBase):
 
 def _forget_built_on(conn, oid: str) -> None:
     """Drop the derivation records and aliases of everything that reaches ``oid`` through edges."""
-    built_on = [row[0] for row in conn.execute(
+    built_on = [hex_id(row[0]) for row in conn.execute(
         "WITH RECURSIVE up(id) AS (SELECT parent FROM edges WHERE child = ? "
-        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up", (oid,))]
+        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up",
+        (db_id(oid),))]
     conn.executemany("DELETE FROM derivations WHERE output = ?", [(i,) for i in built_on])
     conn.executemany("DELETE FROM aliases WHERE id = ?", [(i,) for i in built_on])
 

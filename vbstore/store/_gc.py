@@ -9,6 +9,8 @@ unlinked inside one registry write lock per batch, so a concurrent put cannot in
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,8 +18,10 @@ from typing import Any
 
 from ..errors import DiskFull
 from ._base import _StoreBase
+from ._ids import db_id, hex_id
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
+from ._rows import forget_pack_rows
 
 DEFAULT_GRACE = 3600.0
 _BATCH = 500
@@ -60,26 +64,26 @@ class GcMixin(_StoreBase):
         are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and what
         live leases need only (what size eviction must never touch).
         """
-        roots = {r[0] for r in self.db.query("SELECT id FROM refs")}
+        return {hex_id(key) for key in self._reachable_keys(young_since, roots_only_pinned)}
+
+    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool) -> set:
+        """:meth:`reachable` in the registry's id form: no conversion per object."""
+        roots = {db_id(r[0]) for r in self.db.query("SELECT id FROM refs")}
         leases = self.live_leases()
         for lease in leases:
-            roots |= set(lease["inputs"])
-        if leases:
-            # a running computation publishes outputs (packs, heads) long before it records
-            # the derivation that makes them reachable, however long it runs: every object
-            # written or used since the oldest live lease began may be one of them
-            since = min(lease["since"] for lease in leases)
+            roots |= {db_id(oid) for oid in lease["inputs"]}
+        # a running computation publishes outputs (packs, heads) long before it records the
+        # derivation that makes them reachable, however long it runs: every object written or
+        # used since the oldest live lease began may be one of them
+        since = min([lease["since"] for lease in leases]
+                    + ([young_since] if young_since is not None else []), default=None)
+        kinds = () if roots_only_pinned else ROOT_KINDS
+        if since is not None or kinds:
+            marks = ",".join("?" * len(kinds))
             roots |= {r[0] for r in self.db.query(
-                "SELECT id FROM objects WHERE max(created, last_used) >= ?", (since,))}
-        if not roots_only_pinned:
-            marks = ",".join("?" * len(ROOT_KINDS))
-            roots |= {r[0] for r in self.db.query(
-                f"SELECT id FROM objects WHERE kind IN ({marks})",  # noqa: S608 - marks is a fixed "?" list
-                ROOT_KINDS)}
-        if young_since is not None:
-            roots |= {r[0] for r in self.db.query(
-                "SELECT id FROM objects WHERE max(created, last_used) >= ?", (young_since,))}
-        children: dict[str, list[str]] = defaultdict(list)
+                f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
+                "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
+        children: dict[Any, list] = defaultdict(list)
         for parent, child in self.db.query("SELECT parent, child FROM edges"):
             children[parent].append(child)
         seen, stack = set(roots), list(roots)
@@ -107,10 +111,11 @@ class GcMixin(_StoreBase):
         rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
         doomed = [
             {"id": oid, "kind": kind, "size": 0 if evicted else size}
-            for oid, kind, size, evicted in rows
+            for oid, kind, size, evicted in ((hex_id(row[0]), *row[1:]) for row in rows)
             if oid not in keep
         ]
         report.kept = len(rows) - len(doomed)
+        del rows, keep
         chosen = [] if max_size is None else self._eviction(max_size, cutoff, doomed, report)
         if dry_run:
             report.removed, report.evicted = doomed, chosen
@@ -138,18 +143,19 @@ class GcMixin(_StoreBase):
     def _delete_batch(self, batch: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
         at worst blobs without rows, which fsck adopts, never rows without blobs."""
-        removed = []
+        keys = [db_id(o["id"]) for o in batch]
         with self.db.write() as conn:
-            for obj in batch:
-                oid = obj["id"]
-                # re-checked under the lock: a put or lookup may have used it since we looked
-                # ...and so may a parent recorded since the reachability walk
-                if conn.execute(f"DELETE FROM objects WHERE id=? AND {_COLLECTABLE}",  # noqa: S608
-                                (oid, cutoff, cutoff)).rowcount == 0:
-                    continue
-                self._forget(conn, oid)
-                conn.execute("DELETE FROM edges WHERE parent=?", (oid,))
-                removed.append(obj)
+            # re-checked under the lock: a put or lookup may have used it since we looked
+            # ...and so may a parent recorded since the reachability walk
+            gone = [r[0] for r in conn.execute(
+                f"SELECT id FROM objects WHERE id IN ({_marks(keys)}) AND {_COLLECTABLE}",  # noqa: S608
+                (*keys, cutoff, cutoff))]
+            if gone:
+                conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(gone)})", gone)  # noqa: S608
+                self._forget(conn, gone)
+                conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
+        collected = set(gone)
+        removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
         self._unlink_unregistered([o["id"] for o in removed])
         return removed
 
@@ -158,28 +164,36 @@ class GcMixin(_StoreBase):
         if not oids:
             return
         with self.db.write() as conn:  # a concurrent put re-registers under this same lock
-            for oid in oids:
-                row = conn.execute("SELECT evicted_at FROM objects WHERE id=?", (oid,)).fetchone()
-                if row is None or (evicted_only and row[0] is not None):
-                    _unlink(self.files.path(oid))
+            for i in range(0, len(oids), _BATCH):
+                chunk = oids[i : i + _BATCH]
+                keys = [db_id(oid) for oid in chunk]
+                rows = dict(conn.execute(
+                    f"SELECT id, evicted_at FROM objects WHERE id IN ({_marks(keys)})",  # noqa: S608
+                    keys))
+                for oid, key in zip(chunk, keys, strict=True):
+                    if key not in rows or (evicted_only and rows[key] is not None):
+                        _unlink(self.files.fspath(oid))
 
     @staticmethod
-    def _forget(conn, oid: str) -> None:
-        """Drop every row that would point a lookup at ``oid`` or at a featureset built from it."""
-        conn.execute("DELETE FROM derivations WHERE output=?", (oid,))
-        conn.execute("DELETE FROM aliases WHERE id=?", (oid,))
-        conn.execute("DELETE FROM feature_rows WHERE pack=?", (oid,))
-        conn.execute(
-            "DELETE FROM derivations WHERE output IN (SELECT e.parent FROM edges e JOIN objects o "
-            "ON o.id = e.parent WHERE e.child=? AND o.kind='featureset')", (oid,),
-        )
+    def _forget(conn, keys: list) -> None:
+        """Drop every row that would point a lookup at these objects (registry ids) or at a
+        featureset built from one of them."""
+        featuresets = [hex_id(r[0]) for r in conn.execute(
+            "SELECT DISTINCT e.parent FROM edges e JOIN objects o ON o.id = e.parent "  # noqa: S608
+            f"WHERE e.child IN ({_marks(keys)}) AND o.kind='featureset'", keys)]
+        oids = [hex_id(key) for key in keys]
+        conn.execute("DELETE FROM derivations WHERE output IN (SELECT value FROM json_each(?))",
+                     (json.dumps(oids + featuresets),))
+        conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
+                     (json.dumps(oids),))
+        forget_pack_rows(conn, keys)
 
     def _eviction(self, max_size: int, cutoff: float, doomed: list[dict[str, Any]],
                   report: GcReport) -> list[dict[str, Any]]:
         """What to evict so the store fits ``max_size`` once ``doomed`` is removed."""
-        gone = {o["id"] for o in doomed}
-        total = sum(size for oid, size in self.db.query(
-            "SELECT id, size FROM objects WHERE evicted_at IS NULL") if oid not in gone)
+        gone = {db_id(o["id"]) for o in doomed}
+        total = sum(size for key, size in self.db.query(
+            "SELECT id, size FROM objects WHERE evicted_at IS NULL") if key not in gone)
         working_set = max((s for (s,) in self.db.query(
             "SELECT sum(o.size) FROM edges e JOIN objects o ON o.id = e.child "
             "WHERE o.kind='pack' GROUP BY e.parent")), default=0) or 0
@@ -191,7 +205,7 @@ class GcMixin(_StoreBase):
         if total <= max_size:
             return []
         # what a ref names or a running computation needs, directly or through its inputs
-        pinned = self.reachable(roots_only_pinned=True)
+        pinned = self._reachable_keys(None, roots_only_pinned=True)
         order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
         marks = ",".join("?" * len(EVICTABLE))
         # marks is a fixed "?" list; order is built from the EVICTABLE kind constants
@@ -201,12 +215,12 @@ class GcMixin(_StoreBase):
             (*EVICTABLE, cutoff),
         )
         chosen = []
-        for oid, kind, size in candidates:
+        for key, kind, size in candidates:
             if total <= max_size:
                 break
-            if oid in pinned or oid in gone:
+            if key in pinned or key in gone:
                 continue
-            chosen.append({"id": oid, "kind": kind, "size": size})
+            chosen.append({"id": hex_id(key), "kind": kind, "size": size})
             total -= size
         return chosen
 
@@ -217,9 +231,9 @@ class GcMixin(_StoreBase):
                 if conn.execute(
                     "UPDATE objects SET evicted_at=? WHERE id=? AND evicted_at IS NULL "
                     "AND max(created, last_used) < ?",
-                    (now(), obj["id"], cutoff),
+                    (now(), db_id(obj["id"]), cutoff),
                 ).rowcount:
-                    self._forget(conn, obj["id"])
+                    self._forget(conn, [db_id(obj["id"])])
                     evicted.append(obj)
         return evicted
 
@@ -245,10 +259,17 @@ class GcMixin(_StoreBase):
 
 def _unlink_where(conn, files, oids: list[str], condition: str, params: tuple) -> None:
     """Unlink the blob of each of ``oids`` whose row still meets ``condition`` (SQL on objects)."""
-    for oid in oids:
-        if conn.execute(f"SELECT 1 FROM objects WHERE id=? AND {condition}",  # noqa: S608
-                        (oid, *params)).fetchone():
-            _unlink(files.path(oid))
+    for i in range(0, len(oids), _BATCH):
+        keys = [db_id(oid) for oid in oids[i : i + _BATCH]]
+        for (key,) in conn.execute(
+                f"SELECT id FROM objects WHERE id IN ({_marks(keys)}) AND {condition}",  # noqa: S608
+                (*keys, *params)):
+            _unlink(files.fspath(hex_id(key)))
+
+
+def _marks(values: list) -> str:
+    """``?,?,...``: one placeholder per value (batches stay far below SQLite's limit)."""
+    return ",".join("?" * len(values))
 
 
 def _unlink(path) -> None:

@@ -39,10 +39,15 @@ class ObjectFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.objects = root / "objects"
+        self._objects = os.fspath(self.objects)
         self.tmp = root / "tmp"
 
     def path(self, oid: str) -> Path:
         return self.objects / oid[:2] / oid[2:]
+
+    def fspath(self, oid: str) -> str:
+        """:meth:`path` as a string, for loops over millions of blobs (no Path objects)."""
+        return f"{self._objects}/{oid[:2]}/{oid[2:]}"
 
     def exists(self, oid: str) -> bool:
         return self.path(oid).is_file()

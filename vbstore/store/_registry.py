@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import DiskFull, StoreIOError, StoreLocked, StoreReadOnly, VbstoreError
+from ._ids import db_id
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -73,10 +74,65 @@ def _m2_suites(db) -> None:
     db["evaluations"].create_index(["suite", "evidence", "checkpoint", "ranked", "recorded", "id"])
 
 
+# The hot tables at 10^8 images: ids as 32-byte BLOBs, WITHOUT ROWID where the primary key is
+# how rows are found (no rowid b-tree beside a key index), and feature rows naming their
+# extractor and pack by small integers (the extractors and packs tables) instead of 64-hex text.
+_M3_TABLES = {
+    "objects": (
+        "id BLOB NOT NULL PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, "
+        "created FLOAT NOT NULL, last_used FLOAT NOT NULL, verified_at FLOAT, evicted_at FLOAT",
+        "vb_db_id(id), kind, size, created, last_used, verified_at, evicted_at FROM objects",
+        ["kind", "last_used"],
+    ),
+    "edges": (
+        "parent BLOB NOT NULL, child BLOB NOT NULL, role TEXT NOT NULL, "
+        "PRIMARY KEY (parent, role, child)",
+        "vb_db_id(parent), vb_db_id(child), role FROM edges",
+        ["child"],
+    ),
+    "file_state": (
+        "dev INTEGER NOT NULL, inode INTEGER NOT NULL, size INTEGER, mtime_ns INTEGER, "
+        "ctime_ns INTEGER, hash BLOB, PRIMARY KEY (dev, inode)",
+        "dev, inode, size, mtime_ns, ctime_ns, vb_db_id(hash) FROM file_state",
+        [],
+    ),
+    "feature_rows": (
+        "extractor INTEGER NOT NULL, image BLOB NOT NULL, pack INTEGER NOT NULL, "
+        "row INTEGER NOT NULL, PRIMARY KEY (extractor, image)",
+        "e.id, vb_db_id(f.image), p.id, f.row FROM feature_rows f "
+        "JOIN extractors e ON e.key = vb_db_id(f.extractor) JOIN packs p ON p.oid = vb_db_id(f.pack)",
+        ["pack"],
+    ),
+}
+
+
+def _m3_compact(db) -> None:
+    # runs inside the migration's one transaction: a failure leaves the store as it was
+    conn = db.conn
+    conn.create_function("vb_db_id", 1, _db_id_or_null, deterministic=True)
+    conn.execute("CREATE TABLE extractors (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE)")
+    conn.execute("CREATE TABLE packs (id INTEGER PRIMARY KEY, oid BLOB NOT NULL UNIQUE)")
+    conn.execute("INSERT INTO extractors(key) SELECT DISTINCT vb_db_id(extractor) "
+                 "FROM feature_rows ORDER BY 1")
+    conn.execute("INSERT INTO packs(oid) SELECT DISTINCT vb_db_id(pack) FROM feature_rows ORDER BY 1")
+    for table, (columns, select, indexes) in _M3_TABLES.items():
+        conn.execute(f"CREATE TABLE {table}_v3 ({columns}) WITHOUT ROWID")
+        conn.execute(f"INSERT INTO {table}_v3 SELECT {select}")  # noqa: S608 - constant SQL
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE {table}_v3 RENAME TO {table}")
+        for column in indexes:
+            conn.execute(f"CREATE INDEX idx_{table}_{column} ON {table}({column})")
+
+
+def _db_id_or_null(value):
+    return db_id(value) if isinstance(value, str) else value
+
+
 # Append only: a released migration is never edited, a new one is added with the next number.
 MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "initial tables", _m1_initial),
     (2, "suites and evaluations", _m2_suites),
+    (3, "compact hot tables", _m3_compact),
 ]
 
 
