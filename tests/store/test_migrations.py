@@ -95,7 +95,8 @@ def test_a_v2_store_migrates_in_place_and_every_row_survives(tmp_path, monkeypat
         # gc on the migrated tables: the orphan goes, what the ref reaches stays
         removed = [o["id"] for o in store.gc(grace=0).removed]
         assert removed == [old["orphan"]]
-        assert store.has(old["pack"]) and not store.has(old["orphan"])
+        assert store.has(old["pack"])
+        assert not store.has(old["orphan"])
 
 
 def test_a_failed_migration_leaves_the_v2_store_as_it_was(tmp_path, monkeypatch):
@@ -137,9 +138,10 @@ def test_a_read_only_v2_store_says_it_needs_an_upgrade(tmp_path, monkeypatch):
 
 def test_ids_convert_both_ways_and_keep_anything_else_as_text():
     oid = blake3.blake3(b"x").hexdigest()
-    assert db_id(oid) == bytes.fromhex(oid) and hex_id(db_id(oid)) == oid
+    assert db_id(oid) == bytes.fromhex(oid)
+    assert hex_id(db_id(oid)) == oid
     for other in ("named", "AB" * 32, "a" * 63, ""):  # not a lowercase 64-hex id: unchanged
-        assert db_id(other) == other and hex_id(other) == other
+        assert (db_id(other), hex_id(other)) == (other, other)
 
 
 def test_a_feature_row_costs_under_a_third_of_the_old_layout(store):

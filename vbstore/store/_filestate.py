@@ -60,14 +60,15 @@ class FileStateMixin(_StoreBase):
 
             workers = threads or min(8, (os.cpu_count() or 2) * 2)
             problems = []
+            fresh: dict[int, str] = {}
             with ThreadPoolExecutor(workers) as pool:
                 for i, (digest, problem) in zip(missing, pool.map(one, missing), strict=True):
-                    hashes[i] = digest
+                    hashes[i] = fresh[i] = digest
                     if problem:
                         problems.append((str(paths[i]), problem))
             bad = {path for path, _ in problems}
             cutoff = time.time_ns() - int(RACY_SECONDS * 1e9)
-            rows = [(*states[i], db_id(hashes[i])) for i in missing
+            rows = [(*states[i], db_id(fresh[i])) for i in missing
                     if states[i][3] < cutoff and str(paths[i]) not in bad]
             # a cache: best effort, skipped on a read-only store
             if rows and not self.read_only:

@@ -147,12 +147,13 @@ class GcMixin(_StoreBase):
         with self.db.write() as conn:
             # re-checked under the lock: a put or lookup may have used it since we looked
             # ...and so may a parent recorded since the reachability walk
-            gone = [r[0] for r in conn.execute(
-                f"SELECT id FROM objects WHERE id IN ({_marks(keys)}) AND {_COLLECTABLE}",  # noqa: S608
-                (*keys, cutoff, cutoff))]
+            rows = conn.execute(
+                f"SELECT id, kind FROM objects WHERE id IN ({_marks(keys)}) AND {_COLLECTABLE}",  # noqa: S608
+                (*keys, cutoff, cutoff)).fetchall()
+            gone = [key for key, _ in rows]
             if gone:
                 conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(gone)})", gone)  # noqa: S608
-                self._forget(conn, gone)
+                self._forget(conn, gone, [key for key, kind in rows if kind == "pack"])
                 conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
         collected = set(gone)
         removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
@@ -175,9 +176,9 @@ class GcMixin(_StoreBase):
                         _unlink(self.files.fspath(oid))
 
     @staticmethod
-    def _forget(conn, keys: list) -> None:
+    def _forget(conn, keys: list, packs: list | None = None) -> None:
         """Drop every row that would point a lookup at these objects (registry ids) or at a
-        featureset built from one of them."""
+        featureset built from one of them; ``packs``, when known, are those that are packs."""
         featuresets = [hex_id(r[0]) for r in conn.execute(
             "SELECT DISTINCT e.parent FROM edges e JOIN objects o ON o.id = e.parent "  # noqa: S608
             f"WHERE e.child IN ({_marks(keys)}) AND o.kind='featureset'", keys)]
@@ -186,7 +187,7 @@ class GcMixin(_StoreBase):
                      (json.dumps(oids + featuresets),))
         conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
                      (json.dumps(oids),))
-        forget_pack_rows(conn, keys)
+        forget_pack_rows(conn, keys if packs is None else packs)
 
     def _eviction(self, max_size: int, cutoff: float, doomed: list[dict[str, Any]],
                   report: GcReport) -> list[dict[str, Any]]:

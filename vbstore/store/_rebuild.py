@@ -102,16 +102,16 @@ class RebuildMixin(_StoreBase):
             named = {(role, child) for role, child in _named_ids(path, kind)
                      if child in present and child != oid}
             edges += [(db_id(oid), db_id(child), role) for role, child in sorted(named)]
-            if kind == "pack" and (pack := _pack_rows(path)):
-                packs.append((pack[0], oid, pack[1]))
+            if kind == "pack" and (index := _pack_rows(path)):
+                packs.append((index[0], oid, index[1]))
         with self.db.write() as conn:
             conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
                              "VALUES (?,?,?,?,?)", objects)
             conn.executemany("INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
                              edges)
-            for extractor, pack, rows in packs:
-                insert_feature_rows(conn, extractor, pack, rows)
-        report.edges, report.feature_rows = len(edges), sum(len(rows) for *_, rows in packs)
+            for extractor, pack, pack_rows in packs:
+                insert_feature_rows(conn, extractor, pack, pack_rows)
+        report.edges, report.feature_rows = len(edges), sum(len(r) for *_, r in packs)
         report.kinds = dict(sorted(report.kinds.items()))
         return report
 

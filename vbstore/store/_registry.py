@@ -100,7 +100,8 @@ _M3_TABLES = {
         "extractor INTEGER NOT NULL, image BLOB NOT NULL, pack INTEGER NOT NULL, "
         "row INTEGER NOT NULL, PRIMARY KEY (extractor, image)",
         "e.id, vb_db_id(f.image), p.id, f.row FROM feature_rows f "
-        "JOIN extractors e ON e.key = vb_db_id(f.extractor) JOIN packs p ON p.oid = vb_db_id(f.pack)",
+        "JOIN extractors e ON e.key = vb_db_id(f.extractor) "
+        "JOIN packs p ON p.oid = vb_db_id(f.pack)",
         ["pack"],
     ),
 }
@@ -114,10 +115,11 @@ def _m3_compact(db) -> None:
     conn.execute("CREATE TABLE packs (id INTEGER PRIMARY KEY, oid BLOB NOT NULL UNIQUE)")
     conn.execute("INSERT INTO extractors(key) SELECT DISTINCT vb_db_id(extractor) "
                  "FROM feature_rows ORDER BY 1")
-    conn.execute("INSERT INTO packs(oid) SELECT DISTINCT vb_db_id(pack) FROM feature_rows ORDER BY 1")
+    conn.execute("INSERT INTO packs(oid) SELECT DISTINCT vb_db_id(pack) FROM feature_rows "
+                 "ORDER BY 1")
     for table, (columns, select, indexes) in _M3_TABLES.items():
         conn.execute(f"CREATE TABLE {table}_v3 ({columns}) WITHOUT ROWID")
-        conn.execute(f"INSERT INTO {table}_v3 SELECT {select}")  # noqa: S608 - constant SQL
+        conn.execute(f"INSERT INTO {table}_v3 SELECT {select}")
         conn.execute(f"DROP TABLE {table}")
         conn.execute(f"ALTER TABLE {table}_v3 RENAME TO {table}")
         for column in indexes:

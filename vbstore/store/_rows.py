@@ -66,6 +66,8 @@ def insert_feature_rows(conn, extractor: str, pack: str, rows: Iterable[tuple[in
 def forget_pack_rows(conn, keys: list) -> None:
     """Drop the feature rows and numbers of the packs among ``keys`` (registry ids), inside the
     caller's write transaction."""
+    if not keys:
+        return
     marks = ",".join("?" * len(keys))
     conn.execute("DELETE FROM feature_rows WHERE pack IN "  # noqa: S608 - marks is a fixed "?" list
                  f"(SELECT id FROM packs WHERE oid IN ({marks}))", keys)
