@@ -54,20 +54,23 @@ class GcMixin(_StoreBase):
     """gc and du methods of :class:`vbstore.Store`."""
 
     def reachable(
-        self, young_since: float | None = None, roots_only_pinned: bool = False
-    ) -> set[str]:
+        self, young_since: float | None = None, roots_only_pinned: bool = False,
+        registry_ids: bool = False,
+    ) -> set:
         """Every id reachable through edges from a root.
 
         Roots are refs, results, suites, the inputs of live leases and every object created or
         used since the oldest live lease began (the outputs in progress), and, with
         ``young_since``, every object created or used since then: a fresh artifact's inputs
         are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and what
-        live leases need only (what size eviction must never touch).
+        live leases need only (what size eviction must never touch). ``registry_ids`` returns
+        the ids in the registry's form (:func:`~vbstore.store.db_id`), sparing gc a
+        conversion per object.
         """
-        return {hex_id(key) for key in self._reachable_keys(young_since, roots_only_pinned)}
+        keys = self._reachable_keys(young_since, roots_only_pinned)
+        return keys if registry_ids else {hex_id(key) for key in keys}
 
     def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool) -> set:
-        """:meth:`reachable` in the registry's id form: no conversion per object."""
         roots = {db_id(r[0]) for r in self.db.query("SELECT id FROM refs")}
         leases = self.live_leases()
         for lease in leases:
@@ -107,43 +110,43 @@ class GcMixin(_StoreBase):
             self.writable("collect garbage (`gc --dry-run` says what would go)")
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
-        keep = self.reachable(young_since=cutoff)
+        keep = self.reachable(young_since=cutoff, registry_ids=True)
         rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
-        doomed = [
-            {"id": oid, "kind": kind, "size": 0 if evicted else size}
-            for oid, kind, size, evicted in ((hex_id(row[0]), *row[1:]) for row in rows)
-            if oid not in keep
-        ]
+        keys = [row[0] for row in rows if row[0] not in keep]  # only these are converted to hex
+        doomed = [{"id": hex_id(key), "kind": kind, "size": 0 if evicted else size}
+                  for key, kind, size, evicted in rows if key not in keep]
         report.kept = len(rows) - len(doomed)
         del rows, keep
-        chosen = [] if max_size is None else self._eviction(max_size, cutoff, doomed, report)
+        chosen = [] if max_size is None else self._eviction(max_size, cutoff, set(keys), report)
         if dry_run:
             report.removed, report.evicted = doomed, chosen
             return report
         try:
-            self._sweep(doomed, chosen, cutoff, report)
+            self._sweep(doomed, keys, chosen, cutoff, report)
         except DiskFull:
             with self.db.write() as conn:  # reads only: needs no space, and puts wait
                 _unlink_where(conn, self.files, [o["id"] for o in doomed],
                               _COLLECTABLE, (cutoff, cutoff))
                 _unlink_where(conn, self.files, [o["id"] for o in chosen],
                               "max(created, last_used) < ?", (cutoff,))
-            self._sweep(doomed, chosen, cutoff, report)
+            self._sweep(doomed, keys, chosen, cutoff, report)
         return report
 
-    def _sweep(self, doomed: list[dict[str, Any]], chosen: list[dict[str, Any]], cutoff: float,
-               report: GcReport) -> None:
-        """Delete ``doomed`` and evict ``chosen``; safe to run again (rows are re-checked)."""
+    def _sweep(self, doomed: list[dict[str, Any]], keys: list, chosen: list[dict[str, Any]],
+               cutoff: float, report: GcReport) -> None:
+        """Delete ``doomed`` (``keys``: their registry ids) and evict ``chosen``; safe to run
+        again (rows are re-checked)."""
         for i in range(0, len(doomed), _BATCH):
-            report.removed += self._delete_batch(doomed[i : i + _BATCH], cutoff)
+            report.removed += self._delete_batch(doomed[i : i + _BATCH], keys[i : i + _BATCH],
+                                                 cutoff)
         if chosen:
             report.evicted += self._mark_evicted(chosen, cutoff)
             self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
 
-    def _delete_batch(self, batch: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
+    def _delete_batch(self, batch: list[dict[str, Any]], keys: list,
+                      cutoff: float) -> list[dict[str, Any]]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
         at worst blobs without rows, which fsck adopts, never rows without blobs."""
-        keys = [db_id(o["id"]) for o in batch]
         with self.db.write() as conn:
             # re-checked under the lock: a put or lookup may have used it since we looked
             # ...and so may a parent recorded since the reachability walk
@@ -157,21 +160,25 @@ class GcMixin(_StoreBase):
                 conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
         collected = set(gone)
         removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
-        self._unlink_unregistered([o["id"] for o in removed])
+        self._unlink_unregistered([o["id"] for o in removed], keys=[k for k in keys
+                                                                    if k in collected])
         return removed
 
-    def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False) -> None:
-        """Unlink the blobs of ``oids`` whose row is (still) gone, or (still) evicted."""
+    def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False,
+                             keys: list | None = None) -> None:
+        """Unlink the blobs of ``oids`` (``keys``: their registry ids, when known) whose row
+        is (still) gone, or (still) evicted."""
         if not oids:
             return
+        keys = keys or [db_id(oid) for oid in oids]
         with self.db.write() as conn:  # a concurrent put re-registers under this same lock
             for i in range(0, len(oids), _BATCH):
                 chunk = oids[i : i + _BATCH]
-                keys = [db_id(oid) for oid in chunk]
+                some = keys[i : i + _BATCH]
                 rows = dict(conn.execute(
-                    f"SELECT id, evicted_at FROM objects WHERE id IN ({_marks(keys)})",  # noqa: S608
-                    keys))
-                for oid, key in zip(chunk, keys, strict=True):
+                    f"SELECT id, evicted_at FROM objects WHERE id IN ({_marks(some)})",  # noqa: S608
+                    some))
+                for oid, key in zip(chunk, some, strict=True):
                     if key not in rows or (evicted_only and rows[key] is not None):
                         _unlink(self.files.fspath(oid))
 
@@ -189,10 +196,9 @@ class GcMixin(_StoreBase):
                      (json.dumps(oids),))
         forget_pack_rows(conn, keys if packs is None else packs)
 
-    def _eviction(self, max_size: int, cutoff: float, doomed: list[dict[str, Any]],
+    def _eviction(self, max_size: int, cutoff: float, gone: set,
                   report: GcReport) -> list[dict[str, Any]]:
-        """What to evict so the store fits ``max_size`` once ``doomed`` is removed."""
-        gone = {db_id(o["id"]) for o in doomed}
+        """What to evict so the store fits ``max_size`` once ``gone`` (registry ids) is removed."""
         total = sum(size for key, size in self.db.query(
             "SELECT id, size FROM objects WHERE evicted_at IS NULL") if key not in gone)
         working_set = max((s for (s,) in self.db.query(

@@ -82,7 +82,9 @@ _M3_TABLES = {
         "id BLOB NOT NULL PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, "
         "created FLOAT NOT NULL, last_used FLOAT NOT NULL, verified_at FLOAT, evicted_at FLOAT",
         "vb_db_id(id), kind, size, created, last_used, verified_at, evicted_at FROM objects",
-        ["kind", "last_used"],
+        # no index on last_used: every query reads max(created, last_used), which none can
+        # use, and every touch of an object paid for updating it
+        ["kind"],
     ),
     "edges": (
         "parent BLOB NOT NULL, child BLOB NOT NULL, role TEXT NOT NULL, "

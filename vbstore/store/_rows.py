@@ -27,7 +27,10 @@ class FeatureRowsMixin(_StoreBase):
         if number is None:
             return {}
         keys = {db_id(image): image for image in images}
-        wanted = list(keys)
+        # in key order: each chunk reads neighbouring pages of the table, not random ones
+        wanted: list = sorted(k for k in keys if isinstance(k, bytes))
+        if len(wanted) < len(keys):  # ids kept as text (none is written today) go last
+            wanted += [k for k in keys if isinstance(k, str)]
         hits: list[tuple[bytes | str, int, int]] = []
         for i in range(0, len(wanted), _CHUNK):
             chunk = wanted[i : i + _CHUNK]

@@ -361,7 +361,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         if row:
             return row[0]
         lowered = name.lower()
-        if not _HEX.match(lowered) or len(lowered) < MIN_PREFIX:
+        if not _HEX.match(lowered) or not MIN_PREFIX <= len(lowered) <= 64:
             raise ObjectNotFound(
                 name, hint="give a ref name (`vbstore tag`) or at least 4 hex digits of an id")
         if len(lowered) == 64 and (self.files.exists(lowered) or self.db.one(
