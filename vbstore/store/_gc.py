@@ -24,7 +24,8 @@ from ._registry import now
 from ._rows import forget_pack_rows
 
 DEFAULT_GRACE = 3600.0
-_BATCH = 500
+_BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
+_TRANSACTION = 4 * _BATCH  # ids per write transaction: a few ms of holding the lock
 # still collectable: unused since the cutoff, and no parent used since then either
 _COLLECTABLE = ("max(created, last_used) < ? AND NOT EXISTS (SELECT 1 FROM edges e "
                 "JOIN objects p ON p.id = e.parent "
@@ -136,9 +137,9 @@ class GcMixin(_StoreBase):
                cutoff: float, report: GcReport) -> None:
         """Delete ``doomed`` (``keys``: their registry ids) and evict ``chosen``; safe to run
         again (rows are re-checked)."""
-        for i in range(0, len(doomed), _BATCH):
-            report.removed += self._delete_batch(doomed[i : i + _BATCH], keys[i : i + _BATCH],
-                                                 cutoff)
+        for i in range(0, len(doomed), _TRANSACTION):
+            report.removed += self._delete_batch(doomed[i : i + _TRANSACTION],
+                                                 keys[i : i + _TRANSACTION], cutoff)
         if chosen:
             report.evicted += self._mark_evicted(chosen, cutoff)
             self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
@@ -147,18 +148,22 @@ class GcMixin(_StoreBase):
                       cutoff: float) -> list[dict[str, Any]]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
         at worst blobs without rows, which fsck adopts, never rows without blobs."""
+        collected: set = set()
         with self.db.write() as conn:
-            # re-checked under the lock: a put or lookup may have used it since we looked
-            # ...and so may a parent recorded since the reachability walk
-            rows = conn.execute(
-                f"SELECT id, kind FROM objects WHERE id IN ({_marks(keys)}) AND {_COLLECTABLE}",  # noqa: S608
-                (*keys, cutoff, cutoff)).fetchall()
-            gone = [key for key, _ in rows]
-            if gone:
+            for i in range(0, len(keys), _BATCH):
+                some = keys[i : i + _BATCH]
+                # re-checked under the lock: a put or lookup may have used it since we looked
+                # ...and so may a parent recorded since the reachability walk
+                rows = conn.execute(
+                    f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
+                    f"AND {_COLLECTABLE}", (*some, cutoff, cutoff)).fetchall()
+                gone = [key for key, _ in rows]
+                if not gone:
+                    continue
                 conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(gone)})", gone)  # noqa: S608
                 self._forget(conn, gone, [key for key, kind in rows if kind == "pack"])
                 conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
-        collected = set(gone)
+                collected.update(gone)
         removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
         self._unlink_unregistered([o["id"] for o in removed], keys=[k for k in keys
                                                                     if k in collected])
