@@ -101,9 +101,9 @@ _M3_TABLES = {
     "feature_rows": (
         "extractor INTEGER NOT NULL, image BLOB NOT NULL, pack INTEGER NOT NULL, "
         "row INTEGER NOT NULL, PRIMARY KEY (extractor, image)",
+        # joined on the old text: one conversion per row (the image), not three
         "e.id, vb_db_id(f.image), p.id, f.row FROM feature_rows f "
-        "JOIN extractors e ON e.key = vb_db_id(f.extractor) "
-        "JOIN packs p ON p.oid = vb_db_id(f.pack)",
+        "JOIN extractors e ON e.key = f.extractor JOIN packs p ON p.oid = f.pack",
         ["pack"],
     ),
 }
@@ -115,10 +115,10 @@ def _m3_compact(db) -> None:
     conn.create_function("vb_db_id", 1, _db_id_or_null, deterministic=True)
     conn.execute("CREATE TABLE extractors (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE)")
     conn.execute("CREATE TABLE packs (id INTEGER PRIMARY KEY, oid BLOB NOT NULL UNIQUE)")
-    conn.execute("INSERT INTO extractors(key) SELECT DISTINCT vb_db_id(extractor) "
-                 "FROM feature_rows ORDER BY 1")
-    conn.execute("INSERT INTO packs(oid) SELECT DISTINCT vb_db_id(pack) FROM feature_rows "
+    # numbered in hex order (= byte order), holding the hex text until the rows are copied
+    conn.execute("INSERT INTO extractors(key) SELECT DISTINCT extractor FROM feature_rows "
                  "ORDER BY 1")
+    conn.execute("INSERT INTO packs(oid) SELECT DISTINCT pack FROM feature_rows ORDER BY 1")
     for table, (columns, select, indexes) in _M3_TABLES.items():
         conn.execute(f"CREATE TABLE {table}_v3 ({columns}) WITHOUT ROWID")
         conn.execute(f"INSERT INTO {table}_v3 SELECT {select}")
@@ -126,6 +126,8 @@ def _m3_compact(db) -> None:
         conn.execute(f"ALTER TABLE {table}_v3 RENAME TO {table}")
         for column in indexes:
             conn.execute(f"CREATE INDEX idx_{table}_{column} ON {table}({column})")
+    conn.execute("UPDATE extractors SET key = vb_db_id(key)")
+    conn.execute("UPDATE packs SET oid = vb_db_id(oid)")
 
 
 def _db_id_or_null(value):
