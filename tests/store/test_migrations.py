@@ -154,3 +154,14 @@ def test_a_feature_row_costs_under_a_third_of_the_old_layout(store):
     if pages is None or pages[0] is None:
         pytest.skip("this SQLite has no dbstat table")
     assert pages[0] / len(images) < 460 / 3  # today's layout measured 460 bytes per row
+
+
+def test_a_registry_from_a_newer_vbstore_is_refused_not_misread(tmp_path):
+    root = tmp_path / "s"
+    Store(root).close()
+    newer = registry_module.MIGRATIONS[-1][0] + 1
+    conn = sqlite3.connect(root / "registry.db")
+    conn.execute(f"PRAGMA user_version={newer}")
+    conn.close()
+    with pytest.raises(StoreIOError, match=f"newer vbstore .registry version {newer}"):
+        Store(root).ls()

@@ -151,7 +151,9 @@ class Registry:
         try:
             if read_only:
                 self.conn = _connect_read_only(path)
-                if self.conn.execute("PRAGMA user_version").fetchone()[0] < MIGRATIONS[-1][0]:
+                version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+                _refuse_newer(path, version)
+                if version < MIGRATIONS[-1][0]:
                     raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
                 return
             try:
@@ -188,6 +190,7 @@ class Registry:
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        _refuse_newer(self.path, version)
         if version >= MIGRATIONS[-1][0]:
             return
         import sqlite_utils  # only needed the first time a store is created or upgraded
@@ -238,6 +241,15 @@ class Registry:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _refuse_newer(path: Path, version: int) -> None:
+    """A registry a newer vbstore migrated has a layout this one would misread: refuse it."""
+    if version > MIGRATIONS[-1][0]:
+        raise StoreIOError(
+            f"{path} was made by a newer vbstore (registry version {version}; this vbstore "
+            f"knows up to {MIGRATIONS[-1][0]})",
+            hint="upgrade vbstore to the version that wrote this store")
 
 
 def now() -> float:
