@@ -1,7 +1,9 @@
-"""Local vs Ray extraction, side by side in one run: fixed overhead and per-image cost.
+"""Local vs Ray extraction, and the registry at scale, each side by side in one run.
 
     python benchmarks/scale_bench.py [--images N] [--backbone SPEC] [--input-size S]
                                      [--ray-address ADDR] [--ray-cpus C]
+    python benchmarks/scale_bench.py --registry [--rows R] [--objects M] [--baseline REF]
+                                                [--dir DIR]
 
 Extracts N and 4N JPEGs from cold stores, locally and through ``RayExecutor`` (a local Ray
 started here with C CPUs unless ``--ray-address`` names a cluster), and fits
@@ -9,6 +11,16 @@ started here with C CPUs unless ``--ray-address`` names a cluster), and fits
 actor start-up, pipeline) and the per-image efficiency (local rate / Ray rate) are reported
 separately. Checks that both give the same featureset id. On a shared machine run it inside a
 loopback-only namespace: ``unshare -n sh -c 'ip link set lo up; python benchmarks/scale_bench.py'``.
+
+``--registry`` (no Ray) runs one measurement under two versions of vbstore, each in its own
+process: this checkout, and ``--baseline REF`` (default: the last commit before the compact
+registry layout) unpacked from git. For R feature rows (packs of 4096): registry bytes per row
+(SQLite's ``dbstat``) and per image (the whole file), insert rate through ``add_feature_rows``,
+lookup rate through ``feature_rows`` (the whole manifest at once, as a plan asks). For M objects
+(half reachable from results, as ``store_bench.py`` builds them, with a blob file each): ``fsck``
+and ``gc`` seconds, per 10^5 objects, and over their floors measured in the same run (open,
+read, hash and close every blob in a plain loop; unlink as many files as gc removed). On a slow
+or busy disk the floors dominate; ``--dir /dev/shm`` isolates what the registry costs.
 """
 
 from __future__ import annotations
@@ -16,14 +28,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import blake3
 
-from extract_bench import make_jpegs
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from extract_bench import make_jpegs  # noqa: E402 - after the path it needs
+
+# a registry worker imports the vbstore under test, which need not be this checkout's (and
+# extract_bench put this checkout first on the path)
+sys.path.insert(0, os.environ.get("VBSTORE_BENCH_CODE") or str(REPO))
+
+# the last commit before migration 3 (hex TEXT ids, rowid tables)
+BASELINE = "4474e73"
+PACK_ROWS = 4096
 
 
 def timed(data: Path, store_root: Path, args, executor=None) -> tuple[float, str]:
@@ -45,7 +70,161 @@ def fit(n: int, t_n: float, t_4n: float) -> dict[str, float]:
             "n_s": round(t_n, 3), "4n_s": round(t_4n, 3)}
 
 
+def _db_id():
+    """The id form the vbstore under test writes (hex text before the compact layout)."""
+    try:
+        from vbstore.store import db_id
+    except ImportError:
+        return lambda oid: oid
+    return db_id
+
+
+def _table_bytes(store, tables: tuple[str, ...]) -> int:
+    marks = ",".join("?" * len(tables))
+    (total,) = store.db.one(
+        "SELECT sum(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master "  # noqa: S608
+        f"WHERE tbl_name IN ({marks}))", tables)
+    return total or 0
+
+
+def rows_worker(root: Path, n: int) -> dict:
+    """Insert and look up ``n`` feature rows through the Store API; measure their bytes."""
+    from vbstore import Store
+
+    images = [blake3.blake3(b"image %d" % i).hexdigest() for i in range(n)]
+    extractor = blake3.blake3(b"extractor").hexdigest()
+    with Store(root) as store:
+        packs = [store.put_bytes(b"pack %d" % i, "pack") for i in range(0, n, PACK_ROWS)]
+        start = time.perf_counter()
+        for pack, i in zip(packs, range(0, n, PACK_ROWS), strict=True):
+            store.add_feature_rows(extractor, pack, images[i : i + PACK_ROWS])
+        insert_s = time.perf_counter() - start
+        store.db.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        table = _table_bytes(store, ("feature_rows", "packs", "extractors"))
+        whole = os.path.getsize(root / "registry.db")
+        random.Random(0).shuffle(images)  # noqa: S311 - an order, not a secret
+        start = time.perf_counter()
+        found = store.feature_rows(extractor, images)
+        lookup_s = time.perf_counter() - start
+    assert len(found) == n
+    return {"rows": n, "bytes_per_row": round(table / n, 1), "file_bytes_per_image":
+            round(whole / n, 1), "insert_rows_per_s": round(n / insert_s),
+            "lookup_rows_per_s": round(n / lookup_s)}
+
+
+def objects_worker(root: Path, n: int) -> dict:
+    """``n`` objects, half reachable from results (as store_bench builds them); time fsck, gc."""
+    from vbstore import Store
+
+    db_id = _db_id()
+    store = Store(root)
+    old = time.time() - 7200
+    rows, edges, paths = [], [], []
+    for fan in range(256):
+        (store.files.objects / f"{fan:02x}").mkdir(exist_ok=True)
+    for i in range(n):
+        data = b"object %d" % i
+        oid = blake3.blake3(data).hexdigest()
+        paths.append(os.path.join(store.files.objects, oid[:2], oid[2:]))
+        fd = os.open(paths[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        os.write(fd, data)
+        os.close(fd)
+        kind = "result" if i % 100 == 0 and i < n // 2 else "blob"
+        rows.append((db_id(oid), kind, len(data), old, old))
+        if i < n // 2 and i % 100:
+            edges.append((rows[i - i % 100][0], db_id(oid), f"in{i % 100}"))
+    with store.db.write() as conn:  # bulk-loaded: n fsynced puts would say nothing about gc
+        conn.executemany(
+            "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)
+        conn.executemany("INSERT INTO edges(parent, child, role) VALUES (?,?,?)", edges)
+    store.db.query("PRAGMA wal_checkpoint(TRUNCATE)")
+    table = _table_bytes(store, ("objects", "edges"))
+    start = time.perf_counter()  # the floor under fsck: open, read, hash and close each blob
+    for path in paths:
+        with open(path, "rb") as handle:
+            blake3.blake3(handle.read()).hexdigest()
+    hash_floor_s = time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    fsck = store.fsck()
+    fsck_s, fsck_cpu = time.perf_counter() - start, time.process_time() - cpu
+    start, cpu = time.perf_counter(), time.process_time()
+    gc = store.gc()
+    gc_s, gc_cpu = time.perf_counter() - start, time.process_time() - cpu
+    store.close()
+    assert fsck.clean, fsck.as_dict()
+    assert (fsck.checked, len(gc.removed)) == (n, n - n // 2)
+    start = time.perf_counter()  # the floor under gc: unlink as many files as it removed
+    for path in paths[: n // 2]:
+        os.unlink(path)
+    unlink_floor_s = time.perf_counter() - start
+    per = 1e5 / n
+    return {"objects": n, "bytes_per_object": round(table / n, 1), "fsck_s": round(fsck_s, 2),
+            "gc_s": round(gc_s, 2), "fsck_s_per_1e5": round(fsck_s * per, 3),
+            "gc_s_per_1e5": round(gc_s * per, 3),
+            # CPU seconds (all threads): what a busy shared machine inflates least
+            "fsck_cpu_s_per_1e5": round(fsck_cpu * per, 3), "gc_cpu_s_per_1e5":
+            round(gc_cpu * per, 3),
+            "fsck_over_hash_floor": round(fsck_s / hash_floor_s, 2),
+            "gc_over_unlink_floor": round(gc_s / unlink_floor_s, 2),
+            "gc_minus_unlink_s_per_1e5": round((gc_s - unlink_floor_s) * per, 3)}
+
+
+def _baseline_code(ref: str, into: Path) -> Path | None:
+    """vbstore as of ``ref``, unpacked from git into ``into``; None when git cannot give it."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "vbstore", "schemas"],
+                             capture_output=True, check=False)
+    if archive.returncode != 0:
+        return None
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def _run_worker(code: Path, what: str, root: Path, n: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", what, str(root), str(n)], capture_output=True,
+        text=True, check=False, env={**os.environ, "VBSTORE_BENCH_CODE": str(code)})
+    if proc.returncode != 0:
+        raise SystemExit(f"{what} worker failed under {code}:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def registry_bench(args) -> None:
+    with tempfile.TemporaryDirectory(prefix="vbstore-registry-", dir=args.dir) as tmp:
+        work = Path(tmp)
+        versions = {"new": REPO}
+        old = _baseline_code(args.baseline, work / "baseline") if args.baseline else None
+        if old is not None:
+            versions = {"old": old, **versions}
+        else:
+            print(f"no baseline: git cannot give {args.baseline!r}; measuring this checkout only")
+        out: dict[str, dict] = {}
+        for name, code in versions.items():  # one after the other: they share two cores
+            out[name] = {"rows": _run_worker(code, "rows", work / f"{name}-rows", args.rows),
+                         "objects": _run_worker(code, "objects", work / f"{name}-obj",
+                                                args.objects)}
+    print(f"registry: {args.rows} feature rows, {args.objects} objects, {os.cpu_count()} CPUs"
+          + (f", old = {args.baseline}" if old is not None else ""))
+    metrics = [("rows", "bytes_per_row"), ("rows", "file_bytes_per_image"),
+               ("rows", "insert_rows_per_s"), ("rows", "lookup_rows_per_s"),
+               ("objects", "bytes_per_object"), ("objects", "fsck_s_per_1e5"),
+               ("objects", "fsck_over_hash_floor"), ("objects", "fsck_cpu_s_per_1e5"),
+               ("objects", "gc_s_per_1e5"), ("objects", "gc_cpu_s_per_1e5"),
+               ("objects", "gc_over_unlink_floor"), ("objects", "gc_minus_unlink_s_per_1e5")]
+    print(f"{'':22}" + "".join(f"{name:>12}" for name in out) + ("   new/old" if old else ""))
+    for part, metric in metrics:
+        values = [out[name][part][metric] for name in out]
+        ratio = f"{values[-1] / values[0]:10.2f}" if old and values[0] else ""
+        print(f"{metric:22}" + "".join(f"{v:12}" for v in values) + ratio)
+    print(json.dumps(out))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--worker"]:  # one registry measurement, under VBSTORE_BENCH_CODE
+        what, root, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+        worker = rows_worker if what == "rows" else objects_worker
+        print(json.dumps(worker(root, n)))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=128)
     parser.add_argument("--backbone", default="torchvision:resnet18")
@@ -53,7 +232,17 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--ray-address", default=None)
     parser.add_argument("--ray-cpus", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--registry", action="store_true",
+                        help="measure the registry (no Ray): bytes, insert/lookup, fsck/gc")
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--objects", type=int, default=50_000)
+    parser.add_argument("--baseline", default=BASELINE,
+                        help="git ref of the old vbstore to compare with ('' for none)")
+    parser.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
     args = parser.parse_args()
+    if args.registry:
+        registry_bench(args)
+        return
 
     import ray
 

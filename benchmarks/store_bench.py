@@ -21,6 +21,7 @@ import blake3
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vbstore import Store
+from vbstore.store import db_id
 from vbstore.store._objects import hash_file
 
 
@@ -88,9 +89,9 @@ def bench_gc(work: Path, n: int) -> dict:
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(data)
         kind = "result" if i % 100 == 0 and i < n // 2 else "blob"
-        rows.append((oid, kind, len(data), now, now))
+        rows.append((db_id(oid), kind, len(data), now, now))
         if i < n // 2 and i % 100:
-            edges.append((rows[i - i % 100][0], oid, f"in{i % 100}"))
+            edges.append((rows[i - i % 100][0], db_id(oid), f"in{i % 100}"))
     # bulk-loaded directly: 100k individual fsynced puts would dominate the run and say nothing
     # about gc
     with store.db.write() as conn:

@@ -5,6 +5,7 @@ import pytest
 from store_support import suite_doc
 
 from vbstore.errors import DiskFull
+from vbstore.store import db_id
 
 
 def _snapshot(store):
@@ -54,7 +55,7 @@ def test_fsck_reconciles_rows_files_temps_and_edges(store):
     kept = store.put_bytes(b"kept")
     orphan = store.put_bytes(b"orphan")
     with store.db.write() as conn:  # a crash between rename and row insert looks like this
-        conn.execute("DELETE FROM objects WHERE id=?", (orphan,))
+        conn.execute("DELETE FROM objects WHERE id=?", (db_id(orphan),))
     gone = store.put_bytes(b"gone")
     os.chmod(store.files.path(gone), 0o644)
     os.unlink(store.files.path(gone))

@@ -6,6 +6,8 @@ import sqlite3
 
 from store_support import run_on_small_disk, suite_doc
 
+from vbstore.store import db_id
+
 FULL = r"""
 import json, os, sys
 from click.testing import CliRunner
@@ -92,7 +94,7 @@ def test_gc_unlinks_first_when_the_registry_cannot_journal(store):
     fresh = store.put_bytes(b"written a moment ago")
     with store.db.write() as conn:  # the leftovers are old; `fresh` is not
         conn.executemany("UPDATE objects SET created=0, last_used=0 WHERE id=?",
-                         [(o,) for o in [*leftovers, pack, suite]])
+                         [(db_id(o),) for o in [*leftovers, pack, suite]])
     paths = [str(store.files.path(o)) for o in [*leftovers, pack, fresh]]
     full = _FullUntilFreed(store.db.conn, paths)
     store.db.conn = full

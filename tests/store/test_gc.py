@@ -1,9 +1,12 @@
+import os
 import threading
+import time
 
+import blake3
 import pytest
 from store_support import suite_doc
 
-from vbstore.store import derivation_key, derivation_spec
+from vbstore.store import db_id, derivation_key, derivation_spec
 
 PACK_META = {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]", "images": "[]"}
 
@@ -17,7 +20,7 @@ def _old(store, *oids, age=7200.0):
     with store.db.write() as conn:
         for oid in oids:
             conn.execute("UPDATE objects SET created=created-?, last_used=last_used-? WHERE id=?",
-                         (age, age, oid))
+                         (age, age, db_id(oid)))
 
 
 def test_gc_keeps_roots_and_what_they_need(store):
@@ -127,7 +130,7 @@ def test_old_inputs_of_a_young_artifact_are_kept(store):
     _old(store, old_input)
     young = store.put_json(suite_doc("fresh"), "suite")  # stands for any fresh parent
     with store.db.write() as conn:  # make it a plain young non-root artifact
-        conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (young,))
+        conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (db_id(young),))
     store.add_edges(young, {"input": old_input})
     assert store.gc().removed == []
     assert store.has(old_input)
@@ -174,3 +177,39 @@ def test_gc_spares_outputs_a_running_computation_has_published(store):
         assert store.has(pack)
     with Store(store.root) as other:  # the lease ended and nothing recorded the pack: garbage
         assert [o["id"] for o in other.gc(grace=0).removed] == [pack]
+
+
+def test_gc_across_transactions_removes_exactly_the_unreachable(store):
+    """Over 2000 ids per write transaction and 500 per statement: nothing kept is touched."""
+    old = time.time() - 7200
+    rows, edges, ids = [], [], []
+    for i in range(4600):
+        data = b"object %d" % i
+        oid = blake3.blake3(data).hexdigest()
+        path = store.files.path(oid)
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, 0o444)
+        ids.append(oid)
+        kind = "result" if i % 100 == 0 and i < 2300 else ("pack" if i % 7 == 0 else "blob")
+        rows.append((db_id(oid), kind, len(data), old, old))
+        if i < 2300 and i % 100:
+            edges.append((db_id(ids[i - i % 100]), db_id(oid), "input"))
+    with store.db.write() as conn:
+        conn.executemany(
+            "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)
+        conn.executemany("INSERT INTO edges(parent, child, role) VALUES (?,?,?)", edges)
+    kept_pack, doomed_pack = ids[7], ids[2303]  # both packs (i % 7 == 0)
+    store.add_feature_rows("e" * 64, kept_pack, ["a" * 64])
+    store.add_feature_rows("e" * 64, doomed_pack, ["b" * 64])
+    store.record(derivation_spec("made", 1, {}, {}), ids[4000])
+    _old(store, kept_pack, doomed_pack)
+
+    removed = {o["id"] for o in store.gc().removed}
+    assert removed == set(ids[2300:])
+    assert {o.id for o in store.ls()} == set(ids[:2300])
+    assert {oid for oid, _ in store.files.iter_files()} == set(ids[:2300])
+    assert store.feature_rows("e" * 64, ["a" * 64, "b" * 64]) == {"a" * 64: (kept_pack, 0)}
+    assert store.db.one("SELECT count(*) FROM packs")[0] == 1
+    assert store.lookup(derivation_key(derivation_spec("made", 1, {}, {}))) is None
+    assert store.fsck().clean

@@ -4,6 +4,7 @@ from ._derive import derivation_key, derivation_spec
 from ._filestate import RACY_SECONDS
 from ._fsck import FsckReport, sniff_kind
 from ._gc import DEFAULT_GRACE, GcReport
+from ._ids import db_id, hex_id
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
 from ._objects import ObjectFiles
 from ._rebuild import RebuildReport
@@ -33,10 +34,12 @@ __all__ = [
     "Store",
     "check_safetensors_bytes",
     "check_safetensors_file",
+    "db_id",
     "default_root",
     "derivation_key",
     "derivation_spec",
     "encoding",
+    "hex_id",
     "parse_safetensors_header",
     "read_safetensors_header",
     "safetensors_identity",

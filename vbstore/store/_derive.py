@@ -23,6 +23,7 @@ from typing import Any
 from .. import canonical
 from ..errors import CorruptObject, DiskFull, LeaseTimeout
 from ._base import _StoreBase
+from ._ids import db_id
 from ._kinds import encoding
 from ._objects import HOST
 from ._registry import now
@@ -47,13 +48,12 @@ class DeriveMixin(_StoreBase):
 
         ``valid(output)`` can add a deeper check (a featureset's packs are present, say).
         """
-        row = self.db.one(
-            "SELECT d.output, o.kind FROM derivations d LEFT JOIN objects o ON o.id = d.output "
-            "WHERE d.key = ?", (key,),
-        )
+        row = self.db.one("SELECT output FROM derivations WHERE key = ?", (key,))
         if row is None:
             return None
-        output, kind = row
+        output = row[0]
+        row = self.db.one("SELECT kind FROM objects WHERE id = ?", (db_id(output),))
+        kind = row[0] if row else None
         self.touch([output])  # first: gc re-checks last_used under its lock before deleting
         if not self.has(output):
             return None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import BadInput, CorruptObject, StoreIOError
 from ._base import _StoreBase
+from ._ids import db_id, hex_id
 from ._objects import hash_file
 
 # A file modified this recently may change again within the timestamp granularity: do not cache it.
@@ -59,14 +60,15 @@ class FileStateMixin(_StoreBase):
 
             workers = threads or min(8, (os.cpu_count() or 2) * 2)
             problems = []
+            fresh: dict[int, str] = {}
             with ThreadPoolExecutor(workers) as pool:
                 for i, (digest, problem) in zip(missing, pool.map(one, missing), strict=True):
-                    hashes[i] = digest
+                    hashes[i] = fresh[i] = digest
                     if problem:
                         problems.append((str(paths[i]), problem))
             bad = {path for path, _ in problems}
             cutoff = time.time_ns() - int(RACY_SECONDS * 1e9)
-            rows = [(*states[i], hashes[i]) for i in missing
+            rows = [(*states[i], db_id(fresh[i])) for i in missing
                     if states[i][3] < cutoff and str(paths[i]) not in bad]
             # a cache: best effort, skipped on a read-only store
             if rows and not self.read_only:
@@ -117,5 +119,5 @@ class FileStateMixin(_StoreBase):
                     (dev, json.dumps(inodes)),
                 )
             for ino, size, mtime, ctime, digest in rows:
-                known[(dev, ino, size, mtime, ctime)] = digest
+                known[(dev, ino, size, mtime, ctime)] = hex_id(digest)
         return known

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import time
@@ -20,8 +21,9 @@ from typing import Any
 
 from ..errors import VbstoreError
 from ._base import _StoreBase
+from ._ids import db_id, hex_id
 from ._kinds import KINDS
-from ._objects import HOST, hash_file
+from ._objects import HOST, hash_and_stat, hash_file
 from ._registry import now
 from ._tensors import read_safetensors_header
 
@@ -101,25 +103,20 @@ class FsckMixin(_StoreBase):
         # a damaged registry is neither read nor written; the blobs are still checked
         damaged = bool(report.registry_errors)
         # a symlink under objects/ is refused, never followed (it could read anything)
-        report.unsafe = [oid for oid, _ in self.files.iter_links()]
         # rows before files: a blob published in between is then an extra file (adopted or
         # already registered), never a "missing" one
-        rows = {} if damaged else {oid: (kind, evicted) for oid, kind, evicted in self.db.query(
-            "SELECT id, kind, evicted_at FROM objects")}
-        files = dict(self.files.iter_files())
-
-        def check(item):
-            oid, path = item
-            try:
-                return oid, hash_file(path), os.lstat(path)
-            except FileNotFoundError:  # removed by a concurrent gc since it was listed
-                return oid, None, -1
-            except OSError:
-                return oid, None, None
+        rows = {} if damaged else {hex_id(key): (kind, evicted) for key, kind, evicted in
+                                   self.db.query("SELECT id, kind, evicted_at FROM objects")}
+        files, report.unsafe = self.files.scan()
 
         verified = []
-        with ThreadPoolExecutor(jobs or min(8, (os.cpu_count() or 2))) as pool:
-            for oid, digest, st in pool.map(check, files.items()):
+        workers = jobs or min(8, (os.cpu_count() or 2))
+        items = list(files.items())
+        # a few hundred files per task: one future per file would cost more than hashing it
+        step = max(1, min(256, len(items) // (4 * workers)))
+        with ThreadPoolExecutor(workers) as pool:
+            for oid, digest, st in itertools.chain.from_iterable(pool.map(
+                    _check_files, (items[i : i + step] for i in range(0, len(items), step)))):
                 if st == -1:
                     continue
                 size = st.st_size if st else 0
@@ -141,26 +138,29 @@ class FsckMixin(_StoreBase):
             return report
         for oid, (_kind, evicted) in rows.items():
             if oid not in files and evicted is None and not self.files.exists(oid):
-                still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (oid,))
+                still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (db_id(oid),))
                 if still is not None and still[0] is None:  # not collected meanwhile
                     report.missing.append(oid)
         known = set(rows) | set(files)
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
+            parent, child = hex_id(parent), hex_id(child)
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
         if not tidy:
             report.seconds = time.perf_counter() - start
             return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
-                   for oid in report.adopted if files[oid].exists()]
+                   for oid in report.adopted if os.path.exists(files[oid])]
         with self.db.write() as conn:
             t = now()
+            # in key order: the b-tree is walked once, not sought at random
             conn.executemany("UPDATE objects SET verified_at=? WHERE id=?",
-                             [(t, o) for o in verified])
+                             [(t, key) for key in sorted(db_id(o) for o in verified)])
             conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
                 "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
                 "VALUES (?,?,?,?,?)",
-                [(oid, kind, size, t, t) for oid, kind, size in adopted if self.files.exists(oid)],
+                [(db_id(oid), kind, size, t, t) for oid, kind, size in adopted
+                 if self.files.exists(oid)],
             )
         if repair:
             for oid in report.unsafe:
@@ -195,8 +195,8 @@ class FsckMixin(_StoreBase):
                 if self.files.exists(oid):  # republished whole meanwhile
                     continue
                 # kept as an evicted row, so edges to it stay explainable, not dangling
-                conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), oid))
-                self._forget(conn, oid)
+                conn.execute("UPDATE objects SET evicted_at=? WHERE id=?", (now(), db_id(oid)))
+                self._forget(conn, [db_id(oid)])
                 _forget_built_on(conn, oid)
         return repaired, refetched
 
@@ -266,11 +266,26 @@ class FsckMixin(_StoreBase):
         return removed
 
 
+def _check_files(items: list[tuple[str, str]]) -> list[tuple[str, str | None, Any]]:
+    """``(id, digest, stat)`` per file; stat -1 when a concurrent gc removed it, None when it
+    cannot be read."""
+    out: list[tuple[str, str | None, Any]] = []
+    for oid, path in items:
+        try:
+            out.append((oid, *hash_and_stat(path)))
+        except FileNotFoundError:
+            out.append((oid, None, -1))
+        except OSError:
+            out.append((oid, None, None))
+    return out
+
+
 def _forget_built_on(conn, oid: str) -> None:
     """Drop the derivation records and aliases of everything that reaches ``oid`` through edges."""
-    built_on = [row[0] for row in conn.execute(
+    built_on = [hex_id(row[0]) for row in conn.execute(
         "WITH RECURSIVE up(id) AS (SELECT parent FROM edges WHERE child = ? "
-        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up", (oid,))]
+        "UNION SELECT e.parent FROM edges e JOIN up ON e.child = up.id) SELECT id FROM up",
+        (db_id(oid),))]
     conn.executemany("DELETE FROM derivations WHERE output = ?", [(i,) for i in built_on])
     conn.executemany("DELETE FROM aliases WHERE id = ?", [(i,) for i in built_on])
 

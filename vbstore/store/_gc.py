@@ -9,6 +9,8 @@ unlinked inside one registry write lock per batch, so a concurrent put cannot in
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,11 +18,14 @@ from typing import Any
 
 from ..errors import DiskFull
 from ._base import _StoreBase
+from ._ids import db_id, hex_id
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
+from ._rows import forget_pack_rows
 
 DEFAULT_GRACE = 3600.0
-_BATCH = 500
+_BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
+_TRANSACTION = 4 * _BATCH  # ids per write transaction: a few ms of holding the lock
 # still collectable: unused since the cutoff, and no parent used since then either
 _COLLECTABLE = ("max(created, last_used) < ? AND NOT EXISTS (SELECT 1 FROM edges e "
                 "JOIN objects p ON p.id = e.parent "
@@ -50,36 +55,39 @@ class GcMixin(_StoreBase):
     """gc and du methods of :class:`vbstore.Store`."""
 
     def reachable(
-        self, young_since: float | None = None, roots_only_pinned: bool = False
-    ) -> set[str]:
+        self, young_since: float | None = None, roots_only_pinned: bool = False,
+        registry_ids: bool = False,
+    ) -> set:
         """Every id reachable through edges from a root.
 
         Roots are refs, results, suites, the inputs of live leases and every object created or
         used since the oldest live lease began (the outputs in progress), and, with
         ``young_since``, every object created or used since then: a fresh artifact's inputs
         are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and what
-        live leases need only (what size eviction must never touch).
+        live leases need only (what size eviction must never touch). ``registry_ids`` returns
+        the ids in the registry's form (:func:`~vbstore.store.db_id`), sparing gc a
+        conversion per object.
         """
-        roots = {r[0] for r in self.db.query("SELECT id FROM refs")}
+        keys = self._reachable_keys(young_since, roots_only_pinned)
+        return keys if registry_ids else {hex_id(key) for key in keys}
+
+    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool) -> set:
+        roots = {db_id(r[0]) for r in self.db.query("SELECT id FROM refs")}
         leases = self.live_leases()
         for lease in leases:
-            roots |= set(lease["inputs"])
-        if leases:
-            # a running computation publishes outputs (packs, heads) long before it records
-            # the derivation that makes them reachable, however long it runs: every object
-            # written or used since the oldest live lease began may be one of them
-            since = min(lease["since"] for lease in leases)
+            roots |= {db_id(oid) for oid in lease["inputs"]}
+        # a running computation publishes outputs (packs, heads) long before it records the
+        # derivation that makes them reachable, however long it runs: every object written or
+        # used since the oldest live lease began may be one of them
+        since = min([lease["since"] for lease in leases]
+                    + ([young_since] if young_since is not None else []), default=None)
+        kinds = () if roots_only_pinned else ROOT_KINDS
+        if since is not None or kinds:
+            marks = ",".join("?" * len(kinds))
             roots |= {r[0] for r in self.db.query(
-                "SELECT id FROM objects WHERE max(created, last_used) >= ?", (since,))}
-        if not roots_only_pinned:
-            marks = ",".join("?" * len(ROOT_KINDS))
-            roots |= {r[0] for r in self.db.query(
-                f"SELECT id FROM objects WHERE kind IN ({marks})",  # noqa: S608 - marks is a fixed "?" list
-                ROOT_KINDS)}
-        if young_since is not None:
-            roots |= {r[0] for r in self.db.query(
-                "SELECT id FROM objects WHERE max(created, last_used) >= ?", (young_since,))}
-        children: dict[str, list[str]] = defaultdict(list)
+                f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
+                "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
+        children: dict[Any, list] = defaultdict(list)
         for parent, child in self.db.query("SELECT parent, child FROM edges"):
             children[parent].append(child)
         seen, stack = set(roots), list(roots)
@@ -103,83 +111,101 @@ class GcMixin(_StoreBase):
             self.writable("collect garbage (`gc --dry-run` says what would go)")
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
-        keep = self.reachable(young_since=cutoff)
+        keep = self.reachable(young_since=cutoff, registry_ids=True)
         rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
-        doomed = [
-            {"id": oid, "kind": kind, "size": 0 if evicted else size}
-            for oid, kind, size, evicted in rows
-            if oid not in keep
-        ]
+        keys = [row[0] for row in rows if row[0] not in keep]  # only these are converted to hex
+        doomed = [{"id": hex_id(key), "kind": kind, "size": 0 if evicted else size}
+                  for key, kind, size, evicted in rows if key not in keep]
         report.kept = len(rows) - len(doomed)
-        chosen = [] if max_size is None else self._eviction(max_size, cutoff, doomed, report)
+        del rows, keep
+        chosen = [] if max_size is None else self._eviction(max_size, cutoff, set(keys), report)
         if dry_run:
             report.removed, report.evicted = doomed, chosen
             return report
         try:
-            self._sweep(doomed, chosen, cutoff, report)
+            self._sweep(doomed, keys, chosen, cutoff, report)
         except DiskFull:
             with self.db.write() as conn:  # reads only: needs no space, and puts wait
                 _unlink_where(conn, self.files, [o["id"] for o in doomed],
                               _COLLECTABLE, (cutoff, cutoff))
                 _unlink_where(conn, self.files, [o["id"] for o in chosen],
                               "max(created, last_used) < ?", (cutoff,))
-            self._sweep(doomed, chosen, cutoff, report)
+            self._sweep(doomed, keys, chosen, cutoff, report)
         return report
 
-    def _sweep(self, doomed: list[dict[str, Any]], chosen: list[dict[str, Any]], cutoff: float,
-               report: GcReport) -> None:
-        """Delete ``doomed`` and evict ``chosen``; safe to run again (rows are re-checked)."""
-        for i in range(0, len(doomed), _BATCH):
-            report.removed += self._delete_batch(doomed[i : i + _BATCH], cutoff)
+    def _sweep(self, doomed: list[dict[str, Any]], keys: list, chosen: list[dict[str, Any]],
+               cutoff: float, report: GcReport) -> None:
+        """Delete ``doomed`` (``keys``: their registry ids) and evict ``chosen``; safe to run
+        again (rows are re-checked)."""
+        for i in range(0, len(doomed), _TRANSACTION):
+            report.removed += self._delete_batch(doomed[i : i + _TRANSACTION],
+                                                 keys[i : i + _TRANSACTION], cutoff)
         if chosen:
             report.evicted += self._mark_evicted(chosen, cutoff)
             self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
 
-    def _delete_batch(self, batch: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
+    def _delete_batch(self, batch: list[dict[str, Any]], keys: list,
+                      cutoff: float) -> list[dict[str, Any]]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
         at worst blobs without rows, which fsck adopts, never rows without blobs."""
-        removed = []
+        collected: set = set()
         with self.db.write() as conn:
-            for obj in batch:
-                oid = obj["id"]
+            for i in range(0, len(keys), _BATCH):
+                some = keys[i : i + _BATCH]
                 # re-checked under the lock: a put or lookup may have used it since we looked
                 # ...and so may a parent recorded since the reachability walk
-                if conn.execute(f"DELETE FROM objects WHERE id=? AND {_COLLECTABLE}",  # noqa: S608
-                                (oid, cutoff, cutoff)).rowcount == 0:
+                rows = conn.execute(
+                    f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
+                    f"AND {_COLLECTABLE}", (*some, cutoff, cutoff)).fetchall()
+                gone = [key for key, _ in rows]
+                if not gone:
                     continue
-                self._forget(conn, oid)
-                conn.execute("DELETE FROM edges WHERE parent=?", (oid,))
-                removed.append(obj)
-        self._unlink_unregistered([o["id"] for o in removed])
+                conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(gone)})", gone)  # noqa: S608
+                self._forget(conn, gone, [key for key, kind in rows if kind == "pack"])
+                conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
+                collected.update(gone)
+        removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
+        self._unlink_unregistered([o["id"] for o in removed], keys=[k for k in keys
+                                                                    if k in collected])
         return removed
 
-    def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False) -> None:
-        """Unlink the blobs of ``oids`` whose row is (still) gone, or (still) evicted."""
+    def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False,
+                             keys: list | None = None) -> None:
+        """Unlink the blobs of ``oids`` (``keys``: their registry ids, when known) whose row
+        is (still) gone, or (still) evicted."""
         if not oids:
             return
+        keys = keys or [db_id(oid) for oid in oids]
         with self.db.write() as conn:  # a concurrent put re-registers under this same lock
-            for oid in oids:
-                row = conn.execute("SELECT evicted_at FROM objects WHERE id=?", (oid,)).fetchone()
-                if row is None or (evicted_only and row[0] is not None):
-                    _unlink(self.files.path(oid))
+            for i in range(0, len(oids), _BATCH):
+                chunk = oids[i : i + _BATCH]
+                some = keys[i : i + _BATCH]
+                rows = dict(conn.execute(
+                    f"SELECT id, evicted_at FROM objects WHERE id IN ({_marks(some)})",  # noqa: S608
+                    some))
+                for oid, key in zip(chunk, some, strict=True):
+                    if key not in rows or (evicted_only and rows[key] is not None):
+                        _unlink(self.files.fspath(oid))
 
     @staticmethod
-    def _forget(conn, oid: str) -> None:
-        """Drop every row that would point a lookup at ``oid`` or at a featureset built from it."""
-        conn.execute("DELETE FROM derivations WHERE output=?", (oid,))
-        conn.execute("DELETE FROM aliases WHERE id=?", (oid,))
-        conn.execute("DELETE FROM feature_rows WHERE pack=?", (oid,))
-        conn.execute(
-            "DELETE FROM derivations WHERE output IN (SELECT e.parent FROM edges e JOIN objects o "
-            "ON o.id = e.parent WHERE e.child=? AND o.kind='featureset')", (oid,),
-        )
+    def _forget(conn, keys: list, packs: list | None = None) -> None:
+        """Drop every row that would point a lookup at these objects (registry ids) or at a
+        featureset built from one of them; ``packs``, when known, are those that are packs."""
+        featuresets = [hex_id(r[0]) for r in conn.execute(
+            "SELECT DISTINCT e.parent FROM edges e JOIN objects o ON o.id = e.parent "  # noqa: S608
+            f"WHERE e.child IN ({_marks(keys)}) AND o.kind='featureset'", keys)]
+        oids = [hex_id(key) for key in keys]
+        conn.execute("DELETE FROM derivations WHERE output IN (SELECT value FROM json_each(?))",
+                     (json.dumps(oids + featuresets),))
+        conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
+                     (json.dumps(oids),))
+        forget_pack_rows(conn, keys if packs is None else packs)
 
-    def _eviction(self, max_size: int, cutoff: float, doomed: list[dict[str, Any]],
+    def _eviction(self, max_size: int, cutoff: float, gone: set,
                   report: GcReport) -> list[dict[str, Any]]:
-        """What to evict so the store fits ``max_size`` once ``doomed`` is removed."""
-        gone = {o["id"] for o in doomed}
-        total = sum(size for oid, size in self.db.query(
-            "SELECT id, size FROM objects WHERE evicted_at IS NULL") if oid not in gone)
+        """What to evict so the store fits ``max_size`` once ``gone`` (registry ids) is removed."""
+        total = sum(size for key, size in self.db.query(
+            "SELECT id, size FROM objects WHERE evicted_at IS NULL") if key not in gone)
         working_set = max((s for (s,) in self.db.query(
             "SELECT sum(o.size) FROM edges e JOIN objects o ON o.id = e.child "
             "WHERE o.kind='pack' GROUP BY e.parent")), default=0) or 0
@@ -191,7 +217,7 @@ class GcMixin(_StoreBase):
         if total <= max_size:
             return []
         # what a ref names or a running computation needs, directly or through its inputs
-        pinned = self.reachable(roots_only_pinned=True)
+        pinned = self._reachable_keys(None, roots_only_pinned=True)
         order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
         marks = ",".join("?" * len(EVICTABLE))
         # marks is a fixed "?" list; order is built from the EVICTABLE kind constants
@@ -201,12 +227,12 @@ class GcMixin(_StoreBase):
             (*EVICTABLE, cutoff),
         )
         chosen = []
-        for oid, kind, size in candidates:
+        for key, kind, size in candidates:
             if total <= max_size:
                 break
-            if oid in pinned or oid in gone:
+            if key in pinned or key in gone:
                 continue
-            chosen.append({"id": oid, "kind": kind, "size": size})
+            chosen.append({"id": hex_id(key), "kind": kind, "size": size})
             total -= size
         return chosen
 
@@ -217,9 +243,9 @@ class GcMixin(_StoreBase):
                 if conn.execute(
                     "UPDATE objects SET evicted_at=? WHERE id=? AND evicted_at IS NULL "
                     "AND max(created, last_used) < ?",
-                    (now(), obj["id"], cutoff),
+                    (now(), db_id(obj["id"]), cutoff),
                 ).rowcount:
-                    self._forget(conn, obj["id"])
+                    self._forget(conn, [db_id(obj["id"])])
                     evicted.append(obj)
         return evicted
 
@@ -245,10 +271,17 @@ class GcMixin(_StoreBase):
 
 def _unlink_where(conn, files, oids: list[str], condition: str, params: tuple) -> None:
     """Unlink the blob of each of ``oids`` whose row still meets ``condition`` (SQL on objects)."""
-    for oid in oids:
-        if conn.execute(f"SELECT 1 FROM objects WHERE id=? AND {condition}",  # noqa: S608
-                        (oid, *params)).fetchone():
-            _unlink(files.path(oid))
+    for i in range(0, len(oids), _BATCH):
+        keys = [db_id(oid) for oid in oids[i : i + _BATCH]]
+        for (key,) in conn.execute(
+                f"SELECT id FROM objects WHERE id IN ({_marks(keys)}) AND {condition}",  # noqa: S608
+                (*keys, *params)):
+            _unlink(files.fspath(hex_id(key)))
+
+
+def _marks(values: list) -> str:
+    """``?,?,...``: one placeholder per value (batches stay far below SQLite's limit)."""
+    return ",".join("?" * len(values))
 
 
 def _unlink(path) -> None:

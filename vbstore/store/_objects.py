@@ -39,10 +39,15 @@ class ObjectFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.objects = root / "objects"
+        self._objects = os.fspath(self.objects)
         self.tmp = root / "tmp"
 
     def path(self, oid: str) -> Path:
         return self.objects / oid[:2] / oid[2:]
+
+    def fspath(self, oid: str) -> str:
+        """:meth:`path` as a string, for loops over millions of blobs (no Path objects)."""
+        return f"{self._objects}/{oid[:2]}/{oid[2:]}"
 
     def exists(self, oid: str) -> bool:
         return self.path(oid).is_file()
@@ -116,26 +121,43 @@ class ObjectFiles:
 
     def iter_files(self) -> Iterator[tuple[str, Path]]:
         """Every blob file as (id, path), including ones the registry does not know."""
+        files, _ = self.scan()
+        for oid, path in files.items():
+            yield oid, Path(path)
+
+    def scan(self) -> tuple[dict[str, str], list[str]]:
+        """One pass over ``objects/``: ``{id: path}`` of every blob file, and the ids of
+        symlinks (never written by vbstore). The directory entries' types are enough: no
+        file is stat'ed."""
+        files: dict[str, str] = {}
+        links: list[str] = []
         if not self.objects.is_dir():
-            return
-        for fan in sorted(self.objects.iterdir()):
-            if len(fan.name) != 2 or not fan.is_dir():
+            return files, links
+        for fan in sorted(os.scandir(self.objects), key=lambda e: e.name):
+            if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
                 continue
-            for entry in os.scandir(fan):
+            for entry in os.scandir(fan.path):
                 # a symlink is never a blob: following it would read outside the store
                 if entry.is_file(follow_symlinks=False):
-                    yield fan.name + entry.name, Path(entry.path)
+                    files[fan.name + entry.name] = entry.path
+                elif entry.is_symlink():
+                    links.append(fan.name + entry.name)
+        return files, links
 
-    def iter_links(self) -> Iterator[tuple[str, Path]]:
-        """Entries of ``objects/`` that are symlinks (never written by vbstore)."""
-        if not self.objects.is_dir():
-            return
-        for fan in sorted(self.objects.iterdir()):
-            if len(fan.name) != 2 or not fan.is_dir() or fan.is_symlink():
-                continue
-            for entry in os.scandir(fan):
-                if entry.is_symlink():
-                    yield fan.name + entry.name, Path(entry.path)
+
+def hash_and_stat(path: str) -> tuple[str, os.stat_result]:
+    """BLAKE3 of a file and its ``fstat``, from one open that refuses a symlink."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if st.st_size >= SMALL_FILE:
+            return hash_file(path), st
+        hasher = blake3.blake3()
+        while chunk := os.read(fd, SMALL_FILE):
+            hasher.update(chunk)
+        return hasher.hexdigest(), st
+    finally:
+        os.close(fd)
 
 
 def hash_file(path: Path | str) -> str:

@@ -24,8 +24,10 @@ from typing import Any
 from ..errors import UsageError, VbstoreError
 from ._base import _StoreBase
 from ._fsck import sniff_kind
+from ._ids import db_id
 from ._kinds import encoding
 from ._objects import hash_file
+from ._rows import insert_feature_rows
 from ._tensors import read_safetensors_header
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
@@ -86,7 +88,7 @@ class RebuildMixin(_StoreBase):
             except OSError:
                 return oid, path, None, None
 
-        objects, edges, rows = [], [], []
+        objects, edges, packs = [], [], []
         with ThreadPoolExecutor(jobs or min(8, os.cpu_count() or 2)) as pool:
             found = list(pool.map(read, files.items()))
         present = {oid for oid, _, kind, _ in found if kind is not None}
@@ -95,21 +97,21 @@ class RebuildMixin(_StoreBase):
                 report.corrupt.append(oid)
                 continue
             # published at its mtime: gc's grace period counts from there
-            objects.append((oid, kind, st.st_size, st.st_mtime, st.st_mtime))
+            objects.append((db_id(oid), kind, st.st_size, st.st_mtime, st.st_mtime))
             report.kinds[kind] = report.kinds.get(kind, 0) + 1
             named = {(role, child) for role, child in _named_ids(path, kind)
                      if child in present and child != oid}
-            edges += [(oid, child, role) for role, child in sorted(named)]
-            if kind == "pack":
-                rows += _pack_rows(path, oid)
+            edges += [(db_id(oid), db_id(child), role) for role, child in sorted(named)]
+            if kind == "pack" and (index := _pack_rows(path)):
+                packs.append((index[0], oid, index[1]))
         with self.db.write() as conn:
             conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
                              "VALUES (?,?,?,?,?)", objects)
             conn.executemany("INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
                              edges)
-            conn.executemany("INSERT OR REPLACE INTO feature_rows(extractor, image, pack, row) "
-                             "VALUES (?,?,?,?)", rows)
-        report.edges, report.feature_rows = len(edges), len(rows)
+            for extractor, pack, pack_rows in packs:
+                insert_feature_rows(conn, extractor, pack, pack_rows)
+        report.edges, report.feature_rows = len(edges), sum(len(r) for *_, r in packs)
         report.kinds = dict(sorted(report.kinds.items()))
         return report
 
@@ -146,15 +148,14 @@ def _walk(value: Any, role: str, depth: int) -> Iterator[tuple[str, str]]:
             yield from _walk(item, role, depth + 1)
 
 
-def _pack_rows(path: Path, oid: str) -> list[tuple[str, str, str, int]]:
-    """A pack's feature-row index entries, from its own metadata."""
+def _pack_rows(path: Path) -> tuple[str, list[tuple[int, str]]] | None:
+    """A pack's extractor and ``(row, image)`` pairs, from its own metadata."""
     try:
         metadata = read_safetensors_header(path)[0].get("__metadata__") or {}
         images = json.loads(metadata["images"])
         extractor = metadata["extractor"]
     except (ValueError, KeyError, TypeError, OSError, VbstoreError):
-        return []
+        return None
     if not (isinstance(extractor, str) and isinstance(images, list)):
-        return []
-    return [(extractor, image, oid, row) for row, image in enumerate(images)
-            if isinstance(image, str)]
+        return None
+    return extractor, [(row, image) for row, image in enumerate(images) if isinstance(image, str)]

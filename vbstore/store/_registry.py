@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import DiskFull, StoreIOError, StoreLocked, StoreReadOnly, VbstoreError
+from ._ids import db_id
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -73,10 +74,71 @@ def _m2_suites(db) -> None:
     db["evaluations"].create_index(["suite", "evidence", "checkpoint", "ranked", "recorded", "id"])
 
 
+# The hot tables at 10^8 images: ids as 32-byte BLOBs, WITHOUT ROWID where the primary key is
+# how rows are found (no rowid b-tree beside a key index), and feature rows naming their
+# extractor and pack by small integers (the extractors and packs tables) instead of 64-hex text.
+_M3_TABLES = {
+    "objects": (
+        "id BLOB NOT NULL PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, "
+        "created FLOAT NOT NULL, last_used FLOAT NOT NULL, verified_at FLOAT, evicted_at FLOAT",
+        "vb_db_id(id), kind, size, created, last_used, verified_at, evicted_at FROM objects",
+        # no index on last_used: every query reads max(created, last_used), which none can
+        # use, and every touch of an object paid for updating it
+        ["kind"],
+    ),
+    "edges": (
+        "parent BLOB NOT NULL, child BLOB NOT NULL, role TEXT NOT NULL, "
+        "PRIMARY KEY (parent, role, child)",
+        "vb_db_id(parent), vb_db_id(child), role FROM edges",
+        ["child"],
+    ),
+    "file_state": (
+        "dev INTEGER NOT NULL, inode INTEGER NOT NULL, size INTEGER, mtime_ns INTEGER, "
+        "ctime_ns INTEGER, hash BLOB, PRIMARY KEY (dev, inode)",
+        "dev, inode, size, mtime_ns, ctime_ns, vb_db_id(hash) FROM file_state",
+        [],
+    ),
+    "feature_rows": (
+        "extractor INTEGER NOT NULL, image BLOB NOT NULL, pack INTEGER NOT NULL, "
+        "row INTEGER NOT NULL, PRIMARY KEY (extractor, image)",
+        # joined on the old text: one conversion per row (the image), not three
+        "e.id, vb_db_id(f.image), p.id, f.row FROM feature_rows f "
+        "JOIN extractors e ON e.key = f.extractor JOIN packs p ON p.oid = f.pack",
+        ["pack"],
+    ),
+}
+
+
+def _m3_compact(db) -> None:
+    # runs inside the migration's one transaction: a failure leaves the store as it was
+    conn = db.conn
+    conn.create_function("vb_db_id", 1, _db_id_or_null, deterministic=True)
+    conn.execute("CREATE TABLE extractors (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE)")
+    conn.execute("CREATE TABLE packs (id INTEGER PRIMARY KEY, oid BLOB NOT NULL UNIQUE)")
+    # numbered in hex order (= byte order), holding the hex text until the rows are copied
+    conn.execute("INSERT INTO extractors(key) SELECT DISTINCT extractor FROM feature_rows "
+                 "ORDER BY 1")
+    conn.execute("INSERT INTO packs(oid) SELECT DISTINCT pack FROM feature_rows ORDER BY 1")
+    for table, (columns, select, indexes) in _M3_TABLES.items():
+        conn.execute(f"CREATE TABLE {table}_v3 ({columns}) WITHOUT ROWID")
+        conn.execute(f"INSERT INTO {table}_v3 SELECT {select}")
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE {table}_v3 RENAME TO {table}")
+        for column in indexes:
+            conn.execute(f"CREATE INDEX idx_{table}_{column} ON {table}({column})")
+    conn.execute("UPDATE extractors SET key = vb_db_id(key)")
+    conn.execute("UPDATE packs SET oid = vb_db_id(oid)")
+
+
+def _db_id_or_null(value):
+    return db_id(value) if isinstance(value, str) else value
+
+
 # Append only: a released migration is never edited, a new one is added with the next number.
 MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "initial tables", _m1_initial),
     (2, "suites and evaluations", _m2_suites),
+    (3, "compact hot tables", _m3_compact),
 ]
 
 
@@ -89,7 +151,9 @@ class Registry:
         try:
             if read_only:
                 self.conn = _connect_read_only(path)
-                if self.conn.execute("PRAGMA user_version").fetchone()[0] < MIGRATIONS[-1][0]:
+                version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+                _refuse_newer(path, version)
+                if version < MIGRATIONS[-1][0]:
                     raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
                 return
             try:
@@ -126,6 +190,7 @@ class Registry:
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        _refuse_newer(self.path, version)
         if version >= MIGRATIONS[-1][0]:
             return
         import sqlite_utils  # only needed the first time a store is created or upgraded
@@ -176,6 +241,15 @@ class Registry:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _refuse_newer(path: Path, version: int) -> None:
+    """A registry a newer vbstore migrated has a layout this one would misread: refuse it."""
+    if version > MIGRATIONS[-1][0]:
+        raise StoreIOError(
+            f"{path} was made by a newer vbstore (registry version {version}; this vbstore "
+            f"knows up to {MIGRATIONS[-1][0]})",
+            hint="upgrade vbstore to the version that wrote this store")
 
 
 def now() -> float:

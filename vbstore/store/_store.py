@@ -20,6 +20,7 @@ from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
 from ._fsck import FsckMixin
 from ._gc import GcMixin
+from ._ids import db_id, hex_id, prefix_range
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
@@ -265,17 +266,17 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
             "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET last_used=excluded.last_used, evicted_at=NULL, "
             "kind=CASE WHEN objects.kind='blob' THEN excluded.kind ELSE objects.kind END",
-            (oid, kind, size, t, t),
+            (db_id(oid), kind, size, t, t),
         )
 
     @staticmethod
     def _insert_edges(conn, parent: str, edges: Edges | None) -> None:
-        for role, children in (edges or {}).items():
-            for child in [children] if isinstance(children, str) else children:
-                conn.execute(
-                    "INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
-                    (parent, child, role),
-                )
+        key = db_id(parent)
+        conn.executemany(
+            "INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
+            [(key, db_id(child), role) for role, children in (edges or {}).items()
+             for child in ([children] if isinstance(children, str) else children)],
+        )
 
     def add_edges(self, parent: str, edges: Edges) -> None:
         """Record that ``parent`` was made from / refers to each child under ``role``."""
@@ -333,11 +334,11 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
     def info(self, oid: str) -> ObjectInfo:
         row = self.db.one(
             "SELECT id, kind, size, created, last_used, verified_at, evicted_at FROM objects "
-            "WHERE id = ?", (oid,),
+            "WHERE id = ?", (db_id(oid),),
         )
         if row is None:
             raise ObjectNotFound(oid)
-        return ObjectInfo(*row)
+        return ObjectInfo(hex_id(row[0]), *row[1:])
 
     def touch(self, oids: Iterable[str]) -> None:
         """Mark objects as used now (for least-recently-used eviction)."""
@@ -345,7 +346,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         if ids and not self.read_only:  # best effort: a read-only store keeps its old times
             with self.db.write() as conn:
                 conn.executemany("UPDATE objects SET last_used=? WHERE id=?",
-                                 [(now(), i) for i in ids])
+                                 [(now(), db_id(i)) for i in ids])
 
     # ---- names ---------------------------------------------------------------------------
 
@@ -360,21 +361,21 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         if row:
             return row[0]
         lowered = name.lower()
-        if not _HEX.match(lowered) or len(lowered) < MIN_PREFIX:
+        if not _HEX.match(lowered) or not MIN_PREFIX <= len(lowered) <= 64:
             raise ObjectNotFound(
                 name, hint="give a ref name (`vbstore tag`) or at least 4 hex digits of an id")
         if len(lowered) == 64 and (self.files.exists(lowered) or self.db.one(
-                "SELECT 1 FROM objects WHERE id=?", (lowered,))):
+                "SELECT 1 FROM objects WHERE id=?", (db_id(lowered),))):
             return lowered
         rows = self.db.query(
-            "SELECT id FROM objects WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
-            (lowered, lowered + "g"),
+            "SELECT id FROM objects WHERE id BETWEEN ? AND ? ORDER BY id LIMIT 6",
+            prefix_range(lowered[:64]),
         )
         if not rows:
             raise ObjectNotFound(name)
         if len(rows) > 1:
-            raise AmbiguousPrefix(name, [r[0] for r in rows])
-        return rows[0][0]
+            raise AmbiguousPrefix(name, [hex_id(r[0]) for r in rows])
+        return hex_id(rows[0][0])
 
     def tag(self, name: str, oid: str) -> None:
         """Point ref ``name`` at ``oid`` (a root for gc)."""
@@ -383,7 +384,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
                 f"bad ref name {name!r}",
                 hint="use letters, digits and . _ / @ + - (not only hex digits, no '..')",
             )
-        if not self.db.one("SELECT 1 FROM objects WHERE id=?", (oid,)):
+        if not self.db.one("SELECT 1 FROM objects WHERE id=?", (db_id(oid),)):
             raise ObjectNotFound(oid)
         self.writable(f"point {name} at {oid[:12]}")
         with self.db.write() as conn:
@@ -407,17 +408,17 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         else:
             _kinds.check_kind(kind)
             rows = self.db.query(sql + " WHERE kind=? ORDER BY created, id", (kind,))
-        return [ObjectInfo(*r) for r in rows]
+        return [ObjectInfo(hex_id(r[0]), *r[1:]) for r in rows]
 
     def children(self, oid: str) -> list[tuple[str, str]]:
         """(role, child) pairs: what ``oid`` was made from."""
-        return self.db.query(
-            "SELECT role, child FROM edges WHERE parent=? ORDER BY role, child", (oid,))
+        return [(role, hex_id(child)) for role, child in self.db.query(
+            "SELECT role, child FROM edges WHERE parent=? ORDER BY role, child", (db_id(oid),))]
 
     def parents(self, oid: str) -> list[tuple[str, str]]:
         """(role, parent) pairs: what was made from ``oid``."""
-        return self.db.query(
-            "SELECT role, parent FROM edges WHERE child=? ORDER BY role, parent", (oid,))
+        return [(role, hex_id(parent)) for role, parent in self.db.query(
+            "SELECT role, parent FROM edges WHERE child=? ORDER BY role, parent", (db_id(oid),))]
 
     # ---- aliases -------------------------------------------------------------------------
 

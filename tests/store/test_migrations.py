@@ -1,0 +1,167 @@
+"""A store made before migration 3 (hex TEXT ids) opens, migrates in place, and loses nothing."""
+
+import os
+import sqlite3
+
+import blake3
+import pytest
+from store_support import run_read_only
+
+import vbstore.store._registry as registry_module
+from vbstore import Store
+from vbstore.errors import StoreIOError
+from vbstore.store import db_id, derivation_key, derivation_spec, hex_id
+
+
+def _v2_registry(root, monkeypatch):
+    """``registry.db`` as the code before migration 3 made it: only migrations 1 and 2 run."""
+    (root / "objects").mkdir(parents=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(registry_module, "MIGRATIONS", registry_module.MIGRATIONS[:2])
+        registry_module.Registry(root / "registry.db").close()
+    conn = sqlite3.connect(root / "registry.db", isolation_level=None)
+    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    return conn
+
+
+def _blob(root, data: bytes) -> str:
+    oid = blake3.blake3(data).hexdigest()
+    path = root / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    path.chmod(0o444)
+    return oid
+
+
+def _old_store(root, monkeypatch, tmp_path):
+    """A v2 store with every hot table filled the way the old code filled it (hex TEXT)."""
+    conn = _v2_registry(root, monkeypatch)
+    image = _blob(root, b"an image")
+    pack = _blob(root, b"a pack's bytes")
+    featureset = _blob(root, b'{"kind":"featureset"}')
+    orphan = _blob(root, b"nobody needs me")
+    objects = [(image, "blob", 8, 1.0, 2.0, 3.0, None), (pack, "pack", 14, 4.0, 5.0, None, None),
+               (featureset, "featureset", 21, 6.0, 7.0, 8.0, None),
+               (orphan, "blob", 15, 9.0, 10.0, None, None),
+               ("ab" * 32, "pack", 99, 11.0, 12.0, None, 13.0)]  # an evicted one: no file
+    conn.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?)", objects)
+    edges = [(featureset, pack, "pack"), (pack, image, "image"), (featureset, "ab" * 32, "pack")]
+    conn.executemany("INSERT INTO edges(parent, child, role) VALUES (?,?,?)", edges)
+    extractors = ["e" * 64, "f" * 64]
+    images = [blake3.blake3(str(i).encode()).hexdigest() for i in range(50)]
+    rows = [(extractor, img, pack, i) for extractor in extractors for i, img in enumerate(images)]
+    rows += [("e" * 64, "c" * 64, "ab" * 32, 0)]  # a row of an evicted pack: never served
+    conn.executemany("INSERT INTO feature_rows VALUES (?,?,?,?)", rows)
+    cached = tmp_path / "cached.jpg"
+    cached.write_bytes(b"pixels")
+    os.utime(cached, (1e9, 1e9))
+    st = cached.stat()
+    fake = "d" * 64  # a hash only the cache could answer: proves the row survived
+    conn.execute("INSERT INTO file_state VALUES (?,?,?,?,?,?)",
+                 (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, fake))
+    key = derivation_key(derivation_spec("featureset", 1, {"manifest": image}, {}))
+    conn.execute("INSERT INTO derivations VALUES (?,?,?,?,?)",
+                 (key, "featureset", featureset, "{}", 1.0))
+    conn.execute("INSERT INTO refs VALUES (?,?,?)", ("named", featureset, 1.0))
+    conn.close()
+    return {"objects": objects, "edges": edges, "images": images, "pack": pack,
+            "featureset": featureset, "image": image, "orphan": orphan, "key": key,
+            "cached": cached, "fake": fake}
+
+
+def test_a_v2_store_migrates_in_place_and_every_row_survives(tmp_path, monkeypatch):
+    root = tmp_path / "s"
+    old = _old_store(root, monkeypatch, tmp_path)
+    with Store(root) as store:
+        version = store.db.one("PRAGMA user_version")[0]
+        assert version == registry_module.MIGRATIONS[-1][0] >= 3
+        assert sorted((o.id, o.kind, o.size, o.created, o.last_used, o.verified_at, o.evicted_at)
+                      for o in store.ls()) == sorted(old["objects"])
+        # the layout really changed: raw 32-byte ids, no rowid b-tree
+        assert store.db.one("SELECT typeof(id), length(id) FROM objects LIMIT 1") == ("blob", 32)
+        sql = store.db.one("SELECT sql FROM sqlite_master WHERE name='feature_rows'")[0]
+        assert "WITHOUT ROWID" in sql
+        assert sorted((p, c, r) for p in {e[0] for e in old["edges"]}
+                      for r, c in store.children(p)) == sorted(old["edges"])
+        assert store.parents(old["image"]) == [("image", old["pack"])]
+        for extractor in ("e" * 64, "f" * 64):
+            assert store.feature_rows(extractor, [*old["images"], "c" * 64]) == {
+                img: (old["pack"], i) for i, img in enumerate(old["images"])}
+        assert store.hash_files([old["cached"]]) == [old["fake"]]
+        assert store.lookup(old["key"]) == old["featureset"]
+        assert store.resolve("named") == old["featureset"]
+        assert store.resolve(old["pack"][:8]) == old["pack"]
+        assert store.fsck().clean
+        # gc on the migrated tables: the orphan goes, what the ref reaches stays
+        removed = [o["id"] for o in store.gc(grace=0).removed]
+        assert removed == [old["orphan"]]
+        assert store.has(old["pack"])
+        assert not store.has(old["orphan"])
+
+
+def test_a_failed_migration_leaves_the_v2_store_as_it_was(tmp_path, monkeypatch):
+    root = tmp_path / "s"
+    conn = _v2_registry(root, monkeypatch)
+    # the old rowid table let a NULL into its key; the compact one refuses it
+    conn.execute("INSERT INTO edges(parent, child, role) VALUES (?,?,NULL)", ("a" * 64, "b" * 64))
+    conn.execute("INSERT INTO objects VALUES (?,?,?,?,?,?,?)",
+                 ("a" * 64, "blob", 1, 1.0, 1.0, None, None))
+    conn.close()
+    with pytest.raises(StoreIOError, match="NOT NULL"):
+        Store(root).db  # noqa: B018 - opening the registry runs the migration
+    conn = sqlite3.connect(root / "registry.db")
+    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    assert conn.execute("SELECT id, typeof(id) FROM objects").fetchall() == [("a" * 64, "text")]
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v3'"
+                        ).fetchone() == (0,)
+    conn.close()
+
+
+READ_OLD = r"""
+import json, sys
+from vbstore import Store
+from vbstore.errors import StoreReadOnly
+try:
+    Store(sys.argv[1]).ls()
+    print(json.dumps({"read": True}))
+except StoreReadOnly as exc:
+    print(json.dumps({"error": str(exc), "code": exc.exit_code}))
+"""
+
+
+def test_a_read_only_v2_store_says_it_needs_an_upgrade(tmp_path, monkeypatch):
+    root = tmp_path / "shared"
+    _v2_registry(root, monkeypatch).close()
+    out = run_read_only(root, READ_OLD, str(root))
+    assert "read-only: cannot upgrade its registry to this vbstore" in out["error"]
+
+
+def test_ids_convert_both_ways_and_keep_anything_else_as_text():
+    oid = blake3.blake3(b"x").hexdigest()
+    assert db_id(oid) == bytes.fromhex(oid)
+    assert hex_id(db_id(oid)) == oid
+    for other in ("named", "AB" * 32, "a" * 63, ""):  # not a lowercase 64-hex id: unchanged
+        assert (db_id(other), hex_id(other)) == (other, other)
+
+
+def test_a_feature_row_costs_under_a_third_of_the_old_layout(store):
+    images = [blake3.blake3(str(i).encode()).hexdigest() for i in range(20_000)]
+    for start in range(0, len(images), 4096):
+        pack = store.put_bytes(f"pack {start}".encode(), "pack")
+        store.add_feature_rows("e" * 64, pack, images[start : start + 4096])
+    pages = store.db.one("SELECT sum(pgsize) FROM dbstat WHERE name IN "
+                         "('feature_rows', 'idx_feature_rows_pack', 'packs', 'extractors')")
+    if pages is None or pages[0] is None:
+        pytest.skip("this SQLite has no dbstat table")
+    assert pages[0] / len(images) < 460 / 3  # today's layout measured 460 bytes per row
+
+
+def test_a_registry_from_a_newer_vbstore_is_refused_not_misread(tmp_path):
+    root = tmp_path / "s"
+    Store(root).close()
+    newer = registry_module.MIGRATIONS[-1][0] + 1
+    conn = sqlite3.connect(root / "registry.db")
+    conn.execute(f"PRAGMA user_version={newer}")
+    conn.close()
+    with pytest.raises(StoreIOError, match=f"newer vbstore .registry version {newer}"):
+        Store(root).ls()
