@@ -11,7 +11,7 @@ import click
 
 # vbstore.data.LAYOUTS, without importing it
 LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
-           "voc", "coco", "nyu", "taskonomy")
+           "voc", "coco", "nyu", "taskonomy", "navi")
 _PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
           "classes", "dataset_root", "download", "image_column", "label_column", "splits")

@@ -20,6 +20,7 @@ from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
+from ._navi import is_navi, scan_navi
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import (
     Scan,
@@ -37,7 +38,7 @@ from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
 
 LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
-           "voc", "coco", "nyu", "taskonomy")
+           "voc", "coco", "nyu", "taskonomy", "navi")
 # which layout options each layout accepts; anything else is refused, never ignored
 _APPLIES = {
     "image_folder": (),
@@ -52,6 +53,7 @@ _APPLIES = {
     "coco": ("classes",),
     "nyu": ("target", "target_type"),
     "taskonomy": ("target", "target_type", "splits"),
+    "navi": (),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
@@ -60,7 +62,8 @@ _LAYOUT_HELP = (
     "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
     "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
     "SPair-71k, a VOC folder (Annotations/, ImageSets/Main/), COCO (annotations/instances_*.json), "
-    "NYUv2 folders (root/<split>/{rgb,<target>}), Taskonomy (root/{rgb,<domain>}/<building>/)"
+    "NYUv2 folders (root/<split>/{rgb,<target>}), Taskonomy (root/{rgb,<domain>}/<building>/), "
+    "NAVI (root/<object>/<scene>/annotations.json)"
 )
 
 
@@ -202,6 +205,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         return "coco"
     if is_taskonomy(root):  # its splits are buildings in a CSV, not folders
         return "taskonomy"
+    if is_navi(root):  # its splits are a field of each image's annotation, not folders
+        return "navi"
     base = root / split if split is not None else root
     if split is not None and not base.is_dir():
         found = subdirs(root)
@@ -271,6 +276,10 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
         return scan_pairs(root, split)
     if layout == "spair":
         return scan_spair(root, split)
+    if layout == "navi":
+        if not root.is_dir():
+            raise UsageError(f"the navi layout reads a folder, not the file {root}")
+        return scan_navi(root, split)
     if layout == "images":
         if not root.is_dir():
             raise UsageError(f"the images layout reads a folder, not the file {root}")

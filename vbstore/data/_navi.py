@@ -1,0 +1,183 @@
+"""Reading NAVI's per-image camera poses into view pairs with their relative pose.
+
+NAVI (Jampani et al., 2023; https://github.com/google/navi) ships, per object, scene folders
+``root/<object>/<scene>/`` (``multiview-XX-<camera>``, ``video-XX-<camera>``, ``wild_set``) with
+``annotations.json``, a list with one entry per image: ``filename`` (under the scene's
+``images/``), ``camera`` with ``q`` (a rotation quaternion, scalar first: ``[qw, qx, qy, qz]``)
+and ``t`` (a translation), and ``split`` (``train`` or ``val``). The conventions are NAVI's own
+code's (``data_util.camera_matrices_from_annotation`` and ``transformations.py``): the pose maps
+the object's scan coordinates to the camera's, ``X_cam = R(q) X_obj + t`` (world-to-camera, the
+object being the world), the camera frame is OpenCV's (``u = fx x / z + cx``, x right, y down,
+z forward), ``q`` is normalised by NAVI's quaternion-to-matrix, and ``t`` is in the scan's units
+(millimetres, per NAVI's tutorial).
+
+Pairs are formed within each scene among the views of the asked split: every unordered pair of
+two views, the :data:`PAIRS_PER_SCENE` whose ids hash lowest kept. Each pair's pose is the
+``pairs`` layout's, taking camera A's coordinates to camera B's: ``R = R_b R_a^T``,
+``t = t_b - R t_a``. An image without a ``split`` field goes to the split its object's name
+hashes to (:func:`hashed_split`: one object in five to ``val``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput, UsageError
+from ._files import is_image, name_hash, subdirs
+from ._scan import Entry, Scan
+
+ANNOTATIONS, IMAGES_DIR = "annotations.json", "images"
+# at most this many pairs per scene and split: a 25-view scene has 300, a video scene thousands
+PAIRS_PER_SCENE = 50
+Quat = tuple[float, float, float, float]
+Vec = tuple[float, float, float]
+
+
+def is_navi(root: Path) -> bool:
+    """Whether ``root`` looks like NAVI: its first object folder with subfolders has a scene
+    folder holding ``annotations.json``."""
+    if not root.is_dir():
+        return False
+    for obj in subdirs(root):
+        scenes = subdirs(root / obj)
+        if scenes:
+            return any((root / obj / s / ANNOTATIONS).is_file() for s in scenes)
+    return False
+
+
+def hashed_split(obj: str) -> str:
+    """The split of an object whose annotations name none: ``val`` for one name hash in five."""
+    return "val" if int(name_hash(obj)[:8], 16) % 5 == 0 else "train"
+
+
+def _numbers(value: Any, size: int, what: str) -> list[float]:
+    if (not isinstance(value, list) or len(value) != size
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and math.isfinite(v) for v in value)):
+        raise ValueError(f"{what} {value!r} is not {size} finite numbers")
+    return [float(v) for v in value]
+
+
+def _quat(value: Any) -> Quat:
+    q = _numbers(value, 4, "camera q")
+    norm = math.sqrt(sum(v * v for v in q))
+    if norm < 1e-6:  # NAVI's own conversion divides by the squared norm
+        raise ValueError(f"camera q {value!r} has norm 0: not a rotation [qw, qx, qy, qz]")
+    w, x, y, z = (v / norm for v in q)
+    return (w, x, y, z)
+
+
+def _mul(a: Quat, b: Quat) -> Quat:
+    """The Hamilton product ``a b`` (the rotation ``b`` then ``a``)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+
+
+def _rotate(q: Quat, v: Vec) -> Vec:
+    w, x, y, z = _mul(_mul(q, (0.0, *v)), (q[0], -q[1], -q[2], -q[3]))
+    return (x, y, z)
+
+
+def relative_pose(q_a: Quat, t_a: Vec, q_b: Quat, t_b: Vec) -> tuple[float, ...]:
+    """The pose taking camera A's coordinates to camera B's, from two world-to-camera poses:
+    ``(qw, qx, qy, qz, tx, ty, tz)`` with ``R = R_b R_a^T``, ``t = t_b - R t_a`` and
+    ``qw >= 0``."""
+    q = _mul(q_b, (q_a[0], -q_a[1], -q_a[2], -q_a[3]))
+    norm = math.sqrt(sum(v * v for v in q))
+    sign = -1.0 if q[0] < 0 else 1.0
+    q = tuple(sign * v / norm for v in q)  # type: ignore[assignment]
+    moved = _rotate(q, t_a)
+    return (*q, *(b - m for b, m in zip(t_b, moved, strict=True)))
+
+
+def _views(path: Path, obj: str) -> list[tuple[str, str, Quat, Vec]]:
+    """``(filename, split, q, t)`` of every image ``path`` lists, each checked."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, list):
+        raise ValueError("not a JSON list of per-image annotations")
+    views, seen = [], set()
+    for i, item in enumerate(doc):
+        at = f"entry {i}"
+        if not isinstance(item, dict) or not isinstance(item.get("camera"), dict):
+            raise ValueError(f"{at} has no camera object")
+        name = item.get("filename")
+        if not isinstance(name, str) or not is_image(name) or "/" in name or name in seen:
+            raise ValueError(f"{at}: filename {name!r} is not a distinct image file name")
+        seen.add(name)
+        at = f"{at} ({name})"
+        split = item.get("split", hashed_split(obj))
+        if not isinstance(split, str) or not split:
+            raise ValueError(f"{at}: split {split!r} is not a split name")
+        try:
+            q = _quat(item["camera"].get("q"))
+            t = _numbers(item["camera"].get("t"), 3, "camera t")
+        except ValueError as exc:
+            raise ValueError(f"{at}: {exc}") from None
+        if not (path.parent / IMAGES_DIR / name).is_file():
+            raise ValueError(f"{at}: {IMAGES_DIR}/{name} does not exist")
+        views.append((name, split, q, (t[0], t[1], t[2])))
+    if not views:
+        raise ValueError("no views: a pair needs two")
+    if len(views) == 1:
+        raise ValueError(f"one view ({views[0][0]}): a pair with one view cannot be formed")
+    return views
+
+
+def _scene_pairs(prefix: str, views: list[tuple[str, str, Quat, Vec]], split: str
+                 ) -> list[tuple[str, str, str, tuple[float, ...]]]:
+    kept = sorted((v for v in views if v[1] == split), key=lambda v: v[0])
+    rows = []
+    for i, (name_a, _, q_a, t_a) in enumerate(kept):
+        for name_b, _, q_b, t_b in kept[i + 1:]:
+            rows.append((f"{prefix}/{name_a}|{name_b}", f"{prefix}/{IMAGES_DIR}/{name_a}",
+                         f"{prefix}/{IMAGES_DIR}/{name_b}", relative_pose(q_a, t_a, q_b, t_b)))
+    return sorted(rows, key=lambda r: (name_hash(r[0]), r[0]))[:PAIRS_PER_SCENE]
+
+
+def scan_navi(root: Path, split: str | None) -> Scan:
+    """Read NAVI's scenes into the view pairs of one split.
+
+    Raises:
+        UsageError: no split given, or one no image is in.
+        BadInput: a scene folder without ``annotations.json``, an unreadable or malformed one
+            (a camera ``q`` that is not four numbers, an image listed but missing, a scene
+            with one view...), each naming the file.
+    """
+    views: dict[str, list[tuple[str, str, Quat, Vec]]] = {}
+    problems: list[tuple[str, str]] = []
+    for obj in subdirs(root):
+        for scene in subdirs(root / obj):
+            folder = root / obj / scene
+            path = folder / ANNOTATIONS
+            if not path.is_file():
+                if (folder / IMAGES_DIR).is_dir():  # a scene without its poses
+                    problems.append((str(path), "missing: a NAVI scene needs its annotations"))
+                continue  # 3d_scan/ and other folders hold no views
+            try:
+                views[f"{obj}/{scene}"] = _views(path, obj)
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+                problems.append((str(path), str(exc)))
+    if problems:
+        raise BadInput("bad NAVI scenes", problems,
+                       hint="each scene has annotations.json listing two or more existing "
+                            "images with a camera q [qw, qx, qy, qz] and t [tx, ty, tz]")
+    if not views:
+        raise BadInput("NAVI folders without scenes",
+                       [(str(root), f"no <object>/<scene>/{ANNOTATIONS}")])
+    found = sorted({v[1] for listed in views.values() for v in listed})
+    if split is None or split not in found:
+        raise UsageError("NAVI needs --split" if split is None
+                         else f"no image of {root} is in split {split!r}",
+                         hint=f"splits found: {', '.join(found)}")
+    rows = [row for prefix in sorted(views) for row in _scene_pairs(prefix, views[prefix], split)]
+    if not rows:
+        raise BadInput("NAVI splits without pairs",
+                       [(str(root), f"no scene has two views in split {split!r}")])
+    names = sorted({name for r in rows for name in r[1:3]})
+    return Scan("navi", root, split, [], "pairs", [Entry(name=n, key=n) for n in names],
+                limit_by="pair", pairs=rows)
