@@ -13,8 +13,8 @@ from PIL import Image
 from scipy.spatial.transform import Rotation
 
 import vbstore
-from vbstore.data import load_manifest
 from vbstore.data import _navi as navi
+from vbstore.data import load_manifest
 from vbstore.errors import BadInput, UsageError
 
 # (object, scene, views: (split or None, seed) per image)
@@ -198,6 +198,14 @@ def test_bad_navi_scenes_are_one_line_naming_the_file(store, tree):
     with pytest.raises(BadInput, match="a pair with one view") as exc:
         load_manifest(store, tree, split="val")
     _one_line(exc, path)
+    path.write_text(good)
+    turned = scene / "images" / "001.png"
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown turned by 90 degrees
+    Image.open(turned).save(turned, exif=exif)
+    with pytest.raises(BadInput, match="EXIF orientation 6") as exc:
+        load_manifest(store, tree, split="train")
+    _one_line(exc, turned)
     path.write_text("{not json")
     with pytest.raises(BadInput) as exc:
         load_manifest(store, tree, split="val")
@@ -208,5 +216,5 @@ def test_navi_needs_a_split_it_has(store, tree):
     with pytest.raises(UsageError, match="NAVI needs --split") as exc:
         load_manifest(store, tree)
     assert exc.value.hint == "splits found: train, val"
-    with pytest.raises(UsageError, match="no image of .* is in split 'test'"):
+    with pytest.raises(UsageError, match=r"no image of .* is in split 'test'"):
         load_manifest(store, tree, split="test")

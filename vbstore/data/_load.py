@@ -19,8 +19,8 @@ from ._boxes import BOX_SUFFIXES, VOC_CLASSES, check_box_files, coco_classes
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, state_key, store_document
-from ._packaged import EXTERNAL, materialise, parse_source
 from ._navi import is_navi, scan_navi
+from ._packaged import EXTERNAL, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import (
     Scan,

@@ -167,6 +167,8 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
     target_hashes = [hashed[name] for _, name in with_target]
     if scan.check_targets is not None:  # box annotations: their contents, before any store
         scan.check_targets([(entries[i].name, Path(root, name)) for i, name in with_target])
+    if scan.check_images is not None:
+        scan.check_images([(e.name, Path(root, e.name)) for e in entries])
     targets: list[str | None] = [None] * len(entries)
     for (i, _), digest in zip(with_target, target_hashes, strict=True):
         targets[i] = digest

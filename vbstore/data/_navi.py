@@ -32,6 +32,7 @@ from ._scan import Entry, Scan
 ANNOTATIONS, IMAGES_DIR = "annotations.json", "images"
 # at most this many pairs per scene and split: a 25-view scene has 300, a video scene thousands
 PAIRS_PER_SCENE = 50
+_ORIENTATION = 0x0112  # the EXIF tag
 Quat = tuple[float, float, float, float]
 Vec = tuple[float, float, float]
 
@@ -51,6 +52,30 @@ def is_navi(root: Path) -> bool:
 def hashed_split(obj: str) -> str:
     """The split of an object whose annotations name none: ``val`` for one name hash in five."""
     return "val" if int(name_hash(obj)[:8], 16) % 5 == 0 else "train"
+
+
+def check_orientation(images: list[tuple[str, Path]]) -> None:
+    """Refuse images whose EXIF orientation turns them: NAVI's poses are those of the upright
+    image (its reader applies the orientation), and vbstore decodes the stored pixels as they are.
+
+    Raises:
+        BadInput: every image with an EXIF orientation other than 1, named.
+    """
+    from PIL import Image  # only when a manifest is built, as the decode check does
+
+    problems = []
+    for _, path in images:
+        try:
+            with Image.open(path) as image:  # reads the header only
+                orientation = image.getexif().get(_ORIENTATION, 1)
+        except Exception:  # noqa: S112 - PIL raises many types; the decode check named any bad file
+            continue
+        if orientation != 1:
+            problems.append((str(path), f"EXIF orientation {orientation}: the pose is the "
+                                        "upright image's, the stored pixels are turned"))
+    if problems:
+        raise BadInput("NAVI images turned by their EXIF orientation", problems,
+                       hint="write them upright (e.g. mogrify -auto-orient) and run again")
 
 
 def _numbers(value: Any, size: int, what: str) -> list[float]:
@@ -79,7 +104,7 @@ def _mul(a: Quat, b: Quat) -> Quat:
 
 
 def _rotate(q: Quat, v: Vec) -> Vec:
-    w, x, y, z = _mul(_mul(q, (0.0, *v)), (q[0], -q[1], -q[2], -q[3]))
+    _, x, y, z = _mul(_mul(q, (0.0, *v)), (q[0], -q[1], -q[2], -q[3]))
     return (x, y, z)
 
 
@@ -180,4 +205,4 @@ def scan_navi(root: Path, split: str | None) -> Scan:
                        [(str(root), f"no scene has two views in split {split!r}")])
     names = sorted({name for r in rows for name in r[1:3]})
     return Scan("navi", root, split, [], "pairs", [Entry(name=n, key=n) for n in names],
-                limit_by="pair", pairs=rows)
+                limit_by="pair", pairs=rows, check_images=check_orientation)

@@ -53,6 +53,8 @@ class Scan:
     pair_field: str = "pairs"
     # a check of the kept target files' contents (box annotations), run before anything is stored
     check_targets: Callable[[list[tuple[str, Path]]], None] | None = None
+    # a check of the kept images' contents beyond decoding (NAVI's EXIF orientation), likewise
+    check_images: Callable[[list[tuple[str, Path]]], None] | None = None
 
 
 def _splits_hint(root: Path) -> str:
