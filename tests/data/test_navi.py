@@ -218,3 +218,9 @@ def test_navi_needs_a_split_it_has(store, tree):
     assert exc.value.hint == "splits found: train, val"
     with pytest.raises(UsageError, match=r"no image of .* is in split 'test'"):
         load_manifest(store, tree, split="test")
+
+
+def test_navi_read_as_pairs_names_the_navi_layout(store, tree):
+    with pytest.raises(UsageError, match="it is laid out as NAVI") as exc:
+        load_manifest(store, tree, split="val", layout="pairs")
+    assert "--layout navi" in exc.value.hint

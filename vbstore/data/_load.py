@@ -273,6 +273,9 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "triplets":
         return scan_triplets(root, split)
     if layout == "pairs":
+        if pairs_csv(root, split) is None and is_navi(root):  # relative_pose reads pairs.csv
+            raise UsageError(f"no pairs.csv in {root}: it is laid out as NAVI",
+                             hint="read it with --layout navi (layout='navi')")
         return scan_pairs(root, split)
     if layout == "spair":
         return scan_spair(root, split)

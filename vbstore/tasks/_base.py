@@ -56,8 +56,8 @@ LAYOUT_BY_TARGET = {
                 "right_path, left_vote, right_vote, votes (and split) columns, paths relative "
                 "to root; or triplets (generated)",
     "pairs": "view pairs with their relative pose: root[/<split>]/pairs.csv with image_a, "
-             "image_b, qw, qx, qy, qz, tx, ty, tz columns, paths relative to its folder; or "
-             "scenes (generated)",
+             "image_b, qw, qx, qy, qz, tx, ty, tz columns, paths relative to its folder; NAVI's "
+             "release folder with --layout navi; or scenes (generated)",
     "image": "root/<split>/images/<image>, other folders beside it ignored (the target is "
              "computed from the pixels)",
 }
