@@ -54,6 +54,10 @@ def _write(root, scenes=SCENES, size=32):
             annotations.append(item)
         (folder / "annotations.json").write_text(json.dumps(annotations))
     (root / next(iter(scenes))[0] / "3d_scan").mkdir()  # the object's scan: no views
+    # NAVI's other splits, first in sorted order: not an object
+    (root / "custom_splits" / "pairwise_pixel_correspondences").mkdir(parents=True)
+    (root / "custom_splits" / "pairwise_pixel_correspondences" / "pairs-multiview.txt"
+     ).write_text("mug/multiview-00-pixel_5/images/000.png mug/wild_set/images/001.png 40.0\n")
     return root
 
 

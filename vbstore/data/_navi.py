@@ -38,15 +38,13 @@ Vec = tuple[float, float, float]
 
 
 def is_navi(root: Path) -> bool:
-    """Whether ``root`` looks like NAVI: its first object folder with subfolders has a scene
-    folder holding ``annotations.json``."""
+    """Whether ``root`` looks like NAVI: one of its first three folders (objects; NAVI also has
+    ``custom_splits/``) has a scene folder holding ``annotations.json``. Three, not all: this
+    runs on every folder detected, and a class folder of an image folder lists its images."""
     if not root.is_dir():
         return False
-    for obj in subdirs(root):
-        scenes = subdirs(root / obj)
-        if scenes:
-            return any((root / obj / s / ANNOTATIONS).is_file() for s in scenes)
-    return False
+    return any((root / obj / scene / ANNOTATIONS).is_file()
+               for obj in subdirs(root)[:3] for scene in subdirs(root / obj))
 
 
 def hashed_split(obj: str) -> str:
