@@ -20,8 +20,10 @@ hashes to (:func:`hashed_split`: one object in five to ``val``).
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +120,21 @@ def relative_pose(q_a: Quat, t_a: Vec, q_b: Quat, t_b: Vec) -> tuple[float, ...]
     return (*q, *(b - m for b, m in zip(t_b, moved, strict=True)))
 
 
+def _files_in(folder: Path) -> set[str]:
+    try:
+        with os.scandir(folder) as it:
+            return {e.name for e in it if e.is_file()}
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+
+
 def _views(path: Path, obj: str) -> list[tuple[str, str, Quat, Vec]]:
     """``(filename, split, q, t)`` of every image ``path`` lists, each checked."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(doc, list):
         raise ValueError("not a JSON list of per-image annotations")
     views, seen = [], set()
+    present = _files_in(path.parent / IMAGES_DIR)  # one listing, not a stat per image
     for i, item in enumerate(doc):
         at = f"entry {i}"
         if not isinstance(item, dict) or not isinstance(item.get("camera"), dict):
@@ -141,7 +152,7 @@ def _views(path: Path, obj: str) -> list[tuple[str, str, Quat, Vec]]:
             t = _numbers(item["camera"].get("t"), 3, "camera t")
         except ValueError as exc:
             raise ValueError(f"{at}: {exc}") from None
-        if not (path.parent / IMAGES_DIR / name).is_file():
+        if name not in present:
             raise ValueError(f"{at}: {IMAGES_DIR}/{name} does not exist")
         views.append((name, split, q, (t[0], t[1], t[2])))
     if not views:
@@ -154,12 +165,18 @@ def _views(path: Path, obj: str) -> list[tuple[str, str, Quat, Vec]]:
 def _scene_pairs(prefix: str, views: list[tuple[str, str, Quat, Vec]], split: str
                  ) -> list[tuple[str, str, str, tuple[float, ...]]]:
     kept = sorted((v for v in views if v[1] == split), key=lambda v: v[0])
+    # rank every pair by its id's hash, then compute the poses of the kept ones only: a video
+    # scene of a hundred frames has thousands of pairs
+    ranked = heapq.nsmallest(PAIRS_PER_SCENE, (
+        (name_hash(key), key, i, j)
+        for i in range(len(kept)) for j in range(i + 1, len(kept))
+        for key in (f"{prefix}/{kept[i][0]}|{kept[j][0]}",)))
     rows = []
-    for i, (name_a, _, q_a, t_a) in enumerate(kept):
-        for name_b, _, q_b, t_b in kept[i + 1:]:
-            rows.append((f"{prefix}/{name_a}|{name_b}", f"{prefix}/{IMAGES_DIR}/{name_a}",
-                         f"{prefix}/{IMAGES_DIR}/{name_b}", relative_pose(q_a, t_a, q_b, t_b)))
-    return sorted(rows, key=lambda r: (name_hash(r[0]), r[0]))[:PAIRS_PER_SCENE]
+    for _, key, i, j in ranked:
+        (name_a, _, q_a, t_a), (name_b, _, q_b, t_b) = kept[i], kept[j]
+        rows.append((key, f"{prefix}/{IMAGES_DIR}/{name_a}", f"{prefix}/{IMAGES_DIR}/{name_b}",
+                     relative_pose(q_a, t_a, q_b, t_b)))
+    return rows
 
 
 def scan_navi(root: Path, split: str | None) -> Scan:
