@@ -106,6 +106,10 @@ def test_relative_poses_take_camera_a_to_camera_b(store, tree):
         assert qw >= 0
     train = load_manifest(store, tree, split="train", layout="navi")
     assert not set(train.names) & set(view.names)  # NAVI's per-image split
+    for split, read in (("train", train), ("val", view)):  # the objects without one: hashed
+        expected = {f"{obj}/{scene}/images/{i:03d}.png" for (obj, scene), splits in SCENES.items()
+                    for i, s in enumerate(splits) if _split_of(obj, s) == split}
+        assert set(read.names) == expected
     assert load_manifest(store, tree, split="val").id == view.id
 
 

@@ -133,7 +133,7 @@ def _views(path: Path, obj: str) -> list[tuple[str, str, Quat, Vec]]:
     doc = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(doc, list):
         raise ValueError("not a JSON list of per-image annotations")
-    views, seen = [], set()
+    views, seen, fallback = [], set(), hashed_split(obj)
     present = _files_in(path.parent / IMAGES_DIR)  # one listing, not a stat per image
     for i, item in enumerate(doc):
         at = f"entry {i}"
@@ -144,7 +144,7 @@ def _views(path: Path, obj: str) -> list[tuple[str, str, Quat, Vec]]:
             raise ValueError(f"{at}: filename {name!r} is not a distinct image file name")
         seen.add(name)
         at = f"{at} ({name})"
-        split = item.get("split", hashed_split(obj))
+        split = item.get("split", fallback)
         if not isinstance(split, str) or not split:
             raise ValueError(f"{at}: split {split!r} is not a split name")
         try:
