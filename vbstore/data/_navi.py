@@ -112,10 +112,9 @@ def relative_pose(q_a: Quat, t_a: Vec, q_b: Quat, t_b: Vec) -> tuple[float, ...]
     """The pose taking camera A's coordinates to camera B's, from two world-to-camera poses:
     ``(qw, qx, qy, qz, tx, ty, tz)`` with ``R = R_b R_a^T``, ``t = t_b - R t_a`` and
     ``qw >= 0``."""
-    q = _mul(q_b, (q_a[0], -q_a[1], -q_a[2], -q_a[3]))
-    norm = math.sqrt(sum(v * v for v in q))
-    sign = -1.0 if q[0] < 0 else 1.0
-    q = tuple(sign * v / norm for v in q)  # type: ignore[assignment]
+    w, x, y, z = _mul(q_b, (q_a[0], -q_a[1], -q_a[2], -q_a[3]))
+    scale = (-1.0 if w < 0 else 1.0) / math.sqrt(w * w + x * x + y * y + z * z)
+    q = (scale * w, scale * x, scale * y, scale * z)
     moved = _rotate(q, t_a)
     return (*q, *(b - m for b, m in zip(t_b, moved, strict=True)))
 
