@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backbones import build_backbone, spec_params
 from ..errors import BackboneDrift
 from ..store import derivation_key, derivation_spec
 from ._cache import remote_fetch
@@ -44,8 +45,6 @@ class BackboneRef:
     def load(self):
         """The built backbone (torch is imported here)."""
         if self._built is None:
-            from ..backbones import build_backbone
-
             backbone = build_backbone(**self.request)
             found = _store_backbone(self.store, backbone)
             if found != self.id:
@@ -69,8 +68,6 @@ def _store_backbone(store, backbone) -> str:
 
 def _alias(backbone: str, weights: str, seed: int | None, input_size: int | None,
            use_projection: bool) -> dict[str, Any]:
-    from ..backbones import spec_params  # parses and validates without torch
-
     # "this request resolves to that backbone" is recorded as a derivation with no inputs, so it
     # travels with pushed results and a teammate's store finds them without building the model
     return derivation_spec("backbone", ALIAS_VERSION, {}, spec_params(
@@ -116,8 +113,7 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
                           use_projection=use_projection)
     if found is not None:
         return found
-    from ..backbones import build_backbone  # torch: only for a backbone never seen before
-
+    # building imports torch (inside the adapter): only for a backbone never seen before
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
     built = build_backbone(backbone, weights=str(weights), seed=seed, input_size=input_size,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..features import OP_VERSION
 from ..store import derivation_spec
 from ._backbone import BackboneRef, resolve_backbone
 from ._cache import remote_fetch
@@ -43,8 +44,6 @@ class FeatureResult:
 
 
 def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any]:
-    from ..features import OP_VERSION  # small module, but it imports torch: only when computing
-
     return derivation_spec("featureset", OP_VERSION,
                            {"backbone": backbone_id, "manifest": manifest_id}, params.to_dict())
 

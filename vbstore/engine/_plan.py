@@ -349,7 +349,8 @@ def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -
     if ref is None:
         return Step("featureset", role, work={"forward_passes": len(manifest)})
     key = derivation_key(featureset_spec(ref.id, manifest.id, extractor))
-    oid = store.lookup(key, valid=lambda o: packs_present(store, o))
+    # under a stored result the packs are not read, so their presence is not checked
+    oid = store.lookup(key, valid=None if unneeded else lambda o: packs_present(store, o))
     if oid is not None:
         return Step("featureset", role, "unneeded" if unneeded else "stored", oid)
     reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotReproduced, UsageError
-from ..heads import head_record
 from ..records import HeadCompat, ResultRecord
 from ..store import Store, derivation_key
 from ._cache import remote_fetch
-from ._compute import Feed, Run, compute_result, featureset, train_head
 from ._plan import Plan, plan
 from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, layers_arg
 
@@ -115,14 +113,19 @@ def execute(
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
     spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
-    run = Run(device=device, progress=progress, executor=executor)
     store = the_plan.store
     if recompute:
-        return _recompute(the_plan, run)
+        return _recompute(the_plan, device, progress, executor)
     answered: dict[str, str] = {}
-    oid, computed = store.derive(
-        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store, answered)
-    )
+
+    def compute() -> str:
+        # the compute path (heads, bootstrap, extraction) loads only on a miss: a cached
+        # answer must not pay for its imports
+        from ._compute import Run, compute_result
+
+        return compute_result(the_plan, Run(device=device, progress=progress, executor=executor))
+
+    oid, computed = store.derive(spec, compute, fetch=remote_fetch(store, answered))
     source = "computed" if computed else ("remote" if "remote" in answered else "store")
     return Result(
         oid,
@@ -134,16 +137,19 @@ def execute(
     )
 
 
-def _recompute(the_plan: Plan, run: Run) -> Result:
+def _recompute(the_plan: Plan, device: str | None, progress: bool, executor: Any) -> Result:
     """Compute the result afresh (heads retrained, features reused) and compare with the stored one.
 
     Raises:
         NotReproduced: a metric moved by more than ``REPRODUCED_TOLERANCE``; the new result is
             stored and the derivation points at it, so nothing is lost.
     """
+    from ._compute import Run, compute_result  # the compute path: see execute
+
     store, spec = the_plan.store, the_plan.derivation
     key = derivation_key(spec)
     previous = store.lookup(key)
+    run = Run(device=device, progress=progress, executor=executor)
     with store.lease(key, inputs=list(spec["inputs"].values())):
         oid = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid)
@@ -335,6 +341,9 @@ def get_head(
         raise UsageError(
             f"task {task!r} is zero-shot and has no head", hint="use `vbstore get result` for it"
         )
+    from ..heads import head_record  # the compute path: see execute
+    from ._compute import Feed, Run, featureset, train_head
+
     the_plan = plan(request, store)
     run = Run(device=device, progress=progress, executor=executor)
     train = Feed(
