@@ -9,14 +9,14 @@ change to a file or to the listing misses and the manifest is rebuilt from the f
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput, UsageError, VbstoreError
+from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
-from ._manifest import build_document, check_limit, state_key, store_document
+from ._manifest import build_document, check_limit, kept_entries, state_key, store_document
 from ._packaged import EXTERNAL, materialise, parse_source
 from ._scan import Scan, scan_dense, scan_image_folder, scan_stems
 from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
@@ -105,23 +105,46 @@ def load_manifest(
             hint=f"it takes: {', '.join(_APPLIES[layout]) or 'no layout options'}",
         )
     scan = _scan(layout, root, split, options)
-    key = state_key(scan, limit)
+    entries = kept_entries(scan, limit)
+    key = state_key(scan, limit, entries)
     alias = {"op": "manifest-state", "key": key} if key else None
+
+    def build() -> dict[str, Any]:
+        doc = build_document(store, scan, limit)
+        if source is not None:
+            doc["source"] = source.record
+        return doc
+
     if alias is not None:
         known = store.alias(alias)
-        if known is not None:  # the same listing over unchanged files: the same manifest
+        if known is not None and store.has(known):
+            # the same listing over unchanged files: the same manifest, read when first used
             store.touch([known])  # in use: gc's grace period must see it
-            try:
-                return ManifestView(scan.root, known, store.read_json(known))
-            except VbstoreError:
-                store.move_aside(known)  # damaged: rebuilt below, and published afresh
-    doc = build_document(store, scan, limit)
-    if source is not None:
-        doc["source"] = source.record
+            return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
+                                size=len(entries))
+    doc = build()
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)
     return ManifestView(scan.root, oid, doc)
+
+
+def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A manifest the alias named, its hash checked; damaged, it is rebuilt from the files.
+
+    Raises:
+        CorruptObject: the rebuilt document is not the one the alias named (the files changed
+            without a trace in their stat), so the id already handed out cannot stand.
+    """
+    try:
+        return store.read_json(oid)
+    except VbstoreError:
+        store.move_aside(oid)  # damaged: rebuilt from the file-state cache, published afresh
+    doc = build()
+    rebuilt = store_document(store, doc)
+    if rebuilt != oid:
+        raise CorruptObject(oid, str(store.files.path(oid)), rebuilt)
+    return doc
 
 
 def _check_option_names(options: dict[str, Any]) -> None:

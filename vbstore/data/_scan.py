@@ -15,7 +15,7 @@ from ..errors import BadInput, UsageError
 from ._files import loose_images, subdirs, walk_files
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One sample as listed, before hashing. Paths are POSIX and relative to ``Scan.root``."""
 

@@ -52,7 +52,42 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._results import HeadResult, Result, execute, get_head, get_result, result_request
     from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "BASE_COLUMNS",
+    "BackboneDrift",
+    "BackboneRef",
+    "BackboneRequest",
+    "DataRef",
+    "DenseSample",
+    "DenseView",
+    "FeatureResult",
+    "HeadResult",
+    "PackSplit",
+    "Plan",
+    "ProbeRequest",
+    "Result",
+    "ResultRequest",
+    "Step",
+    "SweepEntry",
+    "baseline_metrics",
+    "dense_samples",
+    "dense_tasks",
+    "execute",
+    "get_features",
+    "get_head",
+    "get_result",
+    "lineage",
+    "open_dense_result",
+    "plan",
+    "read_backbones_file",
+    "resolve_backbone",
+    "result_request",
+    "result_rows",
+    "scenes_setup",
+    "store_param_files",
+    "summary",
+    "sweep",
+]
 
 
 def __getattr__(name: str) -> Any:

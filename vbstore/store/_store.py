@@ -7,7 +7,6 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -134,6 +133,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         else:
             self.writable("store a new blob")
             # large blobs: hash on another thread (BLAKE3 drops the GIL) while the write runs
+            # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
+            # never on a cached `get`
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(1) as pool:
                 pending = pool.submit(canonical.digest, data)
                 temp, _, size = self.files.write_temp(chunks, known_id="-")
