@@ -18,6 +18,7 @@ sees half of one, and a version suffix lets a future change of the recipe use a 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,9 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ._png import write_png
+
+# Local imports: numpy, sklearn, skimage and the generators built on numpy load when a packaged
+# source is materialised, never to parse its name.
 
 # Descriptions from OpenAI's CLIP "Interacting with CLIP" notebook (MIT), which uses these images.
 SKIMAGE_CAPTIONS = {
@@ -163,7 +167,6 @@ def _write_digits(root: Path) -> None:
 
 
 def _write_skimage(root: Path) -> None:
-    import json
 
     import skimage.data
 

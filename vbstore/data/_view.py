@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
+# Local imports: PIL and numpy load when an image or a target matrix is read, never for the
+# document.
+
 
 class ManifestView:
     """One split: the manifest document, its id, and where its files are on this machine.

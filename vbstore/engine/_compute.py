@@ -11,6 +11,7 @@ from __future__ import annotations
 import platform
 import time
 from dataclasses import dataclass, field, replace
+from importlib import metadata
 from typing import Any
 
 from .. import __version__
@@ -23,6 +24,9 @@ from ._device import resolve_device
 from ._features import derive_featureset
 from ._plan import Plan, head_spec
 from ._requests import param_files
+
+# Local imports: torch loads where tensors are made; a cached head (get_head) goes through this
+# module without it.
 
 
 @dataclass
@@ -44,8 +48,6 @@ class Run:
 
 def versions() -> dict[str, str | None]:
     """Versions recorded in every result (read from package metadata: nothing is imported)."""
-    from importlib import metadata
-
     def version(dist: str) -> str | None:
         try:
             return metadata.version(dist)

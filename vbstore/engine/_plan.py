@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backbones import parse_spec
 from ..data import load_manifest
 from ..errors import UsageError
 from ..features import OP_VERSION as FEATURES_VERSION
@@ -198,8 +199,6 @@ def _manifest(store, ref, flag: str, task: Task):
 
 def _check_text(task: Task, spec: Any) -> None:
     if task.needs_text and isinstance(spec, str):
-        from ..backbones import parse_spec
-
         if parse_spec(spec).source != "open_clip":
             raise UsageError(
                 f"task {task.name!r} compares images with text and needs a CLIP "

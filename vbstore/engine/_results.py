@@ -341,7 +341,8 @@ def get_head(
         raise UsageError(
             f"task {task!r} is zero-shot and has no head", hint="use `vbstore get result` for it"
         )
-    from ..heads import head_record  # the compute path: see execute
+    # the compute path: see execute
+    from ..heads import head_record
     from ._compute import Feed, Run, featureset, train_head
 
     the_plan = plan(request, store)

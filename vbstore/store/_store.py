@@ -23,6 +23,7 @@ from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
+from ._tensors import check_safetensors_bytes, to_safetensors_bytes
 
 _HEX = re.compile(r"^[0-9a-f]+$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
@@ -202,8 +203,6 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
                 raise UsageError(f"not a JSON document: {exc}") from None
             return self.put_json(document, kind, edges)
         if _kinds.encoding(kind) == "safetensors":
-            from ._tensors import check_safetensors_bytes
-
             check_safetensors_bytes(data, kind)
         return self.put_bytes(data, kind, edges)
 
@@ -233,8 +232,6 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         edges: Edges | None = None,
     ) -> str:
         """Serialise tensors (torch or numpy) as safetensors, ``vbstore.kind`` in the metadata."""
-        from ._tensors import to_safetensors_bytes
-
         if _kinds.encoding(kind) != "safetensors":
             raise UsageError(f"{kind} is not a tensor kind")
         data = to_safetensors_bytes(tensors, kind, metadata or {})
