@@ -348,18 +348,18 @@ def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -
     if ref is None:
         return Step("featureset", role, work={"forward_passes": len(manifest)})
     key = derivation_key(featureset_spec(ref.id, manifest.id, extractor))
-    # under a stored result the packs are not read, so their presence is not checked
-    oid = store.lookup(key, valid=None if unneeded else lambda o: packs_present(store, o))
+    if unneeded:  # under a stored result nothing here is read: its record is shown, unchecked
+        return Step("featureset", role, "unneeded", store.lookup(key, check=False))
+    oid = store.lookup(key, valid=lambda o: packs_present(store, o))
     if oid is not None:
-        return Step("featureset", role, "unneeded" if unneeded else "stored", oid)
+        return Step("featureset", role, "stored", oid)
     reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
     step = Step(
         "featureset",
         role,
-        "unneeded" if unneeded else "compute",
         work={"forward_passes": len(manifest) - reused, "reused_rows": reused},
     )
-    return _on_remote(store, key, step) if dry_run and not unneeded else step
+    return _on_remote(store, key, step) if dry_run else step
 
 
 def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run) -> Step:
@@ -370,11 +370,14 @@ def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded
     if features.id is None or features.status not in ("stored", "unneeded"):
         return Step("head", role, "unneeded" if unneeded else "compute", work=work)
     key = derivation_key(head_spec(task, task_params, features.id, seed))
+    if unneeded:  # as for a featureset under a stored result
+        oid = store.lookup(key, check=False)
+        return Step("head", role, "unneeded", oid, {} if oid else work)
     oid = store.lookup(key)
     if oid is not None:
-        return Step("head", role, "unneeded" if unneeded else "stored", oid)
-    step = Step("head", role, "unneeded" if unneeded else "compute", work=work)
-    return _on_remote(store, key, step) if dry_run and not unneeded else step
+        return Step("head", role, "stored", oid)
+    step = Step("head", role, work=work)
+    return _on_remote(store, key, step) if dry_run else step
 
 
 def head_spec(

@@ -42,10 +42,13 @@ def derivation_key(spec: Mapping[str, Any]) -> str:
 class DeriveMixin(_StoreBase):
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
-    def lookup(self, key: str, valid: Callable[[str], bool] | None = None) -> str | None:
+    def lookup(self, key: str, valid: Callable[[str], bool] | None = None, *,
+               check: bool = True) -> str | None:
         """The recorded output of ``key`` if it is present and intact, else None (a miss).
 
         ``valid(output)`` can add a deeper check (a featureset's packs are present, say).
+        ``check=False`` returns the record as it stands (not touched, not verified): an id to
+        show, never one to read.
         """
         row = self.db.one(
             "SELECT d.output, o.kind FROM derivations d LEFT JOIN objects o ON o.id = d.output "
@@ -54,6 +57,8 @@ class DeriveMixin(_StoreBase):
         if row is None:
             return None
         output, kind = row
+        if not check:
+            return output
         self.touch([output])  # first: gc re-checks last_used under its lock before deleting
         if not self.has(output):
             return None
