@@ -115,6 +115,29 @@ def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):
     assert record["id"] == json.loads(first.stdout)["id"]
 
 
+def test_a_cached_result_writes_nothing_and_a_miss_touches_its_inputs(store, shapes,
+                                                                       monkeypatch):
+    from vbstore.engine import plan, result_request
+    from vbstore.store._registry import Registry
+
+    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    writes = []
+    real = Registry.write
+    monkeypatch.setattr(Registry, "write", lambda self: writes.append(1) or real(self))
+    again = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    assert again.from_cache
+    assert again.id == first.id
+    assert writes == []  # a stored result is a gc root keeping its inputs: no registry write
+    inputs = [first.record.inputs[k] for k in ("backbone", "eval_manifest", "train_manifest")]
+    before = {oid: store.info(oid).last_used for oid in inputs}
+    the_plan = plan(result_request(
+        "test_cnn", "knn", shapes, shapes, params={"k": 3}, split="val", train_split="train",
+        weights="random", input_size=32), store)
+    assert not the_plan.cached
+    assert len(writes) == 1  # one write touches the inputs a computation will read
+    assert all(store.info(oid).last_used > before[oid] for oid in inputs)
+
+
 def test_head_for_another_input_size_is_refused(store, shapes):
     from vbstore.heads import HeadMismatch
 

@@ -46,6 +46,8 @@ def load_manifest(
     data: str | Path,
     split: str | None = None,
     limit: int | None = None,
+    *,
+    touch: bool = True,
     **layout_options: Any,
 ) -> ManifestView:
     """Read a dataset split into a stored ``manifest`` and return it with its local root.
@@ -66,6 +68,8 @@ def load_manifest(
             ``classes`` (a list's class names in index order, or a file of them); for
             sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
             ``image_column``/``label_column`` (hf).
+        touch: Refresh a stored manifest's ``last_used`` (a registry write); the engine passes
+            False and touches the manifests itself once it knows they are needed.
 
     Returns:
         The stored manifest, its id, and the absolute folder its sample names resolve against.
@@ -119,7 +123,8 @@ def load_manifest(
         known = store.alias(alias)
         if known is not None and store.has(known):
             # the same listing over unchanged files: the same manifest, read when first used
-            store.touch([known])  # in use: gc's grace period must see it
+            if touch:
+                store.touch([known])  # in use: gc's grace period must see it
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries))
     doc = build()

@@ -190,7 +190,8 @@ def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
 def _manifest(store, ref, flag: str, task: Task):
     options = data_options_for(task, ref.options)
     try:
-        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **options)
+        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, touch=False,
+                             **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
@@ -212,7 +213,7 @@ def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> Ba
     b = request.backbone
     find = resolve_backbone if build else find_backbone
     return find(store, b.spec, weights=b.weights, seed=b.seed, input_size=b.input_size,
-                use_projection=task.needs_text)
+                use_projection=task.needs_text, touch=False)
 
 
 def result_spec(
@@ -294,8 +295,14 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             extractor,
             request.probe.strict,
         )
-    result_id = store.lookup(derivation_key(spec)) if spec is not None else None
+    result_id = store.lookup(derivation_key(spec), touch=False) if spec is not None else None
     unneeded = result_id is not None
+    # A stored result is a gc root that keeps its inputs, so answering it writes nothing to the
+    # registry (a write costs a WAL append and a checkpoint when the store closes). Otherwise
+    # the inputs found above are in use from here on: touched, in one write, before anything
+    # is computed from them.
+    if not unneeded:
+        store.touch([m.id for m in (ref, eval_m, train_m) if m is not None])
     features = {}
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
         if manifest is None:

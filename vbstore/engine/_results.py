@@ -11,14 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptObject, NotReproduced, ObjectNotFound, UsageError
-from ..records import HeadCompat, ResultRecord
+from ..records import ResultRecord
 from ..store import Store, derivation_key
 from ._cache import remote_fetch
 from ._plan import Plan, plan
 from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, layers_arg
+
+if TYPE_CHECKING:
+    from ..records import HeadCompat
 
 REPRODUCED_TOLERANCE = 1e-6
 
@@ -353,6 +356,7 @@ def get_head(
         )
     # the compute path: see execute
     from ..heads import head_record
+    from ..records import HeadCompat
     from ._compute import Feed, Run, featureset, train_head
 
     the_plan = plan(request, store)

@@ -43,12 +43,14 @@ class DeriveMixin(_StoreBase):
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
     def lookup(self, key: str, valid: Callable[[str], bool] | None = None, *,
-               check: bool = True) -> str | None:
+               check: bool = True, touch: bool = True) -> str | None:
         """The recorded output of ``key`` if it is present and intact, else None (a miss).
 
         ``valid(output)`` can add a deeper check (a featureset's packs are present, say).
         ``check=False`` returns the record as it stands (not touched, not verified): an id to
-        show, never one to read.
+        show, never one to read. ``touch=False`` leaves the output's ``last_used`` alone (a
+        write): for a caller that touches what it goes on to use itself, or reads it under a
+        root that gc keeps anyway (a stored result and its inputs).
         """
         row = self.db.one(
             "SELECT d.output, o.kind FROM derivations d LEFT JOIN objects o ON o.id = d.output "
@@ -59,7 +61,8 @@ class DeriveMixin(_StoreBase):
         output, kind = row
         if not check:
             return output
-        self.touch([output])  # first: gc re-checks last_used under its lock before deleting
+        if touch:
+            self.touch([output])  # first: gc re-checks last_used under its lock before deleting
         if not self.has(output):
             return None
         if kind is not None and encoding(kind) == "json":
