@@ -1,3 +1,4 @@
+import pickle
 import shutil
 
 import pytest
@@ -134,6 +135,9 @@ def test_an_unchanged_folder_reads_its_manifest_only_when_used(store, image_fold
     assert reads == []  # a cached result needs the id and the size: both come from the listing
     assert again.doc == first.doc
     assert reads == [first.id]
+    lazy = load_manifest(store, image_folder, split="train")
+    copy = pickle.loads(pickle.dumps(lazy))  # noqa: S301 - our own bytes, as a spawned loader worker gets them
+    assert (copy.id, copy.root, copy.doc) == (first.id, first.root, first.doc)
 
 
 def test_a_damaged_manifest_is_rebuilt_when_its_document_is_read(store, image_folder):

@@ -46,6 +46,9 @@ class ManifestView:
     def __repr__(self) -> str:
         return f"ManifestView(root={str(self.root)!r}, id={self.id!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:  # a loader worker gets the document, not the store
+        return (ManifestView, (self.root, self.id, self.doc))
+
     @property
     def doc(self) -> dict[str, Any]:
         """The manifest document (read, and its hash checked, on first use)."""
