@@ -1,20 +1,26 @@
 """The lazy engine, side by side in one run: cold vs cached results, and feature reuse.
 
-    python benchmarks/engine_bench.py [--per-class K] [--big-per-class N]
+    python benchmarks/engine_bench.py [--per-class K] [--big-per-class N] [--cli-only]
+                                      [--compare OTHER_CHECKOUT]
 
 Prints:
 - cold ``get result`` (extract features, train the probe) vs the same call cached: ratio and
   absolute times;
 - a second task on the same features vs that task's cold cost in a fresh store;
-- the wall time of the CLI answering a cached result on a 10k-image dataset (a fresh process:
-  interpreter start, imports, manifest check by stat, lookup); target <= 0.1 s on a quiet
-  machine (issue "Typed engine"); and `--dry-run` on a warm and on a cold store.
+- the CLI answering a cached result on a 10k-image dataset (a fresh process: interpreter start,
+  imports, the listing checked by a stat per file, the lookup), wall and CPU time (user + system
+  of the child, steadier than wall on a shared machine), interleaved with its floors: a bare
+  interpreter, one that only stats every file, and one that also imports the libraries the CLI
+  cannot do without; target <= 0.1 s (issue "Typed engine"). ``--compare`` adds the same
+  command run with another checkout's vbstore, for before/after figures in one run;
+- ``--dry-run`` on a warm and on a cold store.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,7 +61,33 @@ def engine_ratios(work: Path, per_class: int) -> dict:
             "second_task_s": second, "second_task_cold_s": knn_cold}
 
 
-def cli_cached(work: Path, per_class: int) -> dict:
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and the child's CPU seconds (user + system) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    # from a neutral folder: `python -m` puts the working directory first on sys.path
+    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=tempfile.gettempdir())
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def _side_by_side(cases: dict[str, tuple[list[str], dict[str, str]]], trials: int) -> dict:
+    """Each case ``trials`` times, interleaved (the machine's load hits them alike); min and
+    median of wall and CPU seconds."""
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+    for _ in range(trials):
+        for name, (cmd, env) in cases.items():
+            runs[name].append(_run(cmd, env))
+    out = {}
+    for name, r in runs.items():
+        walls, cpus = [w for w, _ in r], [c for _, c in r]
+        out[name] = {"wall_min": min(walls), "wall_median": statistics.median(walls),
+                     "cpu_min": min(cpus), "cpu_median": statistics.median(cpus)}
+    return out
+
+
+def cli_cached(work: Path, per_class: int, trials: int, compare: str | None) -> dict:
     import vbstore
     from vbstore import Store
     from vbstore.data import make_shapes
@@ -70,32 +102,35 @@ def cli_cached(work: Path, per_class: int) -> dict:
     # with bytecode caches (a normal install), and without any (an empty pycache prefix: every
     # module compiled at start, as where PYTHONDONTWRITEBYTECODE=1 kept caches from being written)
     cached_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached_env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="vbstore-pyc-")
+    this = str(Path(__file__).resolve().parents[1])
+    here_env = {**cached_env, "PYTHONPATH": this}
     empty = tempfile.mkdtemp(prefix="vbstore-nopyc-")
-    no_pyc_env = {**cached_env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": empty}
-    subprocess.run(cmd, check=True, capture_output=True, env=cached_env)  # writes the .pyc files
-    out = {"images": 2 * 5 * per_class}
-    for label, env in (("", cached_env), ("no_pyc_", no_pyc_env)):
-        walls = []
-        for _ in range(7):
-            start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True, env=env)
-            walls.append(time.perf_counter() - start)
-        out[f"{label}wall_min_s"] = min(walls)
-        out[f"{label}wall_median_s"] = statistics.median(walls)
-    bare = [sys.executable, "-c", "pass"]
-    out["bare_python_s"] = min(timed(lambda: subprocess.run(bare, check=True))[0] for _ in range(5))
+    no_pyc_env = {**here_env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": empty}
+    files = work / "files.txt"
+    files.write_text("\n".join(str(p) for p in sorted(Path(data).rglob("*")) if p.is_file()))
+    stat = f"import os\nfor p in open({str(files)!r}).read().split(chr(10)): os.stat(p)"
+    floors = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "python: stat every file": [sys.executable, "-c", stat],
+        "python: import click, sqlite3, json, blake3 + stat": [
+            sys.executable, "-c", f"import click, sqlite3, json, blake3\n{stat}"],
+    }
+    cases = {name: (c, cached_env) for name, c in floors.items()}
+    cases["vbstore get result (cached)"] = (cmd, here_env)
+    if compare is not None:  # the same command with another checkout's vbstore
+        cases[f"  the same, vbstore from {compare}"] = (cmd, {**cached_env, "PYTHONPATH": compare})
+    for c, env in cases.values():  # writes the bytecode caches
+        _run(c, env)
+    out = {"images": 2 * 5 * per_class, "side_by_side": _side_by_side(cases, trials)}
+    out["no_pyc"] = _side_by_side({"no_pyc": (cmd, no_pyc_env)}, 3)["no_pyc"]
     # --dry-run: on the warm store (everything cached) and on a cold one (nothing stored: the
     # manifest's files are hashed, no backbone is built, nothing is computed)
-    dry = [*cmd, "--dry-run"]
-    out["dry_warm_min_s"] = min(timed(lambda: subprocess.run(dry, check=True, capture_output=True,
-                                                             env=cached_env))[0] for _ in range(5))
-    colds = []
-    for i in range(3):
-        cold = [sys.executable, "-m", "vbstore", "--store", str(work / f"cold-{i}"), "get",
-                "result", *args, "--dry-run"]
-        colds.append(timed(lambda cold=cold: subprocess.run(cold, check=True, capture_output=True,
-                                                            env=cached_env))[0])
-    out["dry_cold_min_s"] = min(colds)
+    dry = {"dry_warm": ([*cmd, "--dry-run"], here_env)}
+    out["dry_warm"] = _side_by_side(dry, 5)["dry_warm"]
+    colds = [_run([sys.executable, "-m", "vbstore", "--store", str(work / f"cold-{i}"), "get",
+                   "result", *args, "--dry-run"], here_env) for i in range(3)]
+    out["dry_cold"] = {"wall_min": min(w for w, _ in colds), "cpu_min": min(c for _, c in colds)}
     return out
 
 
@@ -105,26 +140,45 @@ def main() -> None:
     parser.add_argument("--big-per-class", type=int, default=1000,
                         help="per class per split of the dataset the CLI timing uses "
                              "(5 classes, 2 splits)")
+    parser.add_argument("--trials", type=int, default=11,
+                        help="runs of each CLI case (interleaved; min and median reported)")
+    parser.add_argument("--cli-only", action="store_true",
+                        help="only the CLI timings (no resnet18 training)")
+    parser.add_argument("--compare", metavar="CHECKOUT", default=None,
+                        help="also time the cached CLI with the vbstore package of another "
+                             "checkout (a folder holding vbstore/), side by side")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vbstore-engine-") as tmp:
         work = Path(tmp)
-        eng = engine_ratios(work, args.per_class)
-        cli = cli_cached(work, args.big_per_class)
-    print(f"{BACKBONE} (random weights, 112 px), classification probe on {eng['images']} shapes")
-    print(f"  cold get result {eng['cold_s']:.2f} s, cached {eng['cached_s'] * 1000:.1f} ms "
-          f"-> {eng['cold_s'] / eng['cached_s']:.0f}x")
-    print(f"  second task (knn) on the same features {eng['second_task_s']:.2f} s vs its cold cost "
-          f"{eng['second_task_cold_s']:.2f} s "
-          f"-> {eng['second_task_cold_s'] / eng['second_task_s']:.1f}x")
+        eng = None if args.cli_only else engine_ratios(work, args.per_class)
+        cli = cli_cached(work, args.big_per_class, args.trials, args.compare)
+    if eng is not None:
+        print(f"{BACKBONE} (random weights, 112 px), classification probe on {eng['images']} "
+              "shapes")
+        print(f"  cold get result {eng['cold_s']:.2f} s, cached {eng['cached_s'] * 1000:.1f} ms "
+              f"-> {eng['cold_s'] / eng['cached_s']:.0f}x")
+        print(f"  second task (knn) on the same features {eng['second_task_s']:.2f} s vs its cold "
+              f"cost {eng['second_task_cold_s']:.2f} s "
+              f"-> {eng['second_task_cold_s'] / eng['second_task_s']:.1f}x")
+    rows = cli["side_by_side"]
     print(f"CLI, cached knn result on a {cli['images']}-image dataset (train + val split; a fresh "
-          "process each time):")
-    print(f"  wall min {cli['wall_min_s']:.3f} s, median {cli['wall_median_s']:.3f} s "
-          f"(bare python start {cli['bare_python_s']:.3f} s)   target <= 0.1 s")
-    print(f"  without bytecode caches (every module compiled at start): min "
-          f"{cli['no_pyc_wall_min_s']:.3f} s, median {cli['no_pyc_wall_median_s']:.3f} s")
-    print(f"  --dry-run: everything cached {cli['dry_warm_min_s']:.3f} s; cold store (hashes "
-          f"{cli['images']} images, builds nothing) {cli['dry_cold_min_s']:.3f} s "
-          f"-> {cli['dry_cold_min_s'] / cli['dry_warm_min_s']:.0f}x")
+          f"process each time; {args.trials} interleaved runs, load {os.getloadavg()[0]:.1f}):")
+    print(f"  {'':52s} {'wall min':>9s} {'median':>7s} {'cpu min':>8s} {'median':>7s}")
+    for name, r in rows.items():
+        print(f"  {name:52s} {r['wall_min'] * 1000:7.1f}ms {r['wall_median'] * 1000:6.1f}ms "
+              f"{r['cpu_min'] * 1000:6.1f}ms {r['cpu_median'] * 1000:6.1f}ms")
+    ours, bare = rows["vbstore get result (cached)"], rows["python -c pass"]
+    floor = rows["python: import click, sqlite3, json, blake3 + stat"]
+    print(f"  cached CLI wall min {ours['wall_min']:.3f} s (target <= 0.1 s); above the floor of "
+          f"python + click + stat: {(ours['cpu_min'] - floor['cpu_min']) * 1000:.0f} ms CPU; "
+          f"{ours['cpu_min'] / bare['cpu_min']:.1f}x a bare python start")
+    nopyc = cli["no_pyc"]
+    print(f"  without bytecode caches (every module compiled at start): wall min "
+          f"{nopyc['wall_min']:.3f} s, cpu min {nopyc['cpu_min']:.3f} s")
+    warm, cold = cli["dry_warm"], cli["dry_cold"]
+    print(f"  --dry-run: everything cached {warm['wall_min']:.3f} s; cold store (hashes "
+          f"{cli['images']} images, builds nothing) {cold['wall_min']:.3f} s wall, "
+          f"{cold['cpu_min']:.3f} s CPU -> {cold['wall_min'] / warm['wall_min']:.0f}x")
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+import pickle
 import shutil
 
 import pytest
@@ -121,6 +122,33 @@ def test_second_load_is_served_from_the_file_state_cache(store, image_folder, mo
     assert again.id == first.id
     assert hashed == []
     assert decoded == []
+
+
+def test_an_unchanged_folder_reads_its_manifest_only_when_used(store, image_folder, monkeypatch):
+    first = load_manifest(store, image_folder, split="train")
+    reads = []
+    real = type(store).read_json
+    monkeypatch.setattr(type(store), "read_json",
+                        lambda self, oid, *a, **k: reads.append(oid) or real(self, oid, *a, **k))
+    again = load_manifest(store, image_folder, split="train")
+    assert (again.id, len(again)) == (first.id, 15)
+    assert reads == []  # a cached result needs the id and the size: both come from the listing
+    assert again.doc == first.doc
+    assert reads == [first.id]
+    lazy = load_manifest(store, image_folder, split="train")
+    copy = pickle.loads(pickle.dumps(lazy))  # noqa: S301 - our own bytes, as a spawned loader worker gets them
+    assert (copy.id, copy.root, copy.doc) == (first.id, first.root, first.doc)
+
+
+def test_a_damaged_manifest_is_rebuilt_when_its_document_is_read(store, image_folder):
+    first = load_manifest(store, image_folder, split="train")
+    blob = store.files.path(first.id)
+    blob.chmod(0o644)  # blobs are read-only
+    blob.write_bytes(blob.read_bytes().replace(b"dog", b"cow"))
+    again = load_manifest(store, image_folder, split="train")
+    assert again.id == first.id
+    assert again.doc == first.doc  # damaged: moved aside and rebuilt from the files
+    assert store.verify(first.id)
 
 
 def test_view_reopens_from_the_store(store, image_folder):

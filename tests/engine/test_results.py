@@ -90,16 +90,22 @@ def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
     assert len({json.dumps(a["record"], sort_keys=True) for a in answers}) == 1
 
 
+# what a cached answer must not load: the heavy libraries, the compute path, remotes, the schema
+# validator, thread pools (measured in benchmarks/engine_bench.py; docs/architecture.md)
+UNREAD = ("torch", "timm", "open_clip", "numpy", "PIL", "sqlite_utils", "jsonschema",
+          "concurrent.futures", "urllib.request", "vbstore.heads", "vbstore.remotes",
+          "vbstore.engine._compute", "vbstore.engine._sweep", "vbstore.tasks.bootstrap")
+
+
 def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):
     args = ["--store", str(tmp_path), "get", "result", "-b", "test_cnn", "-t", "knn", "-d", shapes,
             "--split", "val", "--train-data", shapes, "--train-split", "train",
             "--weights", "random", "--input-size", "32", "--json"]
     first = subprocess.run([sys.executable, "-m", "vbstore", *args], capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    code = ("import sys, json, vbstore.cli\n"
+    code = (f"import sys, json, vbstore.cli\nUNREAD = {UNREAD!r}\n"
             "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
-            "finally:\n    print(json.dumps(sorted(m for m in ('torch', 'timm', 'open_clip')"
-            " if m in sys.modules)))")
+            "finally:\n    print(json.dumps(sorted(m for m in UNREAD if m in sys.modules)))")
     second = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
     out = second.stdout
@@ -107,6 +113,28 @@ def test_cli_cached_result_does_not_import_torch(tmp_path, shapes):
     assert record["from_cache"]
     assert imported == []
     assert record["id"] == json.loads(first.stdout)["id"]
+
+
+def test_a_cached_result_writes_nothing_and_a_miss_touches_its_inputs(store, shapes,
+                                                                       monkeypatch):
+    from vbstore.engine import plan, result_request
+    from vbstore.store._registry import Registry
+
+    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    writes = []
+    real = Registry.write
+    monkeypatch.setattr(Registry, "write", lambda self: writes.append(1) or real(self))
+    again = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    assert again.from_cache
+    assert again.id == first.id
+    assert writes == []  # a stored result is a gc root keeping its inputs: no registry write
+    inputs = [first.record.inputs[k] for k in ("backbone", "eval_manifest", "train_manifest")]
+    before = {oid: store.info(oid).last_used for oid in inputs}
+    the_plan = plan(result_request(
+        "test_cnn", "knn", shapes, shapes, params={"k": 3}, split="val", train_split="train",
+        weights="random", input_size=32), store)
+    assert not the_plan.cached
+    assert all(store.info(oid).last_used > before[oid] for oid in inputs)  # in use from here on
 
 
 def test_head_for_another_input_size_is_refused(store, shapes):

@@ -294,6 +294,7 @@ def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counte
         raise AssertionError("store b built a backbone to find a result its remote has")
 
     monkeypatch.setattr(vbstore.backbones, "build_backbone", no_build)
+    monkeypatch.setattr("vbstore.engine._backbone.build_backbone", no_build)  # where it is called
     hit = _evaluate(vbj, "b", shapes, *train)
     assert hit["from_cache"] is True
     assert (hit["source"], hit["remote"]) == ("remote", "team")  # says from where

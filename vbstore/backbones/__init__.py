@@ -13,6 +13,7 @@ feats = bb.extract(torch.stack([bb.preprocess(img) for img in images]), layers=[
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from . import _builtins, _testing  # noqa: F401 - register the built-in sources and test backbones
@@ -71,7 +72,5 @@ _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"
 def __getattr__(name: str) -> Any:
     # these import torch: load them only when someone asks
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

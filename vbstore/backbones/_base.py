@@ -15,6 +15,7 @@ DINOv2's ``get_intermediate_layers(norm=True)`` does; CNN maps are raw stage out
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -138,8 +139,6 @@ class Backbone(ABC):
 
     def in_bfloat16(self) -> Backbone:
         """A copy whose weights are bfloat16 (this backbone's own weights stay untouched)."""
-        import copy
-
         # one deepcopy of the whole object: adapters keep references into the module (hooked
         # blocks), and deepcopy's memo makes them point into the copy, not the original
         twin = copy.deepcopy(self)

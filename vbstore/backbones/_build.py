@@ -10,10 +10,23 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..store import tensor_identity
+from ._cfg import BackboneCfg
 from ._errors import InvalidSpec, NoPretrainedWeights
 from ._registry import BackboneEntry, get_entry
 from ._spec import BackboneSpec, parse_spec
-from ._weights import WeightsChoice, file_digest, parse_weights
+from ._weights import (
+    WeightsChoice,
+    file_digest,
+    load_strict,
+    parse_weights,
+    read_state_dict,
+    seeded,
+    weights_record,
+)
+
+# Local imports: the torch-bound modules (_base, custom) load when a plugin backbone is built;
+# parsing a spec and naming weights (all a cached result needs) stays torch-free.
 
 
 @dataclass(frozen=True)
@@ -143,10 +156,7 @@ def build_backbone(
 
 def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
     """Build a plugin's architecture and apply the weights choice around it."""
-    from ..store import tensor_identity
     from ._base import Backbone
-    from ._cfg import BackboneCfg
-    from ._weights import load_strict, read_state_dict, seeded, weights_record
     from .custom import CustomBackbone
 
     choice, name = request.weights, entry.name

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._errors import MissingExtra
 from ._registry import register_backbone
+
+# Local imports: each adapter module imports its library (torch, torchvision, timm, open_clip) at
+# its top, so it loads only when that source builds a backbone.
 
 DINOV2_CATALOG = {
     "dinov2_vits14": 384,
@@ -56,8 +60,6 @@ def dinov2(request: Any) -> Any:
 )
 def open_clip(request: Any) -> Any:
     """OpenCLIP image tower (text tower for zero-shot): MODEL@PRETRAINED_TAG."""
-    from ._errors import MissingExtra
-
     try:
         from .open_clip import build
     except ImportError as exc:

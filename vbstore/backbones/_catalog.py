@@ -14,6 +14,7 @@ from typing import Any
 
 from ._names import BARE_NAMES
 from ._registry import backbone_rows, get_entry
+from ._spec import parse_spec
 
 
 def _matches(pattern: str, *texts: str) -> bool:
@@ -32,8 +33,6 @@ def _row(spec: str, source: str, arch: str, tag: str | None, **extra: Any) -> di
 
 def bare_rows(pattern: str = "*") -> list[dict[str, Any]]:
     """One row per bare name whose name or spec matches ``pattern``."""
-    from ._spec import parse_spec
-
     rows = []
     for name, spec in sorted(BARE_NAMES.items()):
         if _matches(pattern, name, spec):

@@ -10,6 +10,9 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+# Local imports: numpy, torch and PIL load when an image is preprocessed, never for a
+# configuration.
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 _CROPS = ("center", "squash")

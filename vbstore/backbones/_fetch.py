@@ -22,6 +22,8 @@ from urllib.parse import urlparse
 from .._net import forget, probe_timeout, unreachable_reason
 from ._errors import WeightsUnavailable
 
+# Local imports: huggingface_hub and torch.hub load when weights are downloaded.
+
 DOWNLOAD_TIMEOUT_S = 30.0
 # torch.hub's convention: the file name carries a prefix of its sha256 ("resnet18-f37072fd.pth")
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]{8,})\.")

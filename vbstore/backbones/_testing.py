@@ -11,7 +11,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from ._cfg import BackboneCfg
 from ._registry import register_backbone
+
+# Local imports: torch (and the torch-bound custom module) load when a test backbone is built, not
+# when it is registered.
 
 VIT_DIM, VIT_DEPTH, VIT_PATCH = 32, 3, 8
 CNN_WIDTHS = (8, 16, 32)
@@ -81,8 +85,6 @@ def _nets() -> dict[str, type]:
 
 
 def _cfg(input_size: int | None) -> Any:
-    from ._cfg import BackboneCfg
-
     size = input_size or 32
     return BackboneCfg(
         input_size=size,

@@ -20,7 +20,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
+
+# Local imports: torch and safetensors load when weights are read or initialised; naming a weights
+# choice stays torch-free.
 
 TORCH_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt")
 CHECKPOINT_SUFFIXES = (*TORCH_SUFFIXES, ".safetensors")
@@ -98,8 +103,6 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     Remembered per process under the file's (path, inode, size, mtime), since a spec is often
     resolved and then built, and checkpoints are large.
     """
-    import blake3
-
     stat = os.stat(path)
     key = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
     if key in _DIGESTS:

@@ -16,6 +16,7 @@ from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._build import BuildRequest
 from ._cfg import BackboneCfg
+from ._errors import InvalidSpec
 from ._fetch import github_repo, url_file
 from ._weights import load_strict, read_state_dict, seeded, weights_record
 
@@ -103,8 +104,6 @@ def build(request: BuildRequest) -> Dinov2Backbone:
     else:
         if choice.kind == "pretrained":
             if choice.tag is not None:
-                from ._errors import InvalidSpec
-
                 raise InvalidSpec(
                     label, f"dinov2 has one set of weights per model, not {choice.tag!r}"
                 )

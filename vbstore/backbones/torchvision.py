@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 import torchvision.models as tvm
+from torchvision.models.vision_transformer import interpolate_embeddings
 
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
@@ -157,8 +158,6 @@ def build(request: BuildRequest) -> TorchvisionBackbone:
         tensor_hash = tensor_identity(tensors)  # before any loader can touch them
         state = dict(tensors)
         if is_vit and "encoder.pos_embedding" in state:
-            from torchvision.models.vision_transformer import interpolate_embeddings
-
             patch = int(arch.split("_")[-1])
             state = interpolate_embeddings(size, patch, state)
         with seeded(0):  # overwritten below; seeded so even a failure is reproducible

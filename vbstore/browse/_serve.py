@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -31,8 +32,6 @@ def serve(path: str | Path, port: int = 8001) -> subprocess.Popen:
     Raises:
         MissingDependency: datasette is not installed.
     """
-    import importlib.util
-
     if importlib.util.find_spec("datasette") is None:
         raise MissingDependency("datasette", "browse")
     path = Path(path)

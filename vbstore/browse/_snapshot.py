@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VbstoreError
+from ..heads import head_record
+from ..tasks import get_task
 
 # table -> (columns, description shown by Datasette)
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -35,8 +37,6 @@ def _dumps(value: Any) -> str | None:
 
 
 def _headline(task: str) -> str | None:
-    from ..tasks import get_task
-
     try:
         return get_task(task).headline
     except VbstoreError:  # a task no longer registered: its record still shows
@@ -44,8 +44,6 @@ def _headline(task: str) -> str | None:
 
 
 def _level(task: str) -> str | None:
-    from ..tasks import get_task
-
     try:
         return get_task(task).level
     except VbstoreError:
@@ -66,8 +64,6 @@ def _result_row(info, record: dict[str, Any]) -> tuple:
 
 
 def _head_row(store, info, names: list[str]) -> tuple:
-    from ..heads import head_record
-
     record = head_record(store, info.id)
     return (info.id, ", ".join(names) or None, record.get("task"), record.get("backbone"),
             record.get("weights"), record.get("pooling"), _dumps(record.get("layers")),

@@ -8,6 +8,7 @@ modules add subcommands to it (``push head`` lives beside the head commands).
 
 from __future__ import annotations
 
+import gc
 import importlib
 
 import click
@@ -79,4 +80,8 @@ def cli(store: str | None) -> None:
 
 
 def main() -> None:
+    # A command's objects mostly live until it exits: collecting cycles every 100k allocations
+    # rather than every 700 spares a cached `get` on 10k images ~8 ms of collector passes over
+    # them (mypy's command does the same). The library itself keeps Python's defaults.
+    gc.set_threshold(100_000, 10, 10)
     cli(prog_name="vbstore")

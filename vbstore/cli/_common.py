@@ -47,6 +47,7 @@ def human_size(size: int | float) -> str:
 
 def get_store(ctx: click.Context):
     """The Store for this invocation, opened once (``--store``, else VBSTORE_HOME, else default)."""
+    # the store (sqlite3, blake3) loads when a command opens it, not for --help
     from ..store import Store
 
     root = ctx.find_root()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,6 @@ def data_layout_options(func: Callable) -> Callable:
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     """``("k=20", "temperature=0.1", "normalize=true")`` → typed task parameters."""
-    import json
-
     params: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")

@@ -7,7 +7,11 @@ import time
 
 import click
 
+from ..errors import UsageError
 from ._common import emit
+
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
 
 # the default backbone, and the tiny random ViT a dense demo falls back to without its weights
 # (CPU-only runs then take seconds)
@@ -31,7 +35,6 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
     """
     from ..backbones import WeightsUnavailable
     from ..engine import baseline_metrics, get_result, open_dense_result, scenes_setup
-    from ..errors import UsageError
     from ..tasks import DenseTask, get_task
 
     if task not in task_names():

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import click
 
+from . import cli
+
 EXIT_CODES = [
     (0, "success"),
     (1, "failure found: `fsck` found faults, or an unexpected error"),
@@ -40,8 +42,6 @@ def _commands(group: click.Group, prefix: str):
 
 
 def reference() -> str:
-    from . import cli
-
     lines = ["# CLI reference", "",
              "Generated from `--help` by `python -m vbstore.cli._reference`; a test fails when "
              "this page and the code disagree.", "",

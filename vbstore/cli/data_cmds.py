@@ -9,6 +9,9 @@ import click
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 
 def _print(summary: dict[str, Any]) -> None:
     click.echo(summary["id"])

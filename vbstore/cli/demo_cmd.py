@@ -9,6 +9,9 @@ import click
 
 from ._common import emit, json_option, with_store
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 DEFAULT_BACKBONE = "torchvision:resnet18"
 
 

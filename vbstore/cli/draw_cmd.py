@@ -6,6 +6,9 @@ import click
 
 from ._common import emit, json_option, with_store
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 
 @click.command()
 @click.argument("result")

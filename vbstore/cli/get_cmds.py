@@ -9,6 +9,9 @@ from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from .data_cmds import manifest_cmd
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 
 @click.group()
 def get() -> None:

@@ -4,6 +4,7 @@ head`` and ``import head`` (``get head`` lives with the other ``get`` commands).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -11,6 +12,9 @@ from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from .remote_cmds import pull, push
 from .results_cmds import export_group
+
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
 
 
 def _head_files(store, head_id: str, name: str, remote: str,
@@ -193,7 +197,6 @@ def import_group() -> None:
 def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_seed, input_size,
                     no_strict, as_json) -> None:
     """Import a head file (safetensors only, never a pickle), checked before the store changes."""
-    from pathlib import Path
 
     from ..heads import import_head
 

@@ -6,6 +6,9 @@ import click
 
 from ._common import emit, json_option, with_store
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 _OUTPUT = click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
                        help="The picture to write: .png or .svg.")
 _DATA = click.option("--data", default=None, metavar="MANIFEST",

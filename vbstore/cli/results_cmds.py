@@ -18,6 +18,9 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 
 def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
     columns: list[str] = []

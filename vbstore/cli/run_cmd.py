@@ -19,6 +19,9 @@ from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
+
 # the run command's own options: a task parameter with one of these names gets a --task- prefix
 _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "precision", "device",
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",

@@ -10,9 +10,13 @@ from typing import Any
 import click
 
 from ..engine import lineage, summary
-from ..store import KINDS, encoding
+from ..errors import VbstoreError
+from ..store import KINDS, encoding, read_safetensors_header, sniff_kind
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
 from ._lineage import render_lineage
+
+# Local imports: the library loads when a command runs, not with this module: listing the
+# commands (--help) imports every command module, and a cached get loads only what it reads.
 
 
 def _when(ts: float | None) -> str:
@@ -39,8 +43,6 @@ def put(store, path: str, kind: str | None, as_json: bool) -> None:
     """Add a file (or - for stdin) to the store and print its id."""
     data = sys.stdin.buffer.read() if path == "-" else None
     if kind is None:
-        from ..store import sniff_kind
-
         if data is None:
             kind = sniff_kind(path)
         else:
@@ -79,8 +81,6 @@ def show(store, ref: str, as_json: bool) -> None:
         if encoding(info["kind"]) == "json":
             data["content"] = store.read_json(oid)
         elif encoding(info["kind"]) == "safetensors":
-            from ..store import read_safetensors_header
-
             header, _ = read_safetensors_header(store.path(oid))
             data["metadata"] = header.pop("__metadata__", {})
             data["tensors"] = {k: {"dtype": v["dtype"], "shape": v["shape"]}
@@ -290,7 +290,6 @@ def _refetcher(store):
         return None
 
     def refetch(oid: str) -> bool:
-        from ..errors import VbstoreError
         from ..remotes import fetch_object
 
         try:

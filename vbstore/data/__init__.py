@@ -12,6 +12,7 @@ view.id, len(view), view.classes, view.load_image(0)
 See docs/data.md for the layouts and the manifest format.
 """
 
+import importlib
 from typing import Any
 
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
@@ -70,8 +71,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
         return getattr(module, _RENAMED.get(name, name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

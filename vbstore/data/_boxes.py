@@ -42,6 +42,9 @@ from ..errors import BadInput
 if TYPE_CHECKING:
     import numpy as np
 
+# Local imports: numpy and pycocotools load when boxes or COCO masks are decoded; the loader
+# imports this module for its layout checks on every cached `get`.
+
 VOC_CLASSES = (
     "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
     "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa",

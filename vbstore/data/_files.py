@@ -13,6 +13,9 @@ from pathlib import Path
 from ..canonical import digest
 from ..errors import BadInput, UsageError
 
+# Local imports: PIL and numpy load when a file is hashed for the first time and decoded to check
+# it; a folder already seen decodes nothing.
+
 # Decoded pixels an image may have (width x height), below Pillow's own decompression-bomb
 # warning (about 89 Mpx): a small file can claim a huge canvas and take gigabytes to decode.
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024

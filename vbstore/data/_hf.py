@@ -20,6 +20,8 @@ from typing import Any
 from ..errors import MissingDependency, UsageError
 from ._sources import Record, Source, folder_key, write_list
 
+# Local imports: the datasets library loads when an hf: source is read.
+
 _CAPTION_COLUMNS = ("caption", "captions", "text", "sentences", "sentence")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 

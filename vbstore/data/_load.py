@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput, UsageError, VbstoreError
+from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
 from ._boxes import BOX_SUFFIXES, VOC_CLASSES, check_box_files, coco_classes
 from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
-from ._manifest import build_document, check_limit, state_key, store_document
+from ._manifest import build_document, check_limit, kept_entries, state_key, store_document
 from ._navi import is_navi, scan_navi
 from ._packaged import EXTERNAL, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
@@ -72,6 +72,8 @@ def load_manifest(
     data: str | Path,
     split: str | None = None,
     limit: int | None = None,
+    *,
+    touch: bool = True,
     **layout_options: Any,
 ) -> ManifestView:
     """Read a dataset split into a stored ``manifest`` and return it with its local root.
@@ -93,6 +95,8 @@ def load_manifest(
             (Taskonomy's split CSV of buildings); for
             sources: ``dataset_root`` (torchvision), ``download`` (fetch what is not cached),
             ``image_column``/``label_column`` (hf).
+        touch: Refresh a stored manifest's ``last_used`` (a registry write); the engine passes
+            False and touches the manifests itself once it knows they are needed.
 
     Returns:
         The stored manifest, its id, and the absolute folder its sample names resolve against.
@@ -132,23 +136,47 @@ def load_manifest(
             hint=f"it takes: {', '.join(_APPLIES[layout]) or 'no layout options'}",
         )
     scan = _scan(layout, root, split, options)
-    key = state_key(scan, limit)
+    entries = kept_entries(scan, limit)
+    key = state_key(scan, limit, entries)
     alias = {"op": "manifest-state", "key": key} if key else None
+
+    def build() -> dict[str, Any]:
+        doc = build_document(store, scan, limit)
+        if source is not None:
+            doc["source"] = source.record
+        return doc
+
     if alias is not None:
         known = store.alias(alias)
-        if known is not None:  # the same listing over unchanged files: the same manifest
-            store.touch([known])  # in use: gc's grace period must see it
-            try:
-                return ManifestView(scan.root, known, store.read_json(known))
-            except VbstoreError:
-                store.move_aside(known)  # damaged: rebuilt below, and published afresh
-    doc = build_document(store, scan, limit)
-    if source is not None:
-        doc["source"] = source.record
+        if known is not None and store.has(known):
+            # the same listing over unchanged files: the same manifest, read when first used
+            if touch:
+                store.touch([known])  # in use: gc's grace period must see it
+            return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
+                                size=len(entries))
+    doc = build()
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)
     return ManifestView(scan.root, oid, doc)
+
+
+def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A manifest the alias named, its hash checked; damaged, it is rebuilt from the files.
+
+    Raises:
+        CorruptObject: the rebuilt document is not the one the alias named (the files changed
+            without a trace in their stat), so the id already handed out cannot stand.
+    """
+    try:
+        return store.read_json(oid)
+    except VbstoreError:
+        store.move_aside(oid)  # damaged: rebuilt from the file-state cache, published afresh
+    doc = build()
+    rebuilt = store_document(store, doc)
+    if rebuilt != oid:
+        raise CorruptObject(oid, str(store.files.path(oid)), rebuilt)
+    return doc
 
 
 def _check_option_names(options: dict[str, Any]) -> None:

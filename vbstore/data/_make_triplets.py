@@ -19,7 +19,10 @@ from PIL import Image
 
 from ..errors import UsageError
 from ._packaged import SKIMAGE_CAPTIONS
+from ._png import write_png
 from ._triplets import MIN_VOTES
+
+# Local imports: skimage and sklearn load when a triplet set is generated from their sample images.
 
 # (kind, mild, strong): the two strengths of one distortion, far enough apart to be ordered
 DISTORTIONS = (("noise", 10.0, 70.0), ("blur", 0.7, 4.0), ("brightness", 18.0, 110.0),
@@ -90,8 +93,6 @@ def _references(count: int, size: int, rng: np.random.Generator) -> list[tuple[s
 
 def make_triplets(root: str | Path, count: int = 64, seed: int = 0, size: int = 64) -> Path:
     """Write ``count`` triplets (the 7 PNG photos first, then digits) of ``size`` px."""
-    from ._png import write_png
-
     if count < 1 or size < 8:
         raise UsageError(f"triplets needs count >= 1 and size >= 8, not count={count}, size={size}",
                          hint="e.g. triplets:count=32,size=64")

@@ -18,15 +18,18 @@ sees half of one, and a version suffix lets a future change of the recipe use a 
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
 from ._png import write_png
+
+# Local imports: numpy, sklearn, skimage and the generators built on numpy load when a packaged
+# source is materialised, never to parse its name; so do shutil and tempfile (with bz2, lzma,
+# random: ~3 ms), which a cached read of a folder does not need.
 
 # Descriptions from OpenAI's CLIP "Interacting with CLIP" notebook (MIT), which uses these images.
 SKIMAGE_CAPTIONS = {
@@ -131,6 +134,9 @@ def once(final: Path, write: Callable[[Path], object]) -> Path:
     if final.is_dir():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
+    import shutil
+    import tempfile
+
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
     try:
         write(tmp)
@@ -165,7 +171,7 @@ def _write_digits(root: Path) -> None:
 
 
 def _write_skimage(root: Path) -> None:
-    import json
+    import shutil
 
     import skimage.data
 

@@ -17,7 +17,7 @@ from ..errors import BadInput, UsageError
 from ._files import is_hidden, loose_images, subdirs, walk_files
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One sample as listed, before hashing. Paths are POSIX and relative to ``Scan.root``."""
 
@@ -95,9 +95,10 @@ def scan_image_folder(root: Path, split: str | None) -> Scan:
         names = sorted(walk_files(base / cls))
         if not names:
             empty.append((str(base / cls), "no images"))
-        entries.extend(
-            Entry(name=f"{cls}/{n}", label=index[cls], group=cls, key=f"{cls}/{n}") for n in names
-        )
+        label, prefix = index[cls], f"{cls}/"
+        for n in names:  # one entry per file of every read: kept to one string and one call
+            name = prefix + n
+            entries.append(Entry(name, label, group=cls, key=name))
     if empty:
         raise BadInput("empty class folders", empty, hint="remove them or add images")
     if not entries:

@@ -47,6 +47,7 @@ def read_verified(path: Path, expected: str) -> bytes:
 def _load_array(data: bytes, path: Path) -> np.ndarray:
     if path.suffix.lower() == ".npy":
         return np.load(io.BytesIO(data), allow_pickle=False)
+    # PIL: only when a target file is decoded
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:

@@ -60,6 +60,7 @@ def _files_folder(dataset) -> Path:
 
 def _images(dataset):
     """Yield (uint8 pixel array, class index) per sample."""
+    # numpy: only when a torchvision dataset is converted
     import numpy as np
 
     data = getattr(dataset, "data", None)

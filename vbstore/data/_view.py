@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,12 +12,16 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
+# Local imports: PIL and numpy load when an image or a target matrix is read, never for the
+# document.
 
-@dataclass(frozen=True, eq=False)
+
 class ManifestView:
     """One split: the manifest document, its id, and where its files are on this machine.
 
     The manifest itself is location-independent; ``root`` is what ties it to this machine.
+    A view of an unchanged folder reads its document from the store on first use: a cached
+    result needs the manifest's id and size, not its 100k samples.
 
     ```python
     view = load_manifest(store, "data/", split="val")
@@ -27,9 +30,32 @@ class ManifestView:
     ```
     """
 
-    root: Path
-    id: str
-    doc: dict[str, Any]
+    __slots__ = ("_doc", "_read", "_size", "id", "root")
+
+    def __init__(self, root: Path, id: str, doc: dict[str, Any] | None = None, *,
+                 read: Callable[[], dict[str, Any]] | None = None,
+                 size: int | None = None) -> None:
+        if (doc is None) == (read is None):
+            raise ValueError("give the document or a way to read it, not both")
+        self.root = root
+        self.id = id
+        self._doc = doc
+        self._read = read
+        self._size = size
+
+    def __repr__(self) -> str:
+        return f"ManifestView(root={str(self.root)!r}, id={self.id!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a loader worker gets the document, not the store
+        return (ManifestView, (self.root, self.id, self.doc))
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The manifest document (read, and its hash checked, on first use)."""
+        if self._doc is None:
+            assert self._read is not None  # set whenever doc is not
+            self._doc, self._read = self._read(), None
+        return self._doc
 
     @classmethod
     def open(cls, store, ref: str, root: str | Path) -> ManifestView:
@@ -82,6 +108,8 @@ class ManifestView:
         return [s["image"] for s in self.samples]
 
     def __len__(self) -> int:
+        if self._doc is None and self._size is not None:
+            return self._size
         return len(self.samples)
 
     # ---- files ---------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from ._png import write_png
 from ._targets import read_verified
 from ._view import ManifestView
 
+# Local imports: PIL loads when a view's pixels are warped or measured.
+
 
 def random_homography(image_hash: str, size: tuple[int, int], seed: int,
                       max_warp: float) -> np.ndarray:

@@ -1,23 +1,56 @@
-"""The lazy engine: walk result → head → featureset → manifest/backbone, compute what is missing."""
+"""The lazy engine: walk result → head → featureset → manifest/backbone, compute what is missing.
 
-from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
-from ._features import FeatureResult, get_features
-from ._lineage import lineage, summary
-from ._plan import Plan, Step, plan
-from ._requests import (
-    BackboneRequest,
-    DataRef,
-    ProbeRequest,
-    ResultRequest,
-    store_param_files,
-)
-from ._results import HeadResult, Result, execute, get_head, get_result, result_request
-from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
+Names load with their module on first use (PEP 562, as huggingface_hub does), so a cached
+``vbstore get result`` imports the planner and the result reader, not the sweep, lineage,
+dense or demo code, and never torch or numpy.
+"""
 
-# torch and numpy: loaded only when a dense split is read
-_LAZY = {"PackSplit": "._dense", "DenseSample": "._inspect", "DenseView": "._inspect",
-         "baseline_metrics": "._inspect", "dense_samples": "._inspect",
-         "open_dense_result": "._inspect", "dense_tasks": "._demo", "scenes_setup": "._demo"}
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the submodule that defines it
+_LAZY = {
+    "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
+    "FeatureResult": "._features", "get_features": "._features",
+    "lineage": "._lineage", "summary": "._lineage",
+    "Plan": "._plan", "Step": "._plan", "plan": "._plan",
+    "BackboneRequest": "._requests", "DataRef": "._requests", "ProbeRequest": "._requests",
+    "ResultRequest": "._requests", "store_param_files": "._requests",
+    "HeadResult": "._results", "Result": "._results", "execute": "._results",
+    "get_head": "._results", "get_result": "._results", "result_request": "._results",
+    "BASE_COLUMNS": "._sweep", "SweepEntry": "._sweep", "read_backbones_file": "._sweep",
+    "result_rows": "._sweep", "sweep": "._sweep",
+    "PackSplit": "._dense",
+    "DenseSample": "._inspect", "DenseView": "._inspect", "baseline_metrics": "._inspect",
+    "dense_samples": "._inspect", "open_dense_result": "._inspect",
+    "dense_tasks": "._demo", "scenes_setup": "._demo",
+}
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
+    from ._demo import dense_tasks, scenes_setup
+    from ._dense import PackSplit
+    from ._features import FeatureResult, get_features
+    from ._inspect import (
+        DenseSample,
+        DenseView,
+        baseline_metrics,
+        dense_samples,
+        open_dense_result,
+    )
+    from ._lineage import lineage, summary
+    from ._plan import Plan, Step, plan
+    from ._requests import (
+        BackboneRequest,
+        DataRef,
+        ProbeRequest,
+        ResultRequest,
+        store_param_files,
+    )
+    from ._results import HeadResult, Result, execute, get_head, get_result, result_request
+    from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
 
 __all__ = [
     "BASE_COLUMNS",
@@ -57,9 +90,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backbones import build_backbone, spec_params
 from ..errors import BackboneDrift
 from ..store import derivation_key, derivation_spec
 from ._cache import remote_fetch
@@ -44,8 +45,6 @@ class BackboneRef:
     def load(self):
         """The built backbone (torch is imported here)."""
         if self._built is None:
-            from ..backbones import build_backbone
-
             backbone = build_backbone(**self.request)
             found = _store_backbone(self.store, backbone)
             if found != self.id:
@@ -69,8 +68,6 @@ def _store_backbone(store, backbone) -> str:
 
 def _alias(backbone: str, weights: str, seed: int | None, input_size: int | None,
            use_projection: bool) -> dict[str, Any]:
-    from ..backbones import spec_params  # parses and validates without torch
-
     # "this request resolves to that backbone" is recorded as a derivation with no inputs, so it
     # travels with pushed results and a teammate's store finds them without building the model
     return derivation_spec("backbone", ALIAS_VERSION, {}, spec_params(
@@ -78,11 +75,11 @@ def _alias(backbone: str, weights: str, seed: int | None, input_size: int | None
 
 
 def find_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,
-                  input_size: int | None = None, use_projection: bool = False
-                  ) -> BackboneRef | None:
+                  input_size: int | None = None, use_projection: bool = False,
+                  touch: bool = True) -> BackboneRef | None:
     """The ``backbone`` artifact for a spec when the store (or a remote) knows it; else None.
 
-    Never builds a model, so never imports torch.
+    Never builds a model, so never imports torch. ``touch=False``: see ``Store.lookup``.
 
     Raises:
         UnknownBackbone, InvalidSpec: from the spec parser.
@@ -91,7 +88,7 @@ def find_backbone(store, backbone: Any, *, weights: str = "default", seed: int |
         return resolve_backbone(store, backbone)
     alias = _alias(backbone, str(weights), seed, input_size, use_projection)
     key = derivation_key(alias)
-    oid = store.lookup(key)
+    oid = store.lookup(key, touch=touch)
     fetch = remote_fetch(store) if oid is None else None
     if fetch is not None and fetch(key) is not None:
         oid = store.lookup(key)
@@ -103,8 +100,11 @@ def find_backbone(store, backbone: Any, *, weights: str = "default", seed: int |
 
 
 def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,
-                     input_size: int | None = None, use_projection: bool = False) -> BackboneRef:
+                     input_size: int | None = None, use_projection: bool = False,
+                     touch: bool = True) -> BackboneRef:
     """The ``backbone`` artifact for a spec string (or an already built backbone object).
+
+    ``touch=False`` applies to a backbone found stored: see ``Store.lookup``.
 
     Raises:
         UnknownBackbone, InvalidSpec, WeightsUnavailable, CheckpointNotFound: from the adapters.
@@ -113,11 +113,10 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
         oid = _store_backbone(store, backbone)
         return BackboneRef(store, oid, store.read_json(oid), _built=backbone)
     found = find_backbone(store, backbone, weights=weights, seed=seed, input_size=input_size,
-                          use_projection=use_projection)
+                          use_projection=use_projection, touch=touch)
     if found is not None:
         return found
-    from ..backbones import build_backbone  # torch: only for a backbone never seen before
-
+    # building imports torch (inside the adapter): only for a backbone never seen before
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
     built = build_backbone(backbone, weights=str(weights), seed=seed, input_size=input_size,

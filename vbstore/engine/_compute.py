@@ -12,6 +12,7 @@ import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from importlib import metadata
 from typing import Any
 
 from .. import __version__
@@ -28,6 +29,9 @@ from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
 from ._plan import Plan, head_spec
 from ._requests import param_files
+
+# Local imports: torch loads where tensors are made; a cached head (get_head) goes through this
+# module without it.
 
 
 @dataclass
@@ -53,8 +57,6 @@ class Run:
 
 def versions() -> dict[str, str | None]:
     """Versions recorded in every result (read from package metadata: nothing is imported)."""
-    from importlib import metadata
-
     def version(dist: str) -> str | None:
         try:
             return metadata.version(dist)

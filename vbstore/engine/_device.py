@@ -11,6 +11,7 @@ def resolve_device(device: str | None) -> str:
     Raises:
         UsageError: a malformed device string, or a CUDA device this machine does not have.
     """
+    # torch: only when a computation needs a device
     import torch
 
     if device is None:

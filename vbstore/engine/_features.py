@@ -6,7 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import derivation_spec
+from ..data import load_manifest
+from ..features import OP_VERSION, ExtractorParams
+from ..store import Store, derivation_spec
 from ._backbone import BackboneRef, resolve_backbone
 from ._cache import remote_fetch
 from ._device import resolve_device
@@ -25,7 +27,7 @@ class FeatureResult:
 
     @property
     def features(self):
-        from ..features import Features
+        from ..features import Features  # torch: Features reads packs as tensors
 
         return Features(self.backbone.store, self.id)
 
@@ -43,8 +45,6 @@ class FeatureResult:
 
 
 def featureset_spec(backbone_id: str, manifest_id: str, params) -> dict[str, Any]:
-    from ..features import OP_VERSION  # small module, but it imports torch: only when computing
-
     return derivation_spec("featureset", OP_VERSION,
                            {"backbone": backbone_id, "manifest": manifest_id}, params.to_dict())
 
@@ -75,15 +75,10 @@ def get_features(
     ``executor=vbstore.features.RayExecutor(address="auto")`` extracts on a Ray cluster instead
     (the same featureset id); None extracts here.
     """
-    from ..data import load_manifest
-    from ..store import Store
-
     store = store if store is not None else Store()
     ref = resolve_backbone(store, backbone, weights=weights, seed=seed, input_size=input_size,
                            use_projection=use_projection)
     manifest = load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
-    from ..features import ExtractorParams
-
     params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling,
                              mode=mode, precision=precision, dense_dtype=dense_dtype,
                              input_size=input_size)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backbones import parse_spec
 from ..data import ManifestView, find_warped_views, load_manifest
 from ..errors import UsageError
 from ..features import OP_VERSION as FEATURES_VERSION
@@ -191,7 +192,8 @@ def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
 def _manifest(store, ref, flag: str, task: Task):
     options = data_options_for(task, ref.options)
     try:
-        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, **options)
+        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, touch=False,
+                             **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
@@ -200,8 +202,6 @@ def _manifest(store, ref, flag: str, task: Task):
 
 def _check_text(task: Task, spec: Any) -> None:
     if task.needs_text and isinstance(spec, str):
-        from ..backbones import parse_spec
-
         if parse_spec(spec).source != "open_clip":
             raise UsageError(
                 f"task {task.name!r} compares images with text and needs a CLIP "
@@ -215,7 +215,7 @@ def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> Ba
     b = request.backbone
     find = resolve_backbone if build else find_backbone
     return find(store, b.spec, weights=b.weights, seed=b.seed, input_size=b.input_size,
-                use_projection=task.needs_text)
+                use_projection=task.needs_text, touch=False)
 
 
 def result_spec(
@@ -297,8 +297,14 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             extractor,
             request.probe.strict,
         )
-    result_id = store.lookup(derivation_key(spec)) if spec is not None else None
+    result_id = store.lookup(derivation_key(spec), touch=False) if spec is not None else None
     unneeded = result_id is not None
+    # A stored result is a gc root that keeps its inputs, so answering it writes nothing to the
+    # registry (a write costs a WAL append and a checkpoint when the store closes). Otherwise
+    # the inputs found above are in use from here on: touched, in one write, before anything
+    # is computed from them.
+    if not unneeded:
+        store.touch([m.id for m in (ref, eval_m, train_m) if m is not None])
     features = {}
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
         if manifest is None:
@@ -353,17 +359,18 @@ def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -
     if ref is None:
         return Step("featureset", role, work={"forward_passes": len(manifest)})
     key = derivation_key(featureset_spec(ref.id, manifest.id, extractor))
+    if unneeded:  # under a stored result nothing here is read: its record is shown, unchecked
+        return Step("featureset", role, "unneeded", store.lookup(key, check=False))
     oid = store.lookup(key, valid=lambda o: packs_present(store, o))
     if oid is not None:
-        return Step("featureset", role, "unneeded" if unneeded else "stored", oid)
+        return Step("featureset", role, "stored", oid)
     reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
     step = Step(
         "featureset",
         role,
-        "unneeded" if unneeded else "compute",
         work={"forward_passes": len(manifest) - reused, "reused_rows": reused},
     )
-    return _on_remote(store, key, step) if dry_run and not unneeded else step
+    return _on_remote(store, key, step) if dry_run else step
 
 
 def _views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run) -> list[Step]:
@@ -386,11 +393,14 @@ def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded
     if features.id is None or features.status not in ("stored", "unneeded"):
         return Step("head", role, "unneeded" if unneeded else "compute", work=work)
     key = derivation_key(head_spec(task, task_params, features.id, seed))
+    if unneeded:  # as for a featureset under a stored result
+        oid = store.lookup(key, check=False)
+        return Step("head", role, "unneeded", oid, {} if oid else work)
     oid = store.lookup(key)
     if oid is not None:
-        return Step("head", role, "unneeded" if unneeded else "stored", oid)
-    step = Step("head", role, "unneeded" if unneeded else "compute", work=work)
-    return _on_remote(store, key, step) if dry_run and not unneeded else step
+        return Step("head", role, "stored", oid)
+    step = Step("head", role, work=work)
+    return _on_remote(store, key, step) if dry_run else step
 
 
 def head_spec(

@@ -11,16 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import NotReproduced, UsageError
-from ..heads import head_record
-from ..records import HeadCompat, ResultRecord
+from ..errors import CorruptObject, NotReproduced, ObjectNotFound, UsageError
+from ..records import ResultRecord
 from ..store import Store, derivation_key
 from ._cache import remote_fetch
-from ._compute import Feed, Run, compute_result, featureset, train_head
 from ._plan import Plan, plan
 from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, layers_arg
+
+if TYPE_CHECKING:
+    from ..records import HeadCompat
 
 REPRODUCED_TOLERANCE = 1e-6
 
@@ -122,17 +123,39 @@ def execute(
         LeaseTimeout: another process still computes this result after ``lease_timeout``.
     """
     spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
-    run = Run(device=device, progress=progress, executor=executor)
     store = the_plan.store
     if recompute:
-        return _recompute(the_plan, run)
+        return _recompute(the_plan, device, progress, executor)
+    if the_plan.cached:  # the plan found it: read it once (hash checked) unless it went since
+        oid = the_plan.steps[-1].id
+        assert oid is not None  # a stored step has its id
+        try:
+            record = ResultRecord.from_dict(store.read_json(oid))
+        except (ObjectNotFound, CorruptObject):
+            pass  # derive below recomputes it (and moves a damaged blob aside)
+        else:
+            return Result(oid, record, True, time.perf_counter() - the_plan.started,
+                          source="store")
     answered: dict[str, str] = {}
-    oid, computed = store.derive(
-        spec, lambda: compute_result(the_plan, run), fetch=remote_fetch(store, answered),
-        timeout=lease_timeout,
-    )
+    done: list[str] = []  # derivation keys computed by this call (features, heads, the result)
+    extracted = [0]  # images this call sent through a backbone
+
+    def compute() -> str:
+        # the compute path (heads, bootstrap, extraction) loads only on a miss: a cached
+        # answer must not pay for its imports
+        from ._compute import Run, compute_result
+
+        run = Run(device=device, progress=progress, executor=executor)
+        try:
+            return compute_result(the_plan, run)
+        finally:
+            done.extend(run.computed)
+            extracted[0] = run.extracted
+
+    oid, computed = store.derive(spec, compute, fetch=remote_fetch(store, answered),
+                                 timeout=lease_timeout)
     if computed:
-        run.computed.append(derivation_key(spec))
+        done.append(derivation_key(spec))
     source = "computed" if computed else ("remote" if "remote" in answered else "store")
     return Result(
         oid,
@@ -141,8 +164,8 @@ def execute(
         time.perf_counter() - the_plan.started,
         source=source,
         remote=answered.get("remote"),
-        computed=tuple(run.computed),
-        extracted=run.extracted,
+        computed=tuple(done),
+        extracted=extracted[0],
     )
 
 
@@ -157,16 +180,20 @@ def stored_result(the_plan: Plan) -> Result | None:
                   time.perf_counter() - the_plan.started, source="store")
 
 
-def _recompute(the_plan: Plan, run: Run) -> Result:
+def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
+               executor: Any) -> Result:
     """Compute the result afresh (heads retrained, features reused) and compare with the stored one.
 
     Raises:
         NotReproduced: a metric moved by more than ``REPRODUCED_TOLERANCE``; the new result is
             stored and the derivation points at it, so nothing is lost.
     """
+    from ._compute import Run, compute_result  # the compute path: see execute
+
     store, spec = the_plan.store, the_plan.derivation
     key = derivation_key(spec)
     previous = store.lookup(key)
+    run = Run(device=device, progress=progress, executor=executor)
     with store.lease(key, inputs=list(spec["inputs"].values())):
         oid = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid)
@@ -360,6 +387,11 @@ def get_head(
         raise UsageError(
             f"task {task!r} is zero-shot and has no head", hint="use `vbstore get result` for it"
         )
+    # the compute path: see execute
+    from ..heads import head_record
+    from ..records import HeadCompat
+    from ._compute import Feed, Run, featureset, train_head
+
     the_plan = plan(request, store)
     run = Run(device=device, progress=progress, executor=executor)
     train = Feed(

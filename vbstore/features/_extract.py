@@ -10,15 +10,20 @@ recomputed.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from PIL import Image
+from torch.utils.data import DataLoader
+from tqdm import tqdm
 
 from ..canonical import digest
 from ..errors import BadInput
@@ -45,8 +50,6 @@ class ExtractionStats:
 
 def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch_size: int,
               workers: int, ahead: int = 3) -> Iterator[tuple[list[int], torch.Tensor]]:
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max(1, workers)) as pool:
         window: deque = deque()
         for start in range(0, len(indices), batch_size):
@@ -66,9 +69,7 @@ def decode_image(path, expected: str, preprocess) -> torch.Tensor:
     Raises:
         BadInput: the file changed since the manifest was read, or cannot be decoded.
     """
-    import io
 
-    from PIL import Image
 
     try:
         data = path.read_bytes()
@@ -102,8 +103,6 @@ class _Decode(torch.utils.data.Dataset[tuple[int, torch.Tensor]]):
 
 def _worker_batches(decode: _Decode, batch_size: int, workers: int
                     ) -> Iterator[tuple[list[int], torch.Tensor]]:
-    from torch.utils.data import DataLoader
-
     def collate(items):
         return [i for i, _ in items], torch.stack([t for _, t in items])
 
@@ -114,8 +113,6 @@ def _worker_batches(decode: _Decode, batch_size: int, workers: int
 def progress_bar(total: int, enabled: bool):
     if not enabled or total == 0:
         return contextlib.nullcontext(None)
-    from tqdm import tqdm
-
     return tqdm(total=total, unit="img", desc="extracting", file=sys.stderr, dynamic_ncols=True,
                 disable=not sys.stderr.isatty() and not os.environ.get("VBSTORE_PROGRESS"))
 

@@ -16,6 +16,8 @@ import torch
 
 from ..errors import CorruptObject, VbstoreError
 
+# Local imports: safetensors loads when a pack is opened or written.
+
 PACK_FORMAT = "vbstore.pack.v1"
 PACK_BYTES = 64 << 20  # one pack is flushed at this size, so memory stays flat
 PACK_ROWS = 4096

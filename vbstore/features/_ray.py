@@ -35,6 +35,9 @@ from ._extract import DTYPES, Plan, _prefetch, decode_image, progress_bar
 from ._packs import PackWriter, row_bytes, rows_per_pack
 from ._params import ExtractorParams, extractor_key
 
+# Local imports: ray loads when something is extracted on Ray; the backbone (torch), the remotes
+# and safetensors load inside a Ray worker or the sink that needs them.
+
 log = logging.getLogger(__name__)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from .. import canonical
 from ..errors import HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError
 from ..records import HeadCompat
+from ..store import read_safetensors_header, validate
 
 HEAD_FORMAT = "vbstore.head.v1"
 
@@ -25,8 +26,6 @@ HEAD_FORMAT = "vbstore.head.v1"
 def save_head(store, state: Mapping[str, Any], compat: Mapping[str, Any],
               edges: Mapping[str, Any] | None = None) -> str:
     """Store a head's tensors with its compatibility record; return its id."""
-    from ..store import validate
-
     validate("head.compat", dict(compat))
     metadata = {"format": HEAD_FORMAT, "vbstore.compat": canonical.dumps(dict(compat)).decode()}
     return store.put_tensors(dict(state), "head", metadata, edges=edges)
@@ -34,8 +33,6 @@ def save_head(store, state: Mapping[str, Any], compat: Mapping[str, Any],
 
 def head_record(store, head_id: str) -> dict[str, Any]:
     """The compatibility record of a stored head (no tensors loaded)."""
-    from ..store import read_safetensors_header
-
     header, _ = read_safetensors_header(store.path(head_id))
     metadata = header.get("__metadata__") or {}
     if metadata.get("format") != HEAD_FORMAT or "vbstore.compat" not in metadata:
@@ -129,6 +126,7 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
         HeadMismatch: ``strict`` and the backbone weights, input size, pooling, feature mode,
             layers or embedding width differ.
     """
+    # torch: only when a head's tensors are loaded
     from safetensors.torch import load
 
     record = head_record(store, head_id)

@@ -33,6 +33,7 @@ def draw_bars(bars: Sequence[Bar], path: str | Path, title: str = "",
     except ImportError:
         raise MissingDependency("matplotlib", "plot") from None
     matplotlib.use("Agg", force=True)
+    # matplotlib: only when a figure is drawn
     import matplotlib.pyplot as plt
 
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vbstore",

@@ -10,6 +10,8 @@ import numpy as np
 
 from ..errors import MissingDependency, UsageError
 
+# Local imports: matplotlib loads when a figure is drawn.
+
 _FORMATS = (".png", ".svg")
 
 

@@ -6,7 +6,22 @@ for every document its schema accepts, unknown fields included (kept in ``extra`
 written by an older or newer vbstore read back unchanged.
 """
 
-from .head import CHECKED, HeadCompat
-from .result import ResultRecord
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# each record loads with its module on first use (a cached result reads no head record)
+_LAZY = {"CHECKED": ".head", "HeadCompat": ".head", "ResultRecord": ".result"}
+
+if TYPE_CHECKING:
+    from .head import CHECKED, HeadCompat
+    from .result import ResultRecord
 
 __all__ = ["CHECKED", "HeadCompat", "ResultRecord"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ import blake3
 
 from .._net import forget, unreachable_reason
 from ..errors import UsageError
+from . import _closure
 from ._config import RemoteConfig
 from ._errors import RemoteError, RemoteOffline
 
@@ -84,8 +85,6 @@ def bounded(chunks: Iterable[bytes], limit: int, what: str, remote: str) -> Iter
 
 def document_limit() -> int:
     """The most bytes a ref or derivation record may have (read at call time: tests lower it)."""
-    from . import _closure
-
     return _closure.MAX_DOCUMENT_BYTES
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__, canonical
-from ..errors import NonCanonical
+from ..errors import NonCanonical, ObjectNotFound
 from ..store import KINDS, derivation_key
 from ._errors import TamperedBlob
 from ._paths import check_oid, check_ref
@@ -49,8 +49,6 @@ def closure(store, oid: str) -> list[Entry]:
     Objects whose blob is not present (evicted packs, say) are listed too, so the caller can
     decide; objects with no registry row at all (dangling edges) are left out.
     """
-    from ..errors import ObjectNotFound
-
     seen: set[str] = set()
     stack, entries = [oid], []
     while stack:

@@ -13,6 +13,7 @@ duplicate or concurrent upload of one is harmless. Only the ref update must be c
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import uuid
 from abc import abstractmethod
@@ -28,6 +29,8 @@ from ._base import RefUpdate, Remote, bounded, document_limit, local_digest, pro
 from ._config import RemoteConfig
 from ._errors import RemoteConflict, RemoteError, UnsafeRemotePath, redact
 from ._paths import check_ref
+
+# Local imports: fsspec, s3fs and botocore load when such a remote is opened.
 
 CHUNK = 1 << 20
 _BATCH = 64
@@ -231,7 +234,6 @@ class S3Remote(FsspecRemote):
         # a single-part upload's ETag is the MD5 of its bytes: compare without downloading;
         # a multipart ETag ("...-N") says nothing of the content, so those are read back
         import asyncio
-        import hashlib
 
         from fsspec.asyn import sync
 

@@ -11,6 +11,7 @@ locally saved token) at call time and are never written anywhere by vbstore.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ from ._errors import (
     redact,
 )
 from ._paths import check_ref
+
+# Local imports: huggingface_hub and httpx load when a Hub remote is used.
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20
@@ -192,7 +195,6 @@ class HubRemote(Remote):
     def unchanged(self, files: Mapping[str, Path | bytes], revision: str | None = None) -> set[str]:
         # the listing carries a checksum of every file: the sha256 of an LFS file, else its git
         # blob id; compare those, so nothing is downloaded
-        import hashlib
 
         sha = self.resolve(revision)
         paths, same = sorted(files), set()
@@ -291,8 +293,6 @@ def _http_errors() -> _HttpErrors:
 
 def _git_blob_id(local: Path | bytes) -> str:
     """The git object id of a file's bytes (what the Hub lists for a non-LFS file)."""
-    import hashlib
-
     size = len(local) if isinstance(local, bytes) else local.stat().st_size
     hasher = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
     if isinstance(local, bytes):

@@ -9,20 +9,16 @@ from pathlib import Path
 
 from ._base import Remote
 from ._config import RemoteConfig, RemoteRegistry
+from ._fsspec import DirRemote, S3Remote
+from ._hub import HubRemote
 
 
 def remote_for(config: RemoteConfig) -> Remote:
     """A :class:`Remote` for ``config``; the client libraries are imported only here."""
     if config.scheme == "dir":
-        from ._fsspec import DirRemote
-
         return DirRemote(config)
     if config.scheme == "s3":
-        from ._fsspec import S3Remote
-
         return S3Remote(config)
-    from ._hub import HubRemote
-
     return HubRemote(config)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import canonical
 from ..errors import CorruptObject, ObjectNotFound, UsageError, VbstoreError
-from ..store import encoding
+from ..store import check_safetensors_file, encoding, validate
 from ._base import Remote, document_limit
 from ._closure import Entry, parse_derivation, parse_ref, within
 from ._errors import RemoteConflict, RemoteError, RemoteNotFound, TamperedBlob, UnsafeRemotePath
@@ -64,8 +64,6 @@ def _check_content(remote: str, entry: Entry, temp: Path) -> None:
     kind, how = entry.kind, encoding(entry.kind)
     try:
         if how == "json":
-            from ..store import validate
-
             data = temp.read_bytes()
             document = json.loads(data)
             if not isinstance(document, dict) or document.get("kind") != kind:
@@ -74,8 +72,6 @@ def _check_content(remote: str, entry: Entry, temp: Path) -> None:
                 raise VbstoreError("it is not canonical JSON")
             validate(kind, document)
         elif how == "safetensors":
-            from ..store import check_safetensors_file
-
             check_safetensors_file(temp, kind)
     except (VbstoreError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise TamperedBlob(remote, entry.id, f"claims kind {kind} but {exc}") from None

@@ -43,18 +43,26 @@ def derivation_key(spec: Mapping[str, Any]) -> str:
 class DeriveMixin(_StoreBase):
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
-    def lookup(self, key: str, valid: Callable[[str], bool] | None = None) -> str | None:
+    def lookup(self, key: str, valid: Callable[[str], bool] | None = None, *,
+               check: bool = True, touch: bool = True) -> str | None:
         """The recorded output of ``key`` if it is present and intact, else None (a miss).
 
         ``valid(output)`` can add a deeper check (a featureset's packs are present, say).
+        ``check=False`` returns the record as it stands (not touched, not verified): an id to
+        show, never one to read. ``touch=False`` leaves the output's ``last_used`` alone (a
+        write): for a caller that touches what it goes on to use itself, or reads it under a
+        root that gc keeps anyway (a stored result and its inputs).
         """
         row = self.db.one("SELECT output FROM derivations WHERE key = ?", (key,))
         if row is None:
             return None
         output = row[0]
+        if not check:
+            return output
         row = self.db.one("SELECT kind FROM objects WHERE id = ?", (db_id(output),))
         kind = row[0] if row else None
-        self.touch([output])  # first: gc re-checks last_used under its lock before deleting
+        if touch:
+            self.touch([output])  # first: gc re-checks last_used under its lock before deleting
         if not self.has(output):
             return None
         if kind is not None and encoding(kind) == "json":

@@ -11,7 +11,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import BadInput, CorruptObject, StoreIOError
@@ -60,6 +59,10 @@ class FileStateMixin(_StoreBase):
 
             workers = threads or min(8, (os.cpu_count() or 2) * 2)
             problems = []
+            # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
+            # never on a cached `get`
+            from concurrent.futures import ThreadPoolExecutor
+
             fresh: dict[int, str] = {}
             with ThreadPoolExecutor(workers) as pool:
                 for i, (digest, problem) in zip(missing, pool.map(one, missing), strict=True):

@@ -15,7 +15,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +109,10 @@ class FsckMixin(_StoreBase):
         files, report.unsafe = self.files.scan()
 
         verified = []
+        # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
+        # never on a cached `get`
+        from concurrent.futures import ThreadPoolExecutor
+
         workers = jobs or min(8, (os.cpu_count() or 2))
         items = list(files.items())
         # a few hundred files per task: one future per file would cost more than hashing it

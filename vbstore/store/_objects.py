@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from ..errors import DiskFull, StoreIOError
 
 CHUNK = 1 << 20
 SMALL_FILE = 1 << 20
-HOST = socket.gethostname()
+HOST = os.uname().nodename  # socket.gethostname()'s answer, without importing socket
 
 
 def _io_error(exc: OSError, what: str) -> StoreIOError:

@@ -16,7 +16,6 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +88,10 @@ class RebuildMixin(_StoreBase):
                 return oid, path, None, None
 
         objects, edges, packs = [], [], []
+        # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
+        # never on a cached `get`
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(jobs or min(8, os.cpu_count() or 2)) as pool:
             found = list(pool.map(read, files.items()))
         present = {oid for oid, _, kind, _ in found if kind is not None}

@@ -31,6 +31,7 @@ def has_schema(name: str) -> bool:
 
 @cache
 def _validator(name: str):
+    # jsonschema (~70 ms at import): on the first write only, never on a cached read
     import jsonschema
 
     schema = json.loads(schema_text(name))

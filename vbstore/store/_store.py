@@ -7,7 +7,6 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +24,7 @@ from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
+from ._tensors import check_safetensors_bytes, to_safetensors_bytes
 
 _HEX = re.compile(r"^[0-9a-f]+$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
@@ -135,6 +135,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         else:
             self.writable("store a new blob")
             # large blobs: hash on another thread (BLAKE3 drops the GIL) while the write runs
+            # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
+            # never on a cached `get`
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(1) as pool:
                 pending = pool.submit(canonical.digest, data)
                 temp, _, size = self.files.write_temp(chunks, known_id="-")
@@ -200,8 +204,6 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
                 raise UsageError(f"not a JSON document: {exc}") from None
             return self.put_json(document, kind, edges)
         if _kinds.encoding(kind) == "safetensors":
-            from ._tensors import check_safetensors_bytes
-
             check_safetensors_bytes(data, kind)
         return self.put_bytes(data, kind, edges)
 
@@ -231,8 +233,6 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         edges: Edges | None = None,
     ) -> str:
         """Serialise tensors (torch or numpy) as safetensors, ``vbstore.kind`` in the metadata."""
-        from ._tensors import to_safetensors_bytes
-
         if _kinds.encoding(kind) != "safetensors":
             raise UsageError(f"{kind} is not a tensor kind")
         data = to_safetensors_bytes(tensors, kind, metadata or {})

@@ -11,6 +11,8 @@ from ..errors import UsageError
 from ._board import Board
 from ._evaluate import Evaluation
 
+# Local imports: matplotlib loads when a board is plotted.
+
 FORMATS = ("text", "md", "csv", "json")
 
 

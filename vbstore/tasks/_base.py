@@ -32,11 +32,17 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from ..errors import UsageError
+from ._errors import TaskInputError
+from ._split import DenseSplit
 
 if TYPE_CHECKING:
     import torch
 
     from ._split import DenseSplit
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 Level = Literal["high", "mid", "low"]
 Direction = Literal["higher", "lower"]
@@ -421,7 +427,6 @@ class Task:
         if not self.trains_head:
             return None
         from . import _checks
-        from ._errors import TaskInputError
 
         params = self.resolve_params(params)
         feats = _checks.features(eval_feats, "eval")
@@ -541,9 +546,6 @@ class Task:
         raise NotImplementedError(f"task {self.name!r} scores no derived views")
 
     def _check_split(self, split: Any, role: str, *, trained: bool) -> None:
-        from ._errors import TaskInputError
-        from ._split import DenseSplit
-
         if self.feature_mode != "dense":
             raise UsageError(f"task {self.display_name!r} reads pooled features, not a dense split",
                              hint="call fit/evaluate with (N, C) features")

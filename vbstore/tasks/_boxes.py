@@ -36,6 +36,10 @@ import numpy as np
 import torch
 from torchvision.ops import batched_nms, generalized_box_iou_loss, sigmoid_focal_loss
 
+from ._errors import UndefinedMetric
+
+# Local imports: pycocotools loads when boxes or masks are scored.
+
 FOCAL_ALPHA, FOCAL_GAMMA, GIOU_WEIGHT = 0.25, 2.0, 2.0
 SCORE_THRESHOLD, NMS_IOU, MAX_DETECTIONS = 0.05, 0.5, 100
 PRIOR = 0.01  # class biases start at -log((1 - p) / p): every cell background at first
@@ -321,7 +325,6 @@ class DetectionScorer:
             self.det_rles.append(_rle(det_masks))
 
     def result(self) -> dict[str, float]:
-        from ._errors import UndefinedMetric
 
         aps = voc_ap(self.detections, self.truths, self.n_classes)
         if not aps:

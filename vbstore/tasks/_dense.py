@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
     from ._split import DenseSplit
 
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
+
 # probe3d's schedule: each a task parameter, so a run that changes one has another key.
 DENSE_PARAMS = MappingProxyType(
     {

@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data import apply_homography
+from ._errors import TaskInputError, UndefinedMetric
 
 if TYPE_CHECKING:
     import torch
 
     from .correspondence import Geometry, KeypointPairs, WarpPairs
+
+# Local imports: torch loads when features are matched.
 
 THRESHOLDS = (1, 2, 5, 10)
 AUC_PX = 10
@@ -142,7 +145,6 @@ def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
         TaskInputError: views that do not fit their images.
         UndefinedMetric: no pair has a patch whose correspondence B shows.
     """
-    from ._errors import TaskInputError, UndefinedMetric
 
     n = len(pairs.a)
     if len(pairs.b) != n or len(pairs.homographies) != n or len(pairs.sizes) != n:
@@ -203,7 +205,6 @@ def score_keypoints(pairs: KeypointPairs, batch_size: int = 32) -> dict[str, flo
     Raises:
         UndefinedMetric: no source keypoint lies inside what the backbone sees.
     """
-    from ._errors import UndefinedMetric
 
     grid_hw = (int(pairs.feats.grid_hw[0]), int(pairs.feats.grid_hw[1]))
     errors, scales = [], []

@@ -35,7 +35,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    # torch: only when a split's tensors are made
     import torch
+
+# Local imports: torch loads when a split's tensors are made.
 
 DENSE_TARGETS = ("label_map", "depth_map", "normal_map", "scalar_map", "image", "boxes",
                  "instances")
@@ -100,6 +103,7 @@ class TensorSplit:
     def __init__(self, feats: Sequence[torch.Tensor], target: torch.Tensor, *, target_kind: str,
                  layers: Sequence[int] | None = None, device: str | torch.device = "cpu",
                  target_hw: tuple[int, int] | None = None) -> None:
+        # torch: only when a split's tensors are made
         import torch
 
         if target_kind not in DENSE_TARGETS:
@@ -124,6 +128,7 @@ class TensorSplit:
 
     def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
                 ) -> Iterator[DenseBatch]:
+        # torch: only when a split's tensors are made
         import torch
 
         order = (torch.randperm(len(self), generator=torch.Generator().manual_seed(seed))

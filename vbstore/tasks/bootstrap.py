@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
+# Local imports: numpy and torch load when a confidence interval is computed; the engine imports
+# this module on its compute path only.
+
 N_BOOT = 1000  # draws when the task gives per-sample values (each draw is one weighted mean)
 N_BOOT_REEVALUATE = 200  # draws when each draw re-runs the task's evaluate
 BOOT_SEED = 0  # the draws depend on the row count only: every backbone is resampled alike

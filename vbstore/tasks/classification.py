@@ -15,10 +15,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._base import HeadState, Metric, Param, Task
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 # Shared with the multi-label probe, so both train the same way.
 LINEAR_PARAMS = MappingProxyType(
@@ -94,7 +99,6 @@ class LinearClassification(Task):
 
     def _logits(self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         from . import _linear
-        from ._errors import TaskInputError
 
         head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
         n_classes = head["weight"].shape[0]

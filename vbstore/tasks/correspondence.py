@@ -34,11 +34,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._base import Metric, Param, Task
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
+
+# Local imports: torch, numpy and the matching code load when the probe scores; the task
+# registry imports this module on every cached `get`.
 
 THRESHOLDS = (1, 2, 5, 10)  # as _matching's: the declaration must not import numpy
 AUC_PX = 10
@@ -139,7 +143,6 @@ class Correspondence(Task):
     headline = "recall@1px"
 
     def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
-        from ._errors import TaskInputError
 
         if not isinstance(views, WarpPairs):
             raise TaskInputError(f"correspondence scores WarpPairs, got {type(views).__name__}")
@@ -173,7 +176,6 @@ class KeypointCorrespondence(Task):
     headline = "pck@0.1"
 
     def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
-        from ._errors import TaskInputError
         from ._matching import score_keypoints
 
         if not isinstance(views, KeypointPairs):

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
     from ._split import DenseSplit
 
+# Local imports: torch and the box machinery load when the probe trains or scores; the task
+# registry imports this module on every cached `get`.
+
 
 class GridOutput(NamedTuple):
     """What the detection head predicts for a batch: its raw grid and the input size the grid

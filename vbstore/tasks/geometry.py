@@ -28,10 +28,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ._base import Metric, Param
 from ._dense import DenseTask, dense_params
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 DEPTH_BINS = 256
 _NOT_GIVEN = 0.0
@@ -69,7 +74,6 @@ class Depth(DenseTask):
 
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         from ._dense_ops import check_finite
-        from ._errors import TaskInputError
 
         check_finite(target, self.name, role)
         if (target < 0).any():

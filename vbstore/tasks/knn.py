@@ -21,10 +21,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._base import HeadState, Metric, Param, Task
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 
 @register_task(name="knn")
@@ -88,7 +93,6 @@ class KnnClassification(Task):
         import torch
 
         from . import _checks
-        from ._errors import TaskInputError
         from ._metrics import l2_normalise, ranking, row_blocks
 
         bank = _checks.head_tensor(head, "bank", self.name, 2, (1, feats.shape[1]))

@@ -28,10 +28,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._base import Metric, Param
 from ._dense import DenseTask, dense_params
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 _SCALE = Param(1.0, "divides the stored map values", above=0.0)
 
@@ -104,7 +109,6 @@ class OcclusionEdge(_MapTask):
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         import torch
 
-        from ._errors import TaskInputError
 
         target = super()._prepare(target, params, role)
         if params["target_transform"] == "none":
@@ -147,7 +151,6 @@ class Corner(_MapTask):
 
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         from ._dense_ops import shi_tomasi
-        from ._errors import TaskInputError
 
         if target.ndim != 4 or target.shape[1] != 3:
             raise TaskInputError(f"task {self.name!r}: {role} images must be (B, 3, H, W), got "

@@ -18,11 +18,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import HeadState, Metric, Task
+from ._errors import TaskInputError, UndefinedMetric
 from ._registry import register_task
 from .classification import LINEAR_PARAMS
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 
 def macro_average_precision(scores: torch.Tensor, targets: torch.Tensor) -> float | None:
@@ -62,7 +67,6 @@ class MultiLabel(Task):
         class_names: list[str] | None,
     ) -> tuple[HeadState, dict[str, float]]:
         from . import _linear
-        from ._errors import UndefinedMetric
 
         head, loss = _linear.train(
             feats,
@@ -84,7 +88,6 @@ class MultiLabel(Task):
         self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
     ) -> dict[str, float]:
         from . import _linear
-        from ._errors import TaskInputError, UndefinedMetric
 
         head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
         n_labels = head["weight"].shape[0]

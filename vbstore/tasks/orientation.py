@@ -24,10 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import Metric, Param
 from ._dense import DenseTask, dense_params
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 
 @register_task(name="orientation")
@@ -59,7 +64,6 @@ class Orientation(DenseTask):
 
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         from ._dense_ops import check_finite, gradient_orientation
-        from ._errors import TaskInputError
 
         if target.ndim != 4 or target.shape[1] != 3:
             raise TaskInputError(f"task {self.name!r}: {role} images must be (B, 3, H, W), got "

@@ -31,10 +31,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._base import HeadState, Metric, Param, Task
+from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the training helpers load when the probe trains or scores; the task
+# registry imports this module on every cached `get`.
 
 ACCURACY_DEGREES = (15, 30)
 
@@ -90,7 +94,6 @@ def pose_metrics(rotation: torch.Tensor, direction: torch.Tensor, truth: torch.T
     Raises:
         UndefinedMetric: every pair has a zero translation (no direction to compare).
     """
-    from ._errors import UndefinedMetric
 
     r_err = rotation_error(rotation, quaternion_to_matrix(truth[:, 2:6]))
     t_err = direction_error(direction, truth[:, 6:9])
@@ -135,7 +138,6 @@ def fit_pose(feats: torch.Tensor, pairs: torch.Tensor, params: dict[str, Any], s
     """
     import torch
 
-    from ._errors import TrainingDiverged
     from ._linear import standardisation
 
     generator = torch.Generator().manual_seed(seed)
@@ -249,7 +251,6 @@ class RelativePose(Task):
                   params: dict[str, Any]) -> dict[str, float]:
         import torch
 
-        from ._errors import TaskInputError
 
         if int(head["mean"].shape[0]) != int(feats.shape[1]):
             raise TaskInputError(f"the head was trained on {head['mean'].shape[0]}-wide "

@@ -19,10 +19,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import Metric, Task
+from ._errors import UndefinedMetric
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 RECALL_KS = (1, 5, 10)
 
@@ -59,7 +64,6 @@ class Retrieval(Task):
     ) -> dict[str, float]:
         import torch
 
-        from ._errors import UndefinedMetric
         from ._metrics import average_precision_ranked, l2_normalise, row_blocks
 
         n = len(feats)

@@ -25,10 +25,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ._base import Metric, Param
 from ._dense import DenseTask, dense_params
+from ._errors import TaskInputError
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 
 @register_task(name="semantic_segmentation")
@@ -64,7 +69,6 @@ class SemanticSegmentation(DenseTask):
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         import torch
 
-        from ._errors import TaskInputError
 
         if target.is_floating_point():
             raise TaskInputError(f"{role} label maps must be integers, got {target.dtype}")
@@ -136,7 +140,6 @@ class GenericSegmentation(DenseTask):
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         import torch
 
-        from ._errors import TaskInputError
 
         if target.is_floating_point():
             raise TaskInputError(f"{role} masks must be integer label maps, got {target.dtype}")

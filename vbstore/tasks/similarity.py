@@ -18,10 +18,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import Metric, Task
+from ._errors import UndefinedMetric
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 
 def two_afc(ref: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
@@ -79,8 +84,6 @@ class Similarity(Task):
         params: dict[str, Any],
         context: dict[str, Any],
     ) -> dict[str, float]:
-        from ._errors import UndefinedMetric
-
         left_votes, right_votes = targets[:, 3], targets[:, 4]
         answered = left_votes != right_votes
         if not bool(answered.any()):

@@ -25,12 +25,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import Metric
+from ._errors import TaskInputError
 from ._prompts import PROMPT_PARAMS, Multilingual, prompt_sets
 from ._prompts import TEMPLATES as _BY_LANGUAGE
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 TEMPLATES = _BY_LANGUAGE["en"]  # the English built-in sets, by name
 
@@ -85,7 +90,6 @@ class ZeroShotClassification(Multilingual):
         context: dict[str, Any],
     ) -> dict[str, float]:
         from ._checks import context_class_names
-        from ._errors import TaskInputError
         from ._metrics import l2_normalise, mean_per_class_recall, ranking, topk_accuracies
 
         names = context_class_names(

@@ -15,11 +15,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import Metric
+from ._errors import TaskInputError, UndefinedMetric
 from ._prompts import PROMPT_PARAMS, Multilingual
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
+
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
 
 
 @register_task(name="zeroshot_multilabel")
@@ -47,7 +52,6 @@ class ZeroShotMultiLabel(Multilingual):
         context: dict[str, Any],
     ) -> dict[str, float]:
         from ._checks import context_class_names
-        from ._errors import TaskInputError, UndefinedMetric
         from ._metrics import l2_normalise
         from .multilabel import macro_average_precision
         from .zeroshot_classification import text_classifier

@@ -18,20 +18,24 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ._base import Metric, Param
+from ._errors import TaskInputError
 from ._prompts import Multilingual
 from ._registry import register_task
 
 if TYPE_CHECKING:
     import torch
 
+# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
+# load inside the functions that compute; importing a task only declares it, and a cached result
+# reads nothing more.
+
 RECALL_KS = (1, 5, 10)
 
 
 def _captions(context: dict[str, Any], n_images: int) -> tuple[list[str], list[int]]:
     """Flatten the per-image captions into (texts, image index of each text)."""
-    from ..errors import UsageError
-    from ._errors import TaskInputError
     from ._text import strings
 
     if "captions" not in context:
