@@ -161,10 +161,9 @@ def test_navi_and_the_same_pairs_as_a_table_give_the_same_result(store, tree, tm
         assert table.doc["pairs"] == view.doc["pairs"]
     common = dict(store=store, weights="random", input_size=32, progress=False,
                   params={"epochs": 5})
-    # pair tasks read the pairs layout unless told otherwise
     from_navi = vbstore.get_result("test_vit", "relative_pose", str(tree), str(tree),
                                    split="val", train_split="train",
-                                   data_options={"layout": "navi"}, **common)
+                                   **common)  # a pair task finds the NAVI tree itself
     from_table = vbstore.get_result("test_vit", "relative_pose", str(tables), str(tables),
                                     split="val", train_split="train", **common)
     assert from_navi.metrics == from_table.metrics

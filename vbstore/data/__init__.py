@@ -18,6 +18,7 @@ from typing import Any
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
 from ._load import LAYOUTS, OPTIONS, load_manifest
 from ._manifest import manifest_digest
+from ._navi import is_navi
 from ._packaged import SOURCES
 from ._png import png_bytes, write_png
 from ._view import ManifestView
@@ -54,6 +55,7 @@ __all__ = [
     "find_warped_views",
     "image_sizes",
     "is_coco",
+    "is_navi",
     "load_manifest",
     "make_scenes",
     "make_shapes",

@@ -62,7 +62,7 @@ def open_dense_result(store, result: str, data: Any, *, split: str | None = None
         raise UsageError(f"result {oid[:12]} is a {record.task} result: its predictions are "
                          "boxes, not maps, and cannot be drawn as a map grid",
                          hint="read them with task.predict_split (boxes per image)")
-    options = data_options_for(task, data_options or {})
+    options = data_options_for(task, data_options or {}, data)
     manifest = load_manifest(store, data, split=split, limit=limit, **options)
     expected = record.inputs["eval_manifest"]
     if manifest.id != expected:

@@ -12,13 +12,15 @@ below it is then necessarily to compute.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..backbones import parse_spec
-from ..data import ManifestView, find_warped_views, load_manifest
+from ..data import ManifestView, find_warped_views, is_navi, load_manifest
 from ..errors import UsageError
 from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams, extractor_key
@@ -178,19 +180,21 @@ def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> E
     )
 
 
-def data_options_for(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+def data_options_for(task: Task, options: Mapping[str, Any], source: Any = None) -> dict[str, Any]:
     """The layout options ``task`` reads data with: a task whose targets come from the pixels
-    (target kind ``image``) reads a dense folder's images alone unless told otherwise."""
+    (target kind ``image``) reads a dense folder's images alone unless told otherwise; a pair
+    task reads ``pairs.csv`` (scenes hold it beside a dense split's folders), or a NAVI tree."""
     out = dict(options)
     if task.target_kind == "image":
         out.setdefault("target", "images")
-    if task.target_kind == "pairs":  # scenes hold pairs.csv beside a dense split's folders
-        out.setdefault("layout", "pairs")
+    if task.target_kind == "pairs" and "layout" not in out:
+        navi = isinstance(source, (str, os.PathLike)) and is_navi(Path(source))
+        out["layout"] = "navi" if navi else "pairs"
     return out
 
 
 def _manifest(store, ref, flag: str, task: Task):
-    options = data_options_for(task, ref.options)
+    options = data_options_for(task, ref.options, ref.source)
     try:
         return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, touch=False,
                              **options)
