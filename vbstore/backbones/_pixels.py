@@ -25,6 +25,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from ._errors import InvalidSpec
 from ._registry import register_backbone
 
 PATCH, SIZE = 4, 64
@@ -103,6 +104,9 @@ def test_pixels(*, pretrained: bool = False, input_size: int | None = None) -> A
     from .custom import CustomBackbone
 
     size = input_size or SIZE
+    if size % PATCH:
+        raise InvalidSpec("test_pixels", f"input size {size} is not a multiple of its {PATCH} px "
+                          "grid", hint=f"pass --input-size {size - size % PATCH or PATCH}")
     module = _net()(PATCH)
     if pretrained:
         module.set_fixed()
