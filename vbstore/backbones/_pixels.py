@@ -9,10 +9,10 @@ learned, every channel is a fixed function of the pixels that a reader can name.
   the normalised image — the RGB values, the luma Sobel gradients ``gx``, ``gy`` and the luma
   Laplacian, each divided by 8 so a full step is about 1 — and the pixel-wise energies
   ``gx^2``, ``gy^2``, ``gx*gy`` (the structure tensor) and ``|g|``: 10 values x ``patch^2``;
-* ``context`` (block 1, the default): the same as block 0, plus the cell's mean of the 10
-  pixel channels and their means over 3x3 and 7x7 cells and the whole image (what is around
-  it, as a deep network's receptive field would see), plus the cell's position (x and y in
-  [-1, 1], a ViT's position embedding in its plainest form).
+* ``context`` (block 1, the default): the cell's mean of the 10 pixel channels, their means
+  over 3x3 and 7x7 cells and the whole image (what is around it, as a deep network's
+  receptive field would see), the cell's position (x and y in [-1, 1], a ViT's position
+  embedding in its plainest form), then block 0's channels.
 
 ``weights="default"`` sets the filter bank above (its weights record: origin ``pretrained``,
 upstream :data:`UPSTREAM`, which says what they are); ``weights="random"`` draws the same 3x3
@@ -87,7 +87,7 @@ def _net() -> type:
             xs = torch.linspace(-1.0, 1.0, w, device=x.device, dtype=x.dtype)
             grid_y, grid_x = torch.meshgrid(ys, xs, indexing="ij")
             position = torch.stack([grid_x, grid_y]).expand(b, -1, -1, -1)
-            context = torch.cat([local, cell, *around, whole, position], dim=1)
+            context = torch.cat([cell, *around, whole, position, local], dim=1)
             return [local, context]
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
