@@ -118,7 +118,7 @@ def test_relative_pose_beats_the_mean_pose(shared_store):
         return torch.tensor(view.doc["pairs"], dtype=torch.float64)
 
     trivial = trivial_metrics(pairs("train"), pairs("val"))
-    # measured: rotation_error 12.4 vs 14.1 degrees, translation_error 59.3 vs 67.4
+    # measured: rotation_error 10.8 vs 14.1 degrees, translation_error 58.6 vs 67.4
     assert result.metrics["rotation_error"] < trivial["rotation_error"] - 1.0
     assert result.metrics["translation_error"] < trivial["translation_error"] - 4.0
 
