@@ -115,6 +115,7 @@ def tiny_clip(tmp_path_factory) -> str:
 CASES = {
     "test_vit": ("test_vit", {}),
     "test_cnn": ("test_cnn", {}),
+    "test_pixels": ("test_pixels", {}),
     "timm_vit": ("timm:test_vit", {"input_size": 64}),
     "timm_cnn": ("timm:test_resnet", {"input_size": 64}),
     "torchvision_cnn": ("torchvision:resnet18", {"input_size": 64}),

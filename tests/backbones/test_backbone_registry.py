@@ -88,7 +88,7 @@ def test_a_plugin_builds_through_the_same_path(plugin, make_batch):
 
 
 def test_list_backbones_filters_with_fnmatch():
-    assert list_backbones("test_*") == ["test_cnn", "test_vit"]
+    assert list_backbones("test_*") == ["test_cnn", "test_pixels", "test_vit"]
     assert list_backbones("*clip*") == ["open_clip"]
     assert list_backbones("TEST_*") == []
     assert {"dinov2", "open_clip", "timm", "torchvision", "test_vit"} <= set(list_backbones())

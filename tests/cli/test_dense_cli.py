@@ -41,9 +41,11 @@ def _val_depth(root) -> np.ndarray:
 def test_dense_demo_runs_offline_and_reads_against_its_trivial_baseline(demo):
     root, summary = demo
     assert (summary["task"], summary["metric"]) == ("depth", "d1")
-    assert summary["weights"] == "random"
-    assert "tiny random backbone" in summary["note"]
-    assert summary["backbone"] == "test_vit"
+    # offline the default backbone falls back to test_pixels' fixed filters, and says so
+    assert summary["backbone"] == "test_pixels"
+    assert summary["weights"] == "pretrained"  # its own pinned filters, not random ones
+    assert "fixed filters" in summary["note"]
+    assert "nothing learned" in summary["note"]
     assert summary["cached"]
     assert (summary["trivial"], summary["direction"]) == ("the mean depth", "higher")
     # the trivial predictor by hand: the split's mean valid depth, scored with delta < 1.25
@@ -58,6 +60,7 @@ def test_dense_demo_runs_offline_and_reads_against_its_trivial_baseline(demo):
     assert summary["beats_trivial"] == (summary["margin"] > 0)
     text = _run(root, "demo", "--task", "depth", "--per-split", "4", "--size", "32").output
     assert "for the trivial predictor (the mean depth) on the same split" in text
+    assert "test_pixels with fixed-filter (nothing learned) weights" in text
     assert "vbstore draw" in text
 
 

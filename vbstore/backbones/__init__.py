@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import _builtins, _testing  # noqa: F401 - register the built-in sources and test backbones
+from . import _builtins, _pixels, _testing  # noqa: F401 - register the built-in sources and test backbones
 from ._build import BuildRequest, build_backbone, spec_params
 from ._catalog import bare_rows, catalog_rows, model_rows
 from ._cfg import BackboneCfg, preprocess

@@ -13,10 +13,12 @@ from ._common import emit
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
 
-# the default backbone, and the tiny random ViT a dense demo falls back to without its weights
-# (CPU-only runs then take seconds)
+# the default backbone, and what a dense demo falls back to without its weights: test_pixels'
+# fixed filters (pixels, gradients, context, position; nothing learned), which hold enough of
+# the image for every probe to beat its trivial predictor, in seconds on a CPU
 DEFAULT_BACKBONE = "torchvision:resnet18"
-TINY_BACKBONE = "test_vit"
+FALLBACK_BACKBONE = "test_pixels"
+FALLBACK_PATCH = 4  # test_pixels' grid step: its input side must be a multiple of it
 
 
 def task_names() -> list[str]:
@@ -53,12 +55,14 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
     except WeightsUnavailable as exc:
         if weights != "default":  # only the default is allowed to fall back, and it says so
             raise
-        weights = "random"
-        if backbone == DEFAULT_BACKBONE:
-            backbone, input_size = TINY_BACKBONE, input_size or size
-            note = (f"pretrained weights unavailable ({exc.args[0]}); using a tiny random "
-                    f"backbone ({TINY_BACKBONE}, {input_size} px) instead")
+        if backbone == DEFAULT_BACKBONE:  # its default weights are its fixed filters
+            backbone = FALLBACK_BACKBONE
+            input_size = input_size or max(FALLBACK_PATCH, size - size % FALLBACK_PATCH)
+            note = (f"pretrained weights unavailable ({exc.args[0]}); using {FALLBACK_BACKBONE} "
+                    f"({input_size} px) instead: fixed filters (pixels, gradients, local "
+                    "context, position), nothing learned")
         else:
+            weights = "random"
             note = f"pretrained weights unavailable ({exc.args[0]}); using random weights instead"
         if not as_json:
             click.echo(f"note: {note}", err=True)
@@ -89,13 +93,20 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
         state = "from the store" if first.from_cache else "computed"
         verdict = (f"better than a constant by {margin:.3f}" if margin > 0 else
                    "no better than a constant: these features do not encode it (linearly)")
+        kind = ("fixed-filter (nothing learned)" if backbone == FALLBACK_BACKBONE
+                else summary["weights"])
         click.echo(f"{task} on scenes ({per_split} train / {per_split} val images of {size} px), "
-                   f"{backbone} with {summary['weights']} weights")
+                   f"{backbone} with {kind} weights")
         click.echo(f"  {metric} {value:.3f}  vs {base:.3f} for the trivial predictor "
                    f"({spec.trivial}) on the same split; {direction} is better: {verdict}")
         click.echo(f"  (train_loss {summary['train_loss']:.3f}; {state} in "
                    f"{first.seconds:.1f} s)")
-        if summary["weights"] == "random":
+        if backbone == FALLBACK_BACKBONE:
+            click.echo(f"  ({FALLBACK_BACKBONE} reads pixels, gradients and position through fixed"
+                       " filters: a floor for what a probe can get from the image; run it where"
+                       " the pretrained weights can be fetched or are cached to see what a trained"
+                       " backbone encodes)")
+        elif summary["weights"] == "random":
             click.echo("  (random weights: their features keep some pixel information but little"
                        " else; run it where the pretrained weights can be fetched or are cached"
                        " to see what a trained backbone encodes)")

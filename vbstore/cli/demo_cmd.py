@@ -47,8 +47,8 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
     --task a dense probe runs on scenes (rendered rooms with exact per-pixel targets) and its
     number is put beside the task's trivial predictor on the same split (the majority class,
     the mean depth, the mean normal, the zero map...). Without network the pretrained weights
-    cannot be fetched: the demo says so and uses random weights (a tiny random ViT for a dense
-    probe of the default backbone), and the record says `random`.
+    cannot be fetched: the demo says so and uses random weights (the record says `random`), or,
+    for a dense probe of the default backbone, test_pixels: fixed filters, nothing learned.
     """
     from ..backbones import WeightsUnavailable
     from ..engine import get_result

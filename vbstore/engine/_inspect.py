@@ -58,10 +58,6 @@ def open_dense_result(store, result: str, data: Any, *, split: str | None = None
     if not isinstance(task, DenseTask):
         raise UsageError(f"result {oid[:12]} is a {record.task} result, not a dense probe's",
                          hint="dense tasks: vbstore list tasks (feature mode dense)")
-    if task.target_kind in BOX_TARGETS:
-        raise UsageError(f"result {oid[:12]} is a {record.task} result: its predictions are "
-                         "boxes, not maps, and cannot be drawn as a map grid",
-                         hint="read them with task.predict_split (boxes per image)")
     options = data_options_for(task, data_options or {}, data)
     manifest = load_manifest(store, data, split=split, limit=limit, **options)
     expected = record.inputs["eval_manifest"]
@@ -115,6 +111,10 @@ def dense_samples(view: DenseView, count: int = 4) -> list[DenseSample]:
     """
     if count < 1:
         raise UsageError(f"count must be at least 1, got {count}")
+    if view.task.target_kind in BOX_TARGETS:
+        raise UsageError(f"result {view.id[:12]} is a {view.record.task} result: its predictions "
+                         "are boxes, not maps, and cannot be drawn as a map grid",
+                         hint="read them with task.predict_split (boxes per image)")
     heads = view.record.inputs.get("head")
     if not heads:
         raise UsageError(f"result {view.id[:12]} has no stored head to draw from")
