@@ -28,6 +28,9 @@ from typing import Any
 from ._errors import InvalidSpec
 from ._registry import register_backbone
 
+# Local imports: torch (and the torch-bound custom module) load when the backbone is built, not
+# when it is registered.
+
 PATCH, SIZE = 4, 64
 FILTERS = 6  # R, G, B, Sobel x, Sobel y, Laplacian (on luma)
 PIXEL_CHANNELS = FILTERS + 4  # + gx^2, gy^2, gx*gy, |g|
