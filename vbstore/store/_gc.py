@@ -51,6 +51,47 @@ class GcReport:
                 "kept": self.kept, "freed_bytes": self.freed_bytes, "warnings": self.warnings}
 
 
+@dataclass
+class _Walked:
+    """What the registry held when gc walked it, for a sweep that finds it unchanged since
+    (:func:`_changes` equal to ``changes``): then these sets say which of the doomed rows
+    have rows elsewhere to drop, instead of a probe per row in each table."""
+
+    changes: tuple
+    parents: set  # doomed ids with edges to children
+    built_on: dict  # id -> hex ids of the featuresets built on it
+    outputs: set  # hex ids some derivation names as its output
+    aliased: set  # hex ids some alias names
+
+    @classmethod
+    def read(cls, db, changes: tuple, keep: set) -> _Walked:
+        built_on: dict = defaultdict(list)
+        for parent, child in db.query(
+                "SELECT e.parent, e.child FROM edges e JOIN objects o ON o.id = e.parent "
+                "WHERE o.kind='featureset'"):
+            built_on[child].append(hex_id(parent))
+        return cls(changes,
+                   {p for (p,) in db.query("SELECT DISTINCT parent FROM edges") if p not in keep},
+                   built_on, {o for (o,) in db.query("SELECT output FROM derivations")},
+                   {o for (o,) in db.query("SELECT id FROM aliases")})
+
+    def forget(self, conn, keys: list, oids: list[str], packs: list) -> None:
+        """:meth:`GcMixin._forget` and the edges delete, for rows as they were walked."""
+        featuresets = [fs for key in keys for fs in self.built_on.get(key, ())]
+        outputs = [oid for oid in (*oids, *featuresets) if oid in self.outputs]
+        if outputs:
+            conn.execute("DELETE FROM derivations WHERE output IN "
+                         "(SELECT value FROM json_each(?))", (json.dumps(outputs),))
+        aliased = [oid for oid in oids if oid in self.aliased]
+        if aliased:
+            conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
+                         (json.dumps(aliased),))
+        forget_pack_rows(conn, packs)
+        parents = [key for key in keys if key in self.parents]
+        if parents:
+            conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(parents)})", parents)  # noqa: S608
+
+
 class GcMixin(_StoreBase):
     """gc and du methods of :class:`vbstore.Store`."""
 
@@ -124,6 +165,7 @@ class GcMixin(_StoreBase):
                 keys.append(key)
                 doomed.append({"id": hex_id(key), "kind": kind, "size": 0 if evicted else size})
         report.kept = kept
+        walked = None if dry_run else _Walked.read(self.db, walked, keep)
         del keep
         chosen = [] if max_size is None else self._eviction(max_size, cutoff, set(keys), report)
         if dry_run:
@@ -141,7 +183,7 @@ class GcMixin(_StoreBase):
         return report
 
     def _sweep(self, doomed: list[dict[str, Any]], keys: list, chosen: list[dict[str, Any]],
-               cutoff: float, report: GcReport, walked: tuple | None = None) -> None:
+               cutoff: float, report: GcReport, walked: _Walked | None = None) -> None:
         """Delete ``doomed`` (``keys``: their registry ids) and evict ``chosen``; safe to run
         again (rows are re-checked unless nothing but this sweep wrote since ``walked``)."""
         for i in range(0, len(doomed), _TRANSACTION):
@@ -153,28 +195,32 @@ class GcMixin(_StoreBase):
             self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
 
     def _delete_batch(self, batch: list[dict[str, Any]], keys: list, cutoff: float,
-                      walked: tuple | None) -> tuple[list[dict[str, Any]], tuple | None]:
+                      walked: _Walked | None) -> tuple[list[dict[str, Any]], _Walked | None]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
         at worst blobs without rows, which fsck adopts, never rows without blobs.
 
-        ``walked`` is :func:`_changes` as this gc last left the registry (None once another
-        write landed): while it holds, every row of ``batch`` is as the walk saw it, collectable,
-        and is deleted without a re-check. Returns what was removed and the new ``walked``.
+        ``walked`` is what the walk saw, with :func:`_changes` as this gc last left the
+        registry (None once another write landed): while that holds, every row of ``batch`` is
+        as the walk saw it, collectable, and is deleted without a re-check, its other rows
+        found from ``walked``. Returns what was removed and the new ``walked``.
         """
         collected: set = set()
         with self.db.write() as conn:
-            recheck = walked is None or _changes(conn) != walked
+            recheck = walked is None or _changes(conn) != walked.changes
             for i in range(0, len(keys), _BATCH):
                 some = keys[i : i + _BATCH]
-                if recheck:
-                    # a put or lookup may have used it since we looked
-                    # ...and so may a parent recorded since the reachability walk
-                    rows = conn.execute(
-                        f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
-                        f"AND {_COLLECTABLE}", (*some, cutoff, cutoff)).fetchall()
-                else:
-                    rows = [(key, o["kind"]) for key, o in zip(some, batch[i : i + _BATCH],
-                                                                strict=True)]
+                if not recheck:
+                    objs = batch[i : i + _BATCH]
+                    conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(some)})", some)  # noqa: S608
+                    walked.forget(conn, some, [o["id"] for o in objs],
+                                  [key for key, o in zip(some, objs, strict=True)
+                                   if o["kind"] == "pack"])
+                    continue
+                # a put or lookup may have used it since we looked
+                # ...and so may a parent recorded since the reachability walk
+                rows = conn.execute(
+                    f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
+                    f"AND {_COLLECTABLE}", (*some, cutoff, cutoff)).fetchall()
                 gone = [key for key, _ in rows]
                 if not gone:
                     continue
@@ -190,7 +236,10 @@ class GcMixin(_StoreBase):
             removed, gone_keys = batch, keys
         quiet = self._unlink_unregistered([o["id"] for o in removed], keys=gone_keys,
                                           since=committed)
-        return removed, (committed if quiet and not recheck else None)
+        if not (quiet and walked is not None and not recheck):
+            return removed, None
+        walked.changes = committed
+        return removed, walked
 
     def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False,
                              keys: list | None = None, since: tuple | None = None) -> bool:
