@@ -58,7 +58,8 @@ class _Walked:
     have rows elsewhere to drop, instead of a probe per row in each table."""
 
     changes: tuple
-    parents: set  # doomed ids with edges to children
+    # each only for the doomed (not kept) ids, mostly empty
+    parents: set  # ids with edges to children
     built_on: dict  # id -> hex ids of the featuresets built on it
     outputs: set  # hex ids some derivation names as its output
     aliased: set  # hex ids some alias names
@@ -69,27 +70,34 @@ class _Walked:
         for parent, child in db.query(
                 "SELECT e.parent, e.child FROM edges e JOIN objects o ON o.id = e.parent "
                 "WHERE o.kind='featureset'"):
-            built_on[child].append(hex_id(parent))
+            if child not in keep:
+                built_on[child].append(hex_id(parent))
         return cls(changes,
                    {p for (p,) in db.query("SELECT DISTINCT parent FROM edges") if p not in keep},
-                   built_on, {o for (o,) in db.query("SELECT output FROM derivations")},
-                   {o for (o,) in db.query("SELECT id FROM aliases")})
+                   built_on, _doomed(db.query("SELECT output FROM derivations"), keep),
+                   _doomed(db.query("SELECT id FROM aliases"), keep))
 
     def forget(self, conn, keys: list, oids: list[str], packs: list) -> None:
         """:meth:`GcMixin._forget` and the edges delete, for rows as they were walked."""
-        featuresets = [fs for key in keys for fs in self.built_on.get(key, ())]
-        outputs = [oid for oid in (*oids, *featuresets) if oid in self.outputs]
+        featuresets = [fs for key in keys if key in self.built_on for fs in self.built_on[key]]
+        outputs = featuresets + ([oid for oid in oids if oid in self.outputs]
+                                 if self.outputs else [])
         if outputs:
             conn.execute("DELETE FROM derivations WHERE output IN "
                          "(SELECT value FROM json_each(?))", (json.dumps(outputs),))
-        aliased = [oid for oid in oids if oid in self.aliased]
+        aliased = [oid for oid in oids if oid in self.aliased] if self.aliased else []
         if aliased:
             conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
                          (json.dumps(aliased),))
         forget_pack_rows(conn, packs)
-        parents = [key for key in keys if key in self.parents]
+        parents = [key for key in keys if key in self.parents] if self.parents else []
         if parents:
             conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(parents)})", parents)  # noqa: S608
+
+
+def _doomed(rows: list[tuple], keep: set) -> set:
+    """The hex ids of ``rows`` that are not kept (``keep``: registry ids)."""
+    return {oid for (oid,) in rows if oid is not None and db_id(oid) not in keep}
 
 
 class GcMixin(_StoreBase):
@@ -254,8 +262,12 @@ class GcMixin(_StoreBase):
             return since is not None
         with self.db.write() as conn:  # a concurrent put re-registers under this same lock
             if since is not None and _changes(conn) == since:
+                fspath = self.files.fspath
                 for oid in oids:
-                    _unlink(self.files.fspath(oid))
+                    try:  # inline: a function call per blob costs more than the check
+                        os.unlink(fspath(oid))
+                    except FileNotFoundError:
+                        pass
                 return True
             keys = keys or [db_id(oid) for oid in oids]
             for i in range(0, len(oids), _BATCH):
