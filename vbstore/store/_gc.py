@@ -164,15 +164,14 @@ class GcMixin(_StoreBase):
         # verdicts stand and the sweep need not re-check each row
         walked = _changes(self.db.conn)
         keep = self.reachable(young_since=cutoff, registry_ids=True)
-        keys, doomed, kept = [], [], 0
-        for key, kind, size, evicted in self.db.query(
-                "SELECT id, kind, size, evicted_at FROM objects"):
-            if key in keep:
-                kept += 1
-            else:  # only what goes is converted to hex
-                keys.append(key)
-                doomed.append({"id": hex_id(key), "kind": kind, "size": 0 if evicted else size})
-        report.kept = kept
+        rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
+        gone = [row for row in rows if row[0] not in keep]
+        report.kept = len(rows) - len(gone)
+        del rows
+        keys = [row[0] for row in gone]  # only what goes is converted to hex
+        doomed = [{"id": hex_id(key), "kind": kind, "size": 0 if evicted else size}
+                  for key, kind, size, evicted in gone]
+        del gone
         walked = None if dry_run else _Walked.read(self.db, walked, keep)
         del keep
         chosen = [] if max_size is None else self._eviction(max_size, cutoff, set(keys), report)
@@ -262,10 +261,10 @@ class GcMixin(_StoreBase):
             return since is not None
         with self.db.write() as conn:  # a concurrent put re-registers under this same lock
             if since is not None and _changes(conn) == since:
-                fspath = self.files.fspath
+                base = os.fspath(self.files.objects)
                 for oid in oids:
-                    try:  # inline: a function call per blob costs more than the check
-                        os.unlink(fspath(oid))
+                    try:  # inline (no call per blob): the path is what files.fspath makes
+                        os.unlink(f"{base}/{oid[:2]}/{oid[2:]}")
                     except FileNotFoundError:
                         pass
                 return True
