@@ -162,7 +162,7 @@ class GcMixin(_StoreBase):
         cutoff = now() - grace
         # the registry as the walk will see it: while no write lands after this, the walk's
         # verdicts stand and the sweep need not re-check each row
-        walked = _changes(self.db.conn)
+        walked = self.db.one("PRAGMA data_version")[0], self.db.conn.total_changes  # _changes
         keep = self.reachable(young_since=cutoff, registry_ids=True)
         rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
         gone = [row for row in rows if row[0] not in keep]
