@@ -174,3 +174,25 @@ def test_fsck_removes_stale_lock_files(store):
     assert report.locks_removed == [stale.name]
     assert not stale.exists()
     assert fresh.exists()  # young: its owner may be about to lock it
+
+
+def test_fsck_stamps_every_verified_row_and_only_those(store):
+    """Over 500 ids per statement: each blob that hashed right gets verified_at, a corrupt
+    one does not; an edge to a blob adopted in the same run is not dangling."""
+    ids = sorted(store.put_bytes(b"blob %d" % i) for i in range(1100))
+    bad = ids[600]
+    path = store.files.path(bad)
+    os.chmod(path, 0o644)
+    path.write_bytes(b"not what it was")
+    os.chmod(path, 0o444)
+    orphan = store.put_bytes(b"orphan with a parent")
+    store.add_edges(ids[0], {"input": orphan})
+    with store.db.write() as conn:
+        conn.execute("DELETE FROM objects WHERE id=?", (db_id(orphan),))
+
+    report = store.fsck()
+    assert report.corrupt == [bad]
+    assert report.adopted == [orphan]
+    assert report.dangling_edges == []
+    stamped = {o.id for o in store.ls() if o.verified_at is not None}
+    assert stamped == set(ids) - {bad}

@@ -213,3 +213,55 @@ def test_gc_across_transactions_removes_exactly_the_unreachable(store):
     assert store.db.one("SELECT count(*) FROM packs")[0] == 1
     assert store.lookup(derivation_key(derivation_spec("made", 1, {}, {}))) is None
     assert store.fsck().clean
+
+
+@pytest.mark.parametrize("writer", ["same", "other"])
+def test_a_put_between_delete_and_unlink_keeps_its_blob(store, monkeypatch, writer):
+    """The unlink skips its probe only when no write landed since the rows went: a put
+    re-registering the blob in between (this connection or another) keeps the file."""
+    from vbstore import Store
+
+    ids = [store.put_bytes(b"old %d" % i) for i in range(3)]
+    _old(store, *ids)
+    real = store._unlink_unregistered
+    other = Store(store.root) if writer == "other" else store
+
+    def a_put_arrives_first(oids, *args, **kwargs):
+        other.put_bytes(b"old 1")  # its row is gone, its blob not yet: the put re-registers it
+        return real(oids, *args, **kwargs)
+
+    monkeypatch.setattr(store, "_unlink_unregistered", a_put_arrives_first)
+    assert len(store.gc().removed) == 3  # the rows went; the put brought one back
+    assert [o.id for o in store.ls()] == [ids[1]]
+    assert store.path(ids[1]).read_bytes() == b"old 1"
+    assert not store.files.exists(ids[0])
+    assert not store.files.exists(ids[2])
+    assert store.fsck().clean
+    if other is not store:
+        other.close()
+
+
+def test_a_write_after_the_walk_makes_every_later_batch_recheck(store, monkeypatch):
+    """A parent recorded while gc sweeps (between two transactions) keeps its old input:
+    once another write landed, no batch trusts the walk."""
+    from vbstore import Store
+    from vbstore.store import _gc
+
+    ids = [store.put_bytes(b"old %d" % i) for i in range(6)]
+    _old(store, *ids)
+    monkeypatch.setattr(_gc, "_TRANSACTION", 1)
+    late = sorted(ids)[-1]  # swept in the last transaction (ids go in registry order)
+    real = store._unlink_unregistered
+    calls = []
+
+    def a_writer_arrives(oids, *args, **kwargs):
+        if not calls:
+            with Store(store.root) as other:
+                other.put_bytes(b"new parent", edges={"input": late})
+        calls.append(oids)
+        return real(oids, *args, **kwargs)
+
+    monkeypatch.setattr(store, "_unlink_unregistered", a_writer_arrives)
+    assert {o["id"] for o in store.gc().removed} == set(ids) - {late}
+    assert store.has(late)
+    assert store.fsck().clean

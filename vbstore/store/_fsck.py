@@ -27,6 +27,7 @@ from ._registry import now
 from ._tensors import read_safetensors_header
 
 DEAD_TEMP_AGE = 24 * 3600.0
+_BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
 
 
 @dataclass
@@ -104,8 +105,8 @@ class FsckMixin(_StoreBase):
         # a symlink under objects/ is refused, never followed (it could read anything)
         # rows before files: a blob published in between is then an extra file (adopted or
         # already registered), never a "missing" one
-        rows = {} if damaged else {hex_id(key): (kind, evicted) for key, kind, evicted in
-                                   self.db.query("SELECT id, kind, evicted_at FROM objects")}
+        rows = {} if damaged else {hex_id(key): (key, evicted) for key, evicted in
+                                   self.db.query("SELECT id, evicted_at FROM objects")}
         files, report.unsafe = self.files.scan()
 
         verified = []
@@ -135,17 +136,20 @@ class FsckMixin(_StoreBase):
                 elif oid not in rows:
                     report.adopted.append(oid)
                 else:
-                    verified.append(oid)
+                    verified.append(rows[oid][0])  # its registry id, as the row holds it
         if damaged:  # writing through a damaged index would spread the damage
             report.seconds = time.perf_counter() - start
             return report
-        for oid, (_kind, evicted) in rows.items():
+        for oid, (_key, evicted) in rows.items():
             if oid not in files and evicted is None and not self.files.exists(oid):
                 still = self.db.one("SELECT evicted_at FROM objects WHERE id=?", (db_id(oid),))
                 if still is not None and still[0] is None:  # not collected meanwhile
                     report.missing.append(oid)
+        registered = {key for key, _ in rows.values()}
         known = set(rows) | set(files)
         for parent, child, role in self.db.query("SELECT parent, child, role FROM edges"):
+            if parent in registered and child in registered:  # most edges: no hex needed
+                continue
             parent, child = hex_id(parent), hex_id(child)
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
@@ -156,9 +160,13 @@ class FsckMixin(_StoreBase):
                    for oid in report.adopted if os.path.exists(files[oid])]
         with self.db.write() as conn:
             t = now()
-            # in key order: the b-tree is walked once, not sought at random
-            conn.executemany("UPDATE objects SET verified_at=? WHERE id=?",
-                             [(t, key) for key in sorted(db_id(o) for o in verified)])
+            # in key order: the b-tree is walked once, not sought at random; a few hundred ids
+            # per statement, not one statement per id
+            verified.sort()
+            for i in range(0, len(verified), _BATCH):
+                some = verified[i : i + _BATCH]
+                conn.execute(f"UPDATE objects SET verified_at=? WHERE id IN "  # noqa: S608
+                             f"({','.join('?' * len(some))})", (t, *some))
             conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
                 "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
                 "VALUES (?,?,?,?,?)",

@@ -51,6 +51,55 @@ class GcReport:
                 "kept": self.kept, "freed_bytes": self.freed_bytes, "warnings": self.warnings}
 
 
+@dataclass
+class _Walked:
+    """What the registry held when gc walked it, for a sweep that finds it unchanged since
+    (:func:`_changes` equal to ``changes``): then these sets say which of the doomed rows
+    have rows elsewhere to drop, instead of a probe per row in each table."""
+
+    changes: tuple
+    # each only for the doomed (not kept) ids, mostly empty
+    parents: set  # ids with edges to children
+    built_on: dict  # id -> hex ids of the featuresets built on it
+    outputs: set  # hex ids some derivation names as its output
+    aliased: set  # hex ids some alias names
+
+    @classmethod
+    def read(cls, db, changes: tuple, keep: set) -> _Walked:
+        built_on: dict = defaultdict(list)
+        for parent, child in db.query(
+                "SELECT e.parent, e.child FROM edges e JOIN objects o ON o.id = e.parent "
+                "WHERE o.kind='featureset'"):
+            if child not in keep:
+                built_on[child].append(hex_id(parent))
+        return cls(changes,
+                   {p for (p,) in db.query("SELECT DISTINCT parent FROM edges") if p not in keep},
+                   built_on, _doomed(db.query("SELECT output FROM derivations"), keep),
+                   _doomed(db.query("SELECT id FROM aliases"), keep))
+
+    def forget(self, conn, keys: list, oids: list[str], packs: list) -> None:
+        """:meth:`GcMixin._forget` and the edges delete, for rows as they were walked."""
+        featuresets = [fs for key in keys if key in self.built_on for fs in self.built_on[key]]
+        outputs = featuresets + ([oid for oid in oids if oid in self.outputs]
+                                 if self.outputs else [])
+        if outputs:
+            conn.execute("DELETE FROM derivations WHERE output IN "
+                         "(SELECT value FROM json_each(?))", (json.dumps(outputs),))
+        aliased = [oid for oid in oids if oid in self.aliased] if self.aliased else []
+        if aliased:
+            conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
+                         (json.dumps(aliased),))
+        forget_pack_rows(conn, packs)
+        parents = [key for key in keys if key in self.parents] if self.parents else []
+        if parents:
+            conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(parents)})", parents)  # noqa: S608
+
+
+def _doomed(rows: list[tuple], keep: set) -> set:
+    """The hex ids of ``rows`` that are not kept (``keep``: registry ids)."""
+    return {oid for (oid,) in rows if oid is not None and db_id(oid) not in keep}
+
+
 class GcMixin(_StoreBase):
     """gc and du methods of :class:`vbstore.Store`."""
 
@@ -111,19 +160,26 @@ class GcMixin(_StoreBase):
             self.writable("collect garbage (`gc --dry-run` says what would go)")
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
+        # the registry as the walk will see it: while no write lands after this, the walk's
+        # verdicts stand and the sweep need not re-check each row
+        walked = self.db.one("PRAGMA data_version")[0], self.db.conn.total_changes  # _changes
         keep = self.reachable(young_since=cutoff, registry_ids=True)
         rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
-        keys = [row[0] for row in rows if row[0] not in keep]  # only these are converted to hex
+        gone = [row for row in rows if row[0] not in keep]
+        report.kept = len(rows) - len(gone)
+        del rows
+        keys = [row[0] for row in gone]  # only what goes is converted to hex
         doomed = [{"id": hex_id(key), "kind": kind, "size": 0 if evicted else size}
-                  for key, kind, size, evicted in rows if key not in keep]
-        report.kept = len(rows) - len(doomed)
-        del rows, keep
+                  for key, kind, size, evicted in gone]
+        del gone
+        walked = None if dry_run else _Walked.read(self.db, walked, keep)
+        del keep
         chosen = [] if max_size is None else self._eviction(max_size, cutoff, set(keys), report)
         if dry_run:
             report.removed, report.evicted = doomed, chosen
             return report
         try:
-            self._sweep(doomed, keys, chosen, cutoff, report)
+            self._sweep(doomed, keys, chosen, cutoff, report, walked)
         except DiskFull:
             with self.db.write() as conn:  # reads only: needs no space, and puts wait
                 _unlink_where(conn, self.files, [o["id"] for o in doomed],
@@ -134,25 +190,40 @@ class GcMixin(_StoreBase):
         return report
 
     def _sweep(self, doomed: list[dict[str, Any]], keys: list, chosen: list[dict[str, Any]],
-               cutoff: float, report: GcReport) -> None:
+               cutoff: float, report: GcReport, walked: _Walked | None = None) -> None:
         """Delete ``doomed`` (``keys``: their registry ids) and evict ``chosen``; safe to run
-        again (rows are re-checked)."""
+        again (rows are re-checked unless nothing but this sweep wrote since ``walked``)."""
         for i in range(0, len(doomed), _TRANSACTION):
-            report.removed += self._delete_batch(doomed[i : i + _TRANSACTION],
-                                                 keys[i : i + _TRANSACTION], cutoff)
+            removed, walked = self._delete_batch(doomed[i : i + _TRANSACTION],
+                                                 keys[i : i + _TRANSACTION], cutoff, walked)
+            report.removed += removed
         if chosen:
             report.evicted += self._mark_evicted(chosen, cutoff)
             self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
 
-    def _delete_batch(self, batch: list[dict[str, Any]], keys: list,
-                      cutoff: float) -> list[dict[str, Any]]:
+    def _delete_batch(self, batch: list[dict[str, Any]], keys: list, cutoff: float,
+                      walked: _Walked | None) -> tuple[list[dict[str, Any]], _Walked | None]:
         """Rows first (committed), then the files of rows still gone: an interrupted gc leaves
-        at worst blobs without rows, which fsck adopts, never rows without blobs."""
+        at worst blobs without rows, which fsck adopts, never rows without blobs.
+
+        ``walked`` is what the walk saw, with :func:`_changes` as this gc last left the
+        registry (None once another write landed): while that holds, every row of ``batch`` is
+        as the walk saw it, collectable, and is deleted without a re-check, its other rows
+        found from ``walked``. Returns what was removed and the new ``walked``.
+        """
         collected: set = set()
         with self.db.write() as conn:
+            recheck = walked is None or _changes(conn) != walked.changes
             for i in range(0, len(keys), _BATCH):
                 some = keys[i : i + _BATCH]
-                # re-checked under the lock: a put or lookup may have used it since we looked
+                if not recheck:
+                    objs = batch[i : i + _BATCH]
+                    conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(some)})", some)  # noqa: S608
+                    walked.forget(conn, some, [o["id"] for o in objs],
+                                  [key for key, o in zip(some, objs, strict=True)
+                                   if o["kind"] == "pack"])
+                    continue
+                # a put or lookup may have used it since we looked
                 # ...and so may a parent recorded since the reachability walk
                 rows = conn.execute(
                     f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
@@ -164,19 +235,40 @@ class GcMixin(_StoreBase):
                 self._forget(conn, gone, [key for key, kind in rows if kind == "pack"])
                 conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
                 collected.update(gone)
-        removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
-        self._unlink_unregistered([o["id"] for o in removed], keys=[k for k in keys
-                                                                    if k in collected])
-        return removed
+            committed = _changes(conn)  # read under the lock: no other writer is between
+        if recheck:
+            removed = [o for o, key in zip(batch, keys, strict=True) if key in collected]
+            gone_keys = [key for key in keys if key in collected]
+        else:
+            removed, gone_keys = batch, keys
+        quiet = self._unlink_unregistered([o["id"] for o in removed], keys=gone_keys,
+                                          since=committed)
+        if not (quiet and walked is not None and not recheck):
+            return removed, None
+        walked.changes = committed
+        return removed, walked
 
     def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False,
-                             keys: list | None = None) -> None:
+                             keys: list | None = None, since: tuple | None = None) -> bool:
         """Unlink the blobs of ``oids`` (``keys``: their registry ids, when known) whose row
-        is (still) gone, or (still) evicted."""
+        is (still) gone, or (still) evicted.
+
+        ``since`` is :func:`_changes` read when the rows went: when no write has been committed
+        since, by this connection or any other, none can have been registered again, and the
+        rows need no probe. Returns whether that was so.
+        """
         if not oids:
-            return
-        keys = keys or [db_id(oid) for oid in oids]
+            return since is not None
         with self.db.write() as conn:  # a concurrent put re-registers under this same lock
+            if since is not None and _changes(conn) == since:
+                base = os.fspath(self.files.objects)
+                for oid in oids:
+                    try:  # inline (no call per blob): the path is what files.fspath makes
+                        os.unlink(f"{base}/{oid[:2]}/{oid[2:]}")
+                    except FileNotFoundError:
+                        pass
+                return True
+            keys = keys or [db_id(oid) for oid in oids]
             for i in range(0, len(oids), _BATCH):
                 chunk = oids[i : i + _BATCH]
                 some = keys[i : i + _BATCH]
@@ -186,6 +278,7 @@ class GcMixin(_StoreBase):
                 for oid, key in zip(chunk, some, strict=True):
                     if key not in rows or (evicted_only and rows[key] is not None):
                         _unlink(self.files.fspath(oid))
+        return False
 
     @staticmethod
     def _forget(conn, keys: list, packs: list | None = None) -> None:
@@ -277,6 +370,13 @@ def _unlink_where(conn, files, oids: list[str], condition: str, params: tuple) -
                 f"SELECT id FROM objects WHERE id IN ({_marks(keys)}) AND {condition}",  # noqa: S608
                 (*keys, *params)):
             _unlink(files.fspath(hex_id(key)))
+
+
+def _changes(conn) -> tuple[int, int]:
+    """What moves when a write is committed: by another connection (``data_version``) or by
+    this one (``total_changes``). Read under the write lock (or before a walk), two equal
+    values mean no write landed in between."""
+    return conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes
 
 
 def _marks(values: list) -> str:
