@@ -6,8 +6,9 @@ mtime, ctime) state is not cached yet, so a folder is decoded once, when first s
 
 from __future__ import annotations
 
+import csv
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..canonical import digest
@@ -154,3 +155,25 @@ def name_hash(name: str) -> str:
     over the whole folder (not only the first sequences or cities of a dataset).
     """
     return digest(name.encode("utf-8"))
+
+
+def read_table(path: Path, what: str, required: Sequence[str], optional: str) -> csv.DictReader:
+    """The rows of the CSV table ``path`` (a BOM allowed), its header checked for ``required``.
+
+    Raises:
+        BadInput: the table is unreadable, empty, or lacks a required column; ``what`` names
+            the kind of table ("pose", "triplet") and ``optional`` its optional columns.
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"unreadable {what} tables", [(str(path), str(exc))]) from None
+    if not text.strip():
+        raise BadInput(f"empty {what} tables", [(str(path), "no header, no rows")])
+    reader = csv.DictReader(text.splitlines())
+    missing = [c for c in required if c not in (reader.fieldnames or [])]
+    if missing:
+        raise BadInput(f"{what} tables with missing columns",
+                       [(str(path), f"no {', '.join(missing)} column")],
+                       hint=f"columns: {', '.join(required)}, optionally {optional}")
+    return reader

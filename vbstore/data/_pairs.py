@@ -14,13 +14,12 @@ unlabelled images, for zero-shot probes that need no annotation (``correspondenc
 
 from __future__ import annotations
 
-import csv
 import math
 import posixpath
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import is_image, loose_images, subdirs
+from ._files import is_image, loose_images, read_table, subdirs
 from ._scan import Entry, Scan
 
 PAIRS_FILE = "pairs.csv"
@@ -80,18 +79,7 @@ def scan_pairs(root: Path, split: str | None) -> Scan:
                          hint=f"the pairs layout reads {PAIRS_FILE} with columns "
                               f"{', '.join(REQUIRED)}")
     base = path.parent
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput("unreadable pose tables", [(str(path), str(exc))]) from None
-    if not text.strip():
-        raise BadInput("empty pose tables", [(str(path), "no header, no rows")])
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise BadInput("pose tables with missing columns",
-                       [(str(path), f"no {', '.join(missing)} column")],
-                       hint=f"columns: {', '.join(REQUIRED)}, optionally id")
+    reader = read_table(path, "pose", REQUIRED, "id")
     rows: list[tuple[str, str, str, tuple[float, ...]]] = []
     problems: list[tuple[str, str]] = []
     for number, row in enumerate(reader, 2):

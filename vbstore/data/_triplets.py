@@ -19,7 +19,7 @@ import posixpath
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import is_image
+from ._files import is_image, read_table
 from ._scan import Entry, Scan
 
 MIN_VOTES = 6
@@ -80,18 +80,7 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
                          hint=f"the triplets layout reads {DATA_FILE} with ref_path, left_path "
                               "and right_path columns")
     base = path.parent
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput("unreadable triplet tables", [(str(path), str(exc))]) from None
-    if not text.strip():
-        raise BadInput("empty triplet tables", [(str(path), "no header, no rows")])
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise BadInput("triplet tables with missing columns",
-                       [(str(path), f"no {', '.join(missing)} column")],
-                       hint=f"columns: {', '.join(REQUIRED)}, optionally id and split")
+    reader = read_table(path, "triplet", REQUIRED, "id and split")
     rows: list[tuple[str, str, str, str, int, int]] = []
     problems: list[tuple[str, str]] = []
     splits: set[str] = set()

@@ -162,7 +162,9 @@ class GcMixin(_StoreBase):
         cutoff = now() - grace
         # the registry as the walk will see it: while no write lands after this, the walk's
         # verdicts stand and the sweep need not re-check each row
-        walked = self.db.one("PRAGMA data_version")[0], self.db.conn.total_changes  # _changes
+        version = self.db.one("PRAGMA data_version")
+        assert version is not None  # a pragma always answers one row
+        seen = version[0], self.db.conn.total_changes  # as _changes reads them
         keep = self.reachable(young_since=cutoff, registry_ids=True)
         rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
         gone = [row for row in rows if row[0] not in keep]
@@ -172,7 +174,7 @@ class GcMixin(_StoreBase):
         doomed = [{"id": hex_id(key), "kind": kind, "size": 0 if evicted else size}
                   for key, kind, size, evicted in gone]
         del gone
-        walked = None if dry_run else _Walked.read(self.db, walked, keep)
+        walked = None if dry_run else _Walked.read(self.db, seen, keep)
         del keep
         chosen = [] if max_size is None else self._eviction(max_size, cutoff, set(keys), report)
         if dry_run:
@@ -217,6 +219,7 @@ class GcMixin(_StoreBase):
             for i in range(0, len(keys), _BATCH):
                 some = keys[i : i + _BATCH]
                 if not recheck:
+                    assert walked is not None  # recheck is True without it
                     objs = batch[i : i + _BATCH]
                     conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(some)})", some)  # noqa: S608
                     walked.forget(conn, some, [o["id"] for o in objs],
