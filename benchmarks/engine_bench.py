@@ -118,9 +118,13 @@ def cli_cached(work: Path, per_class: int, trials: int, compare: str | None) -> 
     }
     cases = {name: (c, cached_env) for name, c in floors.items()}
     cases["vbstore get result (cached)"] = (cmd, here_env)
-    if compare is not None:  # the same command with another checkout's vbstore
-        cases[f"  the same, vbstore from {compare}"] = (cmd, {**cached_env, "PYTHONPATH": compare})
-    for c, env in cases.values():  # writes the bytecode caches
+    if compare is not None:  # the same command with another checkout's vbstore, on a store of
+        # its own (its registry may be of another schema version), computed by the warm-up run
+        other = [sys.executable, "-m", "vbstore", "--store", str(work / "compare-store"), "get",
+                 "result", *args]
+        cases[f"  the same, vbstore from {compare}"] = (other, {**cached_env,
+                                                                "PYTHONPATH": compare})
+    for c, env in cases.values():  # writes the bytecode caches (and the compare store)
         _run(c, env)
     out = {"images": 2 * 5 * per_class, "side_by_side": _side_by_side(cases, trials)}
     out["no_pyc"] = _side_by_side({"no_pyc": (cmd, no_pyc_env)}, 3)["no_pyc"]
