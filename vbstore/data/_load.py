@@ -20,7 +20,7 @@ from ._files import loose_images, subdirs
 from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, kept_entries, state_key, store_document
 from ._navi import is_navi, scan_navi
-from ._packaged import EXTERNAL, materialise, parse_source
+from ._packaged import EXTERNAL, SOURCES, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import (
     Scan,
@@ -204,8 +204,8 @@ def _resolve_data(store, data: str | Path, split: str | None,
     if not path.exists():
         raise UsageError(
             f"no such file or folder: {data}",
-            hint="give a folder, a .csv/.jsonl list, sklearn:digits, shapes, hf:NAME, "
-            "torchvision:NAME or wds:PATH",
+            hint=f"give a folder, a .csv/.jsonl list, {', '.join(SOURCES)} (generated ones take "
+            "parameters, e.g. scenes:per_split=8,size=64), hf:NAME, torchvision:NAME or wds:PATH",
         )
     return path.resolve(), None
 
