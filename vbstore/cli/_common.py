@@ -75,6 +75,13 @@ def json_option(func: Callable) -> Callable:
     return option(func)
 
 
+def output_option(func: Callable) -> Callable:
+    """Add ``--output/-o FILE`` to a command that otherwise writes to stdout."""
+    option = click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+                          help="Write here (default: stdout).")
+    return option(func)
+
+
 def with_store(func: Callable) -> Callable:
     """Pass the store as the first argument of a command."""
 

@@ -10,7 +10,7 @@ import click
 
 from .. import suites
 from ..errors import EXIT_NOT_RANKED, UsageError
-from ._common import emit, json_option, with_store
+from ._common import emit, json_option, output_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from .head_cmds import import_group
 from .results_cmds import export_group
@@ -185,13 +185,7 @@ def suite_digest(file, as_json) -> None:
     show_default=True,
     help="What the suite ranks: pretrained checkpoints, or random-weight baselines only.",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write here (default: stdout).",
-)
+@output_option
 @data_layout_options
 @json_option
 @with_store
@@ -476,13 +470,7 @@ def import_results(store, file, suite_ref, condition, counts, weights, dry_run, 
     show_default=True,
     help="visin: the condition -> class -> metric file `visin evaluate` accepts.",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write here (default: stdout).",
-)
+@output_option
 @json_option
 @with_store
 def export_evaluation(store, evaluation, fmt, output, as_json) -> None:

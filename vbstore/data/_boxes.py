@@ -35,15 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from xml.etree import ElementTree
 
 from ..errors import BadInput
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Local imports: numpy and pycocotools load when boxes or COCO masks are decoded; the loader
-# imports this module for its layout checks on every cached `get`.
+# Local imports: numpy, xml.etree and pycocotools load when boxes or COCO masks are decoded; the
+# loader imports this module for its layout checks on every cached `get`.
 
 VOC_CLASSES = (
     "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
@@ -252,7 +251,10 @@ def _positive_size(width: object, height: object) -> tuple[int, int]:
 
 
 def _voc(data: bytes, path: Path, index: dict[str, int]) -> Boxes:
+    from xml.etree import ElementTree
+
     import numpy as np  # loading a manifest without boxes never pays for numpy
+
     try:
         # local annotation files; the bundled expat (>= 2.4) refuses entity-expansion bombs
         root = ElementTree.fromstring(data)  # noqa: S314

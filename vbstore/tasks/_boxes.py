@@ -188,9 +188,6 @@ def _all_point_ap(tp: np.ndarray, fp: np.ndarray, npos: int) -> float:
 def coco_map(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor],
              n_classes: int) -> float:
     """COCO mAP over IoU 0.5:0.95 by pycocotools; -1.0 when no class has a ground-truth box."""
-    from pycocotools.coco import COCO  # the scorer itself: only when a detection probe scores
-    from pycocotools.cocoeval import COCOeval
-
     def xywh(b: torch.Tensor) -> list[float]:
         x0, y0, x1, y1 = (float(v) for v in b[:4])
         return [x0, y0, x1 - x0, y1 - y0]
@@ -208,17 +205,27 @@ def coco_map(detections: Sequence[torch.Tensor], truths: Sequence[torch.Tensor],
         return -1.0
     if not results:
         return 0.0
+    return float(_cocoeval([{"id": i} for i in range(len(truths))], n_classes, annotations,
+                           results, "bbox")[0])
+
+
+def _cocoeval(images: list[dict[str, Any]], n_classes: int, annotations: list[dict[str, Any]],
+              results: list[dict[str, Any]], iou_type: str) -> list[float]:
+    """pycocotools' COCOeval ``stats`` (AP 0.5:0.95, AP 0.5, ...) of ``results`` against
+    ``annotations``, its printed report swallowed."""
+    from pycocotools.coco import COCO  # the scorer itself: only when boxes or masks are scored
+    from pycocotools.cocoeval import COCOeval
+
     with contextlib.redirect_stdout(io.StringIO()):  # pycocotools reports by printing
         gt = COCO()
-        gt.dataset = {"images": [{"id": i} for i in range(len(truths))],
-                      "categories": [{"id": c} for c in range(n_classes)],
+        gt.dataset = {"images": images, "categories": [{"id": c} for c in range(n_classes)],
                       "annotations": annotations}
         gt.createIndex()
-        evaluation = COCOeval(gt, gt.loadRes(results), "bbox")
+        evaluation = COCOeval(gt, gt.loadRes(results), iou_type)
         evaluation.evaluate()
         evaluation.accumulate()
         evaluation.summarize()
-    return float(evaluation.stats[0])
+    return [float(v) for v in evaluation.stats]
 
 
 
@@ -237,9 +244,6 @@ def coco_mask_map(detections: Sequence[torch.Tensor], det_masks: Sequence[list[d
                   n_classes: int) -> tuple[float, float]:
     """pycocotools' mask AP (``segm``): (AP at IoU 0.5, AP over 0.5:0.95); -1.0 each when no
     class has a ground-truth mask. Masks are RLE dicts, one per detection / ground-truth row."""
-    from pycocotools.coco import COCO  # the scorer itself: only when masks are scored
-    from pycocotools.cocoeval import COCOeval
-
     if not any((t[:, 5] == 0).any() for t in truths if len(t)):
         return -1.0, -1.0
     annotations: list[dict[str, Any]] = []
@@ -262,17 +266,9 @@ def coco_mask_map(detections: Sequence[torch.Tensor], det_masks: Sequence[list[d
         if rles:
             h, w = rles[0]["size"]
             sizes[i % len(truths)] = {"height": int(h), "width": int(w)}
-    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools reports by printing
-        gt = COCO()
-        gt.dataset = {"images": [{"id": i, **sizes.get(i, {})} for i in range(len(truths))],
-                      "categories": [{"id": c} for c in range(n_classes)],
-                      "annotations": annotations}
-        gt.createIndex()
-        evaluation = COCOeval(gt, gt.loadRes(results), "segm")
-        evaluation.evaluate()
-        evaluation.accumulate()
-        evaluation.summarize()
-    return float(evaluation.stats[1]), float(evaluation.stats[0])
+    stats = _cocoeval([{"id": i, **sizes.get(i, {})} for i in range(len(truths))], n_classes,
+                      annotations, results, "segm")
+    return stats[1], stats[0]
 
 
 def box_masks(mask_logits: torch.Tensor, detections: torch.Tensor,
@@ -325,7 +321,6 @@ class DetectionScorer:
             self.det_rles.append(_rle(det_masks))
 
     def result(self) -> dict[str, float]:
-
         aps = voc_ap(self.detections, self.truths, self.n_classes)
         if not aps:
             raise UndefinedMetric(self.task, "map_50", "no eval image has a (non-difficult) box",

@@ -143,7 +143,6 @@ class Correspondence(Task):
     headline = "recall@1px"
 
     def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
-
         if not isinstance(views, WarpPairs):
             raise TaskInputError(f"correspondence scores WarpPairs, got {type(views).__name__}")
         from ._matching import score_pairs

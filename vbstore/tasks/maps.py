@@ -109,7 +109,6 @@ class OcclusionEdge(_MapTask):
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         import torch
 
-
         target = super()._prepare(target, params, role)
         if params["target_transform"] == "none":
             return target

@@ -251,7 +251,6 @@ class RelativePose(Task):
                   params: dict[str, Any]) -> dict[str, float]:
         import torch
 
-
         if int(head["mean"].shape[0]) != int(feats.shape[1]):
             raise TaskInputError(f"the head was trained on {head['mean'].shape[0]}-wide "
                                  f"features, these are {feats.shape[1]}-wide")
