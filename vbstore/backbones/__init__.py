@@ -14,12 +14,10 @@ feats = bb.extract(torch.stack([bb.preprocess(img) for img in images]), layers=[
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _builtins, _pixels, _testing  # noqa: F401 - register the built-in sources and test backbones
 from ._build import BuildRequest, build_backbone, spec_params
-from ._catalog import bare_rows, catalog_rows, model_rows
-from ._cfg import BackboneCfg, preprocess
 from ._errors import (
     AmbiguousBackbone,
     BackboneAlreadyRegistered,
@@ -34,6 +32,12 @@ from ._names import BARE_NAMES
 from ._registry import BackboneEntry, backbone_rows, get_entry, list_backbones, register_backbone
 from ._spec import BackboneSpec, parse_spec
 from ._weights import WeightsRecord, file_digest
+
+if TYPE_CHECKING:
+    from ._base import Backbone, LayerOut
+    from ._catalog import bare_rows, catalog_rows, model_rows
+    from ._cfg import BackboneCfg, preprocess
+    from .custom import CustomBackbone
 
 __all__ = [
     "BARE_NAMES",
@@ -66,11 +70,14 @@ __all__ = [
     "spec_params",
 ]
 
-_LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"}
+_LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom",
+         "bare_rows": "._catalog", "catalog_rows": "._catalog", "model_rows": "._catalog",
+         "BackboneCfg": "._cfg", "preprocess": "._cfg"}
 
 
 def __getattr__(name: str) -> Any:
-    # these import torch: load them only when someone asks
+    # loaded when first asked for: the model classes import torch; the listings and the
+    # preprocessing config are not needed to resolve a spec (a cached `get`)
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import tensor_identity
-from ._cfg import BackboneCfg
 from ._errors import InvalidSpec, NoPretrainedWeights
 from ._registry import BackboneEntry, get_entry
 from ._spec import BackboneSpec, parse_spec
@@ -166,6 +165,8 @@ def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
         if isinstance(built, Backbone):
             return built
         # a bare module gets ImageNet preprocessing, at the requested size
+        from ._cfg import BackboneCfg  # with the model: a cached `get` resolves specs only
+
         return CustomBackbone(built, BackboneCfg().with_input_size(request.input_size), name=name)
 
     if choice.kind == "pretrained":

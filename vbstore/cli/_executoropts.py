@@ -32,9 +32,11 @@ def executor_options(func: Callable) -> Callable:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from ..features import make_executor  # features/__init__ imports no torch
-
         given = [kwargs.pop(name) for name in _NAMES]
+        if all(value is None for value in given):  # extract here: the cached path's case
+            return func(*args, executor=None, **kwargs)
+        from ..features import make_executor  # the Ray flags given: their checks, no torch
+
         return func(*args, executor=make_executor(*given), **kwargs)
 
     for option in reversed(options):

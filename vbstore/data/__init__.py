@@ -20,11 +20,10 @@ from ._load import LAYOUTS, OPTIONS, load_manifest
 from ._manifest import manifest_digest
 from ._navi import is_navi
 from ._packaged import SOURCES
-from ._png import png_bytes, write_png
 from ._view import ManifestView
 from ._views import find_warped_views, warped_views
 
-# the generator needs numpy at import; loading a manifest should not
+# the generators need numpy at import, the PNG writer zlib; loading a manifest needs neither
 _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
          "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
          "decode_target": "_targets", "read_verified": "_targets",
@@ -32,7 +31,7 @@ _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scene
          "view_homographies": "_warp",
          "image_sizes": "_warp", "align_boxes": "_boxes",
          "parse_boxes": "_boxes", "VOC_CLASSES": "_boxes", "coco_index": "_boxes",
-         "coco_mask": "_boxes", "is_coco": "_boxes"}
+         "coco_mask": "_boxes", "is_coco": "_boxes", "png_bytes": "_png", "write_png": "_png"}
 _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [

@@ -12,15 +12,13 @@ import difflib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
-from ._boxes import BOX_SUFFIXES, VOC_CLASSES, check_box_files, coco_classes
 from ._files import loose_images, subdirs
-from ._lists import LIST_SUFFIXES, scan_list
 from ._manifest import build_document, check_limit, kept_entries, state_key, store_document
 from ._navi import is_navi, scan_navi
-from ._packaged import EXTERNAL, SOURCES, materialise, parse_source
+from ._packaged import EXTERNAL, SOURCE_OPTIONS, SOURCES, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import (
     Scan,
@@ -31,11 +29,16 @@ from ._scan import (
     scan_stems,
     scan_voc,
 )
-from ._sources import SOURCE_OPTIONS, Source, check_source_options, open_source
 from ._spair import is_spair, scan_spair
 from ._taskonomy import is_taskonomy, scan_taskonomy
 from ._triplets import scan_triplets, triplet_csv
 from ._view import ManifestView
+
+if TYPE_CHECKING:
+    from ._sources import Source
+
+# Local imports: the readers of box annotations, sample lists and external sources load when
+# data in their layout is read, so a cached `get` on a folder of images does not pay for them.
 
 LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
            "voc", "coco", "nyu", "taskonomy", "navi")
@@ -193,10 +196,15 @@ def _resolve_data(store, data: str | Path, split: str | None,
                   source_options: dict[str, Any]) -> tuple[Path, Source | None]:
     """The folder or list file to scan, and the external source it was read from, if any."""
     parsed = parse_source(data) if isinstance(data, str) else None
-    check_source_options(parsed[0] if parsed and parsed[0] in EXTERNAL else None,
-                         source_options)
+    external = parsed is not None and parsed[0] in EXTERNAL
+    if external or any(v not in (None, False) for v in source_options.values()):
+        from ._sources import check_source_options
+
+        check_source_options(parsed[0] if parsed and external else None, source_options)
     if parsed is not None:
-        if parsed[0] in EXTERNAL:
+        if external:
+            from ._sources import open_source
+
             source = open_source(store, *parsed, split, source_options)
             return source.list_path.resolve(), source
         return materialise(store, *parsed).resolve(), None
@@ -217,6 +225,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
     if root.is_file() and pairs_csv(root, None) is not None:
         return "pairs"
     if root.is_file():
+        from ._lists import LIST_SUFFIXES
+
         if root.suffix.lower() in LIST_SUFFIXES:
             return "list"
         raise UsageError(
@@ -293,6 +303,8 @@ def _with_boxes(scan: Scan, options: dict[str, Any], default: Sequence[str] | Pa
         raise UsageError(f"a class list must name distinct classes, got {classes[:5]}",
                          hint="one class name per line, each once")
     scan.classes, scan.target_type = classes, "boxes"
+    from ._boxes import check_box_files
+
     scan.check_targets = check_box_files(classes)
     return scan
 
@@ -318,6 +330,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "list":
         if not root.is_file():
             raise UsageError(f"the list layout reads a .csv or .jsonl file, not the folder {root}")
+        from ._lists import scan_list
+
         classes = _classes(options["classes"]) if "classes" in options else None
         return scan_list(root, split, classes, options.get("target_type"))
     if not root.is_dir():
@@ -326,6 +340,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
         return scan_image_folder(root, split)
     if layout == "voc":
         scan = scan_voc(root, split)
+        from ._boxes import VOC_CLASSES
+
         return _with_boxes(scan, options, VOC_CLASSES)
     if layout == "coco":
         scan = scan_coco(root, split)
@@ -337,6 +353,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
         except OSError as exc:
             raise BadInput("unreadable box annotations",
                            [(str(target), exc.strerror or str(exc))]) from None
+        from ._boxes import coco_classes
+
         return _with_boxes(scan, options, coco_classes(data, target))
     if layout == "taskonomy":
         splits = options.get("splits")
@@ -350,6 +368,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
             )
         scan = scan_dense(base, split, options.get("target"), options.get("target_type"),
                           image_dir="images" if layout == "dense" else "rgb", layout=layout)
+        from ._boxes import BOX_SUFFIXES
+
         boxes = [e.target_name for e in scan.entries
                  if e.target_name and os.path.splitext(e.target_name)[1].lower() in BOX_SUFFIXES]
         if boxes:

@@ -152,13 +152,14 @@ def state_key(scan: Scan, limit: int | None, entries: Sequence[Entry] | None = N
         state_bytes = array("q", states).tobytes()
     except OverflowError:  # an inode or device number past 2**63 (some network filesystems)
         state_bytes = repr(states).encode()
-    header = (3, scan.layout, root, scan.split, scan.classes, scan.target_type, limit,
+    header = (4, scan.layout, root, scan.split, scan.classes, scan.target_type, limit,
               kept_triplets(scan, limit) if scan.triplets is not None else None,
               # the poses live in the table, not in any image's state
               (scan.pair_field, kept_pairs(scan, limit)) if scan.pairs is not None else None)
-    columns = ([e.label for e in entries], [e.labels for e in entries],
-               [e.target_name for e in entries], [e.captions for e in entries],
-               [e.condition for e in entries])
+    # a column no entry fills is None, not a list of Nones (a folder of class folders fills one)
+    columns = [column if any(v is not None for v in column) else None for column in (
+        [e.label for e in entries], [e.labels for e in entries], [e.target_name for e in entries],
+        [e.captions for e in entries], [e.condition for e in entries])]
     hasher = blake3.blake3()
     for part in (repr(header).encode(), "\0".join([e.name for e in entries]).encode(),
                  repr(columns).encode(), state_bytes):

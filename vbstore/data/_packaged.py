@@ -25,11 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
-from ._png import write_png
 
 # Local imports: numpy, sklearn, skimage and the generators built on numpy load when a packaged
 # source is materialised, never to parse its name; so do shutil and tempfile (with bz2, lzma,
-# random: ~3 ms), which a cached read of a folder does not need.
+# random: ~3 ms) and the PNG writer (zlib), which a cached read of a folder does not need.
 
 # Descriptions from OpenAI's CLIP "Interacting with CLIP" notebook (MIT), which uses these images.
 SKIMAGE_CAPTIONS = {
@@ -50,6 +49,8 @@ SOURCES = ("sklearn:digits", "skimage:samples", "shapes", "scenes", "triplets")
 _GENERATED = ("shapes", "scenes", "triplets")
 # datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
 EXTERNAL = ("hf", "torchvision", "wds")
+# the options those sources take (_sources checks which source takes which)
+SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column")
 
 
 def parse_source(data: str) -> tuple[str, str] | None:
@@ -155,6 +156,8 @@ def once(final: Path, write: Callable[[Path], object]) -> Path:
 def _write_digits(root: Path) -> None:
     import numpy as np
     from sklearn.datasets import load_digits
+
+    from ._png import write_png
 
     digits = load_digits()
     rng = np.random.default_rng(0)

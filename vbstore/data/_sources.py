@@ -27,14 +27,13 @@ import blake3
 
 from ..errors import BadInput, UsageError
 from ._files import IMAGE_EXTENSIONS
-from ._packaged import once
+from ._packaged import SOURCE_OPTIONS, once
 from ._png import png_bytes
 
 # Local imports: PIL, numpy and tarfile load when a source's files are written; _hf and _tvdata
 # build on this module (an import cycle) and load with their source.
 
 SOURCE_KINDS = ("hf", "torchvision", "wds")
-SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column")
 # which source options each source takes; anything else is refused, never ignored
 _APPLIES = {
     "hf": ("download", "image_column", "label_column"),

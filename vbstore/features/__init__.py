@@ -7,12 +7,20 @@ reading load it on first use.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._executor import ExtractProgress, RayExecutor, make_executor
 from ._params import OP_VERSION, ExtractorParams, extractor_doc, extractor_key
 
-_LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read"}
+if TYPE_CHECKING:
+    from ._executor import ExtractProgress, RayExecutor, make_executor
+    from ._extract import ExtractionStats, extract_featureset
+    from ._read import Features
+
+# loaded on first use: extraction and reading need torch; the executors only a command given
+# --executor (a cached `get` needs none of them)
+_LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read",
+         "ExtractProgress": "._executor", "RayExecutor": "._executor",
+         "make_executor": "._executor"}
 
 __all__ = ["OP_VERSION", "ExtractProgress", "ExtractionStats", "ExtractorParams", "Features",
            "RayExecutor", "extract_featureset", "extractor_doc", "extractor_key", "make_executor"]

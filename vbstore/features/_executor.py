@@ -7,7 +7,6 @@ imported only when some image has to go through a backbone.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +72,8 @@ class RayExecutor:
         Raises:
             ExecutorError: the cluster cannot be reached.
         """
+        import logging  # ray's log level only: logging costs every other command ~3 ms
+
         import ray  # heavy: only when something runs on Ray
 
         if ray.is_initialized():

@@ -5,40 +5,32 @@ zero-shot, its parameters with defaults, and its metrics with directions and a h
 :class:`Task`). The engine resolves params with ``task.resolve_params``, then calls ``fit`` and
 ``evaluate`` (trained tasks) or ``evaluate_zero_shot`` (zero-shot tasks) on feature tensors.
 
-Importing this package registers the built-in tasks but does not import torch: a task's
-declaration is enough to build a derivation key, and a cached result must not pay for torch.
+Built-in tasks register through the same decorator a plugin uses, when first asked for by name
+(``get_task``), so a cached result imports only its own task's module; none imports torch: a
+task's declaration is enough to build a derivation key, and a cached result must not pay for it.
 """
 
 from __future__ import annotations
 
-# Built-ins register through the same decorator a plugin uses; importing them is the act.
-from . import (  # noqa: F401
-    classification,
-    correspondence,
-    detection,
-    geometry,
-    knn,
-    maps,
-    multilabel,
-    orientation,
-    relative_pose,
-    retrieval,
-    segmentation,
-    similarity,
-    zeroshot_classification,
-    zeroshot_multilabel,
-    zeroshot_retrieval,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._dense import DenseTask
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
-from ._registry import get_task, list_tasks, ordered_metrics, register_task
+from ._registry import BUILTIN, get_task, list_tasks, ordered_metrics, register_task
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 from .aggregate import aggregate_seeds
-from .correspondence import KeypointPairs, WarpPairs
+
+if TYPE_CHECKING:
+    from .correspondence import KeypointPairs, WarpPairs
+
+# the view pairs of the correspondence tasks, from their module when first used
+_LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence"}
 
 __all__ = [
     "BOX_TARGETS",
+    "BUILTIN",
     "DENSE_TARGETS",
     "DenseBatch",
     "DenseSplit",
@@ -62,3 +54,10 @@ __all__ = [
     "ordered_metrics",
     "register_task",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -2,7 +2,8 @@
 
 Built-in tasks register through exactly this path, like a user's plugin does. Registration
 instantiates the task and checks its declaration, so a malformed task fails when its module is
-imported, not in the middle of a run.
+imported, not in the middle of a run. A built-in task's module is imported when the task is
+first asked for (:data:`BUILTIN`), so a cached ``vbstore get`` loads one task module, not all.
 
 ```python
 from vbstore.tasks import Task, register_task
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import importlib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -31,6 +33,32 @@ from ._errors import UnknownTask
 from ._split import DENSE_TARGETS
 
 _TASKS: dict[str, Task] = {}
+# each built-in task and the module of this package that registers it when imported (a test
+# imports every module and checks this table against what each registers)
+BUILTIN = {
+    "classification": "classification",
+    "correspondence": "correspondence",
+    "keypoint_correspondence": "correspondence",
+    "detection": "detection",
+    "instance_segmentation": "detection",
+    "depth": "geometry",
+    "surface_normal": "geometry",
+    "knn": "knn",
+    "edge": "maps",
+    "occlusion_edge": "maps",
+    "keypoints2d": "maps",
+    "corner": "maps",
+    "multilabel": "multilabel",
+    "orientation": "orientation",
+    "relative_pose": "relative_pose",
+    "retrieval": "retrieval",
+    "semantic_segmentation": "segmentation",
+    "generic_segmentation": "segmentation",
+    "similarity": "similarity",
+    "zeroshot_classification": "zeroshot_classification",
+    "zeroshot_multilabel": "zeroshot_multilabel",
+    "zeroshot_retrieval": "zeroshot_retrieval",
+}
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 T = TypeVar("T", bound=Callable[..., Any])
@@ -119,6 +147,8 @@ def register_task(obj: Any = None, *, name: str | None = None) -> Any:
                 f"task name {task_name!r} is not a lower-case identifier",
                 hint="pass register_task(name='my_task')",
             )
+        if task_name in BUILTIN and BUILTIN[task_name] != _module_of(target):
+            _load_builtin(task_name)  # a plugin taking a built-in's name is refused, as before
         if task_name in _TASKS:
             owner = type(_TASKS[task_name]).__module__
             raise UsageError(
@@ -148,20 +178,41 @@ def register_task(obj: Any = None, *, name: str | None = None) -> Any:
     return decorate(obj) if obj is not None else decorate
 
 
+def _module_of(target: Any) -> str:
+    """The name of the module of this package that defines ``target``, or ''."""
+    module = getattr(target, "__module__", "")
+    return module.rpartition(".")[2] if module.startswith(f"{__package__}.") else ""
+
+
+def _load_builtin(name: str) -> None:
+    if name not in _TASKS:
+        importlib.import_module(f".{BUILTIN[name]}", __package__)
+
+
+def _load_all() -> None:
+    for name in BUILTIN:
+        _load_builtin(name)
+
+
 def get_task(name: str) -> Task:
     """The registered task called ``name``.
 
     Raises:
         UnknownTask: no task has that name (the message suggests the closest).
     """
-    try:
-        return _TASKS[name]
-    except KeyError:
-        raise UnknownTask(name, difflib.get_close_matches(name, list(_TASKS), n=1)) from None
+    task = _TASKS.get(name)
+    if task is None and name in BUILTIN:
+        _load_builtin(name)
+        task = _TASKS.get(name)
+    if task is None:
+        names = sorted({*_TASKS, *BUILTIN})
+        raise UnknownTask(name, difflib.get_close_matches(name, names, n=1))
+    return task
 
 
 def list_tasks(pattern: str = "*") -> list[str]:
     """Sorted names of the registered tasks matching the fnmatch ``pattern``."""
+    _load_all()
     return sorted(n for n in _TASKS if fnmatch.fnmatchcase(n, pattern))
 
 
@@ -170,6 +221,7 @@ def ordered_metrics(task: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
 
     A task no longer registered keeps the stored order.
     """
-    order = [m.name for m in _TASKS[task].metrics] if task in _TASKS else []
+    known = task in _TASKS or task in BUILTIN
+    order = [m.name for m in get_task(task).metrics] if known else []
     rank = {name: i for i, name in enumerate(order)}
     return dict(sorted(metrics.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
