@@ -34,7 +34,7 @@ from ._spec import BackboneSpec, parse_spec
 from ._weights import WeightsRecord, file_digest
 
 if TYPE_CHECKING:
-    from ._base import Backbone, LayerOut
+    from ._base import Backbone, LayerOut  # noqa: F401 - lazy: not in __all__, as before
     from ._catalog import bare_rows, catalog_rows, model_rows
     from ._cfg import BackboneCfg, preprocess
     from .custom import CustomBackbone

@@ -13,7 +13,6 @@ Grammar (documented in ``docs/backbones.md``)::
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 from ._errors import InvalidSpec, UnknownBackbone
@@ -44,6 +43,8 @@ def _sources() -> list[str]:
 
 def _unknown_name(text: str) -> UnknownBackbone:
     names = [entry.name for entry in entries() if not entry.prefix] + list(BARE_NAMES)
+    import difflib  # a suggestion, on the error path only
+
     close = difflib.get_close_matches(text, names, n=3)
     # a bare architecture name is the most common slip: say how to prefix it
     # timm and torchvision hold most architectures: suggest them first
@@ -135,6 +136,8 @@ def parse_spec(text: str) -> BackboneSpec:
         hint = f"write timm:{arch}.{tag}" if head == "timm" else f"{head} takes no @TAG"
         raise InvalidSpec(text, f"source {head!r} takes no @TAG", hint=hint)
     if entry.catalog and arch not in entry.catalog:
+        import difflib  # a suggestion, on the error path only
+
         close = difflib.get_close_matches(arch, list(entry.catalog), n=1)
         raise UnknownBackbone(
             arch,

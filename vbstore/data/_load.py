@@ -8,7 +8,6 @@ change to a file or to the listing misses and the manifest is rebuilt from the f
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -185,6 +184,8 @@ def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[s
 def _check_option_names(options: dict[str, Any]) -> None:
     for key in sorted(options):
         if key not in OPTIONS:
+            import difflib  # a suggestion, on the error path only
+
             close = difflib.get_close_matches(key, OPTIONS, n=1)
             raise UsageError(
                 f"no layout option {key!r} (valid: {', '.join(OPTIONS)})",

@@ -157,7 +157,7 @@ def state_key(scan: Scan, limit: int | None, entries: Sequence[Entry] | None = N
               # the poses live in the table, not in any image's state
               (scan.pair_field, kept_pairs(scan, limit)) if scan.pairs is not None else None)
     # a column no entry fills is None, not a list of Nones (a folder of class folders fills one)
-    columns = [column if any(v is not None for v in column) else None for column in (
+    columns = [None if column.count(None) == len(column) else column for column in (
         [e.label for e in entries], [e.labels for e in entries], [e.target_name for e in entries],
         [e.captions for e in entries], [e.condition for e in entries])]
     hasher = blake3.blake3()

@@ -16,17 +16,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
-from ._dense import DenseTask
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._registry import BUILTIN, get_task, list_tasks, ordered_metrics, register_task
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
-from .aggregate import aggregate_seeds
 
 if TYPE_CHECKING:
+    from ._dense import DenseTask
+    from .aggregate import aggregate_seeds
     from .correspondence import KeypointPairs, WarpPairs
 
-# the view pairs of the correspondence tasks, from their module when first used
-_LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence"}
+# from their modules when first used: a cached result needs none of them
+_LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
+         "DenseTask": "_dense", "aggregate_seeds": "aggregate"}
 
 __all__ = [
     "BOX_TARGETS",

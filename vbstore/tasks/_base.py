@@ -24,7 +24,6 @@ declared metrics). torch is imported only inside those calls, so reading a task'
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -292,6 +291,8 @@ class Task:
         for key in sorted(given, key=str):
             if key not in self.params:
                 valid = ", ".join(sorted(self.params)) or "none"
+                import difflib  # a suggestion, on the error path only
+
                 close = difflib.get_close_matches(str(key), list(self.params), n=1)
                 raise UsageError(
                     f"task {self.display_name!r} has no parameter {key!r} (valid: {valid})",

@@ -20,7 +20,6 @@ def knn_k10() -> Task:
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import importlib
 import re
@@ -206,6 +205,8 @@ def get_task(name: str) -> Task:
         task = _TASKS.get(name)
     if task is None:
         names = sorted({*_TASKS, *BUILTIN})
+        import difflib  # a suggestion, on the error path only
+
         raise UnknownTask(name, difflib.get_close_matches(name, names, n=1))
     return task
 
