@@ -222,6 +222,45 @@ def test_task_errors_are_vbstore_errors():
         assert issubclass(cls, VbstoreError)
 
 
+def test_the_builtin_table_names_the_module_that_registers_each_task():
+    from vbstore.tasks import BUILTIN, list_tasks
+
+    names = list_tasks()  # imports every built-in module
+    ours = {n for n in names if type(get_task(n)).__module__.startswith("vbstore.tasks.")}
+    assert ours == set(BUILTIN)
+    for name, module in BUILTIN.items():
+        assert type(get_task(name)).__module__ == f"vbstore.tasks.{module}", name
+
+
+def test_asking_for_a_task_imports_its_module_only():
+    # a cached `get` loads the one task it answers for, not all of them
+    code = (
+        "import sys, vbstore.tasks as t\n"
+        "t.get_task('knn')\n"
+        "loaded = sorted(set(m.rpartition('.')[2] for m in sys.modules\n"
+        "                    if m.startswith('vbstore.tasks.')) & set(t.BUILTIN.values()))\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "['knn']"
+
+
+def test_a_plugin_cannot_take_a_builtin_name_before_the_builtin_is_loaded():
+    code = (
+        "import vbstore.tasks as t\n"
+        "from vbstore.errors import UsageError\n"
+        "class P(t.Task): pass\n"
+        "try:\n"
+        "    t.register_task(name='depth')(P)\n"
+        "except UsageError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
+                         capture_output=True, text=True).stdout
+    assert "'depth' is already registered (by vbstore.tasks.geometry)" in out
+
+
 def test_reading_declarations_does_not_import_torch():
     # A cached `vbstore get` builds derivation keys from declarations: it must stay torch-free.
     code = (
