@@ -18,14 +18,20 @@ _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target",
           "classes", "dataset_root", "download", "image_column", "label_column", "splits")
 
 
+# one instance of each path type for every command these flags go on: click translates a path
+# type's labels when one is made (a gettext lookup each, ~0.1 ms; 21 of them on a cached `get`)
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+_FOLDER = click.Path(file_okay=False)
+
+
 def data_layout_options(func: Callable) -> Callable:
     """Add the layout flags; the command receives them gathered as ``data_options``."""
     options = [
         click.option("--layout", type=click.Choice(LAYOUTS), default=None,
                      help="Override layout detection."),
-        click.option("--stems", type=click.Path(exists=True, dir_okay=False), default=None,
+        click.option("--stems", type=_EXISTING_FILE, default=None,
                      help="Official list of sample stems, one per line (VOC style)."),
-        click.option("--train-stems", type=click.Path(exists=True, dir_okay=False), default=None,
+        click.option("--train-stems", type=_EXISTING_FILE, default=None,
                      help="Stems list used instead of --stems when the split is train."),
         click.option("--image-dir", default=None,
                      help="Image folder of a stems layout (default JPEGImages)."),
@@ -35,12 +41,12 @@ def data_layout_options(func: Callable) -> Callable:
                      help="Target folder of a dense split with several (masks, depth...)."),
         click.option("--target-type", default=None,
                      help="Record this target type instead of the folder name."),
-        click.option("--classes", type=click.Path(exists=True, dir_okay=False), default=None,
+        click.option("--classes", type=_EXISTING_FILE, default=None,
                      help="Class names, one per line, in index order: of a sample list, or "
                      "of box annotations (default: the VOC classes, or classes.txt)."),
-        click.option("--splits", type=click.Path(exists=True, dir_okay=False), default=None,
+        click.option("--splits", type=_EXISTING_FILE, default=None,
                      help="Taskonomy split CSV: building,train,val,test rows of 0/1."),
-        click.option("--dataset-root", type=click.Path(file_okay=False), default=None,
+        click.option("--dataset-root", type=_FOLDER, default=None,
                      help="Folder a torchvision:NAME dataset reads its files from."),
         click.option("--download", is_flag=True, default=None,
                      help="Let hf: and torchvision: data fetch what is not on this machine."),
