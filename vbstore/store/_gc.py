@@ -34,7 +34,10 @@ from ._rows import forget_pack_rows
 DEFAULT_GRACE = 3600.0
 _BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
 _TRANSACTION = 4 * _BATCH  # ids per write transaction: a few ms of holding the lock
-_UNLINKERS = 2  # threads unlinking one batch's files while the next batch's rows are deleted
+# threads unlinking one batch's files while this one deletes the next batch's rows (and then
+# unlinks too); more only add GIL hand-offs on this machine's two cores
+_HELPERS = 1
+_CHUNK = 200  # files per task
 # still collectable: unused since the cutoff, and no parent used since then either
 _COLLECTABLE = ("max(created, last_used) < ? AND NOT EXISTS (SELECT 1 FROM edges e "
                 "JOIN objects p ON p.id = e.parent "
@@ -249,7 +252,7 @@ class GcMixin(_StoreBase):
         since = None if walked is None else walked.changes
         folders = _open_folders(os.fspath(self.files.objects)) if doomed else {}
         try:
-            with ThreadPoolExecutor(_UNLINKERS) as pool:
+            with ThreadPoolExecutor(_HELPERS) as pool:
                 # one transaction more than there are batches: the last unlinks the last batch
                 for start in range(0, len(doomed) + _TRANSACTION, _TRANSACTION):
                     batch = doomed[start : start + _TRANSACTION]
@@ -283,14 +286,17 @@ class GcMixin(_StoreBase):
                 walked = None
             keys = pending if quiet else _absent(conn, pending)
             pool, folders = unlinkers
-            step = -(-len(keys) // _UNLINKERS) or 1  # one task per thread
             base = os.fspath(self.files.objects)
-            unlinking = [pool.submit(_unlink_keys, base, keys[i : i + step], folders)
-                         for i in range(0, len(keys), step)]
+            # small chunks, taken by whichever thread is free: the helper from the start, this
+            # thread once its statements are done
+            chunks = iter([keys[i : i + _CHUNK] for i in range(0, len(keys), _CHUNK)])
+            helping = [pool.submit(_unlink_chunks, base, chunks, folders)
+                       for _ in range(_HELPERS)] if keys else []
             try:
                 gone = self._delete_rows(conn, batch, cutoff, walked)
+                _unlink_chunks(base, chunks, folders)
             finally:  # every unlink ends before the lock is released, whatever happened
-                errors = _join(unlinking)
+                errors = _join(helping)
                 pending.clear()
             if errors:  # a blob that could not be unlinked: this batch's rows stay
                 raise errors[0]
@@ -458,6 +464,13 @@ def _unlink_keys(base: str, keys: list, folders: dict[str, int] | None = None) -
                 os.unlink(oid[2:], dir_fd=folder)
         except FileNotFoundError:
             pass
+
+
+def _unlink_chunks(base: str, chunks, folders: dict[str, int]) -> None:
+    """:func:`_unlink_keys` for each chunk of keys left in the iterator ``chunks`` (several
+    threads share one: ``next`` on a list iterator is atomic)."""
+    for keys in chunks:
+        _unlink_keys(base, keys, folders)
 
 
 def _open_folders(base: str) -> dict[str, int]:
