@@ -57,14 +57,13 @@ class GcReport:
     evicted: list[dict[str, Any]] = field(default_factory=list)
     kept: int = 0
     warnings: list[str] = field(default_factory=list)
-    # (registry id, kind, size, evicted_at) of each removed object
+    # (registry id, kind, bytes freed: 0 if it was evicted before) of each removed object
     _rows: list[tuple] = field(default_factory=list, init=False, repr=False)
 
     @property
     def removed(self) -> list[dict[str, Any]]:
         """Each removed object as ``{"id", "kind", "size"}`` (size 0 if it was evicted before)."""
-        return [{"id": hex_id(key), "kind": kind, "size": 0 if evicted else size}
-                for key, kind, size, evicted in self._rows]
+        return [{"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in self._rows]
 
     @property
     def removed_count(self) -> int:
@@ -72,16 +71,16 @@ class GcReport:
 
     @property
     def removed_bytes(self) -> int:
-        return sum(size for _, _, size, evicted in self._rows if not evicted)
+        return sum(size for _, _, size in self._rows)
 
     @property
     def removed_by_kind(self) -> dict[str, dict[str, int]]:
         """``kind → {"count", "bytes"}`` of the removed objects."""
         kinds: dict[str, dict[str, int]] = {}
-        for _, kind, size, evicted in self._rows:
+        for _, kind, size in self._rows:
             entry = kinds.setdefault(kind, {"count": 0, "bytes": 0})
             entry["count"] += 1
-            entry["bytes"] += 0 if evicted else size
+            entry["bytes"] += size
         return dict(sorted(kinds.items()))
 
     @property
@@ -182,15 +181,20 @@ class GcMixin(_StoreBase):
             roots |= {r[0] for r in self.db.query(
                 f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
                 "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
-        children: dict[Any, list] = defaultdict(list)
-        for parent, child in self.db.query("SELECT parent, child FROM edges"):
-            children[parent].append(child)
-        seen, stack = set(roots), list(roots)
-        while stack:
-            for child in children.get(stack.pop(), ()):
-                if child not in seen:
-                    seen.add(child)
-                    stack.append(child)
+        # breadth first, in SQL: each round reads the children of the objects it just reached
+        # that have any (an index range each), never a map of the whole edges table
+        parents = {parent for (parent,) in self.db.query("SELECT DISTINCT parent FROM edges")}
+        seen = set(roots)
+        frontier = list(seen & parents)
+        while frontier:
+            found: set = set()
+            for i in range(0, len(frontier), _BATCH):
+                some = frontier[i : i + _BATCH]
+                found.update(child for (child,) in self.db.query(
+                    f"SELECT child FROM edges WHERE parent IN ({_marks(some)})", some))  # noqa: S608
+            found -= seen
+            seen |= found
+            frontier = list(found & parents)
         return seen
 
     def gc(self, grace: float = DEFAULT_GRACE, dry_run: bool = False,
@@ -212,7 +216,8 @@ class GcMixin(_StoreBase):
         assert version is not None  # a pragma always answers one row
         seen = version[0], self.db.conn.total_changes  # as _changes reads them
         keep = self.reachable(young_since=cutoff, registry_ids=True)
-        rows = self.db.query("SELECT id, kind, size, evicted_at FROM objects")
+        rows = self.db.query("SELECT id, kind, CASE WHEN evicted_at IS NULL THEN size ELSE 0 END "
+                             "FROM objects")
         doomed = [row for row in rows if row[0] not in keep]
         report.kept = len(rows) - len(doomed)
         del rows
