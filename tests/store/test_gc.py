@@ -356,3 +356,50 @@ def test_the_report_totals_need_no_entry_per_object(store):
     assert "removed" not in summary
     assert summary["removed_count"] == 3
     assert report.as_dict()["removed"] == report.removed
+
+
+def test_puts_racing_a_gc_never_lose_their_blob(store, monkeypatch):
+    """Another connection puts back, while gc sweeps, blobs gc is removing: each blob put
+    stays (row and file: the put made it young), whatever transaction it landed between."""
+    from vbstore import Store
+    from vbstore.store import _gc
+
+    monkeypatch.setattr(_gc, "_TRANSACTION", 100)  # many transactions to land between
+    old = time.time() - 7200
+    rows, ids = [], []
+    for i in range(3000):
+        data = b"garbage %d" % i
+        oid = blake3.blake3(data).hexdigest()
+        path = store.files.path(oid)
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, 0o444)
+        ids.append(oid)
+        rows.append((db_id(oid), "blob", len(data), old, old))
+    with store.db.write() as conn:
+        conn.executemany(
+            "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)
+    order = [i * 1237 % 3000 for i in range(3000)]  # a fixed shuffle: 1237 is prime to 3000
+    ready, done, put = threading.Event(), threading.Event(), []
+
+    def put_back():
+        with Store(store.root) as other:
+            ready.set()
+            for i in order:
+                if done.is_set():
+                    return
+                put.append(other.put_bytes(b"garbage %d" % i))
+
+    thread = threading.Thread(target=put_back)
+    thread.start()
+    assert ready.wait(10)
+    report = store.gc()
+    done.set()
+    thread.join(30)
+    assert put  # the race happened
+    assert not set(put) & {o["id"] for o in store.gc(dry_run=True).removed}
+    for oid in put:
+        assert store.has(oid), oid
+    assert {o.id for o in store.ls()} == set(put)
+    assert report.removed_count + len(put) >= 3000
+    assert store.fsck().clean
