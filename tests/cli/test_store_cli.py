@@ -131,6 +131,10 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     assert run("fsck").exit_code == 0
     dry = json.loads(run("gc", "--grace", "0", "--dry-run", "--json").output)
     assert dry["removed"][0]["id"] == oid
+    totals = json.loads(run("gc", "--grace", "0", "--dry-run", "--json", "--summary").output)
+    assert "removed" not in totals
+    assert totals["removed_by_kind"] == {"blob": {"count": 1, "bytes": len("payload")}}
+    assert "would remove 1 unreachable objects" in run("gc", "--grace", "0", "--dry-run").output
     from vbstore import Store
 
     with Store(tmp_path / "s") as s:

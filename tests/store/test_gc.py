@@ -223,14 +223,15 @@ def test_a_put_between_delete_and_unlink_keeps_its_blob(store, monkeypatch, writ
 
     ids = [store.put_bytes(b"old %d" % i) for i in range(3)]
     _old(store, *ids)
-    real = store._unlink_unregistered
+    real = store._sweep_step
     other = Store(store.root) if writer == "other" else store
 
-    def a_put_arrives_first(oids, *args, **kwargs):
-        other.put_bytes(b"old 1")  # its row is gone, its blob not yet: the put re-registers it
-        return real(oids, *args, **kwargs)
+    def a_put_arrives_first(batch, cutoff, report, walked, since, pending, unlinkers):
+        if pending:  # the rows went in the last transaction, the files go in this one
+            other.put_bytes(b"old 1")  # its row is gone, its blob not yet: the put re-registers it
+        return real(batch, cutoff, report, walked, since, pending, unlinkers)
 
-    monkeypatch.setattr(store, "_unlink_unregistered", a_put_arrives_first)
+    monkeypatch.setattr(store, "_sweep_step", a_put_arrives_first)
     assert len(store.gc().removed) == 3  # the rows went; the put brought one back
     assert [o.id for o in store.ls()] == [ids[1]]
     assert store.path(ids[1]).read_bytes() == b"old 1"
@@ -251,17 +252,154 @@ def test_a_write_after_the_walk_makes_every_later_batch_recheck(store, monkeypat
     _old(store, *ids)
     monkeypatch.setattr(_gc, "_TRANSACTION", 1)
     late = sorted(ids)[-1]  # swept in the last transaction (ids go in registry order)
-    real = store._unlink_unregistered
+    real = store._sweep_step
     calls = []
 
-    def a_writer_arrives(oids, *args, **kwargs):
-        if not calls:
+    def a_writer_arrives(batch, *args):
+        if len(calls) == 1:  # after the first batch went
             with Store(store.root) as other:
                 other.put_bytes(b"new parent", edges={"input": late})
-        calls.append(oids)
-        return real(oids, *args, **kwargs)
+        calls.append(batch)
+        return real(batch, *args)
 
-    monkeypatch.setattr(store, "_unlink_unregistered", a_writer_arrives)
+    monkeypatch.setattr(store, "_sweep_step", a_writer_arrives)
     assert {o["id"] for o in store.gc().removed} == set(ids) - {late}
     assert store.has(late)
+    assert len(calls) == 6  # six batches; the last deleted nothing, so no seventh to unlink
+    assert store.fsck().clean
+
+
+def test_every_unlink_runs_under_the_write_lock(store, monkeypatch):
+    """The files of a batch are unlinked from worker threads while the next transaction holds
+    the registry's write lock: no other writer (a put re-registering one) can interleave."""
+    import sqlite3
+
+    from vbstore.store import _gc
+
+    ids = [store.put_bytes(b"old %d" % i) for i in range(25)]
+    _old(store, *ids)
+    monkeypatch.setattr(_gc, "_TRANSACTION", 10)
+    real = _gc._unlink_keys
+    seen = []
+
+    def unlink_and_look(base, keys, *args):
+        other = sqlite3.connect(store.db.path, timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            locked = False
+        except sqlite3.OperationalError as exc:
+            locked = "locked" in str(exc)
+        other.close()
+        seen.append((len(keys), store.db.conn.in_transaction, locked))
+        return real(base, keys, *args)
+
+    monkeypatch.setattr(_gc, "_unlink_keys", unlink_and_look)
+    assert store.gc().removed_count == 25
+    assert sum(n for n, _, _ in seen) == 25
+    assert all(inside and locked for _, inside, locked in seen), seen
+    assert not any(store.files.iter_files())
+    assert store.fsck().clean
+
+
+class _FailsOnce:
+    """A registry connection whose ``nth`` ``DELETE FROM objects`` fails (an I/O error)."""
+
+    def __init__(self, conn, nth):
+        self._conn, self._left = conn, nth
+
+    def execute(self, sql, *args):
+        if sql.startswith("DELETE FROM objects"):
+            self._left -= 1
+            if self._left == 0:
+                raise __import__("sqlite3").OperationalError("disk I/O error")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_a_batch_that_fails_leaves_no_row_without_its_blob(store, monkeypatch):
+    """The second transaction fails while it unlinks the first batch's files: those go (their
+    rows were committed), the failed batch keeps its rows and files, fsck stays clean."""
+    from vbstore.errors import StoreIOError
+    from vbstore.store import _gc
+
+    ids = sorted(store.put_bytes(b"old %d" % i) for i in range(6))  # swept in registry order
+    _old(store, *ids)
+    monkeypatch.setattr(_gc, "_TRANSACTION", 2)
+    real = store.db.conn
+    store.db.conn = _FailsOnce(real, 2)
+    with pytest.raises(StoreIOError):
+        store.gc()
+    store.db.conn = real
+    assert [store.files.exists(oid) for oid in ids] == [False, False, True, True, True, True]
+    assert sorted(o.id for o in store.ls()) == ids[2:]
+    assert store.fsck().clean
+    assert store.gc().removed_count == 4
+
+
+def test_the_report_totals_need_no_entry_per_object(store):
+    np = pytest.importorskip("numpy")
+    blobs = [store.put_bytes(b"x" * size) for size in (10, 20)]
+    pack = put_pack(store, {"x": np.zeros(4, dtype=np.float32)})
+    _old(store, *blobs, pack)
+    pack_size = store.info(pack).size
+    dry = store.gc(dry_run=True)
+    report = store.gc()
+    for r in (dry, report):
+        assert r.removed_count == 3
+        assert r.removed_bytes == r.freed_bytes == 30 + pack_size
+        assert r.removed_by_kind == {"blob": {"count": 2, "bytes": 30},
+                                     "pack": {"count": 1, "bytes": pack_size}}
+    assert sorted(o["id"] for o in report.removed) == sorted([*blobs, pack])
+    summary = report.as_dict(itemize=False)
+    assert "removed" not in summary
+    assert summary["removed_count"] == 3
+    assert report.as_dict()["removed"] == report.removed
+
+
+def test_puts_racing_a_gc_never_lose_their_blob(store, monkeypatch):
+    """Another connection puts back, while gc sweeps, blobs gc is removing: each blob put
+    stays (row and file: the put made it young), whatever transaction it landed between."""
+    from vbstore import Store
+    from vbstore.store import _gc
+
+    monkeypatch.setattr(_gc, "_TRANSACTION", 100)  # many transactions to land between
+    old = time.time() - 7200
+    rows, ids = [], []
+    for i in range(3000):
+        data = b"garbage %d" % i
+        oid = blake3.blake3(data).hexdigest()
+        path = store.files.path(oid)
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, 0o444)
+        ids.append(oid)
+        rows.append((db_id(oid), "blob", len(data), old, old))
+    with store.db.write() as conn:
+        conn.executemany(
+            "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)
+    order = [i * 1237 % 3000 for i in range(3000)]  # a fixed shuffle: 1237 is prime to 3000
+    ready, done, put = threading.Event(), threading.Event(), []
+
+    def put_back():
+        with Store(store.root) as other:
+            ready.set()
+            for i in order:
+                if done.is_set():
+                    return
+                put.append(other.put_bytes(b"garbage %d" % i))
+
+    thread = threading.Thread(target=put_back)
+    thread.start()
+    assert ready.wait(10)
+    report = store.gc()
+    done.set()
+    thread.join(30)
+    assert put  # the race happened
+    assert not set(put) & {o["id"] for o in store.gc(dry_run=True).removed}
+    for oid in put:
+        assert store.has(oid), oid
+    assert {o.id for o in store.ls()} == set(put)
+    assert report.removed_count + len(put) >= 3000
     assert store.fsck().clean

@@ -198,22 +198,26 @@ def du(store, as_json: bool) -> None:
 @click.option("--max-size", default=None,
               help="Then evict least-recently-used recomputable artifacts (packs first) until "
                    "the store fits (e.g. 10G).")
+@click.option("--summary", is_flag=True,
+              help="With --json, counts and bytes per kind instead of one entry per removed "
+                   "object (a gc of millions of objects).")
 @json_option
 @with_store
-def gc(store, dry_run: bool, grace: str, max_size: str | None, as_json: bool) -> None:
+def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
+       as_json: bool) -> None:
     """Remove what no ref, result or suite needs; optionally shrink to a size."""
     report = store.gc(grace=parse_duration(grace), dry_run=dry_run,
                       max_size=parse_size(max_size) if max_size else None)
 
     def text() -> None:
         verb = "would remove" if dry_run else "removed"
-        click.echo(f"{verb} {len(report.removed)} unreachable objects, evicted "
+        click.echo(f"{verb} {report.removed_count} unreachable objects, evicted "
                    f"{len(report.evicted)}, freed {human_size(report.freed_bytes)}; "
                    f"kept {report.kept}")
         for warning in report.warnings:
             click.echo(f"warning: {warning}", err=True)
 
-    emit(as_json, report.as_dict(), text)
+    emit(as_json, report.as_dict(itemize=not summary) if as_json else None, text)
 
 
 @click.command()
