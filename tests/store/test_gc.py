@@ -403,3 +403,26 @@ def test_puts_racing_a_gc_never_lose_their_blob(store, monkeypatch):
     assert {o.id for o in store.ls()} == set(put)
     assert report.removed_count + len(put) >= 3000
     assert store.fsck().clean
+
+
+def test_adopting_a_blob_gc_unlinks_meanwhile_registers_nothing(store, monkeypatch):
+    # a worker re-published a blob gc is removing (an older copy of the same id): gc's unlink
+    # lands between adopt's hash and its lock; adopt must refuse rather than leave a bare row
+    from vbstore.errors import ObjectNotFound
+    from vbstore.store import _store
+
+    oid = store.put_bytes(b"pack bytes")
+    with store.db.write() as conn:  # unregistered again, as a worker's fresh file is
+        conn.execute("DELETE FROM objects")
+    real = _store.hash_file
+
+    def hash_then_unlinked(path):
+        digest = real(path)
+        os.unlink(path)  # what gc's sweep does to the file of the old row
+        return digest
+
+    monkeypatch.setattr(_store, "hash_file", hash_then_unlinked)
+    with pytest.raises(ObjectNotFound, match="no object matches"):
+        store.adopt(oid, "blob")
+    assert not store.has(oid)
+    assert store.fsck().clean

@@ -176,8 +176,14 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         path = self.path(oid)
         if hash_file(path) != oid:
             raise CorruptObject(oid, str(path))
-        size = path.stat().st_size
         with self.db.write() as conn:
+            # gc unlinks under this lock: a blob of the same id it removed between the hash and
+            # here must not leave a row without its file
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                raise ObjectNotFound(oid, hint="the file went away while it was adopted (a gc "
+                                               "of an older copy); write it again") from None
             self._upsert(conn, oid, kind, size)
             self._insert_edges(conn, oid, edges)
         return oid
