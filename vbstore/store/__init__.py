@@ -1,13 +1,14 @@
 """The content-addressed object store and its SQLite registry."""
 
+from typing import TYPE_CHECKING, Any
+
 from ._derive import derivation_key, derivation_spec
 from ._filestate import RACY_SECONDS
-from ._fsck import FsckReport, sniff_kind
-from ._gc import DEFAULT_GRACE, GcReport
+from ._fsck import sniff_kind
+from ._gc import DEFAULT_GRACE
 from ._ids import db_id, hex_id
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
 from ._objects import ObjectFiles
-from ._rebuild import RebuildReport
 from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
@@ -19,6 +20,9 @@ from ._tensors import (
     tensor_identity,
     to_safetensors_bytes,
 )
+
+if TYPE_CHECKING:
+    from ._reports import FsckReport, GcReport, RebuildReport
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -48,3 +52,11 @@ __all__ = [
     "to_safetensors_bytes",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("FsckReport", "GcReport", "RebuildReport"):
+        from . import _reports  # the report types load with the first report (see _reports)
+
+        return getattr(_reports, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

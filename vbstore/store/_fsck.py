@@ -15,8 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import VbstoreError
 from ._base import _StoreBase
@@ -26,42 +25,11 @@ from ._objects import HOST, hash_and_stat, hash_file
 from ._registry import now
 from ._tensors import read_safetensors_header
 
+if TYPE_CHECKING:
+    from ._reports import FsckReport
+
 DEAD_TEMP_AGE = 24 * 3600.0
 _BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
-
-
-@dataclass
-class FsckReport:
-    """The findings of one fsck run."""
-
-    checked: int = 0
-    bytes: int = 0
-    corrupt: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    dangling_edges: list[dict[str, str]] = field(default_factory=list)
-    adopted: list[str] = field(default_factory=list)
-    temp_removed: list[str] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)
-    refetched: list[str] = field(default_factory=list)
-    registry_errors: list[str] = field(default_factory=list)
-    unsafe: list[str] = field(default_factory=list)
-    modes_fixed: list[str] = field(default_factory=list)
-    locks_removed: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def faults(self) -> int:
-        return (len(self.corrupt) + len(self.missing) + len(self.dangling_edges)
-                + len(self.registry_errors) + len(self.unsafe))
-
-    @property
-    def clean(self) -> bool:
-        return self.faults == 0
-
-    def as_dict(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data.update(faults=self.faults, clean=self.clean)
-        return data
 
 
 def sniff_kind(path) -> str:
@@ -95,6 +63,8 @@ class FsckMixin(_StoreBase):
         if repair:
             self.writable("repair it")
         start = time.perf_counter()
+        from ._reports import FsckReport  # loads with its first report (_reports says why)
+
         report = FsckReport()
         tidy = not self.read_only
         report.temp_removed = self._remove_dead_temps() if tidy else []

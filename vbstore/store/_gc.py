@@ -23,8 +23,8 @@ import json
 import math
 import os
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DiskFull
 from ._base import _StoreBase
@@ -32,6 +32,9 @@ from ._ids import db_id, hex_id
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
 from ._rows import forget_pack_rows
+
+if TYPE_CHECKING:
+    from ._reports import GcReport
 
 DEFAULT_GRACE = 3600.0
 _BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
@@ -44,57 +47,6 @@ _CHUNK = 200  # files taken at a time by a thread
 _COLLECTABLE = ("max(created, last_used) < ? AND NOT EXISTS (SELECT 1 FROM edges e "
                 "JOIN objects p ON p.id = e.parent "
                 "WHERE e.child = objects.id AND max(p.created, p.last_used) >= ?)")
-
-
-@dataclass
-class GcReport:
-    """What one gc run removed (or would remove, with ``dry_run``).
-
-    The removed objects are kept as the registry rows gc read anyway; ``removed`` makes a dict
-    per object from them when asked, so a caller of a gc of millions of objects that wants only
-    the totals (``removed_count``, ``removed_bytes``, ``removed_by_kind``) never pays for them.
-    """
-
-    dry_run: bool
-    evicted: list[dict[str, Any]] = field(default_factory=list)
-    kept: int = 0
-    warnings: list[str] = field(default_factory=list)
-    # (registry id, kind, bytes freed: 0 if it was evicted before) of each removed object
-    _rows: list[tuple] = field(default_factory=list, init=False, repr=False)
-
-    @property
-    def removed(self) -> list[dict[str, Any]]:
-        """Each removed object as ``{"id", "kind", "size"}`` (size 0 if it was evicted before)."""
-        return [{"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in self._rows]
-
-    @property
-    def removed_count(self) -> int:
-        return len(self._rows)
-
-    @property
-    def removed_bytes(self) -> int:
-        return sum(size for _, _, size in self._rows)
-
-    @property
-    def removed_by_kind(self) -> dict[str, dict[str, int]]:
-        """``kind → {"count", "bytes"}`` of the removed objects."""
-        kinds: dict[str, dict[str, int]] = {}
-        for _, kind, size in self._rows:
-            entry = kinds.setdefault(kind, {"count": 0, "bytes": 0})
-            entry["count"] += 1
-            entry["bytes"] += size
-        return dict(sorted(kinds.items()))
-
-    @property
-    def freed_bytes(self) -> int:
-        return self.removed_bytes + sum(o["size"] for o in self.evicted)
-
-    def as_dict(self, itemize: bool = True) -> dict[str, Any]:
-        """The report as JSON; without ``itemize``, the totals only (no ``removed`` list)."""
-        return {"dry_run": self.dry_run, **({"removed": self.removed} if itemize else {}),
-                "removed_count": self.removed_count, "removed_by_kind": self.removed_by_kind,
-                "evicted": self.evicted, "kept": self.kept, "freed_bytes": self.freed_bytes,
-                "warnings": self.warnings}
 
 
 @dataclass
@@ -210,6 +162,8 @@ class GcMixin(_StoreBase):
         """
         if not dry_run:
             self.writable("collect garbage (`gc --dry-run` says what would go)")
+        from ._reports import GcReport  # loads with its first report (_reports says why)
+
         report = GcReport(dry_run=dry_run)
         cutoff = now() - grace
         # the registry as the walk will see it: while no write lands after this, the walk's

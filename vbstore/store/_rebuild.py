@@ -16,9 +16,8 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, VbstoreError
 from ._base import _StoreBase
@@ -29,23 +28,11 @@ from ._objects import hash_file
 from ._rows import insert_feature_rows
 from ._tensors import read_safetensors_header
 
+if TYPE_CHECKING:
+    from ._reports import RebuildReport
+
 _ID = re.compile(r"^[0-9a-f]{64}$")
 _MAX_DEPTH = 64
-
-
-@dataclass
-class RebuildReport:
-    """What a registry rebuild recovered, and where the damaged file went."""
-
-    kept_aside: list[str] = field(default_factory=list)
-    kinds: dict[str, int] = field(default_factory=dict)
-    edges: int = 0
-    feature_rows: int = 0
-    corrupt: list[str] = field(default_factory=list)
-    lost: tuple[str, ...] = ("refs", "aliases", "derivations", "file_state", "leases")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "objects": sum(self.kinds.values()), "lost": list(self.lost)}
 
 
 class RebuildMixin(_StoreBase):
@@ -69,6 +56,8 @@ class RebuildMixin(_StoreBase):
                 "its refs, aliases and derivation records",
                 hint="rebuild only a registry `vbstore fsck` reports damaged")
         self.close()
+        from ._reports import RebuildReport  # loads with its first report (_reports says why)
+
         report = RebuildReport()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for suffix in ("", "-wal", "-shm"):  # the WAL may hold the newest pages: keep it beside
