@@ -22,6 +22,21 @@ def _old(store, *oids, age=7200.0):
             conn.execute("UPDATE objects SET created=created-?, last_used=last_used-? WHERE id=?",
                          (age, age, db_id(oid)))
 
+def _bulk_files(store, label: bytes, n: int) -> list[str]:
+    """Write ``n`` read-only blob files (``label %d``) straight into ``objects/``, unregistered:
+    a bulk load, as fsynced puts of thousands would say nothing more."""
+    ids = []
+    for i in range(n):
+        data = label + b" %d" % i
+        oid = blake3.blake3(data).hexdigest()
+        path = store.files.path(oid)
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, 0o444)
+        ids.append(oid)
+    return ids
+
+
 
 def test_gc_keeps_roots_and_what_they_need(store):
     weights = store.put_bytes(b"weights")
@@ -182,17 +197,11 @@ def test_gc_spares_outputs_a_running_computation_has_published(store):
 def test_gc_across_transactions_removes_exactly_the_unreachable(store):
     """Over 2000 ids per write transaction and 500 per statement: nothing kept is touched."""
     old = time.time() - 7200
-    rows, edges, ids = [], [], []
-    for i in range(4600):
-        data = b"object %d" % i
-        oid = blake3.blake3(data).hexdigest()
-        path = store.files.path(oid)
-        path.parent.mkdir(exist_ok=True)
-        path.write_bytes(data)
-        os.chmod(path, 0o444)
-        ids.append(oid)
+    rows, edges = [], []
+    ids = _bulk_files(store, b"object", 4600)
+    for i, oid in enumerate(ids):
         kind = "result" if i % 100 == 0 and i < 2300 else ("pack" if i % 7 == 0 else "blob")
-        rows.append((db_id(oid), kind, len(data), old, old))
+        rows.append((db_id(oid), kind, len(b"object %d" % i), old, old))
         if i < 2300 and i % 100:
             edges.append((db_id(ids[i - i % 100]), db_id(oid), "input"))
     with store.db.write() as conn:
@@ -366,16 +375,8 @@ def test_puts_racing_a_gc_never_lose_their_blob(store, monkeypatch):
 
     monkeypatch.setattr(_gc, "_TRANSACTION", 100)  # many transactions to land between
     old = time.time() - 7200
-    rows, ids = [], []
-    for i in range(3000):
-        data = b"garbage %d" % i
-        oid = blake3.blake3(data).hexdigest()
-        path = store.files.path(oid)
-        path.parent.mkdir(exist_ok=True)
-        path.write_bytes(data)
-        os.chmod(path, 0o444)
-        ids.append(oid)
-        rows.append((db_id(oid), "blob", len(data), old, old))
+    ids = _bulk_files(store, b"garbage", 3000)
+    rows = [(db_id(oid), "blob", len(b"garbage %d" % i), old, old) for i, oid in enumerate(ids)]
     with store.db.write() as conn:
         conn.executemany(
             "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)

@@ -232,6 +232,12 @@ def test_the_builtin_table_names_the_module_that_registers_each_task():
         assert type(get_task(name)).__module__ == f"vbstore.tasks.{module}", name
 
 
+def _fresh_python(code: str) -> str:
+    """What ``code`` prints in a new interpreter (nothing registered or imported yet)."""
+    return subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
+                          capture_output=True, text=True).stdout
+
+
 def test_asking_for_a_task_imports_its_module_only():
     # a cached `get` loads the one task it answers for, not all of them
     code = (
@@ -241,9 +247,7 @@ def test_asking_for_a_task_imports_its_module_only():
         "                    if m.startswith('vbstore.tasks.')) & set(t.BUILTIN.values()))\n"
         "print(loaded)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
-                         capture_output=True, text=True).stdout
-    assert out.strip() == "['knn']"
+    assert _fresh_python(code).strip() == "['knn']"
 
 
 def test_a_plugin_cannot_take_a_builtin_name_before_the_builtin_is_loaded():
@@ -256,9 +260,7 @@ def test_a_plugin_cannot_take_a_builtin_name_before_the_builtin_is_loaded():
         "except UsageError as e:\n"
         "    print(e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
-                         capture_output=True, text=True).stdout
-    assert "'depth' is already registered (by vbstore.tasks.geometry)" in out
+    assert "'depth' is already registered (by vbstore.tasks.geometry)" in _fresh_python(code)
 
 
 def test_reading_declarations_does_not_import_torch():
