@@ -10,8 +10,8 @@ Prints:
 - the CLI answering a cached result on a 10k-image dataset (a fresh process: interpreter start,
   imports, the listing checked by a stat per file, the lookup), wall and CPU time (user + system
   of the child, steadier than wall on a shared machine), interleaved with its floors: a bare
-  interpreter, one that only stats every file, and one that also imports the libraries the CLI
-  cannot do without; target <= 0.1 s (issue "Typed engine"). ``--compare`` adds the same
+  interpreter, one that imports click alone, one that only stats every file, and one that also
+  imports the libraries the CLI cannot do without; target <= 0.1 s (issue "Typed engine"). ``--compare`` adds the same
   command run with another checkout's vbstore, for before/after figures in one run;
 - ``--dry-run`` on a warm and on a cold store.
 """
@@ -112,6 +112,7 @@ def cli_cached(work: Path, per_class: int, trials: int, compare: str | None) -> 
     stat = f"import os\nfor p in open({str(files)!r}).read().split(chr(10)): os.stat(p)"
     floors = {
         "python -c pass": [sys.executable, "-c", "pass"],
+        "python: import click": [sys.executable, "-c", "import click"],
         "python: stat every file": [sys.executable, "-c", stat],
         "python: import click, sqlite3, json, blake3 + stat": [
             sys.executable, "-c", f"import click, sqlite3, json, blake3\n{stat}"],
