@@ -40,6 +40,7 @@ and (c) give the same featureset ids. docs/scale.md gives the command for the de
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -298,7 +299,7 @@ def bare_bf16(folder: Path, args, device: str) -> dict[str, float]:
     def decode(path: Path) -> torch.Tensor:  # what the extractor does per image
         data = path.read_bytes()
         blake3.blake3(data).hexdigest()
-        with Image.open(path) as image:
+        with Image.open(io.BytesIO(data)) as image:
             return backbone.preprocess(image.convert("RGB"))
 
     paths = sorted(folder.rglob("*.jpg"))
