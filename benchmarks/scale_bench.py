@@ -23,11 +23,24 @@ read, hash and close every blob in a plain loop; unlink as many files as gc remo
 the other: gc unlinks from two threads, so on free cores it can go below that floor), and
 projected to 10^7 objects (issue 13's target: gc in 60 s). On a slow or busy disk the floors
 dominate; ``--dir /dev/shm`` isolates what the registry costs.
+
+``--gpu`` [--device cuda|cpu] [--image-size P] [--decode-threads T] compares, on one device and
+N and 4N distinct P-px JPEGs: (a) the bare bf16 forward (``build_backbone`` with random weights,
+``in_bfloat16()``, on the device; only ``backbone.extract`` over batches already decoded,
+preprocessed and on the device is timed, synchronized, warm-up excluded), the GPU's ceiling;
+(b) ``get_features(precision="bf16")`` from cold stores through ``RayExecutor`` (a local Ray
+started here, one actor with ``num_gpus=1`` on a GPU) and (c) the same with the local executor:
+decode, preprocess, transfer, forward, packs and registry. For (b) and (c) it fits
+``seconds = overhead + images / rate`` as above and reports both the per-image rate (issue
+13's target: Ray ≥ 0.85 of the bare forward) and the whole run's img/s at 4N, over (a); also
+the decode ceiling (T threads reading, hashing, decoding and preprocessing) and whether (b)
+and (c) give the same featureset ids. docs/scale.md gives the command for the device machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -35,9 +48,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import blake3
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -53,7 +68,7 @@ BASELINE = "4474e73"
 PACK_ROWS = 4096
 
 
-def timed(data: Path, store_root: Path, args, executor=None) -> tuple[float, str]:
+def timed(data: Path, store_root: Path, args, executor=None, **options) -> tuple[float, str]:
     from vbstore import Store
     from vbstore.engine import get_features
 
@@ -61,7 +76,7 @@ def timed(data: Path, store_root: Path, args, executor=None) -> tuple[float, str
         start = time.perf_counter()
         result = get_features(args.backbone, str(data), store=store, weights="random",
                               input_size=args.input_size, batch_size=args.batch_size,
-                              progress=False, executor=executor)
+                              progress=False, executor=executor, **options)
         return time.perf_counter() - start, result.id
 
 
@@ -226,6 +241,164 @@ def registry_bench(args) -> None:
     print(json.dumps(out))
 
 
+def photo_jpegs(root: Path, n: int, side: int, threads: int) -> Path:
+    """``n`` distinct ``side``-px JPEGs: extract_bench's drawn shapes under noise.
+
+    Noisy enough that a JPEG is closer to a photo's size and decode cost than a flat drawing's;
+    each image's index drawn in binary as black or white 8x8 blocks on its top edge, so every file's
+    bytes differ (the store extracts an image once however often it appears), checked."""
+    from PIL import Image
+
+    shapes = make_jpegs(root / "shapes", 25, size=side)
+    bases = [np.asarray(Image.open(p).convert("RGB"), dtype=np.int16)
+             for p in sorted(shapes.rglob("*.jpg"))]
+    rng = np.random.default_rng(0)
+    noises = [rng.integers(-12, 13, size=bases[0].shape, dtype=np.int16) for _ in range(61)]
+    out = root / f"photos{n}"
+    bits = max(16, n.bit_length())
+
+    def write(i: int) -> str:
+        pixels = np.clip(bases[i % len(bases)] + noises[i % len(noises)], 0, 255).astype(np.uint8)
+        for bit in range(bits):
+            pixels[:8, 8 * bit : 8 * bit + 8] = 255 * (i >> bit & 1)
+        target = out / f"c{i % 5}" / f"{i:06d}.jpg"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pixels).save(target, quality=90)
+        return blake3.blake3(target.read_bytes()).hexdigest()
+
+    with ThreadPoolExecutor(threads) as pool:  # PIL encodes without the GIL
+        distinct = len(set(pool.map(write, range(n))))
+    assert distinct == n, f"{n - distinct} of {n} JPEGs repeat another's bytes"
+    return out
+
+
+def first_of(folder: Path, n: int, into: Path) -> Path:
+    """A folder of the first ``n`` images of ``folder`` (hard links, same class folders)."""
+    for path in sorted(folder.rglob("*.jpg"))[:n]:
+        target = into / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(path, target)
+    return into
+
+
+def bare_bf16(folder: Path, args, device: str) -> dict[str, float]:
+    """The decode ceiling on ``args.decode_threads`` threads, then the bare bf16 forward of
+    the decoded batches, already on ``device``: ``backbone.extract`` alone, synchronized."""
+    import torch
+    from PIL import Image
+
+    from vbstore.backbones import build_backbone
+
+    def synchronize() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(device)
+
+    backbone = build_backbone(args.backbone, weights="random", input_size=args.input_size)
+    backbone = backbone.in_bfloat16().to(device)  # what get_features(precision="bf16") runs
+
+    def decode(path: Path) -> torch.Tensor:  # what the extractor does per image
+        data = path.read_bytes()
+        blake3.blake3(data).hexdigest()
+        with Image.open(io.BytesIO(data)) as image:
+            return backbone.preprocess(image.convert("RGB"))
+
+    paths = sorted(folder.rglob("*.jpg"))
+    start = time.perf_counter()
+    with ThreadPoolExecutor(args.decode_threads) as pool:
+        tensors = list(pool.map(decode, paths))
+    decode_s = time.perf_counter() - start
+    size = args.batch_size
+    batches = [torch.stack(tensors[i : i + size]).to(device) for i in range(0, len(paths), size)]
+    for batch in batches[:3]:  # warm-up: kernels chosen, caches and the allocator filled
+        backbone.extract(batch)
+    times = []
+    for _ in range(2):  # best of two passes
+        synchronize()
+        start = time.perf_counter()
+        for batch in batches:
+            backbone.extract(batch)
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return {"img_per_s": round(len(paths) / min(times), 1),
+            "decode_img_per_s": round(len(paths) / decode_s, 1),
+            "images": len(paths), "bytes_per_jpeg": round(
+                sum(p.stat().st_size for p in paths) / len(paths))}
+
+
+def gpu_bench(args) -> None:
+    """(a) first, then (c), then (b), each printed as it is measured: should Ray fail on a
+    machine, the bare and local figures are already out."""
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    gpu = device.startswith("cuda")
+    n, threads = args.images, args.decode_threads
+    args.backbone = args.backbone or "torchvision:vit_b_16"
+    args.input_size = args.input_size or 224
+    args.batch_size = args.batch_size or (256 if gpu else 8)
+    name = torch.cuda.get_device_name(device) if gpu else f"{os.cpu_count()} CPUs"
+    options = {"precision": "bf16", "device": device, "workers": threads}
+    rows = {}
+
+    def measure(label: str, executor=None) -> None:
+        timed(warm, root / f"warm-{label}", args, executor, **options)  # imports, CUDA, workers
+        times, ids = [], []
+        for size in (n, 4 * n):
+            seconds, oid = timed(sets[size], root / f"{label}{size}", args, executor, **options)
+            times.append(seconds)
+            ids.append(oid)
+        rows[label] = row = {**fit(n, *times), "ids": ids,
+                             "whole_img_per_s": round(4 * n / times[1], 1)}
+        print(f"{label}: {json.dumps(row)}", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="vbstore-gpu-", dir=args.dir) as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        all4 = photo_jpegs(root / "jpegs", 4 * n, args.image_size, threads)
+        sets = {4 * n: all4, n: first_of(all4, n, root / f"first{n}")}
+        warm = first_of(all4, 2 * args.batch_size, root / "first-warm")
+        made_s = time.perf_counter() - started
+        print(f"{args.backbone} (random weights) bf16 @ {args.input_size}px on {name}, batch "
+              f"{args.batch_size}, N={n}, {4 * n} {args.image_size}-px JPEGs made in "
+              f"{made_s:.0f} s, {threads} decode threads", flush=True)
+        bare = bare_bf16(sets[n], args, device)
+        print(f"bare: {json.dumps(bare)}", flush=True)
+        measure("local")
+        import ray  # after (a) and (c): none of Ray's processes runs beside them
+
+        from vbstore.features import RayExecutor
+
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        if args.ray_address is None:  # a GPU for the actor only when the device is one
+            ray.init(num_cpus=args.ray_cpus, num_gpus=1 if gpu else 0,
+                     object_store_memory=args.object_store_mb << 20, include_dashboard=False,
+                     log_to_driver=False)
+        measure("ray", RayExecutor(address=args.ray_address, workers=1, decode_threads=threads,
+                                   cpus_per_worker=1 if gpu or args.ray_address
+                                   else args.ray_cpus))
+    same = rows["local"]["ids"] == rows["ray"]["ids"]
+    ratios = {f"{row}_{kind}_over_bare": round(rows[row][kind] / bare["img_per_s"], 3)
+              for row in rows for kind in ("img_per_s", "whole_img_per_s")}
+    print(f"JPEGs of {bare['bytes_per_jpeg']} B; Ray "
+          f"{'at ' + args.ray_address if args.ray_address else 'local, one actor'}")
+    print(f"(a) bare bf16 forward: {bare['img_per_s']:.1f} img/s; decode ceiling on {threads} "
+          f"threads: {bare['decode_img_per_s']:.1f} img/s")
+    print(f"{'':10} {'N s':>8} {'4N s':>8} {'overhead s':>11} {'img/s':>8} {'/(a)':>6} "
+          f"{'4N img/s':>9} {'/(a)':>6}")
+    for label, row in (("(b) ray", rows["ray"]), ("(c) local", rows["local"])):
+        print(f"{label:10} {row['n_s']:8.2f} {row['4n_s']:8.2f} {row['overhead_s']:11.2f} "
+              f"{row['img_per_s']:8.1f} {row['img_per_s'] / bare['img_per_s']:6.2f} "
+              f"{row['whole_img_per_s']:9.1f} {row['whole_img_per_s'] / bare['img_per_s']:6.2f}")
+    print(f"Ray per image / bare: {ratios['ray_img_per_s_over_bare']:.2f} (issue 13's target "
+          f">= 0.85); whole run at 4N: {ratios['ray_whole_img_per_s_over_bare']:.2f}; same "
+          f"featureset ids: {same}")
+    print(json.dumps({"device": name, "backbone": args.backbone, "input_size": args.input_size,
+                      "batch_size": args.batch_size, "images": n, "image_size": args.image_size,
+                      "decode_threads": threads, "bare": bare, "ray": rows["ray"],
+                      "local": rows["local"], "ratios": ratios, "identical": same}))
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--worker"]:  # one registry measurement, under VBSTORE_BENCH_CODE
         what, root, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
@@ -233,10 +406,14 @@ def main() -> None:
         print(json.dumps(worker(root, n)))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=128)
-    parser.add_argument("--backbone", default="torchvision:resnet18")
-    parser.add_argument("--input-size", type=int, default=160)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--images", type=int, default=None,
+                        help="N (default 128; 4096 with --gpu)")
+    parser.add_argument("--backbone", default=None,
+                        help="default torchvision:resnet18; torchvision:vit_b_16 with --gpu")
+    parser.add_argument("--input-size", type=int, default=None,
+                        help="default 160; 224 with --gpu")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="default 32; with --gpu 256 on a GPU, 8 on the CPU")
     parser.add_argument("--ray-address", default=None)
     parser.add_argument("--ray-cpus", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--registry", action="store_true",
@@ -246,10 +423,26 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE,
                         help="git ref of the old vbstore to compare with ('' for none)")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
+    parser.add_argument("--gpu", action="store_true",
+                        help="Ray and local end to end vs a bare bf16 forward on one device")
+    parser.add_argument("--device", default=None, help="--gpu: default cuda when there is one")
+    parser.add_argument("--image-size", type=int, default=384, help="--gpu: JPEG side in px")
+    parser.add_argument("--decode-threads", type=int, default=os.cpu_count() or 2,
+                        help="--gpu: decode threads of the Ray actor and the local extractor")
+    parser.add_argument("--object-store-mb", type=int, default=200,
+                        help="the local Ray's object store cap")
     args = parser.parse_args()
     if args.registry:
         registry_bench(args)
         return
+    if args.gpu:
+        args.images = args.images or 4096
+        gpu_bench(args)
+        return
+    args.images = args.images or 128
+    args.backbone = args.backbone or "torchvision:resnet18"
+    args.input_size = args.input_size or 160
+    args.batch_size = args.batch_size or 32
 
     import ray
 
@@ -258,8 +451,8 @@ def main() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     if args.ray_address is None:
-        ray.init(num_cpus=args.ray_cpus, object_store_memory=200 << 20, include_dashboard=False,
-                 log_to_driver=False)
+        ray.init(num_cpus=args.ray_cpus, object_store_memory=args.object_store_mb << 20,
+                 include_dashboard=False, log_to_driver=False)
     executor = RayExecutor(address=args.ray_address, workers=None if args.ray_address else 1,
                            cpus_per_worker=args.ray_cpus if not args.ray_address else 1)
     n = args.images
