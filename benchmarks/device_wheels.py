@@ -6,7 +6,7 @@ The device machine (an H200; /work/.library/device/KINDS.md) has no network; its
 3.12 with torch, torchvision, timm, pillow, numpy, safetensors, pandas, pyarrow and Ray's other
 dependencies, but not Ray, blake3, sqlite-utils or jsonschema. This downloads those (CPython
 3.12, manylinux x86-64, the versions this checkout's environment runs, so the device runs what
-was tested here) into ``.whl/`` at the repository root, ignored through ``.git/info/exclude``,
+was tested here) into ``.whl/`` at the repository root, ignored (``.gitignore``),
 for the device tool to carry. Ray's wheel is 76 MiB, over the 64 MiB a call may carry, so it is
 rewritten without what a local Python-only Ray never loads: its Java jars, the dashboard's web
 client and RLlib (their lines dropped from its RECORD too); about 40 MiB remains.
@@ -32,17 +32,6 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x
 DROPPED = ("ray/jars/", "ray/dashboard/client/build/", "ray/rllib/")
 
 
-def ignore_wheels() -> None:
-    exclude = Path(subprocess.run(["git", "-C", str(REPO), "rev-parse", "--git-path",
-                                   "info/exclude"], capture_output=True, text=True,
-                                  check=True).stdout.strip())
-    exclude = exclude if exclude.is_absolute() else REPO / exclude
-    lines = exclude.read_text().splitlines() if exclude.exists() else []
-    if "/.whl/" not in lines:
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        exclude.write_text("\n".join([*lines, "/.whl/"]) + "\n")
-
-
 def slim(wheel: Path) -> None:
     """Rewrite ``wheel`` without the ``DROPPED`` folders (and their RECORD lines)."""
     slimmed = wheel.with_suffix(".tmp")
@@ -61,7 +50,6 @@ def slim(wheel: Path) -> None:
 
 
 def main() -> None:
-    ignore_wheels()
     WHEELS.mkdir(exist_ok=True)
     pins = [f"{name}=={metadata.version(name)}" for name in PACKAGES]
     platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
