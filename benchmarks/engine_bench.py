@@ -11,8 +11,9 @@ Prints:
   imports, the listing checked by a stat per file, the lookup), wall and CPU time (user + system
   of the child, steadier than wall on a shared machine), interleaved with its floors: a bare
   interpreter, one that imports click alone, one that only stats every file, and one that also
-  imports the libraries the CLI cannot do without; target <= 0.1 s (issue "Typed engine"). ``--compare`` adds the same
-  command run with another checkout's vbstore, for before/after figures in one run;
+  imports the libraries the CLI cannot do without; target <= 0.1 s (issue "Typed engine").
+  ``--compare`` adds the same command run with another checkout's vbstore, for before/after
+  figures in one run;
 - ``--dry-run`` on a warm and on a cold store.
 """
 
