@@ -43,7 +43,7 @@ def test_dense_demo_runs_offline_and_reads_against_its_trivial_baseline(demo):
     assert (summary["task"], summary["metric"]) == ("depth", "d1")
     # offline the default backbone falls back to test_pixels' fixed filters, and says so
     assert summary["backbone"] == "test_pixels"
-    assert summary["weights"] == "pretrained"  # its own pinned filters, not random ones
+    assert summary["weights"] == "fixed"  # its own pinned filters: not random, not pretrained
     assert "fixed filters" in summary["note"]
     assert "nothing learned" in summary["note"]
     assert summary["cached"]

@@ -80,7 +80,7 @@ def _probe_and_trivial(store, task: str) -> tuple[dict, dict]:
     result = vbstore.get_result(BACKBONE, task, data, data, store=store, split="val",
                                 train_split="train", weights="default", params={**params, **LONGER},
                                 data_options=options, progress=False)
-    assert result.record.weights_kind == "pretrained"  # test_pixels' own fixed filters
+    assert result.record.weights_kind == "fixed"  # test_pixels' own filters, nothing learned
     trivial = baseline_metrics(open_dense_result(store, result.id, data, split="val",
                                                  data_options=options))
     return result.metrics, trivial

@@ -61,6 +61,11 @@ def test_complete_evidence_is_eligible_and_observed(suite):
             "incompatible",
             "weights(random)",
         ),
+        (
+            {"checkpoint": {"id": "f" * 64, "label": "test_pixels", "weights": "fixed"}},
+            "incompatible",
+            "weights(fixed)",
+        ),
         ({"comparable": False}, "incompatible", "not-comparable(--no-strict)"),
         (
             {"evaluator": {"package": "vbstore", "version": "0.0.9"}},
@@ -109,6 +114,17 @@ def test_random_weights_rank_only_on_a_random_weights_suite(store):
     suite = push_suite(store, road_test(weights="random"))[0]
     assert verdict(suite, checkpoint={"id": "r" * 64, "label": "r", "weights": "random"})["ranked"]
     assert verdict(suite)["reasons"] == ["weights(pretrained)"]
+
+
+def test_fixed_weights_rank_with_random_baselines_never_as_pretrained(store, suite):
+    """Fixed weights (set by construction, nothing learned) are an untrained baseline."""
+    fixed = {"id": "f" * 64, "label": "test_pixels", "weights": "fixed"}
+    assert verdict(suite, checkpoint=fixed)["reasons"] == ["weights(fixed)"]
+    baselines = push_suite(store, road_test(version=2, weights="random"))[0]
+    assert verdict(baselines, checkpoint=fixed)["ranked"]
+    for other in ("checkpoint", "unknown"):
+        got = verdict(baselines, checkpoint={**fixed, "weights": other})
+        assert got["reasons"] == [f"weights({other})"]
 
 
 def test_judging_is_pure_and_recording_is_idempotent(store, suite):

@@ -81,20 +81,23 @@ def spec_params(
     builds a model or imports torch.
 
     Returns:
-        ``{"source", "arch", "tag", "weights": "pretrained"|"checkpoint"|"random",
+        ``{"source", "arch", "tag", "weights": "pretrained"|"fixed"|"checkpoint"|"random",
         "checkpoint": file hash or None, "seed": int or None, "use_projection", "input_size"}``.
         ``seed`` is None unless ``weights`` is ``random`` (where it defaults to 0).
 
     Raises:
         InvalidSpec, UnknownBackbone, CheckpointNotFound: as :func:`build_backbone`.
     """
-    request, _ = _request(spec, weights, seed, input_size, use_projection)
+    request, entry = _request(spec, weights, seed, input_size, use_projection)
     choice = request.weights
+    # a plugin's fixed default weights are asked for as "default" but are not pretrained ones: the
+    # alias says so, so a store never serves them from an alias recorded as pretrained
+    kind = entry.weights_origin if choice.kind == "pretrained" else choice.kind
     return {
         "source": request.spec.source,
         "arch": request.spec.arch,
         "tag": choice.tag,
-        "weights": choice.kind,
+        "weights": kind,
         "checkpoint": file_digest(choice.path) if choice.path else None,
         "seed": choice.seed,
         "use_projection": request.use_projection,
@@ -198,6 +201,7 @@ def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
     backbone.source = entry.source
     backbone.arch = name
     backbone.weights = weights_record(
-        choice, tensor_hash, upstream=entry.upstream, revision=entry.revision
+        choice, tensor_hash, upstream=entry.upstream, revision=entry.revision,
+        default_origin=entry.weights_origin,
     )
     return backbone

@@ -14,10 +14,11 @@ learned, every channel is a fixed function of the pixels that a reader can name.
   receptive field would see), the cell's position (x and y in [-1, 1], a ViT's position
   embedding in its plainest form), then block 0's channels.
 
-``weights="default"`` sets the filter bank above (its weights record: origin ``pretrained``,
-upstream :data:`UPSTREAM`, which says what they are); ``weights="random"`` draws the same 3x3
-bank at random (seeded) and keeps the fixed energies, pooling and positions; a checkpoint
-loads like any other. torch is imported only when one is built.
+``weights="default"`` sets the filter bank above (its weights record: origin ``fixed``, not
+``pretrained``: nothing was learned or downloaded; upstream :data:`UPSTREAM` says what they are);
+``weights="random"`` draws the same 3x3 bank at random (seeded, origin ``random``) and keeps the
+fixed energies, pooling and positions; a checkpoint loads like any other. torch is imported
+only when one is built.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _net() -> type:
 
 
 @register_backbone(default_pooling="gap", embed_dim=CONTEXT_DIM, pretrained=True,
-                   upstream=UPSTREAM, revision=REVISION)
+                   weights_origin="fixed", upstream=UPSTREAM, revision=REVISION)
 def test_pixels(*, pretrained: bool = False, input_size: int | None = None) -> Any:  # noqa: PT028 - a backbone, not a pytest test
     """Fixed filters on a 4 px grid (pixels, gradients, context, position); 64 px by default."""
     from ._cfg import BackboneCfg

@@ -27,9 +27,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UsageError
 from ._errors import BackboneAlreadyRegistered, UnknownBackbone
 
 POOLINGS = ("cls", "mean", "gap", "none")
+# what a plugin's default weights are: learned upstream, or set by construction (nothing learned
+# or downloaded, e.g. a hand-made filter bank); the weights record says which
+DEFAULT_ORIGINS = ("pretrained", "fixed")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class BackboneEntry:
     tags: bool = False
     upstream: str | None = None
     revision: str | None = None
+    weights_origin: str = "pretrained"
     catalog: Mapping[str, int | None] = field(default_factory=dict)
     description: str = ""
 
@@ -79,6 +84,7 @@ def register_backbone(
     tags: bool = False,
     upstream: str | None = None,
     revision: str | None = None,
+    weights_origin: str = "pretrained",
     catalog: Mapping[str, int | None] | None = None,
 ) -> Any:
     """Register a backbone under its function's name; usable bare or with arguments.
@@ -95,10 +101,15 @@ def register_backbone(
         tags: a source accepts ``NAME:ARCH@TAG`` pretrained tags.
         upstream: the upstream id recorded for a plugin's pretrained weights.
         revision: the pinned revision recorded for a plugin's pretrained weights.
+        weights_origin: what a plugin's default weights are, recorded as their origin:
+            ``pretrained`` (learned upstream) or ``fixed`` (set by construction, nothing learned
+            or downloaded); ``fixed`` needs ``pretrained=True``.
         catalog: a source's known architectures with their embedding widths.
 
     Raises:
         BackboneAlreadyRegistered: the name is taken.
+        UsageError: a ``weights_origin`` other than those above, or one given to a source or to
+            a plugin without default weights.
     """
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,6 +118,7 @@ def register_backbone(
             raise BackboneAlreadyRegistered(name, _REGISTRY[name].owner)
         if default_pooling is not None and default_pooling not in POOLINGS:
             raise ValueError(f"default_pooling must be one of {POOLINGS}, not {default_pooling!r}")
+        _check_origin(name, weights_origin, prefix=prefix, pretrained=pretrained)
         doc = (func.__doc__ or "").strip().splitlines()
         _REGISTRY[name] = BackboneEntry(
             name=name,
@@ -121,12 +133,35 @@ def register_backbone(
             tags=tags,
             upstream=upstream,
             revision=revision,
+            weights_origin=weights_origin,
             catalog=dict(catalog or {}),
             description=doc[0] if doc else "",
         )
         return func
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _check_origin(name: str, origin: str, *, prefix: bool, pretrained: bool) -> None:
+    """Refuse a ``weights_origin`` the registry cannot record truthfully."""
+    if origin not in DEFAULT_ORIGINS:
+        raise UsageError(
+            f"backbone {name}: weights_origin must be one of {', '.join(DEFAULT_ORIGINS)}, "
+            f"not {origin!r}",
+            hint="pretrained: learned upstream; fixed: set by construction, nothing learned",
+        )
+    if origin != "pretrained" and prefix:
+        raise UsageError(
+            f"backbone {name}: a source (prefix=True) writes its own weights records; "
+            f"weights_origin={origin!r} is for plugins",
+            hint="drop weights_origin, or register each architecture as a plugin",
+        )
+    if origin != "pretrained" and not pretrained:
+        raise UsageError(
+            f"backbone {name}: weights_origin={origin!r} describes default weights, and it has "
+            "none (pretrained=False)",
+            hint="pass pretrained=True, with fn(pretrained=True) setting those weights",
+        )
 
 
 def unregister_backbone(name: str) -> None:

@@ -222,7 +222,11 @@ def seeded(seed: int) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class WeightsRecord:
-    """The identity of a backbone's weights and where they came from (JSON via ``to_dict``)."""
+    """The identity of a backbone's weights and where they came from (JSON via ``to_dict``).
+
+    ``origin`` is ``pretrained`` (learned upstream), ``fixed`` (set by construction: nothing
+    learned or downloaded), ``checkpoint`` or ``random``.
+    """
 
     tensor_hash: str
     origin: str
@@ -242,8 +246,13 @@ def weights_record(
     *,
     upstream: str | None = None,
     revision: str | None = None,
+    default_origin: str = "pretrained",
 ) -> WeightsRecord:
-    """The record for ``choice`` once its tensors have been hashed."""
+    """The record for ``choice`` once its tensors have been hashed.
+
+    ``default_origin`` is what default (or tagged) weights are: ``pretrained``, or ``fixed`` for a
+    plugin whose default weights are set by construction (nothing learned or downloaded).
+    """
     if choice.kind == "random":
         return WeightsRecord(tensor_hash, "random", seed=choice.seed)
     if choice.kind == "checkpoint":
@@ -251,4 +260,4 @@ def weights_record(
         # weights artifact, hence one backbone and one set of features (the file's own hash
         # stays in the backbone alias, so a changed file is never served from the alias)
         return WeightsRecord(tensor_hash, "checkpoint")
-    return WeightsRecord(tensor_hash, "pretrained", upstream=upstream, revision=revision)
+    return WeightsRecord(tensor_hash, default_origin, upstream=upstream, revision=revision)

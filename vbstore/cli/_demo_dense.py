@@ -93,7 +93,8 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
         state = "from the store" if first.from_cache else "computed"
         verdict = (f"better than a constant by {margin:.3f}" if margin > 0 else
                    "no better than a constant: these features do not encode it (linearly)")
-        kind = ("fixed-filter (nothing learned)" if backbone == FALLBACK_BACKBONE
+        # the record's own word: test_pixels' default filters are fixed, its random bank is not
+        kind = ("fixed-filter (nothing learned)" if summary["weights"] == "fixed"
                 else summary["weights"])
         click.echo(f"{task} on scenes ({per_split} train / {per_split} val images of {size} px), "
                    f"{backbone} with {kind} weights")
@@ -101,7 +102,7 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
                    f"({spec.trivial}) on the same split; {direction} is better: {verdict}")
         click.echo(f"  (train_loss {summary['train_loss']:.3f}; {state} in "
                    f"{first.seconds:.1f} s)")
-        if backbone == FALLBACK_BACKBONE:
+        if backbone == FALLBACK_BACKBONE and summary["weights"] == "fixed":
             click.echo(f"  ({FALLBACK_BACKBONE} reads pixels, gradients and position through fixed"
                        " filters: a floor for what a probe can get from the image; run it where"
                        " the pretrained weights can be fetched or are cached to see what a trained"

@@ -56,7 +56,8 @@ def export_group() -> None:
 @click.option("--task", default=None, help="Only results of this task.")
 @click.option("--backbone", default=None,
               help="Only backbones whose spec contains this (or id prefix).")
-@click.option("--weights", type=click.Choice(["pretrained", "checkpoint", "random"]), default=None,
+@click.option("--weights", type=click.Choice(["pretrained", "fixed", "checkpoint", "random"]),
+              default=None,
               help="Only results with this kind of weights.")
 @click.option("--output", "-o", type=click.Path(), default=None,
               help="Write here instead of stdout (a folder for clip-benchmark).")

@@ -183,7 +183,8 @@ def suite_digest(file, as_json) -> None:
     type=click.Choice(["pretrained", "random"]),
     default="pretrained",
     show_default=True,
-    help="What the suite ranks: pretrained checkpoints, or random-weight baselines only.",
+    help="What the suite ranks: pretrained checkpoints, or untrained (random or fixed-weight) "
+    "baselines only.",
 )
 @output_option
 @data_layout_options
@@ -434,7 +435,7 @@ def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
 )
 @click.option(
     "--weights",
-    type=click.Choice(["pretrained", "checkpoint", "random", "unknown"]),
+    type=click.Choice(["pretrained", "fixed", "checkpoint", "random", "unknown"]),
     default=None,
     help="The weights kind, when the file does not say (VisBench: unknown by default).",
 )

@@ -95,7 +95,8 @@ def backbone_name(store, backbone_id: str) -> str:
     doc = store.read_json(backbone_id)
     weights = store.read_json(doc["weights"]) if store.has(doc.get("weights", "")) else {}
     origin = weights.get("origin", "unknown")
-    detail = {"pretrained": weights.get("upstream"), "checkpoint": weights.get("path"),
+    detail = {"pretrained": weights.get("upstream"), "fixed": weights.get("upstream"),
+              "checkpoint": weights.get("path"),
               "random": None if weights.get("seed") is None else f"seed {weights['seed']}"
               }.get(origin)
     size = (doc.get("preprocessing") or {}).get("input_size")

@@ -20,7 +20,8 @@ class ResultRecord(Record):
         metrics: Headline numbers (the mean over seeds when several ran).
         inputs: Role -> artifact id of every input (backbone, manifests, features, heads...).
         backbone: ``spec``, ``source``, ``architecture``.
-        weights_kind: ``pretrained``, ``checkpoint`` or ``random``.
+        weights_kind: ``pretrained``, ``fixed`` (set by construction, nothing learned),
+            ``checkpoint`` or ``random``: the weights record's origin.
         extractor: The feature settings.
         data: ``eval`` (and ``train``): manifest id, split, samples.
         versions, device, timings: Where and with what it ran.

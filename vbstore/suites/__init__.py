@@ -45,11 +45,12 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import EVIDENCE_LEVELS, judge, version_tuple
+from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, version_tuple
 
 __all__ = [
     "EVIDENCE_LEVELS",
     "FORMATS",
+    "UNTRAINED",
     "Board",
     "Change",
     "Diff",

@@ -23,7 +23,8 @@ from ._evaluate import Evaluation, build, record
 from ._suite import get_suite
 
 FORMATS = ("visbench", "clip_benchmark")
-WEIGHTS = ("pretrained", "checkpoint", "random", "unknown")  # the evaluation schema's kinds
+# the evaluation schema's kinds
+WEIGHTS = ("pretrained", "fixed", "checkpoint", "random", "unknown")
 
 
 def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
@@ -89,7 +90,7 @@ def import_results(
     """Record the file's results on suite ``suite_ref`` as reported evaluations.
 
     ``condition`` puts every record under one condition name (default: the record's split, or
-    dataset for CLIP_benchmark); ``sample_counts`` and ``weights`` (pretrained, checkpoint,
+    dataset for CLIP_benchmark); ``sample_counts`` and ``weights`` (pretrained, fixed, checkpoint,
     random or unknown) vouch for what the file does not say.
 
     Raises:

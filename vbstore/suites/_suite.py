@@ -3,7 +3,8 @@
 A suite file is Visin's format (``slug``, integer ``version``, ``name``, ``protocol``), JSON or,
 with PyYAML installed, YAML. vbstore adds three optional protocol fields of its own: ``params``
 (task parameters a result must have been computed with), ``weights`` (``pretrained``, the
-default, or ``random``: random-weight baselines are ranked only among themselves) and, per
+default, or ``random``: untrained baselines, random or ``fixed`` weights, are ranked only among
+themselves) and, per
 condition, ``split`` (where ``get result --suite`` finds that condition's samples).
 """
 

@@ -2,8 +2,9 @@
 
 Pure functions of an evaluation document and its suite, so the same evidence always gets the
 same verdict. ``incompatible`` means the numbers measure something else (other data, another
-protocol, random weights on a pretrained board); ``incomplete`` means part of the measurement is
-missing (a condition, a sample count). Every reason is named; the evaluation is kept either way.
+protocol, random or fixed weights on a pretrained board); ``incomplete`` means part of the
+measurement is missing (a condition, a sample count). Every reason is named; the evaluation is
+kept either way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from ._suite import Suite
 EVIDENCE_FIELDS = ("data", "protocol", "evaluator")
 # every evidence level an evaluation can have (the schema's enum; a test keeps them equal)
 EVIDENCE_LEVELS = ("attested", "observed", "reported")
+# weights nothing was trained into: seeded random inits and fixed ones (set by construction, e.g.
+# test_pixels' filter bank). They are baselines: ranked on a random-weights suite, beside each
+# other with their kind shown, and never on a pretrained one
+UNTRAINED = ("random", "fixed")
 _VERSION_PART = re.compile(r"^(\d+)")
 
 
@@ -71,9 +76,9 @@ def _incompatible(suite: Suite, doc: dict[str, Any]) -> list[str]:
             reasons.append(f"metric-missing({metric['key']})")
     weights = doc["checkpoint"]["weights"]
     wanted = protocol["weights"]
-    if wanted == "pretrained" and weights == "random":
-        reasons.append("weights(random)")
-    elif wanted == "random" and weights != "random":
+    if wanted == "pretrained" and weights in UNTRAINED:
+        reasons.append(f"weights({weights})")
+    elif wanted == "random" and weights not in UNTRAINED:
         reasons.append(f"weights({weights})")
     if doc.get("comparable") is False:
         reasons.append("not-comparable(--no-strict)")
