@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from vbstore.backbones import _fetch, build_backbone
+from vbstore.backbones import _fetch, build_backbone, register_backbone
+from vbstore.backbones._registry import unregister_backbone
 from vbstore.backbones.dinov2 import DINOV2_COMMIT
 
 TINY_CLIP = "vbstore-test-clip"
@@ -158,3 +159,18 @@ def make_batch():
         return torch.randn(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
 
     return make
+
+
+@pytest.fixture
+def plugin():
+    """Register a user plugin for one test, then remove it."""
+    names = []
+
+    def register(fn, **kwargs):
+        register_backbone(**kwargs)(fn)
+        names.append(fn.__name__)
+        return fn
+
+    yield register
+    for name in names:
+        unregister_backbone(name)

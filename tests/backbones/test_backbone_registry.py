@@ -19,24 +19,8 @@ from vbstore.backbones import (
     list_backbones,
     register_backbone,
 )
-from vbstore.backbones._registry import unregister_backbone
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def plugin():
-    """Register a user plugin for one test, then remove it."""
-    names = []
-
-    def register(fn, **kwargs):
-        register_backbone(**kwargs)(fn)
-        names.append(fn.__name__)
-        return fn
-
-    yield register
-    for name in names:
-        unregister_backbone(name)
 
 
 def test_registering_a_name_twice_raises(plugin):

@@ -12,28 +12,12 @@ import torch
 
 from vbstore import canonical
 from vbstore.backbones import build_backbone, get_entry, register_backbone, spec_params
-from vbstore.backbones._registry import unregister_backbone
 from vbstore.backbones._weights import parse_weights, weights_record
 from vbstore.engine import resolve_backbone
 from vbstore.errors import UsageError
 from vbstore.store import derivation_key, derivation_spec
 
 H = "ab" * 32
-
-
-@pytest.fixture
-def plugin():
-    """Register a user plugin for one test, then remove it."""
-    names = []
-
-    def register(fn, **kwargs):
-        register_backbone(**kwargs)(fn)
-        names.append(fn.__name__)
-        return fn
-
-    yield register
-    for name in names:
-        unregister_backbone(name)
 
 
 def test_test_pixels_default_weights_are_recorded_as_fixed():
