@@ -134,7 +134,8 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     totals = json.loads(run("gc", "--grace", "0", "--dry-run", "--json", "--summary").output)
     assert "removed" not in totals
     assert totals["removed_by_kind"] == {"blob": {"count": 1, "bytes": len("payload")}}
-    assert "would remove 1 unreachable objects" in run("gc", "--grace", "0", "--dry-run").output
+    dry = run("gc", "--grace", "0", "--dry-run").output
+    assert "would remove 1 unreachable objects, evict 0, free " in dry
     from vbstore import Store
 
     with Store(tmp_path / "s") as s:

@@ -210,9 +210,9 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
                       max_size=parse_size(max_size) if max_size else None)
 
     def text() -> None:
-        verb = "would remove" if dry_run else "removed"
-        click.echo(f"{verb} {report.removed_count} unreachable objects, evicted "
-                   f"{len(report.evicted)}, freed {human_size(report.freed_bytes)}; "
+        done = ("would remove", "evict", "free") if dry_run else ("removed", "evicted", "freed")
+        click.echo(f"{done[0]} {report.removed_count} unreachable objects, {done[1]} "
+                   f"{len(report.evicted)}, {done[2]} {human_size(report.freed_bytes)}; "
                    f"kept {report.kept}")
         for warning in report.warnings:
             click.echo(f"warning: {warning}", err=True)
