@@ -123,6 +123,11 @@ def test_bad_pair_tables_are_one_line_naming_the_file(store, tmp_path):
     (tmp_path / "pairs.csv").write_text("")
     with pytest.raises(BadInput, match="empty pose tables"):
         load_manifest(store, tmp_path)
+    _table(tmp_path, [["p1", "a.png", "b.png", *POSE.values()]] * 2,
+           header=("id", "image_a", "image_b", *POSE))
+    repeated = r"pose tables with repeated ids: .*pairs\.csv: id 'p1' repeats"
+    with pytest.raises(BadInput, match=repeated):
+        load_manifest(store, tmp_path)
 
 
 def test_a_missing_pose_table_is_named(store, tmp_path):

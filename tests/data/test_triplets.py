@@ -83,6 +83,8 @@ def test_limit_counts_triplets_and_votes_change_the_manifest(store, nights):
         (lambda root: (root / "data.csv").write_text(
             ",".join(HEADER) + "\n" + ",".join(map(str, _row(0, "x", 5, 6))) + "\n"), BadInput,
          r"data\.csv:2: left_vote 'x' is not a number"),
+        (lambda root: _nights(root, [_row(0, 1, 5, 6), _row(0, 6, 0, 6)]), BadInput,
+         r"triplet tables with repeated ids: .*data\.csv: id '000' repeats"),
     ],
 )
 def test_bad_tables_name_the_file(store, nights, edit, error, message):

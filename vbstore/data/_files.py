@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import csv
 import os
+import posixpath
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..canonical import digest
 from ..errors import BadInput, UsageError
@@ -163,6 +165,38 @@ def name_hash(name: str) -> str:
     over the whole folder (not only the first sequences or cities of a dataset).
     """
     return digest(name.encode("utf-8"))
+
+
+def relative_image(value: str | None, column: str, empty: str = "") -> str:
+    """A table cell naming an image relative to the table, normalised.
+
+    Args:
+        empty: what the message adds when the cell is empty (e.g. ": a pair needs two views").
+
+    Raises:
+        ValueError: an empty cell, an absolute path, or a name without an image extension.
+    """
+    value = (value or "").strip()
+    if not value:
+        raise ValueError(f"empty {column}{empty}")
+    if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
+        raise ValueError(f"{column} {value!r} is absolute; write it relative to the table")
+    if not is_image(value):
+        raise ValueError(f"{column} {value!r} is not an image file name")
+    return posixpath.normpath(value)
+
+
+def check_unique_ids(rows: Sequence[Sequence[Any]], path: Path, what: str) -> None:
+    """Refuse a table whose rows (id first) repeat an id, naming the first that repeats.
+
+    Raises:
+        BadInput: ``"<what> with repeated ids"``, with the table and the id.
+    """
+    seen: set = set()
+    for row in rows:
+        if row[0] in seen:
+            raise BadInput(f"{what} with repeated ids", [(str(path), f"id {row[0]!r} repeats")])
+        seen.add(row[0])
 
 
 def read_table(path: Path, what: str, required: Sequence[str], optional: str) -> csv.DictReader:

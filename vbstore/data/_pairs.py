@@ -15,11 +15,10 @@ unlabelled images, for zero-shot probes that need no annotation (``correspondenc
 from __future__ import annotations
 
 import math
-import posixpath
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import is_image, loose_images, read_table, subdirs
+from ._files import check_unique_ids, loose_images, read_table, relative_image, subdirs
 from ._scan import Entry, Scan
 
 PAIRS_FILE = "pairs.csv"
@@ -34,17 +33,6 @@ def pairs_csv(root: Path, split: str | None) -> Path | None:
     if path.name != PAIRS_FILE or not path.is_file():
         return None
     return path
-
-
-def _relative(value: str | None, column: str) -> str:
-    value = (value or "").strip()
-    if not value:
-        raise ValueError(f"empty {column}: a pair needs two views")
-    if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
-        raise ValueError(f"{column} {value!r} is absolute; write it relative to the table")
-    if not is_image(value):
-        raise ValueError(f"{column} {value!r} is not an image file name")
-    return posixpath.normpath(value)
 
 
 def _pose(row: dict[str, str]) -> tuple[float, ...]:
@@ -85,7 +73,8 @@ def scan_pairs(root: Path, split: str | None) -> Scan:
     for number, row in enumerate(reader, 2):
         at = f"{path}:{number}"
         try:
-            names = [_relative(row.get(c), c) for c in ("image_a", "image_b")]
+            names = [relative_image(row.get(c), c, ": a pair needs two views")
+                     for c in ("image_a", "image_b")]
             pose = _pose(row)
         except ValueError as exc:
             problems.append((at, str(exc)))
@@ -105,10 +94,7 @@ def scan_pairs(root: Path, split: str | None) -> Scan:
                        hint="every row names two existing images and a relative pose")
     if not rows:
         raise BadInput("empty pose tables", [(str(path), "no rows")])
-    keys = [r[0] for r in rows]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise BadInput("pose tables with repeated ids", [(str(path), f"id {dup!r} repeats")])
+    check_unique_ids(rows, path, "pose tables")
     images = sorted({name for r in rows for name in r[1:3]})
     return Scan("pairs", base, split, [], "pairs", [Entry(name=n, key=n) for n in images],
                 limit_by="pair", pairs=rows)

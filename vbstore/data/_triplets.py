@@ -15,11 +15,10 @@ keeps N triplets, not N images.
 from __future__ import annotations
 
 import csv
-import posixpath
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import is_image, read_table
+from ._files import check_unique_ids, read_table, relative_image
 from ._scan import Entry, Scan
 
 MIN_VOTES = 6
@@ -55,17 +54,6 @@ def _count(row: dict[str, str], column: str) -> int:
     return int(number)
 
 
-def _relative(value: str | None, column: str) -> str:
-    value = (value or "").strip()
-    if not value:
-        raise ValueError(f"empty {column}")
-    if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
-        raise ValueError(f"{column} {value!r} is absolute; write it relative to the table")
-    if not is_image(value):
-        raise ValueError(f"{column} {value!r} is not an image file name")
-    return posixpath.normpath(value)
-
-
 def scan_triplets(root: Path, split: str | None) -> Scan:
     """Read a NIGHTS-style triplet table; the scan's ``triplets`` hold image names.
 
@@ -92,7 +80,8 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
             continue
         where = f"{path}:{number}"
         try:
-            names = [_relative(row.get(c), c) for c in ("ref_path", "left_path", "right_path")]
+            names = [relative_image(row.get(c), c)
+                     for c in ("ref_path", "left_path", "right_path")]
             left, right, votes = (_count(row, c) for c in ("left_vote", "right_vote", "votes"))
         except ValueError as exc:
             problems.append((where, str(exc)))
@@ -117,10 +106,7 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
     if not rows:
         raise BadInput("triplet tables without usable triplets",
                        [(str(path), f"no triplet has {MIN_VOTES} or more votes")])
-    keys = [r[0] for r in rows]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise BadInput("triplet tables with repeated ids", [(str(path), f"id {dup!r} repeats")])
+    check_unique_ids(rows, path, "triplet tables")
     images = sorted({name for r in rows for name in r[1:4]})
     return Scan("triplets", base, split, [], "triplets", [Entry(name=n, key=n) for n in images],
                 limit_by="triplet", triplets=rows)
