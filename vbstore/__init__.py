@@ -7,7 +7,10 @@ in torch, timm or open_clip.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself costs a cached `get` ~10 ms to import
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

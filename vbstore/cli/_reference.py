@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from . import cli
+from ._root import cli
 
 EXIT_CODES = [
     (0, "success"),

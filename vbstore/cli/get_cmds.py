@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ._common import emit, json_option, ordered_metrics, with_store
+from . import _answers
+from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
+from ._resulttext import result_lines
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -119,6 +121,8 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
         result_on_suite(store, suite_ref, data, split, compute, as_json)
         return
+    if not (dry_run or recompute):
+        _answers.recording(store)  # the answer cache notes what this answer reads
     the_plan = plan(request_for(data, split), store, dry_run=dry_run)
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
@@ -126,6 +130,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
                      recompute=recompute, executor=executor)
     emit(as_json, result.as_dict(), lambda: print_result(result))
+    _answers.record(store, the_plan, result, as_json)
 
 
 def print_plan(the_plan) -> None:
@@ -136,39 +141,13 @@ def print_plan(the_plan) -> None:
 
 
 def print_result(result) -> None:
+    from ..tasks import metric_order
+
     record = result.record
-    click.echo(f"{record.task} on {record.spec} ({record.weights_kind} weights): "
-               f"{result.origin} in {result.seconds:.2f} s  [{result.id[:12]}]")
-    if not result.from_cache and record.features_from_cache:
-        click.echo("  reused stored features (no forward pass)")
-    aggregate, sample = record.aggregate or {}, record.sample_ci or {}
-    for name, value in ordered_metrics(record.task, record.metrics).items():
-        if name in aggregate:
-            a = aggregate[name]
-            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds "
-                       f"(95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})")  # noqa: RUF001 - a range's en dash
-        else:
-            click.echo(f"  {name:<28} {value:.4f}")
-        if name in sample:
-            b = sample[name]
-            click.echo(f"  {'':<28} 95% CI over eval samples {b['ci_low']:.4f}–{b['ci_high']:.4f}"  # noqa: RUF001 - a range's en dash
-                       f"  (bootstrap, {b['n_boot']} draws)")
-    if record.sample_ci_skipped:
-        click.echo(f"  no CI over eval samples: {record.sample_ci_skipped}")
-    for name, value in (record.train_metrics or {}).items():
-        a = (record.train_aggregate or {}).get(name)
-        if a:
-            click.echo(f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} seeds "
-                       "(train)")
-        else:
-            click.echo(f"  {name:<28} {value:.4f}  (train)")
-    for warning in record.warnings or []:
-        click.echo(f"  warning: {warning}", err=True)
-    if not record.is_comparable:
-        click.echo("  warning: a mismatched head was applied; comparable with nothing", err=True)
-    if result.reproduced is not None:
-        diff = result.reproduced["max_abs_diff"]
-        click.echo(f"  reproduced the stored numbers (max abs diff {diff:.3g})")
+    for err, line in result_lines(record.to_dict(), result.id, result.origin, result.seconds,
+                                  metric_order(record.task), from_cache=result.from_cache,
+                                  reproduced=result.reproduced):
+        click.echo(line, err=err)
 
 
 @get.command("features")

@@ -16,7 +16,7 @@ import importlib
 from typing import Any
 
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
-from ._load import LAYOUTS, OPTIONS, load_manifest
+from ._load import LAYOUTS, OPTIONS, load_manifest, local_folder
 from ._manifest import manifest_digest
 from ._navi import is_navi
 from ._packaged import SOURCES
@@ -56,6 +56,7 @@ __all__ = [
     "is_coco",
     "is_navi",
     "load_manifest",
+    "local_folder",
     "make_scenes",
     "make_shapes",
     "manifest_digest",

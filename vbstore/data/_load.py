@@ -219,6 +219,16 @@ def _resolve_data(store, data: str | Path, split: str | None,
     return path.resolve(), None
 
 
+def local_folder(store, data: str | Path) -> Path | None:
+    """The local folder ``data`` is read from, when it is one (a path or a generated or
+    packaged dataset); None for a sample list file or a source read from elsewhere."""
+    parsed = parse_source(data) if isinstance(data, str) else None
+    if parsed is not None and parsed[0] in EXTERNAL:
+        return None
+    root, _ = _resolve_data(store, data, None, {})
+    return root if root.is_dir() else None
+
+
 def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
     """The layout ``root`` is in, or a clear error when it matches none or needs a split."""
     if triplet_csv(root) is not None:  # its splits are a column, not folders

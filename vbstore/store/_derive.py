@@ -54,6 +54,8 @@ class DeriveMixin(_StoreBase):
         root that gc keeps anyway (a stored result and its inputs).
         """
         row = self.db.one("SELECT output FROM derivations WHERE key = ?", (key,))
+        if self.reads is not None:
+            self.reads.append(("derivations", key, row[0] if row else None))
         if row is None:
             return None
         output = row[0]

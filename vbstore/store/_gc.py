@@ -165,6 +165,10 @@ class GcMixin(_StoreBase):
         from ._reports import GcReport  # loads with its first report (_reports says why)
 
         report = GcReport(dry_run=dry_run)
+        if not dry_run:  # the answer cache (vbstore/cli/_answers.py): refilled by the next gets
+            with self.db.write() as conn:
+                conn.execute("DELETE FROM answers")
+                conn.execute("DELETE FROM answer_trees")
         cutoff = now() - grace
         # the registry as the walk will see it: while no write lands after this, the walk's
         # verdicts stand and the sweep need not re-check each row

@@ -130,6 +130,17 @@ def _m3_compact(db) -> None:
     conn.execute("UPDATE packs SET oid = vb_db_id(oid)")
 
 
+def _m4_answers(db) -> None:
+    # The answer cache (vbstore/cli/_answers.py): one row per `get result` command line, with
+    # every file state and registry row its answer depended on. A cache only: gc empties it,
+    # and the next full answer writes the row again.
+    db.execute("CREATE TABLE answers (key TEXT NOT NULL PRIMARY KEY, deps TEXT NOT NULL, "
+               "created FLOAT NOT NULL) WITHOUT ROWID")
+    # the names under a data folder, shared by every answer that read it
+    db.execute("CREATE TABLE answer_trees (id TEXT NOT NULL PRIMARY KEY, root TEXT NOT NULL, "
+               "names TEXT NOT NULL) WITHOUT ROWID")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -139,6 +150,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "initial tables", _m1_initial),
     (2, "suites and evaluations", _m2_suites),
     (3, "compact hot tables", _m3_compact),
+    (4, "answer cache", _m4_answers),
 ]
 
 

@@ -95,6 +95,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
                 raise StoreReadOnly(str(self.root), "create it") from None
         self.files = ObjectFiles(self.root)
         self._db: Registry | None = None
+        self.reads = None
 
     @property
     def db(self) -> Registry:
@@ -430,7 +431,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
 
     def alias(self, spec: Mapping[str, Any]) -> str | None:
         """The id a spec (e.g. a backbone request) resolved to before, if its blob is present."""
-        row = self.db.one("SELECT id FROM aliases WHERE spec=?", (canonical.key_of(spec),))
+        key = canonical.key_of(spec)
+        row = self.db.one("SELECT id FROM aliases WHERE spec=?", (key,))
+        if self.reads is not None:
+            self.reads.append(("aliases", key, row[0] if row else None))
         return row[0] if row and self.has(row[0]) else None
 
     def set_alias(self, spec: Mapping[str, Any], oid: str) -> None:

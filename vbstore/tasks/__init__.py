@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
-from ._registry import BUILTIN, get_task, list_tasks, ordered_metrics, register_task
+from ._registry import (
+    BUILTIN,
+    get_task,
+    list_tasks,
+    metric_order,
+    ordered_metrics,
+    register_task,
+)
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 
 if TYPE_CHECKING:
@@ -52,6 +59,7 @@ __all__ = [
     "aggregate_seeds",
     "get_task",
     "list_tasks",
+    "metric_order",
     "ordered_metrics",
     "register_task",
 ]

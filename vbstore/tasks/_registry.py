@@ -217,12 +217,16 @@ def list_tasks(pattern: str = "*") -> list[str]:
     return sorted(n for n in _TASKS if fnmatch.fnmatchcase(n, pattern))
 
 
+def metric_order(task: str) -> list[str]:
+    """The metric names ``task`` declares, in its order; none for a task no longer registered."""
+    known = task in _TASKS or task in BUILTIN
+    return [m.name for m in get_task(task).metrics] if known else []
+
+
 def ordered_metrics(task: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
     """``metrics`` in the order ``task`` declares them (records store keys sorted).
 
     A task no longer registered keeps the stored order.
     """
-    known = task in _TASKS or task in BUILTIN
-    order = [m.name for m in get_task(task).metrics] if known else []
-    rank = {name: i for i, name in enumerate(order)}
+    rank = {name: i for i, name in enumerate(metric_order(task))}
     return dict(sorted(metrics.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))

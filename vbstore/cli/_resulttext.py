@@ -1,0 +1,61 @@
+"""A result as ``get result`` prints it, from the stored record document.
+
+One function serves the command and the answer cache (:mod:`._answers`), which prints a stored
+result without importing click or the record types, so this module imports nothing.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # see vbstore/cli/__init__.py
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+
+def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
+                 metric_order: Sequence[str], *, from_cache: bool = True,
+                 reproduced: Mapping[str, Any] | None = None) -> list[tuple[bool, str]]:
+    """The lines of a result's text form, each with whether it goes to stderr (warnings).
+
+    Args:
+        doc: The result record, as stored.
+        oid: Its id. ``origin``: where it came from, in words; ``seconds``: how long it took.
+        metric_order: The task's metric names in the order it declares them (records store
+            them sorted); metrics it does not name follow by name.
+    """
+    rank = {name: i for i, name in enumerate(metric_order)}
+    metrics = sorted(doc["metrics"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
+    spec = (doc.get("backbone") or {}).get("spec", "")
+    out = [(False, f"{doc['task']} on {spec} ({doc.get('weights_kind')} weights): "
+                   f"{origin} in {seconds:.2f} s  [{oid[:12]}]")]
+    if not from_cache and doc.get("features_from_cache"):
+        out.append((False, "  reused stored features (no forward pass)"))
+    aggregate, sample = doc.get("aggregate") or {}, doc.get("sample_ci") or {}
+    for name, value in metrics:
+        if name in aggregate:
+            a = aggregate[name]
+            out.append((False, f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} "
+                               f"seeds (95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})"))  # noqa: RUF001 - a range's en dash
+        else:
+            out.append((False, f"  {name:<28} {value:.4f}"))
+        if name in sample:
+            b = sample[name]
+            out.append((False, f"  {'':<28} 95% CI over eval samples "
+                               f"{b['ci_low']:.4f}–{b['ci_high']:.4f}"  # noqa: RUF001 - a range's en dash
+                               f"  (bootstrap, {b['n_boot']} draws)"))
+    if doc.get("sample_ci_skipped"):
+        out.append((False, f"  no CI over eval samples: {doc['sample_ci_skipped']}"))
+    for name, value in (doc.get("train_metrics") or {}).items():
+        a = (doc.get("train_aggregate") or {}).get(name)
+        if a:
+            out.append((False, f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} "
+                               "seeds (train)"))
+        else:
+            out.append((False, f"  {name:<28} {value:.4f}  (train)"))
+    out.extend((True, f"  warning: {warning}") for warning in doc.get("warnings") or [])
+    if doc.get("comparable") is False:
+        out.append((True, "  warning: a mismatched head was applied; comparable with nothing"))
+    if reproduced is not None:
+        out.append((False, "  reproduced the stored numbers (max abs diff "
+                           f"{reproduced['max_abs_diff']:.3g})"))
+    return out
