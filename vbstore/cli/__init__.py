@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
 
             if _answers.answer(args):
                 return
-        from ._root import cli
+        from ._root import cli  # click: only once the answer cache had no answer
 
         cli(args=args, prog_name="vbstore")
     finally:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
 def __getattr__(name: str) -> click.Group:
     # `from vbstore.cli import cli`: the group loads click, so it is imported when asked for
     if name == "cli":
-        from ._root import cli
+        from ._root import cli  # as in main
 
         return cli
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

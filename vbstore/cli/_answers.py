@@ -177,7 +177,7 @@ def _lookup(root: str, key: str) -> tuple[dict[str, Any], str, dict[str, Any]] |
                 continue
             marks = ",".join("?" * len(wanted))
             current = dict(conn.execute(
-                f"SELECT {column}, {value_column} FROM {table} WHERE {column} IN ({marks})",
+                f"SELECT {column}, {value_column} FROM {table} WHERE {column} IN ({marks})",  # noqa: S608 - names from the tuple above
                 list(wanted)).fetchall())
             if any(current.get(k) != v for k, v in wanted.items()):
                 return None
@@ -211,6 +211,15 @@ def record(store, the_plan, result, as_json: bool) -> None:
     for table, key, value in reads:
         if seen.setdefault((table, key), value) != value:
             return  # a row that changed while the command ran
+    # a row this command wrote after finding none (a manifest or backbone it had to build):
+    # the next run reads the id it wrote, which this answer used
+    used = {m.id for m in (the_plan.ref, the_plan.eval_m, the_plan.train_m) if m is not None}
+    for (table, key), value in seen.items():
+        if value is None:
+            column, where = ("output", "key") if table == "derivations" else ("id", "spec")
+            row = store.db.one(f"SELECT {column} FROM {table} WHERE {where} = ?", (key,))  # noqa: S608 - names from the line above
+            if row is not None and row[0] in used:
+                seen[(table, key)] = row[0]
     request = the_plan.request
     if request.probe.head is not None or the_plan.task_params != request.probe.resolved_params():
         return  # a given head is a ref that can move; a file parameter is read from a file

@@ -19,6 +19,7 @@ without rows (``fsck`` adopts them), never rows without blobs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -165,8 +166,10 @@ class GcMixin(_StoreBase):
         from ._reports import GcReport  # loads with its first report (_reports says why)
 
         report = GcReport(dry_run=dry_run)
-        if not dry_run:  # the answer cache (vbstore/cli/_answers.py): refilled by the next gets
-            with self.db.write() as conn:
+        if not dry_run and self.db.one("SELECT 1 FROM answers LIMIT 1"):
+            # the answer cache (vbstore/cli/_answers.py), refilled by the next gets; every
+            # answer is re-checked anyway, so on a full disk it stays as it is
+            with contextlib.suppress(DiskFull), self.db.write() as conn:
                 conn.execute("DELETE FROM answers")
                 conn.execute("DELETE FROM answer_trees")
         cutoff = now() - grace

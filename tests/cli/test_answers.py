@@ -1,0 +1,246 @@
+"""The answer cache (vbstore/cli/_answers.py): a repeated `get result` is printed again without
+click or the engine, and anything its answer depended on that changes makes it miss, so the
+full command answers instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from vbstore.cli import _answers
+
+# main() as the console script runs it; stderr's last line says which path answered
+CODE = ("import sys, vbstore.cli\n"
+        "try:\n    vbstore.cli.main(sys.argv[1:])\n"
+        "finally:\n    sys.stderr.write('\\nANSWERED-BY ' + ('full' if 'click' in sys.modules "
+        "else 'cache') + '\\n')\n")
+SECONDS = re.compile(r"in \d+\.\d\d s")
+
+
+@pytest.fixture
+def data(tmp_path):
+    from vbstore.data import make_shapes
+
+    return make_shapes(tmp_path / "shapes", per_class=4, seed=5, size=32)
+
+
+@pytest.fixture
+def store_dir(tmp_path):
+    return tmp_path / "store"
+
+
+def args_for(store_dir, data, *extra):
+    return ["--store", str(store_dir), "get", "result", "-b", "test_cnn", "-t", "knn",
+            "-d", str(data), "--split", "val", "--train-data", str(data), "--train-split",
+            "train", "--weights", "random", "--input-size", "32", *extra]
+
+
+def run(args, cwd=None):
+    """(stdout, stderr without the marker, which path answered)."""
+    proc = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
+                          cwd=cwd)
+    err, _, by = proc.stderr.rstrip("\n").rpartition("\nANSWERED-BY ")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, err, by
+
+
+def settled():
+    time.sleep(2 * _answers.RACY_NS / 1e9)  # past the racy window, so the next run records
+
+
+def answers(store_dir):
+    with sqlite3.connect(store_dir / "registry.db") as conn:
+        return [json.loads(d) for (d,) in conn.execute("SELECT deps FROM answers")]
+
+
+def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, data):
+    args = args_for(store_dir, data)
+    assert run(args)[2] == "full"  # computes
+    settled()
+    full_out, full_err, by = run(args)  # answers from the store, records
+    assert by == "full"
+    assert "cached in the store" in full_out
+    out, err, by = run(args)
+    assert by == "cache"
+    assert SECONDS.sub("", out) == SECONDS.sub("", full_out)
+    assert err == full_err
+    # --json is its own command line, answered the same way
+    full_json = json.loads(run([*args, "--json"])[0])
+    out, _, by = run([*args, "--json"])
+    assert by == "cache"
+    cached = json.loads(out)
+    assert cached.pop("seconds") >= 0
+    assert full_json.pop("seconds") >= 0
+    assert cached == full_json
+
+
+def recorded(args, cwd=None):
+    """Run until the cache answers; return the full command's output."""
+    run(args, cwd)
+    settled()
+    out, _, _ = run(args, cwd)
+    assert run(args, cwd)[2] == "cache"
+    return out
+
+
+def same_answer(a, b):
+    return SECONDS.sub("", a) == SECONDS.sub("", b)
+
+
+def test_any_change_under_the_data_folder_misses(store_dir, data):
+    args = args_for(store_dir, data)
+    before = recorded(args)
+    image = next((data / "val").rglob("*.png"))
+    changes = [
+        ("a file touched", lambda: os.utime(image)),
+        ("a hidden file added", lambda: (data / "train" / ".notes").write_text("x")),
+        ("an empty folder added at the top", lambda: (data / "extra").mkdir()),
+        ("a file rewritten in place", lambda: image.write_bytes(image.read_bytes())),
+    ]
+    for what, change in changes:
+        change()
+        settled()
+        out, _, by = run(args)
+        assert by == "full", what
+        assert same_answer(out, before), what  # none of these changes the samples
+        assert run(args)[2] == "cache", what  # recorded again
+    # a new sample changes the answer: the full command computes it
+    shutil.copy(image, image.with_name("copy.png"))
+    out, _, by = run(args)
+    assert by == "full"
+    assert "computed" in out
+    image.with_name("copy.png").unlink()
+    out, _, by = run(args)
+    assert by == "full"
+    assert same_answer(out, before)
+
+
+def test_a_damaged_result_is_not_printed(store_dir, data):
+    args = args_for(store_dir, data)
+    before = recorded(args)
+    oid = json.loads(run([*args, "--json"])[0])["id"]
+    blob = store_dir / "objects" / oid[:2] / oid[2:]
+    blob.chmod(0o644)
+    blob.write_bytes(blob.read_bytes().replace(b'"top1":', b'"top1": ', 1))
+    out, _, by = run(args)
+    assert by == "full"  # moved aside and computed again, to the same numbers
+    assert "computed" in out
+    assert [line for line in out.splitlines() if "top" in line] == [
+        line for line in before.splitlines() if "top" in line]
+
+
+def test_registry_rows_are_read_again(store_dir, data):
+    args = args_for(store_dir, data)
+    before = recorded(args)
+    with sqlite3.connect(store_dir / "registry.db") as conn:  # manifests no longer aliased
+        conn.execute("DELETE FROM aliases")
+    out, _, by = run(args)
+    assert by == "full"
+    assert same_answer(out, before)
+
+
+def test_a_changed_module_file_misses(store_dir, data, tmp_path):
+    args = args_for(store_dir, data)
+    recorded(args)
+    (deps,) = answers(store_dir)
+    modules = deps["modules"]
+    assert any(m.endswith(os.path.join("vbstore", "engine", "_plan.py")) for m in modules)
+    assert any(m.endswith(os.path.join("click", "core.py")) for m in modules)
+    # stand a file of ours in for one of them, as it was when recorded
+    module = tmp_path / "module.py"
+    module.write_text("x = 1\n")
+    os.utime(module, ns=(0, 0))
+    modules[modules.index(next(m for m in modules if m.endswith("_plan.py")))] = str(module)
+    deps["modules_digest"] = _answers.states("", modules)[0]
+    with sqlite3.connect(store_dir / "registry.db") as conn:
+        conn.execute("UPDATE answers SET deps = ?", (json.dumps(deps),))
+    assert run(args)[2] == "cache"
+    module.write_text("x = 2\n")
+    os.utime(module, ns=(0, 0))  # the same mtime: the size and ctime still tell
+    assert run(args)[2] == "full"
+
+
+def test_the_same_words_in_another_folder_are_another_command(store_dir, tmp_path):
+    from vbstore.data import make_shapes
+
+    here, other = tmp_path / "here", tmp_path / "elsewhere"
+    make_shapes(here / "mine", per_class=4, seed=5, size=32)
+    make_shapes(other / "mine", per_class=5, seed=5, size=32)  # other images, same names
+    args = args_for(store_dir, "mine")  # relative: the folder is the working directory's
+    before = recorded(args, cwd=here)
+    out, _, by = run(args, cwd=other)
+    assert by == "full"
+    assert not same_answer(out, before)
+
+
+def test_gc_empties_the_cache(store_dir, data):
+    args = args_for(store_dir, data)
+    recorded(args)
+    assert answers(store_dir)
+    gc = subprocess.run([sys.executable, "-m", "vbstore", "--store", str(store_dir), "gc"],
+                        capture_output=True, text=True)
+    assert gc.returncode == 0, gc.stderr
+    assert answers(store_dir) == []
+    assert run(args)[2] == "full"
+
+
+def test_what_is_not_recorded(store_dir, data):
+    # a head given by ref: the ref can move
+    head = subprocess.run(
+        [sys.executable, "-m", "vbstore", "--store", str(store_dir), "get", "head", "-b",
+         "test_cnn", "-t", "classification", "--train-data", str(data), "--train-split", "train",
+         "--weights", "random", "--input-size", "32", "--tag", "h"],
+        capture_output=True, text=True)
+    assert head.returncode == 0, head.stderr
+    args = ["--store", str(store_dir), "get", "result", "-b", "test_cnn", "-t", "classification",
+            "-d", str(data), "--split", "val", "--weights", "random", "--input-size", "32",
+            "--head", "h"]
+    run(args)
+    settled()
+    assert [run(args)[2], run(args)[2]] == ["full", "full"]
+    assert answers(store_dir) == []
+
+
+def test_a_folder_much_larger_than_what_is_read(store_dir, data):
+    args = args_for(store_dir, data, "--limit", "1", "--train-limit", "1")
+    spare = data / "spare"
+    spare.mkdir()
+    for i in range(1200):  # past 4 x the samples read + 1000
+        (spare / f"{i}.txt").write_text("")
+    run(args)
+    settled()
+    assert [run(args)[2], run(args)[2]] == ["full", "full"]
+    (deps,) = answers(store_dir)
+    assert deps["skip"][0][0] == str(data)  # remembered until the folder's listing changes
+    shutil.rmtree(spare)
+    settled()
+    assert [run(args)[2], run(args)[2]] == ["full", "cache"]
+
+
+def test_the_lookup_names_the_store_of_the_command_line():
+    root = _answers._store_root
+    assert root(["--store", "~/s", "get", "result", "-b", "x"]) == os.path.expanduser("~/s")
+    assert root(["--store=/s", "get", "result"]) == "/s"
+    assert root(["get", "features", "-d", "result"]) is None
+    assert root(["-v", "get", "result"]) is None
+
+
+def test_constants_follow_the_store():
+    from vbstore.store._filestate import RACY_SECONDS
+    from vbstore.store._registry import MIGRATIONS
+
+    assert _answers.REGISTRY_VERSION == MIGRATIONS[-1][0]
+    assert _answers.RACY_NS == RACY_SECONDS * 1e9
+
+
+def test_a_store_without_registry_is_left_alone(tmp_path):
+    assert not _answers.answer(["--store", str(tmp_path / "none"), "get", "result"])
+    assert not (tmp_path / "none").exists()
