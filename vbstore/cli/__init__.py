@@ -12,6 +12,8 @@ import sys
 
 TYPE_CHECKING = False  # typing itself costs a cached answer ~10 ms to import
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import click
 
 
@@ -22,16 +24,18 @@ def main(argv: list[str] | None = None) -> None:
     # rather than every 700 spares a cached `get` on 10k images ~8 ms of collector passes over
     # them (mypy's command does the same). The library itself keeps Python's defaults.
     gc.set_threshold(100_000, 10, 10)
+    answers: ModuleType | None = None
+    if "result" in args and "get" in args:
+        from . import _answers as answers  # sqlite3, json and blake3 only: the answer cache
     try:
-        if "result" in args and "get" in args:
-            from . import _answers  # sqlite3, json and blake3 only: the answer cache
-
-            if _answers.answer(args):
-                return
+        if answers is not None and answers.answer(args):
+            return
         from ._root import cli  # click: only once the answer cache had no answer
 
         cli(args=args, prog_name="vbstore")
     finally:
+        if answers is not None:
+            answers.forget()
         # The interpreter's last collection at exit walks every object the command made (~5 ms
         # of a cached `get`) to free what the exiting process is about to give back anyway;
         # frozen objects are left out of it (atexit handlers and finalizers still run).

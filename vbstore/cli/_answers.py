@@ -53,8 +53,10 @@ RACY_NS = 100_000_000  # vbstore.store._filestate.RACY_SECONDS (a test pins it)
 # the options a data reference may take and stay answerable: none of them names a file
 _PLAIN_OPTIONS = frozenset({"layout", "target", "target_type"})
 
-STARTED = time.time_ns()  # imported first thing in main: states newer than this are racy
-_key: str | None = None  # the key of this process's command line, once main has asked
+# the command line main asked about, and when (states newer than that are racy); None when
+# main did not ask (the click group called directly, the Python API)
+_key: str | None = None
+_started = 0
 
 
 def answer_key(args: list[str]) -> str:
@@ -105,8 +107,8 @@ def answer(args: list[str]) -> bool:
         True when it printed the answer; False when the full command must run (it then
         records its answer under the key computed here).
     """
-    global _key
-    started = time.perf_counter()
+    global _key, _started
+    started, _started = time.perf_counter(), time.time_ns()
     root = _store_root(args)
     if root is None:
         return False
@@ -196,6 +198,12 @@ def _lookup(root: str, key: str) -> tuple[dict[str, Any], str, dict[str, Any]] |
 # ---- recording ---------------------------------------------------------------------------
 
 
+def forget() -> None:
+    """End this command line (main calls it as the command returns)."""
+    global _key
+    _key = None
+
+
 def recording(store) -> None:
     """Make ``store`` log its lookups when this command line's answer may be recorded."""
     if _key is not None and not store.read_only:
@@ -241,7 +249,7 @@ def record(store, the_plan, result, as_json: bool) -> None:
         *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable)
         if f})
     found = states("", modules)
-    if found is None or found[1] >= STARTED - RACY_NS:
+    if found is None or found[1] >= _started - RACY_NS:
         return
     result_key = next(k for (t, k), v in seen.items() if t == "derivations" and v == result.id)
     deps = {"modules": modules, "modules_digest": found[0], "trees": trees,
@@ -280,7 +288,7 @@ def _trees(store, roots: list[str], budget: int) -> list[list[str]] | None:
             _write(store, {"skip": [[root, _folder_state(root)] for root in roots]})
             return None
         found = states(root + os.sep, names)
-        if found is None or found[1] >= STARTED - RACY_NS:
+        if found is None or found[1] >= _started - RACY_NS:
             return None
         listing = "\0".join(names)
         tree_id = blake3.blake3(f"{root}\0\0{listing}".encode()).hexdigest()
