@@ -72,6 +72,12 @@ def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, d
     assert by == "cache"
     assert SECONDS.sub("", out) == SECONDS.sub("", full_out)
     assert err == full_err
+    # what answering loaded: the cache and its printer, nothing of click, the engine or typing
+    code = CODE.replace("sys.stderr.write(", "print(sorted(m for m in sys.modules if m.startswith("
+                        "('vbstore', 'click', 'typing', 'torch', 'numpy'))))\n    sys.stderr.write(")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert proc.stdout.splitlines()[-1] == str(
+        ["vbstore", "vbstore.cli", "vbstore.cli._answers", "vbstore.cli._resulttext"])
     # --json is its own command line, answered the same way
     full_json = json.loads(run([*args, "--json"])[0])
     out, _, by = run([*args, "--json"])
