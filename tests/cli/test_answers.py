@@ -219,8 +219,8 @@ def test_a_folder_much_larger_than_what_is_read(store_dir, data):
     args = args_for(store_dir, data, "--limit", "1", "--train-limit", "1")
     spare = data / "spare"
     spare.mkdir()
-    for i in range(1200):  # past 4 x the samples read + 1000
-        (spare / f"{i}.txt").write_text("")
+    for i in range(_answers._SPARE + 100):  # past the limit for the 10 samples read
+        os.close(os.open(spare / f"{i}", os.O_CREAT | os.O_WRONLY))
     run(args)
     settled()
     assert [run(args)[2], run(args)[2]] == ["full", "full"]

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 VERSION = 1  # of the key and of the recorded document
 REGISTRY_VERSION = 4  # the registry migration that made the answers tables (a test pins it)
 RACY_NS = 100_000_000  # vbstore.store._filestate.RACY_SECONDS (a test pins it)
+# The most names a data folder may hold for its answer to be cached: a stat costs ~2.5 us, and
+# the full command ~70 ms of imports and planning plus ~10 us per sample (an image and its
+# target listed and stat'ed), so statting more than this would cost about as much
+_PER_SAMPLE, _SPARE = 4, 20_000
 # the options a data reference may take and stay answerable: none of them names a file
 _PLAIN_OPTIONS = frozenset({"layout", "target", "target_type"})
 
@@ -239,7 +243,7 @@ def record(store, the_plan, result, as_json: bool) -> None:
     if roots is None:
         return
     samples = sum(len(m) for m in (the_plan.eval_m, the_plan.train_m) if m is not None)
-    trees = _trees(store, roots, budget=4 * samples + 1000)
+    trees = _trees(store, roots, budget=_PER_SAMPLE * samples + _SPARE)
     if trees is None:
         return
     from ..tasks import metric_order  # loaded by the command already
