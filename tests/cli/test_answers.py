@@ -73,8 +73,9 @@ def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, d
     assert SECONDS.sub("", out) == SECONDS.sub("", full_out)
     assert err == full_err
     # what answering loaded: the cache and its printer, nothing of click, the engine or typing
-    code = CODE.replace("sys.stderr.write(", "print(sorted(m for m in sys.modules if m.startswith("
-                        "('vbstore', 'click', 'typing', 'torch', 'numpy'))))\n    sys.stderr.write(")
+    listed = ("print(sorted(m for m in sys.modules if m.startswith("
+              "('vbstore', 'click', 'typing', 'torch', 'numpy'))))\n    ")
+    code = CODE.replace("sys.stderr.write(", listed + "sys.stderr.write(")
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     assert proc.stdout.splitlines()[-1] == str(
         ["vbstore", "vbstore.cli", "vbstore.cli._answers", "vbstore.cli._resulttext"])
