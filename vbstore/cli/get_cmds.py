@@ -99,7 +99,9 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
-    cached result returns without importing torch. `vbstore why ID` shows where it came from.
+    cached result returns without importing torch, and the same command line run again is
+    answered before click loads, once its files and registry rows are checked unchanged (the
+    answer cache). `vbstore why ID` shows where it came from.
     """
     from ..engine import execute, plan, result_request
 
