@@ -244,3 +244,35 @@ def test_constants_follow_the_store():
 def test_a_store_without_registry_is_left_alone(tmp_path):
     assert not _answers.answer(["--store", str(tmp_path / "none"), "get", "result"])
     assert not (tmp_path / "none").exists()
+
+
+# ---- the review's cases: what the full command reads beyond the data folder, and how the
+# cache must fail (as the full command would, or by answering through it)
+
+
+def fresh(args, cwd=None, env=None):
+    """What the full command prints now, the answer cache left out (the click group itself)."""
+    code = ("import sys\nfrom vbstore.cli._root import cli\n"
+            "cli(args=sys.argv[1:], prog_name='vbstore')\n")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_a_data_folder_reached_through_a_link_is_followed_again(store_dir, tmp_path):
+    from vbstore.data import make_shapes
+
+    first = make_shapes(tmp_path / "first", per_class=4, seed=5, size=32)
+    second = make_shapes(tmp_path / "second", per_class=5, seed=5, size=32)
+    link = tmp_path / "current"
+    link.symlink_to(first)
+    args = args_for(store_dir, link)
+    before = recorded(args)
+    link.unlink()
+    link.symlink_to(second)  # the same words now read other images
+    out, _, by = run(args)
+    assert by == "full"
+    assert "computed" in out
+    assert out.splitlines()[1:] != before.splitlines()[1:]
+    assert out.splitlines()[1:] == fresh(args).splitlines()[1:]  # the numbers it now stands by

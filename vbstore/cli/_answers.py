@@ -275,7 +275,10 @@ def _data_roots(store, the_plan) -> list[str] | None:
         names = (n for s in view.samples for n in (s["name"], s.get("target_name")) if n)
         if any(".." in name.split("/") for name in names):
             return None  # a table naming files beside its folder (pairs.csv can)
-        roots.append(str(folder))
+        # a folder given through a link is statted through it, as the full command resolves it
+        # afresh each time: the link pointed elsewhere changes the root's own state
+        given = os.path.abspath(os.path.expanduser(ref.source))
+        roots.append(given if os.path.realpath(given) == str(folder) else str(folder))
     return sorted(set(roots))
 
 
