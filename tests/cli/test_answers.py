@@ -276,3 +276,24 @@ def test_a_data_folder_reached_through_a_link_is_followed_again(store_dir, tmp_p
     assert "computed" in out
     assert out.splitlines()[1:] != before.splitlines()[1:]
     assert out.splitlines()[1:] == fresh(args).splitlines()[1:]  # the numbers it now stands by
+
+
+def test_a_rewritten_checkpoint_misses(store_dir, data, tmp_path):
+    from safetensors.torch import save_file
+
+    from vbstore.backbones import build_backbone
+
+    def write_checkpoint(seed):
+        model = build_backbone("test_cnn", weights="random", seed=seed, input_size=32).module
+        save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
+                  str(checkpoint))
+
+    checkpoint = tmp_path / "tuned.safetensors"
+    write_checkpoint(0)
+    args = [a if a != "random" else str(checkpoint) for a in args_for(store_dir, data)]
+    before = recorded(args)
+    write_checkpoint(1)  # other weights under the same path: another backbone
+    out, _, by = run(args)
+    assert by == "full"
+    assert "computed" in out
+    assert not same_answer(out, before)

@@ -5,10 +5,12 @@ listing of every data folder and a plan. When the full command answers from the 
 records, under a key made of its exact command line (with the working directory, the
 interpreter and ``sys.path``), everything the answer depended on:
 
-* the state (device, inode, size, mtime, ctime) of every module file it loaded, and of the
-  interpreter (so an edited or reinstalled module misses);
+* the state (device, inode, size, mtime, ctime) of every module file it loaded, of the
+  interpreter (so an edited or reinstalled module misses), and of a checkpoint given as
+  ``--weights`` (its hash is in the backbone's alias key);
 * the state of every file and folder under each data folder it read (a folder's mtime changes
-  when an entry is added, removed or renamed in it, so an unchanged tree lists the same);
+  when an entry is added, removed or renamed in it, so an unchanged tree lists the same), the
+  folder statted through the path given (a link pointed elsewhere changes its state);
 * every registry row it looked up (derivations and aliases), with the id each gave.
 
 The next run of the same command line (``main`` asks before importing click) re-stats those
@@ -244,10 +246,14 @@ def record(store, the_plan, result, as_json: bool) -> None:
         return
     from ..tasks import metric_order  # loaded by the command already
 
-    # every module file the answer ran (sys.path is in the key: it decides which files load)
+    # every module file the answer ran (sys.path is in the key: it decides which files load),
+    # and a checkpoint the backbone's alias key hashed (statted through any link, as it is read)
+    alias = the_plan.ref.alias if the_plan.ref is not None else None
+    checkpoint = (os.path.expanduser(request.backbone.weights)
+                  if alias is not None and alias["params"].get("checkpoint") else None)
     modules = sorted({os.path.abspath(f) for f in (
-        *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable)
-        if f})
+        *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable,
+        checkpoint) if f})
     found = states("", modules)
     if found is None or found[1] >= _started - RACY_NS:
         return
