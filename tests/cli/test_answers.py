@@ -297,3 +297,32 @@ def test_a_rewritten_checkpoint_misses(store_dir, data, tmp_path):
     assert by == "full"
     assert "computed" in out
     assert not same_answer(out, before)
+
+
+def test_a_file_name_that_is_not_utf8_does_not_fail_the_command(store_dir, data):
+    try:  # a stray hidden file named in Latin-1, which no layout reads
+        (data / os.fsdecode(b".caf\xe9")).write_text("")
+    except (OSError, UnicodeError):  # a filesystem that only takes UTF-8 names
+        pytest.skip("this filesystem refuses names that are not UTF-8")
+    args = args_for(store_dir, data)
+    run(args)
+    settled()
+    out, _, by = run(args)  # answered from the store, then the recording must not fail it
+    assert by == "full"
+    assert "cached in the store" in out
+
+
+def test_a_held_write_lock_does_not_hold_the_answer(store_dir, data):
+    args = args_for(store_dir, data)
+    run(args)
+    settled()
+    conn = sqlite3.connect(store_dir / "registry.db", isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # another process writing, for longer than this runs
+        proc = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True,
+                              text=True, timeout=30)  # the registry's busy timeout is 60 s
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "cached in the store" in proc.stdout

@@ -25,7 +25,8 @@ started, so a second change could keep the timestamp), for a read-only store, fo
 that is a list file or a remote source or takes layout options naming files, for a data
 folder holding many more files than the answer reads (statting them all would cost more than
 the full command: a marker remembers that until the folder's own listing changes), and for
-manifests naming files outside their folder. gc empties the cache.
+manifests naming files outside their folder, nor when recording fails (it never fails the
+command). gc empties the cache.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 VERSION = 1  # of the key and of the recorded document
 REGISTRY_VERSION = 4  # the registry migration that made the answers tables (a test pins it)
 RACY_NS = 100_000_000  # vbstore.store._filestate.RACY_SECONDS (a test pins it)
+WRITE_WAIT_MS = 200  # how long recording waits for another writer before giving up
 # the options a data reference may take and stay answerable: none of them names a file
 _PLAIN_OPTIONS = frozenset({"layout", "target", "target_type"})
 
@@ -213,9 +215,31 @@ def recording(store) -> None:
 
 
 def record(store, the_plan, result, as_json: bool) -> None:
-    """Record what the answer ``result`` of ``the_plan`` depended on, when it qualifies."""
+    """Record what the answer ``result`` of ``the_plan`` depended on, when it qualifies.
+
+    The answer is printed already, so nothing here may fail the command or keep it waiting: a
+    name that is not UTF-8, a folder gone meanwhile, a registry another process is writing
+    (waited for briefly) or a full disk leave this answer unrecorded.
+    """
+    from ..errors import VbstoreError  # loaded by the command already
+
     reads, store.reads = store.reads, None
-    if reads is None or result.source != "store" or skipped(store):
+    if reads is None:
+        return
+    conn = store.db.conn
+    waits = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_MS}")
+    try:
+        _record(store, the_plan, result, as_json, reads)
+    except (OSError, sqlite3.Error, ValueError, VbstoreError):
+        if os.environ.get("VBSTORE_DEBUG"):
+            raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={waits}")
+
+
+def _record(store, the_plan, result, as_json: bool, reads) -> None:
+    if result.source != "store" or skipped(store):
         return
     seen: dict[tuple[str, str], str | None] = {}
     for table, key, value in reads:
