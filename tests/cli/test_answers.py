@@ -326,3 +326,28 @@ def test_a_held_write_lock_does_not_hold_the_answer(store_dir, data):
         conn.close()
     assert proc.returncode == 0, proc.stderr
     assert "cached in the store" in proc.stdout
+
+
+def test_an_ascii_stdout_is_left_to_the_full_command(store_dir, data):
+    args = args_for(store_dir, data)
+    before = recorded(args)
+    assert "–" in before  # noqa: RUF001 - the intervals' en dash, which ASCII cannot encode
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, env=env)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stderr.endswith(b"ANSWERED-BY full\n")  # click writes UTF-8 to it instead
+    assert same_answer(proc.stdout.decode(), before)
+
+
+def test_a_removed_working_directory_or_a_closed_stdout(store_dir, data, tmp_path):
+    args = args_for(store_dir, data)
+    recorded(args)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    proc = subprocess.run(["sh", "-c", 'cd "$0" && rmdir "$0" && exec "$@"', str(gone),
+                           sys.executable, "-c", CODE, *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "cached in the store" in proc.stdout
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-c", CODE,
+                           *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr  # as the full command: nothing to print to

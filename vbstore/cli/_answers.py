@@ -116,8 +116,8 @@ def answer(args: list[str]) -> bool:
     root = _store_root(args)
     if root is None:
         return False
-    _key = answer_key(args)
     try:
+        _key = answer_key(args)  # OSError: a working directory removed meanwhile
         found = _lookup(root, _key)
     except (OSError, sqlite3.Error, ValueError, KeyError, TypeError, IndexError):
         # a registry being created or migrated, a blob being replaced...: the full command
@@ -137,6 +137,8 @@ def answer(args: list[str]) -> bool:
     else:
         lines = [(err, line + "\n") for err, line in
                  result_lines(doc, oid, "cached in the store", seconds, deps["metric_order"])]
+    if not _writable(lines):
+        return False
     try:
         for err, line in lines:
             (sys.stderr if err else sys.stdout).write(line)
@@ -144,6 +146,18 @@ def answer(args: list[str]) -> bool:
                 sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (`| head`), as the full command handles it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return True
+
+
+def _writable(lines: list[tuple[bool, str]]) -> bool:
+    """Whether each line can go to its stream as it is, as click would write it: click writes
+    UTF-8 to a stream that says ASCII, and nothing where there is no stream (closed stdout)."""
+    for err, line in lines:
+        stream = sys.stderr if err else sys.stdout
+        try:
+            line.encode(stream.encoding, stream.errors or "strict")
+        except (AttributeError, TypeError, LookupError, UnicodeError):
+            return False  # the full command prints it (or not) its own way
     return True
 
 
