@@ -321,7 +321,7 @@ def _data_roots(store, the_plan) -> list[str] | None:
             return None  # a table naming files beside its folder (pairs.csv can)
         # a folder given through a link is statted through it, as the full command resolves it
         # afresh each time: the link pointed elsewhere changes the root's own state
-        given = os.path.abspath(os.path.expanduser(ref.source))
+        given = os.path.join(os.getcwd(), os.path.expanduser(ref.source))  # `link/..` kept
         roots.append(given if os.path.realpath(given) == str(folder) else str(folder))
     return sorted(set(roots))
 
