@@ -287,11 +287,11 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     # every module file the answer ran (sys.path is in the key: it decides which files load),
     # and a checkpoint the backbone's alias key hashed (statted through any link, as it is read)
     alias = the_plan.ref.alias if the_plan.ref is not None else None
-    checkpoint = (os.path.expanduser(request.backbone.weights)
-                  if alias is not None and alias["params"].get("checkpoint") else None)
-    modules = sorted({os.path.abspath(f) for f in (
-        *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable,
-        checkpoint) if f})
+    files = ({os.path.join(os.getcwd(), os.path.expanduser(request.backbone.weights))}
+             if alias is not None and alias["params"].get("checkpoint") else set())
+    modules = sorted(files | {os.path.abspath(f) for f in (
+        *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable)
+        if f})
     found = states("", modules)
     if found is None or found[1] >= _started - RACY_NS:
         return
