@@ -251,3 +251,110 @@ def test_constants_follow_the_store():
 def test_a_store_without_registry_is_left_alone(tmp_path):
     assert not _answers.answer(["--store", str(tmp_path / "none"), "get", "result"])
     assert not (tmp_path / "none").exists()
+
+
+# ---- the review's cases: what the full command reads beyond the data folder, and how the
+# cache must fail (as the full command would, or by answering through it)
+
+
+def fresh(args, cwd=None, env=None):
+    """What the full command prints now, the answer cache left out (the click group itself)."""
+    code = ("import sys\nfrom vbstore.cli._root import cli\n"
+            "cli(args=sys.argv[1:], prog_name='vbstore')\n")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_a_data_folder_reached_through_a_link_is_followed_again(store_dir, tmp_path):
+    from vbstore.data import make_shapes
+
+    first = make_shapes(tmp_path / "first", per_class=4, seed=5, size=32)
+    second = make_shapes(tmp_path / "second", per_class=5, seed=5, size=32)
+    link = tmp_path / "current"
+    link.symlink_to(first)
+    args = args_for(store_dir, link)
+    before = recorded(args)
+    link.unlink()
+    link.symlink_to(second)  # the same words now read other images
+    out, _, by = run(args)
+    assert by == "full"
+    assert "computed" in out
+    assert out.splitlines()[1:] != before.splitlines()[1:]
+    assert out.splitlines()[1:] == fresh(args).splitlines()[1:]  # the numbers it now stands by
+
+
+def test_a_rewritten_checkpoint_misses(store_dir, data, tmp_path):
+    from safetensors.torch import save_file
+
+    from vbstore.backbones import build_backbone
+
+    def write_checkpoint(seed):
+        model = build_backbone("test_cnn", weights="random", seed=seed, input_size=32).module
+        save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
+                  str(checkpoint))
+
+    checkpoint = tmp_path / "tuned.safetensors"
+    write_checkpoint(0)
+    args = [a if a != "random" else str(checkpoint) for a in args_for(store_dir, data)]
+    before = recorded(args)
+    write_checkpoint(1)  # other weights under the same path: another backbone
+    out, _, by = run(args)
+    assert by == "full"
+    assert "computed" in out
+    assert not same_answer(out, before)
+
+
+def test_a_file_name_that_is_not_utf8_does_not_fail_the_command(store_dir, data):
+    try:  # a stray hidden file named in Latin-1, which no layout reads
+        (data / os.fsdecode(b".caf\xe9")).write_text("")
+    except (OSError, UnicodeError):  # a filesystem that only takes UTF-8 names
+        pytest.skip("this filesystem refuses names that are not UTF-8")
+    args = args_for(store_dir, data)
+    run(args)
+    settled()
+    out, _, by = run(args)  # answered from the store, then the recording must not fail it
+    assert by == "full"
+    assert "cached in the store" in out
+
+
+def test_a_held_write_lock_does_not_hold_the_answer(store_dir, data):
+    args = args_for(store_dir, data)
+    run(args)
+    settled()
+    conn = sqlite3.connect(store_dir / "registry.db", isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # another process writing, for longer than this runs
+        proc = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True,
+                              text=True, timeout=30)  # the registry's busy timeout is 60 s
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "cached in the store" in proc.stdout
+
+
+def test_an_ascii_stdout_is_left_to_the_full_command(store_dir, data):
+    args = args_for(store_dir, data)
+    before = recorded(args)
+    assert "–" in before  # noqa: RUF001 - the intervals' en dash, which ASCII cannot encode
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, env=env)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stderr.endswith(b"ANSWERED-BY full\n")  # click writes UTF-8 to it instead
+    assert same_answer(proc.stdout.decode(), before)
+
+
+def test_a_removed_working_directory_or_a_closed_stdout(store_dir, data, tmp_path):
+    args = args_for(store_dir, data)
+    recorded(args)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    proc = subprocess.run(["sh", "-c", 'cd "$0" && rmdir "$0" && exec "$@"', str(gone),
+                           sys.executable, "-c", CODE, *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "cached in the store" in proc.stdout
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-c", CODE,
+                           *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr  # as the full command: nothing to print to

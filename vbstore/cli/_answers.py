@@ -5,10 +5,12 @@ listing of every data folder and a plan. When the full command answers from the 
 records, under a key made of its exact command line (with the working directory, the
 interpreter and ``sys.path``), everything the answer depended on:
 
-* the state (device, inode, size, mtime, ctime) of every module file it loaded, and of the
-  interpreter (so an edited or reinstalled module misses);
+* the state (device, inode, size, mtime, ctime) of every module file it loaded, of the
+  interpreter (so an edited or reinstalled module misses), and of a checkpoint given as
+  ``--weights`` (its hash is in the backbone's alias key);
 * the state of every file and folder under each data folder it read (a folder's mtime changes
-  when an entry is added, removed or renamed in it, so an unchanged tree lists the same);
+  when an entry is added, removed or renamed in it, so an unchanged tree lists the same), the
+  folder statted through the path given (a link pointed elsewhere changes its state);
 * every registry row it looked up (derivations and aliases), with the id each gave.
 
 The next run of the same command line (``main`` asks before importing click) re-stats those
@@ -23,7 +25,8 @@ started, so a second change could keep the timestamp), for a read-only store, fo
 that is a list file or a remote source or takes layout options naming files, for a data
 folder holding many more files than the answer reads (statting them all would cost more than
 the full command: a marker remembers that until the folder's own listing changes), and for
-manifests naming files outside their folder. gc empties the cache.
+manifests naming files outside their folder, nor when recording fails (it never fails the
+command). gc empties the cache.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 VERSION = 1  # of the key and of the recorded document
 REGISTRY_VERSION = 4  # the registry migration that made the answers tables (a test pins it)
 RACY_NS = 100_000_000  # vbstore.store._filestate.RACY_SECONDS (a test pins it)
+WRITE_WAIT_MS = 200  # how long recording waits for another writer before giving up
 # The most names a data folder may hold for its answer to be cached: a stat costs ~2.5 us, and
 # the full command ~70 ms of imports and planning plus ~10 us per sample (an image and its
 # target listed and stat'ed), so statting more than this would cost about as much
@@ -116,8 +120,8 @@ def answer(args: list[str]) -> bool:
     root = _store_root(args)
     if root is None:
         return False
-    _key = answer_key(args)
     try:
+        _key = answer_key(args)  # OSError: a working directory removed meanwhile
         found = _lookup(root, _key)
     except (OSError, sqlite3.Error, ValueError, KeyError, TypeError, IndexError):
         # a registry being created or migrated, a blob being replaced...: the full command
@@ -137,6 +141,8 @@ def answer(args: list[str]) -> bool:
     else:
         lines = [(err, line + "\n") for err, line in
                  result_lines(doc, oid, "cached in the store", seconds, deps["metric_order"])]
+    if not _writable(lines):
+        return False
     try:
         for err, line in lines:
             (sys.stderr if err else sys.stdout).write(line)
@@ -144,6 +150,18 @@ def answer(args: list[str]) -> bool:
                 sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (`| head`), as the full command handles it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return True
+
+
+def _writable(lines: list[tuple[bool, str]]) -> bool:
+    """Whether each line can go to its stream as it is, as click would write it: click writes
+    UTF-8 to a stream that says ASCII, and nothing where there is no stream (closed stdout)."""
+    for err, line in lines:
+        stream = sys.stderr if err else sys.stdout
+        try:
+            line.encode(stream.encoding, stream.errors or "strict")
+        except (AttributeError, TypeError, LookupError, UnicodeError):
+            return False  # the full command prints it (or not) its own way
     return True
 
 
@@ -215,9 +233,31 @@ def recording(store) -> None:
 
 
 def record(store, the_plan, result, as_json: bool) -> None:
-    """Record what the answer ``result`` of ``the_plan`` depended on, when it qualifies."""
+    """Record what the answer ``result`` of ``the_plan`` depended on, when it qualifies.
+
+    The answer is printed already, so nothing here may fail the command or keep it waiting: a
+    name that is not UTF-8, a folder gone meanwhile, a registry another process is writing
+    (waited for briefly) or a full disk leave this answer unrecorded.
+    """
+    from ..errors import VbstoreError  # loaded by the command already
+
     reads, store.reads = store.reads, None
-    if reads is None or result.source != "store" or skipped(store):
+    if reads is None:
+        return
+    conn = store.db.conn
+    waits = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_MS}")
+    try:
+        _record(store, the_plan, result, as_json, reads)
+    except (OSError, sqlite3.Error, ValueError, VbstoreError):
+        if os.environ.get("VBSTORE_DEBUG"):
+            raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={waits}")
+
+
+def _record(store, the_plan, result, as_json: bool, reads) -> None:
+    if result.source != "store" or skipped(store):
         return
     seen: dict[tuple[str, str], str | None] = {}
     for table, key, value in reads:
@@ -248,8 +288,12 @@ def record(store, the_plan, result, as_json: bool) -> None:
         return
     from ..tasks import metric_order  # loaded by the command already
 
-    # every module file the answer ran (sys.path is in the key: it decides which files load)
-    modules = sorted({os.path.abspath(f) for f in (
+    # every module file the answer ran (sys.path is in the key: it decides which files load),
+    # and a checkpoint the backbone's alias key hashed (statted through any link, as it is read)
+    alias = the_plan.ref.alias if the_plan.ref is not None else None
+    files = ({os.path.join(os.getcwd(), os.path.expanduser(request.backbone.weights))}
+             if alias is not None and alias["params"].get("checkpoint") else set())
+    modules = sorted(files | {os.path.abspath(f) for f in (
         *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable)
         if f})
     found = states("", modules)
@@ -279,7 +323,10 @@ def _data_roots(store, the_plan) -> list[str] | None:
         names = (n for s in view.samples for n in (s["name"], s.get("target_name")) if n)
         if any(".." in name.split("/") for name in names):
             return None  # a table naming files beside its folder (pairs.csv can)
-        roots.append(str(folder))
+        # a folder given through a link is statted through it, as the full command resolves it
+        # afresh each time: the link pointed elsewhere changes the root's own state
+        given = os.path.join(os.getcwd(), os.path.expanduser(ref.source))  # `link/..` kept
+        roots.append(given if os.path.realpath(given) == str(folder) else str(folder))
     return sorted(set(roots))
 
 
