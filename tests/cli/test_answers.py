@@ -125,6 +125,7 @@ def test_any_change_under_the_data_folder_misses(store_dir, data):
     assert by == "full"
     assert "computed" in out
     image.with_name("copy.png").unlink()
+    settled()
     out, _, by = run(args)
     assert by == "full"
     assert same_answer(out, before)
@@ -358,3 +359,15 @@ def test_a_removed_working_directory_or_a_closed_stdout(store_dir, data, tmp_pat
     proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-c", CODE,
                            *args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr  # as the full command: nothing to print to
+
+
+def test_a_replaced_listing_is_not_kept(store_dir, data):
+    args = args_for(store_dir, data)
+    recorded(args)
+    (data / "extra").mkdir()  # another listing of the same folder
+    settled()
+    assert [run(args)[2], run(args)[2]] == ["full", "cache"]
+    with sqlite3.connect(store_dir / "registry.db") as conn:
+        names = [n for (n,) in conn.execute("SELECT names FROM answer_trees")]
+    assert len(names) == 1
+    assert "extra" in names[0].split("\0")

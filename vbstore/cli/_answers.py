@@ -45,6 +45,7 @@ from ._resulttext import result_lines
 
 TYPE_CHECKING = False  # see vbstore/cli/__init__.py
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 # Local imports: the engine's and data's names load in `record`, which runs after a full
@@ -300,10 +301,11 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     if found is None or found[1] >= _started - RACY_NS:
         return
     result_key = next(k for (t, k), v in seen.items() if t == "derivations" and v == result.id)
-    deps = {"modules": modules, "modules_digest": found[0], "trees": trees,
+    deps = {"modules": modules, "modules_digest": found[0],
+            "trees": [[tree_id, digest] for tree_id, _, _, digest in trees],
             "reads": [[t, k, v] for (t, k), v in sorted(seen.items())], "result": result_key,
             "metric_order": metric_order(result.record.task), "json": as_json}
-    _write(store, deps)
+    _write(store, deps, trees)
 
 
 def _data_roots(store, the_plan) -> list[str] | None:
@@ -330,8 +332,8 @@ def _data_roots(store, the_plan) -> list[str] | None:
     return sorted(set(roots))
 
 
-def _trees(store, roots: list[str], budget: int) -> list[list[str]] | None:
-    """``[tree id, states digest]`` of each root, the trees stored; None when one cannot be."""
+def _trees(store, roots: list[str], budget: int) -> list[tuple[str, str, str, str]] | None:
+    """``(tree id, root, listing, states digest)`` of each root; None when one cannot be."""
     out = []
     for root in roots:
         names = _walk(root, budget)
@@ -343,10 +345,7 @@ def _trees(store, roots: list[str], budget: int) -> list[list[str]] | None:
             return None
         listing = "\0".join(names)
         tree_id = blake3.blake3(f"{root}\0\0{listing}".encode()).hexdigest()
-        with store.db.write() as conn:
-            conn.execute("INSERT OR IGNORE INTO answer_trees(id, root, names) VALUES (?,?,?)",
-                         (tree_id, root, listing))
-        out.append([tree_id, found[0]])
+        out.append((tree_id, root, listing, found[0]))
     return out
 
 
@@ -377,11 +376,17 @@ def _folder_state(folder: str) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _write(store, deps: dict[str, Any]) -> None:
+def _write(store, deps: dict[str, Any], trees: Sequence[tuple[str, str, str, str]] = ()) -> None:
+    """Store this command line's row and the listings it names, in one transaction."""
     assert _key is not None  # recording() enabled the log only then
     with store.db.write() as conn:
+        added = sum(conn.execute("INSERT OR IGNORE INTO answer_trees(id, root, names) "
+                                 "VALUES (?,?,?)", tree[:3]).rowcount for tree in trees)
         conn.execute("INSERT OR REPLACE INTO answers(key, deps, created) VALUES (?,?,?)",
                      (_key, json.dumps(deps), time.time()))
+        if added:  # a listing changed: the one it replaced may be named by no answer now
+            conn.execute("DELETE FROM answer_trees WHERE id NOT IN (SELECT json_extract("
+                         "t.value, '$[0]') FROM answers, json_each(answers.deps, '$.trees') t)")
 
 
 def skipped(store) -> bool:
