@@ -136,6 +136,16 @@ def test_a_read_only_v2_store_says_it_needs_an_upgrade(tmp_path, monkeypatch):
     assert "read-only: cannot upgrade its registry to this vbstore" in out["error"]
 
 
+def test_a_read_only_v3_store_is_served_without_the_answer_cache(tmp_path, monkeypatch):
+    root = tmp_path / "shared"
+    (root / "objects").mkdir(parents=True)
+    with monkeypatch.context() as patch:  # made by the vbstore before migration 4
+        patch.setattr(registry_module, "MIGRATIONS", registry_module.MIGRATIONS[:3])
+        registry_module.Registry(root / "registry.db").close()
+    assert registry_module.READABLE_FROM == 3 < registry_module.MIGRATIONS[-1][0]
+    assert run_read_only(root, READ_OLD, str(root)) == {"read": True}
+
+
 def test_ids_convert_both_ways_and_keep_anything_else_as_text():
     oid = blake3.blake3(b"x").hexdigest()
     assert db_id(oid) == bytes.fromhex(oid)

@@ -154,6 +154,11 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
 ]
 
 
+# The oldest registry a read-only store is served from: migration 4 adds only the answer cache,
+# which is never read or written on a read-only store (a shared cache made before it still serves)
+READABLE_FROM = 3
+
+
 class Registry:
     """A connection to ``registry.db`` with migrations applied (checked, when ``read_only``)."""
 
@@ -165,7 +170,7 @@ class Registry:
                 self.conn = _connect_read_only(path)
                 version = self.conn.execute("PRAGMA user_version").fetchone()[0]
                 _refuse_newer(path, version)
-                if version < MIGRATIONS[-1][0]:
+                if version < READABLE_FROM:
                     raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
                 return
             try:
