@@ -11,6 +11,7 @@ from vbstore.backbones import (
     CheckpointError,
     CheckpointNotFound,
     UnknownBackbone,
+    WeightsUnavailable,
     build_backbone,
     spec_params,
 )
@@ -143,6 +144,11 @@ def test_an_unknown_timm_tag_names_the_known_ones():
         assert "r160_in1k" in str(info.value)
     with pytest.raises(UnknownBackbone, match=r"--weights names another \('randm'\)"):
         build_backbone("timm:test_vit.r160_in1k", weights="randm")
+
+
+def test_a_mistyped_weights_word_on_a_backbone_without_pretrained_weights_is_named():
+    with pytest.raises(WeightsUnavailable, match=r"--weights 'randm' reads as a pretrained tag"):
+        build_backbone("test_vit", weights="randm")
 
 
 def test_missing_checkpoint(tmp_path):
