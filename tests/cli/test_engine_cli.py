@@ -107,6 +107,13 @@ def test_export_has_each_tasks_own_columns(run, shapes):
     assert [r["task"] for r in only] == ["knn"]
     listing = json.loads(run("ls", "results", "--json").stdout)
     assert len(listing) == 2
+    assert run("get", "result", "-b", "test_cnn", "--weights", "random", "-d", shapes, "--split",
+               "val", "-t", "retrieval").exit_code == 0  # no --input-size: None in the row
+    markdown = run("export", "results", "--format", "md").stdout
+    assert "| None |" not in markdown  # an empty cell, as in the CSV
+    misspelt = run("export", "results", "--task", "knnn")
+    assert misspelt.exit_code == 9
+    assert "did you mean 'knn'" in misspelt.output
 
 
 def test_sweep_is_resumable(run, shapes, tmp_path):
