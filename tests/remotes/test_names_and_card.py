@@ -46,6 +46,13 @@ def test_good_ref_names(name):
     assert split_target(f"r/{name}") == ("r", name)
 
 
+@pytest.mark.parametrize("target", ["cnn-linear", "team/", ""])
+def test_a_pull_target_without_its_remote_says_so(target):
+    with pytest.raises(UsageError, match="is not REMOTE/NAME") as info:
+        split_target(target)
+    assert "name the remote and the ref" in str(info.value)
+
+
 @pytest.mark.parametrize("name", [
     "", "/a", "a/", "a//b", "../a", "a/..", "a/./b", ".hidden", "a b", "a\nb", "a\\b",
     "deadbeef", "x" * 201, "a/.b", "a..b",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import UsageError
 from ._errors import UnsafeRemotePath
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -81,5 +82,10 @@ def split_target(target: str) -> tuple[str, str]:
     """``"REMOTE/REF/with/slashes"`` → ``("REMOTE", "REF/with/slashes")``, both checked."""
     remote, sep, ref = target.partition("/")
     if not sep or not ref:
-        raise UnsafeRemotePath("REMOTE/REF", target)
+        example = f"{remote}/NAME" if sep else f"team/{remote or 'NAME'}"
+        raise UsageError(
+            f"{target!r} is not REMOTE/NAME",
+            hint=f"name the remote and the ref (e.g. {example}); "
+                 "list remotes with: vbstore remote list",
+        )
     return check_remote_name(remote), check_ref(ref)
