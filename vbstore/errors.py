@@ -432,9 +432,11 @@ class HeadMismatch(VbstoreError, ValueError):
     exit_code = 11
 
     def __init__(self, differences: list[str]) -> None:
+        other_task = any(d.startswith("task is ") for d in differences)
         super().__init__(
-            "head does not match the backbone: " + "; ".join(differences),
-            hint="use a head trained for this backbone, or --no-strict to apply it anyway "
+            "head does not fit: " + "; ".join(differences),
+            hint="use a head trained by this task (list them with: vbstore ls heads)" if other_task
+            else "use a head trained for this backbone, or --no-strict to apply it anyway "
                  "(its results are then comparable with nothing)",
         )
         self.differences = differences
