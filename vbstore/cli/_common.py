@@ -96,6 +96,18 @@ def with_store(func: Callable) -> Callable:
 class VbstoreGroup(click.Group):
     """A group that turns a known error into one line and its documented exit code."""
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from self.commands, which is empty in a group whose commands are
+            # made on demand (the root, `run`): suggest from list_commands instead
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         # the subcommand's own --json is not parsed yet when its error reaches us
         as_json = "--json" in ctx.args

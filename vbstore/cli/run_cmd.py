@@ -130,17 +130,6 @@ class TaskGroup(VbstoreGroup):
         except VbstoreError:
             return None
 
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        try:
-            return super().resolve_command(ctx, args)
-        except click.exceptions.NoSuchCommand as exc:
-            # click suggests from self.commands, empty here: the commands are made on demand
-            raise click.exceptions.NoSuchCommand(
-                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
-            ) from None
-
 
 @click.group(cls=TaskGroup, name="run")
 def run_group() -> None:
