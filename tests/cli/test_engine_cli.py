@@ -138,6 +138,12 @@ def test_list_and_get_features_and_manifest(run, shapes):
     tasks = json.loads(run("list", "tasks", "--json").stdout)
     assert {"classification", "knn", "retrieval", "zeroshot_classification", "multilabel",
             "zeroshot_retrieval"} <= {t["name"] for t in tasks}
+    params = next(t for t in tasks if t["name"] == "classification")["params"]
+    text = run("list", "tasks", "classification").stdout
+    lines = [line for line in text.splitlines() if line.startswith("    -p ")]
+    columns = {line.index(params[line.split()[1].split("=")[0]]["help"]) for line in lines}
+    assert len(lines) == len(params)
+    assert len(columns) == 1, text  # every parameter's help starts in one column
     manifest = json.loads(run("get", "manifest", shapes, "--split", "val", "--json").stdout)
     assert manifest["samples"] == 20
     features_args = ("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val")
