@@ -59,6 +59,9 @@ def test_put_show_ls_tag_why_cat(run, tmp_path):
     oid = json.loads(result.output)["id"]
     assert json.loads(result.output)["kind"] == "suite"
     assert run("tag", "my-suite", oid[:8]).exit_code == 0
+    unset = run("tag", "", oid[:8])  # `vbstore tag "$NAME" ID` with NAME unset: not a listing
+    assert unset.exit_code == 2
+    assert "my-suite" not in unset.output
     shown = json.loads(run("show", "my-suite", "--json").output)
     assert shown["content"]["name"] == "demo"
     assert shown["refs"] == ["my-suite"]
