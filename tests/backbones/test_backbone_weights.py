@@ -139,7 +139,7 @@ def test_checkpoint_that_needs_unpickling_code_is_refused(tmp_path):
 def test_an_unknown_timm_tag_names_the_known_ones():
     # timm raises RuntimeError for an unknown tag; that must not escape as a traceback
     for spec, weights in [("timm:test_vit.nope", "default"), ("timm:test_vit", "nope")]:
-        with pytest.raises(UnknownBackbone, match="timm has no weights 'test_vit.nope'") as info:
+        with pytest.raises(UnknownBackbone, match=r"timm has no weights 'test_vit\.nope'") as info:
             build_backbone(spec, weights=weights)
         assert "r160_in1k" in str(info.value)
     with pytest.raises(UnknownBackbone, match=r"--weights names another \('randm'\)"):
