@@ -107,6 +107,10 @@ def test_export_has_each_tasks_own_columns(run, shapes):
     assert [r["task"] for r in only] == ["knn"]
     listing = json.loads(run("ls", "results", "--json").stdout)
     assert len(listing) == 2
+    heads = run("ls", "heads").stdout.splitlines()
+    assert len(heads) == 1
+    assert "knn on backbone" in heads[0]  # what the head is, not a blank description
+    assert "pooling gap  layers [-1]" in heads[0]
     assert run("get", "result", "-b", "test_cnn", "--weights", "random", "-d", shapes, "--split",
                "val", "-t", "retrieval").exit_code == 0  # no --input-size: None in the row
     markdown = run("export", "results", "--format", "md").stdout
