@@ -156,6 +156,14 @@ def test_head_for_another_input_size_is_refused(store, shapes):
     assert same.record.comparable
 
 
+def test_get_head_without_a_train_split_names_train_split(store, shapes):
+    from vbstore.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"choose one with --train-split$"):
+        vbstore.get_head("test_cnn", "classification", shapes, store=store, weights="random",
+                         input_size=32, progress=False)
+
+
 def test_a_head_of_another_task_is_refused_naming_the_task_not_the_backbone(store, shapes):
     from vbstore.heads import HeadMismatch
 
