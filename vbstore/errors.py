@@ -407,12 +407,12 @@ class UnsafeRemotePath(VbstoreError, ValueError):
 
     exit_code = 2
 
-    def __init__(self, what: str, value: str) -> None:
+    def __init__(self, what: str, value: str, *, hint: str | None = None) -> None:
         shown = value if len(value) <= 80 else value[:77] + "..."
         super().__init__(
             f"unsafe {what} {shown!r}",
-            hint="names use letters, digits and . _ / @ + - (no '..', no leading '/'); "
-                 "ids are 64 hex digits",
+            hint=hint or "names use letters, digits and . _ / @ + - (no '..', no leading '/'); "
+                         "ids are 64 hex digits",
         )
         self.value = value
 

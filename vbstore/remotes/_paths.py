@@ -53,7 +53,10 @@ def check_ref(name: object) -> str:
 def check_remote_name(name: str) -> str:
     """A remote's local name: one plain segment, so ``REMOTE/REF`` splits unambiguously."""
     if not _REMOTE_NAME.match(name or ""):
-        raise UnsafeRemotePath("remote name", name)
+        raise UnsafeRemotePath(
+            "remote name", name,
+            hint="a remote name is one word of letters, digits and . _ - (up to 64), e.g. team",
+        )
     return name
 
 
