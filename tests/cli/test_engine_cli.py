@@ -3,10 +3,14 @@
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 
+import vbstore
 from vbstore.cli import cli
 
 TINY = ["--weights", "random", "--input-size", "32"]
@@ -220,3 +224,21 @@ def test_broken_pipe_is_quiet(tmp_path):
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert proc.stdout.strip() == "0", proc.stderr
     assert "error" not in proc.stderr, proc.stderr
+
+
+def test_a_library_warning_is_one_line_in_the_command(shapes, tmp_path):
+    with vbstore.Store(tmp_path / "s") as store:
+        head = vbstore.get_head("test_cnn", "classification", shapes, store=store,
+                                train_split="train", weights="random", input_size=32,
+                                progress=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vbstore", "--store", str(tmp_path / "s"), "get", "result", "-b",
+         "test_cnn",
+         *TINY, "--backbone-seed", "1", "-t", "classification", "-d", shapes, "--split", "val",
+         "--head", head.id, "--no-strict"],
+        capture_output=True, text=True, env={**os.environ, "VBSTORE_DEBUG": ""},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: applying a mismatched head: weights is" in proc.stderr
+    assert "HeadMismatchWarning" not in proc.stderr  # not Python's file:line report
+    assert "load_head(" not in proc.stderr

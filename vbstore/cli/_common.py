@@ -7,8 +7,9 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -18,6 +19,24 @@ from ..tasks import ordered_metrics  # noqa: F401 - re-exported for the command 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def one_line_warnings() -> None:
+    """Print vbstore's own warnings as ``warning: MESSAGE`` lines on stderr, as the CLI's other
+    warnings read, not as Python's file:line report (VBSTORE_DEBUG=1 keeps Python's)."""
+    if os.environ.get("VBSTORE_DEBUG") or getattr(warnings.showwarning, "vbstore", False):
+        return
+    python_show = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if category.__module__.split(".")[0] != "vbstore":
+            python_show(message, category, filename, lineno, file, line)
+            return
+        click.echo(f"warning: {message}", err=True)
+
+    show.vbstore = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def parse_size(text: str) -> int:
