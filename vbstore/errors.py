@@ -417,6 +417,20 @@ class UnsafeRemotePath(VbstoreError, ValueError):
         self.value = value
 
 
+class BadRemoteTarget(UnsafeRemotePath):
+    """A pull target that is not ``REMOTE/NAME`` (no remote, or no ref after it)."""
+
+    def __init__(self, target: str) -> None:
+        remote, sep, _ = target.partition("/")
+        example = f"{remote}/NAME" if sep else f"team/{remote or 'NAME'}"
+        VbstoreError.__init__(
+            self, f"{target!r} is not REMOTE/NAME",
+            hint=f"name the remote and the ref (e.g. {example}); list remotes with: "
+                 "vbstore remote list",
+        )
+        self.value = target
+
+
 # -- engine and heads ------------------------------------------------------------------------
 
 

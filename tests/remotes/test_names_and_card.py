@@ -56,7 +56,7 @@ def test_a_bad_remote_name_says_what_a_remote_name_is(tmp_path):
 
 @pytest.mark.parametrize("target", ["cnn-linear", "team/", ""])
 def test_a_pull_target_without_its_remote_says_so(target):
-    with pytest.raises(UsageError, match="is not REMOTE/NAME") as info:
+    with pytest.raises(UnsafeRemotePath, match="is not REMOTE/NAME") as info:
         split_target(target)
     assert "name the remote and the ref" in str(info.value)
 

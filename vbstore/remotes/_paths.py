@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import UsageError
+from ..errors import BadRemoteTarget
 from ._errors import UnsafeRemotePath
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -85,10 +85,5 @@ def split_target(target: str) -> tuple[str, str]:
     """``"REMOTE/REF/with/slashes"`` → ``("REMOTE", "REF/with/slashes")``, both checked."""
     remote, sep, ref = target.partition("/")
     if not sep or not ref:
-        example = f"{remote}/NAME" if sep else f"team/{remote or 'NAME'}"
-        raise UsageError(
-            f"{target!r} is not REMOTE/NAME",
-            hint=f"name the remote and the ref (e.g. {example}); "
-                 "list remotes with: vbstore remote list",
-        )
+        raise BadRemoteTarget(target)
     return check_remote_name(remote), check_ref(ref)
