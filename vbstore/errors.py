@@ -407,14 +407,28 @@ class UnsafeRemotePath(VbstoreError, ValueError):
 
     exit_code = 2
 
-    def __init__(self, what: str, value: str) -> None:
+    def __init__(self, what: str, value: str, *, hint: str | None = None) -> None:
         shown = value if len(value) <= 80 else value[:77] + "..."
         super().__init__(
             f"unsafe {what} {shown!r}",
-            hint="names use letters, digits and . _ / @ + - (no '..', no leading '/'); "
-                 "ids are 64 hex digits",
+            hint=hint or "names use letters, digits and . _ / @ + - (no '..', no leading '/'); "
+                         "ids are 64 hex digits",
         )
         self.value = value
+
+
+class BadRemoteTarget(UnsafeRemotePath):
+    """A pull target that is not ``REMOTE/NAME`` (no remote, or no ref after it)."""
+
+    def __init__(self, target: str) -> None:
+        remote, sep, _ = target.partition("/")
+        example = f"{remote}/NAME" if sep else f"team/{remote or 'NAME'}"
+        VbstoreError.__init__(
+            self, f"{target!r} is not REMOTE/NAME",
+            hint=f"name the remote and the ref (e.g. {example}); list remotes with: "
+                 "vbstore remote list",
+        )
+        self.value = target
 
 
 # -- engine and heads ------------------------------------------------------------------------
@@ -432,9 +446,11 @@ class HeadMismatch(VbstoreError, ValueError):
     exit_code = 11
 
     def __init__(self, differences: list[str]) -> None:
+        other_task = any(d.startswith("task is ") for d in differences)
         super().__init__(
-            "head does not match the backbone: " + "; ".join(differences),
-            hint="use a head trained for this backbone, or --no-strict to apply it anyway "
+            "head does not fit: " + "; ".join(differences),
+            hint="use a head trained by this task (list them with: vbstore ls heads)" if other_task
+            else "use a head trained for this backbone, or --no-strict to apply it anyway "
                  "(its results are then comparable with nothing)",
         )
         self.differences = differences

@@ -10,6 +10,8 @@ from safetensors.torch import save_file
 from vbstore.backbones import (
     CheckpointError,
     CheckpointNotFound,
+    UnknownBackbone,
+    WeightsUnavailable,
     build_backbone,
     spec_params,
 )
@@ -132,6 +134,21 @@ def test_checkpoint_that_needs_unpickling_code_is_refused(tmp_path):
     torch.save({"model": NotWeights()}, path)
     with pytest.raises(CheckpointError, match="weights only"):
         build_backbone("test_vit", weights=path)
+
+
+def test_an_unknown_timm_tag_names_the_known_ones():
+    # timm raises RuntimeError for an unknown tag; that must not escape as a traceback
+    for spec, weights in [("timm:test_vit.nope", "default"), ("timm:test_vit", "nope")]:
+        with pytest.raises(UnknownBackbone, match=r"timm has no weights 'test_vit\.nope'") as info:
+            build_backbone(spec, weights=weights)
+        assert "r160_in1k" in str(info.value)
+    with pytest.raises(UnknownBackbone, match=r"--weights names another \('randm'\)"):
+        build_backbone("timm:test_vit.r160_in1k", weights="randm")
+
+
+def test_a_mistyped_weights_word_on_a_backbone_without_pretrained_weights_is_named():
+    with pytest.raises(WeightsUnavailable, match=r"--weights 'randm' reads as a pretrained tag"):
+        build_backbone("test_vit", weights="randm")
 
 
 def test_missing_checkpoint(tmp_path):

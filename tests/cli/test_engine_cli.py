@@ -3,10 +3,14 @@
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 
+import vbstore
 from vbstore.cli import cli
 
 TINY = ["--weights", "random", "--input-size", "32"]
@@ -107,6 +111,17 @@ def test_export_has_each_tasks_own_columns(run, shapes):
     assert [r["task"] for r in only] == ["knn"]
     listing = json.loads(run("ls", "results", "--json").stdout)
     assert len(listing) == 2
+    heads = run("ls", "heads").stdout.splitlines()
+    assert len(heads) == 1
+    assert "knn on backbone" in heads[0]  # what the head is, not a blank description
+    assert "pooling gap  layers [-1]" in heads[0]
+    assert run("get", "result", "-b", "test_cnn", "--weights", "random", "-d", shapes, "--split",
+               "val", "-t", "retrieval").exit_code == 0  # no --input-size: None in the row
+    markdown = run("export", "results", "--format", "md").stdout
+    assert "| None |" not in markdown  # an empty cell, as in the CSV
+    misspelt = run("export", "results", "--task", "knnn")
+    assert misspelt.exit_code == 9
+    assert "did you mean 'knn'" in misspelt.output
 
 
 def test_sweep_is_resumable(run, shapes, tmp_path):
@@ -131,6 +146,12 @@ def test_list_and_get_features_and_manifest(run, shapes):
     tasks = json.loads(run("list", "tasks", "--json").stdout)
     assert {"classification", "knn", "retrieval", "zeroshot_classification", "multilabel",
             "zeroshot_retrieval"} <= {t["name"] for t in tasks}
+    params = next(t for t in tasks if t["name"] == "classification")["params"]
+    text = run("list", "tasks", "classification").stdout
+    lines = [line for line in text.splitlines() if line.startswith("    -p ")]
+    columns = {line.index(params[line.split()[1].split("=")[0]]["help"]) for line in lines}
+    assert len(lines) == len(params)
+    assert len(columns) == 1, text  # every parameter's help starts in one column
     manifest = json.loads(run("get", "manifest", shapes, "--split", "val", "--json").stdout)
     assert manifest["samples"] == 20
     features_args = ("get", "features", "-b", "test_vit", *TINY, "-d", shapes, "--split", "val")
@@ -203,3 +224,21 @@ def test_broken_pipe_is_quiet(tmp_path):
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert proc.stdout.strip() == "0", proc.stderr
     assert "error" not in proc.stderr, proc.stderr
+
+
+def test_a_library_warning_is_one_line_in_the_command(shapes, tmp_path):
+    with vbstore.Store(tmp_path / "s") as store:
+        head = vbstore.get_head("test_cnn", "classification", shapes, store=store,
+                                train_split="train", weights="random", input_size=32,
+                                progress=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vbstore", "--store", str(tmp_path / "s"), "get", "result", "-b",
+         "test_cnn",
+         *TINY, "--backbone-seed", "1", "-t", "classification", "-d", shapes, "--split", "val",
+         "--head", head.id, "--no-strict"],
+        capture_output=True, text=True, env={**os.environ, "VBSTORE_DEBUG": ""},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: applying a mismatched head: weights is" in proc.stderr
+    assert "HeadMismatchWarning" not in proc.stderr  # not Python's file:line report
+    assert "load_head(" not in proc.stderr

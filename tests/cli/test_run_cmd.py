@@ -55,6 +55,10 @@ def test_bad_flag_values_are_one_line_errors(run, shapes):
     assert bad.exit_code == 2
     assert "parameter 'k' of task 'knn' must be >= 1" in bad.output
     assert run("run", "nosuchtask", "--help").exit_code == 2
+    misspelt = run("run", "knnn", *TINY)
+    assert misspelt.exit_code == 2
+    assert "Did you mean 'knn'?" in misspelt.output
+    assert "Did you mean 'get'?" in run("gett", "result").output  # the root is lazy too
 
 
 def test_get_head_and_features_say_where_an_answer_came_from(run, shapes):

@@ -59,6 +59,16 @@ def test_put_show_ls_tag_why_cat(run, tmp_path):
     oid = json.loads(result.output)["id"]
     assert json.loads(result.output)["kind"] == "suite"
     assert run("tag", "my-suite", oid[:8]).exit_code == 0
+    same = run("tag", "my-suite", oid[:8])
+    assert "moved" not in same.output
+    (tmp_path / "other.txt").write_text("other")
+    other = json.loads(run("put", str(tmp_path / "other.txt"), "--json").output)["id"]
+    moved = run("tag", "my-suite", other[:8])
+    assert f"my-suite -> {other[:12]} (moved from {oid[:12]})" in moved.output
+    assert json.loads(run("tag", "my-suite", oid[:8], "--json").output)["previous"] == other
+    unset = run("tag", "", oid[:8])  # `vbstore tag "$NAME" ID` with NAME unset: not a listing
+    assert unset.exit_code == 2
+    assert "my-suite" not in unset.output
     shown = json.loads(run("show", "my-suite", "--json").output)
     assert shown["content"]["name"] == "demo"
     assert shown["refs"] == ["my-suite"]

@@ -111,7 +111,8 @@ def test_loose_images_are_a_flat_folder_but_not_beside_class_folders(store, tmp_
         ({"layout": "yolo"}, "unknown layout 'yolo'"),
         ({"layout": "list"}, "the list layout reads a .csv or .jsonl file"),
         ({"stem": "x.txt"}, "no layout option 'stem'.*did you mean 'stems'"),
-        ({"target": "masks"}, "the image_folder layout takes no target option"),
+        ({"target": "masks"}, "the image_folder layout takes no target option; this layout "
+                              r"takes none: drop it, or name the layout the data is in \(--layout"),
     ],
 )
 def test_unknown_layouts_and_options_are_refused(store, image_folder, options, error):

@@ -187,6 +187,9 @@ def test_torchvision_needs_its_root_and_never_downloads(store, cifar_root, tmp_p
         load_manifest(store, "torchvision:CIFAR10", split="test")
     with pytest.raises(UsageError, match="did you mean torchvision:CIFAR10"):
         load_manifest(store, "torchvision:CIFAR1O", split="test", dataset_root=str(cifar_root))
+    for name in ("CIFAR11", "cifar10"):  # the name is checked first, whatever its case
+        with pytest.raises(UsageError, match="did you mean torchvision:CIFAR10"):
+            load_manifest(store, f"torchvision:{name}", split="test")
     with pytest.raises(UsageError, match="splits train and test"):
         load_manifest(store, "torchvision:CIFAR10", split="val", dataset_root=str(cifar_root))
     # the real md5 check refuses the test's batches: a corrupt copy is named, not read

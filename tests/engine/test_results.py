@@ -156,6 +156,28 @@ def test_head_for_another_input_size_is_refused(store, shapes):
     assert same.record.comparable
 
 
+def test_get_head_without_a_train_split_names_train_split(store, shapes):
+    from vbstore.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"choose one with --train-split$"):
+        vbstore.get_head("test_cnn", "classification", shapes, store=store, weights="random",
+                         input_size=32, progress=False)
+
+
+def test_a_head_of_another_task_is_refused_naming_the_task_not_the_backbone(store, shapes):
+    from vbstore.heads import HeadMismatch
+
+    head = vbstore.get_head("test_cnn", "classification", shapes, store=store, train_split="train",
+                            weights="random", input_size=32, progress=False)
+    with pytest.raises(HeadMismatch) as caught:
+        vbstore.get_result("test_cnn", "knn", shapes, store=store, split="val",
+                           weights="random", input_size=32, head=head.id, progress=False)
+    message = str(caught.value)
+    assert "task is 'classification' in the head, 'knn' here" in message
+    assert "backbone" not in message  # the backbone fits; --no-strict cannot make knn use it
+    assert "--no-strict" not in message
+
+
 def test_backbone_drift_is_refused_once_then_follows_the_new_backbone(store):
     from vbstore.engine import BackboneDrift, resolve_backbone
 

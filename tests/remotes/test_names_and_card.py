@@ -46,6 +46,21 @@ def test_good_ref_names(name):
     assert split_target(f"r/{name}") == ("r", name)
 
 
+def test_a_bad_remote_name_says_what_a_remote_name_is(tmp_path):
+    for name in ("bad name", "a/b"):
+        with pytest.raises(UnsafeRemotePath, match="unsafe remote name") as info:
+            add_remote(tmp_path, name, str(tmp_path / "r"))
+        assert "one word of letters, digits and . _ -" in str(info.value)
+        assert "/" not in info.value.hint  # a remote name has no '/': REMOTE/REF splits at it
+
+
+@pytest.mark.parametrize("target", ["cnn-linear", "team/", ""])
+def test_a_pull_target_without_its_remote_says_so(target):
+    with pytest.raises(UnsafeRemotePath, match="is not REMOTE/NAME") as info:
+        split_target(target)
+    assert "name the remote and the ref" in str(info.value)
+
+
 @pytest.mark.parametrize("name", [
     "", "/a", "a/", "a//b", "../a", "a/..", "a/./b", ".hidden", "a b", "a\nb", "a\\b",
     "deadbeef", "x" * 201, "a/.b", "a..b",

@@ -88,6 +88,9 @@ def test_push_and_pull_with_the_short_and_long_forms(run, tmp_path):
     assert again["local_ref"] == "copy"
     assert again["downloaded"] == []
     assert json.loads(run("b", "tag", "--json").output)["copy"] == ids["result"]
+    misspelt = run("b", "pull", "rf", "d/exp/result")  # a misspelt kind, not a ref named rf
+    assert misspelt.exit_code == 2
+    assert "Did you mean 'ref'?" in misspelt.output
 
 
 def test_errors_exit_with_their_documented_codes(run, tmp_path):

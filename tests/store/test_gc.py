@@ -132,6 +132,15 @@ def test_max_size_warns_when_cap_is_below_one_working_set(store):
     assert any("smaller than one feature set" in w for w in report.warnings)
 
 
+def test_max_size_says_when_the_store_cannot_shrink_to_it(store):
+    np = pytest.importorskip("numpy")
+    put_pack(store, {"x": np.zeros(50_000, dtype=np.float32)})  # young: within --grace
+    report = store.gc(max_size=1000, dry_run=True)
+    assert report.evicted == []
+    assert any("above --max-size 1000" in w and "--grace 0" in w for w in report.warnings)
+    assert not any("above --max-size" in w for w in store.gc(max_size=10**9).warnings)
+
+
 def test_gc_of_many_objects_is_batched(store):
     ids = [store.put_bytes(str(i).encode()) for i in range(1200)]
     _old(store, *ids)

@@ -12,8 +12,18 @@ from vbstore.errors import (
     NonCanonical,
     ObjectNotFound,
     SchemaError,
+    StoreIOError,
     UsageError,
 )
+
+
+def test_a_store_path_through_a_file_is_one_line_naming_the_fix(tmp_path):
+    (tmp_path / "afile").write_text("not a folder")
+    for root in (tmp_path / "afile", tmp_path / "afile" / "store"):
+        with pytest.raises(StoreIOError, match="a file stands where a folder must be") as info:
+            Store(root)
+        assert "--store or VBSTORE_HOME" in str(info.value)
+        assert info.value.exit_code == 7
 
 
 def test_put_read_round_trip_and_layout(store):

@@ -88,3 +88,14 @@ def test_suite_new_pins_a_templates_file_by_content(store, tmp_path):
     again = new_suite(store, slug="zs", task="zeroshot_classification", data=data, split="val",
                       params={"templates": str(moved)})
     assert again["protocol"] == doc["protocol"]
+
+
+def test_suite_new_refuses_a_slug_push_would_refuse(store, tmp_path):
+    from vbstore.data import make_shapes
+    from vbstore.suites import new_suite
+
+    data = str(make_shapes(tmp_path / "shapes", per_class=2, seed=0, size=16))
+    with pytest.raises(SchemaError, match="at slug"):
+        new_suite(store, slug="Bad_Slug", task="knn", data=data, split="val")
+    doc = new_suite(store, slug="good-slug", task="knn", data=data, split="val")
+    assert push_suite(store, doc)[1]

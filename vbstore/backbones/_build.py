@@ -176,7 +176,8 @@ def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
         if not entry.pretrained:
             raise NoPretrainedWeights(
                 f"pretrained weights for {name}",
-                "this backbone has none",
+                "this backbone has none"
+                + (f" (--weights {choice.tag!r} reads as a pretrained tag)" if choice.tag else ""),
                 hint="use --weights random (seeded) or --weights PATH to a checkpoint",
             )
         if choice.tag is not None:

@@ -151,7 +151,9 @@ def build(request: BuildRequest) -> TimmBackbone:
     if choice.kind == "pretrained" and choice.tag:
         if "." in arch:
             raise UnknownBackbone(
-                choice.tag, f"timm:{arch} already names its tag", hint="give the tag once"
+                choice.tag,
+                f"timm:{arch} already names its tag, and --weights names another ({choice.tag!r})",
+                hint="give the tag once; --weights also takes default, random or a checkpoint path",
             )
         arch = f"{arch}.{choice.tag}"
     base = arch.split(".")[0]
@@ -161,7 +163,10 @@ def build(request: BuildRequest) -> TimmBackbone:
             f"timm has no model {base!r}",
             hint=f"search with: python -c \"import timm; print(timm.list_models('*{base[:8]}*'))\"",
         )
-    pretrained_cfg = timm.models.get_pretrained_cfg(arch)
+    try:
+        pretrained_cfg = timm.models.get_pretrained_cfg(arch)
+    except RuntimeError:  # timm raises, rather than returning None, for an unknown tag
+        pretrained_cfg = None
     if pretrained_cfg is None and "." in arch:
         tags = [name.split(".", 1)[1] for name in timm.list_pretrained(f"{base}.*")]
         raise UnknownBackbone(

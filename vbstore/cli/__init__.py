@@ -30,8 +30,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if answers is not None and answers.answer(args):
             return
+        from ._common import one_line_warnings  # click too: only once there was no answer
         from ._root import cli  # click: only once the answer cache had no answer
 
+        one_line_warnings()  # the process's own: a caller of `cli` keeps its warning handling
         cli(args=args, prog_name="vbstore")
     finally:
         if answers is not None:

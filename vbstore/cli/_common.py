@@ -7,8 +7,9 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -18,6 +19,24 @@ from ..tasks import ordered_metrics  # noqa: F401 - re-exported for the command 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def one_line_warnings() -> None:
+    """Print vbstore's own warnings as ``warning: MESSAGE`` lines on stderr, as the CLI's other
+    warnings read, not as Python's file:line report (VBSTORE_DEBUG=1 keeps Python's)."""
+    if os.environ.get("VBSTORE_DEBUG") or getattr(warnings.showwarning, "vbstore", False):
+        return
+    python_show = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if category.__module__.split(".")[0] != "vbstore":
+            python_show(message, category, filename, lineno, file, line)
+            return
+        click.echo(f"warning: {message}", err=True)
+
+    show.vbstore = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def parse_size(text: str) -> int:
@@ -95,6 +114,18 @@ def with_store(func: Callable) -> Callable:
 
 class VbstoreGroup(click.Group):
     """A group that turns a known error into one line and its documented exit code."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from self.commands, which is empty in a group whose commands are
+            # made on demand (the root, `run`): suggest from list_commands instead
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         # the subcommand's own --json is not parsed yet when its error reaches us

@@ -67,6 +67,7 @@ def list_tasks_cmd(pattern: str, as_json: bool) -> None:
             click.echo(f"{row['name']:<26} {row['level']:<5} v{row['op_version']}  {kind}  "
                        f"[{metrics}]")
             for key, param in row.get("params", {}).items():
-                click.echo(f"    -p {key}={param['default']!s:<10} {param['help']}")
+                setting = f"{key}={param['default']!s}"
+                click.echo(f"    -p {setting:<24} {param['help']}")
 
     emit(as_json, rows, text)

@@ -8,6 +8,7 @@ beside it with ``@push.command("head")``.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import click
@@ -27,6 +28,11 @@ class KindGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            if (len(args) > 1 and not args[1].startswith("-")
+                    and difflib.get_close_matches(args[0], self.commands)):
+                # two words, the first like a kind: a misspelt kind (`pull hed team/x`)
+                raise click.exceptions.NoSuchCommand(args[0], possibilities=self.commands,
+                                                     ctx=ctx)
             args = [self.default_kind, *args]
         return super().parse_args(ctx, args)
 

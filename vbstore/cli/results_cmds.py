@@ -36,8 +36,8 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
         columns = BASE_COLUMNS[:1] + BASE_COLUMNS[2:] + _metric_columns(group)
         out += [f"## {task}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for row in group:
-            cells = [f"{row[c]:.4f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
-                     for c in columns]
+            cells = [f"{row[c]:.4f}" if isinstance(row.get(c), float)
+                     else "" if row.get(c) is None else str(row[c]) for c in columns]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
@@ -66,6 +66,10 @@ def export_group() -> None:
 def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
     """One table of stored results, with each task's own metric columns."""
     rows = result_rows(store, task, backbone, weights)
+    if task and not rows:
+        from ..tasks import get_task
+
+        get_task(task)  # a misspelt task is refused with the closest name, not an empty table
     if fmt == "clip-benchmark":
         _export_clip_benchmark(store, rows, output, as_json)
         return

@@ -146,12 +146,15 @@ def tag(store, name: str | None, ref: str | None, delete: bool, as_json: bool) -
         store.untag(name)
         emit(as_json, {"deleted": name}, f"deleted {name}")
         return
-    if name and ref:
+    if name is not None and ref is not None:  # an empty one ("$UNSET") is refused, not a listing
         oid = store.resolve(ref)
+        previous = store.refs().get(name)
         store.tag(name, oid)
-        emit(as_json, {"name": name, "id": oid}, f"{name} -> {oid[:12]}")
+        moved = f" (moved from {previous[:12]})" if previous not in (None, oid) else ""
+        emit(as_json, {"name": name, "id": oid, "previous": previous},
+             f"{name} -> {oid[:12]}{moved}")
         return
-    if name:
+    if name is not None:
         raise click.UsageError("give both NAME and REF (an id, prefix or ref) to tag")
     refs = store.refs()
 

@@ -135,7 +135,8 @@ def load_manifest(
     if refused:
         raise UsageError(
             f"the {layout} layout takes no {', '.join(refused)} option",
-            hint=f"it takes: {', '.join(_APPLIES[layout]) or 'no layout options'}",
+            hint=f"it takes: {', '.join(_APPLIES[layout])}" if _APPLIES[layout]
+            else "this layout takes none: drop it, or name the layout the data is in (--layout)",
         )
     scan = _scan(layout, root, split, options)
     entries = kept_entries(scan, limit)

@@ -24,7 +24,8 @@ def _dataset_class(name: str):
     if not (inspect.isclass(cls) and issubclass(cls, tvd.VisionDataset)):
         known = [n for n in dir(tvd) if inspect.isclass(getattr(tvd, n))
                  and issubclass(getattr(tvd, n), tvd.VisionDataset)]
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.4)
+        close = [n for n in known if n.lower() == name.lower()] or difflib.get_close_matches(
+            name, known, n=1, cutoff=0.4)
         raise UsageError(f"torchvision has no dataset {name!r}",
                          hint=f"did you mean torchvision:{close[0]}?" if close
                          else f"e.g. torchvision:{', torchvision:'.join(sorted(known)[:5])}")
@@ -89,11 +90,11 @@ def open_torchvision(store, name: str, split: str | None, options: dict[str, Any
         UsageError: no dataset root, an unknown dataset or split, files missing (and no
             ``download``).
     """
+    cls = _dataset_class(name)  # first: a misspelt name is named before the root is asked for
     root = options.get("dataset_root")
     if root is None:
         raise UsageError(f"torchvision:{name} reads its files from a dataset root",
                          hint="pass --dataset-root DIR (add --download to fetch them there)")
-    cls = _dataset_class(name)
     download = bool(options.get("download"))
     kwargs = _arguments(cls, name, split, download)
     try:

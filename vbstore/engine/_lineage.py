@@ -5,12 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import VbstoreError
+from ..heads import head_record
 from ..records import ResultRecord
 from ..store import encoding
 
 
 def summary(store, oid: str, kind: str) -> str:
     """A short description of an artifact's content, from the artifact itself."""
+    if kind == "head" and store.has(oid):
+        try:  # its compatibility record, in the safetensors header: no tensor is read
+            record = head_record(store, oid)
+        except (VbstoreError, ValueError):
+            return ""
+        return (f"{record.get('task')} on backbone {str(record.get('backbone'))[:12]}  "
+                f"pooling {record.get('pooling')}  layers {record.get('layers')}")
     if encoding(kind) != "json" or not store.has(oid):
         return ""
     try:

@@ -8,6 +8,7 @@ each through its own derivation, so a second task on the same features runs no f
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -392,7 +393,11 @@ def get_head(
     from ..records import HeadCompat
     from ._compute import Feed, Run, featureset, train_head
 
-    the_plan = plan(request, store)
+    try:
+        the_plan = plan(request, store)
+    except UsageError as exc:  # the train data stands on the eval side too: name its own flag
+        exc.hint = re.sub(r"(?<![\w-])--split\b", "--train-split", exc.hint)
+        raise
     run = Run(device=device, progress=progress, executor=executor)
     train = Feed(
         the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m

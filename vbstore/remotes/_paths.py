@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import BadRemoteTarget
 from ._errors import UnsafeRemotePath
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -52,7 +53,10 @@ def check_ref(name: object) -> str:
 def check_remote_name(name: str) -> str:
     """A remote's local name: one plain segment, so ``REMOTE/REF`` splits unambiguously."""
     if not _REMOTE_NAME.match(name or ""):
-        raise UnsafeRemotePath("remote name", name)
+        raise UnsafeRemotePath(
+            "remote name", name,
+            hint="a remote name is one word of letters, digits and . _ - (up to 64), e.g. team",
+        )
     return name
 
 
@@ -81,5 +85,5 @@ def split_target(target: str) -> tuple[str, str]:
     """``"REMOTE/REF/with/slashes"`` → ``("REMOTE", "REF/with/slashes")``, both checked."""
     remote, sep, ref = target.partition("/")
     if not sep or not ref:
-        raise UnsafeRemotePath("REMOTE/REF", target)
+        raise BadRemoteTarget(target)
     return check_remote_name(remote), check_ref(ref)

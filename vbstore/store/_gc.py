@@ -361,6 +361,13 @@ class GcMixin(_StoreBase):
                 continue
             chosen.append({"id": hex_id(key), "kind": kind, "size": size})
             total -= size
+        if total > max_size:
+            report.warnings.append(
+                f"the store stays at {total} bytes, above --max-size {max_size}: the rest is "
+                "used within --grace, needed by a ref or a running computation, or not "
+                "recomputable (weights, manifests, results, suites); --grace 0 also evicts "
+                "features used recently"
+            )
         return chosen
 
     def _mark_evicted(self, chosen: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:

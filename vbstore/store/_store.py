@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import canonical
-from ..errors import AmbiguousPrefix, CorruptObject, ObjectNotFound, StoreReadOnly, UsageError
+from ..errors import (
+    AmbiguousPrefix,
+    CorruptObject,
+    ObjectNotFound,
+    StoreIOError,
+    StoreReadOnly,
+    UsageError,
+)
 from . import _kinds, _schemas
 from ._base import Edges
 from ._derive import DeriveMixin
@@ -89,6 +96,11 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
                     (self.root / sub).mkdir(parents=True, exist_ok=True)
             except PermissionError:  # an unwritable parent: nothing to read either
                 raise StoreReadOnly(str(self.root), "create it") from None
+            except (NotADirectoryError, FileExistsError):  # a file where a folder must be
+                raise StoreIOError(
+                    f"the store {self.root} cannot be made: a file stands where a folder must be",
+                    hint="point --store or VBSTORE_HOME at a folder (or a path to create one at)",
+                ) from None
             except OSError as exc:
                 if exc.errno != errno.EROFS:
                     raise

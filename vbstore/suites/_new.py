@@ -10,7 +10,7 @@ from .. import __version__
 from ..data import load_manifest
 from ..engine import store_param_files
 from ..errors import UsageError
-from ..store import Store
+from ..store import Store, validate
 from ..tasks import get_task
 from ._manifest import manifest_sha256
 from ._suite import normalize
@@ -55,6 +55,7 @@ def new_suite(
 
     Raises:
         UsageError: an unknown task parameter, or data that cannot be read (from below).
+        SchemaError: a document the schema refuses (a slug with capitals, say).
     """
     task_obj = get_task(task)
     # a templates/classnames file is pinned by its content, never by a local path
@@ -95,4 +96,6 @@ def new_suite(
             "evaluator": {"package": "vbstore", "minVersion": __version__},
         },
     }
-    return normalize(doc)
+    suite = normalize(doc)
+    validate("suite", suite)  # a bad slug or name is refused here, not when the file is pushed
+    return suite
