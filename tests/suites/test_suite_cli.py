@@ -201,6 +201,11 @@ def test_manifest_cli_and_imports(run, tmp_path):
     }
     (tmp_path / "s.json").write_text(json.dumps(suite))
     assert run("suite", "push", str(tmp_path / "s.json")).exit_code == 0
+    # a suite's name is not an object's: show points at `suite show` and gives its id
+    shown = run("show", "cb@1")
+    assert shown.exit_code == 9
+    assert "cb@1 is a suite: `vbstore suite show cb@1`, or give its id" in shown.output
+    assert "give a ref name" in run("show", "cb@2").output
     cb = {
         "dataset": "cifar10",
         "model": "ViT-B-32",

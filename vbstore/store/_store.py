@@ -381,8 +381,12 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
             return row[0]
         lowered = name.lower()
         if not _HEX.match(lowered) or not MIN_PREFIX <= len(lowered) <= 64:
-            raise ObjectNotFound(
-                name, hint="give a ref name (`vbstore tag`) or at least 4 hex digits of an id")
+            slug, at, version = name.rpartition("@")
+            suite = self.db.one("SELECT id FROM suites WHERE slug = ? AND version = ?",
+                                (slug, version)) if at and version.isdigit() else None
+            raise ObjectNotFound(name, hint=(
+                f"{name} is a suite: `vbstore suite show {name}`, or give its id {suite[0][:12]}"
+                if suite else "give a ref name (`vbstore tag`) or at least 4 hex digits of an id"))
         if len(lowered) == 64 and (self.files.exists(lowered) or self.db.one(
                 "SELECT 1 FROM objects WHERE id=?", (db_id(lowered),))):
             return lowered
