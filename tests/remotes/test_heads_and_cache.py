@@ -311,6 +311,21 @@ def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counte
         assert b.derivation_of(first["id"]) is not None
 
 
+def test_a_dry_run_says_a_result_on_a_remote_needs_nothing_under_it(vb, vbj, shapes, team):
+    train = ("--train-data", shapes, "--train-split", "train")
+    _evaluate(vbj, "a", shapes, *train)
+    vbj("a", "push", "results", "--to", "team")
+    plan = _evaluate(vbj, "b", shapes, *train, "--dry-run")
+    steps = {(s["op"], s["role"]): s for s in plan["steps"]}
+    assert (steps["result", ""]["status"], steps["result", ""]["remote"]) == ("remote", "team")
+    under = [steps[k] for k in (("featureset", "eval"), ("featureset", "train"),
+                                ("head", "seed 0"))]
+    assert [(s["status"], s["remote"]) for s in under] == [("unneeded", "team")] * 3
+    text = vb("b", "get", "result", *BACKBONE, "-t", "classification", "-d", shapes, "--split",
+              "val", *train, "--dry-run").output
+    assert "head (seed 0)          not needed (the result is on remote team)" in text
+
+
 def test_pushed_featureset_is_fetched_instead_of_extracted(vbj, shapes, team, counted, tmp_path):
     features = ("get", "features", *BACKBONE, "-d", shapes, "--split", "val")
     made = vbj("a", *features)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,12 @@ class Step:
         op: ``backbone``, ``manifest``, ``featureset``, ``head`` or ``result``.
         role: Which one (``eval``, ``train``, ``seed 3``), or empty.
         status: ``stored``, ``remote`` (on that remote's binary cache), ``compute``, or
-            ``unneeded`` (the result is stored, so nothing under it is read).
+            ``unneeded`` (the result is stored, or on a remote's binary cache, so nothing under
+            it is read).
         id: The output id when it is known.
         work: What computing it costs: ``forward_passes``, ``reused_rows``, ``epochs``, ``samples``.
-        remote: The remote that has it (status ``remote``).
+        remote: The remote that has it (status ``remote``), or, on a step not needed, the
+            remote whose binary cache has the result (a dry run).
     """
 
     op: str
@@ -74,7 +76,8 @@ class Step:
         where = {
             "stored": "stored",
             "remote": f"on remote {self.remote}",
-            "unneeded": "not needed (the result is stored)",
+            "unneeded": f"not needed (the result is on remote {self.remote})" if self.remote
+                        else "not needed (the result is stored)",
         }.get(self.status, "to compute")
         ident = f"  [{self.id[:12]}]" if self.id else ""
         work = self.work
@@ -302,12 +305,16 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             request.probe.strict,
         )
     result_id = store.lookup(derivation_key(spec), touch=False) if spec is not None else None
-    unneeded = result_id is not None
+    # a dry run names the remote whose binary cache has the result: execute would fetch it and
+    # read nothing under it, as for a stored one
+    remote = (remote_has(store, derivation_key(spec))
+              if result_id is None and dry_run and spec is not None else None)
+    unneeded = result_id is not None or remote is not None
     # A stored result is a gc root that keeps its inputs, so answering it writes nothing to the
     # registry (a write costs a WAL append and a checkpoint when the store closes). Otherwise
     # the inputs found above are in use from here on: touched, in one write, before anything
     # is computed from them.
-    if not unneeded:
+    if result_id is None:
         store.touch([m.id for m in (ref, eval_m, train_m) if m is not None])
     features = {}
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
@@ -327,15 +334,13 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             )
     if head is not None:
         steps.append(Step("head", "given", "stored", head))
-    result_step = Step(
-        "result",
-        status="stored" if unneeded else "compute",
-        id=result_id,
-        work={"samples": len(eval_m)},
-    )
-    if not unneeded and dry_run and spec is not None:
-        result_step = _on_remote(store, derivation_key(spec), result_step)
-    steps.append(result_step)
+    if remote is not None:  # the steps under it say where the result is
+        steps[1:] = [replace(s, remote=remote) if s.status == "unneeded" else s
+                     for s in steps[1:]]
+        steps.append(Step("result", status="remote", remote=remote))
+    else:
+        steps.append(Step("result", status="stored" if unneeded else "compute", id=result_id,
+                          work={"samples": len(eval_m)}))
     return Plan(
         store,
         request,
