@@ -81,6 +81,7 @@ def _store_root(args: list[str]) -> str | None:
     if args[at + 1:at + 2] != ["result"]:
         return None
     head = args[:at]
+    # the rule of vbstore.store._store.default_root, which imports what this module must not
     if not head:
         home = os.environ.get("VBSTORE_HOME")
         return os.path.expanduser(home) if home else os.path.expanduser("~/.cache/vbstore")
@@ -135,9 +136,8 @@ def answer(args: list[str]) -> bool:
     deps, oid, doc = found
     seconds = time.perf_counter() - started
     if deps["json"]:
-        text = json.dumps({"id": oid, "from_cache": True, "source": "store",
-                           "seconds": round(seconds, 4), "record": doc},
-                          indent=2, sort_keys=True, default=str) + "\n"
+        text = json.dumps(_stored_answer(oid, doc, seconds), indent=2, sort_keys=True,
+                          default=str) + "\n"
         lines = [(False, text)]
     else:
         lines = [(err, line + "\n") for err, line in
@@ -152,6 +152,13 @@ def answer(args: list[str]) -> bool:
     except BrokenPipeError:  # the reader went away (`| head`), as the full command handles it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return True
+
+
+def _stored_answer(oid: str, doc: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """``--json``'s object for a stored result, as ``Result.as_dict`` gives it (``record``
+    checks the two agree before it records an answer)."""
+    return {"id": oid, "from_cache": True, "source": "store", "seconds": round(seconds, 4),
+            "record": doc}
 
 
 def _writable(lines: list[tuple[bool, str]]) -> bool:
@@ -211,6 +218,7 @@ def _lookup(root: str, key: str) -> tuple[dict[str, Any], str, dict[str, Any]] |
     oid = {k: v for t, k, v in deps["reads"] if t == "derivations"}[deps["result"]]
     if not isinstance(oid, str) or len(oid) != 64:
         return None
+    # ObjectFiles.fspath's layout and Store.read_bytes' check, without importing the store
     with open(os.path.join(root, "objects", oid[:2], oid[2:]), "rb") as f:
         data = f.read()
     if blake3.blake3(data).hexdigest() != oid:
@@ -276,9 +284,10 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     request = the_plan.request
     if request.probe.head is not None or the_plan.task_params != request.probe.resolved_params():
         return  # a given head is a ref that can move; a file parameter is read from a file
-    # the record must print as the stored document does (fields the record type would drop)
+    # the answer must print as the stored document does (fields the record type would drop),
+    # in the same --json object as the command's
     doc = store.read_json(result.id)
-    if result.record.to_dict() != doc:
+    if result.as_dict() != _stored_answer(result.id, doc, result.seconds):
         return
     roots = _data_roots(store, the_plan)
     if roots is None:
