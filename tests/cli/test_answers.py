@@ -371,3 +371,36 @@ def test_a_replaced_listing_is_not_kept(store_dir, data):
         names = [n for (n,) in conn.execute("SELECT names FROM answer_trees")]
     assert len(names) == 1
     assert "extra" in names[0].split("\0")
+
+
+def test_the_states_the_listing_took_are_those_a_stat_gives(data, tmp_path):
+    # recording takes each sample file's state from the listing that mapped the folder to its
+    # manifest (one stat per file, not two); the digest must be the one statting every name gives
+    from vbstore import Store
+    from vbstore.data import load_manifest
+
+    store = Store(tmp_path / "store")
+    time.sleep(0.2)  # past the racy window, so the listing maps to a state key
+    views = [load_manifest(store, data, split=s) for s in ("val", "train")]
+    root = str(data)
+    names = _answers._walk(root, 10_000)
+    known = _answers._listed(root, views)
+    samples = sum(len(v) for v in views)
+    # each split's files, by their name under the data folder
+    assert len(known) == samples
+    assert set(known) < set(names)
+    assert all(n.startswith(("val/", "train/")) for n in known)
+    assert _answers.states(root + os.sep, names, known) == _answers.states(root + os.sep, names)
+    # a view of another folder lends nothing: its names would be another folder's files
+    other = load_manifest(store, make_copy(data, tmp_path / "copy"), split="val")
+    assert _answers._listed(root, [other]) == {}
+    # a state the listing lent is used as it was read (a file changed since then misses at the
+    # lookup); a lent name the walk does not list is not used
+    digest = _answers.states(root + os.sep, names)
+    assert _answers.states(root + os.sep, names, {**known, "val/gone.png": (0,) * 5}) == digest
+    assert _answers.states(root + os.sep, names, {**known, min(known): (0,) * 5}) != digest
+
+
+def make_copy(data, to):
+    shutil.copytree(data, to)
+    return to

@@ -92,15 +92,29 @@ def _store_root(args: list[str]) -> str | None:
     return None
 
 
-def states(base: str, names: list[str]) -> tuple[str, int] | None:
+def states(base: str, names: list[str],
+           known: dict[str, tuple[int, ...]] | None = None) -> tuple[str, int] | None:
     """The digest of the (dev, inode, size, mtime, ctime) of ``base + name`` for each name, and
-    the newest mtime or ctime among them; None when one is missing or unreadable."""
+    the newest mtime or ctime among them; None when one is missing or unreadable.
+
+    Args:
+        known: the states of some of the names as this process statted them already (while it
+            listed the data): taken as they are, the rest statted now.
+    """
     out = array("q")
     add, stat = out.extend, os.stat
     try:
-        for name in names:
-            st = stat(base + name)
-            add((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if known:
+            for name in names:
+                state = known.get(name)
+                if state is None:
+                    st = stat(base + name)
+                    state = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                add(state)
+        else:
+            for name in names:
+                st = stat(base + name)
+                add((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     except (OSError, OverflowError):  # gone, or an inode past 2**63 (some network filesystems)
         return None
     newest = max(max(out[3::5], default=0), max(out[4::5], default=0))
@@ -317,11 +331,12 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     _write(store, deps, trees)
 
 
-def _data_roots(store, the_plan) -> list[str] | None:
-    """The folders every file of the plan's data lies in; None when that cannot be said."""
+def _data_roots(store, the_plan) -> dict[str, list[Any]] | None:
+    """The folders every file of the plan's data lies in, each with the views of the plan whose
+    files lie in it; None when that cannot be said."""
     from ..data import local_folder  # loaded by the command already
 
-    roots = []
+    roots: dict[str, list[Any]] = {}
     for ref, view in ((the_plan.request.data, the_plan.eval_m),
                       (the_plan.request.train, the_plan.train_m)):
         if ref is None or view is None:
@@ -331,31 +346,57 @@ def _data_roots(store, the_plan) -> list[str] | None:
         folder = local_folder(store, ref.source)
         if folder is None:
             return None
-        names = (n for s in view.samples for n in (s["name"], s.get("target_name")) if n)
-        if any(".." in name.split("/") for name in names):
+        # the names as listed (or, for a view not listed here, as the manifest holds them)
+        names = view.files[0] if view.files is not None else (
+            n for s in view.samples for n in (s["name"], s.get("target_name")) if n)
+        listing = "\0".join(names)
+        if ".." in listing and any(".." in name.split("/") for name in listing.split("\0")):
             return None  # a table naming files beside its folder (pairs.csv can)
         # a folder given through a link is statted through it, as the full command resolves it
         # afresh each time: the link pointed elsewhere changes the root's own state
         given = os.path.join(os.getcwd(), os.path.expanduser(ref.source))  # `link/..` kept
-        roots.append(given if os.path.realpath(given) == str(folder) else str(folder))
-    return sorted(set(roots))
+        roots.setdefault(given if os.path.realpath(given) == str(folder) else str(folder),
+                         []).append(view)
+    return dict(sorted(roots.items()))
 
 
-def _trees(store, roots: list[str], budget: int) -> list[tuple[str, str, str, str]] | None:
+def _trees(store, roots: dict[str, list[Any]],
+           budget: int) -> list[tuple[str, str, str, str]] | None:
     """``(tree id, root, listing, states digest)`` of each root; None when one cannot be."""
     out = []
-    for root in roots:
+    for root, views in roots.items():
         names = _walk(root, budget)
         if names is None:
             _write(store, {"skip": [[root, _folder_state(root)] for root in roots]})
             return None
-        found = states(root + os.sep, names)
+        found = states(root + os.sep, names, _listed(root, views))
         if found is None or found[1] >= _started - RACY_NS:
             return None
         listing = "\0".join(names)
         tree_id = blake3.blake3(f"{root}\0\0{listing}".encode()).hexdigest()
         out.append((tree_id, root, listing, found[0]))
     return out
+
+
+def _listed(root: str, views: list[Any]) -> dict[str, tuple[int, ...]]:
+    """The states the views' listings took of their files, by name under ``root`` (a view's
+    folder is ``root`` or a folder in it: a split's)."""
+    top = os.path.realpath(root)
+    known: dict[str, tuple[int, ...]] = {}
+    for view in views:
+        if view.files is None:
+            continue
+        base = str(view.root)
+        if base == top:
+            prefix = ""
+        elif base.startswith(top + os.sep):
+            prefix = base[len(top) + 1:] + "/"
+        else:
+            continue
+        names, numbers = view.files
+        fives = zip(*[iter(numbers)] * 5, strict=True)
+        known.update(zip([prefix + n for n in names], fives, strict=True))
+    return known
 
 
 def _walk(root: str, budget: int) -> list[str] | None:

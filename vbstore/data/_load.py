@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
 from ._files import loose_images, subdirs
-from ._manifest import build_document, check_limit, kept_entries, state_key, store_document
+from ._manifest import (
+    build_document,
+    check_limit,
+    file_states,
+    kept_entries,
+    state_key,
+    store_document,
+)
 from ._navi import is_navi, scan_navi
 from ._packaged import EXTERNAL, SOURCE_OPTIONS, SOURCES, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
@@ -140,7 +147,8 @@ def load_manifest(
         )
     scan = _scan(layout, root, split, options)
     entries = kept_entries(scan, limit)
-    key = state_key(scan, limit, entries)
+    files = file_states(scan, entries)
+    key = None if files is None else state_key(scan, limit, entries, files)
     alias = {"op": "manifest-state", "key": key} if key else None
 
     def build() -> dict[str, Any]:
@@ -156,12 +164,12 @@ def load_manifest(
             if touch:
                 store.touch([known])  # in use: gc's grace period must see it
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
-                                size=len(entries))
+                                size=len(entries), files=files)
     doc = build()
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)
-    return ManifestView(scan.root, oid, doc)
+    return ManifestView(scan.root, oid, doc, files=files)
 
 
 def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:

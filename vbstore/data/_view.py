@@ -30,11 +30,12 @@ class ManifestView:
     ```
     """
 
-    __slots__ = ("_doc", "_read", "_size", "id", "root")
+    __slots__ = ("_doc", "_read", "_size", "files", "id", "root")
 
     def __init__(self, root: Path, id: str, doc: dict[str, Any] | None = None, *,
                  read: Callable[[], dict[str, Any]] | None = None,
-                 size: int | None = None) -> None:
+                 size: int | None = None,
+                 files: tuple[list[str], list[int]] | None = None) -> None:
         if (doc is None) == (read is None):
             raise ValueError("give the document or a way to read it, not both")
         self.root = root
@@ -42,6 +43,10 @@ class ManifestView:
         self._doc = doc
         self._read = read
         self._size = size
+        #: the split's files as this process listed them under ``root``: their names (each
+        #: sample's image, then its target) and their (dev, inode, size, mtime, ctime), five
+        #: numbers apiece; None for a view that was not listed from a folder here
+        self.files = files
 
     def __repr__(self) -> str:
         return f"ManifestView(root={str(self.root)!r}, id={self.id!r})"
