@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -117,32 +117,38 @@ def kept_entries(scan: Scan, limit: int | None) -> list[Entry]:
     return sorted(select(scan, check_limit(limit)), key=attrgetter("name"))
 
 
-def file_states(scan: Scan, entries: Sequence[Entry]) -> tuple[list[str], list[int]] | None:
+def file_states(scan: Scan, entries: Sequence[Entry]) -> tuple[list[str], Sequence[int]] | None:
     """The names of the entries' files under ``scan.root`` (each image, then its target), and
     the (dev, inode, size, mtime, ctime) of each, five numbers apiece, in that order; None when
     one cannot be statted (build_document names the missing file)."""
-    root = str(scan.root) + os.sep
+    try:
+        # 40 bytes a file as machine integers (a list of ints would hold ~180)
+        return _file_states(str(scan.root) + os.sep, entries, array("q"))
+    except OverflowError:  # an inode or device number past 2**63 (some network filesystems)
+        return _file_states(str(scan.root) + os.sep, entries, [])
+    except OSError:
+        return None
+
+
+def _file_states(root: str, entries: Sequence[Entry],
+                 states: MutableSequence[int]) -> tuple[list[str], Sequence[int]]:
     # this runs on every cached `get`, a stat per file: the loop keeps to the stat, and the
     # states stay numbers, turned to bytes once (measured 2x faster than a line per file)
     names: list[str] = []
-    states: list[int] = []
     add, name, stat = states.extend, names.append, os.stat
-    try:
-        for e in entries:
-            st = stat(root + e.name)
-            add((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-            name(e.name)
-            if e.target_name is not None:
-                tt = stat(root + e.target_name)
-                add((tt.st_dev, tt.st_ino, tt.st_size, tt.st_mtime_ns, tt.st_ctime_ns))
-                name(e.target_name)
-    except OSError:
-        return None
+    for e in entries:
+        st = stat(root + e.name)
+        add((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        name(e.name)
+        if e.target_name is not None:
+            tt = stat(root + e.target_name)
+            add((tt.st_dev, tt.st_ino, tt.st_size, tt.st_mtime_ns, tt.st_ctime_ns))
+            name(e.target_name)
     return names, states
 
 
 def state_key(scan: Scan, limit: int | None, entries: Sequence[Entry] | None = None,
-              files: tuple[list[str], list[int]] | None = None) -> str | None:
+              files: tuple[list[str], Sequence[int]] | None = None) -> str | None:
     """A key for "this exact listing over files in these exact states", or None when racy.
 
     It covers the layout, split, classes, limit and every kept entry with the (dev, inode, size,
@@ -163,10 +169,8 @@ def state_key(scan: Scan, limit: int | None, entries: Sequence[Entry] | None = N
     states = files[1]
     if time.time_ns() - max(states[3::5], default=0) < RACY_SECONDS * 1e9:
         return None
-    try:
-        state_bytes = array("q", states).tobytes()
-    except OverflowError:  # an inode or device number past 2**63 (some network filesystems)
-        state_bytes = repr(states).encode()
+    # machine integers as bytes; a list, where a number did not fit one, as its repr
+    state_bytes = states.tobytes() if isinstance(states, array) else repr(states).encode()
     root = str(scan.root) + os.sep
     header = (4, scan.layout, root, scan.split, scan.classes, scan.target_type, limit,
               kept_triplets(scan, limit) if scan.triplets is not None else None,

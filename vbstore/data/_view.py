@@ -35,7 +35,7 @@ class ManifestView:
     def __init__(self, root: Path, id: str, doc: dict[str, Any] | None = None, *,
                  read: Callable[[], dict[str, Any]] | None = None,
                  size: int | None = None,
-                 files: tuple[list[str], list[int]] | None = None) -> None:
+                 files: tuple[list[str], Sequence[int]] | None = None) -> None:
         if (doc is None) == (read is None):
             raise ValueError("give the document or a way to read it, not both")
         self.root = root
