@@ -104,7 +104,9 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
         record = store.read_json(oid)
         manifest_id = record.get("data", {}).get("eval", {}).get("manifest")
         manifest = store.read_json(manifest_id) if manifest_id and store.has(manifest_id) else None
-        doc = clip_benchmark_record(record, manifest)
+        weights_id = record.get("inputs", {}).get("weights")
+        weights = store.read_json(weights_id) if weights_id and store.has(weights_id) else None
+        doc = clip_benchmark_record(record, manifest, weights)
         name = clip_benchmark_filename(doc)
         if name in names:  # two runs CLIP_benchmark would name alike (seeds, limits...)
             name = name.removesuffix(".json") + f"_{oid[:12]}.json"

@@ -4,7 +4,9 @@
   ``split``, ``metrics``, ``visbench_version``, ``dataset_size``, ``task_params``...). Records of
   one ``backbone_key`` become one evaluation, each record's split (or ``condition``) one condition.
 - CLIP_benchmark JSON: ``{"dataset", "model", "pretrained", "task", "metrics", "language"}`` (or a
-  list of them); each dataset is a condition of the ``open_clip:MODEL@PRETRAINED`` checkpoint.
+  list of them); each dataset is a condition of the ``open_clip:MODEL@PRETRAINED`` checkpoint,
+  or, for a vbstore export, of the weights its ``vbstore`` field names
+  (:func:`vbstore.interop.clip_benchmark_identity`; a row that names neither is refused).
 
 Neither format carries the SHA-256 manifest of the samples it scored, so imports are
 ``reported`` evidence ("data" missing); CLIP_benchmark names no evaluator version either.
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError
+from ..interop import clip_benchmark_identity
 from ..store import Store
 from ._evaluate import Evaluation, build, record
 from ._suite import get_suite
@@ -95,14 +98,20 @@ def import_results(
 
     Raises:
         UsageError: an unknown ``weights`` kind (and see :func:`read_records`).
+        UnidentifiedWeights: a CLIP_benchmark row that does not say which weights made it;
+            nothing is stored.
     """
     if weights is not None and weights not in WEIGHTS:
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
     groups: dict[str, dict[str, Any]] = {}
-    for item in records:
-        checkpoint, name, count, extra = (_visbench if fmt == "visbench" else _clip_benchmark)(item)
+    for index, item in enumerate(records):
+        if fmt == "visbench":
+            checkpoint, name, count, extra = _visbench(item)
+        else:
+            where = Path(path).name + (f"[{index}]" if len(records) > 1 else "")
+            checkpoint, name, count, extra = _clip_benchmark(item, where, weights)
         name = condition or name
         if weights is not None:
             checkpoint = {**checkpoint, "weights": weights}
@@ -174,9 +183,8 @@ def _visbench(item: dict[str, Any]):
     )
 
 
-def _clip_benchmark(item: dict[str, Any]):
-    label = f"open_clip:{item['model']}@{item['pretrained']}"
-    checkpoint = {"id": label, "label": label, "weights": "pretrained"}
+def _clip_benchmark(item: dict[str, Any], where: str, vouched: str | None):
+    checkpoint = clip_benchmark_identity(item, where, vouched=vouched).checkpoint()
     params = {"language": item["language"]} if item.get("language") else {}
     extra = {"protocol": {"task": item.get("task", ""), "params": params}, "evaluator": None}
     return checkpoint, str(item["dataset"]), None, extra
