@@ -52,7 +52,8 @@ def export_group() -> None:
 @click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl", "clip-benchmark"]),
               default="md", show_default=True,
               help="Table format (md: one table per task); clip-benchmark: one JSON per result "
-              "as CLIP_benchmark writes it, into the folder -o.")
+              "as CLIP_benchmark writes it, into the folder -o, plus a `vbstore` field naming "
+              "the weights (read back by `import results`).")
 @click.option("--task", default=None, help="Only results of this task.")
 @click.option("--backbone", default=None,
               help="Only backbones whose spec contains this (or id prefix).")
