@@ -213,7 +213,9 @@ def test_a_vouch_cannot_contradict_the_file(run, tmp_path):
     assert json.loads(out.stdout)["type"] == "UsageError"
     assert "says its weights are random, not pretrained" in json.loads(out.stdout)["error"]
     assert _snapshot(tmp_path) == before
-    out = _import(run, file)
+    out = _import(run, file, "--weights", "random")  # agreeing with the file vouches for nothing
     assert out.exit_code == 0, out.output
-    assert json.loads(out.stdout)[0]["checkpoint"] == {"id": "ef" * 32, "label": "test_vit seed=3",
-                                                      "weights": "random"}
+    (imported,) = json.loads(out.stdout)
+    assert imported["checkpoint"] == {"id": "ef" * 32, "label": "test_vit seed=3",
+                                      "weights": "random"}
+    assert "vouched" not in imported["sources"]["shapes"]

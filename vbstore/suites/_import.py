@@ -149,7 +149,7 @@ def import_results(
         # what the importer vouched for rather than read from the file stays visible
         for name, source in group["sources"].items():
             vouched = [
-                *(["weights"] if weights is not None else []),
+                *(["weights"] if weights is not None and not group["names_weights"] else []),
                 *(["sample_count"] if name in given else []),
             ]
             if vouched:
@@ -172,6 +172,7 @@ def _visbench(item: dict[str, Any]):
     checkpoint = {"id": f"visbench:{key}", "label": item["backbone"], "weights": "unknown"}
     version = item.get("visbench_version")
     extra = {
+        "names_weights": False,
         "protocol": {"task": item["task"], "params": item.get("task_params") or {}},
         "evaluator": {"package": "visbench", "version": version} if version else None,
     }
@@ -184,7 +185,10 @@ def _visbench(item: dict[str, Any]):
 
 
 def _clip_benchmark(item: dict[str, Any], where: str, vouched: str | None):
-    checkpoint = clip_benchmark_identity(item, where, vouched=vouched).checkpoint()
+    identity = clip_benchmark_identity(item, where, vouched=vouched)
     params = {"language": item["language"]} if item.get("language") else {}
-    extra = {"protocol": {"task": item.get("task", ""), "params": params}, "evaluator": None}
+    extra = {"protocol": {"task": item.get("task", ""), "params": params}, "evaluator": None,
+             # a vbstore export names its weights: a --weights that agrees vouches for nothing
+             "names_weights": identity.tensor_hash is not None}
+    checkpoint = identity.checkpoint()
     return checkpoint, str(item["dataset"]), None, extra
