@@ -127,29 +127,39 @@ def test_export_then_import_names_the_same_weights(run, shapes, tmp_path, checkp
     assert imported["checkpoint"]["id"] == identity.tensor_hash  # the weights, not a name
 
 
-def test_a_pretrained_open_clip_row_round_trips_with_its_tensor_hash():
+@pytest.mark.parametrize(("spec", "model", "tag"), [
+    ("open_clip:ViT-B-32-quickgelu@laion400m_e32", "ViT-B-32-quickgelu", "laion400m_e32"),
+    ("clip_vitb16", "ViT-B-16-quickgelu", "openai"),  # a bare name: exported as its pinned spec
+    ("resnet18", "timm:resnet18", "a1_in1k"),
+])
+def test_pretrained_weights_round_trip_with_their_tensor_hash(spec, model, tag):
     record = {"task": "zeroshot_classification", "weights_kind": "pretrained",
-              "backbone": {"spec": "open_clip:ViT-B-32-quickgelu@laion400m_e32"},
+              "backbone": {"spec": spec},
               "metrics": {"acc1": 0.5}, "params": {}, "data": {"eval": {"manifest": "ab" * 32}}}
     weights = {"tensor_hash": "cd" * 32, "origin": "pretrained", "seed": None,
                "upstream": None, "revision": None, "path": None}
     row = clip_benchmark_record(record, None, weights)
-    assert (row["model"], row["pretrained"]) == ("ViT-B-32-quickgelu", "laion400m_e32")
+    assert (row["model"], row["pretrained"]) == (model, tag)
     identity = WeightsIdentity.of(record, weights)
     assert clip_benchmark_identity(json.loads(json.dumps(row)), "row") == identity
-    assert identity.checkpoint() == {"id": "cd" * 32, "weights": "pretrained",
-                                     "label": "open_clip:ViT-B-32-quickgelu@laion400m_e32"}
+    assert identity.checkpoint() == {"id": "cd" * 32, "weights": "pretrained", "label": spec}
     # the same run as CLIP_benchmark itself writes it: its open_clip name, as before
     del row[IDENTITY_FIELD]
-    upstream = clip_benchmark_identity(row, "row")
-    assert upstream.checkpoint() == {"id": "open_clip:ViT-B-32-quickgelu@laion400m_e32",
-                                     "label": "open_clip:ViT-B-32-quickgelu@laion400m_e32",
-                                     "weights": "pretrained"}
-    # without its weights record the export writes no identity, and an untrained row is refused
-    bare = clip_benchmark_record({**record, "weights_kind": "random",
-                                  "backbone": {"spec": "test_vit"}})
+    if spec.startswith("open_clip:"):
+        upstream = clip_benchmark_identity(row, "row")
+        assert upstream.checkpoint() == {"id": spec, "label": spec, "weights": "pretrained"}
+    elif model.startswith("timm:"):  # no open_clip model: the field was all that named it
+        with pytest.raises(UnidentifiedWeights):
+            clip_benchmark_identity(row, "row")
+
+
+def test_without_its_weights_record_an_export_names_no_weights_and_import_refuses_it():
+    record = {"task": "knn", "weights_kind": "random", "backbone": {"spec": "test_vit"},
+              "metrics": {"top1": 0.5}, "params": {}, "data": {"eval": {"manifest": "ab" * 32}}}
+    bare = clip_benchmark_record(record)
     assert IDENTITY_FIELD not in bare
-    with pytest.raises(UnidentifiedWeights):
+    assert bare["pretrained"] == "random"
+    with pytest.raises(UnidentifiedWeights, match="test_vit is a vbstore backbone"):
         clip_benchmark_identity(bare, "row")
 
 
@@ -219,3 +229,13 @@ def test_a_vouch_cannot_contradict_the_file(run, tmp_path):
     assert imported["checkpoint"] == {"id": "ef" * 32, "label": "test_vit seed=3",
                                       "weights": "random"}
     assert "vouched" not in imported["sources"]["shapes"]
+
+
+def test_an_export_from_a_plugin_this_vbstore_lacks_still_reads_back():
+    field = {"spec": "mysource:arch@tag", "weights": "pretrained", "seed": None,
+             "tensor_hash": "12" * 32}
+    row = {**ROW, "model": "mysource:arch", "pretrained": "tag", IDENTITY_FIELD: field}
+    assert clip_benchmark_identity(row, "row") == WeightsIdentity("mysource:arch@tag",
+                                                                  "pretrained", "12" * 32)
+    with pytest.raises(UnidentifiedWeights, match="contradict"):
+        clip_benchmark_identity({**row, "pretrained": "openai"}, "row")

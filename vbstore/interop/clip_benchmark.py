@@ -241,10 +241,12 @@ def clip_benchmark_identity(row: Mapping[str, Any], where: str, *,
 
 
 def _agrees(identity: WeightsIdentity, model: Any, pretrained: Any) -> bool:
-    """Whether a row's names could be the export's for ``identity`` (an edit shows).
-
-    Checked without the backbone registry, so a plugin the importer lacks reads the same.
-    """
+    """Whether a row's names could be the export's for ``identity`` (an edit shows)."""
+    names = _model(identity.spec)
+    if (model, pretrained) == (names[0], identity.pretrained_tag(names[1])):
+        return True
+    # exported where the registry read the spec otherwise (a plugin this vbstore lacks): the
+    # names must still come from the spec
     if not isinstance(model, str) or not model or model not in identity.spec:
         return False
     if identity.weights != "pretrained":
