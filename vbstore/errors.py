@@ -157,6 +157,20 @@ class BadInput(VbstoreError, ValueError):
         self.problems = problems
 
 
+class UnidentifiedWeights(VbstoreError, ValueError):
+    """A result file's row does not say which weights made its numbers; vbstore will not guess."""
+
+    exit_code = 2
+
+    def __init__(self, where: str, why: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"{where}: cannot tell which weights made these numbers ({why})",
+            hint=hint or "nothing was imported; export it again with `vbstore export results "
+            "--format clip-benchmark`, which writes the weights' identity in a `vbstore` field",
+        )
+        self.where, self.why = where, why
+
+
 class NotReproduced(VbstoreError, RuntimeError):
     """Recomputing a stored result gave other numbers (the new result is kept beside it)."""
 

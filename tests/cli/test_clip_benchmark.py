@@ -13,6 +13,7 @@ from vbstore.engine import read_backbones_file
 from vbstore.errors import UsageError
 from vbstore.interop import (
     CLIP_BENCHMARK_FIELDS,
+    IDENTITY_FIELD,
     clip_benchmark_filename,
     clip_benchmark_record,
     clip_benchmark_spec,
@@ -77,12 +78,17 @@ def test_export_writes_one_clip_benchmark_file_per_result(run, shapes, tmp_path)
     with Store(tmp_path / "s") as store:
         for entry in written:
             doc = json.loads((folder / entry["file"]).read_text())
-            assert set(doc) == CB_KEYS == set(CLIP_BENCHMARK_FIELDS)
+            # CLIP_benchmark's fields, and vbstore's one that names the weights exactly
+            assert set(doc) == CB_KEYS | {IDENTITY_FIELD}
+            assert CB_KEYS == set(CLIP_BENCHMARK_FIELDS)
             assert entry["file"] == clip_benchmark_filename(doc)
             record = store.read_json(entry["id"])
             manifest = record["data"]["eval"]["manifest"]
             assert doc["dataset"] == manifest[:12]  # a folder has no name: its id stands in
-            assert (doc["model"], doc["pretrained"]) == ("test_vit", "random")
+            assert (doc["model"], doc["pretrained"]) == ("test_vit", "random-seed0")
+            weights = store.read_json(record["inputs"]["weights"])
+            assert doc[IDENTITY_FIELD] == {"spec": "test_vit", "weights": "random", "seed": 0,
+                                           "tensor_hash": weights["tensor_hash"]}
             assert doc["language"] == "en"
             if record["task"] == "classification":
                 assert doc["task"] == "linear_probe"

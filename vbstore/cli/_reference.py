@@ -12,7 +12,8 @@ from ._root import cli
 EXIT_CODES = [
     (0, "success"),
     (1, "failure found: `fsck` found faults, or an unexpected error"),
-    (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input files"),
+    (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input "
+        "files, an imported result that does not say which weights made it"),
     (3, "not ranked: `evaluate --require-ranked` recorded an evaluation its suite cannot rank "
         "(Visin's code)"),
     (4, "dropped: `diff` found a score that fell by more than --max-drop (Visin's code)"),

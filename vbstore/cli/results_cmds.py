@@ -52,7 +52,8 @@ def export_group() -> None:
 @click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl", "clip-benchmark"]),
               default="md", show_default=True,
               help="Table format (md: one table per task); clip-benchmark: one JSON per result "
-              "as CLIP_benchmark writes it, into the folder -o.")
+              "as CLIP_benchmark writes it, into the folder -o, plus a `vbstore` field naming "
+              "the weights (read back by `import results`).")
 @click.option("--task", default=None, help="Only results of this task.")
 @click.option("--backbone", default=None,
               help="Only backbones whose spec contains this (or id prefix).")
@@ -104,7 +105,9 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
         record = store.read_json(oid)
         manifest_id = record.get("data", {}).get("eval", {}).get("manifest")
         manifest = store.read_json(manifest_id) if manifest_id and store.has(manifest_id) else None
-        doc = clip_benchmark_record(record, manifest)
+        weights_id = record.get("inputs", {}).get("weights")
+        weights = store.read_json(weights_id) if weights_id and store.has(weights_id) else None
+        doc = clip_benchmark_record(record, manifest, weights)
         name = clip_benchmark_filename(doc)
         if name in names:  # two runs CLIP_benchmark would name alike (seeds, limits...)
             name = name.removesuffix(".json") + f"_{oid[:12]}.json"

@@ -443,7 +443,14 @@ def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
 @json_option
 @with_store
 def import_results(store, file, suite_ref, condition, counts, weights, dry_run, as_json) -> None:
-    """Read a VisBench .jsonl or CLIP_benchmark result JSON as reported evaluations on a suite."""
+    """Read a VisBench .jsonl or CLIP_benchmark result JSON as reported evaluations on a suite.
+
+    A CLIP_benchmark row is the open_clip MODEL@PRETRAINED pretrained checkpoint, or, when
+    vbstore exported it, exactly the weights its `vbstore` field names (spec, kind, seed,
+    tensor hash). A row that does not say which weights made it (vbstore's random/checkpoint
+    marks without that field, a checkpoint path not vouched for with --weights) is refused
+    with exit 2, and nothing is stored.
+    """
     out = suites.import_results(
         store,
         file,

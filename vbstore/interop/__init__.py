@@ -9,14 +9,20 @@ clip_benchmark_spec("ViT-B-32-quickgelu,laion400m_e32")
 
 from .clip_benchmark import (
     CLIP_BENCHMARK_FIELDS,
+    IDENTITY_FIELD,
+    WeightsIdentity,
     clip_benchmark_filename,
+    clip_benchmark_identity,
     clip_benchmark_record,
     clip_benchmark_spec,
 )
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
+    "IDENTITY_FIELD",
+    "WeightsIdentity",
     "clip_benchmark_filename",
+    "clip_benchmark_identity",
     "clip_benchmark_record",
     "clip_benchmark_spec",
 ]

@@ -6,17 +6,33 @@ fields ``dataset``, ``model``, ``pretrained``, ``task``, ``metrics`` and ``langu
 ``{dataset}_{pretrained}_{model}_{language}_{task}.json``. Its linear probe is vbstore's
 ``classification`` task, whose ``top1``/``top5`` it calls ``lp_acc1``/``lp_acc5``; its zero-shot
 tasks share vbstore's task and metric names.
+
+Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag. A vbstore
+export adds one field CLIP_benchmark ignores, ``vbstore``: the :class:`WeightsIdentity` (spec,
+weights kind, seed of a random init, tensor hash), which an import reads back exactly. A row
+without it is read as CLIP_benchmark's own (``open_clip:MODEL@PRETRAINED``, pretrained) only
+when nothing in it says otherwise; any other row is refused (:class:`UnidentifiedWeights`),
+never relabelled pretrained.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..backbones import parse_spec
-from ..errors import UsageError, VbstoreError
+from ..backbones import list_backbones, parse_spec
+from ..errors import UnidentifiedWeights, UsageError, VbstoreError
 
 CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "language")
+IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_benchmark ignores it
+WEIGHTS_KINDS = ("pretrained", "fixed", "checkpoint", "random")
+_HASH = re.compile(r"[0-9a-f]{64}")
+# `pretrained` values only vbstore writes: weights that are not an open_clip tag's
+_VBSTORE_MARK = re.compile(r"(random|fixed|checkpoint|default)(-seed[0-9]+|-[0-9a-f]{12})?")
+# open_clip also takes a file as `pretrained`: a checkpoint, not a published tag
+_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".npz")
 # CLIP_benchmark runs multi-label sets (voc2007_multilabel) under zeroshot_classification
 _TASKS = {"classification": "linear_probe", "zeroshot_multilabel": "zeroshot_classification"}
 _METRICS = {
@@ -51,40 +67,122 @@ def _dataset(manifest: Mapping[str, Any] | None, manifest_id: str) -> str:
     return name
 
 
-def _model(record: Mapping[str, Any]) -> tuple[str, str]:
-    backbone = record.get("backbone", {})
-    spec = backbone.get("spec", "")
-    kind = record.get("weights_kind")
+@dataclass(frozen=True)
+class WeightsIdentity:
+    """Which weights made a number: what an evaluation's checkpoint is built from.
+
+    Attributes:
+        spec: The backbone spec (``test_vit``, ``open_clip:ViT-B-32@openai``).
+        weights: ``pretrained``, ``fixed``, ``checkpoint`` or ``random``.
+        tensor_hash: The weights' tensor identity (docs/backbones.md); None only for a
+            CLIP_benchmark row of its own, named by its open_clip model and tag alone.
+        seed: The init seed of ``random`` weights, else None.
+    """
+
+    spec: str
+    weights: str
+    tensor_hash: str | None = None
+    seed: int | None = None
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any],
+           weights: Mapping[str, Any] | None) -> WeightsIdentity | None:
+        """The identity of a ``result`` and its ``weights`` record; None where one is unknown."""
+        spec = (record.get("backbone") or {}).get("spec")
+        kind = record.get("weights_kind")
+        tensor_hash = (weights or {}).get("tensor_hash")
+        seed = (weights or {}).get("seed") if (weights or {}).get("origin") == "random" else None
+        if not spec or kind not in WEIGHTS_KINDS or not isinstance(tensor_hash, str) \
+                or not _HASH.fullmatch(tensor_hash) or (kind == "random") != (seed is not None):
+            return None
+        return cls(spec, kind, tensor_hash, seed)
+
+    @classmethod
+    def read(cls, field: Any, where: str) -> WeightsIdentity:
+        """The identity an export wrote (:meth:`as_dict`), checked.
+
+        Raises:
+            UnidentifiedWeights: a field missing, of the wrong type, or a kind it does not fit.
+        """
+        if not isinstance(field, dict):
+            raise UnidentifiedWeights(where, f"its {IDENTITY_FIELD!r} field is not an object")
+        spec, kind = field.get("spec"), field.get("weights")
+        tensor_hash, seed = field.get("tensor_hash"), field.get("seed")
+        if not isinstance(spec, str) or not spec:
+            why = "no backbone spec"
+        elif kind not in WEIGHTS_KINDS:
+            why = f"weights {kind!r} is not one of {', '.join(WEIGHTS_KINDS)}"
+        elif not isinstance(tensor_hash, str) or not _HASH.fullmatch(tensor_hash):
+            why = "no 64-hex tensor_hash"
+        elif kind == "random" and (not isinstance(seed, int) or isinstance(seed, bool)):
+            why = "random weights without their integer seed"
+        elif kind != "random" and seed is not None:
+            why = f"a seed given for {kind} weights"
+        else:
+            return cls(spec, kind, tensor_hash, seed)
+        raise UnidentifiedWeights(where, f"its {IDENTITY_FIELD!r} field has {why}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``vbstore`` field an export writes."""
+        return {"spec": self.spec, "weights": self.weights, "seed": self.seed,
+                "tensor_hash": self.tensor_hash}
+
+    def checkpoint(self) -> dict[str, str]:
+        """An evaluation's ``checkpoint``: the tensor hash (else the spec), label and kind."""
+        label = self.spec if self.seed is None else f"{self.spec} seed={self.seed}"
+        return {"id": self.tensor_hash or self.spec, "label": label, "weights": self.weights}
+
+    def pretrained_tag(self, tag: str | None) -> str:
+        """CLIP_benchmark's ``pretrained`` for these weights: the tag, or what they are."""
+        if self.weights == "pretrained":
+            return tag or "default"
+        if self.weights == "random" and self.seed is not None:
+            return f"random-seed{self.seed}"  # two inits are two checkpoints, as in suites
+        if self.weights == "checkpoint" and self.tensor_hash:
+            return f"checkpoint-{self.tensor_hash[:12]}"
+        return self.weights
+
+
+def _model(spec: str) -> tuple[str, str | None]:
+    """CLIP_benchmark's ``model`` for a spec, and the spec's pretrained tag."""
     try:
         parsed = parse_spec(spec)
     except VbstoreError:  # a plugin unregistered since: its spec still names it
-        return spec, kind or "pretrained"
+        return spec, None
     arch, tag = parsed.arch, parsed.tag
     if parsed.source == "timm" and tag is None and "." in arch:
         arch, tag = arch.split(".", 1)
     model = arch if parsed.source == "open_clip" else f"{parsed.source}:{arch}"
     if parsed.source == "custom":
         model = parsed.name
-    return model, (tag or "default") if kind in (None, "pretrained") else kind
+    return model, tag
 
 
 def clip_benchmark_record(record: Mapping[str, Any],
-                          manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                          manifest: Mapping[str, Any] | None = None,
+                          weights: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A vbstore ``result`` record as the JSON CLIP_benchmark writes for one run.
 
     Args:
         record: The result record.
         manifest: Its evaluation manifest's document (names the dataset when it has a
             ``source``; otherwise the manifest id stands for it).
+        weights: Its ``weights`` record: with it the row carries the ``vbstore`` field that
+            an import reads the weights back from; without it an import refuses the row
+            (unless it is a pretrained open_clip model's).
     """
     task = record["task"]
     rename = _METRICS.get(task, {})
     metrics = {rename.get(k, k): v for k, v in record.get("metrics", {}).items()
                if isinstance(v, (int, float))}
-    model, pretrained = _model(record)
+    spec = (record.get("backbone") or {}).get("spec", "")
+    identity = WeightsIdentity.of(record, weights)
+    model, tag = _model(spec)
+    pretrained = (identity or WeightsIdentity(spec, record.get("weights_kind") or "pretrained")
+                  ).pretrained_tag(tag)
     manifest_id = (record.get("data", {}).get("eval", {}).get("manifest")
                    or record.get("inputs", {}).get("eval_manifest", ""))
-    return {
+    doc = {
         "dataset": _dataset(manifest, manifest_id),
         "model": model,
         "pretrained": pretrained,
@@ -92,6 +190,68 @@ def clip_benchmark_record(record: Mapping[str, Any],
         "metrics": metrics,
         "language": record.get("params", {}).get("language", "en"),
     }
+    if identity is not None:
+        doc[IDENTITY_FIELD] = identity.as_dict()
+    return doc
+
+
+def clip_benchmark_identity(row: Mapping[str, Any], where: str, *,
+                            vouched: str | None = None) -> WeightsIdentity:
+    """The weights a CLIP_benchmark result row names, or a refusal; never a guess.
+
+    A row with a ``vbstore`` field (a vbstore export) is that identity, if its ``model`` and
+    ``pretrained`` agree with it. A row without one is CLIP_benchmark's own: the open_clip
+    ``MODEL@PRETRAINED`` pretrained weights, unless it names a vbstore backbone or weights no
+    tag names (vbstore's ``random``/``checkpoint``... marks, an empty tag, a file path).
+    ``vouched`` (``import results --weights``) stands in for what a path or empty tag leaves
+    unsaid; it cannot contradict the file.
+
+    Raises:
+        UnidentifiedWeights: the row does not say which weights made it.
+        UsageError: ``vouched`` contradicts the row's ``vbstore`` field.
+    """
+    model, pretrained = row.get("model"), row.get("pretrained")
+    if IDENTITY_FIELD in row:
+        identity = WeightsIdentity.read(row[IDENTITY_FIELD], where)
+        if not _agrees(identity, model, pretrained):
+            raise UnidentifiedWeights(
+                where, f"model/pretrained {model},{pretrained} contradict its {IDENTITY_FIELD!r} "
+                f"field ({identity.spec}, {identity.weights} weights)")
+        if vouched is not None and vouched != identity.weights:
+            raise UsageError(f"{where} says its weights are {identity.weights}, not {vouched}",
+                             hint="drop --weights: this file names its weights itself")
+        return identity
+    if not isinstance(model, str) or not model or not isinstance(pretrained, str):
+        raise UnidentifiedWeights(where, "model or pretrained is missing or not text")
+    # a source prefix, or a registered name (test_vit...): vbstore's backbones, never open_clip's
+    if (":" in model and not model.startswith("hf-hub:")) or model in list_backbones():
+        raise UnidentifiedWeights(where, f"{model} is a vbstore backbone, not an open_clip model, "
+                                  f"and the row has no {IDENTITY_FIELD!r} field")
+    if _VBSTORE_MARK.fullmatch(pretrained):
+        raise UnidentifiedWeights(where, f"pretrained {pretrained!r} is vbstore's mark for weights "
+                                  "no tag names, and the row has no "
+                                  f"{IDENTITY_FIELD!r} field")
+    if vouched is None and (not pretrained.strip() or "/" in pretrained or "\\" in pretrained
+                            or pretrained.lower().endswith(_CHECKPOINT_SUFFIXES)):
+        raise UnidentifiedWeights(
+            where, f"pretrained {pretrained!r} is not an open_clip tag",
+            hint="nothing was imported; if it is a checkpoint file open_clip loaded, vouch for "
+            "it with --weights checkpoint")
+    return WeightsIdentity(f"open_clip:{model}@{pretrained}", vouched or "pretrained")
+
+
+def _agrees(identity: WeightsIdentity, model: Any, pretrained: Any) -> bool:
+    """Whether a row's names could be the export's for ``identity`` (an edit shows)."""
+    names = _model(identity.spec)
+    if (model, pretrained) == (names[0], identity.pretrained_tag(names[1])):
+        return True
+    # exported where the registry read the spec otherwise (a plugin this vbstore lacks): the
+    # names must still come from the spec
+    if not isinstance(model, str) or not model or model not in identity.spec:
+        return False
+    if identity.weights != "pretrained":
+        return pretrained == identity.pretrained_tag(None)
+    return isinstance(pretrained, str) and (pretrained == "default" or pretrained in identity.spec)
 
 
 def clip_benchmark_filename(doc: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..interop import WeightsIdentity
 from ..store import Store
 from ._manifest import manifest_sha256
 from ._suite import Suite, get_suite, protocol_digest
@@ -290,6 +291,9 @@ def _checkpoint(store: Store, record: dict[str, Any]) -> dict[str, str]:
     identity, label = weights_id, record.get("backbone", {}).get("spec", "")
     if weights_id and store.has(weights_id):
         weights = store.read_json(weights_id)
+        known = WeightsIdentity.of(record, weights)
+        if known is not None:  # what a CLIP_benchmark export's `vbstore` field reads back as
+            return known.checkpoint()
         identity = weights.get("tensor_hash", weights_id)
         if weights.get("origin") == "random" and weights.get("seed") is not None:
             label += f" seed={weights['seed']}"  # two random inits are two checkpoints

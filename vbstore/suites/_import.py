@@ -4,7 +4,9 @@
   ``split``, ``metrics``, ``visbench_version``, ``dataset_size``, ``task_params``...). Records of
   one ``backbone_key`` become one evaluation, each record's split (or ``condition``) one condition.
 - CLIP_benchmark JSON: ``{"dataset", "model", "pretrained", "task", "metrics", "language"}`` (or a
-  list of them); each dataset is a condition of the ``open_clip:MODEL@PRETRAINED`` checkpoint.
+  list of them); each dataset is a condition of the ``open_clip:MODEL@PRETRAINED`` checkpoint,
+  or, for a vbstore export, of the weights its ``vbstore`` field names
+  (:func:`vbstore.interop.clip_benchmark_identity`; a row that names neither is refused).
 
 Neither format carries the SHA-256 manifest of the samples it scored, so imports are
 ``reported`` evidence ("data" missing); CLIP_benchmark names no evaluator version either.
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError
+from ..interop import clip_benchmark_identity
 from ..store import Store
 from ._evaluate import Evaluation, build, record
 from ._suite import get_suite
@@ -95,14 +98,20 @@ def import_results(
 
     Raises:
         UsageError: an unknown ``weights`` kind (and see :func:`read_records`).
+        UnidentifiedWeights: a CLIP_benchmark row that does not say which weights made it;
+            nothing is stored.
     """
     if weights is not None and weights not in WEIGHTS:
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
     groups: dict[str, dict[str, Any]] = {}
-    for item in records:
-        checkpoint, name, count, extra = (_visbench if fmt == "visbench" else _clip_benchmark)(item)
+    for index, item in enumerate(records):
+        if fmt == "visbench":
+            checkpoint, name, count, extra = _visbench(item)
+        else:
+            where = Path(path).name + (f"[{index}]" if len(records) > 1 else "")
+            checkpoint, name, count, extra = _clip_benchmark(item, where, weights)
         name = condition or name
         if weights is not None:
             checkpoint = {**checkpoint, "weights": weights}
@@ -140,7 +149,7 @@ def import_results(
         # what the importer vouched for rather than read from the file stays visible
         for name, source in group["sources"].items():
             vouched = [
-                *(["weights"] if weights is not None else []),
+                *(["weights"] if weights is not None and not group["names_weights"] else []),
                 *(["sample_count"] if name in given else []),
             ]
             if vouched:
@@ -163,6 +172,7 @@ def _visbench(item: dict[str, Any]):
     checkpoint = {"id": f"visbench:{key}", "label": item["backbone"], "weights": "unknown"}
     version = item.get("visbench_version")
     extra = {
+        "names_weights": False,
         "protocol": {"task": item["task"], "params": item.get("task_params") or {}},
         "evaluator": {"package": "visbench", "version": version} if version else None,
     }
@@ -174,9 +184,11 @@ def _visbench(item: dict[str, Any]):
     )
 
 
-def _clip_benchmark(item: dict[str, Any]):
-    label = f"open_clip:{item['model']}@{item['pretrained']}"
-    checkpoint = {"id": label, "label": label, "weights": "pretrained"}
+def _clip_benchmark(item: dict[str, Any], where: str, vouched: str | None):
+    identity = clip_benchmark_identity(item, where, vouched=vouched)
     params = {"language": item["language"]} if item.get("language") else {}
-    extra = {"protocol": {"task": item.get("task", ""), "params": params}, "evaluator": None}
+    extra = {"protocol": {"task": item.get("task", ""), "params": params}, "evaluator": None,
+             # a vbstore export names its weights: a --weights that agrees vouches for nothing
+             "names_weights": identity.tensor_hash is not None}
+    checkpoint = identity.checkpoint()
     return checkpoint, str(item["dataset"]), None, extra
