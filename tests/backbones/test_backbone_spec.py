@@ -15,6 +15,7 @@ from vbstore.backbones import (
     parse_spec,
     spec_params,
 )
+from vbstore.errors import UsageError
 
 
 @pytest.mark.parametrize(
@@ -115,7 +116,9 @@ def test_spec_params_are_canonical_and_merge_tag_spellings():
 def test_spec_params_seed_only_counts_for_random_weights():
     assert spec_params("test_vit", weights="random")["seed"] == 0
     assert spec_params("test_vit", weights="random", seed=4)["seed"] == 4
-    assert spec_params("timm:resnet50", seed=4)["seed"] is None
+    assert spec_params("timm:resnet50")["seed"] is None
+    with pytest.raises(UsageError, match="--backbone-seed only applies with --weights random"):
+        spec_params("timm:resnet50", seed=4)  # a seed beside pretrained weights was ignored
     assert spec_params("test_vit", weights="random", seed=4) != spec_params(
         "test_vit", weights="random", seed=5
     )

@@ -185,6 +185,40 @@ def test_user_mistakes_get_one_line_errors(run, shapes):
         assert "Traceback" not in result.output
 
 
+def test_a_backbone_seed_without_random_weights_is_refused(run, shapes, tmp_path):
+    seed = ["-b", "test_vit", "--weights", "pretrained", "--backbone-seed", "5"]
+    data = ["-d", shapes, "--split", "val"]
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("test_cnn weights=random input_size=32\ntest_vit seed=5\n")
+    head = tmp_path / "h.safetensors"
+    head.write_bytes(b"not read")
+    refused = {
+        "get result": run("get", "result", *seed, "-t", "knn", *data, "--train-data", shapes,
+                          "--train-split", "train"),
+        "get result ckpt": run("get", "result", "-b", "test_vit", "--weights",
+                               str(tmp_path / "w.safetensors"), "--backbone-seed", "0",
+                               "-t", "knn", *data, "--train-data", shapes,
+                               "--train-split", "train", "--dry-run"),
+        "get features": run("get", "features", *seed, *data),
+        "get head": run("get", "head", *seed, "-t", "knn", "--train-data", shapes,
+                        "--train-split", "train"),
+        "run": run("run", "knn", *seed, *data, "--train-data", shapes, "--train-split", "train"),
+        "import head": run("import", "head", str(head), "--backbone-seed", "1"),
+        "pull head": run("pull", "head", "nowhere/h", "--backbone", "test_vit",
+                         "--backbone-seed", "1"),
+    }
+    for name, result in refused.items():
+        assert result.exit_code == 2, (name, result.output)
+        assert "--backbone-seed only applies with --weights random" in result.output, name
+        assert result.output.count("\n") == 1, (name, result.output)
+    sweep = run("sweep", "--backbones", str(backbones), "--tasks", "knn", *data,
+                "--train-data", shapes, "--train-split", "train")
+    assert sweep.exit_code == 2, sweep.output
+    assert f"{backbones}:2: seed=5 only applies with weights=random" in sweep.output
+    objects = tmp_path / "s" / "objects"
+    assert not objects.exists() or not any(p.is_file() for p in objects.rglob("*"))
+
+
 def test_cached_features_and_heads_do_not_import_torch(tmp_path, shapes):
     import subprocess
     import sys

@@ -161,6 +161,35 @@ def test_fsck_exit_code_and_gc_dry_run(run, tmp_path):
     assert run("gc", "--max-size", "lots").exit_code == 2
 
 
+def test_show_says_evicted_only_while_the_blob_is_gone(run, tmp_path):
+    oid = run("put", "-", input="payload").output.strip()
+    from vbstore import Store
+
+    with Store(tmp_path / "s") as s:
+        path = s.files.path(oid)
+    os.chmod(path, 0o644)
+    path.write_bytes(b"tampered")
+    repair = run("fsck", "--repair")
+    assert f"moved aside {oid[:12]}" in repair.output
+    gone = run("show", oid)
+    assert "EVICTED" in gone.output  # moved aside, no remote: really gone
+    assert json.loads(run("show", oid, "--json").output)["present"] is False
+    path.write_bytes(b"payload")  # the user puts the good bytes back...
+    again = run("fsck", "--repair")
+    assert again.exit_code == 0, again.output
+    shown = run("show", oid)
+    assert "EVICTED" not in shown.output, shown.output  # ...and it is present, verified
+    assert "verified -" not in shown.output
+    assert f"present again {oid[:12]}" in again.output
+    info = json.loads(run("show", oid, "--json").output)
+    assert info["present"] is True
+    assert info["evicted_at"] is None
+    assert "(evicted)" not in run("ls").output
+    usage = json.loads(run("du", "--json").output)["kinds"]["blob"]
+    assert usage["bytes"] == len("payload")
+    assert "present again" not in run("fsck").output  # told once: the row is right now
+
+
 def test_debug_shows_traceback(tmp_path):
     env = dict(os.environ, VBSTORE_DEBUG="1", VBSTORE_HOME=str(tmp_path))
     proc = subprocess.run([sys.executable, "-m", "vbstore", "show", "abcdef"],

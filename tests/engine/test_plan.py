@@ -66,6 +66,17 @@ def test_requests_are_frozen_and_validated():
         ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("knn"), DataRef("x"))
 
 
+@pytest.mark.parametrize("weights", ["default", "pretrained", "ckpt/model.safetensors"])
+def test_a_backbone_seed_needs_random_weights(weights):
+    with pytest.raises(UsageError, match=(
+            f"--backbone-seed only applies with --weights random, not --weights {weights}")):
+        BackboneRequest("test_vit", weights=weights, seed=5)
+    with pytest.raises(UsageError, match="--backbone-seed only applies"):
+        result_request("test_vit", "knn", "x", "y", weights=weights, backbone_seed=0)
+    assert BackboneRequest("test_vit", weights=weights).seed is None  # not given: no error
+    assert BackboneRequest("test_vit", weights="random", seed=5).seed == 5
+
+
 def test_plan_counts_the_work_then_says_everything_is_stored(store, shapes):
     request = _request(shapes, k=3)
     cold = plan(request, store, dry_run=True)

@@ -188,6 +188,22 @@ def test_fetch_object_repairs_a_damaged_blob(stores, lineage, remote_dir):
     assert fetch_object(a, lineage["pack"]) == "d"
     assert a.verify(lineage["pack"])
     assert a.info(lineage["pack"]).kind == "pack"
+    assert a.info(lineage["pack"]).evicted_at is None
+
+
+def test_a_blob_refetched_by_repair_is_present_and_verified(stores, lineage, remote_dir):
+    a, _ = stores
+    push(a, "d", "exp/result")
+    pack = lineage["pack"]
+    path = a.path(pack)
+    os.chmod(path, 0o644)
+    path.write_bytes(b"rot")
+    report = a.fsck(repair=True, refetch=lambda oid: fetch_object(a, oid) is not None)
+    assert report.refetched == [pack]
+    info = a.info(pack)
+    assert a.verify(pack)
+    assert info.evicted_at is None
+    assert info.verified_at is not None  # its bytes were hashed as they arrived
 
 
 def test_push_skips_inputs_that_are_not_present(stores, lineage, remote_dir):

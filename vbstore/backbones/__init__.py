@@ -31,7 +31,7 @@ from ._errors import (
 from ._names import BARE_NAMES
 from ._registry import BackboneEntry, backbone_rows, get_entry, list_backbones, register_backbone
 from ._spec import BackboneSpec, parse_spec
-from ._weights import WeightsRecord, file_digest
+from ._weights import WeightsRecord, check_seed, file_digest
 
 if TYPE_CHECKING:
     from ._base import Backbone, LayerOut  # noqa: F401 - lazy: not in __all__, as before
@@ -60,6 +60,7 @@ __all__ = [
     "bare_rows",
     "build_backbone",
     "catalog_rows",
+    "check_seed",
     "file_digest",
     "get_entry",
     "list_backbones",

@@ -22,6 +22,7 @@ from typing import Any
 
 import blake3
 
+from ..errors import UsageError
 from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
 
 # Local imports: torch and safetensors load when weights are read or initialised; naming a weights
@@ -50,6 +51,22 @@ class WeightsChoice:
     seed: int | None = None
 
 
+def check_seed(weights: str | os.PathLike[str], seed: int | None) -> None:
+    """Refuse an init seed given with weights other than ``random``: it would change nothing.
+
+    ``seed=None`` means "not given" (``random`` then draws with seed 0): a default never trips it.
+
+    Raises:
+        UsageError: a seed with pretrained weights, a tag or a checkpoint.
+    """
+    text = os.fspath(weights)
+    if seed is not None and text != "random":
+        raise UsageError(
+            f"--backbone-seed only applies with --weights random, not --weights {text}",
+            hint="drop --backbone-seed (backbone_seed= in Python), or use --weights random",
+        )
+
+
 def parse_weights(
     weights: str | os.PathLike[str],
     *,
@@ -60,12 +77,14 @@ def parse_weights(
     """Classify a weights argument: ``"default"``, ``"random"``, a tag, or a checkpoint path.
 
     A value is a path when it is path-like, contains a path separator, or ends in a checkpoint
-    suffix; otherwise it is a pretrained tag. ``seed`` only matters for ``random``.
+    suffix; otherwise it is a pretrained tag. ``seed`` is for ``random`` only.
 
     Raises:
+        UsageError: a seed with weights other than ``random`` (see :func:`check_seed`).
         InvalidSpec: a tag given twice with different values, or an unsupported file type.
         CheckpointNotFound: the path does not exist.
     """
+    check_seed(weights, seed)
     text = os.fspath(weights)
     is_path = (
         isinstance(weights, os.PathLike)

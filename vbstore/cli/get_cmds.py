@@ -30,7 +30,8 @@ def backbone_options(func):
                      help="default (pinned pretrained), a pretrained tag, a checkpoint path, "
                           "or random."),
         click.option("--backbone-seed", type=int, default=None,
-                     help="Init seed with --weights random (default 0)."),
+                     help="Init seed for --weights random (default 0); an error with other "
+                          "weights."),
         click.option("--input-size", type=int, default=None, help="Override the input resolution."),
         click.option("--layers", default=None,
                      help="Comma-separated block indices (negative from the end); default -1."),

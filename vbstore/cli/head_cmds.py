@@ -96,7 +96,7 @@ def head_check_options(func):
         click.option("--weights", default="default", show_default=True,
                      help="Weights of --backbone."),
         click.option("--backbone-seed", type=int, default=None,
-                     help="Init seed with --weights random."),
+                     help="Init seed for --weights random; an error with other weights."),
         click.option("--input-size", type=int, default=None,
                      help="Input resolution of --backbone."),
         click.option("--no-strict", is_flag=True,
@@ -119,10 +119,12 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                   input_size,
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
+    from ..backbones import check_seed
     from ..engine import resolve_backbone
     from ..heads import HeadMismatch, backbone_differences, check_compat, head_record
     from ..remotes import pull as do_pull
 
+    check_seed(weights, backbone_seed)  # before anything is fetched
     problems: list[str] = []
     records: list[dict] = []
 
@@ -197,9 +199,10 @@ def import_group() -> None:
 def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_seed, input_size,
                     no_strict, as_json) -> None:
     """Import a head file (safetensors only, never a pickle), checked before the store changes."""
-
+    from ..backbones import check_seed
     from ..heads import import_head
 
+    check_seed(weights, backbone_seed)
     expected = (_expected(store, backbone, weights, backbone_seed, input_size)
                 if backbone is not None else None)
     name = as_name or Path(file).name.removesuffix(".safetensors")

@@ -274,6 +274,8 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
             click.echo(f"removed {len(report.locks_removed)} stale lock files")
         for oid in report.adopted:
             click.echo(f"adopted  {oid[:12]} (intact blob without a registry row)")
+        for oid in report.revived:
+            click.echo(f"present again {oid[:12]} (intact; its row said evicted)")
         if report.temp_removed:
             click.echo(f"removed {len(report.temp_removed)} temp files left by dead writers")
         for oid in report.repaired:

@@ -16,7 +16,8 @@ import importlib
 from typing import Any
 
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
-from ._load import LAYOUTS, OPTIONS, load_manifest, local_folder
+from ._kinds import KIND_NAMES, TargetsSeen, target_kind
+from ._load import LAYOUTS, OPTIONS, load_manifest, local_folder, peek_targets
 from ._manifest import manifest_digest
 from ._navi import is_navi
 from ._packaged import SOURCES
@@ -36,6 +37,7 @@ _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "KIND_NAMES",
     "LAYOUTS",
     "MAX_IMAGE_PIXELS",
     "OPTIONS",
@@ -45,6 +47,7 @@ __all__ = [
     "SOURCES",
     "VOC_CLASSES",
     "ManifestView",
+    "TargetsSeen",
     "align",
     "align_boxes",
     "apply_homography",
@@ -61,9 +64,11 @@ __all__ = [
     "make_shapes",
     "manifest_digest",
     "parse_boxes",
+    "peek_targets",
     "png_bytes",
     "random_homography",
     "read_verified",
+    "target_kind",
     "view_homographies",
     "warp_image",
     "warped_views",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
 from ._files import loose_images, subdirs
+from ._kinds import TargetsSeen, targets_seen
 from ._manifest import (
     build_document,
     check_limit,
@@ -83,6 +84,7 @@ def load_manifest(
     limit: int | None = None,
     *,
     touch: bool = True,
+    expect: Callable[[TargetsSeen], None] | None = None,
     **layout_options: Any,
 ) -> ManifestView:
     """Read a dataset split into a stored ``manifest`` and return it with its local root.
@@ -106,6 +108,8 @@ def load_manifest(
             ``image_column``/``label_column`` (hf).
         touch: Refresh a stored manifest's ``last_used`` (a registry write); the engine passes
             False and touches the manifests itself once it knows they are needed.
+        expect: Called with the split's targets as listed, before any file is hashed or anything
+            stored: it may refuse them (the engine checks them against the task's kind).
 
     Returns:
         The stored manifest, its id, and the absolute folder its sample names resolve against.
@@ -117,6 +121,50 @@ def load_manifest(
             missing, unreadable or corrupt files; the first paths and the count are named and
             nothing is written to the store.
     """
+    scan, source = _scan_data(store, data, split, limit, layout_options)
+    if expect is not None:
+        expect(targets_seen(scan.layout, scan.root, scan.target_type))
+    entries = kept_entries(scan, limit)
+    files = file_states(scan, entries)
+    key = None if files is None else state_key(scan, limit, entries, files)
+    alias = {"op": "manifest-state", "key": key} if key else None
+
+    def build() -> dict[str, Any]:
+        doc = build_document(store, scan, limit)
+        if source is not None:
+            doc["source"] = source.record
+        return doc
+
+    if alias is not None:
+        known = store.alias(alias)
+        if known is not None and store.has(known):
+            # the same listing over unchanged files: the same manifest, read when first used
+            if touch:
+                store.touch([known])  # in use: gc's grace period must see it
+            return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
+                                size=len(entries), files=files)
+    doc = build()
+    oid = store_document(store, doc)
+    if alias is not None:
+        store.set_alias(alias, oid)
+    return ManifestView(scan.root, oid, doc, files=files)
+
+
+def peek_targets(store, data: str | Path, split: str | None = None,
+                 **layout_options: Any) -> TargetsSeen:
+    """The targets ``load_manifest`` would find, from the listing alone: nothing is hashed or
+    stored (a named source is still materialised, as for ``load_manifest``).
+
+    Raises:
+        UsageError, BadInput: as :func:`load_manifest`.
+    """
+    scan, _ = _scan_data(store, data, split, None, layout_options)
+    return targets_seen(scan.layout, scan.root, scan.target_type)
+
+
+def _scan_data(store, data: str | Path, split: str | None, limit: int | None,
+               layout_options: dict[str, Any]) -> tuple[Scan, Source | None]:
+    """The listing of a data argument, and the external source it came from (if any)."""
     options = {k: v for k, v in layout_options.items() if v is not None}
     _check_option_names(options)
     check_limit(limit)
@@ -145,31 +193,7 @@ def load_manifest(
             hint=f"it takes: {', '.join(_APPLIES[layout])}" if _APPLIES[layout]
             else "this layout takes none: drop it, or name the layout the data is in (--layout)",
         )
-    scan = _scan(layout, root, split, options)
-    entries = kept_entries(scan, limit)
-    files = file_states(scan, entries)
-    key = None if files is None else state_key(scan, limit, entries, files)
-    alias = {"op": "manifest-state", "key": key} if key else None
-
-    def build() -> dict[str, Any]:
-        doc = build_document(store, scan, limit)
-        if source is not None:
-            doc["source"] = source.record
-        return doc
-
-    if alias is not None:
-        known = store.alias(alias)
-        if known is not None and store.has(known):
-            # the same listing over unchanged files: the same manifest, read when first used
-            if touch:
-                store.touch([known])  # in use: gc's grace period must see it
-            return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
-                                size=len(entries), files=files)
-    doc = build()
-    oid = store_document(store, doc)
-    if alias is not None:
-        store.set_alias(alias, oid)
-    return ManifestView(scan.root, oid, doc, files=files)
+    return _scan(layout, root, split, options), source
 
 
 def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:

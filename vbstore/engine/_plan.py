@@ -30,6 +30,7 @@ from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._features import featureset_spec, packs_present
 from ._requests import ResultRequest, store_param_files
+from ._targets import check_targets, explain_mismatch
 
 RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
 
@@ -198,9 +199,10 @@ def data_options_for(task: Task, options: Mapping[str, Any], source: Any = None)
 
 def _manifest(store, ref, flag: str, task: Task):
     options = data_options_for(task, ref.options, ref.source)
+    data_flag = "--data" if flag == "--split" else "--train-data"
     try:
         return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, touch=False,
-                             **options)
+                             expect=lambda seen: check_targets(task, seen, data_flag), **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
@@ -265,17 +267,37 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     does, since its id is the hash of the data) and torch is not imported.
 
     Raises:
-        UsageError: a bad parameter or combination; UnknownTask, UnknownBackbone, BadInput...
+        UsageError: a bad parameter or combination; data whose targets are not of the task's
+            kind (before anything is stored); UnknownTask, UnknownBackbone, BadInput...
     """
     started = time.perf_counter()  # a result's seconds count the planning (manifests) too
     store = store if store is not None else Store()
     task = request.probe.spec
-    task_params = store_param_files(store, task, request.probe.resolved_params())
+    try:
+        params = request.probe.resolved_params()
+    except UsageError:
+        # data of the wrong kind is the mistake to name, not the parameter it then lacks
+        # (num_classes for depth maps)
+        for data, flag in ((request.data, "--data"), (request.train, "--train-data")):
+            if data is not None:
+                explain_mismatch(store, task, data, flag,
+                                 data_options_for(task, data.options, data.source))
+        raise
+    task_params = store_param_files(store, task, params)
     _check_text(task, request.backbone.spec)
-    ref = backbone_of(store, request, task, build=not dry_run)
+    # the data before the backbone: a split the task cannot read is refused (its targets are
+    # checked on the listing) before a model is built or anything stored. Training data read
+    # otherwise than the eval data is listed first too, so the eval manifest is not stored
+    # before it is refused (read alike, the eval split's check refuses both first).
+    train = request.train
+    if train is not None and (train.source, train.options) != (request.data.source,
+                                                               request.data.options):
+        explain_mismatch(store, task, train, "--train-data",
+                         data_options_for(task, train.options, train.source))
     eval_m = _manifest(store, request.data, "--split", task)
     train_m = (_manifest(store, request.train, "--train-split", task)
                if request.train is not None else None)
+    ref = backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
     steps = [

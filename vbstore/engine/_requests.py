@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import canonical
+from ..backbones import check_seed
 from ..errors import UsageError
 from ..store import Store
 from ..tasks import Task, get_task
@@ -69,7 +70,7 @@ class BackboneRequest:
         spec: A spec string (``torchvision:resnet18``, ``test_vit``...) or a built Backbone.
         weights: ``default`` (pinned pretrained), a pretrained tag, a checkpoint path, or
             ``random``.
-        seed: Init seed with ``weights="random"``.
+        seed: Init seed with ``weights="random"`` (None: 0); refused with other weights.
         input_size: Overrides the model's input resolution.
         layers: Block indices to extract (negative from the end).
         pooling: Overrides the pooled vector (default: what the task asks for).
@@ -91,6 +92,7 @@ class BackboneRequest:
             )
         object.__setattr__(self, "weights", str(self.weights))
         _int("backbone seed", self.seed, 0, optional=True)
+        check_seed(self.weights, self.seed)
         _int("input size", self.input_size, 1, optional=True)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
         if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):

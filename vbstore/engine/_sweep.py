@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..backbones import check_seed
 from ..errors import UsageError, VbstoreError
 from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
@@ -25,6 +26,9 @@ class SweepEntry:
     weights: str = "default"
     seed: int | None = None
     input_size: int | None = None
+
+    def __post_init__(self) -> None:
+        check_seed(self.weights, self.seed)  # a seed=N beside pretrained weights would be lost
 
     @property
     def label(self) -> str:
@@ -73,7 +77,13 @@ def read_backbones_file(path: str | Path) -> list[SweepEntry]:
                 raise UsageError(
                     f"{path}:{number}: {key} must be an integer, not {value!r}"
                 ) from None
-        entries.append(SweepEntry(spec, **fields))
+        try:
+            entries.append(SweepEntry(spec, **fields))
+        except UsageError:
+            raise UsageError(
+                f"{path}:{number}: seed={fields['seed']} only applies with weights=random",
+                hint="drop seed=N, or add weights=random",
+            ) from None
     if not entries:
         raise UsageError(f"{path} lists no backbones", hint="one backbone spec per line")
     return entries

@@ -3,7 +3,8 @@
 Re-hashes every blob on a thread pool (BLAKE3 releases the GIL), reconciles registry rows with
 files, removes temp files that dead writers left, and reports dangling edges. Faults (a corrupt
 blob, a registered blob that is missing, a dangling edge) make the report unclean; adopting an
-intact blob a crash left without its row, or removing dead temp files, is routine housekeeping.
+intact blob a crash left without its row, marking present again an intact blob whose row says
+evicted (put back by hand after a repair), or removing dead temp files, is routine housekeeping.
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ class FsckMixin(_StoreBase):
                     continue
                 elif oid not in rows:
                     report.adopted.append(oid)
+                elif rows[oid][1] is not None:  # whole on disk, yet its row says evicted
+                    report.revived.append(oid)
                 else:
                     verified.append(rows[oid][0])  # its registry id, as the row holds it
         if damaged:  # writing through a damaged index would spread the damage
@@ -137,6 +140,13 @@ class FsckMixin(_StoreBase):
                 some = verified[i : i + _BATCH]
                 conn.execute(f"UPDATE objects SET verified_at=? WHERE id IN "  # noqa: S608
                              f"({','.join('?' * len(some))})", (t, *some))
+            # a blob put back after it was moved aside or evicted (by hand, or by a writer
+            # that skips the registry) is present again: its row must say so, or show, du and
+            # gc would count it gone. Re-checked under the lock: gc may have evicted it again.
+            conn.executemany(
+                "UPDATE objects SET verified_at=?, evicted_at=NULL WHERE id=?",
+                [(t, rows[oid][0]) for oid in report.revived if self.files.exists(oid)],
+            )
             conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
                 "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
                 "VALUES (?,?,?,?,?)",
@@ -171,6 +181,9 @@ class FsckMixin(_StoreBase):
             repaired.append(oid)
             if refetch is not None and refetch(oid):
                 refetched.append(oid)
+                with self.db.write() as conn:  # its bytes were hashed as they arrived
+                    conn.execute("UPDATE objects SET verified_at=? WHERE id=?",
+                                 (now(), db_id(oid)))
                 continue
             with self.db.write() as conn:
                 if self.files.exists(oid):  # republished whole meanwhile

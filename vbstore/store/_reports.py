@@ -73,6 +73,7 @@ class FsckReport:
     missing: list[str] = field(default_factory=list)
     dangling_edges: list[dict[str, str]] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)
     temp_removed: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     refetched: list[str] = field(default_factory=list)
