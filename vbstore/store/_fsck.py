@@ -236,7 +236,9 @@ class FsckMixin(_StoreBase):
         this: gc is the way out of a full disk, and a writer killed mid-write leaves its
         partial pack here.
         """
-        removed = []
+        removed: list[tuple[str, int]] = []
+        if not self.files.tmp.is_dir():  # a read-only store made without one
+            return removed
         for entry in os.scandir(self.files.tmp):
             parts = entry.name.rsplit(".", 3)  # host.pid.uuid.tmp (the host may hold dots)
             try:
