@@ -25,6 +25,7 @@ def _old(store, *oids, age=7200.0):
 def _bulk_files(store, label: bytes, n: int) -> list[str]:
     """Write ``n`` read-only blob files (``label %d``) straight into ``objects/``, unregistered:
     a bulk load, as fsynced puts of thousands would say nothing more."""
+    assert store.db is not None  # the registry first, as a put makes it before its blob
     ids = []
     for i in range(n):
         data = label + b" %d" % i

@@ -129,3 +129,35 @@ def test_rebuild_leaves_corrupt_blobs_out(tmp_path):
         report = store.rebuild_registry(force=True)
         assert report.corrupt == [bad]
         assert [o.id for o in store.ls()] == [good]
+
+
+@pytest.mark.parametrize("loss", ["deleted", "emptied"])
+def test_a_lost_registry_beside_blobs_is_refused_not_started_afresh(run, loss):
+    # a registry.db deleted (taken for a cache) or truncated to nothing beside a store's blobs:
+    # opened as a new store, refs and lineage were gone silently, fsck adopted the blobs without
+    # their edges and said clean, and `fsck --rebuild` refused the new, "intact" registry
+    objects = {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)}
+    db = run.root / "registry.db"
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    if loss == "deleted":
+        db.unlink()
+    else:
+        db.write_bytes(b"")
+    for args in (run.get, ("ls",), ("show", run.result), ("gc",), ("tag", "x", run.result)):
+        refused = run(*args)
+        assert refused.exit_code == 7, (args, refused.output)
+        assert "fsck --rebuild" in refused.output
+    assert not db.exists() or db.stat().st_size == 0  # nothing was started in its place
+    found = run("fsck")
+    assert found.exit_code == 1 and "fsck --rebuild" in found.output
+    rebuilt = run("fsck", "--rebuild", "--json")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)} == objects
+    assert run("why", run.result).exit_code == 0
+
+
+def test_a_new_store_in_an_empty_folder_is_made_as_before(tmp_path):
+    (tmp_path / "s" / "objects").mkdir(parents=True)  # an empty objects/ holds nothing to lose
+    with Store(tmp_path / "s") as store:
+        assert store.ls() == []

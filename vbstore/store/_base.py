@@ -27,6 +27,7 @@ class _StoreBase:
     root: Path
     read_only: bool
     files: ObjectFiles
+    _db: Registry | None
     # ("derivations" | "aliases", key, the id it gave or None) of each lookup, while a caller
     # (the answer cache) records what an answer depended on; None otherwise
     reads: list[tuple[str, str, str | None]] | None

@@ -25,6 +25,7 @@ from ._fsck import sniff_kind
 from ._ids import db_id
 from ._kinds import encoding
 from ._objects import hash_file
+from ._registry import Registry
 from ._rows import insert_feature_rows
 from ._tensors import read_safetensors_header
 
@@ -96,6 +97,8 @@ class RebuildMixin(_StoreBase):
             edges += [(db_id(oid), db_id(child), role) for role, child in sorted(named)]
             if kind == "pack" and (index := _pack_rows(path)):
                 packs.append((index[0], oid, index[1]))
+        # a new, empty registry beside the blobs: what the lost-registry check refuses elsewhere
+        self._db = Registry(self.root / "registry.db", new=True)
         with self.db.write() as conn:
             conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
                              "VALUES (?,?,?,?,?)", objects)
