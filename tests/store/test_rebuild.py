@@ -13,7 +13,7 @@ from store_support import suite_doc
 
 from vbstore import Store
 from vbstore.cli import cli
-from vbstore.errors import UsageError
+from vbstore.errors import UsageError, VbstoreError
 
 _ID = re.compile(r"[0-9a-f]{64}")
 
@@ -161,3 +161,38 @@ def test_a_new_store_in_an_empty_folder_is_made_as_before(tmp_path):
     (tmp_path / "s" / "objects").mkdir(parents=True)  # an empty objects/ holds nothing to lose
     with Store(tmp_path / "s") as store:
         assert store.ls() == []
+
+
+KILLED_REBUILD = """
+import os, signal, sys
+from vbstore import Store
+from vbstore.store import _rebuild
+
+def killed(*args, **kwargs):  # inside the rebuild's one write: a crash, a power loss
+    os.kill(os.getpid(), signal.SIGKILL)
+
+_rebuild.insert_feature_rows = killed
+Store(sys.argv[1]).rebuild_registry(force=True)
+"""
+
+
+def test_a_rebuild_killed_midway_leaves_no_empty_registry_behind(tmp_path):
+    import subprocess
+    import sys
+
+    meta = {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]",
+            "images": json.dumps(["a" * 64])}
+    with Store(tmp_path / "s") as store:
+        blob = store.put_bytes(b"kept")
+        pack = store.put_tensors({"pooled": __import__("numpy").zeros((1, 2), "float32")},
+                                 "pack", meta)
+    killed = subprocess.run([sys.executable, "-c", KILLED_REBUILD, str(tmp_path / "s")],
+                            capture_output=True, check=False)
+    assert killed.returncode == -9, killed.stderr
+    # the registry was moved aside, the new one never finished: refused, not served empty
+    with Store(tmp_path / "s") as store, pytest.raises(VbstoreError, match="fsck --rebuild"):
+        store.ls()
+    with Store(tmp_path / "s") as store:
+        store.rebuild_registry()
+        assert {o.id for o in store.ls()} == {blob, pack}
+        assert store.fsck().clean
