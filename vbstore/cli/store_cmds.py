@@ -91,6 +91,9 @@ def show(store, ref: str, as_json: bool) -> None:
         click.echo(f"created {_when(info['created'])}  last used {_when(info['last_used'])}"
                    f"  verified {_when(info['verified_at'])}"
                    + ("  EVICTED (recomputable)" if info["evicted_at"] else ""))
+        if not data["present"] and not info["evicted_at"]:
+            click.echo("MISSING  its blob is gone from objects/: `vbstore fsck --repair` "
+                       "re-fetches it from a remote, or forgets it so the next get recomputes it")
         for name in data["refs"]:
             click.echo(f"ref: {name}")
         for edge in data["inputs"]:
