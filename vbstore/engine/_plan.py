@@ -123,6 +123,8 @@ class Plan:
     spec: dict[str, Any] | None
     steps: list[Step]
     started: float = field(default_factory=time.perf_counter)
+    # when planning began, as time.time(): what execute's run lease keeps from gc
+    begun: float = field(default_factory=time.time)
 
     @property
     def backbone(self) -> BackboneRef:
@@ -268,6 +270,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         UsageError: a bad parameter or combination; UnknownTask, UnknownBackbone, BadInput...
     """
     started = time.perf_counter()  # a result's seconds count the planning (manifests) too
+    begun = time.time()
     store = store if store is not None else Store()
     task = request.probe.spec
     task_params = store_param_files(store, task, request.probe.resolved_params())
@@ -354,6 +357,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         spec,
         steps,
         started,
+        begun,
     )
 
 
