@@ -184,11 +184,14 @@ def test_a_registered_object_whose_blob_is_gone_says_so_and_what_to_do(run, tmp_
     assert oid[:12] in run("ls").output
     shown = run("show", oid)
     assert shown.exit_code == 0
-    assert "MISSING" in shown.output and "fsck --repair" in shown.output
+    assert "MISSING" in shown.output
+    assert "fsck --repair" in shown.output
     for args in (("cat", oid), ("cat", oid[:8])):
         read = run(*args)
         assert read.exit_code == 9, read.output
         line = read.output.strip()
         assert "\n" not in line
         # not "no object matches ... list objects with: vbstore ls", which lists it
-        assert "missing" in line and "fsck --repair" in line and "vbstore ls" not in line
+        assert "missing" in line
+        assert "fsck --repair" in line
+        assert "vbstore ls" not in line

@@ -459,9 +459,12 @@ def test_gc_removes_the_temp_files_of_dead_writers(store):
     live = store.files.tmp / f"{HOST}.{os.getpid()}.{'b' * 32}.tmp"  # a write in progress
     live.write_bytes(b"y" * 10)
     report = store.gc(dry_run=True)
-    assert report.temp_removed == [dead.name] and dead.exists()
+    assert report.temp_removed == [dead.name]
+    assert dead.exists()
     assert report.freed_bytes == 5000
     report = store.gc()
-    assert report.temp_removed == [dead.name] and report.freed_bytes == 5000
-    assert not dead.exists() and live.exists()
+    assert report.temp_removed == [dead.name]
+    assert report.freed_bytes == 5000
+    assert not dead.exists()
+    assert live.exists()
     assert report.as_dict()["temp_removed"] == [dead.name]

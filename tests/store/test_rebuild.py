@@ -150,7 +150,8 @@ def test_a_lost_registry_beside_blobs_is_refused_not_started_afresh(run, loss):
         assert "fsck --rebuild" in refused.output
     assert not db.exists() or db.stat().st_size == 0  # nothing was started in its place
     found = run("fsck")
-    assert found.exit_code == 1 and "fsck --rebuild" in found.output
+    assert found.exit_code == 1
+    assert "fsck --rebuild" in found.output
     rebuilt = run("fsck", "--rebuild", "--json")
     assert rebuilt.exit_code == 0, rebuilt.output
     assert {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)} == objects
