@@ -171,3 +171,24 @@ def test_a_gc_while_a_backbone_is_first_stored_keeps_it(tmp_path, shapes, monkey
     the_plan = plan(_request(shapes), store)
     assert store.has(the_plan.backbone.id)
     assert store.has(the_plan.backbone.doc["weights"])
+
+
+def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monkeypatch):
+    from vbstore.engine import _results
+
+    store = vbstore.Store(tmp_path / "s")
+    planned, removed = _results.plan, []
+
+    def plan_then_gc(request, store, **kwargs):
+        the_plan = planned(request, store, **kwargs)
+        if not removed:  # once: a gc between the plan and the run's first lease
+            removed.append(store.gc(grace=0).removed_count)
+        return the_plan
+
+    monkeypatch.setattr(_results, "plan", plan_then_gc)
+    head = vbstore.get_head("test_cnn", "classification", shapes, store=store,
+                            train_split="train", weights="random", input_size=32,
+                            params={"epochs": 2}, progress=False)
+    assert removed[0] >= 3  # backbone, weights, manifest
+    assert store.has(head.id)
+    assert store.fsck().clean

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..records import HeadCompat
 
 REPRODUCED_TOLERANCE = 1e-6
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -126,30 +127,35 @@ def execute(
         LeaseTimeout: another process still computes this result after ``lease_timeout``.
     """
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
-    if (the_plan.cached and not recompute) or the_plan.store.read_only:
-        # a stored answer writes nothing (not even a lease); a read-only store computes nothing
+    if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
         return _execute(the_plan, device, progress, recompute, executor, lease_timeout)
+    return _replanning(the_plan, lambda p: _execute(p, device, progress, recompute, executor,
+                                                    lease_timeout))
+
+
+def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
+    """``attempt(the_plan)`` under a lease of the whole run, planning again (at most
+    ``_REPLANS`` times) when what the plan resolved was collected before it was kept.
+
+    Raises:
+        ObjectNotFound: a gc took the plan's inputs every time they were made again.
+    """
     with _running(the_plan):
-        return _replanned(the_plan, device, progress, recompute, executor, lease_timeout)
-
-
-def _replanned(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
-               recompute: bool, executor: Any, lease_timeout: float | None) -> Result:
-    for _attempt in range(_REPLANS):
+        for _attempt in range(_REPLANS):
+            try:
+                return attempt(the_plan)
+            except _Collected:
+                # A gc that began before this run's lease removed what the plan resolved
+                # (backbone, weights, manifests): nothing recorded uses it yet, and it was older
+                # than the gc's grace (`--grace 0`). Planning again makes it again, under the
+                # same ids, and the run's lease keeps it from any later gc.
+                the_plan = plan(the_plan.request, the_plan.store)
         try:
-            return _execute(the_plan, device, progress, recompute, executor, lease_timeout)
-        except _Collected:
-            # A gc that began before this run's lease removed what the plan resolved (backbone,
-            # weights, manifests): nothing recorded uses it yet, and it was older than the gc's
-            # grace (`--grace 0`). Planning again makes it again, under the same ids, and the
-            # run's lease keeps it from any later gc.
-            the_plan = plan(the_plan.request, the_plan.store)
-    try:
-        return _execute(the_plan, device, progress, recompute, executor, lease_timeout)
-    except _Collected as exc:
-        raise ObjectNotFound(exc.oid, hint="a `vbstore gc` running meanwhile removed it each "
-                                           "time it was made again; run this once gc is done "
-                                           "(or give gc a --grace)") from None
+            return attempt(the_plan)
+        except _Collected as exc:
+            raise ObjectNotFound(exc.oid, hint="a `vbstore gc` running meanwhile removed it each "
+                                               "time it was made again; run this once gc is "
+                                               "done (or give gc a --grace)") from None
 
 
 _REPLANS = 3
@@ -164,6 +170,9 @@ def _running(the_plan: Plan) -> Iterator[None]:
     however short gc's grace, although nothing recorded uses it before the result is.
     """
     store = the_plan.store
+    if store.read_only:  # computes nothing, so nothing to keep
+        yield
+        return
     key = f"run-{os.getpid()}-{os.urandom(8).hex()}"  # one per run: threads must not wait
     try:
         with store.lease(key, since=the_plan.begun):
@@ -478,12 +487,17 @@ def get_head(
     except UsageError as exc:  # the train data stands on the eval side too: name its own flag
         exc.hint = re.sub(r"(?<![\w-])--split\b", "--train-split", exc.hint)
         raise
-    run = Run(device=device, progress=progress, executor=executor)
-    train = Feed(
-        the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
-    )
     answered: dict[str, str] = {}
-    oid, trained = train_head(the_plan, run, train, seed, answered=answered)
+
+    def attempt(the_plan: Plan) -> tuple[Plan, str, bool]:
+        _pin(the_plan)
+        run = Run(device=device, progress=progress, executor=executor)
+        train = Feed(
+            the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
+        )
+        return (the_plan, *train_head(the_plan, run, train, seed, answered=answered))
+
+    the_plan, oid, trained = _replanning(the_plan, attempt)
     return HeadResult(
         oid,
         HeadCompat.from_dict(head_record(the_plan.store, oid)),
