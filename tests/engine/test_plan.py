@@ -192,3 +192,22 @@ def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monk
     assert removed[0] >= 3  # backbone, weights, manifest
     assert store.has(head.id)
     assert store.fsck().clean
+
+
+def test_a_lost_weights_blob_is_named_not_taken_for_a_gc(tmp_path, shapes):
+    from vbstore.errors import BlobMissing
+
+    store = vbstore.Store(tmp_path / "s")
+    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    weights = store.read_json(first.record.inputs["backbone"])["weights"]
+    path = store.path(weights)
+    path.chmod(0o644)
+    path.unlink()  # a stray rm: the registry still lists it
+    with pytest.raises(BlobMissing, match="fsck --repair"):
+        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store,
+                           params={"k": 3}, **KW)
+    assert store.fsck(repair=True).missing == [weights]
+    again = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store,
+                               params={"k": 3}, **KW)
+    assert again.record.inputs["backbone"] == first.record.inputs["backbone"]
+    assert store.fsck().clean

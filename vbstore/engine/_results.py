@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import CorruptObject, NotReproduced, ObjectNotFound, UsageError
+from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
 from ._cache import remote_fetch
@@ -197,7 +197,8 @@ def _pin(the_plan: Plan) -> None:
     or, when its delete landed first, the check below finds them gone.
 
     Raises:
-        _Collected: one of them is gone: plan again.
+        _Collected: one of them was collected: plan again.
+        BlobMissing: one of them is registered but its blob is gone (not a gc's doing).
     """
     store, ref = the_plan.store, the_plan.backbone
     ids = [ref.id, ref.doc.get("weights"), the_plan.eval_m.id, the_plan.head,
@@ -205,8 +206,12 @@ def _pin(the_plan: Plan) -> None:
     ids = [oid for oid in ids if isinstance(oid, str)]
     store.touch(ids)
     for oid in ids:
-        if not store.has(oid):
-            raise _Collected(oid)
+        try:
+            store.path(oid)
+        except BlobMissing:  # its row stands: lost from objects/, not collected (fsck --repair)
+            raise
+        except ObjectNotFound:  # row and blob gone: a gc collected it
+            raise _Collected(oid) from None
 
 
 def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
