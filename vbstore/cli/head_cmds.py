@@ -120,7 +120,13 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
     from ..engine import resolve_backbone
-    from ..heads import HeadMismatch, backbone_differences, check_compat, head_record
+    from ..heads import (
+        HeadMismatch,
+        backbone_differences,
+        check_compat,
+        head_record,
+        link_backbone,
+    )
     from ..remotes import pull as do_pull
 
     problems: list[str] = []
@@ -141,6 +147,8 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
 
     result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
                      accept=accept, kind="head")
+    if result.id is not None:
+        link_backbone(store, result.id)  # so gc keeps the records it was pulled with
     record = records[0]
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 
