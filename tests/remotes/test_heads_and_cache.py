@@ -188,6 +188,17 @@ def test_a_pulled_head_keeps_its_backbone_records_through_gc(vbj, team, my_head,
     assert set(pushed["uploaded"]) == {my_head["id"], backbone, weights}
 
 
+def test_pushing_a_head_without_its_backbone_record_says_so(vb, vbj, team, my_head, tmp_path):
+    vbj("a", "push", "head", "my-head", "--to", "team")
+    vbj("b", "pull", "ref", "team/my-head")  # a plain pull: no edge keeps the backbone record
+    vbj("b", "gc", "--grace", "0")
+    vbj("b", "remote", "add", "other", str(tmp_path / "other"))
+    pushed = vb("b", "push", "head", "my-head", "--to", "other")
+    assert pushed.exit_code == 0, pushed.output
+    assert f"backbone record {my_head['record']['backbone'][:12]} is not in this store" in (
+        pushed.stderr)
+
+
 # ---- 2. a head for other weights is refused -------------------------------------------------
 
 def test_head_applied_to_other_weights_is_refused_unless_not_strict(vb, vbj, shapes, my_head,

@@ -80,6 +80,11 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
     extra = _head_files(store, head_id, name, to, metrics_from) if on_hub else None
     options = None if private is None else {"private": "true" if private else "false"}
     include = None if with_lineage else head_dependencies(store, head_id)
+    for oid in [i for i in include or [] if not store.has(i)]:
+        # collected here, or never pulled with it: the push goes on, but not silently
+        click.echo(f"warning: the head's backbone record {oid[:12]} is not in this store, so it "
+                   "is not pushed with it (a receiver checks the head against its own "
+                   "backbone)", err=True)
     result = do_push(store, to, name, extra_files=extra, options=options, include=include)
     emit(as_json, result.as_dict(),
          f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
