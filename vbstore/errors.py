@@ -36,6 +36,19 @@ class ObjectNotFound(VbstoreError, KeyError):
         self.oid = oid
 
 
+class BlobMissing(ObjectNotFound):
+    """An object the registry lists has no blob in ``objects/`` (removed or lost)."""
+
+    def __init__(self, oid: str, kind: str, evicted: bool) -> None:
+        VbstoreError.__init__(
+            self, f"{kind} {oid[:12]} is in the registry but its blob is missing from objects/",
+            hint="it was evicted (`gc --max-size`): the next `get` recomputes it" if evicted else
+                 "`vbstore fsck` lists every missing blob; `vbstore fsck --repair` re-fetches it "
+                 "from a remote, or forgets it so the next `get` recomputes it")
+        self.oid = oid
+        self.kind = kind
+
+
 class AmbiguousPrefix(VbstoreError, KeyError):
     """A hex prefix matches more than one object."""
 

@@ -203,3 +203,24 @@ def test_cli_does_not_import_torch():
            "print(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip().endswith("[]"), proc.stdout + proc.stderr
+
+
+def test_a_registered_object_whose_blob_is_gone_says_so_and_what_to_do(run, tmp_path):
+    (tmp_path / "f.txt").write_text("payload")
+    oid = json.loads(run("put", str(tmp_path / "f.txt"), "--json").output)["id"]
+    blob = tmp_path / "s" / "objects" / oid[:2] / oid[2:]
+    blob.unlink()  # a disk error, a stray rm: `ls` still lists the row
+    assert oid[:12] in run("ls").output
+    shown = run("show", oid)
+    assert shown.exit_code == 0
+    assert "MISSING" in shown.output
+    assert "fsck --repair" in shown.output
+    for args in (("cat", oid), ("cat", oid[:8])):
+        read = run(*args)
+        assert read.exit_code == 9, read.output
+        line = read.output.strip()
+        assert "\n" not in line
+        # not "no object matches ... list objects with: vbstore ls", which lists it
+        assert "missing" in line
+        assert "fsck --repair" in line
+        assert "vbstore ls" not in line

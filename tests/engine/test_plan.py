@@ -152,3 +152,73 @@ def test_recompute_that_differs_is_an_error_and_keeps_both(store, shapes):
     assert caught.value.exit_code == 12
     assert store.lookup(derivation_key(the_plan.spec)) == caught.value.new != forged_id
     assert store.has(forged_id)
+
+
+def test_a_gc_between_plan_and_execute_does_not_fail_the_command(tmp_path, shapes):
+    # `vbstore gc --grace 0` (the documented way out of a full disk) run while a `get result`
+    # starts: the backbone, weights and manifests its plan resolved are unreachable from any
+    # root until the result is recorded, and gc took them before the command leased anything;
+    # execute failed with `no object matches <weights id>` (exit 9)
+    store = vbstore.Store(tmp_path / "fresh")
+    expected = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    store = vbstore.Store(tmp_path / "raced")
+    the_plan = plan(_request(shapes), store)
+    assert store.gc(grace=0).removed_count >= 4  # backbone, weights, both manifests
+    result = execute(the_plan, progress=False)
+    assert result.record.metrics == expected.record.metrics
+    assert store.fsck().clean
+
+
+def test_a_gc_while_a_backbone_is_first_stored_keeps_it(tmp_path, shapes, monkeypatch):
+    store = vbstore.Store(tmp_path / "s")
+    record = vbstore.Store.record
+
+    def gc_first(self, spec, output, extra_edges=None):
+        if spec["op"] == "backbone":  # stored, not yet recorded: reachable from nothing
+            assert self.gc(grace=0).removed_count == 0
+        return record(self, spec, output, extra_edges)
+
+    monkeypatch.setattr(vbstore.Store, "record", gc_first)
+    the_plan = plan(_request(shapes), store)
+    assert store.has(the_plan.backbone.id)
+    assert store.has(the_plan.backbone.doc["weights"])
+
+
+def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monkeypatch):
+    from vbstore.engine import _results
+
+    store = vbstore.Store(tmp_path / "s")
+    planned, removed = _results.plan, []
+
+    def plan_then_gc(request, store, **kwargs):
+        the_plan = planned(request, store, **kwargs)
+        if not removed:  # once: a gc between the plan and the run's first lease
+            removed.append(store.gc(grace=0).removed_count)
+        return the_plan
+
+    monkeypatch.setattr(_results, "plan", plan_then_gc)
+    head = vbstore.get_head("test_cnn", "classification", shapes, store=store,
+                            train_split="train", weights="random", input_size=32,
+                            params={"epochs": 2}, progress=False)
+    assert removed[0] >= 3  # backbone, weights, manifest
+    assert store.has(head.id)
+    assert store.fsck().clean
+
+
+def test_a_lost_weights_blob_is_named_not_taken_for_a_gc(tmp_path, shapes):
+    from vbstore.errors import BlobMissing
+
+    store = vbstore.Store(tmp_path / "s")
+    first = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
+    weights = store.read_json(first.record.inputs["backbone"])["weights"]
+    path = store.path(weights)
+    path.chmod(0o644)
+    path.unlink()  # a stray rm: the registry still lists it
+    with pytest.raises(BlobMissing, match="fsck --repair"):
+        vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store,
+                           params={"k": 3}, **KW)
+    assert store.fsck(repair=True).missing == [weights]
+    again = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store,
+                               params={"k": 3}, **KW)
+    assert again.record.inputs["backbone"] == first.record.inputs["backbone"]
+    assert store.fsck().clean

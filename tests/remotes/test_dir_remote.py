@@ -164,6 +164,17 @@ def test_concurrent_push_to_one_ref_conflicts(stores, lineage, remote_dir, monke
     assert pull(a, "d/exp/result", as_name="theirs").id == other["result"]
 
 
+def test_concurrent_pushes_of_the_same_ref_both_succeed(stores, lineage, remote_dir,
+                                                       monkeypatch):
+    # two machines pushing the same head at once: the ref ends as each of them wants it, so
+    # neither is a conflict (the second used to fail with "changed while this push ran")
+    a, b = stores
+    assert build_lineage(b) == lineage  # the same artifacts, the same ids
+    race_once(monkeypatch, DirRemote, lambda: push(b, "d", "exp/result"))
+    push(a, "d", "exp/result")
+    assert pull(a, "d/exp/result", as_name="theirs").id == lineage["result"]
+
+
 def test_pull_refuses_to_move_a_local_ref_unless_forced(stores, lineage, remote_dir):
     a, b = stores
     push(a, "d", "exp/result")

@@ -172,6 +172,33 @@ def test_push_head_carries_only_what_checks_and_uses_it_unless_asked(vbj, team, 
     assert {"pack", "featureset", "manifest"} <= set(pushed_kinds().values())
 
 
+def test_a_pulled_head_keeps_its_backbone_records_through_gc(vbj, team, my_head, tmp_path):
+    # the backbone and weights records pulled with a head are what it is checked with and what
+    # a push passes on; nothing kept them, so `gc --grace 0` removed them and a push from there
+    # sent the head alone (1 uploaded), without a word
+    backbone = my_head["record"]["backbone"]
+    vbj("a", "push", "head", "my-head", "--to", "team")
+    vbj("b", "pull", "head", "team/my-head")
+    vbj("b", "gc", "--grace", "0")
+    with Store(tmp_path / "b") as b:
+        weights = b.read_json(backbone)["weights"]
+        assert b.has(weights)
+    vbj("b", "remote", "add", "other", str(tmp_path / "other"))
+    pushed = vbj("b", "push", "head", "my-head", "--to", "other")
+    assert set(pushed["uploaded"]) == {my_head["id"], backbone, weights}
+
+
+def test_pushing_a_head_without_its_backbone_record_says_so(vb, vbj, team, my_head, tmp_path):
+    vbj("a", "push", "head", "my-head", "--to", "team")
+    vbj("b", "pull", "ref", "team/my-head")  # a plain pull: no edge keeps the backbone record
+    vbj("b", "gc", "--grace", "0")
+    vbj("b", "remote", "add", "other", str(tmp_path / "other"))
+    pushed = vb("b", "push", "head", "my-head", "--to", "other")
+    assert pushed.exit_code == 0, pushed.output
+    assert f"backbone record {my_head['record']['backbone'][:12]} is not in this store" in (
+        pushed.stderr)
+
+
 # ---- 2. a head for other weights is refused -------------------------------------------------
 
 def test_head_applied_to_other_weights_is_refused_unless_not_strict(vb, vbj, shapes, my_head,

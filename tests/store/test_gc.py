@@ -25,6 +25,7 @@ def _old(store, *oids, age=7200.0):
 def _bulk_files(store, label: bytes, n: int) -> list[str]:
     """Write ``n`` read-only blob files (``label %d``) straight into ``objects/``, unregistered:
     a bulk load, as fsynced puts of thousands would say nothing more."""
+    assert store.db is not None  # the registry first, as a put makes it before its blob
     ids = []
     for i in range(n):
         data = label + b" %d" % i
@@ -436,3 +437,34 @@ def test_adopting_a_blob_gc_unlinks_meanwhile_registers_nothing(store, monkeypat
         store.adopt(oid, "blob")
     assert not store.has(oid)
     assert store.fsck().clean
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (its writer died)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(proc.stdout)
+
+
+def test_gc_removes_the_temp_files_of_dead_writers(store):
+    # a writer killed mid-write (kill -9, power loss) leaves its temp file behind; gc, the way
+    # out of a full disk, must free it, not only fsck
+    from vbstore.store._objects import HOST
+
+    dead = store.files.tmp / f"{HOST}.{_dead_pid()}.{'a' * 32}.tmp"
+    dead.write_bytes(b"x" * 5000)
+    live = store.files.tmp / f"{HOST}.{os.getpid()}.{'b' * 32}.tmp"  # a write in progress
+    live.write_bytes(b"y" * 10)
+    report = store.gc(dry_run=True)
+    assert report.temp_removed == [dead.name]
+    assert dead.exists()
+    assert report.freed_bytes == 5000
+    report = store.gc()
+    assert report.temp_removed == [dead.name]
+    assert report.freed_bytes == 5000
+    assert not dead.exists()
+    assert live.exists()
+    assert report.as_dict()["temp_removed"] == [dead.name]

@@ -13,7 +13,7 @@ from store_support import suite_doc
 
 from vbstore import Store
 from vbstore.cli import cli
-from vbstore.errors import UsageError
+from vbstore.errors import UsageError, VbstoreError
 
 _ID = re.compile(r"[0-9a-f]{64}")
 
@@ -129,3 +129,71 @@ def test_rebuild_leaves_corrupt_blobs_out(tmp_path):
         report = store.rebuild_registry(force=True)
         assert report.corrupt == [bad]
         assert [o.id for o in store.ls()] == [good]
+
+
+@pytest.mark.parametrize("loss", ["deleted", "emptied"])
+def test_a_lost_registry_beside_blobs_is_refused_not_started_afresh(run, loss):
+    # a registry.db deleted (taken for a cache) or truncated to nothing beside a store's blobs:
+    # opened as a new store, refs and lineage were gone silently, fsck adopted the blobs without
+    # their edges and said clean, and `fsck --rebuild` refused the new, "intact" registry
+    objects = {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)}
+    db = run.root / "registry.db"
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    if loss == "deleted":
+        db.unlink()
+    else:
+        db.write_bytes(b"")
+    for args in (run.get, ("ls",), ("show", run.result), ("gc",), ("tag", "x", run.result)):
+        refused = run(*args)
+        assert refused.exit_code == 7, (args, refused.output)
+        assert "fsck --rebuild" in refused.output
+    assert not db.exists() or db.stat().st_size == 0  # nothing was started in its place
+    found = run("fsck")
+    assert found.exit_code == 1
+    assert "fsck --rebuild" in found.output
+    rebuilt = run("fsck", "--rebuild", "--json")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert {o["id"]: o["kind"] for o in json.loads(run("ls", "--json").stdout)} == objects
+    assert run("why", run.result).exit_code == 0
+
+
+def test_a_new_store_in_an_empty_folder_is_made_as_before(tmp_path):
+    (tmp_path / "s" / "objects").mkdir(parents=True)  # an empty objects/ holds nothing to lose
+    with Store(tmp_path / "s") as store:
+        assert store.ls() == []
+
+
+KILLED_REBUILD = """
+import os, signal, sys
+from vbstore import Store
+from vbstore.store import _rebuild
+
+def killed(*args, **kwargs):  # inside the rebuild's one write: a crash, a power loss
+    os.kill(os.getpid(), signal.SIGKILL)
+
+_rebuild.insert_feature_rows = killed
+Store(sys.argv[1]).rebuild_registry(force=True)
+"""
+
+
+def test_a_rebuild_killed_midway_leaves_no_empty_registry_behind(tmp_path):
+    import subprocess
+    import sys
+
+    meta = {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]",
+            "images": json.dumps(["a" * 64])}
+    with Store(tmp_path / "s") as store:
+        blob = store.put_bytes(b"kept")
+        pack = store.put_tensors({"pooled": __import__("numpy").zeros((1, 2), "float32")},
+                                 "pack", meta)
+    killed = subprocess.run([sys.executable, "-c", KILLED_REBUILD, str(tmp_path / "s")],
+                            capture_output=True, check=False)
+    assert killed.returncode == -9, killed.stderr
+    # the registry was moved aside, the new one never finished: refused, not served empty
+    with Store(tmp_path / "s") as store, pytest.raises(VbstoreError, match="fsck --rebuild"):
+        store.ls()
+    with Store(tmp_path / "s") as store:
+        store.rebuild_registry()
+        assert {o.id for o in store.ls()} == {blob, pack}
+        assert store.fsck().clean

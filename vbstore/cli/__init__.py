@@ -8,6 +8,7 @@ click or the engine. Everything else goes to the click group in :mod:`._root`.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 TYPE_CHECKING = False  # typing itself costs a cached answer ~10 ms to import
@@ -35,6 +36,10 @@ def main(argv: list[str] | None = None) -> None:
 
         one_line_warnings()  # the process's own: a caller of `cli` keeps its warning handling
         cli(args=args, prog_name="vbstore")
+    except KeyboardInterrupt:
+        # Ctrl-C before click's group handles it (the answer cache, the imports): the same one
+        # line and exit code as inside a command
+        _interrupted("--json" in args)
     finally:
         if answers is not None:
             answers.forget()
@@ -42,6 +47,22 @@ def main(argv: list[str] | None = None) -> None:
         # of a cached `get`) to free what the exiting process is about to give back anyway;
         # frozen objects are left out of it (atexit handlers and finalizers still run).
         gc.freeze()
+
+
+def _interrupted(as_json: bool) -> None:
+    """Print what ``VbstoreGroup`` prints on Ctrl-C (without click: it may not be loaded) and
+    exit 130."""
+    if os.environ.get("VBSTORE_DEBUG"):
+        raise KeyboardInterrupt
+    message = "interrupted; the store is unchanged by the unfinished step"
+    if as_json:
+        import json  # only on this error path
+
+        sys.stdout.write(json.dumps({"error": message, "hint": "", "exit_code": 130,
+                                     "type": "KeyboardInterrupt"}, sort_keys=True) + "\n")
+    else:
+        sys.stderr.write(f"error: {message}\n")
+    sys.exit(130)
 
 
 def __getattr__(name: str) -> click.Group:

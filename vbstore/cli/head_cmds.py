@@ -80,6 +80,11 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
     extra = _head_files(store, head_id, name, to, metrics_from) if on_hub else None
     options = None if private is None else {"private": "true" if private else "false"}
     include = None if with_lineage else head_dependencies(store, head_id)
+    for oid in [i for i in include or [] if not store.has(i)]:
+        # collected here, or never pulled with it: the push goes on, but not silently
+        click.echo(f"warning: the head's backbone record {oid[:12]} is not in this store, so it "
+                   "is not pushed with it (a receiver checks the head against its own "
+                   "backbone)", err=True)
     result = do_push(store, to, name, extra_files=extra, options=options, include=include)
     emit(as_json, result.as_dict(),
          f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
@@ -121,7 +126,13 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
     from ..backbones import check_seed
     from ..engine import resolve_backbone
-    from ..heads import HeadMismatch, backbone_differences, check_compat, head_record
+    from ..heads import (
+        HeadMismatch,
+        backbone_differences,
+        check_compat,
+        head_record,
+        link_backbone,
+    )
     from ..remotes import pull as do_pull
 
     check_seed(weights, backbone_seed)  # before anything is fetched
@@ -143,6 +154,8 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
 
     result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
                      accept=accept, kind="head")
+    if result.id is not None:
+        link_backbone(store, result.id)  # so gc keeps the records it was pulled with
     record = records[0]
     data = {**result.as_dict(), "compat": record, "mismatch": problems}
 

@@ -91,6 +91,9 @@ def show(store, ref: str, as_json: bool) -> None:
         click.echo(f"created {_when(info['created'])}  last used {_when(info['last_used'])}"
                    f"  verified {_when(info['verified_at'])}"
                    + ("  EVICTED (recomputable)" if info["evicted_at"] else ""))
+        if not data["present"] and not info["evicted_at"]:
+            click.echo("MISSING  its blob is gone from objects/: `vbstore fsck --repair` "
+                       "re-fetches it from a remote, or forgets it so the next get recomputes it")
         for name in data["refs"]:
             click.echo(f"ref: {name}")
         for edge in data["inputs"]:
@@ -214,7 +217,10 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
 
     def text() -> None:
         done = ("would remove", "evict", "free") if dry_run else ("removed", "evicted", "freed")
-        click.echo(f"{done[0]} {report.removed_count} unreachable objects, {done[1]} "
+        temps = len(report.temp_removed)
+        # the partial writes of killed processes (tmp/), freed with the rest
+        temps_text = f" and {temps} dead temp file{'s' * (temps != 1)}" if temps else ""
+        click.echo(f"{done[0]} {report.removed_count} unreachable objects{temps_text}, {done[1]} "
                    f"{len(report.evicted)}, {done[2]} {human_size(report.freed_bytes)}; "
                    f"kept {report.kept}")
         for warning in report.warnings:

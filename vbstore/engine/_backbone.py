@@ -121,7 +121,9 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
                "use_projection": use_projection}
     built = build_backbone(backbone, weights=str(weights), seed=seed, input_size=input_size,
                            use_projection=use_projection)
-    oid = _store_backbone(store, built)
     alias = _alias(backbone, str(weights), seed, input_size, use_projection)
-    store.record(alias, oid)
+    # under the alias's lease: gc keeps what is written under a live lease until it is recorded
+    with store.lease(derivation_key(alias)):
+        oid = _store_backbone(store, built)
+        store.record(alias, oid)
     return BackboneRef(store, oid, store.read_json(oid), request, alias, _built=built)

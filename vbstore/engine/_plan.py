@@ -124,6 +124,8 @@ class Plan:
     spec: dict[str, Any] | None
     steps: list[Step]
     started: float = field(default_factory=time.perf_counter)
+    # when planning began, as time.time(): what execute's run lease keeps from gc
+    begun: float = field(default_factory=time.time)
 
     @property
     def backbone(self) -> BackboneRef:
@@ -271,6 +273,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             kind (before anything is stored); UnknownTask, UnknownBackbone, BadInput...
     """
     started = time.perf_counter()  # a result's seconds count the planning (manifests) too
+    begun = time.time()
     store = store if store is not None else Store()
     task = request.probe.spec
     try:
@@ -376,6 +379,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         spec,
         steps,
         started,
+        begun,
     )
 
 

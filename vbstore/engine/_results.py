@@ -8,13 +8,15 @@ each through its own derivation, so a second task on the same features runs no f
 
 from __future__ import annotations
 
+import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import CorruptObject, NotReproduced, ObjectNotFound, UsageError
+from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
 from ._cache import remote_fetch
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from ..records import HeadCompat
 
 REPRODUCED_TOLERANCE = 1e-6
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -123,6 +126,96 @@ def execute(
         NotReproduced: ``recompute`` gave other numbers than the stored result.
         LeaseTimeout: another process still computes this result after ``lease_timeout``.
     """
+    the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
+    if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
+        return _execute(the_plan, device, progress, recompute, executor, lease_timeout)
+    return _replanning(the_plan, lambda p: _execute(p, device, progress, recompute, executor,
+                                                    lease_timeout))
+
+
+def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
+    """``attempt(the_plan)`` under a lease of the whole run, planning again (at most
+    ``_REPLANS`` times) when what the plan resolved was collected before it was kept.
+
+    Raises:
+        ObjectNotFound: a gc took the plan's inputs every time they were made again.
+    """
+    with _running(the_plan):
+        for _attempt in range(_REPLANS):
+            try:
+                return attempt(the_plan)
+            except _Collected:
+                # A gc that began before this run's lease removed what the plan resolved
+                # (backbone, weights, manifests): nothing recorded uses it yet, and it was older
+                # than the gc's grace (`--grace 0`). Planning again makes it again, under the
+                # same ids, and the run's lease keeps it from any later gc.
+                the_plan = plan(the_plan.request, the_plan.store)
+        try:
+            return attempt(the_plan)
+        except _Collected as exc:
+            raise ObjectNotFound(exc.oid, hint="a `vbstore gc` running meanwhile removed it each "
+                                               "time it was made again; run this once gc is "
+                                               "done (or give gc a --grace)") from None
+
+
+_REPLANS = 3
+
+
+@contextmanager
+def _running(the_plan: Plan) -> Iterator[None]:
+    """Hold a lease of this run from the plan's start until the result is recorded.
+
+    gc keeps every object created or used since the oldest live lease began: with this one
+    dated back to the plan, what the plan made or touched (backbone, weights, manifests) is kept
+    however short gc's grace, although nothing recorded uses it before the result is.
+    """
+    store = the_plan.store
+    if store.read_only:  # computes nothing, so nothing to keep
+        yield
+        return
+    key = f"run-{os.getpid()}-{os.urandom(8).hex()}"  # one per run: threads must not wait
+    try:
+        with store.lease(key, since=the_plan.begun):
+            yield
+    finally:
+        (store.root / "locks" / f"{key}.lock").unlink(missing_ok=True)
+
+
+class _Collected(Exception):  # a signal between execute and its compute, not a user error
+    """An input the plan resolved was collected before the result's lease kept it."""
+
+    def __init__(self, oid: str) -> None:
+        super().__init__(oid)
+        self.oid = oid
+
+
+def _pin(the_plan: Plan) -> None:
+    """Mark the plan's inputs used now, then check they are all still there.
+
+    Runs under the result's lease, which keeps them from every gc that starts from now on; the
+    touch makes a gc already sweeping spare them (it re-checks ``last_used`` under its lock),
+    or, when its delete landed first, the check below finds them gone.
+
+    Raises:
+        _Collected: one of them was collected: plan again.
+        BlobMissing: one of them is registered but its blob is gone (not a gc's doing).
+    """
+    store, ref = the_plan.store, the_plan.backbone
+    ids = [ref.id, ref.doc.get("weights"), the_plan.eval_m.id, the_plan.head,
+           the_plan.train_m.id if the_plan.train_m is not None else None]
+    ids = [oid for oid in ids if isinstance(oid, str)]
+    store.touch(ids)
+    for oid in ids:
+        try:
+            store.path(oid)
+        except BlobMissing:  # its row stands: lost from objects/, not collected (fsck --repair)
+            raise
+        except ObjectNotFound:  # row and blob gone: a gc collected it
+            raise _Collected(oid) from None
+
+
+def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
+             recompute: bool, executor: Any, lease_timeout: float | None) -> Result:
     spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
     store = the_plan.store
     if recompute:
@@ -146,6 +239,7 @@ def execute(
         # answer must not pay for its imports
         from ._compute import Run, compute_result
 
+        _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor)
         try:
             return compute_result(the_plan, run)
@@ -398,12 +492,17 @@ def get_head(
     except UsageError as exc:  # the train data stands on the eval side too: name its own flag
         exc.hint = re.sub(r"(?<![\w-])--split\b", "--train-split", exc.hint)
         raise
-    run = Run(device=device, progress=progress, executor=executor)
-    train = Feed(
-        the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
-    )
     answered: dict[str, str] = {}
-    oid, trained = train_head(the_plan, run, train, seed, answered=answered)
+
+    def attempt(the_plan: Plan) -> tuple[Plan, str, bool]:
+        _pin(the_plan)
+        run = Run(device=device, progress=progress, executor=executor)
+        train = Feed(
+            the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
+        )
+        return (the_plan, *train_head(the_plan, run, train, seed, answered=answered))
+
+    the_plan, oid, trained = _replanning(the_plan, attempt)
     return HeadResult(
         oid,
         HeadCompat.from_dict(head_record(the_plan.store, oid)),

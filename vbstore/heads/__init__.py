@@ -50,6 +50,19 @@ def head_dependencies(store, head_id: str) -> list[str]:
     return needed
 
 
+def link_backbone(store, head_id: str) -> None:
+    """Record the edge from a head to the backbone record it names, when that record is here.
+
+    A pulled head arrives without the features it was trained on, which are what reach its
+    backbone in the store that trained it: without this edge nothing keeps the backbone and
+    weights records pulled with it, and gc removes them (a push from here would then send the
+    head alone). ``fsck --rebuild`` draws the same edge from the compatibility record.
+    """
+    backbone = head_record(store, head_id).get("backbone")
+    if isinstance(backbone, str) and store.has(backbone):
+        store.add_edges(head_id, {"backbone": backbone})
+
+
 def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
     """The differences between a head's record and the features it would be applied to.
 

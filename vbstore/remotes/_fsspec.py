@@ -180,7 +180,9 @@ class DirRemote(FsspecRemote):
             fd = os.open(os.path.join(refs_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                _, version = self.read_ref(ref.name)
+                data, version = self.read_ref(ref.name)
+                if data == ref.data:  # another push set it to exactly this meanwhile: done
+                    return
                 if version != ref.expected:
                     raise RemoteConflict(
                         f"ref {ref.name!r} on remote {self.name!r} changed while this push ran",

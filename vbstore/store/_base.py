@@ -27,6 +27,7 @@ class _StoreBase:
     root: Path
     read_only: bool
     files: ObjectFiles
+    _db: Registry | None
     # ("derivations" | "aliases", key, the id it gave or None) of each lookup, while a caller
     # (the answer cache) records what an answer depended on; None otherwise
     reads: list[tuple[str, str, str | None]] | None
@@ -52,3 +53,4 @@ class _StoreBase:
             self, oids: list[str], refetch: Callable[[str], bool] | None
         ) -> tuple[list[str], list[str]]: ...
         def _registry_errors(self) -> list[str]: ...
+        def _remove_dead_temps(self, dry_run: bool = False) -> list[tuple[str, int]]: ...

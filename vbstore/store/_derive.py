@@ -135,9 +135,14 @@ class DeriveMixin(_StoreBase):
 
     @contextmanager
     def lease(
-        self, key: str, inputs: list[str] | None = None, timeout: float | None = None
+        self, key: str, inputs: list[str] | None = None, timeout: float | None = None,
+        since: float | None = None,
     ) -> Iterator[None]:
-        """Hold the lease on ``key``; wait while a live process holds it."""
+        """Hold the lease on ``key``; wait while a live process holds it.
+
+        gc keeps what the lease's ``inputs`` reach and every object created or used since it
+        began: ``since`` (a ``time.time()``) dates that back, to the start of the work it covers.
+        """
         self.writable(f"compute {key[:12]}, which it does not hold")
         lock_path = self.root / "locks" / f"{key}.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -147,7 +152,8 @@ class DeriveMixin(_StoreBase):
                 conn.execute(
                     "INSERT OR REPLACE INTO leases(key, pid, host, heartbeat, inputs) "
                     "VALUES (?,?,?,?,?)",
-                    (key, os.getpid(), HOST, now(), json.dumps(inputs or [])),
+                    (key, os.getpid(), HOST, now() if since is None else since,
+                     json.dumps(inputs or [])),
                 )
             try:
                 yield

@@ -68,7 +68,7 @@ class FsckMixin(_StoreBase):
 
         report = FsckReport()
         tidy = not self.read_only
-        report.temp_removed = self._remove_dead_temps() if tidy else []
+        report.temp_removed = [name for name, _ in self._remove_dead_temps()] if tidy else []
         report.locks_removed = self._remove_stale_locks() if tidy else []
         report.registry_errors = self._registry_errors()
         # a damaged registry is neither read nor written; the blobs are still checked
@@ -241,22 +241,34 @@ class FsckMixin(_StoreBase):
                 os.close(fd)
         return removed
 
-    def _remove_dead_temps(self) -> list[str]:
-        removed = []
+    def _remove_dead_temps(self, dry_run: bool = False) -> list[tuple[str, int]]:
+        """Remove (unless ``dry_run``) the temp files of dead writers: ``(name, bytes)`` of each.
+
+        A temp file is dead when its writer (named in it, on this host) is gone, or when it is
+        older than a day (a writer on another host of a shared store). fsck and gc both call
+        this: gc is the way out of a full disk, and a writer killed mid-write leaves its
+        partial pack here.
+        """
+        removed: list[tuple[str, int]] = []
+        if not self.files.tmp.is_dir():  # a read-only store made without one
+            return removed
         for entry in os.scandir(self.files.tmp):
             parts = entry.name.rsplit(".", 3)  # host.pid.uuid.tmp (the host may hold dots)
             try:
-                dead = time.time() - entry.stat().st_mtime > DEAD_TEMP_AGE
+                st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:  # its writer just published it
                 continue
+            dead = time.time() - st.st_mtime > DEAD_TEMP_AGE
             if len(parts) == 4 and parts[0] == HOST and parts[1].isdigit():
                 dead = dead or not _pid_alive(int(parts[1]))
-            if dead:
+            if not dead:
+                continue
+            if not dry_run:
                 try:
                     os.unlink(entry.path)
-                    removed.append(entry.name)
                 except FileNotFoundError:
-                    pass
+                    continue
+            removed.append((entry.name, st.st_size))
         return removed
 
 

@@ -166,6 +166,9 @@ class GcMixin(_StoreBase):
         from ._reports import GcReport  # loads with its first report (_reports says why)
 
         report = GcReport(dry_run=dry_run)
+        # first, as it needs no registry write: a writer killed mid-write (a partial pack) left
+        # these behind, and on a full disk they may be what frees room for the rest
+        report._temps = self._remove_dead_temps(dry_run=dry_run)
         if not dry_run and self.db.one("SELECT 1 FROM answers LIMIT 1"):
             # the answer cache (vbstore/cli/_answers.py), refilled by the next gets; every
             # answer is re-checked anyway, so on a full disk it stays as it is

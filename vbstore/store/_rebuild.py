@@ -24,7 +24,8 @@ from ._base import _StoreBase
 from ._fsck import sniff_kind
 from ._ids import db_id
 from ._kinds import encoding
-from ._objects import hash_file
+from ._objects import _fsync_dir, hash_file
+from ._registry import Registry
 from ._rows import insert_feature_rows
 from ._tensors import read_safetensors_header
 
@@ -96,13 +97,25 @@ class RebuildMixin(_StoreBase):
             edges += [(db_id(oid), db_id(child), role) for role, child in sorted(named)]
             if kind == "pack" and (index := _pack_rows(path)):
                 packs.append((index[0], oid, index[1]))
-        with self.db.write() as conn:
-            conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
-                             "VALUES (?,?,?,?,?)", objects)
-            conn.executemany("INSERT OR IGNORE INTO edges(parent, child, role) VALUES (?,?,?)",
-                             edges)
-            for extractor, pack, pack_rows in packs:
-                insert_feature_rows(conn, extractor, pack, pack_rows)
+        # built under another name and moved into place whole: a rebuild killed midway leaves
+        # no registry.db (refused as lost, so the rebuild is run again), never an empty one
+        building = self.root / "registry.db.rebuilding"
+        for suffix in ("", "-wal", "-shm"):  # what a killed rebuild left
+            building.with_name(building.name + suffix).unlink(missing_ok=True)
+        registry = Registry(building, new=True)
+        try:
+            with registry.write() as conn:
+                conn.executemany("INSERT INTO objects(id, kind, size, created, last_used) "
+                                 "VALUES (?,?,?,?,?)", objects)
+                conn.executemany("INSERT OR IGNORE INTO edges(parent, child, role) "
+                                 "VALUES (?,?,?)", edges)
+                for extractor, pack, pack_rows in packs:
+                    insert_feature_rows(conn, extractor, pack, pack_rows)
+            registry.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file
+        finally:
+            registry.close()
+        os.replace(building, self.root / "registry.db")
+        _fsync_dir(self.root)
         report.edges, report.feature_rows = len(edges), sum(len(r) for *_, r in packs)
         report.kinds = dict(sorted(report.kinds.items()))
         return report

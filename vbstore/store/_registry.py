@@ -162,9 +162,23 @@ READABLE_FROM = 3
 class Registry:
     """A connection to ``registry.db`` with migrations applied (checked, when ``read_only``)."""
 
-    def __init__(self, path: Path, read_only: bool = False) -> None:
+    def __init__(self, path: Path, read_only: bool = False, new: bool = False) -> None:
+        """Open (or, when ``new``, or in a folder holding no blobs yet, create) ``path``.
+
+        Raises:
+            StoreIOError: ``path`` is missing or empty but the store holds blobs (the registry
+                was lost: ``vbstore fsck --rebuild``), or SQLite cannot open it.
+        """
         self.path = path
         self.read_only = read_only
+        if not read_only and not new and _lost(path):
+            # starting an empty registry here would drop every ref and edge silently (and fsck
+            # would then adopt the blobs without them, and call the store clean)
+            raise StoreIOError(
+                f"{path} is {'empty' if path.exists() else 'missing'}, but "
+                f"{path.parent / 'objects'} holds blobs: the store's registry was lost",
+                hint="run `vbstore fsck --rebuild`: it rebuilds the registry from the blobs "
+                     "(refs and cached derivations do not come back)")
         try:
             if read_only:
                 self.conn = _connect_read_only(path)
@@ -271,6 +285,25 @@ def _refuse_newer(path: Path, version: int) -> None:
 
 def now() -> float:
     return time.time()
+
+
+def _lost(path: Path) -> bool:
+    """Whether ``path`` is missing or empty while the store's ``objects/`` holds blobs."""
+    try:
+        if path.stat().st_size > 0:
+            return False
+    except FileNotFoundError:
+        pass
+    try:
+        with os.scandir(path.parent / "objects") as fans:
+            for fan in fans:
+                if len(fan.name) == 2 and fan.is_dir(follow_symlinks=False):
+                    with os.scandir(fan.path) as blobs:
+                        if next(blobs, None) is not None:
+                            return True
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return False
 
 
 def _no_wal_index(path: Path) -> bool:

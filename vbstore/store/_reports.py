@@ -27,6 +27,13 @@ class GcReport:
     warnings: list[str] = field(default_factory=list)
     # (registry id, kind, bytes freed: 0 if it was evicted before) of each removed object
     _rows: list[tuple] = field(default_factory=list, init=False, repr=False)
+    # (name, bytes) of each temp file a dead writer left in tmp/
+    _temps: list[tuple[str, int]] = field(default_factory=list, init=False, repr=False)
+
+    @property
+    def temp_removed(self) -> list[str]:
+        """The temp files of dead writers removed from ``tmp/`` (partial writes)."""
+        return [name for name, _ in self._temps]
 
     @property
     def removed(self) -> list[dict[str, Any]]:
@@ -53,14 +60,15 @@ class GcReport:
 
     @property
     def freed_bytes(self) -> int:
-        return self.removed_bytes + sum(o["size"] for o in self.evicted)
+        return (self.removed_bytes + sum(o["size"] for o in self.evicted)
+                + sum(size for _, size in self._temps))
 
     def as_dict(self, itemize: bool = True) -> dict[str, Any]:
         """The report as JSON; without ``itemize``, the totals only (no ``removed`` list)."""
         return {"dry_run": self.dry_run, **({"removed": self.removed} if itemize else {}),
                 "removed_count": self.removed_count, "removed_by_kind": self.removed_by_kind,
                 "evicted": self.evicted, "kept": self.kept, "freed_bytes": self.freed_bytes,
-                "warnings": self.warnings}
+                "temp_removed": self.temp_removed, "warnings": self.warnings}
 
 
 @dataclass

@@ -14,11 +14,13 @@ from typing import Any, BinaryIO
 from .. import canonical
 from ..errors import (
     AmbiguousPrefix,
+    BlobMissing,
     CorruptObject,
     ObjectNotFound,
     StoreIOError,
     StoreReadOnly,
     UsageError,
+    VbstoreError,
 )
 from . import _kinds, _schemas
 from ._base import Edges
@@ -316,15 +318,28 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         """
         path = self.files.path(oid)
         if not path.is_file():
-            raise ObjectNotFound(oid)
+            raise self._not_found(oid)
         return path
 
     def open(self, oid: str) -> BinaryIO:
-        """Open a blob for reading (not verified: use :meth:`verify` or :meth:`read_json`)."""
+        """Open a blob for reading (not verified: use :meth:`verify` or :meth:`read_json`).
+
+        Raises:
+            ObjectNotFound: no such blob; a :class:`~vbstore.errors.BlobMissing` when the
+                registry lists it (its blob was removed or lost).
+        """
         try:
             return open(self.files.path(oid), "rb")
         except FileNotFoundError:
-            raise ObjectNotFound(oid) from None
+            raise self._not_found(oid) from None
+
+    def _not_found(self, oid: str) -> ObjectNotFound:
+        """The error for an absent blob: the registry says whether it should be there."""
+        try:
+            row = self.db.one("SELECT kind, evicted_at FROM objects WHERE id=?", (db_id(oid),))
+        except (VbstoreError, ValueError):  # a damaged registry, an id that is not hex
+            row = None
+        return ObjectNotFound(oid) if row is None else BlobMissing(oid, row[0], row[1] is not None)
 
     def read_bytes(self, oid: str, verify: bool = False) -> bytes:
         """The blob's bytes; with ``verify`` they are re-hashed first.
