@@ -276,3 +276,21 @@ def test_a_library_warning_is_one_line_in_the_command(shapes, tmp_path):
     assert "warning: applying a mismatched head: weights is" in proc.stderr
     assert "HeadMismatchWarning" not in proc.stderr  # not Python's file:line report
     assert "load_head(" not in proc.stderr
+
+
+def test_backbone_flags_without_backbone_are_refused_by_import_and_pull_head(run, tmp_path):
+    # --weights/--backbone-seed/--input-size describe --backbone: alone they checked nothing
+    head = tmp_path / "h.safetensors"
+    head.write_bytes(b"not read")
+    cases = {
+        "import head": run("import", "head", str(head), "--weights", "random",
+                           "--backbone-seed", "1"),
+        "pull head": run("pull", "head", "nowhere/h", "--input-size", "32"),
+    }
+    for name, result in cases.items():
+        assert result.exit_code == 2, (name, result.output)
+        assert "describe --backbone, which is not given" in result.output, name
+        assert result.output.count("\n") == 1, (name, result.output)
+    assert "--weights, --backbone-seed describe" in cases["import head"].output
+    objects = tmp_path / "s" / "objects"
+    assert not objects.exists() or not any(p.is_file() for p in objects.rglob("*"))

@@ -111,6 +111,19 @@ def head_check_options(func):
     return func
 
 
+def _check_described(backbone: str | None, weights: str, backbone_seed: int | None,
+                     input_size: int | None) -> None:
+    """Refuse flags that describe ``--backbone`` when none is given (they would check nothing)."""
+    given = [flag for flag, value in (("--weights", weights != "default"),
+                                      ("--backbone-seed", backbone_seed is not None),
+                                      ("--input-size", input_size is not None)) if value]
+    if backbone is None and given:
+        raise UsageError(f"{', '.join(given)} describe --backbone, which is not given, so "
+                         "nothing would be checked",
+                         hint="add --backbone SPEC to refuse a head trained on other weights, "
+                              f"or drop {', '.join(given)}")
+
+
 @pull.command("head")
 @click.argument("target", metavar="REMOTE/NAME")
 @click.option("--revision", default=None, metavar="SHA",
@@ -136,6 +149,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
     from ..remotes import pull as do_pull
 
     check_seed(weights, backbone_seed)  # before anything is fetched
+    _check_described(backbone, weights, backbone_seed, input_size)
     problems: list[str] = []
     records: list[dict] = []
 
@@ -216,6 +230,7 @@ def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_see
     from ..heads import import_head
 
     check_seed(weights, backbone_seed)
+    _check_described(backbone, weights, backbone_seed, input_size)
     expected = (_expected(store, backbone, weights, backbone_seed, input_size)
                 if backbone is not None else None)
     name = as_name or Path(file).name.removesuffix(".safetensors")
