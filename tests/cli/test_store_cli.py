@@ -173,6 +173,8 @@ def test_show_says_evicted_only_while_the_blob_is_gone(run, tmp_path):
     assert f"moved aside {oid[:12]}" in repair.output
     gone = run("show", oid)
     assert "EVICTED" in gone.output  # moved aside, no remote: really gone
+    # a put blob is no derivation's output: nothing would make it again
+    assert "not recomputable: put, import or pull it again" in gone.output
     assert json.loads(run("show", oid, "--json").output)["present"] is False
     path.write_bytes(b"payload")  # the user puts the good bytes back...
     again = run("fsck", "--repair")
@@ -224,3 +226,26 @@ def test_a_registered_object_whose_blob_is_gone_says_so_and_what_to_do(run, tmp_
         assert "missing" in line
         assert "fsck --repair" in line
         assert "vbstore ls" not in line
+
+
+def test_show_says_how_an_evicted_object_comes_back(tmp_path, run):
+    import torch
+
+    from vbstore import Store
+    from vbstore.data import load_manifest, make_shapes
+
+    shapes = make_shapes(tmp_path / "shapes", per_class=1, size=16)
+    with Store(tmp_path / "s") as s:
+        made = load_manifest(s, shapes, split="val").id  # read from files: a get remakes it
+        given = s.put_tensors({"w": torch.ones(4)}, kind="tensors")  # handed in: nothing does
+        paths = [s.files.path(oid) for oid in (made, given)]
+    for path in paths:
+        os.chmod(path, 0o644)
+        path.write_bytes(b"tampered")
+    repair = run("fsck", "--repair").output  # both moved aside, kept as evicted rows
+    assert f"moved aside {made[:12]}" in repair
+    assert f"moved aside {given[:12]}" in repair
+    assert "EVICTED (recomputable: the command that made it makes it again)" in \
+        run("show", made).output
+    assert "EVICTED (not recomputable: put, import or pull it again)" in \
+        run("show", given).output

@@ -19,6 +19,17 @@ from ._lineage import render_lineage
 # commands (--help) imports every command module, and a cached get loads only what it reads.
 
 
+def _lost_how(kind: str) -> str:
+    """How an evicted object of ``kind`` comes back."""
+    if kind in _GIVEN_KINDS:
+        return "not recomputable: put, import or pull it again"
+    return "recomputable: the command that made it makes it again"
+
+
+# what a user hands the store (put, suite push, result import): nothing here can remake it
+_GIVEN_KINDS = frozenset({"blob", "tensors", "suite", "evaluation"})
+
+
 def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
 
@@ -90,7 +101,7 @@ def show(store, ref: str, as_json: bool) -> None:
         click.echo(f"{oid}  {info['kind']}  {human_size(info['size'])}")
         click.echo(f"created {_when(info['created'])}  last used {_when(info['last_used'])}"
                    f"  verified {_when(info['verified_at'])}"
-                   + ("  EVICTED (recomputable)" if info["evicted_at"] else ""))
+                   + (f"  EVICTED ({_lost_how(info['kind'])})" if info["evicted_at"] else ""))
         if not data["present"] and not info["evicted_at"]:
             click.echo("MISSING  its blob is gone from objects/: `vbstore fsck --repair` "
                        "re-fetches it from a remote, or forgets it so the next get recomputes it")
