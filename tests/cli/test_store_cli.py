@@ -174,7 +174,7 @@ def test_show_says_evicted_only_while_the_blob_is_gone(run, tmp_path):
     gone = run("show", oid)
     assert "EVICTED" in gone.output  # moved aside, no remote: really gone
     # a put blob is no derivation's output: nothing would make it again
-    assert "not recomputable: put, import or pull it again" in gone.output
+    assert "not recomputable: put, push or pull it again" in gone.output
     assert json.loads(run("show", oid, "--json").output)["present"] is False
     path.write_bytes(b"payload")  # the user puts the good bytes back...
     again = run("fsck", "--repair")
@@ -247,5 +247,5 @@ def test_show_says_how_an_evicted_object_comes_back(tmp_path, run):
     assert f"moved aside {given[:12]}" in repair
     assert "EVICTED (recomputable: the command that made it makes it again)" in \
         run("show", made).output
-    assert "EVICTED (not recomputable: put, import or pull it again)" in \
+    assert "EVICTED (not recomputable: put, push or pull it again)" in \
         run("show", given).output

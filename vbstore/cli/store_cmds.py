@@ -21,13 +21,16 @@ from ._lineage import render_lineage
 
 def _lost_how(kind: str) -> str:
     """How an evicted object of ``kind`` comes back."""
-    if kind in _GIVEN_KINDS:
-        return "not recomputable: put, import or pull it again"
-    return "recomputable: the command that made it makes it again"
+    return _COMES_BACK.get(kind, "recomputable: the command that made it makes it again")
 
 
-# what a user hands the store (put, suite push, result import): nothing here can remake it
-_GIVEN_KINDS = frozenset({"blob", "tensors", "suite", "evaluation"})
+# what a user hands the store (put, suite push, result import): nothing here remakes it alone
+_COMES_BACK = {
+    **dict.fromkeys(("blob", "tensors", "suite"),
+                    "not recomputable: put, push or pull it again"),
+    "evaluation": "get result --suite makes it again from its result; an imported one: import "
+                  "it again",
+}
 
 
 def _when(ts: float | None) -> str:
