@@ -17,7 +17,15 @@ from typing import Any
 
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
 from ._kinds import KIND_NAMES, TargetsSeen, target_kind
-from ._load import LAYOUTS, OPTIONS, load_manifest, local_folder, peek_targets
+from ._load import (
+    LAYOUTS,
+    OPTIONS,
+    Listing,
+    list_split,
+    load_manifest,
+    local_folder,
+    store_listing,
+)
 from ._manifest import manifest_digest
 from ._navi import is_navi
 from ._packaged import SOURCES
@@ -46,6 +54,7 @@ __all__ = [
     "SHAPES",
     "SOURCES",
     "VOC_CLASSES",
+    "Listing",
     "ManifestView",
     "TargetsSeen",
     "align",
@@ -58,16 +67,17 @@ __all__ = [
     "image_sizes",
     "is_coco",
     "is_navi",
+    "list_split",
     "load_manifest",
     "local_folder",
     "make_scenes",
     "make_shapes",
     "manifest_digest",
     "parse_boxes",
-    "peek_targets",
     "png_bytes",
     "random_homography",
     "read_verified",
+    "store_listing",
     "target_kind",
     "view_homographies",
     "warp_image",

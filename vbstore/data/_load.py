@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +85,6 @@ def load_manifest(
     limit: int | None = None,
     *,
     touch: bool = True,
-    expect: Callable[[TargetsSeen], None] | None = None,
     **layout_options: Any,
 ) -> ManifestView:
     """Read a dataset split into a stored ``manifest`` and return it with its local root.
@@ -108,8 +108,6 @@ def load_manifest(
             ``image_column``/``label_column`` (hf).
         touch: Refresh a stored manifest's ``last_used`` (a registry write); the engine passes
             False and touches the manifests itself once it knows they are needed.
-        expect: Called with the split's targets as listed, before any file is hashed or anything
-            stored: it may refuse them (the engine checks them against the task's kind).
 
     Returns:
         The stored manifest, its id, and the absolute folder its sample names resolve against.
@@ -121,9 +119,42 @@ def load_manifest(
             missing, unreadable or corrupt files; the first paths and the count are named and
             nothing is written to the store.
     """
+    return store_listing(store, list_split(store, data, split, limit, **layout_options),
+                         touch=touch)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A split as listed, before any file is hashed or anything stored: what
+    :func:`store_listing` turns into its manifest, and whose targets a caller can judge first.
+
+    Attributes:
+        scan: The layout's listing of the split.
+        source: The external source it came from, if any.
+        limit: The per-class (or overall) limit the manifest will record.
+    """
+
+    scan: Scan
+    source: Source | None
+    limit: int | None
+
+    @property
+    def targets(self) -> TargetsSeen:
+        """The split's targets as listed (the engine checks them against the task's kind)."""
+        return targets_seen(self.scan.layout, self.scan.root, self.scan.target_type)
+
+
+def list_split(store, data: str | Path, split: str | None = None, limit: int | None = None,
+               **layout_options: Any) -> Listing:
+    """The first half of :func:`load_manifest`: list the split, hash and store nothing (a
+    named source is still materialised). Same arguments and errors as it."""
     scan, source = _scan_data(store, data, split, limit, layout_options)
-    if expect is not None:
-        expect(targets_seen(scan.layout, scan.root, scan.target_type))
+    return Listing(scan, source, limit)
+
+
+def store_listing(store, listing: Listing, *, touch: bool = True) -> ManifestView:
+    """The second half of :func:`load_manifest`: the listed split's manifest, stored."""
+    scan, source, limit = listing.scan, listing.source, listing.limit
     entries = kept_entries(scan, limit)
     files = file_states(scan, entries)
     key = None if files is None else state_key(scan, limit, entries, files)
@@ -148,18 +179,6 @@ def load_manifest(
     if alias is not None:
         store.set_alias(alias, oid)
     return ManifestView(scan.root, oid, doc, files=files)
-
-
-def peek_targets(store, data: str | Path, split: str | None = None,
-                 **layout_options: Any) -> TargetsSeen:
-    """The targets ``load_manifest`` would find, from the listing alone: nothing is hashed or
-    stored (a named source is still materialised, as for ``load_manifest``).
-
-    Raises:
-        UsageError, BadInput: as :func:`load_manifest`.
-    """
-    scan, _ = _scan_data(store, data, split, None, layout_options)
-    return targets_seen(scan.layout, scan.root, scan.target_type)
 
 
 def _scan_data(store, data: str | Path, split: str | None, limit: int | None,

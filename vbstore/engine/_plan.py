@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backbones import parse_spec
-from ..data import ManifestView, find_warped_views, is_navi, load_manifest
+from ..data import Listing, ManifestView, find_warped_views, is_navi, list_split, store_listing
 from ..errors import UsageError
 from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams, extractor_key
@@ -199,16 +199,18 @@ def data_options_for(task: Task, options: Mapping[str, Any], source: Any = None)
     return out
 
 
-def _manifest(store, ref, flag: str, task: Task):
+def _listing(store, ref, flag: str, task: Task) -> Listing:
+    """``ref``'s split listed and its targets checked against ``task``; nothing stored yet."""
     options = data_options_for(task, ref.options, ref.source)
     data_flag = "--data" if flag == "--split" else "--train-data"
     try:
-        return load_manifest(store, ref.source, split=ref.split, limit=ref.limit, touch=False,
-                             expect=lambda seen: check_targets(task, seen, data_flag), **options)
+        listing = list_split(store, ref.source, split=ref.split, limit=ref.limit, **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)
         raise
+    check_targets(task, listing.targets, data_flag)
+    return listing
 
 
 def _check_text(task: Task, spec: Any) -> None:
@@ -288,18 +290,14 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         raise
     task_params = store_param_files(store, task, params)
     _check_text(task, request.backbone.spec)
-    # the data before the backbone: a split the task cannot read is refused (its targets are
-    # checked on the listing) before a model is built or anything stored. Training data read
-    # otherwise than the eval data is listed first too, so the eval manifest is not stored
-    # before it is refused (read alike, the eval split's check refuses both first).
-    train = request.train
-    if train is not None and (train.source, train.options) != (request.data.source,
-                                                               request.data.options):
-        explain_mismatch(store, task, train, "--train-data",
-                         data_options_for(task, train.options, train.source))
-    eval_m = _manifest(store, request.data, "--split", task)
-    train_m = (_manifest(store, request.train, "--train-split", task)
+    # the data before the backbone, and both splits listed before either is stored: a split
+    # the task cannot read is refused (its targets are checked on the listing) before a model is
+    # built or anything stored, and each split is listed once
+    eval_l = _listing(store, request.data, "--split", task)
+    train_l = (_listing(store, request.train, "--train-split", task)
                if request.train is not None else None)
+    eval_m = store_listing(store, eval_l, touch=False)
+    train_m = store_listing(store, train_l, touch=False) if train_l is not None else None
     ref = backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list

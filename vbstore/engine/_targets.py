@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data import KIND_NAMES, TargetsSeen, peek_targets
+from ..data import KIND_NAMES, TargetsSeen, list_split
 from ..errors import UsageError, VbstoreError
 from ..tasks import Task, get_task, list_tasks
 
@@ -62,7 +62,7 @@ def explain_mismatch(store, task: Task, data: Any, flag: str, options: dict[str,
     ``load_manifest`` to report, with its flags.
     """
     try:
-        seen = peek_targets(store, data.source, split=data.split, **options)
+        seen = list_split(store, data.source, split=data.split, **options).targets
     except VbstoreError:
         return
     check_targets(task, seen, flag)
