@@ -195,14 +195,6 @@ def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
     assert vbstore.get_result("test_vit", task, SCENES, SCENES, **kw).from_cache
 
 
-def test_depth_png_without_a_scale_is_refused():
-    from vbstore.errors import UsageError
-
-    with pytest.raises(UsageError, match="target_scale=1000"):
-        vbstore.get_result("test_vit", "depth", SCENES, SCENES, data_options={"target": "depth"},
-                           params={"epochs": 1}, **DENSE_KW)
-
-
 def test_binary_masks_stored_as_0_255_are_named_not_learned_as_background():
     """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the
     fix."""

@@ -37,7 +37,6 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
     """
     from ..backbones import WeightsUnavailable
     from ..engine import baseline_metrics, get_result, open_dense_result, scenes_setup
-    from ..tasks import DenseTask, get_task
 
     if task not in task_names():
         raise UsageError(f"the demo runs classification or a dense probe, not {task!r}",
@@ -70,10 +69,8 @@ def dense_demo(store, task: str, backbone: str, weights: str, per_split: int, si
     start = time.perf_counter()
     second = run()
     again = time.perf_counter() - start
-    spec = get_task(task)
-    assert isinstance(spec, DenseTask)  # scenes_setup refused any other task
-    trivial = baseline_metrics(open_dense_result(store, first.id, data, split="val",
-                                                 data_options=options))
+    view = open_dense_result(store, first.id, data, split="val", data_options=options)
+    spec, trivial = view.task, baseline_metrics(view)
     metric = spec.headline
     direction = next(m.direction for m in spec.metrics if m.name == metric)
     value, base = first.metrics[metric], trivial[metric]

@@ -79,7 +79,8 @@ def _command(task: Task) -> click.Command:
         emit(as_json, result.as_dict(), lambda: print_result(result))
 
     metrics = ", ".join(m.name for m in task.metrics)
-    kind = "zero-shot" if task.zero_shot else "trains a head on --train-data"
+    shape = task.shape_spec
+    kind = shape.kind.replace("trains a head", "trains a head on --train-data")
     summary = (type(task).__doc__ or task.name).strip().splitlines()[0]
     doc = (f"{summary}\n\nData: {task.data_layout}.\n\n"
            f"Metrics: {metrics} (headline {task.headline}); {kind}.")
@@ -95,20 +96,20 @@ def _command(task: Task) -> click.Command:
                      help="A task parameter as KEY=VALUE (for scripts; same as the flags)."),
         click.option("--dry-run", is_flag=True, help="Print the plan and compute nothing."),
     ]
-    if task.trains_head:
-        options += [
-            click.option("--train-data", default=None,
-                         help="Training data (the head is fit on it)."),
-            click.option("--train-split", default=None, help="Split of --train-data to train on."),
-            click.option("--train-limit", type=click.IntRange(min=1), default=None,
-                         help="Per-class (or total) cap on training samples."),
-            # a dense task's own `head` parameter (linear|dpt) keeps --head; the stored head moves
-            click.option("--apply-head" if "head" in task.params else "--head", "head",
-                         default=None,
-                         help="Apply this stored head (id or ref) instead of training one."),
-            click.option("--no-strict", is_flag=True,
-                         help="Apply a mismatched head anyway (warns)."),
-        ]
+    # the training flags, for a shape that takes training data
+    options += shape.train_input([
+        click.option("--train-data", default=None,
+                     help="Training data (the head is fit on it)."),
+        click.option("--train-split", default=None, help="Split of --train-data to train on."),
+        click.option("--train-limit", type=click.IntRange(min=1), default=None,
+                     help="Per-class (or total) cap on training samples."),
+        # a dense task's own `head` parameter (linear|dpt) keeps --head; the stored head moves
+        click.option("--apply-head" if "head" in task.params else "--head", "head",
+                     default=None,
+                     help="Apply this stored head (id or ref) instead of training one."),
+        click.option("--no-strict", is_flag=True,
+                     help="Apply a mismatched head anyway (warns)."),
+    ]) or []
     func = data_layout_options(with_store(run))
     func = json_option(executor_options(func))
     for option in reversed(options):

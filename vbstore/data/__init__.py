@@ -16,7 +16,16 @@ import importlib
 from typing import Any
 
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
-from ._kinds import KIND_NAMES, TargetsSeen, target_kind
+from ._kinds import (
+    DataOption,
+    TargetKind,
+    TargetsSeen,
+    describe_kind,
+    get_target_kind,
+    list_target_kinds,
+    register_target_kind,
+    target_kind,
+)
 from ._load import (
     LAYOUTS,
     OPTIONS,
@@ -45,7 +54,6 @@ _RENAMED = {"SCENE_CLASSES": "CLASSES", "SCENE_TARGETS": "TARGETS"}
 
 __all__ = [
     "IMAGE_EXTENSIONS",
-    "KIND_NAMES",
     "LAYOUTS",
     "MAX_IMAGE_PIXELS",
     "OPTIONS",
@@ -54,8 +62,10 @@ __all__ = [
     "SHAPES",
     "SOURCES",
     "VOC_CLASSES",
+    "DataOption",
     "Listing",
     "ManifestView",
+    "TargetKind",
     "TargetsSeen",
     "align",
     "align_boxes",
@@ -63,11 +73,14 @@ __all__ = [
     "coco_index",
     "coco_mask",
     "decode_target",
+    "describe_kind",
     "find_warped_views",
+    "get_target_kind",
     "image_sizes",
     "is_coco",
     "is_navi",
     "list_split",
+    "list_target_kinds",
     "load_manifest",
     "local_folder",
     "make_scenes",
@@ -77,6 +90,7 @@ __all__ = [
     "png_bytes",
     "random_homography",
     "read_verified",
+    "register_target_kind",
     "store_listing",
     "target_kind",
     "view_homographies",

@@ -1,79 +1,176 @@
-"""What a split's targets are, in the words tasks declare theirs with (``target_kind``).
+"""Target kinds: what a split's targets are, declared once.
+
+A *target kind* (``class_index``, ``depth_map``, ``boxes``...) is what a task declares it reads
+(``Task.target_kind``) and what a split holds. Each kind is one :class:`TargetKind` in this
+registry: its description, the layouts and folder names that carry it, how its per-sample
+targets are read (pooled tasks) or its per-pixel targets read, decoded and given the image's
+resize and crop (dense tasks), its data options (``target_scale``...) and the check that refuses
+a split before anything is stored. A user's new kind registers through
+:func:`register_target_kind`, as the built-ins below do.
 
 A manifest records its ``target_type``: how a list or folder labels its images (``class``,
 ``multi_label``, ``captions``...), a layout's own kind (``boxes``, ``pairs``, ``triplets``), or,
 for per-pixel targets, the target folder's name. The folder names of the datasets vbstore reads
 (scenes, NYUv2, Taskonomy, VOC) say what their files hold, so a task can refuse a split of the
-wrong kind before a feature is extracted (``semantic_segmentation`` on depth maps). A name not
-listed here (``target_type=`` declares one) is not judged.
+wrong kind before a feature is extracted (``semantic_segmentation`` on depth maps). A name no
+kind claims (``target_type=`` declares one) is not judged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from ..errors import BadInput, UsageError
 from ._files import subdirs
 
-# target_type -> target kind (vbstore.tasks.TargetKind); None: nothing to compare (no targets)
-_KINDS: dict[str, str | None] = {
-    "class": "class_index",
-    "multi_label": "multi_hot",
-    "captions": "captions",
-    "boxes": "boxes",
-    "pairs": "pairs",
-    "keypoint_pairs": "pairs",
-    "triplets": "triplets",
-    "image": "image",
-    "images": "image",
-    "none": None,
-    # per-pixel target folders (case-insensitive)
-    "labels": "label_map",
-    "masks": "label_map",
-    "segmentationclass": "label_map",
-    "segmentationclassaug": "label_map",
-    "segment_semantic": "label_map",
-    "depth": "depth_map",
-    "depth_zbuffer": "depth_map",
-    "depth_euclidean": "depth_map",
-    "normals": "normal_map",
-    "normal": "normal_map",
-    "edges": "scalar_map",
-    "edge_texture": "scalar_map",
-    "occlusion_edges": "scalar_map",
-    "edge_occlusion": "scalar_map",
-    "keypoints": "scalar_map",
-    "keypoints2d": "scalar_map",
-}
-_PREFIXES = {"labels_": "label_map", "depth_": "depth_map"}  # NYUv2's labels_40, labels_13...
+# Local imports: numpy and the decoders (._targets, ._boxes) load where targets are read; a
+# cached `get` only looks kinds up by name.
 
-# the folder that holds the images, per layout, beside the target folders
-_IMAGE_DIRS = {"dense": "images", "nyu": "rgb", "taskonomy": "rgb"}
+# a dataset's own statement of its targets' data options, beside its split folders
+TARGETS_FILE = "targets.json"
 
-KIND_NAMES = {
-    "class_index": "one class label per image",
-    "multi_hot": "class labels per image",
-    "captions": "captions",
-    "label_map": "label maps (a class index per pixel)",
-    "depth_map": "depth maps",
-    "normal_map": "surface-normal maps",
-    "scalar_map": "continuous per-pixel maps (edges, keypoint responses)",
-    "image": "images alone",
-    "boxes": "boxes",
-    "instances": "instance masks",
-    "pairs": "image pairs",
-    "triplets": "2AFC triplets",
-}
+
+@dataclass(frozen=True)
+class DataOption:
+    """A per-kind data option: a fact about how the data stores its targets.
+
+    Attributes:
+        name: The option (``target_scale``); a task parameter of that name receives it.
+        help: One line for the docs and errors.
+    """
+
+    name: str
+    help: str
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    """One kind of target, declared once.
+
+    Attributes:
+        name: What a task declares (``target_kind = "depth_map"``).
+        description: In words (``depth maps``), for errors and help.
+        layout: The data layout that carries it, in words (``vbstore run TASK --help``).
+        folders: ``target_type`` values and target folder names (lower case) that hold it.
+        prefixes: Folder-name prefixes that hold it (NYUv2's ``labels_40``...).
+        also_reads: Other kinds of data a task of this kind reads (``*``: any).
+        per_pixel: Read by dense tasks, a target per pixel (or per box) of the backbone's input.
+        read: Per-pixel kinds: ``(reader, position) -> array`` for row ``position`` of a dense
+            split, read, decoded and given the image's resize and crop (:class:`TargetReader`).
+        per_sample: Pooled kinds: ``(manifest, classes) -> array`` of the split's targets
+            (None: the targets come another way, e.g. captions in a zero-shot context).
+        rows_index_features: Each target row names feature rows (triplets, pairs): a bootstrap
+            draws target rows alone.
+        options: The data options its data may need (``target_scale``).
+        check: ``(target_files, options) -> None``: refuses, at plan time, a split whose targets
+            cannot be read with these options (a depth PNG without its scale); None: any.
+        layout_options: ``(options, source) -> options``: the layout options a split of this
+            kind is read with by default (``images``: the images alone).
+    """
+
+    name: str
+    description: str
+    layout: str
+    folders: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    also_reads: tuple[str, ...] = ()
+    per_pixel: bool = False
+    read: Callable[[Any, int], Any] | None = None
+    per_sample: Callable[[Any, Any], Any] | None = None
+    rows_index_features: bool = False
+    options: tuple[DataOption, ...] = ()
+    check: Callable[[list[Path], Mapping[str, Any]], None] | None = None
+    layout_options: Callable[[dict[str, Any], Any], dict[str, Any]] = field(
+        default=lambda options, source: options)
+
+    def reads(self, data_kind: str) -> bool:
+        """Whether a task declaring this kind reads targets of ``data_kind``."""
+        return "*" in self.also_reads or data_kind in (self.name, *self.also_reads)
+
+    def reads_strictly(self) -> tuple[str, ...]:
+        """The kinds of data made for this kind (its own and ``also_reads``, never ``*``)."""
+        return tuple(k for k in (self.name, *self.also_reads) if k != "*")
+
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
+
+
+_KINDS: dict[str, TargetKind] = {}
+
+
+def register_target_kind(kind: TargetKind) -> TargetKind:
+    """Register ``kind`` (a user's kind goes through here, as the built-ins do).
+
+    Raises:
+        UsageError: the name is taken, or a folder name is claimed by another kind.
+    """
+    if kind.name in _KINDS:
+        raise UsageError(f"target kind {kind.name!r} is already registered",
+                         hint="register yours under another name")
+    for folder in kind.folders:
+        owner = next((k.name for k in _KINDS.values() if folder.lower() in k.folders), None)
+        if owner is not None:
+            raise UsageError(f"target folder {folder!r} already means {owner}",
+                             hint="name your kind's folders otherwise")
+    if kind.per_pixel and kind.read is None:
+        raise UsageError(f"per-pixel target kind {kind.name!r} declares no read")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def get_target_kind(name: str) -> TargetKind:
+    """The registered kind ``name``.
+
+    Raises:
+        UsageError: no such kind (the message lists them).
+    """
+    _builtins()
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise UsageError(f"unknown target kind {name!r}",
+                         hint=f"kinds: {', '.join(sorted(_KINDS))}") from None
+
+
+def list_target_kinds() -> list[str]:
+    """The registered kinds' names, sorted."""
+    _builtins()
+    return sorted(_KINDS)
+
+
+def _builtins() -> None:
+    if "class_index" not in _KINDS:
+        from . import _kinds_builtin  # noqa: F401 - registers the built-in kinds
 
 
 def target_kind(target_type: str | None) -> str | None:
-    """The kind of targets a ``target_type`` names; None when it is not one vbstore knows."""
+    """The kind of targets a ``target_type`` names; None when no kind claims it."""
     if target_type is None:
         return None
+    _builtins()
     name = target_type.lower()
-    if name in _KINDS:
-        return _KINDS[name]
-    return next((kind for prefix, kind in _PREFIXES.items() if name.startswith(prefix)), None)
+    if name == "none":
+        return None
+    for kind in _KINDS.values():
+        if name in kind.folders:
+            return kind.name
+    return next((kind.name for kind in _KINDS.values()
+                 if any(name.startswith(p) for p in kind.prefixes)), None)
+
+
+def describe_kind(name: str | None) -> str:
+    """A kind in words (its name when unknown)."""
+    _builtins()
+    kind = _KINDS.get(name or "")
+    return kind.description if kind is not None else str(name)
+
+
+# the folder that holds the images, per layout, beside the target folders
+_IMAGE_DIRS = {"dense": "images", "nyu": "rgb", "taskonomy": "rgb"}
 
 
 @dataclass(frozen=True)
@@ -85,16 +182,54 @@ class TargetsSeen:
         kind: :func:`target_kind` of it (None: not judged).
         folders: The other target folders beside the images, by name, with their kinds (dense,
             NYUv2 and Taskonomy layouts; empty for others): what ``--target`` could pick.
+        options: The data options the dataset states for these targets (its
+            ``targets.json``), e.g. ``{"target_scale": 1000.0}`` for scenes' depth PNGs.
+        files: The target files of the kept samples (per-pixel layouts), for the kind's check.
     """
 
     target_type: str
     kind: str | None
     folders: dict[str, str | None]
+    options: dict[str, Any] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
 
 
-def targets_seen(layout: str, root: Path, target_type: str) -> TargetsSeen:
+def stated_options(root: Path, target_type: str) -> dict[str, Any]:
+    """The data options a dataset states for its ``target_type`` targets: ``targets.json`` in
+    the split folder or the dataset folder above it, ``{"<target folder>": {"target_scale":
+    1000}}``.
+
+    Raises:
+        BadInput: the file is not such a JSON object.
+    """
+    for folder in (root, root.parent):
+        path = folder / TARGETS_FILE
+        if not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise BadInput("an unreadable targets.json", [(str(path), str(exc))]) from None
+        entry = doc.get(target_type, {}) if isinstance(doc, dict) else None
+        if not isinstance(entry, dict):
+            raise BadInput("a targets.json that is not {target folder: {option: value}}",
+                           [(str(path), f"{target_type}: {entry!r}")])
+        return dict(entry)
+    return {}
+
+
+def targets_seen(layout: str, root: Path, target_type: str,
+                 files: list[Path] | None = None) -> TargetsSeen:
     """The :class:`TargetsSeen` of a scanned split (``root``: the split's folder)."""
     image_dir = _IMAGE_DIRS.get(layout)
     folders = ({name: target_kind(name) for name in subdirs(root) if name != image_dir}
                if image_dir is not None and root.is_dir() else {})
-    return TargetsSeen(target_type, target_kind(target_type), folders)
+    options = stated_options(root, target_type) if image_dir is not None else {}
+    return TargetsSeen(target_type, target_kind(target_type), folders, options, files or [])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KIND_NAMES":  # kind -> description, as before the registry
+        _builtins()
+        return {k.name: k.description for k in _KINDS.values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

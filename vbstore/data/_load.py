@@ -141,7 +141,9 @@ class Listing:
     @property
     def targets(self) -> TargetsSeen:
         """The split's targets as listed (the engine checks them against the task's kind)."""
-        return targets_seen(self.scan.layout, self.scan.root, self.scan.target_type)
+        scan = self.scan
+        files = [scan.root / e.target_name for e in scan.entries if e.target_name]
+        return targets_seen(scan.layout, scan.root, scan.target_type, files)
 
 
 def list_split(store, data: str | Path, split: str | None = None, limit: int | None = None,

@@ -98,9 +98,11 @@ def materialise(store, source: str, rest: str) -> Path:
         # v2: second views, flow and pairs.csv, instances and boxes beside the v1 files (whose
         # bytes are unchanged)
         name = "scenes-v2-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
-        from ._scenes import make_scenes  # numpy, only when scenes are asked for
+        from ._scenes import make_scenes, state_target_options  # numpy: only for scenes
 
-        return once(datasets / name, lambda tmp: make_scenes(tmp, **params))
+        root = once(datasets / name, lambda tmp: make_scenes(tmp, **params))
+        state_target_options(root)  # a folder made before scenes stated its depth unit
+        return root
     if source == "triplets":
         params = _generated_params("triplets", rest, _TRIPLETS_DEFAULTS)
         name = "triplets-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))

@@ -45,6 +45,7 @@ everywhere, and a larger ``per_split`` only adds images.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -52,12 +53,15 @@ import numpy as np
 from .. import canonical
 from ..canonical import digest
 from ..errors import UsageError
+from ._kinds import TARGETS_FILE
 from ._png import png_bytes, write_png
 
 CLASSES = ("floor", "wall", "box", "sphere")
 TARGETS = ("labels", "masks", "depth", "normals", "edges", "occlusion_edges", "keypoints",
            "instances")
 BOX_CLASSES = ("box", "sphere")
+# the data options scenes' targets need, stated in root/targets.json (docs/data.md)
+TARGET_OPTIONS = {"depth": {"target_scale": 1000.0}}
 SPLITS = ("train", "val")
 PALETTE = np.array([[128, 96, 64], [96, 128, 192], [220, 60, 60], [60, 200, 90]], np.uint8)
 MASK_PALETTE = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
@@ -416,4 +420,16 @@ def make_scenes(root: str | Path, per_split: int = 32, seed: int = 0, size: int 
                         + ",".join(repr(float(v)) for v in pose) + "\n")
         _write_pairs(root, split, rows)
     (root / "classes.txt").write_text("".join(f"{c}\n" for c in BOX_CLASSES), encoding="utf-8")
+    state_target_options(root)
     return root
+
+
+def state_target_options(root: Path) -> None:
+    """Write ``root/targets.json``, the data options of scenes' targets (depth PNGs are in
+    millimetres), unless it is there: a scenes folder states its own units, so depth on it
+    needs no ``-p target_scale``."""
+    path = root / TARGETS_FILE
+    if not path.exists():
+        tmp = path.with_name(f".{TARGETS_FILE}.{os.getpid()}")
+        tmp.write_bytes(canonical.dumps(TARGET_OPTIONS))
+        os.replace(tmp, path)

@@ -1,9 +1,9 @@
 """Executing a plan: features, heads, metrics and the result record.
 
-Everything here runs only on a cache miss; torch is imported lazily by the pieces it calls. A
-task reads its inputs through one of two feeds, chosen by its declared ``feature_mode``: pooled
-``(N, C)`` vectors with per-sample targets, or a :class:`PackSplit` that streams dense maps and
-per-pixel targets in batches.
+Everything here runs only on a cache miss; torch is imported lazily by the pieces it calls. The
+plan names the runner of the task's shape (``._runners``), which scores the eval featureset
+through a :class:`Feed`: pooled ``(N, C)`` vectors with per-sample targets, dense maps pooled to
+a grid, or a :class:`PackSplit` that streams dense maps and per-pixel targets in batches.
 """
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ from typing import Any
 
 from .. import __version__
 from ..backbones import BackboneCfg
-from ..data import warped_views
-from ..errors import UsageError
-from ..heads import head_record, load_head, save_head
+from ..data import get_target_kind, warped_views
+from ..heads import save_head
 from ..records import ResultRecord
 from ..store import derivation_key
-from ..tasks import BOX_TARGETS, KeypointPairs, WarpPairs, aggregate_seeds
+from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._cache import remote_fetch
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
-from ._plan import Plan, head_spec
-from ._requests import param_files
+from ._plan import Plan
+from ._runners import RUNNERS
+from ._steps import head_spec
 
 # Local imports: torch loads where tensors are made; a cached head (get_head) goes through this
 # module without it.
@@ -69,40 +69,38 @@ def versions() -> dict[str, str | None]:
 
 
 class Feed:
-    """A task's inputs for one featureset: pooled tensors or a dense split, loaded on first use."""
+    """A task's inputs for one featureset, loaded on first use: pooled vectors, dense maps
+    pooled to a grid, or a dense split; the runner of the task's shape picks which."""
 
     def __init__(self, plan: Plan, run: Run, features_id: str, manifest) -> None:
         self.plan, self.run, self.id, self.manifest = plan, run, features_id, manifest
         self._x: Any = None
+        self._grid: dict[int, Any] = {}
         self._split: Any = None
 
-    @property
-    def dense(self) -> bool:
-        """Whether the task reads a dense split (a pair task on dense maps reads vectors)."""
-        return self.plan.task.feature_mode == "dense" and self.plan.task.target_kind != "pairs"
-
-    def pooled(self):
+    def vectors(self):
+        """(N, C) pooled features."""
         if self._x is None:
-            if self.plan.task.feature_mode == "dense":  # pooled dense: the grid, average-pooled
-                self._x = self._grid_pooled(self.plan.task_params.get("grid", 1))
-            else:
-                from ..features import Features  # torch: only when features are read
+            from ..features import Features  # torch: only when features are read
 
-                self._x = Features(self.plan.store, self.id).pooled()
+            self._x = Features(self.plan.store, self.id).pooled()
         return self._x
 
-    def _grid_pooled(self, grid: int):
+    def grid_vectors(self, grid: int):
         """(N, C * grid * grid): each dense map of the last layer average-pooled to a grid x grid
         map of cells, flattened channel-major."""
-        import torch
+        if grid not in self._grid:
+            import torch
 
-        split, rows = self.split(), []
-        for start in range(0, len(split), 256):
-            feats = split.feats(list(range(start, min(start + 256, len(split)))))[-1]
-            rows.append(torch.nn.functional.adaptive_avg_pool2d(feats, grid).flatten(1))
-        return torch.cat(rows).cpu()
+            split, rows = self.split(), []
+            for start in range(0, len(split), 256):
+                feats = split.feats(list(range(start, min(start + 256, len(split)))))[-1]
+                rows.append(torch.nn.functional.adaptive_avg_pool2d(feats, grid).flatten(1))
+            self._grid[grid] = torch.cat(rows).cpu()
+        return self._grid[grid]
 
     def split(self):
+        """The dense split: feature maps and per-pixel targets, streamed in batches."""
         if self._split is None:
             from ._dense import PackSplit  # torch and numpy: only when a dense task computes
 
@@ -113,28 +111,17 @@ class Feed:
                                     resolve_device(self.run.device))
         return self._split
 
-    def width(self) -> int:
-        return self.split().channels[-1] if self.dense else int(self.pooled().shape[1])
-
     def targets(self, classes=None):
-        """Per-sample targets in the form ``task.target_kind`` asks for.
+        """Per-sample targets as the task's target kind reads them from the manifest (None:
+        they come another way, e.g. captions in a zero-shot context).
 
         ``classes`` (the training classes) re-indexes labels by class name, so an eval split read
         with another class list is still scored against the right head outputs.
         """
         import torch
 
-        kind = self.plan.task.target_kind
-        if kind == "class_index":
-            return torch.tensor(self.manifest.labels(classes=classes), dtype=torch.long)
-        if kind == "multi_hot":
-            return torch.as_tensor(self.manifest.multi_hot(classes=classes), dtype=torch.float32)
-        if kind == "triplets":  # [ref, left, right, left_vote, right_vote] rows of the manifest
-            return torch.tensor(self.manifest.doc.get("triplets") or [], dtype=torch.long)
-        if kind == "pairs":  # [a, b, qw, qx, qy, qz, tx, ty, tz] rows of the manifest
-            return torch.tensor(self.manifest.doc.get("pairs") or [],
-                                dtype=torch.float64).reshape(-1, 9)
-        return None
+        read = get_target_kind(self.plan.task.target_kind).per_sample
+        return None if read is None else torch.from_numpy(read(self.manifest, classes))
 
 
 def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
@@ -169,18 +156,14 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
                answered: dict[str, str] | None = None
                ) -> tuple[str, bool]:
     """Fit (or fetch) the head for one seed; return its id and whether it was trained now."""
-    store, task = plan.store, plan.task
+    store, task, runner = plan.store, plan.task, RUNNERS[plan.runner]
     spec = head_spec(task, plan.task_params, train.id, seed)
     classes = plan.train_m.doc.get("classes") or None
 
     def compute() -> str:
-        if train.dense:
-            state, train_metrics = task.fit_split(train.split(), plan.task_params, seed, classes)
-        else:
-            state, train_metrics = task.fit(train.pooled(), train.targets(), plan.task_params, seed,
-                                            classes)
-        record = {**compat(plan, train.id, train.width()), "params": plan.task_params, "seed": seed,
-                  "class_names": classes or [], "train_manifest": plan.train_m.id,
+        state, train_metrics = runner.fit(task, train, plan.task_params, seed, classes)
+        record = {**compat(plan, train.id, runner.width(train)), "params": plan.task_params,
+                  "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
                   "train_metrics": train_metrics}
         return save_head(store, state, record, edges={"features": train.id,
                                                       "train_manifest": plan.train_m.id})
@@ -196,77 +179,32 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
 
 
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
-    """Compute every missing input, evaluate, and store the result record; return its id."""
-    store, task = plan.store, plan.task
-    if task.target_kind in BOX_TARGETS:
-        _check_box_classes(plan)
+    """Compute every missing input, evaluate with the runner the plan names, and store the
+    result record; return its id."""
+    runner = RUNNERS[plan.runner]
+    runner.prepare(plan)
     evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
-    edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
-                             "eval_features": evaluation.id}
-    per_seed, train_metrics, comparable = [], [], True
-    draws: list[dict[str, Any]] = []  # bootstrap draws over eval samples, one set per head
-    skip = sample_ci_skip(task)
     start = time.perf_counter()
-    if task.views == "homography":
-        views = _views(plan, run, evaluation)
-        edges.update(views_manifest=views.manifest.id, views_features=views.id)
-        per_seed = [task.evaluate_views(_warp_pairs(plan, evaluation, views), plan.task_params)
-                    ] * len(plan.request.probe.seed_list)
-    elif task.views == "keypoints":
-        per_seed = [task.evaluate_views(_keypoint_pairs(plan, evaluation), plan.task_params)
-                    ] * len(plan.request.probe.seed_list)
-    elif task.zero_shot:
-        files = param_files(store, task, plan.task_params)
-        edges.update({key: plan.task_params[key] for key in files})  # gc keeps them with the result
-        per_seed = [_zero_shot(plan, evaluation, files)] * len(plan.request.probe.seed_list)
-        if not skip:
-            draws.append(_zero_shot_draws(plan, evaluation, run))
-    else:
-        if plan.head is not None:
-            heads = [plan.head]
-            classes = head_record(store, plan.head).get("class_names") or None
-        else:
-            train = Feed(plan, run, featureset(plan, run, plan.train_m, "train"), plan.train_m)
-            edges.update(train_manifest=plan.train_m.id, train_features=train.id)
-            heads = [train_head(plan, run, train, seed, fresh_heads)[0]
-                     for seed in plan.request.probe.seed_list]
-            classes = plan.train_m.classes
-        expected = compat(plan, evaluation.id, evaluation.width())
-        targets = None if evaluation.dense else evaluation.targets(classes)
-        for head in heads:
-            state, record, ok = load_head(store, head, expected, strict=plan.request.probe.strict)
-            comparable = comparable and ok
-            if evaluation.dense:
-                per_seed.append(task.evaluate_split(state, evaluation.split(), plan.task_params))
-            else:
-                assert targets is not None  # a trained pooled task has per-sample targets
-                per_seed.append(task.evaluate(state, evaluation.pooled(), targets,
-                                              plan.task_params))
-                if not skip:
-                    draws.append(_head_draws(plan, state, evaluation, targets, run))
-            train_metrics.append(record.get("train_metrics", {}))
-        if plan.head is not None:
-            per_seed = per_seed * len(plan.request.probe.seed_list)
-        edges["head"] = heads
+    scored = runner.score(plan, run, evaluation, fresh_heads)
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
-    result = _record(plan, run, per_seed, train_metrics, comparable, edges)
-    if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
+    edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
+                             "eval_features": evaluation.id, **scored.edges}
+    result = _record(plan, run, scored.per_seed, scored.train_metrics, scored.comparable, edges)
+    if scored.eval_data:
         data = dict(result.data or {})
-        data = {**data, "eval": {**data["eval"],
-                                        "boxes_dropped": evaluation.split().boxes_dropped}}
-        result = replace(result, data=data)
-    result = replace(result, **_sample_ci_fields(draws, skip))
-    return store.put_json(result.to_dict(), "result", edges=edges)
+        result = replace(result, data={**data, "eval": {**data["eval"], **scored.eval_data}})
+    result = replace(result, **_sample_ci_fields(scored.draws, plan.task.ci_skip_reason))
+    return plan.store.put_json(result.to_dict(), "result", edges=edges)
 
 
-def _views(plan: Plan, run: Run, evaluation: Feed) -> Feed:
+def warped_feed(plan: Plan, run: Run, evaluation: Feed) -> Feed:
     """The derived views of the eval images (stored once) and their features."""
     params = plan.task_params
     views = warped_views(plan.store, evaluation.manifest, params["warp_seed"], params["max_warp"])
     return Feed(plan, run, featureset(plan, run, views, "views"), views)
 
 
-def _warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
+def warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
     from ..data import image_sizes, view_homographies  # numpy: only when views are scored
 
     pre = plan.backbone.doc["preprocessing"]
@@ -278,7 +216,7 @@ def _warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:
                      image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
 
 
-def _keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
+def keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
     from ..data import image_sizes  # numpy: only when pairs are scored
 
     pre = plan.backbone.doc["preprocessing"]
@@ -287,35 +225,9 @@ def _keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
                          image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
 
 
-def _check_box_classes(plan: Plan) -> None:
-    """Box class indices mean the class list they were read with: train and eval must share it
-    (checked before any work)."""
-    if plan.head is not None:
-        classes = head_record(plan.store, plan.head).get("class_names") or []
-    else:
-        classes = plan.train_m.classes
-    if classes and plan.eval_m.classes != list(classes):
-        raise UsageError(
-            f"the eval boxes are labelled {plan.eval_m.classes[:5]}, the head's classes are "
-            f"{list(classes)[:5]}: box class indices would not agree",
-            hint="train and evaluate with one class list (--classes FILE)")
-
-
-def sample_ci_skip(task) -> str:
-    """Why the bootstrap over eval samples does not apply to ``task``; empty when it does."""
-    if task.views is not None:
-        return task.sample_ci_skip
-    if task.feature_mode == "dense" and task.target_kind != "pairs":
-        return ("dense task: each draw would stream every eval map through the head again "
-                "(cost); only the spread over seeds is reported")
-    if task.needs_text:
-        return "each draw would run the text tower again (cost)"
-    return task.sample_ci_skip
-
-
-def _head_draws(plan: Plan, state, evaluation: Feed, targets, run: Run) -> dict[str, Any]:
+def head_draws(plan: Plan, run: Run, state, feats, targets) -> dict[str, Any]:
     """Bootstrap draws of one fitted head: from per-sample values when the task has them."""
-    task, params, feats = plan.task, plan.task_params, evaluation.pooled()
+    task, params = plan.task, plan.task_params
     start = time.perf_counter()
     values = task.per_sample(state, feats, targets, params)
     if values is not None:
@@ -328,21 +240,21 @@ def _head_draws(plan: Plan, state, evaluation: Feed, targets, run: Run) -> dict[
     return out
 
 
-def _zero_shot_draws(plan: Plan, evaluation: Feed, run: Run) -> dict[str, Any]:
-    """Bootstrap draws of a zero-shot task that needs no text tower (see :func:`sample_ci_skip`)."""
+def zero_shot_draws(plan: Plan, run: Run, evaluation: Feed) -> dict[str, Any]:
+    """Bootstrap draws of a zero-shot task that needs no text tower."""
     task, params = plan.task, plan.task_params
     start = time.perf_counter()
     context = {"class_names": plan.eval_m.doc.get("classes", [])}
     out = _redraw(lambda f, t: task.evaluate_zero_shot(f, t, params, context),
-                  evaluation.pooled(), evaluation.targets(), task.target_kind)
+                  evaluation.vectors(), evaluation.targets(), task.target_kind)
     run.timings["sample_ci_s"] = round(time.perf_counter() - start, 4)
     return out
 
 
 def _redraw(evaluate, feats, targets, target_kind: str) -> dict[str, Any]:
-    """Draws that evaluate again on resampled rows: triplet rows index the features, so only
-    the triplets are drawn; otherwise features and targets are drawn together."""
-    if target_kind in ("triplets", "pairs"):
+    """Draws that evaluate again on resampled rows: where target rows index the features
+    (triplets, pairs) only the targets are drawn; otherwise features and targets together."""
+    if get_target_kind(target_kind).rows_index_features:
         return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets))
     return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats))
 
@@ -359,19 +271,6 @@ def _sample_ci_fields(draws: list[dict[str, Any]], skip: str) -> dict[str, Any]:
     ci = sample_ci(mean)
     return {"sample_ci": ci} if ci else {"sample_ci_skipped": "the metrics are undefined on "
                                                              "every bootstrap draw"}
-
-
-def _zero_shot(plan: Plan, evaluation: Feed, files: dict[str, list[str]]) -> dict[str, float]:
-    task = plan.task
-    if evaluation.dense:
-        return task.evaluate_split(None, evaluation.split(), plan.task_params)
-    context = {"class_names": plan.eval_m.doc.get("classes", []),
-               "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]],
-               "files": files}
-    if task.needs_text:
-        context["text_encoder"] = plan.backbone.load().encode_text
-    return task.evaluate_zero_shot(evaluation.pooled(), evaluation.targets(), plan.task_params,
-                                   context)
 
 
 def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) -> ResultRecord:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..data import SCENE_CLASSES
 from ..errors import UsageError
-from ..tasks import DenseTask, get_task, list_tasks
+from ..tasks import list_tasks
 
 # the scenes folder of each dense task with a stored target; the rest derive theirs from pixels
 SCENES_FOLDERS = {
@@ -23,7 +23,7 @@ SCENES_FOLDERS = {
 
 def dense_tasks() -> list[str]:
     """The registered trained dense tasks, by name."""
-    return [n for n in list_tasks() if isinstance(get_task(n), DenseTask)]
+    return list_tasks(shapes=("dense", "boxes"))
 
 
 def scenes_setup(task: str, per_split: int, size: int, seed: int
@@ -33,14 +33,13 @@ def scenes_setup(task: str, per_split: int, size: int, seed: int
     Raises:
         UsageError: ``task`` is not a dense task.
     """
-    if not isinstance(get_task(task), DenseTask):
+    if task not in dense_tasks():
         raise UsageError(f"task {task!r} is not a dense probe",
                          hint=f"dense tasks: {', '.join(dense_tasks())}")
     data = f"scenes:per_split={per_split},size={size},seed={seed}"
     options = {"target": SCENES_FOLDERS[task]} if task in SCENES_FOLDERS else {}
+    # scenes state their depth unit (targets.json); the class count is the task's own setting
     params: dict[str, Any] = {}
     if task == "semantic_segmentation":
         params["num_classes"] = len(SCENE_CLASSES)
-    if task == "depth":
-        params["target_scale"] = 1000.0  # scenes depth PNGs are in millimetres
     return data, options, params

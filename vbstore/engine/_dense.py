@@ -20,19 +20,10 @@ import numpy as np
 import torch
 
 from ..backbones import BackboneCfg
-from ..data import (
-    align,
-    align_boxes,
-    coco_index,
-    coco_mask,
-    decode_target,
-    is_coco,
-    parse_boxes,
-    read_verified,
-)
-from ..errors import BadInput, CorruptObject, VbstoreError
+from ..data import get_target_kind, read_verified
+from ..errors import CorruptObject, VbstoreError
 from ..store import read_safetensors_header
-from ..tasks import BOX_TARGETS, DenseBatch
+from ..tasks import DenseBatch
 
 _NUMPY = {"F16": np.float16, "F32": np.float32, "BF16": np.uint16}
 
@@ -45,7 +36,8 @@ class PackSplit:
         featureset_id: A featureset extracted with dense maps (mode ``dense`` or ``both``).
         manifest: The featureset's manifest (a ``ManifestView``, rows in the same order).
         preprocessing: The backbone record's ``preprocessing`` (its resize and crop).
-        target_kind: What ``DenseBatch.target`` holds (see ``vbstore.tasks.DENSE_TARGETS``).
+        target_kind: What ``DenseBatch.target`` holds: a per-pixel kind, whose ``read`` the
+            split calls as a :class:`~vbstore.data.TargetReader` (this object).
         target_scale: Divides stored target values (depth PNG in mm: 1000).
         device: Where batches are delivered.
     """
@@ -55,8 +47,13 @@ class PackSplit:
         doc = store.read_json(featureset_id)
         self.layers = tuple(doc["extractor"]["layers"])
         self.target_kind = target_kind
+        read = get_target_kind(target_kind).read
+        if read is None:
+            raise VbstoreError(f"{target_kind} targets are not per pixel: "
+                               "no dense split reads them")
+        self._read_target = read
         self.device = torch.device(device)
-        self._store, self._manifest, self._scale = store, manifest, target_scale
+        self._store, self.manifest, self.scale = store, manifest, target_scale
         self._cfg = BackboneCfg(**{**preprocessing, "mean": tuple(preprocessing["mean"]),
                                    "std": tuple(preprocessing["std"])})
         self.target_hw = (self._cfg.input_size, self._cfg.input_size)
@@ -66,8 +63,8 @@ class PackSplit:
         # file states already checked against the manifest: training reads every file once per
         # epoch, and only a file whose state changed is hashed again
         self._checked: dict[str, tuple[int, ...]] = {}
-        self._dropped: dict[int, int] = {}  # boxes the crop left without area, per row
-        self._coco: dict[tuple[str, str], Any] = {}  # a COCO split's file, indexed once
+        self.dropped: dict[int, int] = {}  # boxes the crop left without area, per row
+        self.cache: dict[Any, Any] = {}  # a kind's reader keeps what it indexed once here
         first = self._pack(self._rows[0][0]) if self._rows else []
         self.channels = tuple(int(m.shape[1]) for m in first)
         self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
@@ -78,7 +75,7 @@ class PackSplit:
     @property
     def boxes_dropped(self) -> int:
         """Boxes cut off by the crop (no area left) in the rows read so far."""
-        return sum(self._dropped.values())
+        return sum(self.dropped.values())
 
     def _pack(self, index: int) -> list[np.ndarray]:
         """The dense maps of one pack, one per layer, memory-mapped after verifying the pack."""
@@ -120,17 +117,47 @@ class PackSplit:
 
     def name(self, position: int) -> str:
         """The manifest name of row ``position``."""
-        return self._manifest.samples[position]["name"]
+        return self.manifest.samples[position]["name"]
+
+    @property
+    def geometry(self):
+        """The backbone's resize and crop (``BackboneCfg.geometry``), which targets follow."""
+        return self._cfg.geometry
 
     def image(self, position: int) -> np.ndarray:
         """(3, H, W) float32: the RGB row ``position``'s image became for the backbone, in
         [0, 1] (resized and cropped, before normalisation)."""
-        return self._decode(position, want_image=True)
+        with self._open_image(position) as image:
+            x = self._cfg(image).numpy()
+        mean = np.asarray(self._cfg.mean, np.float32)[:, None, None]
+        std = np.asarray(self._cfg.std, np.float32)[:, None, None]
+        return np.clip(x * std + mean, 0.0, 1.0)
+
+    def target_file(self, position: int) -> tuple[Path, str, tuple[int, int]]:
+        """Row ``position``'s target file, its manifest hash, and its image's (width, height).
+
+        Raises:
+            VbstoreError: the sample has no target file (a layout without targets).
+        """
+        sample = self.manifest.samples[position]
+        with self._open_image(position) as image:
+            size = image.size
+        if "target" not in sample:
+            raise VbstoreError(f"sample {sample['name']} has no target file",
+                               hint="a dense task needs the dense or stems layout (--target NAME)")
+        return self.manifest.target_path(position), sample["target"], size
+
+    def _open_image(self, position: int):
+        sample = self.manifest.samples[position]
+        data = self.read(self.manifest.image_path(position), sample["image"])
+        from PIL import Image  # decoding images only when a dense split is read
+
+        return Image.open(io.BytesIO(data))
 
     def _target(self, position: int) -> np.ndarray:
-        return self._decode(position, want_image=self.target_kind == "image")
+        return self._read_target(self, position)
 
-    def _read(self, path: Path, expected: str) -> bytes:
+    def read(self, path: Path, expected: str) -> bytes:
         """The bytes of ``path``, hashed against the manifest once per state of the file (a
         state unchanged across the read, so bytes written meanwhile are never trusted)."""
         key, before = str(path), _state(path)
@@ -142,65 +169,6 @@ class PackSplit:
         if before is not None and _state(path) == before:
             self._checked[key] = before
         return data
-
-    def _decode(self, position: int, want_image: bool) -> np.ndarray:
-        sample = self._manifest.samples[position]
-        image_bytes = self._read(self._manifest.image_path(position), sample["image"])
-        from PIL import Image  # decoding images only when a dense split is read
-
-        with Image.open(io.BytesIO(image_bytes)) as image:
-            if want_image:  # the RGB the backbone saw, before normalisation
-                x = self._cfg(image).numpy()
-                mean = np.asarray(self._cfg.mean, np.float32)[:, None, None]
-                std = np.asarray(self._cfg.std, np.float32)[:, None, None]
-                return np.clip(x * std + mean, 0.0, 1.0)
-            size = image.size
-        if "target" not in sample:
-            raise VbstoreError(f"sample {sample['name']} has no target file",
-                               hint="a dense task needs the dense or stems layout (--target NAME)")
-        path = self._manifest.target_path(position)
-        if self.target_kind in BOX_TARGETS:
-            return self._boxes(position, path, sample["target"], size)
-        array = decode_target(self._read(path, sample["target"]), path, self.target_kind,
-                              self._scale)
-        return align(array, self._cfg.geometry, size)
-
-    def _boxes(self, position: int, path: Path, expected: str, size: tuple[int, int]
-               ) -> np.ndarray:
-        """Row ``position``'s boxes on the backbone's input: (n, 6), or (n, 6 + H*W) with each
-        box's instance mask for ``instances`` targets."""
-        if is_coco(path):
-            if (str(path), expected) not in self._coco:
-                self._coco = {(str(path), expected): coco_index(self._read(path, expected), path,
-                                                                self._manifest.classes)}
-            boxes = self._coco[(str(path), expected)][Path(self._manifest.samples[position]
-                                                           ["name"]).name]
-        else:
-            boxes = parse_boxes(self._read(path, expected), path, self._manifest.classes)
-        if (boxes.width, boxes.height) != tuple(size):
-            raise BadInput("box annotations that do not match their image's size",
-                           [(str(path), f"states {boxes.width}x{boxes.height}, the image is "
-                                        f"{size[0]}x{size[1]}")],
-                           hint="fix the annotation's width and height")
-        rows, kept = align_boxes(boxes.rows, self._cfg.geometry, size)
-        self._dropped[position] = int((~kept).sum())
-        if self.target_kind == "boxes":
-            return rows
-        if boxes.segmentations is not None:
-            segs = [seg for seg, keep in zip(boxes.segmentations, kept, strict=True) if keep]
-            masks = np.stack([coco_mask(seg, boxes.width, boxes.height) for seg in segs]
-                             ) if segs else np.zeros((0, boxes.height, boxes.width), bool)
-            masks = align(masks.astype(np.uint8), self._cfg.geometry, size) > 0
-            return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], 1)
-        if boxes.mask is None:
-            raise BadInput("box annotations without instance masks", [(str(path), "no instances "
-                           "file")], hint="instance_segmentation needs instance masks (the "
-                           "scenes boxes or COCO polygons); use detection for boxes alone")
-        mask_path, mask_hash = boxes.mask
-        ids = decode_target(self._read(mask_path, mask_hash), mask_path, "label_map", None)
-        ids = align(ids, self._cfg.geometry, size)
-        masks = ids[None] == boxes.instances[kept][:, None, None]
-        return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], axis=1)
 
     def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0
                 ) -> Iterator[DenseBatch]:

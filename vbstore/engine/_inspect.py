@@ -21,7 +21,7 @@ from ..data import load_manifest
 from ..errors import UsageError
 from ..heads import load_head
 from ..records import ResultRecord
-from ..tasks import BOX_TARGETS, DenseTask, get_task
+from ..tasks import DenseTask, as_dense, get_task
 from ._dense import PackSplit
 from ._device import resolve_device
 from ._plan import data_options_for
@@ -54,10 +54,7 @@ def open_dense_result(store, result: str, data: Any, *, split: str | None = None
     if doc.get("kind") != "result":
         raise UsageError(f"{oid[:12]} is a {doc.get('kind')}, not a result")
     record = ResultRecord.from_dict(doc)
-    task = get_task(record.task)
-    if not isinstance(task, DenseTask):
-        raise UsageError(f"result {oid[:12]} is a {record.task} result, not a dense probe's",
-                         hint="dense tasks: vbstore list tasks (feature mode dense)")
+    task = as_dense(get_task(record.task), oid[:12])
     options = data_options_for(task, data_options or {}, data)
     manifest = load_manifest(store, data, split=split, limit=limit, **options)
     expected = record.inputs["eval_manifest"]
@@ -111,10 +108,7 @@ def dense_samples(view: DenseView, count: int = 4) -> list[DenseSample]:
     """
     if count < 1:
         raise UsageError(f"count must be at least 1, got {count}")
-    if view.task.target_kind in BOX_TARGETS:
-        raise UsageError(f"result {view.id[:12]} is a {view.record.task} result: its predictions "
-                         "are boxes, not maps, and cannot be drawn as a map grid",
-                         hint="read them with task.predict_split (boxes per image)")
+    view.task.check_map_grid(view.id[:12])
     heads = view.record.inputs.get("head")
     if not heads:
         raise UsageError(f"result {view.id[:12]} has no stored head to draw from")

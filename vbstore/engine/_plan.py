@@ -12,89 +12,27 @@ below it is then necessarily to compute.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from ..backbones import parse_spec
-from ..data import Listing, ManifestView, find_warped_views, is_navi, list_split, store_listing
+from ..data import Listing, get_target_kind, list_split, store_listing
 from ..errors import UsageError
 from ..features import OP_VERSION as FEATURES_VERSION
-from ..features import ExtractorParams, extractor_key
+from ..features import ExtractorParams
 from ..store import Store, derivation_key, derivation_spec
 from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
-from ._features import featureset_spec, packs_present
 from ._requests import ResultRequest, store_param_files
-from ._targets import check_targets, explain_mismatch
+from ._runners import StepContext, runner_for
+from ._steps import Step, featureset_step, head_spec
+from ._targets import check_data_options, check_targets, data_options, explain_mismatch
+
+__all__ = ["Plan", "Step", "head_spec", "plan", "result_spec"]
 
 RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One derivation of a plan.
-
-    Attributes:
-        op: ``backbone``, ``manifest``, ``featureset``, ``head`` or ``result``.
-        role: Which one (``eval``, ``train``, ``seed 3``), or empty.
-        status: ``stored``, ``remote`` (on that remote's binary cache), ``compute``, or
-            ``unneeded`` (the result is stored, or on a remote's binary cache, so nothing under
-            it is read).
-        id: The output id when it is known.
-        work: What computing it costs: ``forward_passes``, ``reused_rows``, ``epochs``, ``samples``.
-        remote: The remote that has it (status ``remote``), or, on a step not needed, the
-            remote whose binary cache has the result (a dry run).
-    """
-
-    op: str
-    role: str = ""
-    status: str = "compute"
-    id: str | None = None
-    work: dict[str, Any] = field(default_factory=dict)
-    remote: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "op": self.op,
-            "role": self.role,
-            "status": self.status,
-            "id": self.id,
-        }
-        if self.work:
-            out["work"] = dict(self.work)
-        if self.remote:
-            out["remote"] = self.remote
-        return out
-
-    def describe(self) -> str:
-        """One line: what, which, and how it will be obtained."""
-        name = f"{self.op} ({self.role})" if self.role else self.op
-        where = {
-            "stored": "stored",
-            "remote": f"on remote {self.remote}",
-            "unneeded": f"not needed (the result is on remote {self.remote})" if self.remote
-                        else "not needed (the result is stored)",
-        }.get(self.status, "to compute")
-        ident = f"  [{self.id[:12]}]" if self.id else ""
-        work = self.work
-        costs = []
-        if "forward_passes" in work:
-            costs.append(f"{work['forward_passes']} forward passes")
-            if work.get("reused_rows"):
-                costs.append(f"{work['reused_rows']} rows reused")
-        if "epochs" in work:
-            costs.append(f"{work['epochs']} epochs over {work['samples']} samples")
-        elif "samples" in work:
-            costs.append(f"{work['samples']} samples")
-        if "builds" in work:
-            costs.append(work["builds"])
-        cost = f": {', '.join(costs)}" if costs and self.status == "compute" else ""
-        return f"{name:<22} {where}{cost}{ident}"
 
 
 @dataclass
@@ -104,6 +42,7 @@ class Plan:
     Attributes:
         request: What was asked.
         task: The task object; ``task_params`` its resolved parameters.
+        runner: The runner of the task's shape (``._runners``) that execute calls.
         ref: The backbone, or None when only building it could name it (dry run).
         eval_m, train_m: The manifests (train None for zero-shot tasks or a given head).
         extractor: Feature settings the task needs.
@@ -116,6 +55,7 @@ class Plan:
     request: ResultRequest
     task: Task
     task_params: dict[str, Any]
+    runner: str
     ref: BackboneRef | None
     eval_m: Any
     train_m: Any
@@ -164,6 +104,7 @@ class Plan:
         return {
             "task": self.task.name,
             "params": self.task_params,
+            "runner": self.runner,
             "backbone": self.ref.id if self.ref else None,
             "steps": [s.as_dict() for s in self.steps],
         }
@@ -187,16 +128,13 @@ def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> E
 
 
 def data_options_for(task: Task, options: Mapping[str, Any], source: Any = None) -> dict[str, Any]:
-    """The layout options ``task`` reads data with: a task whose targets come from the pixels
-    (target kind ``image``) reads a dense folder's images alone unless told otherwise; a pair
-    task reads ``pairs.csv`` (scenes hold it beside a dense split's folders), or a NAVI tree."""
-    out = dict(options)
-    if task.target_kind == "image":
-        out.setdefault("target", "images")
-    if task.target_kind == "pairs" and "layout" not in out:
-        navi = isinstance(source, (str, os.PathLike)) and is_navi(Path(source))
-        out["layout"] = "navi" if navi else "pairs"
-    return out
+    """The layout options ``task`` reads data with: its target kind's defaults (a task whose
+    targets come from the pixels reads a dense folder's images alone unless told otherwise; a
+    pair task reads ``pairs.csv``, or a NAVI tree), without the kind's data options
+    (``target_scale``...), which describe the targets, not the layout."""
+    kind = get_target_kind(task.target_kind)
+    out = {k: v for k, v in options.items() if k not in kind.option_names()}
+    return kind.layout_options(out, source)
 
 
 def _listing(store, ref, flag: str, task: Task) -> Listing:
@@ -213,22 +151,12 @@ def _listing(store, ref, flag: str, task: Task) -> Listing:
     return listing
 
 
-def _check_text(task: Task, spec: Any) -> None:
-    if task.needs_text and isinstance(spec, str):
-        if parse_spec(spec).source != "open_clip":
-            raise UsageError(
-                f"task {task.name!r} compares images with text and needs a CLIP "
-                f"backbone, not {spec!r}",
-                hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
-            )
-
-
 def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> BackboneRef | None:
     """The backbone of a request; with ``build`` off, None when only building could name it."""
     b = request.backbone
     find = resolve_backbone if build else find_backbone
     return find(store, b.spec, weights=b.weights, seed=b.seed, input_size=b.input_size,
-                use_projection=task.needs_text, touch=False)
+                use_projection=runner_for(task).text_tower, touch=False)
 
 
 def result_spec(
@@ -289,13 +217,23 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
                                  data_options_for(task, data.options, data.source))
         raise
     task_params = store_param_files(store, task, params)
-    _check_text(task, request.backbone.spec)
+    runner = runner_for(task)
+    runner.check(task, request)
     # the data before the backbone, and both splits listed before either is stored: a split
     # the task cannot read is refused (its targets are checked on the listing) before a model is
     # built or anything stored, and each split is listed once
     eval_l = _listing(store, request.data, "--split", task)
     train_l = (_listing(store, request.train, "--train-split", task)
                if request.train is not None else None)
+    # the target kind's data options (target_scale...): the user's, else what the data states;
+    # a split its kind cannot read with them is refused here, before anything is stored
+    listed: list[tuple[Any, Listing, str]] = [(request.data, eval_l, "--data")]
+    listed += [(request.train, train_l, "--train-data")] if train_l is not None else []
+    stated = data_options(task, request.probe.params, listed)
+    if stated:
+        params = request.probe.resolved_params(stated)
+        task_params = store_param_files(store, task, params)
+    check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     eval_m = store_listing(store, eval_l, touch=False)
     train_m = store_listing(store, train_l, touch=False) if train_l is not None else None
     ref = backbone_of(store, request, task, build=not dry_run)
@@ -343,20 +281,11 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
         if manifest is None:
             continue
-        step = _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
+        step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
         features[role] = step
         steps.append(step)
-    if task.views == "homography":
-        steps.extend(_views_steps(store, ref, eval_m, extractor, task_params, unneeded, dry_run))
-    if task.trains_head and head is None:
-        for seed in seeds:
-            steps.append(
-                _head_step(
-                    store, task, task_params, features["train"], train_m, seed, unneeded, dry_run
-                )
-            )
-    if head is not None:
-        steps.append(Step("head", "given", "stored", head))
+    steps.extend(runner.steps(StepContext(store, ref, task, task_params, eval_m, train_m,
+                                          extractor, features, head, seeds, unneeded, dry_run)))
     if remote is not None:  # the steps under it say where the result is
         steps[1:] = [replace(s, remote=remote) if s.status == "unneeded" else s
                      for s in steps[1:]]
@@ -369,6 +298,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         request,
         task,
         task_params,
+        runner.shape,
         ref,
         eval_m,
         train_m,
@@ -381,68 +311,3 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     )
 
 
-def _on_remote(store, key: str, step: Step) -> Step:
-    name = remote_has(store, key)
-    if name is None:
-        return step
-    return Step(step.op, step.role, "remote", step.id, {}, name)
-
-
-def _featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -> Step:
-    if ref is None:
-        return Step("featureset", role, work={"forward_passes": len(manifest)})
-    key = derivation_key(featureset_spec(ref.id, manifest.id, extractor))
-    if unneeded:  # under a stored result nothing here is read: its record is shown, unchecked
-        return Step("featureset", role, "unneeded", store.lookup(key, check=False))
-    oid = store.lookup(key, valid=lambda o: packs_present(store, o))
-    if oid is not None:
-        return Step("featureset", role, "stored", oid)
-    reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
-    step = Step(
-        "featureset",
-        role,
-        work={"forward_passes": len(manifest) - reused, "reused_rows": reused},
-    )
-    return _on_remote(store, key, step) if dry_run else step
-
-
-def _views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run) -> list[Step]:
-    """The derived views of ``eval_m`` (a task with ``views``) and their features."""
-    oid = find_warped_views(store, eval_m, params["warp_seed"], params["max_warp"])
-    status = "unneeded" if unneeded else "compute"
-    if oid is None or not store.has(oid):
-        return [Step("manifest", "views", status, work={"samples": len(eval_m)}),
-                Step("featureset", "views", status, work={"forward_passes": len(eval_m)})]
-    views = ManifestView(eval_m.root, oid, store.read_json(oid))  # only its ids are read
-    return [Step("manifest", "views", "stored", oid, {"samples": len(views)}),
-            _featureset_step(store, ref, views, extractor, "views", unneeded, dry_run)]
-
-
-def _head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run) -> Step:
-    role = f"seed {seed}"
-    work = {"samples": len(train_m)}
-    if "epochs" in task_params:
-        work["epochs"] = task_params["epochs"]
-    if features.id is None or features.status not in ("stored", "unneeded"):
-        return Step("head", role, "unneeded" if unneeded else "compute", work=work)
-    key = derivation_key(head_spec(task, task_params, features.id, seed))
-    if unneeded:  # as for a featureset under a stored result
-        oid = store.lookup(key, check=False)
-        return Step("head", role, "unneeded", oid, {} if oid else work)
-    oid = store.lookup(key)
-    if oid is not None:
-        return Step("head", role, "stored", oid)
-    step = Step("head", role, work=work)
-    return _on_remote(store, key, step) if dry_run else step
-
-
-def head_spec(
-    task: Task, task_params: dict[str, Any], train_features: str, seed: int
-) -> dict[str, Any]:
-    """The derivation spec of one seed's head on one train featureset."""
-    return derivation_spec(
-        "head",
-        task.op_version,
-        {"features": train_features},
-        {"task": task.name, "task_params": task_params, "seed": seed},
-    )

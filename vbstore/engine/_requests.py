@@ -166,8 +166,11 @@ class ProbeRequest:
         """
         return get_task(self.task)
 
-    def resolved_params(self) -> dict[str, Any]:
+    def resolved_params(self, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Every task parameter, defaults filled and values normalised.
+
+        ``data``: the data options of the task's target kind (``target_scale``) that the data
+        states; a task parameter of that name takes it unless ``params`` gives one.
 
         Raises:
             UsageError: an unknown parameter (an engine option named with its flag) or a bad value.
@@ -180,7 +183,8 @@ class ProbeRequest:
                     "of vbstore itself",
                     hint=f"use {ENGINE_OPTIONS[key]} instead of -p {key}=...",
                 )
-        return task.resolve_params(self.params)
+        stated = {k: v for k, v in (data or {}).items() if k in task.params}
+        return task.resolve_params({**stated, **self.params})
 
     @property
     def seed_list(self) -> list[int]:
@@ -204,21 +208,9 @@ class ResultRequest:
     train: DataRef | None = None
 
     def __post_init__(self) -> None:
-        task = self.probe.spec
-        if task.zero_shot and self.train is not None:
-            raise UsageError(
-                f"task {task.name!r} is zero-shot and takes no training data",
-                hint="drop --train-data",
-            )
-        if task.zero_shot and self.probe.head is not None:
-            raise UsageError(
-                f"task {task.name!r} is zero-shot and uses no head", hint="drop --head"
-            )
-        if task.trains_head and self.train is None and self.probe.head is None:
-            raise UsageError(
-                f"task {task.name!r} trains a head on training data",
-                hint="pass --train-data DATA (and --train-split if it has splits)",
-            )
+        # the task's shape says whether it takes training data and a head
+        self.probe.spec.check_inputs(train=self.train is not None,
+                                     head=self.probe.head is not None)
 
 
 def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -456,32 +456,25 @@ def get_head(
     Raises:
         UsageError: the task is zero-shot (it has no head).
     """
-    request = (
-        result_request(
-            backbone,
-            task,
-            train_data,
-            train_data,
-            params=params,
-            split=train_split,
-            train_split=train_split,
-            limit=train_limit,
-            train_limit=train_limit,
-            seed=seed,
-            weights=weights,
-            backbone_seed=backbone_seed,
-            input_size=input_size,
-            layers=layers,
-            precision=precision,
-            data_options=data_options,
-        )
-        if _trains(task)
-        else None
+    ProbeRequest(task).spec.shape_spec.check_trains(task)
+    request = result_request(
+        backbone,
+        task,
+        train_data,
+        train_data,
+        params=params,
+        split=train_split,
+        train_split=train_split,
+        limit=train_limit,
+        train_limit=train_limit,
+        seed=seed,
+        weights=weights,
+        backbone_seed=backbone_seed,
+        input_size=input_size,
+        layers=layers,
+        precision=precision,
+        data_options=data_options,
     )
-    if request is None:
-        raise UsageError(
-            f"task {task!r} is zero-shot and has no head", hint="use `vbstore get result` for it"
-        )
     # the compute path: see execute
     from ..heads import head_record
     from ..records import HeadCompat
@@ -512,6 +505,3 @@ def get_head(
         remote=answered.get("remote"),
     )
 
-
-def _trains(task: str) -> bool:
-    return ProbeRequest(task).spec.trains_head

@@ -134,7 +134,7 @@ def sweep(
     units = []
     for entry in entries:
         for task in task_objs:
-            train = not task.zero_shot
+            takes = task.shape_spec.train_input  # None for a task that takes no training data
             row: dict[str, Any] = {
                 "backbone": entry.backbone,
                 "label": entry.label,
@@ -145,11 +145,11 @@ def sweep(
                     entry.backbone,
                     task.name,
                     data,
-                    train_data if train else None,
+                    takes(train_data),
                     split=split,
-                    train_split=train_split if train else None,
+                    train_split=takes(train_split),
                     limit=limit,
-                    train_limit=train_limit if train else None,
+                    train_limit=takes(train_limit),
                     seed=seed,
                     weights=entry.weights,
                     backbone_seed=entry.seed,

@@ -7,22 +7,12 @@ fits, rather than as the ``num_classes`` it then lacks or a loss over millimetre
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..data import KIND_NAMES, TargetsSeen, list_split
+from ..data import TargetsSeen, describe_kind, get_target_kind, list_split
 from ..errors import UsageError, VbstoreError
-from ..tasks import Task, get_task, list_tasks
-
-# the data kinds a task kind reads besides its own
-_ALSO = {
-    "multi_hot": ("class_index",),  # a single-label split is a one-hot multi-label one
-    "instances": ("boxes",),  # box files that name their instance masks (COCO, scenes)
-}
-
-
-def reads(task_kind: str, data_kind: str) -> bool:
-    """Whether a task declaring ``task_kind`` reads targets of ``data_kind``."""
-    return task_kind == "image" or data_kind in (task_kind, *_ALSO.get(task_kind, ()))
+from ..tasks import Task, list_tasks
 
 
 def check_targets(task: Task, seen: TargetsSeen, flag: str) -> None:
@@ -34,15 +24,15 @@ def check_targets(task: Task, seen: TargetsSeen, flag: str) -> None:
         UsageError: the kinds differ; the hint names the ``--target`` folders of the data that
             fit, and the tasks made for the data's kind.
     """
-    if seen.kind is None or reads(task.target_kind, seen.kind):
+    wanted = get_target_kind(task.target_kind)
+    if seen.kind is None or wanted.reads(seen.kind):
         return
-    need = KIND_NAMES.get(task.target_kind, task.target_kind)
-    have = KIND_NAMES.get(seen.kind, seen.kind).split(" (")[0]
+    need = wanted.description
+    have = describe_kind(seen.kind).split(" (")[0]
+    # a kind that reads any data (images alone) is no answer: name the ones made for it
     picks = [f"--target {name}" for name, kind in seen.folders.items()
-             if kind is not None and kind != "image" and reads(task.target_kind, kind)]
-    fits = [name for name in list_tasks()
-            if get_task(name).target_kind != "image" and reads(get_task(name).target_kind,
-                                                               seen.kind)]
+             if kind is not None and kind in wanted.reads_strictly()]
+    fits = list_tasks(reads=seen.kind)
     ways = []
     if picks:
         ways.append(f"read its {need.split(' (')[0]} with {' or '.join(picks)}")
@@ -66,3 +56,45 @@ def explain_mismatch(store, task: Task, data: Any, flag: str, options: dict[str,
     except VbstoreError:
         return
     check_targets(task, seen, flag)
+
+
+def data_options(task: Task, given: Mapping[str, Any], listed: Sequence[tuple[Any, Any, str]]
+                 ) -> dict[str, Any]:
+    """The data options of ``task``'s target kind (``target_scale``...) that the user did not
+    give as task parameters (``given``): from each ``DataRef``'s options, else from what its
+    listed data states (a dataset's ``targets.json``).
+
+    Raises:
+        UsageError: the eval and train data hold different values (one goes to the task).
+    """
+    out: dict[str, Any] = {}
+    for name in get_target_kind(task.target_kind).option_names():
+        if name in given:
+            continue
+        values = {flag: ref.options.get(name, listing.targets.options.get(name))
+                  for ref, listing, flag in listed}
+        values = {flag: v for flag, v in values.items() if v is not None}
+        if len(set(values.values())) > 1:
+            raise UsageError(
+                f"{' and '.join(values)} state different {name} ("
+                f"{', '.join(f'{flag} {v}' for flag, v in values.items())})",
+                hint=f"one value serves both splits: pass -p {name}=VALUE")
+        if values:
+            out[name] = next(iter(values.values()))
+    return out
+
+
+def check_data_options(task: Task, params: Mapping[str, Any], stated: Mapping[str, Any],
+                       listings: Sequence[Any]) -> None:
+    """Refuse, before anything is stored, a split that ``task``'s target kind cannot read with
+    these data options (a depth PNG with no scale to metres).
+
+    Raises:
+        UsageError: naming the option to pass.
+    """
+    kind = get_target_kind(task.target_kind)
+    if kind.check is None:
+        return
+    options = {**stated, **{k: params[k] for k in kind.option_names() if k in params}}
+    for listing in listings:
+        kind.check(listing.targets.files, options)

@@ -25,21 +25,23 @@ from ._registry import (
     ordered_metrics,
     register_task,
 )
+from ._shapes import SHAPES, Shape, get_shape
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 
 if TYPE_CHECKING:
-    from ._dense import DenseTask
+    from ._dense import DenseTask, as_dense
     from .aggregate import aggregate_seeds
     from .correspondence import KeypointPairs, WarpPairs
 
 # from their modules when first used: a cached result needs none of them
 _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
-         "DenseTask": "_dense", "aggregate_seeds": "aggregate"}
+         "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate"}
 
 __all__ = [
     "BOX_TARGETS",
     "BUILTIN",
     "DENSE_TARGETS",
+    "SHAPES",
     "DenseBatch",
     "DenseSplit",
     "DenseTask",
@@ -48,6 +50,7 @@ __all__ = [
     "KeypointPairs",
     "Metric",
     "Param",
+    "Shape",
     "Task",
     "TaskInputError",
     "TensorSplit",
@@ -57,6 +60,8 @@ __all__ = [
     "WarpPairs",
     "ZeroShotContext",
     "aggregate_seeds",
+    "as_dense",
+    "get_shape",
     "get_task",
     "list_tasks",
     "metric_order",

@@ -30,8 +30,10 @@ from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
+from ..data import get_target_kind
 from ..errors import UsageError
 from ._errors import TaskInputError
+from ._shapes import SHAPES, Shape, get_shape, infer_shape
 from ._split import DenseSplit
 
 if TYPE_CHECKING:
@@ -45,44 +47,9 @@ if TYPE_CHECKING:
 
 Level = Literal["high", "mid", "low"]
 Direction = Literal["higher", "lower"]
-TargetKind = Literal["class_index", "multi_hot", "captions", "triplets", "pairs", "label_map",
-                     "depth_map", "normal_map", "scalar_map", "image", "boxes", "instances"]
+TargetKind = str  # a registered target kind (vbstore.data.list_target_kinds())
 ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
-
-# The data layout each kind of target is read from (vbstore run TASK --help shows it).
-LAYOUT_BY_TARGET = {
-    "class_index": "an image folder root/<split>/<class>/<image>, a .csv/.jsonl list with a "
-                   "label column, or a named source (shapes, sklearn:digits, hf:NAME, "
-                   "torchvision:NAME, wds:PATH)",
-    "multi_hot": "a .csv/.jsonl list with a labels column (several class names per image)",
-    "captions": "a .csv/.jsonl list with a captions column, or skimage:samples",
-    "triplets": "2AFC triplets in the NIGHTS layout: root/data.csv with ref_path, left_path, "
-                "right_path, left_vote, right_vote, votes (and split) columns, paths relative "
-                "to root; or triplets (generated)",
-    "pairs": "view pairs with their relative pose: root[/<split>]/pairs.csv with image_a, "
-             "image_b, qw, qx, qy, qz, tx, ty, tz columns, paths relative to its folder; NAVI's "
-             "release folder with --layout navi; or scenes (generated)",
-    "image": "root/<split>/images/<image>, other folders beside it ignored (the target is "
-             "computed from the pixels)",
-}
-_DENSE_LAYOUT = ("root/<split>/{{images,<target>}} paired by file stem (--target NAME picks the "
-                 "target folder), or a VOC-style stems list (--stems), holding {what}")
-for _kind, _what in (("label_map", "label PNGs read as raw palette indices"),
-                     ("depth_map", "16-bit depth PNGs (with -p target_scale) or .npy metres"),
-                     ("normal_map", "RGB normal PNGs or .npy (H, W, 3) arrays"),
-                     ("scalar_map", "one-channel PNGs or .npy maps")):
-    LAYOUT_BY_TARGET[_kind] = _DENSE_LAYOUT.format(what=_what)
-LAYOUT_BY_TARGET["boxes"] = (
-    "a VOC folder (Annotations/<stem>.xml, ImageSets/Main/<split>.txt, JPEGImages/; --classes "
-    "FILE, default the 20 VOC classes), COCO (annotations/instances_<split>.json and "
-    "<split>/), or root/<split>/{images,boxes} with one JSON box file per image and "
-    "root/classes.txt (what scenes writes; docs/data.md)")
-LAYOUT_BY_TARGET["instances"] = (
-    "COCO (annotations/instances_<split>.json with polygon or RLE masks, and <split>/), or "
-    "root/<split>/{images,boxes} with one JSON box file per image naming its instance-id PNG, "
-    "and root/classes.txt (what scenes writes; docs/data.md)")
-
 
 @dataclass(frozen=True)
 class Metric:
@@ -213,6 +180,11 @@ class Task:
         name: The registered name (set by :func:`register_task`).
         level: ``high``, ``mid`` or ``low`` vision.
         op_version: Bumped whenever the numbers the task produces would change.
+        shape: How the task meets its features (:mod:`._shapes`: ``pooled``, ``zero_shot``,
+            ``text``, ``dense``, ``boxes``, ``pairs``, ``views``...): the engine runs the
+            shape's runner. Declaring it sets ``feature_mode``, ``trains_head``, ``zero_shot``,
+            ``needs_text`` and ``views``; a task that sets those flags instead gets the shape
+            they describe at registration.
         feature_mode: ``pooled`` (N, C) or ``dense`` (N, C, H, W) features.
         pooling: Which pooled vector; ``default`` is the backbone's own (CLS token for a ViT,
             global average for a CNN).
@@ -244,6 +216,7 @@ class Task:
     name: str = ""
     level: ClassVar[Level]
     op_version: ClassVar[int]
+    shape: ClassVar[str] = ""
     feature_mode: ClassVar[Literal["pooled", "dense"]] = "pooled"
     pooling: ClassVar[str] = "default"
     target_kind: ClassVar[TargetKind]
@@ -259,6 +232,45 @@ class Task:
     layout: ClassVar[str | None] = None
     sample_ci_skip: ClassVar[str] = ""
     views: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("shape")
+        if declared in SHAPES:  # the shape's flags, for the task's own methods and describe()
+            spec = SHAPES[declared]
+            cls.feature_mode, cls.trains_head = spec.feature_mode, spec.trains_head
+            cls.zero_shot, cls.needs_text, cls.views = (not spec.trains_head, spec.needs_text,
+                                                        spec.views)
+
+    @property
+    def shape_spec(self) -> Shape:
+        """The declared shape, or the one the task's flags describe (a task that predates
+        shapes).
+
+        Raises:
+            UsageError: an unknown shape name.
+        """
+        if self.shape:
+            return get_shape(self.shape)
+        return get_shape(infer_shape(self.feature_mode, self.trains_head, self.zero_shot,
+                                     self.needs_text, self.views, self.target_kind))
+
+    def check_inputs(self, *, train: bool, head: bool) -> None:
+        """Refuse training data or a head this task cannot take, or their absence where it
+        needs one (see :meth:`Shape.check_inputs`).
+
+        Raises:
+            UsageError: naming the flag to drop or to pass.
+        """
+        self.shape_spec.check_inputs(self.name, train=train, head=head)
+
+    @property
+    def ci_skip_reason(self) -> str:
+        """Why the engine's bootstrap over eval samples does not apply; empty when it does.
+
+        The shape's reason (dense maps, a text tower) comes before the task's own.
+        """
+        return self.shape_spec.sample_ci_skip or self.sample_ci_skip
 
     def __init__(self, *, defaults: Mapping[str, Any] | None = None) -> None:
         """Make a task, optionally with other parameter defaults (a registered variant).
@@ -306,7 +318,7 @@ class Task:
     @property
     def data_layout(self) -> str:
         """The data layout this task reads, in words."""
-        return self.layout or LAYOUT_BY_TARGET.get(self.target_kind, "")
+        return self.layout or get_target_kind(self.target_kind).layout
 
     def describe(self) -> dict[str, Any]:
         """The whole declaration as a JSON-ready dict (for ``vbstore list tasks --json``)."""
@@ -314,6 +326,7 @@ class Task:
             "name": self.name,
             "level": self.level,
             "op_version": self.op_version,
+            "shape": self.shape_spec.name,
             "feature_mode": self.feature_mode,
             "pooling": self.pooling,
             "target_kind": self.target_kind,

@@ -72,8 +72,7 @@ class DenseTask(Task, ABC):
         protocol: The protocol the task follows, carried in every record (``probe3d``...).
     """
 
-    feature_mode = "dense"
-    trains_head = True
+    shape = "dense"
     stochastic = True
     protocol: ClassVar[str] = ""
     trivial: ClassVar[str] = "the zero map"
@@ -96,6 +95,13 @@ class DenseTask(Task, ABC):
 
         assert head is not None  # a dense task trains a head, so evaluate always passes one
         return _dense_train.evaluate(self, head, split, params)
+
+    def check_map_grid(self, result: str) -> None:
+        """Refuse to draw ``result``'s predictions as a grid of maps when they are not maps.
+
+        Raises:
+            UsageError: the task predicts something else (boxes).
+        """
 
     def predict_split(self, head_state: HeadState, split: DenseSplit,
                       params: Mapping[str, Any] | None = None, limit: int | None = None
@@ -205,3 +211,16 @@ class DenseTask(Task, ABC):
         producing a probe that learned a constant.
         """
         return None
+
+
+def as_dense(task: Task, result: str) -> DenseTask:
+    """``task`` (the task of ``result``) as a trained dense probe: its trivial predictor, its
+    predictions per pixel.
+
+    Raises:
+        UsageError: ``task`` is not a trained dense probe.
+    """
+    if not isinstance(task, DenseTask):
+        raise UsageError(f"result {result} is a {task.name} result, not a dense probe's",
+                         hint="dense tasks: vbstore list tasks (feature mode dense)")
+    return task

@@ -23,13 +23,14 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar, overload
 
+from ..data import get_target_kind, list_target_kinds
 from ..errors import UsageError
 from ._base import Metric, Param, Task
 from ._errors import UnknownTask
-from ._split import DENSE_TARGETS
+from ._shapes import SHAPES
 
 _TASKS: dict[str, Task] = {}
 # each built-in task and the module of this package that registers it when imported (a test
@@ -80,27 +81,26 @@ def _check_declaration(task: Task) -> None:
         raise bad("op_version must be >= 1")
     if task.feature_mode not in ("pooled", "dense"):
         raise bad(f"feature_mode must be pooled or dense, not {task.feature_mode!r}")
-    if task.target_kind not in ("class_index", "multi_hot", "captions", "triplets", "pairs",
-                                *DENSE_TARGETS):
-        raise bad(f"unknown target_kind {task.target_kind!r}")
+    if task.target_kind not in list_target_kinds():
+        raise bad(f"unknown target_kind {task.target_kind!r} (kinds: "
+                  f"{', '.join(list_target_kinds())}; vbstore.data.register_target_kind adds one)")
     # a pair task may read dense maps, average-pooled to a grid of vectors ("pooled dense")
     vectors = task.target_kind == "pairs"
-    if (task.feature_mode == "dense") != (task.target_kind in DENSE_TARGETS) and not vectors:
+    per_pixel = get_target_kind(task.target_kind).per_pixel
+    if (task.feature_mode == "dense") != per_pixel and not vectors:
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
     if task.trains_head == task.zero_shot:
         raise bad("exactly one of trains_head and zero_shot must be true")
+    if task.shape and task.shape not in SHAPES:
+        raise bad(f"unknown shape {task.shape!r} (shapes: {', '.join(SHAPES)})")
+    shape = task.shape_spec
+    if task.views is not None and task.views not in ("homography", "keypoints"):
+        raise bad("views (homography or keypoints) are for a zero-shot dense task")
+    if (shape.feature_mode, shape.trains_head, shape.needs_text, shape.views) != (
+            task.feature_mode, task.trains_head, task.needs_text, task.views):
+        raise bad(f"its flags contradict its shape {shape.name!r} (declare the shape alone)")
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
-    hooks: tuple[str, ...]
-    if task.views is not None:
-        if (task.views not in ("homography", "keypoints") or not task.zero_shot
-                or task.feature_mode != "dense"):
-            raise bad("views (homography or keypoints) are for a zero-shot dense task")
-        hooks = ("_evaluate_views",)
-    elif task.feature_mode == "dense" and not vectors:
-        hooks = ("_fit_split", "_evaluate_split") if task.trains_head else ("_evaluate_split",)
-    else:
-        hooks = ("_fit", "_evaluate") if task.trains_head else ("_evaluate_zero_shot",)
-    missing = [h for h in hooks if getattr(type(task), h) is getattr(Task, h)]
+    missing = [h for h in shape.hooks if getattr(type(task), h) is getattr(Task, h)]
     if missing:
         raise bad(f"implements no {', '.join(missing)}")
     if task.needs_text and not task.zero_shot:
@@ -211,10 +211,19 @@ def get_task(name: str) -> Task:
     return task
 
 
-def list_tasks(pattern: str = "*") -> list[str]:
-    """Sorted names of the registered tasks matching the fnmatch ``pattern``."""
+def list_tasks(pattern: str = "*", *, shapes: Collection[str] | None = None,
+               reads: str | None = None) -> list[str]:
+    """Sorted names of the registered tasks matching the fnmatch ``pattern``; given ``shapes``,
+    of one of those probe shapes; given ``reads``, made for data of that target kind (a task
+    that reads any data, from the pixels alone, is not)."""
     _load_all()
-    return sorted(n for n in _TASKS if fnmatch.fnmatchcase(n, pattern))
+    return sorted(n for n in _TASKS if fnmatch.fnmatchcase(n, pattern)
+                  and (shapes is None or _TASKS[n].shape_spec.name in shapes)
+                  and (reads is None or _made_for(get_target_kind(_TASKS[n].target_kind), reads)))
+
+
+def _made_for(kind: Any, data_kind: str) -> bool:
+    return "*" not in kind.also_reads and data_kind in kind.reads_strictly()
 
 
 def metric_order(task: str) -> list[str]:

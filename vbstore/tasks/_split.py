@@ -34,15 +34,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
+from ..data import get_target_kind, list_target_kinds
+
 if TYPE_CHECKING:
     # torch: only when a split's tensors are made
     import torch
 
 # Local imports: torch loads when a split's tensors are made.
 
-DENSE_TARGETS = ("label_map", "depth_map", "normal_map", "scalar_map", "image", "boxes",
-                 "instances")
-BOX_TARGETS = ("boxes", "instances")
+# the built-in per-pixel kinds (the registry, vbstore.data.get_target_kind, knows a user's too)
+DENSE_TARGETS = tuple(k for k in list_target_kinds() if get_target_kind(k).per_pixel)
+BOX_TARGETS = ("boxes", "instances")  # rows of boxes, padded per batch
 
 
 class DenseBatch(NamedTuple):
@@ -106,8 +108,9 @@ class TensorSplit:
         # torch: only when a split's tensors are made
         import torch
 
-        if target_kind not in DENSE_TARGETS:
-            raise ValueError(f"target_kind must be one of {DENSE_TARGETS}, not {target_kind!r}")
+        if target_kind not in list_target_kinds() or not get_target_kind(target_kind).per_pixel:
+            raise ValueError(f"target_kind must be a per-pixel kind ({', '.join(DENSE_TARGETS)}"
+                             f"...), not {target_kind!r}")
         feats = [torch.as_tensor(f) for f in feats]
         if not feats or any(f.ndim != 4 or len(f) != len(target) for f in feats):
             raise ValueError("feats must be (N, C, h, w) tensors with one row per target")

@@ -43,7 +43,7 @@ class LinearClassification(Task):
     level = "high"
     op_version = 1
     target_kind = "class_index"
-    trains_head = True
+    shape = "pooled"
     stochastic = True
     params = LINEAR_PARAMS
     metrics = (

@@ -119,11 +119,9 @@ class Correspondence(Task):
 
     level = "mid"
     op_version = 1
-    feature_mode = "dense"
+    shape = "views"
     target_kind = "image"
-    zero_shot = True
     stochastic = False
-    views = "homography"
     protocol = "probe3d_homography_correspondence"
     layout = ("any folder of images: a flat folder root[/<split>]/<image>, root/<split>/images/, "
               "an image folder or a list; no annotation (views are warped copies)")
@@ -156,11 +154,9 @@ class KeypointCorrespondence(Task):
 
     level = "mid"
     op_version = 1
-    feature_mode = "dense"
+    shape = "keypoint_views"
     target_kind = "image"
-    zero_shot = True
     stochastic = False
-    views = "keypoints"
     protocol = "spair_pck_bbox"
     layout = ("SPair-71k: root/PairAnnotation/<split>/*.json (src_imname, trg_imname, category, "
               "src_kps, trg_kps, trg_bndbox) and root/JPEGImages/<category>/<image>")

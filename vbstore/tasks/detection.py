@@ -68,6 +68,7 @@ class Detection(DenseTask):
 
     level = "high"
     op_version = 1
+    shape = "boxes"
     target_kind: ClassVar[TargetKind] = "boxes"
     protocol = "fcos_patch_grid"
     trivial = "one fixed box per class (its mean box), scored by the class's frequency"
@@ -94,6 +95,11 @@ class Detection(DenseTask):
         bias = head.get("conv.bias", head.get("out.2.bias"))
         outputs = int(bias.shape[0]) if bias is not None else 0
         return (outputs - 4) // (2 if self._masks else 1)
+
+    def check_map_grid(self, result: str) -> None:
+        raise UsageError(f"result {result} is a {self.name} result: its predictions "
+                         "are boxes, not maps, and cannot be drawn as a map grid",
+                         hint="read them with task.predict_split (boxes per image)")
 
     def _fit_split(self, train: DenseSplit, params: dict[str, Any], seed: int,
                    class_names: list[str] | None) -> tuple[HeadState, dict[str, float]]:

@@ -39,7 +39,7 @@ class KnnClassification(Task):
     level = "high"
     op_version = 1
     target_kind = "class_index"
-    trains_head = True
+    shape = "pooled"
     stochastic = False
     params = MappingProxyType(
         {

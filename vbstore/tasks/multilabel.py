@@ -48,7 +48,7 @@ class MultiLabel(Task):
     level = "high"
     op_version = 1
     target_kind = "multi_hot"
-    trains_head = True
+    shape = "pooled"
     stochastic = True
     params = LINEAR_PARAMS
     metrics = (Metric("mean_average_precision", "higher", "macro AP over labels with a positive"),)

@@ -214,9 +214,8 @@ class RelativePose(Task):
 
     level = "mid"
     op_version = 1
-    feature_mode = "dense"
+    shape = "pairs"
     target_kind = "pairs"
-    trains_head = True
     stochastic = True
     protocol = "vbstore_relative_pose_6d"
     sample_ci_skip = ""

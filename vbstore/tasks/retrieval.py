@@ -39,7 +39,7 @@ class Retrieval(Task):
     level = "high"
     op_version = 1
     target_kind = "class_index"
-    zero_shot = True
+    shape = "zero_shot"
     stochastic = False
     metrics = (
         *(

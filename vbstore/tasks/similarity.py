@@ -64,7 +64,7 @@ class Similarity(Task):
     level = "mid"
     op_version = 1
     target_kind = "triplets"
-    zero_shot = True
+    shape = "zero_shot"
     stochastic = False
     protocol = "midvision_2afc"
     metrics = (

@@ -71,8 +71,7 @@ class ZeroShotClassification(Multilingual):
     level = "high"
     op_version = 1
     target_kind = "class_index"
-    zero_shot = True
-    needs_text = True
+    shape = "text"
     stochastic = False
     params = PROMPT_PARAMS
     metrics = (

@@ -34,8 +34,7 @@ class ZeroShotMultiLabel(Multilingual):
     level = "high"
     op_version = 1
     target_kind = "multi_hot"
-    zero_shot = True
-    needs_text = True
+    shape = "text"
     stochastic = False
     params = PROMPT_PARAMS
     metrics = (

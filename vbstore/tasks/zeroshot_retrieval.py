@@ -66,8 +66,7 @@ class ZeroShotRetrieval(Multilingual):
     level = "high"
     op_version = 1
     target_kind = "captions"
-    zero_shot = True
-    needs_text = True
+    shape = "text"
     stochastic = False
     # the captions' language, recorded (CLIP_benchmark's --language); captions are the data's own
     params = MappingProxyType({"language": Param(

@@ -1,0 +1,348 @@
+"""One runner per probe shape: the steps a shape adds to a plan, and how execute scores it.
+
+A task declares its shape (``vbstore.tasks``: ``pooled``, ``zero_shot``, ``text``, ``dense``,
+``dense_zero_shot``, ``boxes``, ``pairs``, ``views``, ``keypoint_views``); the plan names the
+runner of that shape (``Plan.runner``) and execute calls it. Nothing else in the engine asks a
+task whether it is dense, zero-shot or scored on views: a new shape is a new runner here.
+
+The plan-side methods (``check``, ``steps``) are torch-free; ``score`` and ``fit`` run on a
+cache miss only and import the compute path (features, heads, torch) when called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..backbones import parse_spec
+from ..errors import UsageError
+from ..tasks import Task
+from ._requests import param_files
+from ._steps import Step, head_step, views_steps
+
+if TYPE_CHECKING:
+    from ._compute import Feed, Run
+    from ._plan import Plan
+    from ._requests import ResultRequest
+
+# Local imports: the compute path (._compute: heads, the bootstrap, torch) loads inside score and
+# fit, which run only on a cache miss; a plan and a cached answer never load it.
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a runner's plan steps are made from (all ids cheap; nothing computed).
+
+    Attributes:
+        features: The featureset steps already planned, by role (``eval``, ``train``).
+        unneeded: The result is stored (or on a remote): the steps below it are not read.
+    """
+
+    store: Any
+    ref: Any
+    task: Task
+    task_params: dict[str, Any]
+    eval_m: Any
+    train_m: Any
+    extractor: Any
+    features: dict[str, Step]
+    head: str | None
+    seeds: list[int]
+    unneeded: bool
+    dry_run: bool
+
+
+@dataclass
+class Scored:
+    """What a runner's evaluation gives the result record.
+
+    Attributes:
+        per_seed: The metrics of each seed, in seed order.
+        edges: Inputs the runner read beside the eval features (train features, heads, views).
+        train_metrics: Each head's train metrics (trained shapes).
+        comparable: False when a head was applied against a mismatch (``--no-strict``).
+        draws: Bootstrap draws over eval samples, one set per head (see ``sample_ci``).
+        eval_data: Extra facts about the eval split for the record (boxes the crop cut off).
+    """
+
+    per_seed: list[dict[str, float]]
+    edges: dict[str, Any] = field(default_factory=dict)
+    train_metrics: list[dict[str, float]] = field(default_factory=list)
+    comparable: bool = True
+    draws: list[dict[str, Any]] = field(default_factory=list)
+    eval_data: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner:
+    """How the engine runs one probe shape. Subclasses set ``shape`` and implement ``score``.
+
+    Attributes:
+        shape: The shape this runner runs (a :class:`vbstore.tasks.Shape` name).
+        text_tower: The backbone must bring its text tower (and image projection).
+    """
+
+    shape: ClassVar[str] = ""
+    text_tower: ClassVar[bool] = False
+
+    def check(self, task: Task, request: ResultRequest) -> None:
+        """Refuse, before anything is read, a request this shape cannot run.
+
+        Raises:
+            UsageError: naming what to change.
+        """
+
+    def steps(self, ctx: StepContext) -> list[Step]:
+        """The steps this shape adds under the featuresets (heads, derived views)."""
+        return []
+
+    def prepare(self, plan: Plan) -> None:
+        """Checks that need the plan's records, before any feature is extracted (a miss only).
+
+        Raises:
+            UsageError: the inputs cannot be scored together.
+        """
+
+    def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
+              ) -> Scored:
+        """Every seed's metrics on the eval featureset (computing what is missing)."""
+        raise NotImplementedError(f"the {self.shape} runner scores nothing")
+
+    def fit(self, task: Task, train: Feed, params: dict[str, Any], seed: int,
+            classes: list[str] | None) -> tuple[dict[str, Any], dict[str, float]]:
+        """A head's state and train metrics, fit on ``train`` (a shape that trains one)."""
+        raise UsageError(f"task {task.name!r} is zero-shot and has no head")
+
+    def width(self, feed: Feed) -> int:
+        """The feature width a head of this shape reads."""
+        raise NotImplementedError(f"the {self.shape} runner reads no head")
+
+
+class _Trained(Runner):
+    """A shape that trains one head per seed on the train featureset, or applies a given head."""
+
+    def steps(self, ctx: StepContext) -> list[Step]:
+        if ctx.head is not None:
+            return [Step("head", "given", "stored", ctx.head)]
+        return [head_step(ctx.store, ctx.task, ctx.task_params, ctx.features["train"],
+                          ctx.train_m, seed, ctx.unneeded, ctx.dry_run) for seed in ctx.seeds]
+
+    def targets(self, evaluation: Feed, classes: list[str] | None) -> Any:
+        """The eval targets the task scores against (None: they come with the split)."""
+        return None
+
+    def evaluate(self, plan: Plan, run: Run, state: Any, evaluation: Feed, targets: Any
+                 ) -> tuple[dict[str, float], dict[str, Any] | None]:
+        """One head's metrics, and its bootstrap draws (None: none drawn)."""
+        raise NotImplementedError
+
+    def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
+              ) -> Scored:
+        from ..heads import head_record, load_head
+        from ._compute import Feed, compat, featureset, train_head
+
+        store, seeds = plan.store, plan.request.probe.seed_list
+        scored = Scored([])
+        if plan.head is not None:
+            heads = [plan.head]
+            classes = head_record(store, plan.head).get("class_names") or None
+        else:
+            train = Feed(plan, run, featureset(plan, run, plan.train_m, "train"), plan.train_m)
+            scored.edges.update(train_manifest=plan.train_m.id, train_features=train.id)
+            heads = [train_head(plan, run, train, seed, fresh_heads)[0] for seed in seeds]
+            classes = plan.train_m.classes
+        expected = compat(plan, evaluation.id, self.width(evaluation))
+        targets = self.targets(evaluation, classes)
+        for head in heads:
+            state, record, ok = load_head(store, head, expected, strict=plan.request.probe.strict)
+            scored.comparable = scored.comparable and ok
+            metrics, draws = self.evaluate(plan, run, state, evaluation, targets)
+            scored.per_seed.append(metrics)
+            scored.draws.extend([draws] if draws is not None else [])
+            scored.train_metrics.append(record.get("train_metrics", {}))
+        if plan.head is not None:
+            scored.per_seed = scored.per_seed * len(seeds)
+        scored.edges["head"] = heads
+        return scored
+
+
+class PooledRunner(_Trained):
+    """``pooled``: a head on (N, C) vectors, a target per image; bootstrap from per-sample
+    values."""
+
+    shape = "pooled"
+
+    def vectors(self, plan: Plan, feed: Feed) -> Any:
+        return feed.vectors()
+
+    def fit(self, task, train, params, seed, classes):
+        return task.fit(self.vectors(train.plan, train), train.targets(), params, seed, classes)
+
+    def width(self, feed: Feed) -> int:
+        return int(self.vectors(feed.plan, feed).shape[1])
+
+    def targets(self, evaluation: Feed, classes: list[str] | None) -> Any:
+        return evaluation.targets(classes)
+
+    def evaluate(self, plan, run, state, evaluation, targets):
+        from ._compute import head_draws
+
+        feats = self.vectors(plan, evaluation)
+        metrics = plan.task.evaluate(state, feats, targets, plan.task_params)
+        if plan.task.ci_skip_reason:
+            return metrics, None
+        return metrics, head_draws(plan, run, state, feats, targets)
+
+
+class PairsRunner(PooledRunner):
+    """``pairs``: a head on each image's dense map average-pooled to a grid of cells; the
+    targets' rows index those vectors."""
+
+    shape = "pairs"
+
+    def vectors(self, plan: Plan, feed: Feed) -> Any:
+        return feed.grid_vectors(plan.task_params.get("grid", 1))
+
+
+class DenseRunner(_Trained):
+    """``dense``: a head on dense maps, per-pixel targets streamed in batches (no bootstrap)."""
+
+    shape = "dense"
+
+    def fit(self, task, train, params, seed, classes):
+        return task.fit_split(train.split(), params, seed, classes)
+
+    def width(self, feed: Feed) -> int:
+        return int(feed.split().channels[-1])
+
+    def evaluate(self, plan, run, state, evaluation, targets):
+        return plan.task.evaluate_split(state, evaluation.split(), plan.task_params), None
+
+
+class BoxesRunner(DenseRunner):
+    """``boxes``: a dense head predicting boxes; train and eval must share one class list, and
+    the record counts the boxes the crop cut off."""
+
+    shape = "boxes"
+
+    def prepare(self, plan: Plan) -> None:
+        # box class indices mean the class list they were read with
+        from ..heads import head_record
+
+        if plan.head is not None:
+            classes = head_record(plan.store, plan.head).get("class_names") or []
+        else:
+            classes = plan.train_m.classes
+        if classes and plan.eval_m.classes != list(classes):
+            raise UsageError(
+                f"the eval boxes are labelled {plan.eval_m.classes[:5]}, the head's classes are "
+                f"{list(classes)[:5]}: box class indices would not agree",
+                hint="train and evaluate with one class list (--classes FILE)")
+
+    def score(self, plan, run, evaluation, fresh_heads=False):
+        scored = super().score(plan, run, evaluation, fresh_heads)
+        scored.eval_data["boxes_dropped"] = evaluation.split().boxes_dropped
+        return scored
+
+
+class ZeroShotRunner(Runner):
+    """``zero_shot``: the eval vectors scored with no training; bootstrap by re-evaluating."""
+
+    shape = "zero_shot"
+
+    def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
+        return {"class_names": plan.eval_m.doc.get("classes", []),
+                "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]],
+                "files": files}
+
+    def score(self, plan, run, evaluation, fresh_heads=False):
+        from ._compute import zero_shot_draws
+
+        task, params = plan.task, plan.task_params
+        files = param_files(plan.store, task, params)
+        metrics = task.evaluate_zero_shot(evaluation.vectors(), evaluation.targets(), params,
+                                          self.context(plan, files))
+        scored = Scored([metrics] * len(plan.request.probe.seed_list),
+                        edges={key: params[key] for key in files})  # gc keeps them
+        if not task.ci_skip_reason:
+            scored.draws.append(zero_shot_draws(plan, run, evaluation))
+        return scored
+
+
+class TextRunner(ZeroShotRunner):
+    """``text``: zero-shot against the backbone's CLIP text tower."""
+
+    shape = "text"
+    text_tower = True
+
+    def check(self, task: Task, request: ResultRequest) -> None:
+        spec = request.backbone.spec
+        if isinstance(spec, str) and parse_spec(spec).source != "open_clip":
+            raise UsageError(
+                f"task {task.name!r} compares images with text and needs a CLIP "
+                f"backbone, not {spec!r}",
+                hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
+            )
+
+    def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
+        return {**super().context(plan, files),
+                "text_encoder": plan.backbone.load().encode_text}
+
+
+class DenseZeroShotRunner(Runner):
+    """``dense_zero_shot``: the eval split's dense maps scored with no head."""
+
+    shape = "dense_zero_shot"
+
+    def score(self, plan, run, evaluation, fresh_heads=False):
+        metrics = plan.task.evaluate_split(None, evaluation.split(), plan.task_params)
+        return Scored([metrics] * len(plan.request.probe.seed_list))
+
+
+class ViewsRunner(Runner):
+    """``views``: each eval image's dense map against a warped copy's (the copies are derived
+    once and stored, with their features)."""
+
+    shape = "views"
+
+    def steps(self, ctx: StepContext) -> list[Step]:
+        return views_steps(ctx.store, ctx.ref, ctx.eval_m, ctx.extractor, ctx.task_params,
+                           ctx.unneeded, ctx.dry_run)
+
+    def score(self, plan, run, evaluation, fresh_heads=False):
+        from ._compute import warp_pairs, warped_feed
+
+        views = warped_feed(plan, run, evaluation)
+        metrics = plan.task.evaluate_views(warp_pairs(plan, evaluation, views), plan.task_params)
+        return Scored([metrics] * len(plan.request.probe.seed_list),
+                      edges={"views_manifest": views.manifest.id, "views_features": views.id})
+
+
+class KeypointViewsRunner(Runner):
+    """``keypoint_views``: dense maps scored on the manifest's annotated keypoint pairs."""
+
+    shape = "keypoint_views"
+
+    def score(self, plan, run, evaluation, fresh_heads=False):
+        from ._compute import keypoint_pairs
+
+        metrics = plan.task.evaluate_views(keypoint_pairs(plan, evaluation), plan.task_params)
+        return Scored([metrics] * len(plan.request.probe.seed_list))
+
+
+RUNNERS: dict[str, Runner] = {r.shape: r for r in (
+    PooledRunner(), PairsRunner(), DenseRunner(), BoxesRunner(), ZeroShotRunner(),
+    TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
+
+
+def runner_for(task: Task) -> Runner:
+    """The runner of ``task``'s shape.
+
+    Raises:
+        UsageError: a shape no runner runs (a task declaring a shape this engine lacks).
+    """
+    name = task.shape_spec.name
+    runner = RUNNERS.get(name)
+    if runner is None:
+        raise UsageError(f"no runner for shape {name!r} of task {task.name!r}",
+                         hint=f"runners: {', '.join(RUNNERS)}")
+    return runner

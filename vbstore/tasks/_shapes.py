@@ -1,0 +1,150 @@
+"""Probe shapes: how a task meets its features, declared once.
+
+A task declares one shape (``shape = "dense"``). The shape says which features it reads
+(pooled vectors or dense maps), whether it trains a head, which of the task's hooks the engine
+calls, what the engine must give it beside features (a text tower, derived views), and why the
+bootstrap over eval samples does not apply, when it does not. The engine holds one runner per
+shape (``vbstore.engine``'s runners) and the plan names it: no code outside this package asks a
+task whether it is dense or zero-shot.
+
+| shape | features | head | hooks the engine calls | e.g. |
+|---|---|---|---|---|
+| `pooled` | (N, C) | yes | `_fit`, `_evaluate` (`_per_sample`) | knn |
+| `zero_shot` | (N, C) | no | `_evaluate_zero_shot` | retrieval, similarity |
+| `text` | (N, C) | no | `_evaluate_zero_shot`, with a text tower | zeroshot_* |
+| `dense` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | depth |
+| `dense_zero_shot` | (N, C, H, W) | no | `_evaluate_split` (head None) | (plugins) |
+| `boxes` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | detection |
+| `pairs` | grid-pooled | yes | `_fit`, `_evaluate`; rows index features | relative_pose |
+| `views` | (N, C, H, W) | no | `_evaluate_views`, warped copies | correspondence |
+| `keypoint_views` | (N, C, H, W) | no | `_evaluate_views`, keypoint pairs | keypoint_corr. |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+from ..errors import UsageError
+
+T = TypeVar("T")
+_DENSE_CI = ("dense task: each draw would stream every eval map through the head again (cost); "
+             "only the spread over seeds is reported")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One probe shape (see the module's table).
+
+    Attributes:
+        name: What a task declares (``shape = "pooled"``) and the plan names.
+        description: One line for ``vbstore list tasks`` and the docs.
+        feature_mode: ``pooled`` (N, C) or ``dense`` (N, C, H, W) features are extracted.
+        trains_head: Whether the task fits a head on a train split; otherwise it takes none.
+        hooks: The task methods the engine calls, which a task of this shape must implement.
+        needs_text: The engine gives the task a CLIP text tower (``context["text_encoder"]``).
+        views: ``homography`` (warped copies the engine derives) or ``keypoints`` (annotated
+            pairs of the manifest), for a task scored on image pairs.
+        sample_ci_skip: Why the engine's bootstrap over eval samples does not apply to any task
+            of this shape; empty when it may (a task can still give its own reason).
+    """
+
+    name: str
+    description: str
+    feature_mode: Literal["pooled", "dense"]
+    trains_head: bool
+    hooks: tuple[str, ...]
+    needs_text: bool = False
+    views: str | None = None
+    sample_ci_skip: str = ""
+
+    def check_inputs(self, task: str, *, train: bool, head: bool) -> None:
+        """Refuse training data or a head that a task of this shape cannot take, or their
+        absence where it needs one.
+
+        Raises:
+            UsageError: naming the flag to drop or to pass.
+        """
+        if not self.trains_head and train:
+            raise UsageError(f"task {task!r} is zero-shot and takes no training data",
+                             hint="drop --train-data")
+        if not self.trains_head and head:
+            raise UsageError(f"task {task!r} is zero-shot and uses no head", hint="drop --head")
+        if self.trains_head and not (train or head):
+            raise UsageError(f"task {task!r} trains a head on training data",
+                             hint="pass --train-data DATA (and --train-split if it has splits)")
+
+    def check_trains(self, task: str) -> None:
+        """Refuse a head of a task that trains none.
+
+        Raises:
+            UsageError: the task is zero-shot.
+        """
+        if not self.trains_head:
+            raise UsageError(f"task {task!r} is zero-shot and has no head",
+                             hint="use `vbstore get result` for it")
+
+    def train_input(self, train: T) -> T | None:
+        """``train`` for a shape that trains a head, None for one that takes no training data
+        (a sweep over several tasks passes one train split to those that take it)."""
+        return train if self.trains_head else None
+
+    @property
+    def kind(self) -> str:
+        """``trains a head`` or ``zero-shot``, for help texts and tables."""
+        return "trains a head" if self.trains_head else "zero-shot"
+
+
+_FIT = ("_fit", "_evaluate")
+_SPLIT = ("_fit_split", "_evaluate_split")
+SHAPES: dict[str, Shape] = {s.name: s for s in (
+    Shape("pooled", "trains a head on pooled (N, C) vectors, one target per image", "pooled",
+          True, _FIT),
+    Shape("zero_shot", "scores pooled (N, C) vectors with no training", "pooled", False,
+          ("_evaluate_zero_shot",)),
+    Shape("text", "scores pooled (N, C) vectors against a CLIP text tower, no training",
+          "pooled", False, ("_evaluate_zero_shot",), needs_text=True,
+          sample_ci_skip="each draw would run the text tower again (cost)"),
+    Shape("dense", "trains a head on dense (N, C, H, W) maps, per-pixel targets in batches",
+          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI),
+    Shape("dense_zero_shot", "scores dense (N, C, H, W) maps with no training", "dense",
+          False, ("_evaluate_split",), sample_ci_skip=_DENSE_CI),
+    Shape("boxes", "trains a head on dense maps to predict boxes (and instance masks)",
+          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI),
+    Shape("pairs", "trains a head on grid-pooled dense maps of image pairs (rows of the "
+          "features)", "dense", True, _FIT),
+    Shape("views", "scores dense maps of each image against a warped copy's, no training",
+          "dense", False, ("_evaluate_views",), views="homography"),
+    Shape("keypoint_views", "scores dense maps on annotated keypoint pairs, no training",
+          "dense", False, ("_evaluate_views",), views="keypoints"),
+)}
+
+
+def get_shape(name: str) -> Shape:
+    """The shape called ``name``.
+
+    Raises:
+        UsageError: no such shape (the message lists them).
+    """
+    try:
+        return SHAPES[name]
+    except KeyError:
+        raise UsageError(f"unknown probe shape {name!r}",
+                         hint=f"shapes: {', '.join(SHAPES)}") from None
+
+
+def infer_shape(feature_mode: str, trains_head: bool, zero_shot: bool, needs_text: bool,
+                views: str | None, target_kind: str) -> str:
+    """The shape a task declared before shapes existed, from its flags (a plugin's ``Task``
+    subclass that sets ``feature_mode``, ``trains_head``... keeps working)."""
+    if views is not None:
+        return "keypoint_views" if views == "keypoints" else "views"
+    if needs_text:
+        return "text"
+    if target_kind == "pairs" and feature_mode == "dense":
+        return "pairs"
+    if feature_mode == "dense":
+        if target_kind in ("boxes", "instances"):
+            return "boxes"
+        return "dense" if trains_head and not zero_shot else "dense_zero_shot"
+    return "pooled" if trains_head and not zero_shot else "zero_shot"
