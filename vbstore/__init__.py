@@ -24,6 +24,8 @@ _EXPORTS = {
     "build_backbone": "vbstore.backbones",
     "CustomBackbone": "vbstore.backbones",
     "register_task": "vbstore.tasks",
+    "register_target_kind": "vbstore.data",
+    "load_plugin": "vbstore._plugins",
     "save_head": "vbstore.heads",
     "load_head": "vbstore.heads",
     "VbstoreError": "vbstore.errors",

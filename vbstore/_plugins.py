@@ -8,11 +8,12 @@ cached like a built-in (its module file is part of what a cached answer depends 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from blake3 import blake3
 
 from .errors import UsageError
 
@@ -32,9 +33,10 @@ def load_plugin(path: str | Path) -> ModuleType:
     if not file.is_file() or file.suffix != ".py":
         raise UsageError(f"plugin {path} is not a Python file", hint="pass --plugin FILE.py")
     # a name of its own per path: two plugins called probe.py never shadow each other
-    name = f"vbstore_plugin_{file.stem}_{hashlib.sha1(str(file).encode()).hexdigest()[:8]}"
+    name = f"vbstore_plugin_{file.stem}_{blake3(str(file).encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(name, file)
-    assert spec is not None and spec.loader is not None  # a .py file always has a loader
+    assert spec is not None  # a .py file always has a spec and a loader
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look their module up here
     try:

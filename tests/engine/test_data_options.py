@@ -68,7 +68,8 @@ def test_scenes_state_their_depth_unit(tmp_path):
     given = vbstore.get_result("test_vit", "depth", scenes, scenes, data_options=DEPTH,
                                params={"epochs": 1, "target_scale": 1000.0}, **KW)
     assert stated.record.params["target_scale"] == 1000.0
-    assert given.from_cache and given.id == stated.id
+    assert given.from_cache
+    assert given.id == stated.id
 
 
 def test_train_and_eval_stating_different_scales_are_refused(unstated, tmp_path):

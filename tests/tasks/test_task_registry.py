@@ -8,61 +8,22 @@ import sys
 import pytest
 
 from vbstore.canonical import dumps
+from vbstore.data import get_target_kind
 from vbstore.errors import UsageError, VbstoreError
 from vbstore.tasks import (
-    DENSE_TARGETS,
+    BUILTIN,
     Metric,
     Param,
     Task,
     UnknownTask,
+    get_shape,
     get_task,
     list_tasks,
     register_task,
 )
 
-BUILTINS = [
-    "classification",
-    "corner",
-    "correspondence",
-    "depth",
-    "detection",
-    "edge",
-    "generic_segmentation",
-    "instance_segmentation",
-    "keypoint_correspondence",
-    "keypoints2d",
-    "knn",
-    "multilabel",
-    "occlusion_edge",
-    "orientation",
-    "relative_pose",
-    "retrieval",
-    "semantic_segmentation",
-    "similarity",
-    "surface_normal",
-    "zeroshot_classification",
-    "zeroshot_multilabel",
-    "zeroshot_retrieval",
-]
-
-DENSE_LEVELS = {
-    "corner": "low",
-    "correspondence": "mid",
-    "depth": "mid",
-    "detection": "high",
-    "edge": "low",
-    "generic_segmentation": "mid",
-    "instance_segmentation": "high",
-    "keypoint_correspondence": "mid",
-    "keypoints2d": "low",
-    "occlusion_edge": "mid",
-    "orientation": "low",
-    "relative_pose": "mid",  # reads dense maps pooled to a grid of vectors, per pair
-    "semantic_segmentation": "high",
-    "surface_normal": "mid",
-}
-
-POOLED_LEVELS = {"similarity": "mid"}
+# every built-in, found by reading the modules (no copy of the list to keep in step)
+BUILTINS = sorted(BUILTIN)
 
 
 class _Probe(Task):
@@ -79,6 +40,8 @@ class _Probe(Task):
 
 def test_builtins_are_registered():
     assert list_tasks() == BUILTINS
+    assert {"classification", "knn", "depth", "relative_pose", "zeroshot_retrieval"} <= set(
+        BUILTINS)  # the scan of the task modules finds them
 
 
 def test_list_tasks_filters_with_fnmatch():
@@ -184,10 +147,11 @@ def test_builtin_declarations(name):
     info = task.describe()
     dumps(info)  # canonical JSON: no NaN, string keys only
     assert info["name"] == name
-    dense = name in DENSE_LEVELS
-    assert info["level"] == {**DENSE_LEVELS, **POOLED_LEVELS}.get(name, "high")
-    assert info["feature_mode"] == ("dense" if dense else "pooled")
-    assert (info["target_kind"] in DENSE_TARGETS) == (dense and info["target_kind"] != "pairs")
+    shape = get_shape(info["shape"])
+    assert info["level"] in ("high", "mid", "low")
+    assert info["feature_mode"] == shape.feature_mode
+    assert get_target_kind(info["target_kind"]).per_pixel == (
+        shape.feature_mode == "dense" and shape.name != "pairs")
     assert info["trains_head"] != info["zero_shot"]
     assert info["headline"] in [m["name"] for m in info["metrics"]]
     assert task.resolve_params() == {k: v["default"] for k, v in info["params"].items()}

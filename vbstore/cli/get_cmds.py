@@ -89,14 +89,17 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--suite", "suite_ref", default=None,
               help="Compute one result per condition of this suite (slug@version) and record "
                    "the evaluation.")
+@click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
+              help="Import this Python file first: its own tasks and target kinds "
+                   "(docs/tasks.md#your-own-probe). Repeatable.")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
-                   params, head, no_strict, recompute, dry_run, suite_ref, data_options, executor,
-                   as_json) -> None:
+                   params, head, no_strict, recompute, dry_run, suite_ref, plugins, data_options,
+                   executor, as_json) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -104,7 +107,11 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     answered before click loads, once its files and registry rows are checked unchanged (the
     answer cache). `vbstore why ID` shows where it came from.
     """
+    from .._plugins import load_plugin
     from ..engine import execute, plan, result_request
+
+    for path in plugins:
+        load_plugin(path)
 
     def request_for(data, split):
         return result_request(

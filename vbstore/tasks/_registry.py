@@ -24,6 +24,7 @@ import fnmatch
 import importlib
 import re
 from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from ..data import get_target_kind, list_target_kinds
@@ -33,32 +34,22 @@ from ._errors import UnknownTask
 from ._shapes import SHAPES
 
 _TASKS: dict[str, Task] = {}
-# each built-in task and the module of this package that registers it when imported (a test
-# imports every module and checks this table against what each registers)
-BUILTIN = {
-    "classification": "classification",
-    "correspondence": "correspondence",
-    "keypoint_correspondence": "correspondence",
-    "detection": "detection",
-    "instance_segmentation": "detection",
-    "depth": "geometry",
-    "surface_normal": "geometry",
-    "knn": "knn",
-    "edge": "maps",
-    "occlusion_edge": "maps",
-    "keypoints2d": "maps",
-    "corner": "maps",
-    "multilabel": "multilabel",
-    "orientation": "orientation",
-    "relative_pose": "relative_pose",
-    "retrieval": "retrieval",
-    "semantic_segmentation": "segmentation",
-    "generic_segmentation": "segmentation",
-    "similarity": "similarity",
-    "zeroshot_classification": "zeroshot_classification",
-    "zeroshot_multilabel": "zeroshot_multilabel",
-    "zeroshot_retrieval": "zeroshot_retrieval",
-}
+# how a built-in task module registers each of its tasks (a plugin may register any way)
+_REGISTERS = re.compile(r'^@register_task\(name="([a-z][a-z0-9_]*)"\)', re.M)
+
+
+def _builtin_modules() -> dict[str, str]:
+    """Each built-in task and the module of this package that registers it, read from the
+    modules' own ``@register_task(name="...")`` lines: a new built-in probe is its module
+    alone, and a cached ``get`` still imports only the module of its task."""
+    found: dict[str, str] = {}
+    for path in sorted(Path(__file__).parent.glob("[a-z]*.py")):
+        for name in _REGISTERS.findall(path.read_text(encoding="utf-8")):
+            found[name] = path.stem
+    return found
+
+
+BUILTIN = _builtin_modules()
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 T = TypeVar("T", bound=Callable[..., Any])
