@@ -47,11 +47,8 @@ class PackSplit:
         doc = store.read_json(featureset_id)
         self.layers = tuple(doc["extractor"]["layers"])
         self.target_kind = target_kind
-        read = get_target_kind(target_kind).read
-        if read is None:
-            raise VbstoreError(f"{target_kind} targets are not per pixel: "
-                               "no dense split reads them")
-        self._read_target = read
+        # None for a kind that is not per pixel: its feature maps are read alone (pairs)
+        self._read_target = get_target_kind(target_kind).read
         self.device = torch.device(device)
         self._store, self.manifest, self.scale = store, manifest, target_scale
         self._cfg = BackboneCfg(**{**preprocessing, "mean": tuple(preprocessing["mean"]),
@@ -155,6 +152,9 @@ class PackSplit:
         return Image.open(io.BytesIO(data))
 
     def _target(self, position: int) -> np.ndarray:
+        if self._read_target is None:
+            raise VbstoreError(f"{self.target_kind} targets are not per pixel: a dense split "
+                               "reads only their feature maps")
         return self._read_target(self, position)
 
     def read(self, path: Path, expected: str) -> bytes:
