@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 # Local imports: the remotes package (urllib.request, http.client: ~15 ms) loads only for a store
 # that has remotes.
@@ -41,3 +43,36 @@ def remote_has(store, key: str) -> str | None:
     from ..remotes import remote_has_derivation
 
     return remote_has_derivation(store, key)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What a derivation gave: its output and where it came from.
+
+    Attributes:
+        id: The output.
+        source: ``computed`` (now, by this call), ``store`` (found stored, or computed meanwhile
+            by another process) or ``remote`` (a remote's binary cache answered).
+        remote: The remote that answered (source ``remote``).
+    """
+
+    id: str
+    source: str
+    remote: str | None = None
+
+    @property
+    def computed(self) -> bool:
+        return self.source == "computed"
+
+
+def derive(store, spec: Mapping[str, Any], compute: Callable[[], str], *,
+           timeout: float | None = None, valid: Callable[[str], bool] | None = None) -> Derived:
+    """``store.derive`` with the remotes' binary caches asked before computing: the output and
+    where it came from, as one value."""
+    answered: dict[str, str] = {}  # filled by the fetcher when a remote answers
+    oid, computed = store.derive(spec, compute, timeout=timeout, valid=valid,
+                                 fetch=remote_fetch(store, answered))
+    if computed:
+        return Derived(oid, "computed")
+    remote = answered.get("remote")
+    return Derived(oid, "remote" if remote is not None else "store", remote)

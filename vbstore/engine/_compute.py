@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
@@ -23,36 +22,16 @@ from ..records import ResultRecord
 from ..store import derivation_key
 from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
-from ._cache import remote_fetch
+from ._cache import Derived, derive
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
 from ._plan import Plan
+from ._run import Run
 from ._runners import RUNNERS
 from ._steps import head_spec
 
 # Local imports: torch loads where tensors are made; a cached head (get_head) goes through this
 # module without it.
-
-
-@dataclass
-class Run:
-    """How a plan is executed: device, progress, executor, and what the run measured.
-
-    Attributes:
-        executor: Extracts features elsewhere (``vbstore.features.make_executor``: Ray); None
-            extracts in this process.
-        computed: derivation keys this run computed (not found stored or on a remote), in order.
-        extracted: images this run sent through the backbone.
-    """
-
-    device: str | None = None
-    progress: bool | Callable[..., Any] = True
-    batch_size: int = 32
-    executor: Any = None
-    timings: dict[str, float] = field(default_factory=dict)
-    from_cache: dict[str, bool] = field(default_factory=dict)
-    computed: list[str] = field(default_factory=list)
-    extracted: int = 0
 
 
 def versions() -> dict[str, str | None]:
@@ -152,10 +131,8 @@ def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
             "embed_dim": embed_dim, "task": plan.task.name, "task_op_version": plan.task.op_version}
 
 
-def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False,
-               answered: dict[str, str] | None = None
-               ) -> tuple[str, bool]:
-    """Fit (or fetch) the head for one seed; return its id and whether it was trained now."""
+def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False) -> Derived:
+    """Fit (or fetch) the head for one seed: its id, and where it came from."""
     store, task, runner = plan.store, plan.task, RUNNERS[plan.runner]
     spec = head_spec(task, plan.task_params, train.id, seed)
     classes = plan.train_m.doc.get("classes") or None
@@ -171,11 +148,11 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
     if fresh:
         oid = compute()
         run.computed.append(store.record(spec, oid))
-        return oid, True
-    oid, trained = store.derive(spec, compute, fetch=remote_fetch(store, answered))
-    if trained:
+        return Derived(oid, "computed")
+    derived = derive(store, spec, compute)
+    if derived.computed:
         run.computed.append(derivation_key(spec))
-    return oid, trained
+    return derived
 
 
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:

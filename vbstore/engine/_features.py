@@ -10,7 +10,7 @@ from ..data import load_manifest
 from ..features import OP_VERSION, ExtractorParams
 from ..store import Store, derivation_spec
 from ._backbone import BackboneRef, resolve_backbone
-from ._cache import remote_fetch
+from ._cache import derive
 from ._device import resolve_device
 
 
@@ -106,10 +106,8 @@ def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str 
         stats.update(done.as_dict())
         return featureset
 
-    answered: dict[str, str] = {}
-    oid, computed = store.derive(featureset_spec(ref.id, manifest.id, params), compute,
-                                 valid=lambda o: packs_present(store, o),
-                                 fetch=remote_fetch(store, answered))
-    if not computed and "remote" in answered:
-        stats["remote"] = answered["remote"]  # a cached answer says where it came from
-    return oid, computed, stats
+    derived = derive(store, featureset_spec(ref.id, manifest.id, params), compute,
+                     valid=lambda o: packs_present(store, o))
+    if derived.remote is not None:
+        stats["remote"] = derived.remote  # a cached answer says where it came from
+    return derived.id, derived.computed, stats

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
-from ._cache import remote_fetch
+from ._cache import Derived, derive
 from ._plan import Plan, plan
 from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, layers_arg
+from ._run import Run
 
 if TYPE_CHECKING:
     from ..records import HeadCompat
@@ -230,37 +231,27 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         else:
             return Result(oid, record, True, time.perf_counter() - the_plan.started,
                           source="store")
-    answered: dict[str, str] = {}
-    done: list[str] = []  # derivation keys computed by this call (features, heads, the result)
-    extracted = [0]  # images this call sent through a backbone
+    run = Run(device=device, progress=progress, executor=executor)
 
     def compute() -> str:
         # the compute path (heads, bootstrap, extraction) loads only on a miss: a cached
-        # answer must not pay for its imports
-        from ._compute import Run, compute_result
+        # answer, here or on a remote, must not pay for its imports
+        from ._compute import compute_result
 
         _pin(the_plan)
-        run = Run(device=device, progress=progress, executor=executor)
-        try:
-            return compute_result(the_plan, run)
-        finally:
-            done.extend(run.computed)
-            extracted[0] = run.extracted
+        return compute_result(the_plan, run)
 
-    oid, computed = store.derive(spec, compute, fetch=remote_fetch(store, answered),
-                                 timeout=lease_timeout)
-    if computed:
-        done.append(derivation_key(spec))
-    source = "computed" if computed else ("remote" if "remote" in answered else "store")
+    derived = derive(store, spec, compute, timeout=lease_timeout)
+    computed = [*run.computed, *([derivation_key(spec)] if derived.computed else [])]
     return Result(
-        oid,
-        ResultRecord.from_dict(store.read_json(oid)),
-        not computed,
+        derived.id,
+        ResultRecord.from_dict(store.read_json(derived.id)),
+        not derived.computed,
         time.perf_counter() - the_plan.started,
-        source=source,
-        remote=answered.get("remote"),
-        computed=tuple(done),
-        extracted=extracted[0],
+        source=derived.source,
+        remote=derived.remote,
+        computed=tuple(computed),
+        extracted=run.extracted,
     )
 
 
@@ -283,7 +274,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
         NotReproduced: a metric moved by more than ``REPRODUCED_TOLERANCE``; the new result is
             stored and the derivation points at it, so nothing is lost.
     """
-    from ._compute import Run, compute_result  # the compute path: see execute
+    from ._compute import compute_result  # the compute path: see execute
 
     store, spec = the_plan.store, the_plan.derivation
     key = derivation_key(spec)
@@ -478,30 +469,28 @@ def get_head(
     # the compute path: see execute
     from ..heads import head_record
     from ..records import HeadCompat
-    from ._compute import Feed, Run, featureset, train_head
+    from ._compute import Feed, featureset, train_head
 
     try:
         the_plan = plan(request, store)
     except UsageError as exc:  # the train data stands on the eval side too: name its own flag
         exc.hint = re.sub(r"(?<![\w-])--split\b", "--train-split", exc.hint)
         raise
-    answered: dict[str, str] = {}
 
-    def attempt(the_plan: Plan) -> tuple[Plan, str, bool]:
+    def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor)
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )
-        return (the_plan, *train_head(the_plan, run, train, seed, answered=answered))
+        return the_plan, train_head(the_plan, run, train, seed)
 
-    the_plan, oid, trained = _replanning(the_plan, attempt)
+    the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(
-        oid,
-        HeadCompat.from_dict(head_record(the_plan.store, oid)),
-        not trained,
+        head.id,
+        HeadCompat.from_dict(head_record(the_plan.store, head.id)),
+        not head.computed,
         time.perf_counter() - the_plan.started,
-        source="computed" if trained else ("remote" if "remote" in answered else "store"),
-        remote=answered.get("remote"),
+        source=head.source,
+        remote=head.remote,
     )
-

@@ -21,9 +21,10 @@ from ._requests import param_files
 from ._steps import Step, head_step, views_steps
 
 if TYPE_CHECKING:
-    from ._compute import Feed, Run
+    from ._compute import Feed
     from ._plan import Plan
     from ._requests import ResultRequest
+    from ._run import Run
 
 # Local imports: the compute path (._compute: heads, the bootstrap, torch) loads inside score and
 # fit, which run only on a cache miss; a plan and a cached answer never load it.
@@ -148,7 +149,7 @@ class _Trained(Runner):
         else:
             train = Feed(plan, run, featureset(plan, run, plan.train_m, "train"), plan.train_m)
             scored.edges.update(train_manifest=plan.train_m.id, train_features=train.id)
-            heads = [train_head(plan, run, train, seed, fresh_heads)[0] for seed in seeds]
+            heads = [train_head(plan, run, train, seed, fresh_heads).id for seed in seeds]
             classes = plan.train_m.classes
         expected = compat(plan, evaluation.id, self.width(evaluation))
         targets = self.targets(evaluation, classes)
