@@ -24,7 +24,7 @@ def default_limit() -> int:
     except (AttributeError, ValueError, OSError):  # not every platform says
         return DEFAULT_MEMORY
     return min(DEFAULT_MEMORY, physical // 2) if physical > 0 else DEFAULT_MEMORY
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*\Z", re.IGNORECASE)
 
 
 def memory_limit() -> int:

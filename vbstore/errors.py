@@ -138,6 +138,20 @@ class StoreReadOnly(StoreIOError):
         self.doing = doing
 
 
+class NewerRegistry(StoreIOError):
+    """The store's registry was written by a newer vbstore, whose layout this one would misread."""
+
+    exit_code = 11
+
+    def __init__(self, path: str, version: int, known: int) -> None:
+        super().__init__(
+            f"{path} was made by a newer vbstore (registry version {version}; this vbstore "
+            f"knows up to {known})",
+            hint="upgrade vbstore to the version that wrote this store; the store is intact and "
+                 "nothing was changed (`fsck --rebuild` is refused: it would drop every ref)")
+        self.path, self.version, self.known = path, version, known
+
+
 class LeaseTimeout(VbstoreError, TimeoutError):
     """Waited too long for another process computing the same derivation."""
 

@@ -131,3 +131,18 @@ def test_the_next_push_removes_what_a_killed_push_left(stores, lineage, remote_d
     assert not stale.exists()
     assert fresh.exists()  # younger than the hour: perhaps a running push's
     assert other.exists()
+
+
+@pytest.mark.parametrize("endpoint", ["http:////:pw@host", "http:///x@host:9000", "ftp://host",
+                                      "host:9000"])
+def test_an_endpoint_that_hides_a_password_or_is_not_http_is_refused(stores, endpoint):
+    """The PoC: ``http:////:pw@host`` has an empty netloc, so the '@' check missed it and
+    remotes.json stored the password."""
+    from vbstore.errors import UsageError
+    from vbstore.remotes import add_remote, list_remotes
+
+    with pytest.raises(UsageError, match=r"endpoint_url"):
+        add_remote(stores[0], "s3", "s3://bucket/x", {"endpoint_url": endpoint})
+    assert list_remotes(stores[0]) == []
+    assert not (stores[0].root / "remotes.json").exists() or b"pw" not in (
+        stores[0].root / "remotes.json").read_bytes()

@@ -27,7 +27,8 @@ EXIT_CODES = [
     (9, "not found: no object, ref, remote, backbone, task or suite by that name"),
     (10, "integrity: a blob does not hash to its id (local or downloaded)"),
     (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
-         "a changed protocol pushed under a published suite version"),
+         "a changed protocol pushed under a published suite version, a store whose registry a "
+         "newer vbstore wrote (upgrade vbstore)"),
     (12, "not reproduced: `get result --recompute` gave other numbers than the stored result"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),
 ]

@@ -24,7 +24,7 @@ from .. import canonical
 from ..errors import SuiteConflict, SuiteNotFound, UsageError
 from ..store import Store
 
-_REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?$")
+_REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?\Z")
 AGGREGATIONS = ("equal-mean-of-conditions",)
 
 
