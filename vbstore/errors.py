@@ -138,6 +138,20 @@ class StoreReadOnly(StoreIOError):
         self.doing = doing
 
 
+class NewerRegistry(StoreIOError):
+    """The store's registry was written by a newer vbstore, whose layout this one would misread."""
+
+    exit_code = 11
+
+    def __init__(self, path: str, version: int, known: int) -> None:
+        super().__init__(
+            f"{path} was made by a newer vbstore (registry version {version}; this vbstore "
+            f"knows up to {known})",
+            hint="upgrade vbstore to the version that wrote this store; the store is intact and "
+                 "nothing was changed (`fsck --rebuild` is refused: it would drop every ref)")
+        self.path, self.version, self.known = path, version, known
+
+
 class LeaseTimeout(VbstoreError, TimeoutError):
     """Waited too long for another process computing the same derivation."""
 
@@ -545,3 +559,35 @@ class MissingDependency(VbstoreError, ImportError):
         super().__init__(f"this needs {module}, which is not installed",
                          hint=f"install it with: pip install 'vbstore[{extra}]'")
         self.module, self.extra = module, extra
+
+
+# -- budgets ---------------------------------------------------------------------------------------
+
+
+class OverBudget(VbstoreError, MemoryError):
+    """A computation would allocate more memory than the limit (``VBSTORE_MAX_MEMORY``) allows."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, needed: int, limit: int) -> None:
+        super().__init__(
+            f"{what} would need about {_gib(needed)} of memory, over the limit of {_gib(limit)}",
+            hint="check the class count or sizes asked for; if they are right, raise the limit "
+                 "with VBSTORE_MAX_MEMORY=SIZE (e.g. 64G)")
+        self.what, self.needed, self.limit = what, needed, limit
+
+
+class BadHead(VbstoreError, ValueError):
+    """A head's values cannot be used: non-finite numbers, or outputs its record contradicts."""
+
+    exit_code = 2
+
+    def __init__(self, oid: str, why: str) -> None:
+        super().__init__(f"head {oid[:12]} cannot be used: {why}",
+                         hint="train it again (`vbstore get head`) or pull it from a remote you "
+                              "trust; nothing was computed from it")
+        self.oid, self.why = oid, why
+
+
+def _gib(size: int) -> str:
+    return f"{size / (1 << 30):.3g} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.3g} MiB"

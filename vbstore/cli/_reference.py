@@ -13,7 +13,9 @@ EXIT_CODES = [
     (0, "success"),
     (1, "failure found: `fsck` found faults, or an unexpected error"),
     (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input "
-        "files, an imported result that does not say which weights made it"),
+        "files, an annotation outside its image, a head with NaN values, an imported result "
+        "that does not say which weights made it, a class count or size over the memory limit "
+        "(`VBSTORE_MAX_MEMORY`)"),
     (3, "not ranked: `evaluate --require-ranked` recorded an evaluation its suite cannot rank "
         "(Visin's code)"),
     (4, "dropped: `diff` found a score that fell by more than --max-drop (Visin's code)"),
@@ -25,7 +27,8 @@ EXIT_CODES = [
     (9, "not found: no object, ref, remote, backbone, task or suite by that name"),
     (10, "integrity: a blob does not hash to its id (local or downloaded)"),
     (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
-         "a changed protocol pushed under a published suite version"),
+         "a changed protocol pushed under a published suite version, a store whose registry a "
+         "newer vbstore wrote (upgrade vbstore)"),
     (12, "not reproduced: `get result --recompute` gave other numbers than the stored result"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),
 ]

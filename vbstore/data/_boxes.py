@@ -154,6 +154,8 @@ def _coco_doc(data: bytes) -> dict:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _Bad(f"malformed JSON ({exc})", "fix the file or export it again") from None
+    except RecursionError:
+        raise _Bad("JSON nested too deeply", "fix the file or export it again") from None
     if not isinstance(doc, dict) or not all(isinstance(doc.get(k), list)
                                             for k in ("images", "annotations", "categories")):
         raise _Bad("not a COCO file (images, annotations and categories lists)",
@@ -193,7 +195,8 @@ def coco_index(data: bytes, path: Path, classes: Sequence[str]) -> dict[str, Box
             x, y, w, h = (float(v) for v in bbox)
             _check_box((x, y, x + w, y + h), width, height, what)
             rows[ann["image_id"]].append([x, y, x + w, y + h, cls, float(bool(ann.get("iscrowd")))])
-            segs[ann["image_id"]].append(ann.get("segmentation"))
+            segs[ann["image_id"]].append(_segmentation(ann.get("segmentation"), width, height,
+                                                       what))
     except _Bad as bad:
         raise BadInput("unusable box annotations", [(str(path), bad.why)], hint=bad.hint) from None
     return {name: Boxes(width, height, np.asarray(rows[i], np.float64).reshape(-1, 6),
@@ -201,16 +204,36 @@ def coco_index(data: bytes, path: Path, classes: Sequence[str]) -> dict[str, Box
             for i, (name, width, height) in images.items()}
 
 
+def _segmentation(segmentation: object, width: int, height: int, what: str) -> object:
+    """A COCO ``segmentation`` checked against its image: an RLE's ``size`` must be the
+    image's, since decoding allocates ``size`` (a 150-byte RLE can claim 40000x40000)."""
+    if isinstance(segmentation, dict):
+        size = segmentation.get("size")
+        if size != [height, width]:
+            raise _Bad(f"{what}'s RLE mask is {size!r} ([height, width]), its image "
+                       f"{height}x{width}", "export the masks again with the image's size")
+        if not isinstance(segmentation.get("counts"), (str, list)):
+            raise _Bad(f"{what}'s RLE mask has no counts", "export the masks again")
+    elif segmentation is not None and not isinstance(segmentation, list):
+        raise _Bad(f"{what}'s segmentation is neither polygons nor RLE",
+                   "export the masks again")
+    return segmentation
+
+
 def coco_mask(segmentation: object, width: int, height: int) -> np.ndarray:
     """(H, W) boolean mask of a COCO ``segmentation`` (polygons, RLE or uncompressed RLE), by
     pycocotools.
 
     Raises:
-        BadInput: no segmentation to decode.
+        BadInput: no segmentation to decode, or an RLE whose size is not ``height x width``.
     """
     import numpy as np
     from pycocotools import mask as mask_utils  # the COCO reader: only for COCO masks
 
+    try:
+        _segmentation(segmentation, width, height, "an annotation")
+    except _Bad as bad:
+        raise BadInput("unusable COCO masks", [("segmentation", bad.why)], hint=bad.hint) from None
     if isinstance(segmentation, list):
         rle = mask_utils.merge(mask_utils.frPyObjects(segmentation, height, width))
     elif isinstance(segmentation, dict) and isinstance(segmentation.get("counts"), list):
@@ -292,6 +315,8 @@ def _json(data: bytes, path: Path, index: dict[str, int]) -> Boxes:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _Bad(f"malformed JSON ({exc})", "fix the file or write it again") from None
+    except RecursionError:
+        raise _Bad("JSON nested too deeply", "fix the file or write it again") from None
     shape = "an object with width, height and an objects list"
     if not isinstance(doc, dict) or not isinstance(doc.get("objects"), list):
         raise _Bad(f"not {shape}", f"write {shape} (see docs/data.md)")

@@ -183,7 +183,47 @@ def relative_image(value: str | None, column: str, empty: str = "") -> str:
         raise ValueError(f"{column} {value!r} is absolute; write it relative to the table")
     if not is_image(value):
         raise ValueError(f"{column} {value!r} is not an image file name")
-    return posixpath.normpath(value)
+    value = posixpath.normpath(value)
+    if value == ".." or value.startswith("../"):
+        raise ValueError(f"{column} {value!r} leads out of the table's folder; name files "
+                         "inside it")
+    return value
+
+
+class Within:
+    """Paths a list names under its data folder, refused when they lead out of it: a ``..``
+    step, an absolute path, or a symlink on the way that points elsewhere (a list names files
+    of its own dataset only). Each folder is resolved once, so a long list costs one ``lstat``
+    per file.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._real = os.path.realpath(root).rstrip(os.sep)
+        self._dirs: dict[str, bool] = {}
+
+    def _inside(self, real: str) -> bool:
+        return real == self._real or real.startswith(self._real + os.sep)
+
+    def __call__(self, name: str) -> Path:
+        """``root / name``.
+
+        Raises:
+            ValueError: naming the path and why.
+        """
+        parts = name.replace("\\", "/").split("/")
+        if ".." in parts or posixpath.isabs(name) or (len(name) > 1 and name[1] == ":"):
+            raise ValueError(f"{name!r} leads out of the data folder (.. or absolute); name "
+                             "files inside it")
+        path = self.root / name
+        folder = str(path.parent)
+        if folder not in self._dirs:
+            self._dirs[folder] = self._inside(os.path.realpath(folder))
+        if not self._dirs[folder] or (path.is_symlink()
+                                      and not self._inside(os.path.realpath(path))):
+            raise ValueError(f"{name!r} is a link out of the data folder {self.root}; copy the "
+                             "file in, or point the data at a folder that holds both")
+        return path
 
 
 def check_unique_ids(rows: Sequence[Sequence[Any]], path: Path, what: str) -> None:
@@ -199,12 +239,15 @@ def check_unique_ids(rows: Sequence[Sequence[Any]], path: Path, what: str) -> No
         seen.add(row[0])
 
 
-def read_table(path: Path, what: str, required: Sequence[str], optional: str) -> csv.DictReader:
+def read_table(path: Path, what: str, required: Sequence[str], optional: str
+               ) -> list[dict[str, str]]:
     """The rows of the CSV table ``path`` (a BOM allowed), its header checked for ``required``.
 
     Raises:
-        BadInput: the table is unreadable, empty, or lacks a required column; ``what`` names
-            the kind of table ("pose", "triplet") and ``optional`` its optional columns.
+        BadInput: the table is unreadable, empty, lacks a required column, or has a row csv
+            cannot read (a cell over csv's 128 KiB field limit, a stray quote), naming
+            ``file:line``; ``what`` names the kind of table ("pose", "triplet") and
+            ``optional`` its optional columns.
     """
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -213,9 +256,16 @@ def read_table(path: Path, what: str, required: Sequence[str], optional: str) ->
     if not text.strip():
         raise BadInput(f"empty {what} tables", [(str(path), "no header, no rows")])
     reader = csv.DictReader(text.splitlines())
-    missing = [c for c in required if c not in (reader.fieldnames or [])]
-    if missing:
-        raise BadInput(f"{what} tables with missing columns",
-                       [(str(path), f"no {', '.join(missing)} column")],
-                       hint=f"columns: {', '.join(required)}, optionally {optional}")
-    return reader
+    try:
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise BadInput(f"{what} tables with missing columns",
+                           [(str(path), f"no {', '.join(missing)} column")],
+                           hint=f"columns: {', '.join(required)}, optionally {optional}")
+        return list(reader)
+    except csv.Error as exc:  # raised before the line it is reading is counted
+        why = str(exc)
+        if "field larger than field limit" in why:
+            why = f"a cell is longer than {csv.field_size_limit() // 1024} KiB"
+        raise BadInput(f"malformed {what} tables", [(f"{path}:{reader.line_num + 1}", why)],
+                       hint="fix the row; cells are short paths, numbers and names") from None

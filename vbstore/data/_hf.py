@@ -23,7 +23,7 @@ from ._sources import Record, Source, folder_key, write_list
 # Local imports: the datasets library loads when an hf: source is read.
 
 _CAPTION_COLUMNS = ("caption", "captions", "text", "sentences", "sentence")
-_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+_SHA = re.compile(r"^[0-9a-f]{7,40}\Z")
 
 
 def parse_hf(rest: str) -> tuple[str, str | None, str | None]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError
+from ._files import Within
 from ._scan import Entry, Scan
 
 TARGET_COLUMNS = ("label", "labels", "target", "captions")
@@ -133,7 +134,10 @@ def _path(value: Any) -> str:
         raise ValueError("empty path")
     if posixpath.isabs(value) or (len(value) > 1 and value[1] == ":"):
         raise ValueError(f"{_show(value)} is absolute; write it relative to the list file")
-    return posixpath.normpath(value.strip())
+    value = posixpath.normpath(value.strip())
+    if value == ".." or value.startswith("../"):
+        raise ValueError(f"{_show(value)} leads out of the list's folder; name files inside it")
+    return value
 
 
 def _name(value: Any) -> str:
@@ -212,12 +216,16 @@ def scan_list(
     parse = {"label": _name, "labels": _names, "target": _path, "captions": _captions}[kind]
     by_name: dict[str, tuple[Any, str | None]] = {}
     problems: list[tuple[str, str]] = []
+    within = Within(path.parent)
     for where, row in rows:
         try:
             name = _path(row.get("image"))
+            within(name)
             if kind not in row:
                 raise ValueError(f"no {kind}")
             value = parse(row[kind])
+            if kind == "target":
+                within(str(value))
             condition = row.get("condition") or None
             if condition is not None and not isinstance(condition, str):
                 raise ValueError(f"condition is a string, not {_show(condition)}")

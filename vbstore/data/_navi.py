@@ -199,6 +199,8 @@ def scan_navi(root: Path, split: str | None) -> Scan:
                 continue  # 3d_scan/ and other folders hold no views
             try:
                 views[f"{obj}/{scene}"] = _views(path, obj)
+            except RecursionError:
+                problems.append((str(path), "JSON nested too deeply"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
                 problems.append((str(path), str(exc)))
     if problems:

@@ -18,7 +18,14 @@ import math
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import check_unique_ids, loose_images, read_table, relative_image, subdirs
+from ._files import (
+    Within,
+    check_unique_ids,
+    loose_images,
+    read_table,
+    relative_image,
+    subdirs,
+)
 from ._scan import Entry, Scan
 
 PAIRS_FILE = "pairs.csv"
@@ -68,6 +75,7 @@ def scan_pairs(root: Path, split: str | None) -> Scan:
                               f"{', '.join(REQUIRED)}")
     base = path.parent
     reader = read_table(path, "pose", REQUIRED, "id")
+    within = Within(base)
     rows: list[tuple[str, str, str, tuple[float, ...]]] = []
     problems: list[tuple[str, str]] = []
     for number, row in enumerate(reader, 2):
@@ -75,6 +83,8 @@ def scan_pairs(root: Path, split: str | None) -> Scan:
         try:
             names = [relative_image(row.get(c), c, ": a pair needs two views")
                      for c in ("image_a", "image_b")]
+            for name in names:
+                within(name)
             pose = _pose(row)
         except ValueError as exc:
             problems.append((at, str(exc)))

@@ -42,7 +42,7 @@ _APPLIES = {
 }
 _FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "BMP": ".bmp", "GIF": ".gif",
             "TIFF": ".tif", "PPM": ".ppm"}
-_KEY = re.compile(r"^[A-Za-z0-9_.\-/]+$")
+_KEY = re.compile(r"^[A-Za-z0-9_.\-/]+\Z")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,11 @@ of ``[x, y]`` in pixels, one per shared keypoint, in the same order) and ``trg_b
 samples are the distinct images; its ``keypoint_pairs`` field lists
 ``[src, trg, src_kps, trg_kps, trg_bndbox]`` with sample indices, and ``--limit N`` keeps N
 pairs. Other fields of the files are not read.
+
+Every annotation is checked against its images (their headers, no pixel decoded): keypoints
+and the box lie inside the image they annotate, so a box of ``[-5, -5, 1e300, 1e300]`` (which
+would make every transfer "correct") is refused. Names stay inside the tree: no ``..``, no
+link out of it. A file over :data:`MAX_PAIR_BYTES` or nested too deeply is refused by name.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError
-from ._files import subdirs
+from ._files import Within, subdirs
 from ._scan import Entry, Scan
 
 PAIRS_DIR, IMAGES_DIR = "PairAnnotation", "JPEGImages"
+MAX_PAIR_BYTES = 1 << 20  # SPair-71k's own files are a few KiB
 
 
 def is_spair(root: Path) -> bool:
@@ -40,7 +46,19 @@ def _points(value: Any, what: str) -> list[list[float]]:
     return out
 
 
-def _pair(path: Path, root: Path) -> tuple[str, str, str, tuple[Any, ...]]:
+def _inside_image(points: list[list[float]], size: tuple[int, int], what: str) -> None:
+    width, height = size
+    for x, y in points:
+        if not (0 <= x <= width and 0 <= y <= height):
+            raise ValueError(f"{what} holds [{x:g}, {y:g}], outside its {width}x{height} image")
+
+
+def _pair(path: Path, root: Path, within: Within, sizes: dict[str, tuple[int, int]]
+          ) -> tuple[str, str, str, tuple[Any, ...]]:
+    from PIL import Image  # image headers: only when a split is listed
+
+    if path.stat().st_size > MAX_PAIR_BYTES:
+        raise ValueError(f"larger than {MAX_PAIR_BYTES >> 10} KiB; a pair file is a few KiB")
     doc = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")
@@ -48,20 +66,33 @@ def _pair(path: Path, root: Path) -> tuple[str, str, str, tuple[Any, ...]]:
                            "trg_bndbox") if k not in doc]
     if missing:
         raise ValueError(f"no {', '.join(missing)}")
+    if not all(isinstance(doc[k], str) and doc[k] for k in ("src_imname", "trg_imname",
+                                                           "category")):
+        raise ValueError("src_imname, trg_imname and category are not names")
     names = [f"{IMAGES_DIR}/{doc['category']}/{doc[k]}" for k in ("src_imname", "trg_imname")]
     if names[0] == names[1]:
         raise ValueError(f"src and trg are both {names[0]}: a pair needs two views")
     for name in names:
-        if not (root / name).is_file():
+        if not within(name).is_file():
             raise ValueError(f"{name} does not exist")
+        if name not in sizes:
+            try:
+                with Image.open(root / name) as image:
+                    sizes[name] = image.size
+            except Exception as exc:  # PIL raises many types for a file it cannot read
+                raise ValueError(f"{name} is not a readable image ({type(exc).__name__})"
+                                 ) from None
     src, trg = _points(doc["src_kps"], "src_kps"), _points(doc["trg_kps"], "trg_kps")
     if len(src) != len(trg):
         raise ValueError(f"{len(src)} src_kps but {len(trg)} trg_kps")
     box = doc["trg_bndbox"]
     if (not isinstance(box, list) or len(box) != 4
-            or not all(isinstance(v, (int, float)) for v in box) or box[2] <= box[0]
-            or box[3] <= box[1]):
+            or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in box)
+            or box[2] <= box[0] or box[3] <= box[1]):
         raise ValueError(f"trg_bndbox {box!r} is not [x1, y1, x2, y2] with x2 > x1, y2 > y1")
+    _inside_image(src, sizes[names[0]], "src_kps")
+    _inside_image(trg, sizes[names[1]], "trg_kps")
+    _inside_image([box[:2], box[2:]], sizes[names[1]], "trg_bndbox")
     return path.stem, names[0], names[1], (src, trg, [float(v) for v in box])
 
 
@@ -70,8 +101,9 @@ def scan_spair(root: Path, split: str | None) -> Scan:
 
     Raises:
         UsageError: no split given, or none of that name.
-        BadInput: an unreadable or malformed pair file, a pair with one view or a missing
-            image (each naming the file), or a split without pairs.
+        BadInput: an unreadable, oversized, deeply nested or malformed pair file, a pair
+            with one view, a missing image or a name out of the tree, keypoints or a box
+            outside their image (each naming the file), or a split without pairs.
     """
     found = subdirs(root / PAIRS_DIR)
     if split is None or split not in found:
@@ -79,9 +111,12 @@ def scan_spair(root: Path, split: str | None) -> Scan:
                          if split is None else f"no split {split!r} in {root / PAIRS_DIR}",
                          hint=f"splits found: {', '.join(found) or 'none'}")
     rows, problems = [], []
+    within, sizes = Within(root), dict[str, tuple[int, int]]()
     for path in sorted((root / PAIRS_DIR / split).glob("*.json")):
         try:
-            rows.append(_pair(path, root))
+            rows.append(_pair(path, root, within, sizes))
+        except RecursionError:
+            problems.append((str(path), "JSON nested too deeply; a pair file is a flat object"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError,
                 TypeError) as exc:
             problems.append((str(path), str(exc)))

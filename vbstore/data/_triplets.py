@@ -18,7 +18,7 @@ import csv
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
-from ._files import check_unique_ids, read_table, relative_image
+from ._files import Within, check_unique_ids, read_table, relative_image
 from ._scan import Entry, Scan
 
 MIN_VOTES = 6
@@ -34,8 +34,8 @@ def triplet_csv(root: Path) -> Path | None:
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             header = next(csv.reader(f), [])
-    except (OSError, UnicodeDecodeError):
-        return None
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None  # not a table this layout can read: the layout search says so
     return path if {"ref_path", "left_path", "right_path"} <= set(header) else None
 
 
@@ -69,6 +69,7 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
                               "and right_path columns")
     base = path.parent
     reader = read_table(path, "triplet", REQUIRED, "id and split")
+    within = Within(base)
     rows: list[tuple[str, str, str, str, int, int]] = []
     problems: list[tuple[str, str]] = []
     splits: set[str] = set()
@@ -82,6 +83,8 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
         try:
             names = [relative_image(row.get(c), c)
                      for c in ("ref_path", "left_path", "right_path")]
+            for name in names:
+                within(name)
             left, right, votes = (_count(row, c) for c in ("left_vote", "right_vote", "votes"))
         except ValueError as exc:
             problems.append((where, str(exc)))

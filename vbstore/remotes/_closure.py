@@ -19,12 +19,13 @@ from typing import Any
 from .. import __version__, canonical
 from ..errors import NonCanonical, ObjectNotFound
 from ..store import KINDS, derivation_key
+from . import _limits
 from ._errors import TamperedBlob
 from ._paths import check_oid, check_ref
 
 REF_FORMAT = "vbstore.ref/1"
 DERIVATION_FORMAT = "vbstore.derivation/1"
-MAX_DOCUMENT_BYTES = 64 << 20
+MAX_DOCUMENT_BYTES = _limits.MAX_DOCUMENT_BYTES  # read at call time (tests lower it)
 _MAX_ROLE = 200
 
 
@@ -109,6 +110,7 @@ def _load(remote: str, what: str, data: bytes, fmt: str) -> dict[str, Any]:
     def no_constants(token: str) -> None:
         raise ValueError(f"{token} is not allowed")
 
+    _limits.check_values(remote, what, data, _limits.MAX_DOCUMENT_VALUES)
     try:
         doc = json.loads(data, parse_constant=no_constants)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -139,6 +141,9 @@ def _check_spec(remote: str, key: str, spec: object) -> dict[str, Any]:
 def _entries(remote: str, what: str, raw: object) -> list[Entry]:
     if not isinstance(raw, list):
         raise _refuse(remote, what, "closure is not a list")
+    if len(raw) > _limits.MAX_CLOSURE_ENTRIES:
+        raise _refuse(remote, what, f"its closure lists {len(raw)} objects, over the "
+                                    f"{_limits.MAX_CLOSURE_ENTRIES} allowed")
     entries = []
     for item in raw:
         if not isinstance(item, dict):

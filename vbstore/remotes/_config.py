@@ -109,9 +109,15 @@ def check_options(scheme: str, options: Mapping[str, str]) -> dict[str, str]:
         checked[key] = str(value)
     if "endpoint_url" in checked:
         parts = urlsplit(checked["endpoint_url"])
-        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-            raise UsageError("credentials in endpoint_url are refused",
+        # "@" anywhere: "http:////:pw@host" has an empty netloc and carries the password in
+        # what urlsplit calls its path
+        if parts.username is not None or parts.password is not None or "@" in checked[
+                "endpoint_url"]:
+            raise UsageError("credentials in endpoint_url are refused (it holds an '@')",
                              hint="put them in the environment (AWS_ACCESS_KEY_ID...) instead")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError("endpoint_url is not http(s)://host[:port]",
+                             hint="give the endpoint alone, e.g. https://host:9000")
         if parts.query or parts.fragment:  # a pre-signed URL carries its signature here
             raise UsageError("a query string in endpoint_url is refused (it may carry a "
                              "credential)", hint="give the endpoint alone, e.g. https://host:9000")

@@ -15,6 +15,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
+import stat
+import time
 import uuid
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
@@ -34,6 +37,10 @@ from ._paths import check_ref
 
 CHUNK = 1 << 20
 _BATCH = 64
+# A push's temp file in a directory remote (``<final name>.<uuid4 hex>.tmp``): one older than
+# this was left by a push that was killed, and the next push removes it.
+STALE_TEMP_SECONDS = 3600
+_TEMP = re.compile(r"\.[0-9a-f]{32}\.tmp\Z")
 
 
 class FsspecRemote(Remote):
@@ -147,6 +154,63 @@ class DirRemote(FsspecRemote):
         if real != real_root and not real.startswith(real_root + os.sep):
             raise UnsafeRemotePath("path (leaves the remote through a link)", path)
         return full
+
+    def _open_regular(self, path: str):
+        """``path`` opened for reading, or None when absent; only a regular file is read (a
+        FIFO would block the read forever, a device never end).
+
+        Raises:
+            RemoteError: the path is something else than a regular file.
+        """
+        full = self.full(path)
+        with self._failing(f"opening {path}"):
+            try:  # non-blocking: opening a FIFO must not wait for a writer
+                fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            except FileNotFoundError:
+                return None
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise RemoteError(f"{path} on remote {self.name!r} is not a regular file",
+                                  hint="remove it from the remote (vbstore reads only regular "
+                                       "files there); the local store is unchanged")
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "rb")
+
+    def read(self, path: str, revision: str | None = None,
+             limit: int | None = None) -> bytes | None:
+        self.resolve(revision)
+        handle = self._open_regular(path)
+        if handle is None:
+            return None
+        with handle, self._failing(f"reading {path}"):
+            return _read_bounded(handle, limit, path, self.name)
+
+    def download(self, path: str, revision: str | None = None) -> Iterable[bytes] | None:
+        self.resolve(revision)
+        handle = self._open_regular(path)
+        return None if handle is None else self._chunks(handle, path)
+
+    def begin_push(self) -> str | None:
+        self.remove_stale_temps()
+        return None
+
+    def remove_stale_temps(self, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
+        """Remove the temp files killed pushes left (older than ``older_than`` seconds); return
+        their paths relative to the remote. A younger one may be a running push's."""
+        removed, cutoff = [], time.time() - older_than
+        for folder in ("objects", "derivations", "refs"):
+            for dirpath, _, names in os.walk(os.path.join(self.root, folder)):
+                for name in names:
+                    if not _TEMP.search(name):
+                        continue
+                    full = os.path.join(dirpath, name)
+                    try:
+                        if os.lstat(full).st_mtime < cutoff:
+                            os.unlink(full)
+                            removed.append(os.path.relpath(full, self.root))
+                    except OSError:
+                        continue  # taken by another push's cleanup, or not ours to remove
+        return removed
 
     def _upload(self, files: Mapping[str, Path | bytes]) -> None:
         for path in sorted(files):

@@ -18,12 +18,12 @@ import re
 from ..errors import BadRemoteTarget
 from ._errors import UnsafeRemotePath
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 # The local store's ref grammar (vbstore.store._store), so a pulled ref can be tagged as is.
-_REF_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$")
-_REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_REF_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*\Z")
+_REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 # Files a push may add at the root of a remote (a Hub model repo's browsable files).
-_ROOT_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_ROOT_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 MAX_REF_LENGTH = 200
 
 

@@ -24,6 +24,7 @@ from ..store import check_safetensors_file, encoding, validate
 from ._base import Remote, document_limit
 from ._closure import Entry, parse_derivation, parse_ref, within
 from ._errors import RemoteConflict, RemoteError, RemoteNotFound, TamperedBlob, UnsafeRemotePath
+from ._limits import check_record, record_bytes
 from ._open import open_remote, registry, remote_for
 from ._paths import check_oid, check_ref, derivation_path, object_path, split_target
 
@@ -52,8 +53,6 @@ class PullResult:
 # Derived kinds in the order they feed each other: a pulled object may bring cache answers for
 # its own kind and the kinds that can be its inputs, never for what is built on top of it.
 _DERIVED = ("backbone", "featureset", "head", "result")
-# JSON records are parsed whole: cap them, whatever size a listing claims.
-MAX_RECORD_BYTES = 256 << 20
 
 
 def _check_content(remote: str, entry: Entry, temp: Path) -> None:
@@ -62,6 +61,8 @@ def _check_content(remote: str, entry: Entry, temp: Path) -> None:
     JSON records are read (they are bounded); safetensors are checked by their header alone.
     """
     kind, how = entry.kind, encoding(entry.kind)
+    if how == "json":  # before the parse amplifies it
+        check_record(remote, entry.id, kind, temp.read_bytes())
     try:
         if how == "json":
             data = temp.read_bytes()
@@ -80,8 +81,9 @@ def _check_content(remote: str, entry: Entry, temp: Path) -> None:
 def _listed_size(remote: str, entry: Entry, chunks: Iterable[bytes]) -> Iterator[bytes]:
     """Stop a download the moment it passes the size the listing gave (or the record cap)."""
     limit = entry.size if entry.size >= 0 else None
-    if encoding(entry.kind) == "json":
-        limit = MAX_RECORD_BYTES if limit is None else min(limit, MAX_RECORD_BYTES)
+    if encoding(entry.kind) == "json":  # parsed whole: capped, whatever a listing claims
+        cap = record_bytes(entry.kind)
+        limit = cap if limit is None else min(limit, cap)
     taken = 0
     try:
         for chunk in chunks:

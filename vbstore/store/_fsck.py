@@ -14,16 +14,17 @@ import fcntl
 import itertools
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VbstoreError
+from ..errors import NewerRegistry, VbstoreError
 from ._base import _StoreBase
 from ._ids import db_id, hex_id
 from ._kinds import KINDS
 from ._objects import HOST, hash_and_stat, hash_file
-from ._registry import now
+from ._registry import now, schema_problems
 from ._tensors import read_safetensors_header
 
 if TYPE_CHECKING:
@@ -209,13 +210,25 @@ class FsckMixin(_StoreBase):
             pass
 
     def _registry_errors(self) -> list[str]:
-        """SQLite's own integrity check of ``registry.db`` (pages, indexes, constraints)."""
+        """SQLite's own integrity check of ``registry.db`` (pages, indexes, constraints), then
+        its tables, views and indexes against the schema the migrations make.
+
+        Raises:
+            NewerRegistry: a newer vbstore wrote it: not damage, and not to be rebuilt.
+        """
         try:
             rows = self.db.query("PRAGMA integrity_check(20)")
+        except NewerRegistry:
+            raise
         except VbstoreError as exc:  # so damaged it cannot even be opened or read
             return [str(exc.args[0]) if exc.args else str(exc)]
         problems = [row[0] for row in rows]
-        return [] if problems == ["ok"] else problems
+        if problems != ["ok"]:
+            return problems
+        try:
+            return schema_problems(self.db.conn)
+        except sqlite3.Error as exc:
+            return [f"the registry's schema cannot be read ({exc})"]
 
     def _remove_stale_locks(self) -> list[str]:
         """Remove ``locks/*.lock`` files nobody holds and nobody touched for a day."""

@@ -32,7 +32,7 @@ from ._tensors import read_safetensors_header
 if TYPE_CHECKING:
     from ._reports import RebuildReport
 
-_ID = re.compile(r"^[0-9a-f]{64}$")
+_ID = re.compile(r"^[0-9a-f]{64}\Z")
 _MAX_DEPTH = 64
 
 

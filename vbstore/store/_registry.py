@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import DiskFull, StoreIOError, StoreLocked, StoreReadOnly, VbstoreError
+from ..errors import (
+    DiskFull,
+    NewerRegistry,
+    StoreIOError,
+    StoreLocked,
+    StoreReadOnly,
+    VbstoreError,
+)
 from ._ids import db_id
 
 BUSY_TIMEOUT_MS = 60_000
@@ -277,10 +284,44 @@ class Registry:
 def _refuse_newer(path: Path, version: int) -> None:
     """A registry a newer vbstore migrated has a layout this one would misread: refuse it."""
     if version > MIGRATIONS[-1][0]:
-        raise StoreIOError(
-            f"{path} was made by a newer vbstore (registry version {version}; this vbstore "
-            f"knows up to {MIGRATIONS[-1][0]})",
-            hint="upgrade vbstore to the version that wrote this store")
+        raise NewerRegistry(str(path), version, MIGRATIONS[-1][0])
+
+
+def expected_schema() -> dict[str, set[str]]:
+    """Every table, view and index the migrations make, by name: a table's or view's columns,
+    an index's empty set (built in memory by running :data:`MIGRATIONS`; for fsck only)."""
+    import sqlite_utils  # fsck only: the cached path never pays for it
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        db = sqlite_utils.Database(conn)
+        for _number, _title, apply in MIGRATIONS:
+            apply(db)
+        return schema_of(conn)
+    finally:
+        conn.close()
+
+
+def schema_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """The tables, views and indexes of ``conn`` (see :func:`expected_schema`)."""
+    out: dict[str, set[str]] = {}
+    for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN "
+                                   "('table', 'view', 'index') AND name NOT LIKE 'sqlite_%'"):
+        out[name] = ({row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')}
+                     if kind != "index" else set())
+    return out
+
+
+def schema_problems(conn: sqlite3.Connection) -> list[str]:
+    """What the registry on ``conn`` lacks of the schema its migrations made (a dropped table
+    passes SQLite's integrity check, yet every query on it fails)."""
+    have, problems = schema_of(conn), []
+    for name, columns in sorted(expected_schema().items()):
+        if name not in have:
+            problems.append(f"{name} is missing from the registry")
+        elif columns - have[name]:
+            problems.append(f"{name} lacks column(s) {', '.join(sorted(columns - have[name]))}")
+    return problems
 
 
 def now() -> float:

@@ -35,8 +35,8 @@ from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
 from ._tensors import check_safetensors_bytes, to_safetensors_bytes
 
-_HEX = re.compile(r"^[0-9a-f]+$")
-_REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
+_HEX = re.compile(r"^[0-9a-f]+\Z")
+_REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*\Z")
 MIN_PREFIX = 4
 OVERLAP_SIZE = 4 << 20
 

@@ -24,7 +24,7 @@ from .. import canonical
 from ..errors import SuiteConflict, SuiteNotFound, UsageError
 from ..store import Store
 
-_REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?$")
+_REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?\Z")
 AGGREGATIONS = ("equal-mean-of-conditions",)
 
 
@@ -82,11 +82,37 @@ def parse_ref(text: str) -> tuple[str, int | None]:
     return match.group(1), int(match.group(2)) if match.group(2) else None
 
 
+MAX_YAML_DEPTH = 32  # a suite nests four levels; PyYAML's scanner slows with depth squared
+
+
+def _check_yaml(yaml: Any, text: str, name: str) -> None:
+    """Refuse YAML aliases and deep nesting from the event stream, before anything is built:
+    nested aliases expand exponentially (1 KB can stand for gigabytes), and a suite needs
+    neither.
+
+    Raises:
+        UsageError: naming the file and the fix.
+    """
+    depth = 0
+    for event in yaml.parse(text):
+        if isinstance(event, yaml.AliasEvent):
+            raise UsageError(f"{name} uses YAML aliases (*name), which vbstore refuses",
+                             hint="write each value out in full (or write the suite as JSON)")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise UsageError(f"{name} is nested over {MAX_YAML_DEPTH} levels deep",
+                                 hint="a suite nests a few levels; write it out flat")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def read_suite_file(path: str | Path) -> dict[str, Any]:
     """A suite document from a JSON file, or a YAML one (.yml/.yaml) when PyYAML is installed.
 
     Raises:
-        UsageError: unreadable, not JSON/YAML, YAML without PyYAML, or not one object.
+        UsageError: unreadable, not JSON/YAML, YAML without PyYAML, YAML with aliases, nested
+            too deeply, or not one object.
     """
     file = Path(path)
     try:
@@ -102,14 +128,19 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
                 hint="pip install pyyaml, or write the suite as JSON",
             ) from None
         try:
+            _check_yaml(yaml, text, file.name)
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise UsageError(f"{file.name} is not valid YAML: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"{file.name} is nested too deeply to be a suite") from None
     else:
         try:
             loaded = json.loads(text)
         except ValueError as exc:
             raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"{file.name} is nested too deeply to be a suite") from None
     if not isinstance(loaded, dict):
         raise UsageError(
             f"{file.name} should hold one suite",

@@ -142,10 +142,11 @@ class DenseTask(Task, ABC):
             TaskInputError: a split whose targets are not the task's ``target_kind``.
             UndefinedMetric: a metric the split cannot define (every pixel invalid...).
         """
-        from . import _checks
+        from . import _checks, _dense_train
 
         self._check_split(split, "eval", trained=True)
         params = self.resolve_params(params)
+        _dense_train.check_budget(self, params, split, self._outputs(params), training=False)
         total = None
         for batch in split.batches(params["batch_size"]):
             part = self._trivial_sum(self._prepare(batch.target, params, "eval"), params)
@@ -190,6 +191,11 @@ class DenseTask(Task, ABC):
     @abstractmethod
     def _scorer(self, params: dict[str, Any]) -> Any:
         """A fresh metric accumulator (``update(pred, target)``, ``result()``)."""
+
+    def _scorer_bytes(self, params: dict[str, Any]) -> int:
+        """About the most memory :meth:`_scorer`'s accumulator takes (the budget check reads
+        it before anything is built; default: a few numbers)."""
+        return 0
 
     def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor | None:
         """What one batch of prepared targets adds to the trivial predictor's statistic

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._budget import check_memory
 from ..errors import UsageError
 from ._errors import TaskInputError, TrainingDiverged
 
@@ -121,6 +122,48 @@ def _check_geometry(split: DenseSplit, role: str) -> None:
         )
 
 
+def check_budget(task: DenseTask, params: dict[str, Any], split: DenseSplit, n_out: int,
+                 training: bool) -> None:
+    """Refuse a head whose output count (a class count, from a flag, the data or a head) would
+    allocate past the memory limit: its weights, a batch's predictions at the target size (with
+    their gradient and Adam's moments when training) and the task's scorer.
+
+    Raises:
+        OverBudget: naming the outputs, the estimate and ``VBSTORE_MAX_MEMORY``.
+    """
+    th, tw = split.target_hw
+    width = params["hidden_dim"] if params["head"] == "dpt" else split.channels[-1]
+    weights = 4 * n_out * (width + 1) * (4 if training else 1)  # + grad, Adam's two moments
+    batch = 4 * params["batch_size"] * n_out * th * tw * (3 if training else 2)
+    check_memory(f"task {task.name!r}: a head of {n_out} outputs on {th}x{tw} targets "
+                 f"(batch {params['batch_size']})", weights + batch + task._scorer_bytes(params))
+
+
+def _state_outputs(state: dict[str, torch.Tensor]) -> int | None:
+    """The output count of a stored head (linear's conv, dpt's last conv), from its shape."""
+    weight = state.get("conv.weight", state.get("out.2.weight"))
+    return int(weight.shape[0]) if weight is not None and weight.ndim >= 1 else None
+
+
+def _fitting(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
+             params: dict[str, Any]) -> int:
+    """The output count ``params`` ask of a stored head, checked against the head's own and
+    the memory budget before a head (or a scorer) of that size is built.
+
+    Raises:
+        TaskInputError: the head has another output count.
+        OverBudget: the outputs would not fit the memory limit.
+    """
+    n_out, stored = task._outputs(params), _state_outputs(state)
+    if stored is not None and stored != n_out:
+        raise TaskInputError(
+            f"the head does not fit: it has {stored} outputs, task {task.name!r} with these "
+            f"params needs {n_out}",
+            hint="evaluate with the params (num_classes...) the head was trained with")
+    check_budget(task, params, split, n_out, training=False)
+    return n_out
+
+
 def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
         ) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
     """Train ``task``'s head on ``split``; returns (head state, {"train_loss": ...}).
@@ -132,7 +175,9 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
     """
     _check_geometry(split, "train")
     generator = torch.Generator().manual_seed(seed)
-    head = build_head(params, split.channels, task._outputs(params), seed, task.name)
+    n_out = task._outputs(params)
+    check_budget(task, params, split, n_out, training=True)
+    head = build_head(params, split.channels, n_out, seed, task.name)
     task._init_head(output_layer(head), params)
     head = head.to(split.device)
     optimiser = torch.optim.AdamW(head.parameters(), lr=params["lr"],
@@ -188,6 +233,7 @@ def evaluate(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
         TaskInputError: a head that does not fit these features or this task.
         UndefinedMetric: a metric the split cannot define (every pixel invalid...).
     """
+    _fitting(task, state, split, params)  # before the scorer allocates for the class count
     scorer = task._scorer(params)
     for _, target, pred in predictions(task, state, split, params, params["batch_size"]):
         scorer.update(pred, target)
@@ -203,7 +249,8 @@ def predictions(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSpl
         TaskInputError: a head that does not fit these features or this task.
     """
     _check_geometry(split, "eval")
-    head = build_head(params, split.channels, task._outputs(params), 0, task.name)
+    n_out = _fitting(task, state, split, params)
+    head = build_head(params, split.channels, n_out, 0, task.name)
     try:
         head.load_state_dict(state, strict=True)
     except RuntimeError as exc:

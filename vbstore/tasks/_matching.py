@@ -216,6 +216,11 @@ def score_keypoints(pairs: KeypointPairs, batch_size: int = 32) -> dict[str, flo
         for src, trg, src_kps, trg_kps, box in chunk:
             src_size = (int(pairs.sizes[src][0]), int(pairs.sizes[src][1]))
             trg_size = (int(pairs.sizes[trg][0]), int(pairs.sizes[trg][1]))
+            if not (0 <= box[0] < box[2] <= trg_size[0] and 0 <= box[1] < box[3] <= trg_size[1]):
+                # the box sets the threshold: one larger than its image passes any transfer
+                raise TaskInputError(f"a pair's box {box} lies outside its "
+                                     f"{trg_size[0]}x{trg_size[1]} target image",
+                                     hint="read the pairs again from their annotation files")
             cells = keypoint_cells(np.asarray(src_kps, float), src_size, grid_hw,
                                    pairs.input_size, pairs.geometry)
             seen = cells >= 0

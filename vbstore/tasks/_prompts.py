@@ -55,6 +55,9 @@ def read_entries(text: str, what: str) -> list[str]:
         except json.JSONDecodeError as exc:
             raise UsageError(f"the {what} file is not valid JSON ({exc.msg}, line {exc.lineno})",
                              hint="write a JSON list of strings, or one entry per line") from None
+        except RecursionError:
+            raise UsageError(f"the {what} file is JSON nested too deeply",
+                             hint="write a JSON list of strings, or one entry per line") from None
         if isinstance(value, dict):
             if len(value) != 1:
                 raise UsageError(f"the {what} file maps {len(value)} datasets; vbstore reads one",

@@ -20,6 +20,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._budget import check_memory
 from ._base import HeadState, Metric, Param, Task
 from ._errors import TaskInputError
 from ._registry import register_task
@@ -102,6 +103,10 @@ class KnnClassification(Task):
         n_classes = int(_checks.head_tensor(head, "n_classes", self.name, 0))
         if len(labels) != len(bank):
             raise TaskInputError(f"head has {len(bank)} bank rows but {len(labels)} labels")
+        if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= n_classes):
+            raise TaskInputError(
+                f"head labels run from {int(labels.min())} to {int(labels.max())}, outside its "
+                f"{n_classes} classes", hint="use a head trained by vbstore's knn task")
         if int(targets.max()) >= n_classes:
             raise TaskInputError(
                 f"eval targets hold class {int(targets.max())}; the head has {n_classes} classes",
@@ -117,6 +122,8 @@ class KnnClassification(Task):
             # neighbours are broken by torch (deterministically on CPU).
             sim_k, nearest = torch.topk(sims, k, dim=1, largest=True, sorted=True)
             weights = torch.softmax(sim_k / params["temperature"], dim=1)
+            check_memory(f"task {self.name!r}: votes over {n_classes} classes for "
+                         f"{len(nearest)} queries", 4 * len(nearest) * n_classes)
             votes = torch.zeros(len(nearest), n_classes, dtype=torch.float32, device=sims.device)
             votes.scatter_add_(1, labels[nearest], weights)
             best = ranking(votes)[:, :top] == targets[rows, None]

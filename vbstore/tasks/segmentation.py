@@ -98,6 +98,10 @@ class SemanticSegmentation(DenseTask):
 
         return SegmentationScorer(self.name, self._outputs(params), params["ignore_index"])
 
+    def _scorer_bytes(self, params: dict[str, Any]) -> int:
+        # the split's confusion matrix, an image's, and their float64 copies: k x k each
+        return 32 * params["num_classes"] ** 2
+
     def _trivial_sum(self, target: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         import torch
 
