@@ -65,6 +65,7 @@ def test_a_plugin_builds_through_the_same_path(plugin, make_batch):
         "source": "custom",
         "extra": None,
         "installed": True,
+        "offline": True,
         "default_pooling": None,
         "embed_dim": 6,
         "description": "Two strided convolutions.",

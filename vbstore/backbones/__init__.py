@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import _builtins, _pixels, _testing  # noqa: F401 - register the built-in sources and test backbones
+from . import _builtins, _lite, _pixels, _testing  # noqa: F401 - register the built-ins
 from ._build import BuildRequest, build_backbone, spec_params
 from ._errors import (
     AmbiguousBackbone,

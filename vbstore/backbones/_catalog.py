@@ -26,7 +26,7 @@ def _matches(pattern: str, *texts: str) -> bool:
 def _row(spec: str, source: str, arch: str, tag: str | None, **extra: Any) -> dict[str, Any]:
     entry = get_entry(source)
     return {"name": source, "spec": spec, "source": source, "arch": arch, "tag": tag,
-            "extra": entry.extra, "installed": entry.installed(),
+            "extra": entry.extra, "installed": entry.installed(), "offline": False,
             "default_pooling": entry.default_pooling, "embed_dim": None,
             "description": "", **extra}
 

@@ -208,9 +208,9 @@ def backbone_rows(pattern: str = "*") -> list[dict[str, Any]]:
     row whose spec shows the syntax. A row matches when its name or spec matches ``pattern``.
 
     Returns:
-        Dicts with ``name``, ``spec``, ``source``, ``extra``, ``installed``,
-        ``default_pooling``, ``embed_dim`` (None where it depends on the architecture) and
-        ``description``.
+        Dicts with ``name``, ``spec``, ``source``, ``extra``, ``installed``, ``offline`` (builds
+        with no network: a plugin whose extra is installed), ``default_pooling``,
+        ``embed_dim`` (None where it depends on the architecture) and ``description``.
     """
     rows = []
     for entry in entries():
@@ -219,6 +219,9 @@ def backbone_rows(pattern: str = "*") -> list[dict[str, Any]]:
             "source": entry.source,
             "extra": entry.extra,
             "installed": entry.installed(),
+            # a plugin builds here with nothing to download: its weights are random, set by
+            # construction or shipped in an installed package; a source fetches from a hub
+            "offline": not entry.prefix and entry.installed(),
             "default_pooling": entry.default_pooling,
             "embed_dim": entry.embed_dim,
             "description": entry.description,

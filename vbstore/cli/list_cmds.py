@@ -26,7 +26,9 @@ def list_backbones_cmd(pattern: str, models: bool | None, as_json: bool) -> None
 
     Lists registered sources and plugins, bare names (resnet18, dinov2_vits14, clip_vitb16...)
     with the pinned spec each stands for, and, for a PATTERN, every pretrained model the
-    installed libraries offer as a spec to pass to -b; 'no [clip]' marks a missing extra.
+    installed libraries offer as a spec to pass to -b; 'no [clip]' marks a missing extra, and
+    'offline' the backbones that build with no network (efficientnet_lite0/1/2 with the weights
+    extra, the test backbones); the others download their weights once, then read the cache.
     """
     from ..backbones import catalog_rows
 
@@ -34,10 +36,12 @@ def list_backbones_cmd(pattern: str, models: bool | None, as_json: bool) -> None
 
     def text() -> None:
         width = max([34, *(len(row["spec"]) + 1 for row in rows)])
-        click.echo(f"{'spec':<{width}} {'source':<12} {'installed':<10} {'pooling':<8} dim")
+        click.echo(f"{'spec':<{width}} {'source':<12} {'installed':<10} {'offline':<8} "
+                   f"{'pooling':<8} dim")
         for row in rows:
             installed = "yes" if row["installed"] else f"no [{row['extra']}]"
-            line = (f"{row['spec']:<{width}} {row['source']:<12} {installed:<10} "
+            offline = "yes" if row["offline"] else "-"
+            line = (f"{row['spec']:<{width}} {row['source']:<12} {installed:<10} {offline:<8} "
                     f"{row['default_pooling'] or '-':<8} {row['embed_dim'] or '-'}")
             stands = row.get("stands_for")
             click.echo(f"{line}  = {stands}" if stands else line)
