@@ -1,8 +1,12 @@
-"""The remote binary cache, asked before anything is computed."""
+"""The remote binary cache, asked before anything is computed, and the check of every answer
+against its question before it is served."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..records import StoreReader, check_answer
 
 # Local imports: the remotes package (urllib.request, http.client: ~15 ms) loads only for a store
 # that has remotes.
@@ -41,3 +45,16 @@ def remote_has(store, key: str) -> str | None:
     from ..remotes import remote_has_derivation
 
     return remote_has_derivation(store, key)
+
+
+def answer_check(store, spec: Mapping[str, Any],
+                 known: Mapping[str, dict[str, Any]] | None = None
+                 ) -> Callable[[str, Any], None]:
+    """``check(output, source)`` for :meth:`Store.derive`: refuses a recorded output that
+    declares another question than ``spec`` (``known``: documents already read; ``source``: a
+    name, or a callable giving it, asked only for the error)."""
+
+    def check(output: str, source: Any) -> None:
+        check_answer(spec, output, StoreReader(store, known), source)
+
+    return check

@@ -24,7 +24,7 @@ from ..records import ResultRecord
 from ..store import derivation_key
 from ..tasks import BOX_TARGETS, KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
-from ._cache import remote_fetch
+from ._cache import answer_check, remote_fetch
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
 from ._plan import Plan, head_spec
@@ -189,7 +189,8 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
         oid = compute()
         run.computed.append(store.record(spec, oid))
         return oid, True
-    oid, trained = store.derive(spec, compute, fetch=remote_fetch(store, answered))
+    oid, trained = store.derive(spec, compute, fetch=remote_fetch(store, answered),
+                                check=answer_check(store, spec))
     if trained:
         run.computed.append(derivation_key(spec))
     return oid, trained

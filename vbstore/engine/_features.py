@@ -10,7 +10,7 @@ from ..data import load_manifest
 from ..features import OP_VERSION, ExtractorParams
 from ..store import Store, derivation_spec
 from ._backbone import BackboneRef, resolve_backbone
-from ._cache import remote_fetch
+from ._cache import answer_check, remote_fetch
 from ._device import resolve_device
 
 
@@ -107,9 +107,10 @@ def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str 
         return featureset
 
     answered: dict[str, str] = {}
-    oid, computed = store.derive(featureset_spec(ref.id, manifest.id, params), compute,
-                                 valid=lambda o: packs_present(store, o),
-                                 fetch=remote_fetch(store, answered))
+    spec = featureset_spec(ref.id, manifest.id, params)
+    oid, computed = store.derive(spec, compute, valid=lambda o: packs_present(store, o),
+                                 fetch=remote_fetch(store, answered),
+                                 check=answer_check(store, spec, {manifest.id: manifest.doc}))
     if not computed and "remote" in answered:
         stats["remote"] = answered["remote"]  # a cached answer says where it came from
     return oid, computed, stats
