@@ -282,6 +282,20 @@ class NoPretrainedWeights(WeightsUnavailable):
     exit_code = 2
 
 
+class TamperedWeights(VbstoreError, ValueError):
+    """A cached pretrained file or hub code does not hash to what vbstore expects of it."""
+
+    exit_code = 10
+
+    def __init__(self, what: str, path: str, reason: str) -> None:
+        super().__init__(
+            f"refused {what}: {path} {reason}",
+            hint=f"delete {path} so vbstore fetches it again from upstream, or pass your own "
+                 "checkpoint with --weights PATH (recorded as a checkpoint, not as pretrained)",
+        )
+        self.path = path
+
+
 class CheckpointError(VbstoreError, ValueError):
     """A checkpoint file that cannot be read or does not fit the architecture."""
 

@@ -49,7 +49,8 @@ def truth(tmp_path_factory):
     """k=5 and k=20 computed honestly in a store of their own."""
     with Store(tmp_path_factory.mktemp("truth") / "store") as store:
         five, twenty = _ask(store, 5), _ask(store, 20)
-        assert five.id != twenty.id and twenty.record.params["k"] == 20
+        assert five.id != twenty.id
+        assert twenty.record.params["k"] == 20
         yield {"root": store.root, "5": five, "20": twenty,
                "key5": _key(store, 5), "key20": _key(store, 20)}
 
@@ -155,7 +156,8 @@ def test_a_pulled_featureset_with_shuffled_rows_is_never_served(truth, tmp_path)
         assert result.source == "computed"
         assert result.metrics["top1"] == truth["20"].metrics["top1"]
         again = _ask(b, 5)  # the pulled answer, and where it came from
-        assert again.source == "store" and again.id == five.id
+        assert again.source == "store"
+        assert again.id == five.id
         assert again.origin == "cached in the store (pulled from d)"
     with Store(tmp_path / "c") as c:
         add_remote(c, "d", str(remote))
@@ -175,7 +177,8 @@ def test_every_derivation_row_says_where_it_came_from(truth, tmp_path):
     with Store(tmp_path / "b") as b:
         add_remote(b, "d", str(remote))
         fetched = _ask(b, 20)
-        assert fetched.source == "remote" and fetched.remote == "d"
+        assert fetched.source == "remote"
+        assert fetched.remote == "d"
         assert b.origin(truth["key20"]) == "remote d"
         cached = _ask(b, 20)
         assert cached.origin == "cached in the store (fetched from remote d)"

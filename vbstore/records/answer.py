@@ -92,7 +92,8 @@ def _short(value: Any) -> str:
 
 
 def _result(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
-    doc, params, inputs, out = reader.json(output), spec["params"], spec["inputs"], []
+    doc, params, inputs = reader.json(output), spec["params"], spec["inputs"]
+    out: list[str] = []
     _differ(out, "kind", doc.get("kind"), "result")
     _differ(out, "op_version", doc.get("op_version"), spec["op_version"])
     for field, key in (("task", "task"), ("params", "task_params"), ("seeds", "seeds"),
@@ -111,7 +112,8 @@ def _result(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[s
 
 
 def _featureset(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
-    doc, inputs, out = reader.json(output), spec["inputs"], []
+    doc, inputs = reader.json(output), spec["inputs"]
+    out: list[str] = []
     _differ(out, "kind", doc.get("kind"), "featureset")
     _differ(out, "backbone", doc.get("backbone"), inputs.get("backbone"))
     _differ(out, "manifest", doc.get("manifest"), inputs.get("manifest"))
@@ -145,7 +147,8 @@ def rows_differences(doc: Mapping[str, Any], images: list[str],
 
 
 def _head(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
-    params, out = spec["params"], []
+    params = spec["params"]
+    out: list[str] = []
     metadata = read_safetensors_header(reader.path(output))[0].get("__metadata__") or {}
     compat = json.loads(metadata.get("vbstore.compat") or "{}")
     _differ(out, "task op_version", compat.get("task_op_version"), spec["op_version"])
@@ -161,7 +164,8 @@ def _head(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str
 
 
 def _backbone(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
-    doc, params, out = reader.json(output), spec["params"], []
+    doc, params = reader.json(output), spec["params"]
+    out: list[str] = []
     _differ(out, "kind", doc.get("kind"), "backbone")
     for field, key in (("source", "source"), ("architecture", "arch")):
         if key in params:
@@ -170,7 +174,8 @@ def _backbone(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list
 
 
 def _views(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
-    doc, out = reader.json(output), []
+    doc = reader.json(output)
+    out: list[str] = []
     _differ(out, "kind", doc.get("kind"), "manifest")
     if "manifest" in spec["inputs"]:
         source = reader.json(spec["inputs"]["manifest"])
