@@ -201,3 +201,18 @@ def test_a_hub_remote_is_pull_only_unless_asked(tmp_path):
         assert add_remote(store, "hub", "hf://someone/repo").cache is False
         assert add_remote(store, "hub2", "hf://someone/repo", cache=True).cache is True
         assert add_remote(store, "dir", str(tmp_path / "r")).cache is True
+
+
+def test_a_backbone_alias_is_checked_without_refusing_timm_tags():
+    from vbstore.records import StoreReader, answer_differences
+    from vbstore.store import derivation_spec
+
+    spec = derivation_spec("backbone", 1, {}, {"source": "timm",
+                                               "arch": "vit_small_patch14_dinov2",
+                                               "tag": "lvd142m", "weights": "pretrained"})
+    tagged = {"kind": "backbone", "source": "timm",
+              "architecture": "vit_small_patch14_dinov2.lvd142m"}
+    other = {"kind": "backbone", "source": "torchvision", "architecture": "resnet50"}
+    reader = StoreReader(None, {"a" * 64: tagged, "b" * 64: other})
+    assert answer_differences(spec, "a" * 64, reader) == []
+    assert len(answer_differences(spec, "b" * 64, reader)) == 2

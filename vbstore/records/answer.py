@@ -175,10 +175,18 @@ def _backbone(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list
     doc, params = reader.json(output), spec["params"]
     out: list[str] = []
     _differ(out, "kind", doc.get("kind"), "backbone")
-    for field, key in (("source", "source"), ("architecture", "arch")):
-        if key in params:
-            _differ(out, field, doc.get(field), params[key])
+    if "source" in params:
+        _differ(out, "source", doc.get("source"), params["source"])
+    # the library adapters name the architecture the spec asked for (timm adds the weights
+    # tag: vit_small_patch14_dinov2.lvd142m); a plugin names its own, so only its source counts
+    arch, declared = params.get("arch"), str(doc.get("architecture"))
+    if params.get("source") in _LIBRARIES and arch is not None \
+            and declared != arch and not declared.startswith(f"{arch}."):
+        _differ(out, "architecture", declared, arch)
     return out
+
+
+_LIBRARIES = ("torchvision", "timm", "open_clip", "dinov2")
 
 
 def _views(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
