@@ -80,6 +80,26 @@ class CorruptObject(VbstoreError, ValueError):
         self.actual = actual
 
 
+class MisfiledAnswer(CorruptObject):
+    """A stored or served answer declares another question than the one it is filed under."""
+
+    exit_code = 10
+
+    def __init__(self, oid: str, source: str, differences: list[str], *,
+                 hint: str | None = None) -> None:
+        shown = "; ".join(differences[:3]) + ("; ..." if len(differences) > 3 else "")
+        VbstoreError.__init__(
+            self, f"{oid[:12]} from {source} answers another question: {shown}",
+            hint=hint or "run `vbstore fsck --repair`: it forgets derivation records whose output "
+                         "declares another question, so the next `get` computes the answer",
+        )
+        self.oid = oid
+        self.path = source
+        self.actual = None
+        self.source = source
+        self.differences = list(differences)
+
+
 class NonCanonical(VbstoreError, ValueError):
     """A value cannot be written as canonical JSON (NaN, Infinity, a non-string key...)."""
 
@@ -274,6 +294,20 @@ class NoPretrainedWeights(WeightsUnavailable):
     """The backbone has no pretrained weights at all: a choice to make, not a network problem."""
 
     exit_code = 2
+
+
+class TamperedWeights(VbstoreError, ValueError):
+    """A cached pretrained file or hub code does not hash to what vbstore expects of it."""
+
+    exit_code = 10
+
+    def __init__(self, what: str, path: str, reason: str) -> None:
+        super().__init__(
+            f"refused {what}: {path} {reason}",
+            hint=f"delete {path} so vbstore fetches it again from upstream, or pass your own "
+                 "checkpoint with --weights PATH (recorded as a checkpoint, not as pretrained)",
+        )
+        self.path = path
 
 
 class CheckpointError(VbstoreError, ValueError):

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from vbstore.backbones import _fetch, build_backbone, register_backbone
+from vbstore.backbones._pins import record_code
 from vbstore.backbones._registry import unregister_backbone
 from vbstore.backbones.dinov2 import DINOV2_COMMIT
 
@@ -80,10 +81,12 @@ FAKE_DINOV2_HUBCONF = textwrap.dedent("""
 
 
 def install_fake_dinov2(torch_home: Path) -> Path:
-    """Put the miniature hub repo where torch.hub caches the pinned commit."""
+    """Put the miniature hub repo where torch.hub caches the pinned commit, as vbstore's own
+    fetch of that commit would (its code digest remembered: see ``_pins.verify_code``)."""
     repo = Path(torch_home) / "hub" / f"facebookresearch_dinov2_{DINOV2_COMMIT}"
     repo.mkdir(parents=True, exist_ok=True)
     (repo / "hubconf.py").write_text(FAKE_DINOV2_HUBCONF)
+    record_code(repo, f"github:facebookresearch/dinov2@{DINOV2_COMMIT}")
     return repo
 
 

@@ -199,23 +199,24 @@ def test_pretrained_weights_from_a_warm_hugging_face_cache(monkeypatch, tmp_path
     assert backbone.cfg.mean == (0.5, 0.5, 0.5)
 
 
-def test_pretrained_weights_from_a_warm_torch_hub_cache(monkeypatch, tmp_path):
+def test_random_weights_named_like_a_pinned_torch_hub_file_are_refused(monkeypatch, tmp_path):
+    """Issue 21: random weights saved as torchvision's resnet18 file were recorded as
+    pretrained IMAGENET1K_V1; the name pins a sha256 prefix, which they do not have."""
     import torchvision
+
+    from vbstore.errors import TamperedWeights
 
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     monkeypatch.setenv("VBSTORE_OFFLINE", "1")
     checkpoints = tmp_path / "torch" / "hub" / "checkpoints"
     checkpoints.mkdir(parents=True)
-    state = torchvision.models.resnet18().state_dict()
-    torch.save(state, checkpoints / "resnet18-f37072fd.pth")
-    backbone = build_backbone("torchvision:resnet18", input_size=32)
-    record = backbone.weights_record()
-    assert record["origin"] == "pretrained"
-    assert record["tensor_hash"] == tensor_identity(state)
-    assert record["upstream"] == "torchvision:ResNet18_Weights.IMAGENET1K_V1"
-    assert record["revision"].endswith("resnet18-f37072fd.pth")
-    assert backbone.cfg.resize == 36
-    assert backbone.cfg.interpolation == "bilinear"
+    torch.save(torchvision.models.resnet18().state_dict(), checkpoints / "resnet18-f37072fd.pth")
+    with pytest.raises(TamperedWeights) as info:
+        build_backbone("torchvision:resnet18", input_size=32)
+    assert info.value.exit_code == 10
+    assert "\n" not in str(info.value)
+    assert "resnet18-f37072fd.pth" in str(info.value)
+    assert "not the pinned f37072fd" in str(info.value)
 
 
 def test_dinov2_pretrained_from_cache_at_the_pinned_commit(monkeypatch, tmp_path, fake_dinov2):

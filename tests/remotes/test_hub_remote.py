@@ -30,7 +30,7 @@ REPO = "tester/probe-heads"
 @pytest.fixture
 def remote(stores, hub):
     for store in stores:
-        add_remote(store, "hub", f"hf://{REPO}")
+        add_remote(store, "hub", f"hf://{REPO}", cache=True)  # a Hub remote: pull only if not
     return hub
 
 

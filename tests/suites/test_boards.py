@@ -182,3 +182,26 @@ def test_evidence_levels_are_the_schemas():
         (Path(__file__).resolve().parents[2] / "schemas" / "evaluation.schema.json").read_text()
     )
     assert sorted(EVIDENCE_LEVELS) == sorted(schema["properties"]["evidence"]["enum"])
+
+
+def test_scores_edited_in_the_registry_are_a_fault_until_repaired(store, suite):
+    """A board reads the evaluations index; fsck compares it with the blobs, so a score edited
+    in SQL is never read by a board from a store fsck calls intact (issue 21)."""
+    from vbstore.suites import reindex
+
+    oid = attempt(store, suite, "a", 0.6, 0.5, 1.0).id
+    with store.db.write() as conn:
+        scores = json.loads(conn.execute("SELECT scores FROM evaluations WHERE id=?",
+                                         (oid,)).fetchone()[0])
+        scores["overall"]["miou"] = 0.9978
+        conn.execute("UPDATE evaluations SET scores=? WHERE id=?", (json.dumps(scores), oid))
+    assert leaderboard(store, "road-test@1").rows[0]["headline"] == pytest.approx(0.9978)
+    report = store.fsck()
+    assert not report.clean
+    assert [m["table"] for m in report.mismatched] == ["evaluations"]
+    assert "scores" in report.mismatched[0]["why"]
+    assert store.fsck(repair=True).mismatched
+    reindex(store)  # what `vbstore fsck --repair` runs after forgetting the row
+    assert store.fsck().clean
+    board = leaderboard(store, "road-test@1")
+    assert board.rows[0]["headline"] == pytest.approx(0.55)

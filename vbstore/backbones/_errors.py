@@ -8,6 +8,7 @@ from ..errors import (  # noqa: F401
     InvalidSpec,
     MissingExtra,
     NoPretrainedWeights,
+    TamperedWeights,
     UnknownBackbone,
     WeightsUnavailable,
 )

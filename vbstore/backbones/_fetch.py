@@ -9,9 +9,7 @@ then downloads, with timeouts set.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import shutil
 import tempfile
 import urllib.request
@@ -20,13 +18,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .._net import forget, probe_timeout, unreachable_reason
-from ._errors import WeightsUnavailable
+from ._errors import TamperedWeights, WeightsUnavailable
+from ._pins import expected_from_url, hub_blob_sha256, record_code, verify_code, verify_file
 
 # Local imports: huggingface_hub and torch.hub load when weights are downloaded.
 
 DOWNLOAD_TIMEOUT_S = 30.0
-# torch.hub's convention: the file name carries a prefix of its sha256 ("resnet18-f37072fd.pth")
-_HASH_IN_NAME = re.compile(r"-([a-f0-9]{8,})\.")
 
 
 def forget_probes() -> None:
@@ -100,9 +97,9 @@ def hf_file(
             path = hf_hub_download(
                 repo_id, filename, revision=revision, cache_dir=cache_dir, local_files_only=True
             )
-            return Path(path), revision_of(path)
         except Exception:  # noqa: S112 - not in the cache under this name; try the next, then the hub
             continue
+        return _checked_hub_file(Path(path), what), revision_of(path)
     _require_network(_hf_endpoint(), what, upstream)
     last: Exception | None = None
     for filename in filenames:
@@ -115,7 +112,7 @@ def hf_file(
                 endpoint=_hf_endpoint(),
                 etag_timeout=max(probe_timeout(), 1.0) * 5,
             )
-            return Path(path), revision_of(path)
+            return _checked_hub_file(Path(path), what), revision_of(path)
         except EntryNotFoundError as exc:
             last = exc
         except Exception as exc:
@@ -130,6 +127,18 @@ def hf_file(
     )
 
 
+def _checked_hub_file(path: Path, what: str) -> Path:
+    """``path`` once it hashes to the sha256 its Hub cache blob is named by (LFS files).
+
+    Raises:
+        TamperedWeights: it does not.
+    """
+    expected = hub_blob_sha256(path)
+    if expected is not None:
+        verify_file(path, expected, what=what)
+    return path
+
+
 def torch_hub_dir() -> Path:
     """torch.hub's cache folder (``$TORCH_HOME/hub``), read at call time."""
     import torch.hub
@@ -137,7 +146,9 @@ def torch_hub_dir() -> Path:
     return Path(torch.hub.get_dir())
 
 
-def _download(url: str, dest: Path) -> None:
+def _download(url: str, dest: Path, expected: str | None = None) -> None:
+    """Download ``url`` to ``dest`` through a temp file, checked against ``expected`` (a sha256
+    prefix) before it takes ``dest``'s name."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
     try:
@@ -148,6 +159,8 @@ def _download(url: str, dest: Path) -> None:
             urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as src,  # noqa: S310
         ):
             shutil.copyfileobj(src, out, 1 << 20)
+        if expected is not None:
+            verify_file(tmp, expected, what=url)
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):
@@ -157,32 +170,29 @@ def _download(url: str, dest: Path) -> None:
 def url_file(url: str, *, what: str) -> Path:
     """A file downloaded from ``url`` into ``$TORCH_HOME/hub/checkpoints`` (torch.hub's layout).
 
+    When the URL's name pins a sha256 prefix (torchvision's and torch.hub's convention), a
+    cached file is used only if it hashes to it (remembered per file state: see ``_pins``), and
+    a download is checked before it is moved into the cache.
+
     Raises:
-        WeightsUnavailable: not cached and the host cannot be reached, the download failed, or
-            the file does not match the sha256 prefix in its name.
+        WeightsUnavailable: not cached and the host cannot be reached, or the download failed
+            or did not hash to the pinned prefix (nothing is cached then).
+        TamperedWeights: the cached file does not hash to the pinned prefix.
     """
     dest = torch_hub_dir() / "checkpoints" / os.path.basename(urlparse(url).path)
+    expected = expected_from_url(url)
     if dest.is_file():
+        if expected is not None:
+            verify_file(dest, expected, what=what)
         return dest
     _require_network(url, what, url)
     try:
-        _download(url, dest)
+        _download(url, dest, expected)
     except OSError as exc:
         raise WeightsUnavailable(what, f"download from {url} failed ({exc})", upstream=url) from exc
-    match = _HASH_IN_NAME.search(dest.name)
-    if match:
-        digest = hashlib.sha256()
-        with open(dest, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        actual = digest.hexdigest()
-        if not actual.startswith(match.group(1)):
-            dest.unlink()
-            raise WeightsUnavailable(
-                what,
-                f"{url} downloaded with sha256 {actual[:12]}, not {match.group(1)}",
-                upstream=url,
-            )
+    except TamperedWeights as exc:
+        raise WeightsUnavailable(what, f"{url} downloaded with another hash ({exc})",
+                                 upstream=url) from exc
     return dest
 
 
@@ -190,13 +200,17 @@ def github_repo(owner: str, repo: str, commit: str, *, what: str, hint: str | No
     """A GitHub repository at a pinned commit, in torch.hub's cache layout.
 
     The folder is ``$TORCH_HOME/hub/{owner}_{repo}_{commit}``, the one ``torch.hub.load``
-    itself would create, so a cache warmed by either is used by both.
+    itself would create. Its code is executed, so a cached folder is used only when its Python
+    files are what vbstore fetched from the commit (``_pins.verify_code``).
 
     Raises:
         WeightsUnavailable: not cached and github.com cannot be reached, or the download failed.
+        TamperedWeights: the cached folder was not fetched by vbstore, or its code changed since.
     """
     dest = torch_hub_dir() / f"{owner}_{repo}_{commit}"
+    pin = f"github:{owner}/{repo}@{commit}"
     if (dest / "hubconf.py").is_file():
+        verify_code(dest, pin, what=what)  # code is executed: only what vbstore fetched
         return dest
     url = f"https://github.com/{owner}/{repo}/zipball/{commit}"
     _require_network(url, what, f"github:{owner}/{repo}@{commit}", hint)
@@ -213,6 +227,7 @@ def github_repo(owner: str, repo: str, commit: str, *, what: str, hint: str | No
             raise WeightsUnavailable(
                 what, f"download from {url} failed ({exc})", upstream=url
             ) from exc
+        record_code(Path(tmp) / top, pin)  # before it takes its name in the cache
         shutil.rmtree(dest, ignore_errors=True)
         shutil.move(str(Path(tmp) / top), dest)
     return dest

@@ -1,7 +1,8 @@
 """DINOv2 from torch.hub at a pinned commit of facebookresearch/dinov2.
 
 The code is the upstream hub code at ``DINOV2_COMMIT`` (cached where ``torch.hub.load`` caches
-it, ``$TORCH_HOME/hub/facebookresearch_dinov2_<commit>``); layers come from the model's own
+it, ``$TORCH_HOME/hub/facebookresearch_dinov2_<commit>``), executed only when it is the code
+vbstore fetched from that commit (``_pins.verify_code``); layers come from the model's own
 ``get_intermediate_layers(norm=True)``. Without the cached code or a network it fails fast:
 ``timm:vit_small_patch14_dinov2.lvd142m`` is the same network shipped inside timm.
 """
@@ -80,18 +81,17 @@ def build(request: BuildRequest) -> Dinov2Backbone:
     """Build ``dinov2:ARCH`` for ``request``."""
     arch, choice = request.spec.arch, request.weights
     label = f"dinov2:{arch}"
-    hub_call = (
-        f"torch.hub.load('{DINOV2_OWNER}/{DINOV2_REPO}:{DINOV2_COMMIT}', '{arch}', "
-        "pretrained=False, trust_repo=True)"
-    )
+    warm = (f"from vbstore.backbones import build_backbone; "
+            f"build_backbone('{label}', weights='random')")
     repo = github_repo(
         DINOV2_OWNER,
         DINOV2_REPO,
         DINOV2_COMMIT,
         what=f"the DINOv2 hub code for {label} (needed for any weights)",
         hint=(
-            "warm the torch.hub cache on a connected machine with the same TORCH_HOME "
-            f'(python -c "import torch; {hub_call}"), or use the same network from timm, '
+            "let vbstore fetch it into the torch.hub cache on a connected machine with the same "
+            f'TORCH_HOME and VBSTORE_HOME (python -c "{warm}"): it runs no hub code it did not '
+            "fetch itself; or use the same network from timm, "
             "e.g. timm:vit_small_patch14_dinov2.lvd142m"
         ),
     )

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # command has imported them anyway; the lookup imports nothing beyond the standard library.
 
 VERSION = 1  # of the key and of the recorded document
-REGISTRY_VERSION = 4  # the registry migration that made the answers tables (a test pins it)
+REGISTRY_VERSION = 6  # the newest registry migration (a test pins it)
 RACY_NS = 100_000_000  # vbstore.store._filestate.RACY_SECONDS (a test pins it)
 WRITE_WAIT_MS = 200  # how long recording waits for another writer before giving up
 # The most names a data folder may hold for its answer to be cached: a stat costs ~2.5 us, and
@@ -150,12 +150,13 @@ def answer(args: list[str]) -> bool:
     deps, oid, doc = found
     seconds = time.perf_counter() - started
     if deps["json"]:
-        text = json.dumps(_stored_answer(oid, doc, seconds), indent=2, sort_keys=True,
-                          default=str) + "\n"
+        text = json.dumps(_stored_answer(oid, doc, seconds, deps.get("recorded")), indent=2,
+                          sort_keys=True, default=str) + "\n"
         lines = [(False, text)]
     else:
         lines = [(err, line + "\n") for err, line in
-                 result_lines(doc, oid, "cached in the store", seconds, deps["metric_order"])]
+                 result_lines(doc, oid, deps.get("origin", "cached in the store"), seconds,
+                              deps["metric_order"])]
     if not _writable(lines):
         return False
     try:
@@ -168,11 +169,15 @@ def answer(args: list[str]) -> bool:
     return True
 
 
-def _stored_answer(oid: str, doc: dict[str, Any], seconds: float) -> dict[str, Any]:
+def _stored_answer(oid: str, doc: dict[str, Any], seconds: float,
+                   recorded: str | None = None) -> dict[str, Any]:
     """``--json``'s object for a stored result, as ``Result.as_dict`` gives it (``record``
     checks the two agree before it records an answer)."""
-    return {"id": oid, "from_cache": True, "source": "store", "seconds": round(seconds, 4),
-            "record": doc}
+    out = {"id": oid, "from_cache": True, "source": "store", "seconds": round(seconds, 4),
+           "record": doc}
+    if recorded not in (None, "computed"):
+        out["recorded"] = recorded
+    return out
 
 
 def _writable(lines: list[tuple[bool, str]]) -> bool:
@@ -301,7 +306,7 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     # the answer must print as the stored document does (fields the record type would drop),
     # in the same --json object as the command's
     doc = store.read_json(result.id)
-    if result.as_dict() != _stored_answer(result.id, doc, result.seconds):
+    if result.as_dict() != _stored_answer(result.id, doc, result.seconds, result.recorded):
         return
     roots = _data_roots(store, the_plan)
     if roots is None:
@@ -327,7 +332,8 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     deps = {"modules": modules, "modules_digest": found[0],
             "trees": [[tree_id, digest] for tree_id, _, _, digest in trees],
             "reads": [[t, k, v] for (t, k), v in sorted(seen.items())], "result": result_key,
-            "metric_order": metric_order(result.record.task), "json": as_json}
+            "metric_order": metric_order(result.record.task), "json": as_json,
+            "origin": result.origin, "recorded": result.recorded}
     _write(store, deps, trees)
 
 

@@ -15,7 +15,8 @@ def render_lineage(node: dict[str, Any], prefix: str = "", role: str | None = No
     """Print the tree with box-drawing branches."""
     label = f"{node['kind']} {node['id'][:12]}"
     if node.get("op"):
-        label += f" ({node['op']})"
+        origin = node.get("origin")
+        label += f" ({node['op']}, {origin})" if origin else f" ({node['op']})"
     if node.get("summary"):
         label += f"  {node['summary']}"
     if not node["present"]:

@@ -25,7 +25,8 @@ EXIT_CODES = [
     (7, "disk: no space left, or the filesystem refused a write"),
     (8, "busy: waited too long for another process (registry lock or a derivation's lease)"),
     (9, "not found: no object, ref, remote, backbone, task or suite by that name"),
-    (10, "integrity: a blob does not hash to its id (local or downloaded)"),
+    (10, "integrity: a blob does not hash to its id (local or downloaded), an answer declares "
+         "another question, a cached pretrained file or hub code does not match its pin"),
     (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
          "a changed protocol pushed under a published suite version, a store whose registry a "
          "newer vbstore wrote (upgrade vbstore)"),

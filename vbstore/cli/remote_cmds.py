@@ -62,16 +62,17 @@ def remote() -> None:
 @click.option("--option", "-o", "option", multiple=True, metavar="KEY=VALUE",
               help="A setting: endpoint_url, region (S3); repo_type, branch, private (Hub).")
 @click.option("--replace", is_flag=True, help="Overwrite an existing remote of this name.")
-@click.option("--no-cache", is_flag=True,
-              help="Pull only: never ask it as a binary cache, record no derivations from it.")
+@click.option("--cache/--no-cache", "cache", default=None,
+              help="Ask it as a binary cache and record derivations from it (default: yes, "
+                   "except for a Hub remote); --no-cache: pull only.")
 @json_option
 @with_store
 def remote_add(store, name: str, url: str, option: tuple[str, ...], replace: bool,
-               no_cache: bool, as_json: bool) -> None:
+               cache: bool | None, as_json: bool) -> None:
     """Add remote NAME at URL (a directory path, file://, s3:// or hf://)."""
     from ..remotes import add_remote
 
-    config = add_remote(store, name, url, _options(option), replace=replace, cache=not no_cache)
+    config = add_remote(store, name, url, _options(option), replace=replace, cache=cache)
     emit(as_json, config.as_dict(),
          f"remote {config.name} -> {config.url}" + ("" if config.cache else " (pull only)"))
 
@@ -175,14 +176,18 @@ def pull() -> None:
 @click.option("--as", "as_name", default=None, metavar="NAME",
               help="Local ref name (default: NAME).")
 @click.option("--force", is_flag=True, help="Move an existing local ref that points elsewhere.")
+@click.option("--with-lineage", "lineage", is_flag=True,
+              help="Also record the cache answers of everything under it (features, heads), "
+                   "each checked first; by default only the ref's own.")
 @json_option
 @with_store
 def pull_ref_cmd(store, target: str, revision: str | None, as_name: str | None, force: bool,
-                 as_json: bool) -> None:
+                 lineage: bool, as_json: bool) -> None:
     """Pull REMOTE/NAME: every blob is re-hashed before it enters the store."""
     from ..remotes import pull as do_pull
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
+    result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
+                     lineage=lineage)
     oid = result.id
     assert oid is not None  # a pulled ref always names an object
 

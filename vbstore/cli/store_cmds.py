@@ -260,13 +260,24 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
         from ..suites import reindex
 
         reindex(store)  # the suite and evaluation indexes are read from their blobs
-    report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store))
+    from ..records import StoreReader, answer_differences
+
+    reader = StoreReader(store)
+    report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store),
+                        answers=lambda spec, output: answer_differences(spec, output, reader))
+    if repair and any(m["table"] == "evaluations" for m in report.mismatched):
+        from ..suites import reindex  # see above
+
+        reindex(store)  # the forgotten evaluation rows, indexed again from their blobs
 
     def text() -> None:
         if rebuilt is not None:
             kinds = ", ".join(f"{n} {k}" for k, n in rebuilt.kinds.items()) or "no objects"
             click.echo(f"rebuilt registry.db from the blobs: {kinds}; {rebuilt.edges} edges, "
                        f"{rebuilt.feature_rows} feature rows")
+            if rebuilt.packs_not_indexed:
+                click.echo(f"not indexed: {len(rebuilt.packs_not_indexed)} packs whose rows no "
+                           "featureset vouches for (extracted again when needed)")
             click.echo(f"not recoverable: {', '.join(rebuilt.lost)} (tag again what you named; "
                        "the next get recomputes or re-finds what it needs)")
             for path in rebuilt.kept_aside:
@@ -280,6 +291,10 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
         for edge in report.dangling_edges:
             click.echo(f"DANGLING edge {edge['parent'][:12]} -{edge['role']}-> "
                        f"{edge['child'][:12]}")
+        for fault in report.mismatched:
+            key = fault["key"] if isinstance(fault["key"], str) else fault["key"][1]
+            state = " (forgotten)" if repair else ""
+            click.echo(f"MISMATCH {fault['table']} {key[:12]}: {fault['why']}{state}")
         for problem in report.registry_errors:
             click.echo(f"REGISTRY {problem}")
         if report.registry_errors:
@@ -307,6 +322,7 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     if rebuilt is not None:
         data["rebuilt"] = rebuilt.as_dict()
     emit(as_json, data, text)
+    # a repair also forgets every mismatched row
     all_repaired = (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
                     and not report.dangling_edges and not report.registry_errors)
     if not report.clean and not all_repaired:

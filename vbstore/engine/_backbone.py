@@ -17,7 +17,7 @@ from typing import Any
 from ..backbones import build_backbone, spec_params
 from ..errors import BackboneDrift
 from ..store import derivation_key, derivation_spec
-from ._cache import remote_fetch
+from ._cache import answer_check, remote_fetch
 
 # op_version of the request → backbone derivation
 ALIAS_VERSION = 1
@@ -96,7 +96,9 @@ def find_backbone(store, backbone: Any, *, weights: str = "default", seed: int |
         return None
     request = {"spec": backbone, "weights": str(weights), "seed": seed, "input_size": input_size,
                "use_projection": use_projection}
-    return BackboneRef(store, oid, store.read_json(oid), request, alias)
+    doc = store.read_json(oid)
+    answer_check(store, alias, {oid: doc})(oid, lambda: store.source(key))
+    return BackboneRef(store, oid, doc, request, alias)
 
 
 def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: int | None = None,

@@ -1,10 +1,13 @@
-"""The remote binary cache, asked before anything is computed."""
+"""The remote binary cache, asked before anything is computed, and the check of every answer
+against its question before it is served."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..records import StoreReader, check_answer
 
 # Local imports: the remotes package (urllib.request, http.client: ~15 ms) loads only for a store
 # that has remotes.
@@ -66,13 +69,29 @@ class Derived:
 
 
 def derive(store, spec: Mapping[str, Any], compute: Callable[[], str], *,
-           timeout: float | None = None, valid: Callable[[str], bool] | None = None) -> Derived:
-    """``store.derive`` with the remotes' binary caches asked before computing: the output and
-    where it came from, as one value."""
+           timeout: float | None = None, valid: Callable[[str], bool] | None = None,
+           known: Mapping[str, dict[str, Any]] | None = None) -> Derived:
+    """``store.derive`` with the remotes' binary caches asked before computing, and every
+    recorded answer checked against ``spec`` before it is served (``known``: documents already
+    read): the output and where it came from, as one value."""
     answered: dict[str, str] = {}  # filled by the fetcher when a remote answers
     oid, computed = store.derive(spec, compute, timeout=timeout, valid=valid,
-                                 fetch=remote_fetch(store, answered))
+                                 fetch=remote_fetch(store, answered),
+                                 check=answer_check(store, spec, known))
     if computed:
         return Derived(oid, "computed")
     remote = answered.get("remote")
     return Derived(oid, "remote" if remote is not None else "store", remote)
+
+
+def answer_check(store, spec: Mapping[str, Any],
+                 known: Mapping[str, dict[str, Any]] | None = None
+                 ) -> Callable[[str, Any], None]:
+    """``check(output, source)`` for :meth:`Store.derive`: refuses a recorded output that
+    declares another question than ``spec`` (``known``: documents already read; ``source``: a
+    name, or a callable giving it, asked only for the error)."""
+
+    def check(output: str, source: Any) -> None:
+        check_answer(spec, output, StoreReader(store, known), source)
+
+    return check

@@ -107,7 +107,7 @@ def derive_featureset(store, ref: BackboneRef, manifest, params, *, device: str 
         return featureset
 
     derived = derive(store, featureset_spec(ref.id, manifest.id, params), compute,
-                     valid=lambda o: packs_present(store, o))
+                     valid=lambda o: packs_present(store, o), known={manifest.id: manifest.doc})
     if derived.remote is not None:
         stats["remote"] = derived.remote  # a cached answer says where it came from
     return derived.id, derived.computed, stats

@@ -57,6 +57,7 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
     spec = store.derivation_of(oid)
     if spec:
         node["op"] = f"{spec['op']} v{spec['op_version']}"
+        node["origin"] = store.origin_of(oid) or "origin unknown"
     if oid in seen:
         node["repeated"] = True
         return node

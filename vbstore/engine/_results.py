@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
-from ._cache import Derived, derive
+from ._cache import Derived, answer_check, derive
 from ._plan import Plan, plan
 from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, layers_arg
 from ._run import Run
@@ -38,6 +38,9 @@ class Result:
     Attributes:
         source: ``computed``, ``store`` (a cached answer of this store) or ``remote`` (a
             configured remote's binary cache answered; ``remote`` names it).
+        recorded: For a cached answer, where its derivation record came from: ``computed``
+            (here), ``remote NAME`` (a binary cache answered it before), ``pulled from NAME``;
+            None when it was recorded before vbstore kept that.
     """
 
     id: str
@@ -49,14 +52,17 @@ class Result:
     remote: str | None = None
     computed: tuple[str, ...] = ()
     extracted: int = 0
+    recorded: str | None = None
 
     @property
     def origin(self) -> str:
-        """Where the answer came from, in words: ``computed``, ``cached in the store`` or
-        ``fetched from remote NAME``."""
+        """Where the answer came from, in words: ``computed``, ``cached in the store`` (with
+        where the store had it from, when not computed here) or ``fetched from remote NAME``."""
         if self.source == "remote":
             return f"fetched from remote {self.remote}"
-        return "cached in the store" if self.source == "store" else "computed"
+        if self.source != "store":
+            return "computed"
+        return cached_words(self.recorded)
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -72,9 +78,21 @@ class Result:
         }
         if self.remote is not None:
             out["remote"] = self.remote
+        if self.recorded not in (None, "computed"):
+            out["recorded"] = self.recorded
         if self.reproduced is not None:
             out["reproduced"] = self.reproduced
         return out
+
+
+def cached_words(recorded: str | None) -> str:
+    """``cached in the store``, saying where the store had the answer from when it was not
+    computed here (``remote team`` → fetched from remote team; ``pulled from team``)."""
+    if recorded in (None, "computed"):
+        return "cached in the store"
+    assert recorded is not None
+    said = f"fetched from {recorded}" if recorded.startswith("remote ") else recorded
+    return f"cached in the store ({said})"
 
 
 @dataclass
@@ -221,16 +239,21 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
     store = the_plan.store
     if recompute:
         return _recompute(the_plan, device, progress, executor)
+    key = derivation_key(spec)
     if the_plan.cached:  # the plan found it: read it once (hash checked) unless it went since
         oid = the_plan.steps[-1].id
         assert oid is not None  # a stored step has its id
         try:
-            record = ResultRecord.from_dict(store.read_json(oid))
+            doc = store.read_json(oid)
         except (ObjectNotFound, CorruptObject):
             pass  # derive below recomputes it (and moves a damaged blob aside)
         else:
-            return Result(oid, record, True, time.perf_counter() - the_plan.started,
-                          source="store")
+            # the record must answer this question (a row pointed elsewhere must not): a
+            # comparison of fields already read, nothing more is read
+            answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
+            return Result(oid, ResultRecord.from_dict(doc), True,
+                          time.perf_counter() - the_plan.started, source="store",
+                          recorded=store.origin(key))
     run = Run(device=device, progress=progress, executor=executor)
 
     def compute() -> str:
@@ -252,18 +275,23 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         remote=derived.remote,
         computed=tuple(computed),
         extracted=run.extracted,
+        recorded=store.origin(key) if derived.source == "store" else None,
     )
 
 
 def stored_result(the_plan: Plan) -> Result | None:
     """The result of ``the_plan`` when this store already has it, else None (nothing computed,
     no remote asked, torch not imported)."""
-    store = the_plan.store
-    oid = store.lookup(derivation_key(the_plan.derivation))
+    store, spec = the_plan.store, the_plan.derivation
+    key = derivation_key(spec)
+    oid = store.lookup(key)
     if oid is None:
         return None
-    return Result(oid, ResultRecord.from_dict(store.read_json(oid)), True,
-                  time.perf_counter() - the_plan.started, source="store")
+    doc = store.read_json(oid)
+    answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
+    return Result(oid, ResultRecord.from_dict(doc), True,
+                  time.perf_counter() - the_plan.started, source="store",
+                  recorded=store.origin(key))
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],

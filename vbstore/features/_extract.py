@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from ..canonical import digest
 from ..errors import BadInput
+from ..store import pack_index
 from ._executor import ExtractProgress
 from ._packs import PackWriter
 from ._params import ExtractorParams, extractor_doc, extractor_key
@@ -129,9 +130,14 @@ class Plan:
 
 
 def plan_extraction(store, manifest, key: str) -> Plan:
-    """The images of ``manifest`` that extractor ``key`` still has to compute."""
+    """The images of ``manifest`` that extractor ``key`` still has to compute.
+
+    A stored row is reused only when its pack's header names this image at that row and this
+    extractor (a header read per pack, no tensor read): a registry row that says otherwise is
+    computed again, and the new pack's row replaces it.
+    """
     images = [sample["image"] for sample in manifest.doc["samples"]]
-    have = store.feature_rows(key, images)
+    have = tied_rows(store, key, store.feature_rows(key, images))
     first_index: dict[str, int] = {}
     for index, image in enumerate(images):
         if image not in have:
@@ -139,6 +145,18 @@ def plan_extraction(store, manifest, key: str) -> Plan:
     store.touch({pack for pack, _ in have.values()})  # reused: recently used, for gc and eviction
     reused = len(images) - sum(1 for image in images if image in first_index)
     return Plan(images, dict(have), list(first_index.values()), reused)
+
+
+def tied_rows(store, key: str, rows: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    """The rows of ``rows`` (image → (pack, row)) whose pack's header agrees."""
+    headers = {pack: pack_index(store.path(pack)) for pack in {p for p, _ in rows.values()}}
+    kept = {}
+    for image, (pack, row) in rows.items():
+        header = headers[pack]
+        if header is not None and header[0] == key and 0 <= row < len(header[1]) \
+                and header[1][row] == image:
+            kept[image] = (pack, row)
+    return kept
 
 
 def store_featureset(store, manifest, backbone_id: str, params: ExtractorParams,

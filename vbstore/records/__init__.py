@@ -12,13 +12,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # each record loads with its module on first use (a cached result reads no head record)
-_LAZY = {"CHECKED": ".head", "HeadCompat": ".head", "ResultRecord": ".result"}
+_LAZY = {"CHECKED": ".head", "HeadCompat": ".head", "ResultRecord": ".result",
+         "StagedReader": ".answer", "StoreReader": ".answer", "answer_differences": ".answer",
+         "check_answer": ".answer",
+         "rows_differences": ".answer"}
 
 if TYPE_CHECKING:
+    from .answer import (
+        StagedReader,
+        StoreReader,
+        answer_differences,
+        check_answer,
+        rows_differences,
+    )
     from .head import CHECKED, HeadCompat
     from .result import ResultRecord
 
-__all__ = ["CHECKED", "HeadCompat", "ResultRecord"]
+__all__ = ["CHECKED", "HeadCompat", "ResultRecord", "StagedReader", "StoreReader",
+           "answer_differences", "check_answer", "rows_differences"]
 
 
 def __getattr__(name: str) -> Any:

@@ -38,7 +38,7 @@ from ._push import PushResult, push, push_ref
 
 
 def add_remote(store, name: str, url: str, options: Mapping[str, str] | None = None,
-               replace: bool = False, cache: bool = True) -> RemoteConfig:
+               replace: bool = False, cache: bool | None = None) -> RemoteConfig:
     """Configure remote ``name`` for ``store`` (see :meth:`RemoteRegistry.add`)."""
     return registry(store).add(name, url, options, replace=replace, cache=cache)
 

@@ -181,14 +181,17 @@ class RemoteRegistry:
         return [self.get(name) for name in sorted(remotes)]
 
     def add(self, name: str, url: str, options: Mapping[str, str] | None = None,
-            replace: bool = False, cache: bool = True) -> RemoteConfig:
+            replace: bool = False, cache: bool | None = None) -> RemoteConfig:
         """Configure a remote; refuse an existing name unless ``replace``.
 
         ``cache=False`` makes it pull-only: never asked as a binary cache, and what is pulled
-        from it records no derivations (a stranger's lineage is not a cache answer).
+        from it records no derivations (a stranger's lineage is not a cache answer). None: a
+        cache for a directory or S3 remote (a team's own), pull-only for the Hub (anyone's).
         """
         check_remote_name(name)
         scheme, normal = parse_url(url)
+        if cache is None:
+            cache = scheme != "hf"
         opts = check_options(scheme, options or {})
         with self.editing() as data:
             if name in data["remotes"] and not replace:

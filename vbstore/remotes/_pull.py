@@ -20,7 +20,8 @@ from typing import Any
 
 from .. import canonical
 from ..errors import CorruptObject, ObjectNotFound, UsageError, VbstoreError
-from ..store import check_safetensors_file, encoding, validate
+from ..records import StagedReader, check_answer
+from ..store import check_safetensors_file, derivation_key, encoding, validate
 from ._base import Remote, document_limit
 from ._closure import Entry, parse_derivation, parse_ref, within
 from ._errors import RemoteConflict, RemoteError, RemoteNotFound, TamperedBlob, UnsafeRemotePath
@@ -133,17 +134,24 @@ def _recordable(entries: list[Entry], root: str) -> set[str]:
 
 def install(store, remote: Remote, entries: Iterable[Entry], revision: str | None,
             result: PullResult, required: Iterable[str] = (),
-            root: str | None = None) -> PullResult:
+            root: str | None = None, lineage: bool = False,
+            answers: Iterable[tuple[dict[str, Any], str]] = (),
+            origin: str | None = None) -> PullResult:
     """Bring the missing objects of a closure into ``store``, verified, all or nothing.
 
     Each blob streams into a temp file in the store's ``tmp/``, hashed as it arrives and cut
     off at its listed size; it is checked against its kind from the file, and moved into place
-    only when every blob passed. Derivations are recorded only for ``root``'s own lineage (see
-    :func:`_recordable`); with ``root=None`` none are.
+    only when every blob passed. Derivations are recorded for ``root`` itself, and with
+    ``lineage`` for its own lineage too (see :func:`_recordable`); with ``root=None`` none are.
+    ``answers`` are ``(spec, output)`` pairs to record as well (the binary cache's answer).
+    Every derivation to record is first checked against what its output declares
+    (:func:`vbstore.records.check_answer`), from the downloaded files, before any blob enters
+    the store; each is recorded with ``origin`` (default ``pulled from REMOTE``).
 
     Raises:
         TamperedBlob: a blob does not hash to its id, is larger than listed, or contradicts its
             kind; nothing was kept.
+        MisfiledAnswer: a derivation's output declares another question; nothing was kept.
         RemoteNotFound: a ``required`` object is on neither side.
     """
     entries, required = list(entries), set(required)
@@ -167,14 +175,26 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
             if entry.size >= 0 and size != entry.size:  # -1: no listing to compare with
                 raise TamperedBlob(remote.name, entry.id, "its size differs from the listing")
             _check_content(remote.name, entry, temp)
+        temps = {entry.id: temp for entry, temp, _ in staged}
+        brought = set(temps)
+        recordable = _recordable(entries, root) if root is not None else set()
+        if not lineage:
+            recordable &= {root}
+        to_record = [(e.derivation["spec"], e.id) for e in entries
+                     if e.id in brought and e.id in recordable and e.derivation is not None]
+        to_record += [(spec, output) for spec, output in answers]
+        # an answer's inputs must be here (downloaded now or before) for it to be recorded
+        to_record = [(spec, output) for spec, output in to_record
+                     if all(i in temps or _known(store, i) for i in spec["inputs"].values())]
+        reader = StagedReader(store, temps)
+        for spec, output in to_record:  # before any blob enters the store
+            check_answer(spec, output, reader, f"remote {remote.name!r}")
         for entry, temp, size in staged:  # every blob passed: now they may enter the store
             store.put_temp(temp, entry.id, entry.kind, size)
             result.downloaded.append(entry.id)
     finally:
         for _, temp, _ in staged:
             _discard(temp)
-    brought = set(result.downloaded)
-    recordable = _recordable(entries, root) if root is not None else set()
     for entry in entries:
         if entry.id not in brought:
             continue
@@ -184,27 +204,25 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
                 edges.setdefault(role, []).append(child)
         if edges:
             store.add_edges(entry.id, edges)
-        if entry.id not in recordable:
-            continue
-        assert entry.derivation is not None  # _recordable keeps only entries with a derivation
-        spec = entry.derivation["spec"]
-        if all(_known(store, i) for i in spec["inputs"].values()) \
-                and store.lookup(entry.derivation["key"]) is None:
-            store.record(spec, entry.id)
+    for spec, output in to_record:
+        if store.lookup(derivation_key(spec), check=False) is None:  # a local answer stands
+            store.record(spec, output, origin=origin or f"pulled from {remote.name}")
             result.derivations += 1
     return result
 
 
 def pull(store, target: str, revision: str | None = None, as_name: str | None = None,
          force: bool = False, accept: Callable[[PullResult], None] | None = None,
-         kind: str | None = None) -> PullResult:
+         kind: str | None = None, lineage: bool = False) -> PullResult:
     """Pull ``REMOTE/REF``: download its closure (verified), record lineage, tag it locally.
 
     ``kind`` refuses a ref whose object is of another kind, before anything is downloaded and
     again after (an object already present is judged by the kind the local store knows).
     ``accept(result)`` runs after the download and before the ref is tagged or the pull noted;
     when it raises (a head that does not fit, say), local refs are left exactly as they were.
-    Derivations are recorded only from remotes that serve as a cache (not ``--no-cache``).
+    Derivations are recorded only from remotes that serve as a cache (not ``--no-cache``):
+    the root's own, and with ``lineage`` those of everything under it too, each checked
+    against what its output declares first.
 
     ```python
     pull(store, "hub/heads/linear", revision="9f2c...")   # pinned to a Hub commit
@@ -236,7 +254,7 @@ def pull(store, target: str, revision: str | None = None, as_name: str | None = 
                 hint="pull it under another name (--as NAME) or move the local ref (--force)")
         result = PullResult(remote.name, ref, local_name, oid, claimed, rev)
         install(store, remote, entries, rev, result, required=[oid],
-                root=oid if remote.config.cache else None)
+                root=oid if remote.config.cache else None, lineage=lineage)
     local_kind = store.info(oid).kind
     if local_kind != claimed:  # present before this pull, so its bytes were not checked now
         raise TamperedBlob(remote.name, oid, f"the ref claims kind {claimed} but it is a "
@@ -280,13 +298,15 @@ def fetch_derivation(store, key: str, remotes: Iterable[str] | None = None) -> s
                     raise TamperedBlob(remote.name, output,
                                        f"a {spec['op']} derivation cannot produce a {kind}")
                 install(store, remote, entries, rev, PullResult(remote.name), required=[output],
-                        root=output)
+                        root=output, lineage=True, answers=[(spec, output)],
+                        origin=f"remote {config.name}")
         except (RemoteError, CorruptObject, UnsafeRemotePath) as exc:
-            # offline, missing, server trouble, or an answer that failed a check: a cache miss
+            # offline, missing, server trouble, or an answer that failed a check (a tampered
+            # blob, an output declaring another question): a cache miss, nothing of it kept
             log.warning("binary cache %s skipped: %s", config.name, exc)
             continue
-        if all(_known(store, i) for i in spec["inputs"].values()):
-            store.record(spec, output)
+        if store.lookup(key, check=False) != output:
+            continue  # its inputs are not all here: not an answer this store can use
         return output
     return None
 

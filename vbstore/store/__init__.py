@@ -9,6 +9,7 @@ from ._gc import DEFAULT_GRACE
 from ._ids import db_id, hex_id
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
 from ._objects import ObjectFiles
+from ._rows import pack_index
 from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
@@ -44,6 +45,7 @@ __all__ = [
     "derivation_spec",
     "encoding",
     "hex_id",
+    "pack_index",
     "parse_safetensors_header",
     "read_safetensors_header",
     "safetensors_identity",

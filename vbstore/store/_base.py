@@ -31,6 +31,7 @@ class _StoreBase:
     # ("derivations" | "aliases", key, the id it gave or None) of each lookup, while a caller
     # (the answer cache) records what an answer depended on; None otherwise
     reads: list[tuple[str, str, str | None]] | None
+    _has_origins: bool | None  # whether the registry's derivations keep their origin
 
     if TYPE_CHECKING:
         # defined by Store

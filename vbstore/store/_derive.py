@@ -80,20 +80,49 @@ class DeriveMixin(_StoreBase):
         return output
 
     def record(
-        self, spec: Mapping[str, Any], output: str, extra_edges: Mapping[str, Any] | None = None
+        self, spec: Mapping[str, Any], output: str, extra_edges: Mapping[str, Any] | None = None,
+        origin: str = "computed",
     ) -> str:
-        """Record ``spec → output`` and edges from output to each input; return the key."""
+        """Record ``spec → output`` and edges from output to each input; return the key.
+
+        ``origin`` says where the answer came from: ``computed`` here, ``remote NAME`` (a
+        binary cache), ``pulled from NAME``; ``get`` and ``why`` show it.
+        """
         key = derivation_key(spec)
         edges = dict(spec["inputs"])
         edges.update(extra_edges or {})
         with self.db.write() as conn:
             conn.execute(
-                "INSERT INTO derivations(key, op, output, spec, created) VALUES (?,?,?,?,?) "
-                "ON CONFLICT(key) DO UPDATE SET output=excluded.output, created=excluded.created",
-                (key, spec["op"], output, canonical.dumps(spec).decode(), now()),
+                "INSERT INTO derivations(key, op, output, spec, created, origin) "
+                "VALUES (?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET output=excluded.output, "
+                "created=excluded.created, origin=excluded.origin",
+                (key, spec["op"], output, canonical.dumps(spec).decode(), now(), origin),
             )
             self._insert_edges(conn, output, edges)
         return key
+
+    def origin(self, key: str) -> str | None:
+        """Where the recorded answer of ``key`` came from (see :meth:`record`); None when it was
+        recorded before vbstore kept that, or is not recorded."""
+        if not self._origins_kept():
+            return None
+        row = self.db.one("SELECT origin FROM derivations WHERE key = ?", (key,))
+        return row[0] if row else None
+
+    def origin_of(self, oid: str) -> str | None:
+        """Where the newest derivation that produced ``oid`` came from, as :meth:`origin`."""
+        if not self._origins_kept():
+            return None
+        row = self.db.one("SELECT origin FROM derivations WHERE output=? "
+                          "ORDER BY created DESC LIMIT 1", (oid,))
+        return row[0] if row else None
+
+    def _origins_kept(self) -> bool:
+        # a read-only store made before migration 6 has no origin column
+        if self._has_origins is None:
+            columns = self.db.query("PRAGMA table_info(derivations)")
+            self._has_origins = any(c[1] == "origin" for c in columns)
+        return self._has_origins
 
     def derivation_of(self, oid: str) -> dict[str, Any] | None:
         """The spec that produced ``oid`` (the newest, when several did)."""
@@ -107,31 +136,47 @@ class DeriveMixin(_StoreBase):
         extra_edges: Mapping[str, Any] | None = None, timeout: float | None = None,
         valid: Callable[[str], bool] | None = None,
         fetch: Callable[[str], str | None] | None = None,
+        check: Callable[[str, Callable[[], str]], None] | None = None,
     ) -> tuple[str, bool]:
         """Return ``(output, computed)``, running ``compute`` only when no one has the answer.
 
         When several processes ask at once, one computes under the lease and the others wait,
         then read its output. ``fetch(key)`` is asked before computing (a remote binary cache);
-        whatever it returns must already be recorded under ``key``.
+        whatever it returns must already be recorded under ``key``. ``check(output, source)``
+        compares a recorded answer with the question before it is served (``source()`` names
+        where the record came from) and raises when they differ.
 
         Raises:
             LeaseTimeout: ``timeout`` seconds passed waiting for another process.
+            CorruptObject: from ``check``: the recorded answer declares another question.
         """
         key = derivation_key(spec)
-        hit = self.lookup(key, valid)
+
+        def found() -> str | None:
+            hit = self.lookup(key, valid)
+            if hit is not None and check is not None:
+                check(hit, lambda: self.source(key))
+            return hit
+
+        hit = found()
         if hit is not None:
             return hit, False
         with self.lease(key, inputs=list(spec["inputs"].values()), timeout=timeout):
-            hit = self.lookup(key, valid)
+            hit = found()
             if hit is not None:
                 return hit, False
             if fetch is not None and fetch(key) is not None:
-                hit = self.lookup(key, valid)
+                hit = found()
                 if hit is not None:
                     return hit, False
             output = compute()
             self.record(spec, output, extra_edges)
             return output, True
+
+    def source(self, key: str) -> str:
+        """Where the recorded answer of ``key`` is read from, in words (for an error)."""
+        origin = self.origin(key)
+        return f"the store ({origin})" if origin else "the store"
 
     @contextmanager
     def lease(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NewerRegistry, VbstoreError
 from ._base import _StoreBase
+from ._crosscheck import cross_check, forget_rows
 from ._ids import db_id, hex_id
 from ._kinds import KINDS
 from ._objects import HOST, hash_and_stat, hash_file
@@ -53,11 +54,15 @@ class FsckMixin(_StoreBase):
     """The fsck method of :class:`vbstore.Store`."""
 
     def fsck(self, jobs: int | None = None, repair: bool = False,
-             refetch: Callable[[str], bool] | None = None) -> FsckReport:
+             refetch: Callable[[str], bool] | None = None,
+             answers: Callable[[dict[str, Any], str], list[str]] | None = None) -> FsckReport:
         """Check every blob and row.
 
         With ``repair``, damaged blobs are moved to ``quarantine/``; ``refetch(oid)`` may bring
         each back (from a remote), otherwise it is forgotten so the next ``get`` recomputes it.
+        Rows that carry numbers (feature rows, evaluation scores and, given ``answers``,
+        derivation outputs: see :mod:`._crosscheck`) are compared with their blobs; a row that
+        disagrees is a fault, which ``repair`` forgets.
         A read-only store is checked without any housekeeping (``repair`` is refused). A
         damaged registry (SQLite's integrity check fails, or it cannot be opened) is reported
         and left untouched; :meth:`rebuild_registry` makes a new one from the blobs.
@@ -127,6 +132,7 @@ class FsckMixin(_StoreBase):
             parent, child = hex_id(parent), hex_id(child)
             if parent not in known or child not in known:
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
+        report.mismatched = cross_check(self, answers)
         if not tidy:
             report.seconds = time.perf_counter() - start
             return report
@@ -155,6 +161,8 @@ class FsckMixin(_StoreBase):
                  if self.files.exists(oid)],
             )
         if repair:
+            with self.db.write() as conn:
+                forget_rows(conn, report.mismatched)
             for oid in report.unsafe:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.files.path(oid))  # the link only, never its target

@@ -26,7 +26,7 @@ from ._ids import db_id
 from ._kinds import encoding
 from ._objects import _fsync_dir, hash_file
 from ._registry import Registry
-from ._rows import insert_feature_rows
+from ._rows import insert_feature_rows, pack_index
 from ._tensors import read_safetensors_header
 
 if TYPE_CHECKING:
@@ -77,7 +77,9 @@ class RebuildMixin(_StoreBase):
             except OSError:
                 return oid, path, None, None
 
-        objects, edges, packs = [], [], []
+        objects, edges = [], []
+        headers: dict[str, tuple[str, list[str]]] = {}  # pack → (extractor, images)
+        documents: dict[str, tuple[str, Path]] = {}  # featureset or manifest → (kind, path)
         # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
         # never on a cached `get`
         from concurrent.futures import ThreadPoolExecutor
@@ -95,8 +97,12 @@ class RebuildMixin(_StoreBase):
             named = {(role, child) for role, child in _named_ids(path, kind)
                      if child in present and child != oid}
             edges += [(db_id(oid), db_id(child), role) for role, child in sorted(named)]
-            if kind == "pack" and (index := _pack_rows(path)):
-                packs.append((index[0], oid, index[1]))
+            if kind == "pack" and (index := pack_index(path)):
+                headers[oid] = index
+            elif kind in ("featureset", "manifest"):
+                documents[oid] = (kind, path)
+        packs = _vouched_rows(headers, documents)
+        report.packs_not_indexed = sorted(set(headers) - {pack for _, pack, _ in packs})
         # built under another name and moved into place whole: a rebuild killed midway leaves
         # no registry.db (refused as lost, so the rebuild is run again), never an empty one
         building = self.root / "registry.db.rebuilding"
@@ -153,14 +159,36 @@ def _walk(value: Any, role: str, depth: int) -> Iterator[tuple[str, str]]:
             yield from _walk(item, role, depth + 1)
 
 
-def _pack_rows(path: Path) -> tuple[str, list[tuple[int, str]]] | None:
-    """A pack's extractor and ``(row, image)`` pairs, from its own metadata."""
-    try:
-        metadata = read_safetensors_header(path)[0].get("__metadata__") or {}
-        images = json.loads(metadata["images"])
-        extractor = metadata["extractor"]
-    except (ValueError, KeyError, TypeError, OSError, VbstoreError):
-        return None
-    if not (isinstance(extractor, str) and isinstance(images, list)):
-        return None
-    return extractor, [(row, image) for row, image in enumerate(images) if isinstance(image, str)]
+def _vouched_rows(headers: dict[str, tuple[str, list[str]]],
+                  documents: dict[str, tuple[str, Path]]
+                  ) -> list[tuple[str, str, list[tuple[int, str]]]]:
+    """``(extractor, pack, [(row, image)])`` of the pack rows a featureset vouches for.
+
+    A pack's header names its extractor and images, but anyone can write such a header: a row
+    is indexed only when an intact featureset of that extractor lists it at a position where
+    its intact manifest has that very image. A pack no featureset names is not indexed (the
+    next extraction that needs it computes it again).
+    """
+    vouched: dict[str, set[int]] = {}
+    for kind, path in documents.values():
+        if kind != "featureset":
+            continue
+        try:
+            doc = json.loads(path.read_bytes())
+            kind_of, manifest_path = documents.get(doc["manifest"], (None, None))
+            if kind_of != "manifest" or manifest_path is None:
+                continue
+            images = [s["image"] for s in json.loads(manifest_path.read_bytes())["samples"]]
+            packs, rows, key = doc["packs"], doc["rows"], doc["extractor_key"]
+            if len(rows) != len(images):
+                continue
+            for image, (index, row) in zip(images, rows, strict=True):
+                pack = packs[index]
+                header = headers.get(pack)
+                if header and header[0] == key and 0 <= row < len(header[1]) \
+                        and header[1][row] == image:
+                    vouched.setdefault(pack, set()).add(row)
+        except (ValueError, KeyError, TypeError, IndexError, OSError, RecursionError):
+            continue
+    return [(headers[pack][0], pack, [(row, headers[pack][1][row]) for row in sorted(rows)])
+            for pack, rows in sorted(vouched.items())]

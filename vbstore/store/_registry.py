@@ -148,6 +148,13 @@ def _m4_answers(db) -> None:
                "names TEXT NOT NULL) WITHOUT ROWID")
 
 
+def _m6_origins(db) -> None:
+    # Where each derivation's answer came from: ``computed`` here, ``remote NAME`` (a binary
+    # cache answered), ``pulled from NAME`` (recorded with a pulled ref). NULL: recorded before
+    # vbstore kept it. (Number 5 is another branch's.)
+    db.execute("ALTER TABLE derivations ADD COLUMN origin TEXT")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -158,6 +165,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (2, "suites and evaluations", _m2_suites),
     (3, "compact hot tables", _m3_compact),
     (4, "answer cache", _m4_answers),
+    (6, "derivation origins", _m6_origins),
 ]
 
 

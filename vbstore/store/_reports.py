@@ -89,12 +89,14 @@ class FsckReport:
     unsafe: list[str] = field(default_factory=list)
     modes_fixed: list[str] = field(default_factory=list)
     locks_removed: list[str] = field(default_factory=list)
+    # registry rows that disagree with their blobs: {"table", "key", "id", "why"}
+    mismatched: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def faults(self) -> int:
         return (len(self.corrupt) + len(self.missing) + len(self.dangling_edges)
-                + len(self.registry_errors) + len(self.unsafe))
+                + len(self.registry_errors) + len(self.unsafe) + len(self.mismatched))
 
     @property
     def clean(self) -> bool:
@@ -114,6 +116,8 @@ class RebuildReport:
     kinds: dict[str, int] = field(default_factory=dict)
     edges: int = 0
     feature_rows: int = 0
+    # packs whose rows no featureset vouches for: not indexed (see _rebuild._vouched_rows)
+    packs_not_indexed: list[str] = field(default_factory=list)
     corrupt: list[str] = field(default_factory=list)
     lost: tuple[str, ...] = ("refs", "aliases", "derivations", "file_state", "leases")
 

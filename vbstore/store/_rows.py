@@ -10,10 +10,14 @@ bytes, the extractor key and the pack as small integers (numbered once in ``extr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
+from ..errors import VbstoreError
 from ._base import _StoreBase
 from ._ids import db_id, hex_id
+from ._tensors import read_safetensors_header
 
 _CHUNK = 500
 
@@ -52,6 +56,21 @@ class FeatureRowsMixin(_StoreBase):
         """Record that row ``i`` of ``pack`` holds the features of ``images[i]``."""
         with self.db.write() as conn:
             insert_feature_rows(conn, extractor, pack, enumerate(images))
+
+
+def pack_index(path: str | Path) -> tuple[str, list[str]] | None:
+    """A pack's extractor key and image ids, row by row, from its header alone (no tensor is
+    read); None when the header does not say them."""
+    try:
+        metadata = read_safetensors_header(path)[0].get("__metadata__") or {}
+        images = json.loads(metadata["images"])
+        extractor = metadata["extractor"]
+    except (ValueError, KeyError, TypeError, OSError, RecursionError, VbstoreError):
+        return None
+    if not (isinstance(extractor, str) and isinstance(images, list)
+            and all(isinstance(image, str) for image in images)):
+        return None
+    return extractor, images
 
 
 def insert_feature_rows(conn, extractor: str, pack: str, rows: Iterable[tuple[int, str]]) -> None:

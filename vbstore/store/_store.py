@@ -110,6 +110,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, R
         self.files = ObjectFiles(self.root)
         self._db: Registry | None = None
         self.reads = None
+        self._has_origins: bool | None = None
 
     @property
     def db(self) -> Registry:
