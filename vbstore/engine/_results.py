@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound
+from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
 from ._cache import Derived, derive
@@ -359,6 +359,44 @@ def result_request(
     )
 
 
+@overload
+def get(request: ResultRequest, *, store: Store | None = None, device: str | None = None,
+        progress: bool | Callable[..., Any] = True, recompute: bool = False,
+        executor: Any = None) -> Result: ...
+@overload
+def get(request: HeadRequest, *, store: Store | None = None, device: str | None = None,
+        progress: bool | Callable[..., Any] = True, recompute: bool = False,
+        executor: Any = None) -> HeadResult: ...
+
+
+def get(request: ResultRequest | HeadRequest, *, store: Store | None = None,
+        device: str | None = None, progress: bool | Callable[..., Any] = True,
+        recompute: bool = False, executor: Any = None) -> Result | HeadResult:
+    """What ``request`` asks for, computing only what the store lacks: request, plan, execute.
+
+    ```python
+    request = ResultRequest(BackboneRequest("test_vit", weights="random"),
+                            ProbeRequest("knn", params={"k": 10}),
+                            DataRef("shapes", split="val"), DataRef("shapes", split="train"))
+    vbstore.get(request).metrics["top1"]
+    ```
+
+    ``get_result`` and ``get_head`` build these requests from keywords.
+
+    Raises:
+        UsageError: ``recompute`` for a head (a head is a derivation: recompute its result).
+        The errors of :func:`plan` and :func:`execute`.
+    """
+    if isinstance(request, HeadRequest):
+        if recompute:
+            raise UsageError("a head is not recomputed on its own",
+                             hint="recompute a result that trains it (--recompute)")
+        return execute_head(plan_head(request, store), device=device, progress=progress,
+                            executor=executor)
+    return execute(plan(request, store), device=device, progress=progress, recompute=recompute,
+                   executor=executor)
+
+
 def get_result(
     backbone: Any,
     task: str,
@@ -404,6 +442,7 @@ def get_result(
         UnknownTask, UnknownBackbone, WeightsUnavailable, BadInput, HeadMismatch: from below.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
+    # the keyword form of get(ResultRequest(...))
     request = result_request(
         backbone,
         task,
@@ -425,13 +464,8 @@ def get_result(
         precision=precision,
         data_options=data_options,
     )
-    return execute(
-        plan(request, store),
-        device=device,
-        progress=progress,
-        recompute=recompute,
-        executor=executor,
-    )
+    return get(request, store=store, device=device, progress=progress, recompute=recompute,
+               executor=executor)
 
 
 def get_head(
@@ -466,8 +500,7 @@ def get_head(
         ProbeRequest(task, params=params or {}, seed=seed),
         DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
     )
-    return execute_head(plan_head(request, store), device=device, progress=progress,
-                        executor=executor)
+    return get(request, store=store, device=device, progress=progress, executor=executor)
 
 
 def execute_head(the_plan: Plan, *, device: str | None = None,
