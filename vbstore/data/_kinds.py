@@ -143,8 +143,14 @@ def list_target_kinds() -> list[str]:
 
 
 def _builtins() -> None:
+    """Register the built-in kinds: ``_kinds_builtin`` and every ``_kind_<name>.py`` module
+    beside it (a new built-in kind is one such module)."""
     if "class_index" not in _KINDS:
-        from . import _kinds_builtin  # noqa: F401 - registers the built-in kinds
+        import importlib
+
+        for name in ["_kinds_builtin", *sorted(p.stem for p in
+                                               Path(__file__).parent.glob("_kind_*.py"))]:
+            importlib.import_module(f".{name}", __package__)
 
 
 def target_kind(target_type: str | None) -> str | None:
