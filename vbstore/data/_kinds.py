@@ -190,14 +190,12 @@ class TargetsSeen:
             NYUv2 and Taskonomy layouts; empty for others): what ``--target`` could pick.
         options: The data options the dataset states for these targets (its
             ``targets.json``), e.g. ``{"target_scale": 1000.0}`` for scenes' depth PNGs.
-        files: The target files of the kept samples (per-pixel layouts), for the kind's check.
     """
 
     target_type: str
     kind: str | None
     folders: dict[str, str | None]
     options: dict[str, Any] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list)
 
 
 def stated_options(root: Path, target_type: str) -> dict[str, Any]:
@@ -224,14 +222,13 @@ def stated_options(root: Path, target_type: str) -> dict[str, Any]:
     return {}
 
 
-def targets_seen(layout: str, root: Path, target_type: str,
-                 files: list[Path] | None = None) -> TargetsSeen:
+def targets_seen(layout: str, root: Path, target_type: str) -> TargetsSeen:
     """The :class:`TargetsSeen` of a scanned split (``root``: the split's folder)."""
     image_dir = _IMAGE_DIRS.get(layout)
     folders = ({name: target_kind(name) for name in subdirs(root) if name != image_dir}
                if image_dir is not None and root.is_dir() else {})
     options = stated_options(root, target_type) if image_dir is not None else {}
-    return TargetsSeen(target_type, target_kind(target_type), folders, options, files or [])
+    return TargetsSeen(target_type, target_kind(target_type), folders, options)
 
 
 def __getattr__(name: str) -> Any:
