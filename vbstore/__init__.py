@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Store": "vbstore.store",
+    "get": "vbstore.engine",
     "get_result": "vbstore.engine",
     "get_features": "vbstore.engine",
     "get_head": "vbstore.engine",

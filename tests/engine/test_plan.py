@@ -197,7 +197,7 @@ def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monk
     from vbstore.engine import _results
 
     store = vbstore.Store(tmp_path / "s")
-    planned, removed = _results.plan, []
+    planned, removed = _results.plan_head, []
 
     def plan_then_gc(request, store, **kwargs):
         the_plan = planned(request, store, **kwargs)
@@ -205,7 +205,7 @@ def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monk
             removed.append(store.gc(grace=0).removed_count)
         return the_plan
 
-    monkeypatch.setattr(_results, "plan", plan_then_gc)
+    monkeypatch.setattr(_results, "plan_head", plan_then_gc)
     head = vbstore.get_head("test_cnn", "classification", shapes, store=store,
                             train_split="train", weights="random", input_size=32,
                             params={"epochs": 2}, progress=False)

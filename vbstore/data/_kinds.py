@@ -143,8 +143,14 @@ def list_target_kinds() -> list[str]:
 
 
 def _builtins() -> None:
+    """Register the built-in kinds: ``_kinds_builtin`` and every ``_kind_<name>.py`` module
+    beside it (a new built-in kind is one such module)."""
     if "class_index" not in _KINDS:
-        from . import _kinds_builtin  # noqa: F401 - registers the built-in kinds
+        import importlib
+
+        for name in ["_kinds_builtin", *sorted(p.stem for p in
+                                               Path(__file__).parent.glob("_kind_*.py"))]:
+            importlib.import_module(f".{name}", __package__)
 
 
 def target_kind(target_type: str | None) -> str | None:
@@ -184,14 +190,12 @@ class TargetsSeen:
             NYUv2 and Taskonomy layouts; empty for others): what ``--target`` could pick.
         options: The data options the dataset states for these targets (its
             ``targets.json``), e.g. ``{"target_scale": 1000.0}`` for scenes' depth PNGs.
-        files: The target files of the kept samples (per-pixel layouts), for the kind's check.
     """
 
     target_type: str
     kind: str | None
     folders: dict[str, str | None]
     options: dict[str, Any] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list)
 
 
 def stated_options(root: Path, target_type: str) -> dict[str, Any]:
@@ -218,14 +222,13 @@ def stated_options(root: Path, target_type: str) -> dict[str, Any]:
     return {}
 
 
-def targets_seen(layout: str, root: Path, target_type: str,
-                 files: list[Path] | None = None) -> TargetsSeen:
+def targets_seen(layout: str, root: Path, target_type: str) -> TargetsSeen:
     """The :class:`TargetsSeen` of a scanned split (``root``: the split's folder)."""
     image_dir = _IMAGE_DIRS.get(layout)
     folders = ({name: target_kind(name) for name in subdirs(root) if name != image_dir}
                if image_dir is not None and root.is_dir() else {})
     options = stated_options(root, target_type) if image_dir is not None else {}
-    return TargetsSeen(target_type, target_kind(target_type), folders, options, files or [])
+    return TargetsSeen(target_type, target_kind(target_type), folders, options)
 
 
 def __getattr__(name: str) -> Any:

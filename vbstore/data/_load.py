@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,12 +139,15 @@ class Listing:
     source: Source | None
     limit: int | None
 
-    @property
+    @cached_property  # listed once however many checks read it
     def targets(self) -> TargetsSeen:
         """The split's targets as listed (the engine checks them against the task's kind)."""
-        scan = self.scan
-        files = [scan.root / e.target_name for e in scan.entries if e.target_name]
-        return targets_seen(scan.layout, scan.root, scan.target_type, files)
+        return targets_seen(self.scan.layout, self.scan.root, self.scan.target_type)
+
+    def target_files(self) -> list[Path]:
+        """The listed samples' target files (per-pixel layouts), for a target kind's check."""
+        root = self.scan.root
+        return [root / e.target_name for e in self.scan.entries if e.target_name]
 
 
 def list_split(store, data: str | Path, split: str | None = None, limit: int | None = None,

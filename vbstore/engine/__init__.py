@@ -15,10 +15,12 @@ _LAZY = {
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
     "FeatureResult": "._features", "get_features": "._features",
     "lineage": "._lineage", "summary": "._lineage",
-    "Plan": "._plan", "Step": "._plan", "plan": "._plan",
-    "BackboneRequest": "._requests", "DataRef": "._requests", "ProbeRequest": "._requests",
+    "Plan": "._plan", "Step": "._plan", "plan": "._plan", "plan_head": "._plan",
+    "BackboneRequest": "._requests", "DataRef": "._requests", "HeadRequest": "._requests",
+    "ProbeRequest": "._requests",
     "ResultRequest": "._requests", "store_param_files": "._requests",
     "HeadResult": "._results", "Result": "._results", "execute": "._results",
+    "execute_head": "._results", "get": "._results",
     "get_head": "._results", "get_result": "._results", "result_request": "._results",
     "BASE_COLUMNS": "._sweep", "SweepEntry": "._sweep", "read_backbones_file": "._sweep",
     "result_rows": "._sweep", "sweep": "._sweep",
@@ -41,15 +43,25 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         open_dense_result,
     )
     from ._lineage import lineage, summary
-    from ._plan import Plan, Step, plan
+    from ._plan import Plan, Step, plan, plan_head
     from ._requests import (
         BackboneRequest,
         DataRef,
+        HeadRequest,
         ProbeRequest,
         ResultRequest,
         store_param_files,
     )
-    from ._results import HeadResult, Result, execute, get_head, get_result, result_request
+    from ._results import (
+        HeadResult,
+        Result,
+        execute,
+        execute_head,
+        get,
+        get_head,
+        get_result,
+        result_request,
+    )
     from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
 
 __all__ = [
@@ -61,6 +73,7 @@ __all__ = [
     "DenseSample",
     "DenseView",
     "FeatureResult",
+    "HeadRequest",
     "HeadResult",
     "PackSplit",
     "Plan",
@@ -73,12 +86,15 @@ __all__ = [
     "dense_samples",
     "dense_tasks",
     "execute",
+    "execute_head",
+    "get",
     "get_features",
     "get_head",
     "get_result",
     "lineage",
     "open_dense_result",
     "plan",
+    "plan_head",
     "read_backbones_file",
     "resolve_backbone",
     "result_request",

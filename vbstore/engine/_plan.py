@@ -25,12 +25,12 @@ from ..store import Store, derivation_key, derivation_spec
 from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
-from ._requests import ResultRequest, store_param_files
+from ._requests import HeadRequest, ResultRequest, store_param_files
 from ._runners import StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
 from ._targets import check_data_options, check_targets, data_options, explain_mismatch
 
-__all__ = ["Plan", "Step", "head_spec", "plan", "result_spec"]
+__all__ = ["Plan", "Step", "head_spec", "plan", "plan_head", "result_spec"]
 
 RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
 
@@ -40,19 +40,21 @@ class Plan:
     """A resolved request and its steps; ``execute`` runs it.
 
     Attributes:
-        request: What was asked.
+        request: What was asked (a :class:`HeadRequest` for a plan of one head).
         task: The task object; ``task_params`` its resolved parameters.
         runner: The runner of the task's shape (``._runners``) that execute calls.
         ref: The backbone, or None when only building it could name it (dry run).
-        eval_m, train_m: The manifests (train None for zero-shot tasks or a given head).
+        eval_m, train_m: The manifests (train None for zero-shot tasks or a given head; eval
+            None in a plan of one head).
         extractor: Feature settings the task needs.
         head: The resolved id of a given head.
-        spec: The result's derivation spec (None when the backbone is unresolved).
+        spec: The derivation spec of what is asked, the result or the head (None when the
+            backbone is unresolved).
         steps: Every derivation, top-down order of dependencies (backbone first).
     """
 
     store: Store
-    request: ResultRequest
+    request: ResultRequest | HeadRequest
     task: Task
     task_params: dict[str, Any]
     runner: str
@@ -113,7 +115,8 @@ class Plan:
         return [s.describe() for s in self.steps]
 
 
-def extractor_for(task: Task, request: ResultRequest, default_pooling: str) -> ExtractorParams:
+def extractor_for(task: Task, request: ResultRequest | HeadRequest, default_pooling: str
+                  ) -> ExtractorParams:
     """The feature settings a task reads, from the backbone request."""
     pooling = request.backbone.pooling or (
         default_pooling if task.pooling == "default" else task.pooling
@@ -151,7 +154,8 @@ def _listing(store, ref, flag: str, task: Task) -> Listing:
     return listing
 
 
-def backbone_of(store, request: ResultRequest, task: Task, *, build: bool) -> BackboneRef | None:
+def backbone_of(store, request: ResultRequest | HeadRequest, task: Task, *, build: bool
+                ) -> BackboneRef | None:
     """The backbone of a request; with ``build`` off, None when only building could name it."""
     b = request.backbone
     find = resolve_backbone if build else find_backbone
@@ -311,3 +315,45 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     )
 
 
+
+
+def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
+    """Resolve ``request`` into the steps of one head: backbone, train manifest, its features
+    and the head of ``request.probe.seed``; ``Plan.derivation`` is the head's.
+
+    Raises:
+        UsageError: a bad parameter; training data the task cannot read (before anything is
+            stored); UnknownTask, UnknownBackbone, BadInput...
+    """
+    started, begun = time.perf_counter(), time.time()
+    store = store if store is not None else Store()
+    task = request.probe.spec
+    try:
+        params = request.probe.resolved_params()
+    except UsageError:  # data of the wrong kind is the mistake to name (see plan)
+        explain_mismatch(store, task, request.train, "--train-data",
+                         data_options_for(task, request.train.options, request.train.source))
+        raise
+    train_l = _listing(store, request.train, "--train-split", task)
+    listed: list[tuple[Any, Listing, str]] = [(request.train, train_l, "--train-data")]
+    stated = data_options(task, request.probe.params, listed)
+    if stated:
+        params = request.probe.resolved_params(stated)
+    check_data_options(task, params, stated, [train_l])
+    task_params = store_param_files(store, task, params)
+    runner = runner_for(task)
+    train_m = store_listing(store, train_l, touch=False)
+    ref = backbone_of(store, request, task, build=True)
+    assert ref is not None  # built when never seen
+    extractor = extractor_for(task, request, ref.default_pooling)
+    store.touch([ref.id, train_m.id])
+    features = featureset_step(store, ref, train_m, extractor, "train", False, False)
+    seed = request.probe.seed
+    steps = [Step("backbone", status="stored", id=ref.id),
+             Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}),
+             features,
+             *runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
+                                       {"train": features}, None, [seed], False, False))]
+    spec = head_spec(task, task_params, features.id, seed) if features.id else None
+    return Plan(store, request, task, task_params, runner.shape, ref, None, train_m, extractor,
+                None, spec, steps, started, begun)

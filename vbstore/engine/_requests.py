@@ -213,6 +213,26 @@ class ResultRequest:
                                      head=self.probe.head is not None)
 
 
+@dataclass(frozen=True)
+class HeadRequest:
+    """A probe head trained on data: everything ``plan_head`` needs.
+
+    Attributes:
+        backbone: The backbone request.
+        probe: The probe request (its ``head`` must be None: this asks for one).
+        train: The training split.
+    """
+
+    backbone: BackboneRequest
+    probe: ProbeRequest
+    train: DataRef
+
+    def __post_init__(self) -> None:
+        self.probe.spec.shape_spec.check_trains(self.probe.task)
+        if self.probe.head is not None:
+            raise UsageError("a head request trains a head; it applies none", hint="drop --head")
+
+
 def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` with every file a file parameter names replaced by the id of its entries.
 

@@ -9,19 +9,25 @@ each through its own derivation, so a second task on the same features runs no f
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
 from ._cache import Derived, answer_check, derive
-from ._plan import Plan, plan
-from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, layers_arg
+from ._plan import Plan, plan, plan_head
+from ._requests import (
+    BackboneRequest,
+    DataRef,
+    HeadRequest,
+    ProbeRequest,
+    ResultRequest,
+    layers_arg,
+)
 from ._run import Run
 
 if TYPE_CHECKING:
@@ -168,7 +174,7 @@ def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
                 # (backbone, weights, manifests): nothing recorded uses it yet, and it was older
                 # than the gc's grace (`--grace 0`). Planning again makes it again, under the
                 # same ids, and the run's lease keeps it from any later gc.
-                the_plan = plan(the_plan.request, the_plan.store)
+                the_plan = _plan_again(the_plan)
         try:
             return attempt(the_plan)
         except _Collected as exc:
@@ -178,6 +184,13 @@ def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
 
 
 _REPLANS = 3
+
+
+def _plan_again(the_plan: Plan) -> Plan:
+    request = the_plan.request
+    if isinstance(request, HeadRequest):
+        return plan_head(request, the_plan.store)
+    return plan(request, the_plan.store)
 
 
 @contextmanager
@@ -220,8 +233,8 @@ def _pin(the_plan: Plan) -> None:
         BlobMissing: one of them is registered but its blob is gone (not a gc's doing).
     """
     store, ref = the_plan.store, the_plan.backbone
-    ids = [ref.id, ref.doc.get("weights"), the_plan.eval_m.id, the_plan.head,
-           the_plan.train_m.id if the_plan.train_m is not None else None]
+    ids = [ref.id, ref.doc.get("weights"), the_plan.head,
+           *(m.id for m in (the_plan.eval_m, the_plan.train_m) if m is not None)]
     ids = [oid for oid in ids if isinstance(oid, str)]
     store.touch(ids)
     for oid in ids:
@@ -374,6 +387,44 @@ def result_request(
     )
 
 
+@overload
+def get(request: ResultRequest, *, store: Store | None = None, device: str | None = None,
+        progress: bool | Callable[..., Any] = True, recompute: bool = False,
+        executor: Any = None) -> Result: ...
+@overload
+def get(request: HeadRequest, *, store: Store | None = None, device: str | None = None,
+        progress: bool | Callable[..., Any] = True, recompute: bool = False,
+        executor: Any = None) -> HeadResult: ...
+
+
+def get(request: ResultRequest | HeadRequest, *, store: Store | None = None,
+        device: str | None = None, progress: bool | Callable[..., Any] = True,
+        recompute: bool = False, executor: Any = None) -> Result | HeadResult:
+    """What ``request`` asks for, computing only what the store lacks: request, plan, execute.
+
+    ```python
+    request = ResultRequest(BackboneRequest("test_vit", weights="random"),
+                            ProbeRequest("knn", params={"k": 10}),
+                            DataRef("shapes", split="val"), DataRef("shapes", split="train"))
+    vbstore.get(request).metrics["top1"]
+    ```
+
+    ``get_result`` and ``get_head`` build these requests from keywords.
+
+    Raises:
+        UsageError: ``recompute`` for a head (a head is a derivation: recompute its result).
+        The errors of :func:`plan` and :func:`execute`.
+    """
+    if isinstance(request, HeadRequest):
+        if recompute:
+            raise UsageError("a head is not recomputed on its own",
+                             hint="recompute a result that trains it (--recompute)")
+        return execute_head(plan_head(request, store), device=device, progress=progress,
+                            executor=executor)
+    return execute(plan(request, store), device=device, progress=progress, recompute=recompute,
+                   executor=executor)
+
+
 def get_result(
     backbone: Any,
     task: str,
@@ -419,6 +470,7 @@ def get_result(
         UnknownTask, UnknownBackbone, WeightsUnavailable, BadInput, HeadMismatch: from below.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
+    # the keyword form of get(ResultRequest(...))
     request = result_request(
         backbone,
         task,
@@ -440,13 +492,8 @@ def get_result(
         precision=precision,
         data_options=data_options,
     )
-    return execute(
-        plan(request, store),
-        device=device,
-        progress=progress,
-        recompute=recompute,
-        executor=executor,
-    )
+    return get(request, store=store, device=device, progress=progress, recompute=recompute,
+               executor=executor)
 
 
 def get_head(
@@ -475,35 +522,26 @@ def get_head(
     Raises:
         UsageError: the task is zero-shot (it has no head).
     """
-    ProbeRequest(task).spec.shape_spec.check_trains(task)
-    request = result_request(
-        backbone,
-        task,
-        train_data,
-        train_data,
-        params=params,
-        split=train_split,
-        train_split=train_split,
-        limit=train_limit,
-        train_limit=train_limit,
-        seed=seed,
-        weights=weights,
-        backbone_seed=backbone_seed,
-        input_size=input_size,
-        layers=layers,
-        precision=precision,
-        data_options=data_options,
+    request = HeadRequest(
+        BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
+                        layers=layers_arg(layers), precision=precision),
+        ProbeRequest(task, params=params or {}, seed=seed),
+        DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
     )
+    return get(request, store=store, device=device, progress=progress, executor=executor)
+
+
+def execute_head(the_plan: Plan, *, device: str | None = None,
+                 progress: bool | Callable[..., Any] = True, executor: Any = None
+                 ) -> HeadResult:
+    """Train (or fetch) the head a :func:`plan_head` plan names; the features it is fit on are
+    extracted first when missing."""
     # the compute path: see execute
     from ..heads import head_record
     from ..records import HeadCompat
     from ._compute import Feed, featureset, train_head
 
-    try:
-        the_plan = plan(request, store)
-    except UsageError as exc:  # the train data stands on the eval side too: name its own flag
-        exc.hint = re.sub(r"(?<![\w-])--split\b", "--train-split", exc.hint)
-        raise
+    seed = the_plan.request.probe.seed
 
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)

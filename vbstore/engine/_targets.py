@@ -97,4 +97,4 @@ def check_data_options(task: Task, params: Mapping[str, Any], stated: Mapping[st
         return
     options = {**stated, **{k: params[k] for k in kind.option_names() if k in params}}
     for listing in listings:
-        kind.check(listing.targets.files, options)
+        kind.check(listing.target_files(), options)
