@@ -124,3 +124,10 @@ def test_a_spair_box_larger_than_its_image_is_refused_where_pck_is_scored():
     with pytest.raises(TaskInputError, match=r"box .* lies outside its 32x32 target image"):
         get_task("keypoint_correspondence").evaluate_views(
             KeypointPairs(split, pairs, np.array([[32, 32]] * 2), geometry, 32))
+
+
+def test_a_linear_probe_over_a_million_classes_is_refused_before_it_trains():
+    feats, targets = torch.randn(8, 768), torch.arange(8) % 2  # 12 GB of head and Adam state
+    names = [f"c{i}" for i in range(10**6)]
+    with pytest.raises(OverBudget, match=r"a linear head of 1000000 outputs on 8 samples"):
+        get_task("classification").fit(feats, targets, {"epochs": 1}, 0, names)

@@ -136,11 +136,12 @@ def test_keypoint_pck_against_a_hand_computation():
     split = TensorSplit([feats], torch.zeros(2, 3, SIZE, SIZE), target_kind="image")
     src = [[5.0, 5.0], [13.0, 20.0], [40.0, 5.0]]  # the last is outside the image: not scored
     trg = [[12.0, 4.0], [25.0, 20.0], [0.0, 0.0]]  # predictions: (12, 4) and (20, 20)
-    pairs = [[0, 1, src, trg, [0.0, 0.0, 40.0, 20.0]],  # alpha * 40: 4 px at 0.1, 2 px at 0.05
+    pairs = [[0, 1, src, trg, [0.0, 0.0, 32.0, 20.0]],  # alpha * 32: 3.2 px, 1.6 px at 0.05
              [0, 1, src[:1], [[12.0, 4.0]], [0.0, 0.0, 10.0, 10.0]]]
     metrics = get_task("keypoint_correspondence").evaluate_views(
         KeypointPairs(split, pairs, np.array([[SIZE, SIZE]] * 2), identity_geometry, SIZE))
-    # errors: 0 (box 40), 5 (box 40), 0 (box 10) -> within 4 px: 2 of 3; within 2 px: 2 of 3
+    # errors: 0 (box 32), 5 (box 32), 0 (box 10) -> within 3.2 px: 2 of 3; within 1.6 px: 2 of 3
+    # (a box must lie inside its 32 px image: one past it is refused where PCK is scored)
     assert metrics["num_keypoints"] == 3.0
     assert metrics["pck@0.1"] == pytest.approx(2 / 3)
     assert metrics["pck@0.05"] == pytest.approx(2 / 3)

@@ -20,6 +20,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
+from .._budget import check_memory
 from . import _checks
 from ._errors import TaskInputError, TrainingDiverged
 from ._metrics import row_blocks
@@ -89,8 +90,13 @@ def train(
 
     Raises:
         TrainingDiverged: the weights or the loss stopped being finite.
+        OverBudget: the head and its logits would not fit the memory limit.
     """
     n, dim = x.shape
+    # weights with their gradient and Adam's moments, and the logits of the whole split (the
+    # final loss is taken over all of it)
+    check_memory(f"task {task!r}: a linear head of {n_out} outputs on {n} samples",
+                 4 * n_out * (4 * (dim + 1) + 2 * n))
     device = x.device
     generator = torch.Generator(device="cpu").manual_seed(seed)
     mean, std = standardisation(x)
