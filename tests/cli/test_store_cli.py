@@ -93,7 +93,7 @@ def test_why_prints_lineage(run, tmp_path):
                         "inputs": {"manifest": m}}, "result")
         s.record(derivation_spec("result", 1, {"manifest": m}, {}), r)
     out = run("why", r[:10]).output
-    assert f"result {r[:12]} (result v1)  knn: top1=0.5" in out
+    assert f"result {r[:12]} (result v1, computed)  knn: top1=0.5" in out  # and its origin
     assert f"manifest: manifest {m[:12]}" in out
     assert f"image: blob {a[:12]}" in out
 

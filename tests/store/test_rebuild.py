@@ -187,6 +187,12 @@ def test_a_rebuild_killed_midway_leaves_no_empty_registry_behind(tmp_path):
         blob = store.put_bytes(b"kept")
         pack = store.put_tensors({"pooled": __import__("numpy").zeros((1, 2), "float32")},
                                  "pack", meta)
+        # a featureset vouching for the pack's row, so the rebuild indexes it (and is killed)
+        manifest = store.put_json({"layout": "folder", "samples": [{"image": "a" * 64}]},
+                                  "manifest")
+        featureset = store.put_json({"extractor": {}, "extractor_key": "e" * 64,
+                                     "manifest": manifest, "backbone": "b" * 64,
+                                     "packs": [pack], "rows": [[0, 0]]}, "featureset")
     killed = subprocess.run([sys.executable, "-c", KILLED_REBUILD, str(tmp_path / "s")],
                             capture_output=True, check=False)
     assert killed.returncode == -9, killed.stderr
@@ -195,5 +201,5 @@ def test_a_rebuild_killed_midway_leaves_no_empty_registry_behind(tmp_path):
         store.ls()
     with Store(tmp_path / "s") as store:
         store.rebuild_registry()
-        assert {o.id for o in store.ls()} == {blob, pack}
+        assert {o.id for o in store.ls()} == {blob, pack, manifest, featureset}
         assert store.fsck().clean
