@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # command has imported them anyway; the lookup imports nothing beyond the standard library.
 
 VERSION = 1  # of the key and of the recorded document
-REGISTRY_VERSION = 4  # the registry migration that made the answers tables (a test pins it)
+REGISTRY_VERSION = 5  # the registry's newest migration (a test pins it)
 RACY_NS = 100_000_000  # vbstore.store._filestate.RACY_SECONDS (a test pins it)
 WRITE_WAIT_MS = 200  # how long recording waits for another writer before giving up
 # The most names a data folder may hold for its answer to be cached: a stat costs ~2.5 us, and
@@ -147,10 +147,10 @@ def answer(args: list[str]) -> bool:
         return False
     if found is None:
         return False
-    deps, oid, doc = found
+    deps, oid, doc, run = found
     seconds = time.perf_counter() - started
     if deps["json"]:
-        text = json.dumps(_stored_answer(oid, doc, seconds), indent=2, sort_keys=True,
+        text = json.dumps(_stored_answer(oid, doc, run, seconds), indent=2, sort_keys=True,
                           default=str) + "\n"
         lines = [(False, text)]
     else:
@@ -168,11 +168,15 @@ def answer(args: list[str]) -> bool:
     return True
 
 
-def _stored_answer(oid: str, doc: dict[str, Any], seconds: float) -> dict[str, Any]:
+def _stored_answer(oid: str, doc: dict[str, Any], run: dict[str, Any] | None,
+                   seconds: float) -> dict[str, Any]:
     """``--json``'s object for a stored result, as ``Result.as_dict`` gives it (``record``
     checks the two agree before it records an answer)."""
-    return {"id": oid, "from_cache": True, "source": "store", "seconds": round(seconds, 4),
-            "record": doc}
+    out = {"id": oid, "from_cache": True, "source": "store", "seconds": round(seconds, 4),
+           "record": doc}
+    if run is not None:
+        out["run"] = run
+    return out
 
 
 def _writable(lines: list[tuple[bool, str]]) -> bool:
@@ -187,7 +191,8 @@ def _writable(lines: list[tuple[bool, str]]) -> bool:
     return True
 
 
-def _lookup(root: str, key: str) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+def _lookup(root: str, key: str) -> tuple[dict[str, Any], str, dict[str, Any],
+                                         dict[str, Any] | None] | None:
     """The recorded dependencies, the result id and its document, if every check passes."""
     registry = os.path.join(root, "registry.db")
     if not os.path.isfile(registry):  # connecting would create it
@@ -227,17 +232,32 @@ def _lookup(root: str, key: str) -> tuple[dict[str, Any], str, dict[str, Any]] |
                 list(wanted)).fetchall())
             if any(current.get(k) != v for k, v in wanted.items()):
                 return None
+        oid = {k: v for t, k, v in deps["reads"] if t == "derivations"}[deps["result"]]
+        if not isinstance(oid, str) or len(oid) != 64:
+            return None
+        row = conn.execute("SELECT recorded, host, device, seconds, timings, features_from_cache "
+                           "FROM runs WHERE object = ? ORDER BY recorded DESC LIMIT 1",
+                           (bytes.fromhex(oid),)).fetchone()
     finally:
         conn.close()
-    oid = {k: v for t, k, v in deps["reads"] if t == "derivations"}[deps["result"]]
-    if not isinstance(oid, str) or len(oid) != 64:
-        return None
+    run = None if row is None else _run_dict(row)
     # ObjectFiles.fspath's layout and Store.read_bytes' check, without importing the store
     with open(os.path.join(root, "objects", oid[:2], oid[2:]), "rb") as f:
         data = f.read()
     if blake3.blake3(data).hexdigest() != oid:
         return None  # damaged: the full command moves it aside and recomputes
-    return deps, oid, json.loads(data)
+    return deps, oid, json.loads(data), run
+
+
+def _run_dict(row: tuple) -> dict[str, Any]:
+    """``RunInfo.as_dict`` of a runs row, without importing the store."""
+    recorded, host, device, seconds, timings, from_cache = row
+    out = {"recorded": recorded, "host": host, "timings": json.loads(timings)}
+    for name, value in (("device", device), ("seconds", seconds),
+                        ("features_from_cache", None if from_cache is None else bool(from_cache))):
+        if value is not None:
+            out[name] = value
+    return out
 
 
 # ---- recording ---------------------------------------------------------------------------
@@ -301,7 +321,8 @@ def _record(store, the_plan, result, as_json: bool, reads) -> None:
     # the answer must print as the stored document does (fields the record type would drop),
     # in the same --json object as the command's
     doc = store.read_json(result.id)
-    if result.as_dict() != _stored_answer(result.id, doc, result.seconds):
+    run = result.run.as_dict() if result.run is not None else None
+    if result.as_dict() != _stored_answer(result.id, doc, run, result.seconds):
         return
     roots = _data_roots(store, the_plan)
     if roots is None:

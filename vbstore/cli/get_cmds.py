@@ -149,6 +149,8 @@ def print_result(result) -> None:
     record = result.record
     for err, line in result_lines(record.to_dict(), result.id, result.origin, result.seconds,
                                   metric_order(record.task), from_cache=result.from_cache,
+                                  reused_features=bool(result.run
+                                                       and result.run.features_from_cache),
                                   reproduced=result.reproduced):
         click.echo(line, err=err)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..engine import BASE_COLUMNS, result_rows
+from ..engine import BASE_COLUMNS, RUN_COLUMNS, result_rows
 from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
@@ -25,7 +25,8 @@ from ._executoropts import executor_options
 def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
     columns: list[str] = []
     for row in rows:  # only metrics some row has: no column that is empty for every row
-        columns += [k for k in row if k not in BASE_COLUMNS and k not in columns]
+        columns += [k for k in row
+                    if k not in BASE_COLUMNS and k not in RUN_COLUMNS and k not in columns]
     return columns
 
 
@@ -81,7 +82,8 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows),
+        writer = csv.DictWriter(buffer,
+                                fieldnames=BASE_COLUMNS + _metric_columns(rows) + RUN_COLUMNS,
                                 lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)

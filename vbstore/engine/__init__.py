@@ -20,8 +20,9 @@ _LAZY = {
     "ResultRequest": "._requests", "store_param_files": "._requests",
     "HeadResult": "._results", "Result": "._results", "execute": "._results",
     "get_head": "._results", "get_result": "._results", "result_request": "._results",
-    "BASE_COLUMNS": "._sweep", "SweepEntry": "._sweep", "read_backbones_file": "._sweep",
-    "result_rows": "._sweep", "sweep": "._sweep",
+    "BASE_COLUMNS": "._sweep", "RUN_COLUMNS": "._sweep", "SweepEntry": "._sweep",
+    "read_backbones_file": "._sweep",
+    "result_rows": "._sweep", "run_fields": "._sweep", "sweep": "._sweep",
     "PackSplit": "._dense",
     "DenseSample": "._inspect", "DenseView": "._inspect", "baseline_metrics": "._inspect",
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
@@ -50,10 +51,19 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         store_param_files,
     )
     from ._results import HeadResult, Result, execute, get_head, get_result, result_request
-    from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
+    from ._sweep import (
+        BASE_COLUMNS,
+        RUN_COLUMNS,
+        SweepEntry,
+        read_backbones_file,
+        result_rows,
+        run_fields,
+        sweep,
+    )
 
 __all__ = [
     "BASE_COLUMNS",
+    "RUN_COLUMNS",
     "BackboneDrift",
     "BackboneRef",
     "BackboneRequest",
@@ -83,6 +93,7 @@ __all__ = [
     "resolve_backbone",
     "result_request",
     "result_rows",
+    "run_fields",
     "scenes_setup",
     "store_param_files",
     "summary",

@@ -249,14 +249,20 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
             per_seed = per_seed * len(plan.request.probe.seed_list)
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
-    result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    result = _record(plan, per_seed, train_metrics, comparable, edges)
     if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
         data = dict(result.data or {})
         data = {**data, "eval": {**data["eval"],
                                         "boxes_dropped": evaluation.split().boxes_dropped}}
         result = replace(result, data=data)
     result = replace(result, **_sample_ci_fields(draws, skip))
-    return store.put_json(result.to_dict(), "result", edges=edges)
+    oid = store.put_json(result.to_dict(), "result", edges=edges)
+    # when, where and how long: the registry's run log, not the hashed document, so the same
+    # computation is the same result id in any store
+    store.record_run(oid, device=_device_name(run), timings=run.timings,
+                     seconds=round(time.perf_counter() - plan.started, 4),
+                     features_from_cache=all(run.from_cache.values()))
+    return oid
 
 
 def _views(plan: Plan, run: Run, evaluation: Feed) -> Feed:
@@ -374,7 +380,7 @@ def _zero_shot(plan: Plan, evaluation: Feed, files: dict[str, list[str]]) -> dic
                                    context)
 
 
-def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) -> ResultRecord:
+def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRecord:
     store, seeds = plan.store, plan.request.probe.seed_list
     weights = store.read_json(plan.backbone.doc["weights"])
     inputs = {k: v for k, v in edges.items() if isinstance(v, str)}
@@ -406,15 +412,12 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
                   "source": plan.backbone.doc["source"],
                   "architecture": plan.backbone.doc["architecture"]},
         weights_kind=weights["origin"], extractor=plan.settings.to_dict(), data=data,
-        versions=versions(), device=_device_name(run),
-        features_from_cache=all(run.from_cache.values()),
-        comparable=comparable,
+        versions=versions(), comparable=comparable,
         warnings=warnings or None,
         train_metrics=train_metrics[0] if train_metrics and train_metrics[0] else None,
         per_seed=per_seed if len(seeds) > 1 else None, aggregate=aggregate,
         train_aggregate=train_aggregate,
         protocol=getattr(plan.task, "protocol", None),
-        timings={**run.timings, "total_s": round(time.perf_counter() - plan.started, 4)},
     )
 
 

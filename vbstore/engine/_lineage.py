@@ -57,6 +57,9 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
     spec = store.derivation_of(oid)
     if spec:
         node["op"] = f"{spec['op']} v{spec['op_version']}"
+    run = store.last_run(oid) if kind == "result" else None
+    if run is not None:  # when, where and how long: the run log
+        node["run"] = run.as_dict()
     if oid in seen:
         node["repeated"] = True
         return node

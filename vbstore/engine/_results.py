@@ -25,6 +25,7 @@ from ._requests import BackboneRequest, DataRef, ProbeRequest, ResultRequest, la
 
 if TYPE_CHECKING:
     from ..records import HeadCompat
+    from ..store import RunInfo
 
 REPRODUCED_TOLERANCE = 1e-6
 _T = TypeVar("_T")
@@ -48,6 +49,7 @@ class Result:
     remote: str | None = None
     computed: tuple[str, ...] = ()
     extracted: int = 0
+    run: RunInfo | None = None
 
     @property
     def origin(self) -> str:
@@ -69,6 +71,8 @@ class Result:
             "seconds": round(self.seconds, 4),
             "record": self.record.to_dict(),
         }
+        if self.run is not None:  # when, where and how long it was computed (the run log)
+            out["run"] = self.run.as_dict()
         if self.remote is not None:
             out["remote"] = self.remote
         if self.reproduced is not None:
@@ -229,7 +233,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
             pass  # derive below recomputes it (and moves a damaged blob aside)
         else:
             return Result(oid, record, True, time.perf_counter() - the_plan.started,
-                          source="store")
+                          source="store", run=store.last_run(oid))
     answered: dict[str, str] = {}
     done: list[str] = []  # derivation keys computed by this call (features, heads, the result)
     extracted = [0]  # images this call sent through a backbone
@@ -261,6 +265,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         remote=answered.get("remote"),
         computed=tuple(done),
         extracted=extracted[0],
+        run=store.last_run(oid),
     )
 
 
@@ -272,7 +277,8 @@ def stored_result(the_plan: Plan) -> Result | None:
     if oid is None:
         return None
     return Result(oid, ResultRecord.from_dict(store.read_json(oid)), True,
-                  time.perf_counter() - the_plan.started, source="store")
+                  time.perf_counter() - the_plan.started, source="store",
+                  run=store.last_run(oid))
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
@@ -311,7 +317,8 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
         if not comparison["reproduced"]:
             raise NotReproduced(previous, oid, worst)
     return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison,
-                  computed=tuple(run.computed), extracted=run.extracted)
+                  computed=tuple(run.computed), extracted=run.extracted,
+                  run=store.last_run(oid))
 
 
 def result_request(

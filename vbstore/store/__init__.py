@@ -9,6 +9,7 @@ from ._gc import DEFAULT_GRACE
 from ._ids import db_id, hex_id
 from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
 from ._objects import ObjectFiles
+from ._runs import RunInfo
 from ._schemas import validate
 from ._store import ObjectInfo, Store, default_root
 from ._tensors import (
@@ -35,6 +36,7 @@ __all__ = [
     "ObjectFiles",
     "ObjectInfo",
     "RebuildReport",
+    "RunInfo",
     "Store",
     "check_safetensors_bytes",
     "check_safetensors_file",

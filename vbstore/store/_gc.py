@@ -89,6 +89,7 @@ class _Walked:
             conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
                          (json.dumps(aliased),))
         forget_pack_rows(conn, packs)
+        conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
         parents = [key for key in keys if key in self.parents] if self.parents else []
         if parents:
             conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(parents)})", parents)  # noqa: S608
@@ -329,6 +330,7 @@ class GcMixin(_StoreBase):
                      (json.dumps(oids + featuresets),))
         conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
                      (json.dumps(oids),))
+        conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
         forget_pack_rows(conn, keys if packs is None else packs)
 
     def _eviction(self, max_size: int, cutoff: float, gone: set,

@@ -141,6 +141,15 @@ def _m4_answers(db) -> None:
                "names TEXT NOT NULL) WITHOUT ROWID")
 
 
+def _m5_runs(db) -> None:
+    # When, where and how long each computation ran (vbstore/store/_runs.py): kept out of the
+    # hashed documents, so one computation is one id in any store. A log: gc deletes an
+    # object's rows with it.
+    db.execute("CREATE TABLE runs (object BLOB NOT NULL, recorded FLOAT NOT NULL, "
+               "host TEXT NOT NULL, device TEXT, seconds FLOAT, timings TEXT NOT NULL, "
+               "features_from_cache INTEGER, PRIMARY KEY (object, recorded, host)) WITHOUT ROWID")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -151,16 +160,20 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (2, "suites and evaluations", _m2_suites),
     (3, "compact hot tables", _m3_compact),
     (4, "answer cache", _m4_answers),
+    (5, "run log", _m5_runs),
 ]
 
 
 # The oldest registry a read-only store is served from: migration 4 adds only the answer cache,
-# which is never read or written on a read-only store (a shared cache made before it still serves)
+# which is never read or written on a read-only store, and migration 5 only the run log, which
+# such a store reads as empty (a shared cache made before them still serves)
 READABLE_FROM = 3
 
 
 class Registry:
     """A connection to ``registry.db`` with migrations applied (checked, when ``read_only``)."""
+
+    version: int  # the registry's migration number (PRAGMA user_version) once opened
 
     def __init__(self, path: Path, read_only: bool = False, new: bool = False) -> None:
         """Open (or, when ``new``, or in a folder holding no blobs yet, create) ``path``.
@@ -184,6 +197,7 @@ class Registry:
                 self.conn = _connect_read_only(path)
                 version = self.conn.execute("PRAGMA user_version").fetchone()[0]
                 _refuse_newer(path, version)
+                self.version = version
                 if version < READABLE_FROM:
                     raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
                 return
@@ -222,6 +236,7 @@ class Registry:
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         _refuse_newer(self.path, version)
+        self.version = MIGRATIONS[-1][0]  # the version this connection leaves it at
         if version >= MIGRATIONS[-1][0]:
             return
         import sqlite_utils  # only needed the first time a store is created or upgraded

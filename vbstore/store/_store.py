@@ -33,6 +33,7 @@ from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
+from ._runs import RunsMixin
 from ._tensors import check_safetensors_bytes, to_safetensors_bytes
 
 _HEX = re.compile(r"^[0-9a-f]+$")
@@ -75,7 +76,8 @@ class ObjectInfo:
         return dict(self.__dict__)
 
 
-class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, RebuildMixin):
+class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, GcMixin, FsckMixin,
+            RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 
     ```python
