@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 # name -> the submodule that defines it
 _LAZY = {
+    "AnswerInputs": "._answers", "answer_inputs": "._answers",
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
     "FeatureResult": "._features", "get_features": "._features",
     "lineage": "._lineage", "summary": "._lineage",
@@ -30,6 +31,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import dense_tasks, scenes_setup
     from ._dense import PackSplit
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
 __all__ = [
     "BASE_COLUMNS",
     "RUN_COLUMNS",
+    "AnswerInputs",
     "BackboneDrift",
     "BackboneRef",
     "BackboneRequest",
@@ -79,6 +82,7 @@ __all__ = [
     "ResultRequest",
     "Step",
     "SweepEntry",
+    "answer_inputs",
     "baseline_metrics",
     "dense_samples",
     "dense_tasks",

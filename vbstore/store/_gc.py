@@ -171,11 +171,10 @@ class GcMixin(_StoreBase):
         # these behind, and on a full disk they may be what frees room for the rest
         report._temps = self._remove_dead_temps(dry_run=dry_run)
         if not dry_run and self.db.one("SELECT 1 FROM answers LIMIT 1"):
-            # the answer cache (vbstore/cli/_answers.py), refilled by the next gets; every
-            # answer is re-checked anyway, so on a full disk it stays as it is
-            with contextlib.suppress(DiskFull), self.db.write() as conn:
-                conn.execute("DELETE FROM answers")
-                conn.execute("DELETE FROM answer_trees")
+            # the answer cache (_answers.py), refilled by the next gets; every answer is
+            # re-checked anyway, so on a full disk it stays as it is
+            with contextlib.suppress(DiskFull):
+                self.clear_answers()
         cutoff = now() - grace
         # the registry as the walk will see it: while no write lands after this, the walk's
         # verdicts stand and the sweep need not re-check each row

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import DiskFull, StoreIOError, StoreLocked, StoreReadOnly, VbstoreError
 from ._ids import db_id
+from ._layout import REGISTRY_VERSION
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -131,7 +132,7 @@ def _m3_compact(db) -> None:
 
 
 def _m4_answers(db) -> None:
-    # The answer cache (vbstore/cli/_answers.py): one row per `get result` command line, with
+    # The answer cache (vbstore/store/_answers.py): one row per `get result` command line, with
     # every file state and registry row its answer depended on. A cache only: gc empties it,
     # and the next full answer writes the row again.
     db.execute("CREATE TABLE answers (key TEXT NOT NULL PRIMARY KEY, deps TEXT NOT NULL, "
@@ -154,7 +155,8 @@ def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
 
-# Append only: a released migration is never edited, a new one is added with the next number.
+# Append only: a released migration is never edited, a new one is added with the next number
+# (and _layout.REGISTRY_VERSION with it: the answer cache reads the version from there).
 MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "initial tables", _m1_initial),
     (2, "suites and evaluations", _m2_suites),
@@ -162,6 +164,9 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (4, "answer cache", _m4_answers),
     (5, "run log", _m5_runs),
 ]
+if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
+    raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "
+                      f"{MIGRATIONS[-1][0]}: set them equal")
 
 
 # The oldest registry a read-only store is served from: migration 4 adds only the answer cache,
