@@ -134,7 +134,7 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
     if pending is None or result.source != "store":
         return
     from ..engine import answer_inputs  # loaded by the command already
-    from ..tasks import metric_order
+    from ..tasks import metric_order  # loaded by the command already
 
     # the answer must print as the stored document does (fields the record type would drop),
     # in the same --json object as the command's

@@ -97,7 +97,7 @@ class _Decode(torch.utils.data.Dataset[tuple[int, torch.Tensor]]):
 
     def __getitem__(self, position: int) -> tuple[int, torch.Tensor]:
         index = self.indices[position]
-        expected = self.manifest.doc["samples"][index]["image"]
+        expected = self.manifest.samples[index]["image"]
         return index, decode_image(self.manifest.image_path(index), expected, self.preprocess)
 
 
@@ -130,7 +130,7 @@ class Plan:
 
 def plan_extraction(store, manifest, key: str) -> Plan:
     """The images of ``manifest`` that extractor ``key`` still has to compute."""
-    images = [sample["image"] for sample in manifest.doc["samples"]]
+    images = [sample["image"] for sample in manifest.samples]
     have = store.feature_rows(key, images)
     first_index: dict[str, int] = {}
     for index, image in enumerate(images):
