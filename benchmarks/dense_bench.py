@@ -193,7 +193,7 @@ r = vbstore.get_result("test_vit", "depth", data, data, split="val", train_split
                        weights="random", input_size=64, progress=False,
                        params={"target_scale": 1000, "epochs": 2},
                        data_options={"target": "depth"})
-assert r.record.features_from_cache, "features were not stored first"
+assert r.run.features_from_cache, "features were not stored first"
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"before": before, "peak": peak}))
 """
@@ -286,7 +286,7 @@ r = vbstore.get_result("timm:" + config["arch"], task, config["data"], config["d
 print(json.dumps({"metrics": r.metrics, "call_seconds": time.perf_counter() - begin,
                   "process_seconds": time.perf_counter() - started,
                   "result_from_cache": r.from_cache,
-                  "features_from_cache": r.record.features_from_cache}))
+                  "features_from_cache": r.run.features_from_cache}))
 """
 
 

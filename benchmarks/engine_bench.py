@@ -60,7 +60,7 @@ def engine_ratios(work: Path, per_class: int) -> dict:
     fresh = Store(work / "b")
     knn_cold, _ = timed(lambda: vbstore.get_result(BACKBONE, "knn", data, data, store=fresh, **kw))
     assert not first.from_cache
-    assert knn.record.features_from_cache
+    assert knn.run.features_from_cache
     return {"images": 2 * 5 * per_class, "cold_s": cold, "cached_s": cached,
             "second_task_s": second, "second_task_cold_s": knn_cold}
 

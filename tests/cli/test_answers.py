@@ -1,6 +1,6 @@
-"""The answer cache (vbstore/cli/_answers.py): a repeated `get result` is printed again without
+"""The answer cache through the command line: a repeated `get result` is printed again without
 click or the engine, and anything its answer depended on that changes makes it miss, so the
-full command answers instead."""
+full command answers instead (the cache's own checks: tests/store/test_answers.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import time
 import pytest
 
 from vbstore.cli import _answers
+from vbstore.engine import _answers as engine_answers
+from vbstore.store import _answers as cache
 
 # main() as the console script runs it; stderr's last line says which path answered
 CODE = ("import sys, vbstore.cli\n"
@@ -53,7 +55,7 @@ def run(args, cwd=None):
 
 
 def settled():
-    time.sleep(2 * _answers.RACY_NS / 1e9)  # past the racy window, so the next run records
+    time.sleep(2 * cache.RACY_NS / 1e9)  # past the racy window, so the next run records
 
 
 def answers(store_dir):
@@ -78,7 +80,8 @@ def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, d
     code = CODE.replace("sys.stderr.write(", listed + "sys.stderr.write(")
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     assert proc.stdout.splitlines()[-1] == str(
-        ["vbstore", "vbstore.cli", "vbstore.cli._answers", "vbstore.cli._resulttext"])
+        ["vbstore", "vbstore.cli", "vbstore.cli._answers", "vbstore.cli._resulttext",
+         "vbstore.store", "vbstore.store._answers", "vbstore.store._layout"])
     # --json is its own command line, answered the same way
     full_json = json.loads(run([*args, "--json"])[0])
     out, _, by = run([*args, "--json"])
@@ -167,7 +170,7 @@ def test_a_changed_module_file_misses(store_dir, data, tmp_path):
     module.write_text("x = 1\n")
     os.utime(module, ns=(0, 0))
     modules[modules.index(next(m for m in modules if m.endswith("_plan.py")))] = str(module)
-    deps["modules_digest"] = _answers.states("", modules)[0]
+    deps["modules_digest"] = cache.states("", modules)[0]
     with sqlite3.connect(store_dir / "registry.db") as conn:
         conn.execute("UPDATE answers SET deps = ?", (json.dumps(deps),))
     assert run(args)[2] == "cache"
@@ -221,7 +224,7 @@ def test_a_folder_much_larger_than_what_is_read(store_dir, data):
     args = args_for(store_dir, data, "--limit", "1", "--train-limit", "1")
     spare = data / "spare"
     spare.mkdir()
-    for i in range(_answers._SPARE + 100):  # past the limit for the 10 samples read
+    for i in range(cache.SPARE + 100):  # past the limit for the 10 samples read
         os.close(os.open(spare / f"{i}", os.O_CREAT | os.O_WRONLY))
     run(args)
     settled()
@@ -242,15 +245,15 @@ def test_the_lookup_names_the_store_of_the_command_line():
 
 
 def test_constants_follow_the_store():
-    from vbstore.store._filestate import RACY_SECONDS
+    from vbstore.store import RACY_SECONDS, REGISTRY_VERSION
     from vbstore.store._registry import MIGRATIONS
 
-    assert _answers.REGISTRY_VERSION == MIGRATIONS[-1][0]
-    assert _answers.RACY_NS == RACY_SECONDS * 1e9
+    assert REGISTRY_VERSION == MIGRATIONS[-1][0]
+    assert cache.RACY_NS == RACY_SECONDS * 1e9
 
 
 def test_a_store_without_registry_is_left_alone(tmp_path):
-    assert not _answers.answer(["--store", str(tmp_path / "none"), "get", "result"])
+    assert _answers.answer(["--store", str(tmp_path / "none"), "get", "result"]) is not True
     assert not (tmp_path / "none").exists()
 
 
@@ -383,22 +386,22 @@ def test_the_states_the_listing_took_are_those_a_stat_gives(data, tmp_path):
     time.sleep(0.2)  # past the racy window, so the listing maps to a state key
     views = [load_manifest(store, data, split=s) for s in ("val", "train")]
     root = str(data)
-    names = _answers._walk(root, 10_000)
-    known = _answers._listed(root, views)
+    names = cache.walk(root, 10_000)
+    known = engine_answers._listed(root, views)
     samples = sum(len(v) for v in views)
     # each split's files, by their name under the data folder
     assert len(known) == samples
     assert set(known) < set(names)
     assert all(n.startswith(("val/", "train/")) for n in known)
-    assert _answers.states(root + os.sep, names, known) == _answers.states(root + os.sep, names)
+    assert cache.states(root + os.sep, names, known) == cache.states(root + os.sep, names)
     # a view of another folder lends nothing: its names would be another folder's files
     other = load_manifest(store, make_copy(data, tmp_path / "copy"), split="val")
-    assert _answers._listed(root, [other]) == {}
+    assert engine_answers._listed(root, [other]) == {}
     # a state the listing lent is used as it was read (a file changed since then misses at the
     # lookup); a lent name the walk does not list is not used
-    digest = _answers.states(root + os.sep, names)
-    assert _answers.states(root + os.sep, names, {**known, "val/gone.png": (0,) * 5}) == digest
-    assert _answers.states(root + os.sep, names, {**known, min(known): (0,) * 5}) != digest
+    digest = cache.states(root + os.sep, names)
+    assert cache.states(root + os.sep, names, {**known, "val/gone.png": (0,) * 5}) == digest
+    assert cache.states(root + os.sep, names, {**known, min(known): (0,) * 5}) != digest
 
 
 def make_copy(data, to):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +19,7 @@ from vbstore.interop import (
     clip_benchmark_record,
     clip_benchmark_spec,
 )
+from vbstore.records import ManifestRecord, ResultRecord
 
 # the keys CLIP_benchmark's `eval` dumps for one run (clip_benchmark/cli.py, `dump = {...}`)
 CB_KEYS = {"dataset", "model", "pretrained", "task", "metrics", "language"}
@@ -108,7 +110,9 @@ def test_zero_shot_records_keep_clip_benchmark_names():
               "metrics": {"acc1": 0.5, "acc5": 0.9, "mean_per_class_recall": 0.48},
               "params": {"templates": "ensemble"},
               "data": {"eval": {"manifest": "ab" * 32}}}
-    manifest = {"source": {"kind": "torchvision", "name": "CIFAR10"}}
+    manifest = ManifestRecord.from_dict(
+        {"layout": "list", "samples": [], "source": {"kind": "torchvision", "name": "CIFAR10"}})
+    record = ResultRecord.from_dict({"op_version": 1, "inputs": {}, **record})
     doc = clip_benchmark_record(record, manifest)
     assert doc == {"dataset": "cifar10", "model": "ViT-B-32-quickgelu",
                    "pretrained": "laion400m_e32", "task": "zeroshot_classification",
@@ -116,11 +120,12 @@ def test_zero_shot_records_keep_clip_benchmark_names():
                    "language": "en"}
     assert clip_benchmark_filename(doc) == \
         "cifar10_laion400m_e32_ViT-B-32-quickgelu_en_zeroshot_classification.json"
-    wds = clip_benchmark_record(record, {"source": {"kind": "wds", "name": "vtab_cifar10"}})
+    wds = clip_benchmark_record(record, ManifestRecord.from_dict(
+        {"layout": "list", "samples": [], "source": {"kind": "wds", "name": "vtab_cifar10"}}))
     assert wds["dataset"] == "wds/vtab_cifar10"
-    multi = clip_benchmark_record({**record, "task": "zeroshot_multilabel",
-                                   "metrics": {"mean_average_precision": 0.7}})
+    multi = clip_benchmark_record(replace(record, task="zeroshot_multilabel",
+                                          metrics={"mean_average_precision": 0.7}))
     assert (multi["task"], multi["metrics"]) == (
         "zeroshot_classification", {"mean_average_precision": 0.7})
-    timm = clip_benchmark_record({**record, "backbone": {"spec": "timm:resnet18.a1_in1k"}})
+    timm = clip_benchmark_record(replace(record, backbone={"spec": "timm:resnet18.a1_in1k"}))
     assert (timm["model"], timm["pretrained"]) == ("timm:resnet18", "a1_in1k")

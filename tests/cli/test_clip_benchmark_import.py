@@ -17,6 +17,7 @@ from vbstore.interop import (
     clip_benchmark_identity,
     clip_benchmark_record,
 )
+from vbstore.records import ResultRecord, WeightsRecord
 from vbstore.suites import from_results, get_suite
 
 SUITE = {
@@ -77,8 +78,8 @@ def _import(run, file, *extra):
 def _original(tmp_path, result_id):
     """The original result's typed identity, and the checkpoint its evaluation names."""
     with Store(tmp_path / "s") as store:
-        record = store.read_json(result_id)
-        weights = store.read_json(record["inputs"]["weights"])
+        record = ResultRecord.from_dict(store.read_json(result_id))
+        weights = WeightsRecord.from_dict(store.read_json(record.inputs["weights"]))
         checkpoint = from_results(store, get_suite(store, "cb-knn@1"), {"shapes": result_id})
         return WeightsIdentity.of(record, weights), checkpoint["checkpoint"]
 
@@ -136,8 +137,10 @@ def test_pretrained_weights_round_trip_with_their_tensor_hash(spec, model, tag):
     record = {"task": "zeroshot_classification", "weights_kind": "pretrained",
               "backbone": {"spec": spec},
               "metrics": {"acc1": 0.5}, "params": {}, "data": {"eval": {"manifest": "ab" * 32}}}
-    weights = {"tensor_hash": "cd" * 32, "origin": "pretrained", "seed": None,
-               "upstream": None, "revision": None, "path": None}
+    weights = WeightsRecord.from_dict({"tensor_hash": "cd" * 32, "origin": "pretrained",
+                                       "seed": None, "upstream": None, "revision": None,
+                                       "path": None})
+    record = ResultRecord.from_dict({"op_version": 1, "inputs": {}, **record})
     row = clip_benchmark_record(record, None, weights)
     assert (row["model"], row["pretrained"]) == (model, tag)
     identity = WeightsIdentity.of(record, weights)
@@ -156,7 +159,7 @@ def test_pretrained_weights_round_trip_with_their_tensor_hash(spec, model, tag):
 def test_without_its_weights_record_an_export_names_no_weights_and_import_refuses_it():
     record = {"task": "knn", "weights_kind": "random", "backbone": {"spec": "test_vit"},
               "metrics": {"top1": 0.5}, "params": {}, "data": {"eval": {"manifest": "ab" * 32}}}
-    bare = clip_benchmark_record(record)
+    bare = clip_benchmark_record(ResultRecord.from_dict({"op_version": 1, "inputs": {}, **record}))
     assert IDENTITY_FIELD not in bare
     assert bare["pretrained"] == "random"
     with pytest.raises(UnidentifiedWeights, match="test_vit is a vbstore backbone"):

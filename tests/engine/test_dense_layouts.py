@@ -64,9 +64,9 @@ def test_another_target_of_the_same_images_says_its_features_came_from_the_store
     first = vbstore.get_result("test_vit", "semantic_segmentation", data, data,
                                data_options={"target": "labels"},
                                params={"num_classes": 4, "epochs": 1}, **kw)
-    assert not first.record.features_from_cache
+    assert not first.run.features_from_cache
     ran = len(forwards)
     second = vbstore.get_result("test_vit", "generic_segmentation", data, data,
                                 data_options={"target": "masks"}, params={"epochs": 1}, **kw)
     assert len(forwards) == ran
-    assert second.record.features_from_cache
+    assert second.run.features_from_cache

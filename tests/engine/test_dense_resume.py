@@ -64,7 +64,7 @@ def test_killed_dense_training_resumes_to_the_uninterrupted_result(tmp_path):
     process.wait()
 
     resumed = _vbstore(killed_home, *ARGS)
-    assert resumed["record"]["features_from_cache"] is True  # the packs survived the kill
+    assert resumed["run"]["features_from_cache"] is True  # the packs survived the kill
     uninterrupted = _vbstore(clean_home, *ARGS)
     assert resumed["record"]["metrics"] == uninterrupted["record"]["metrics"]
     assert resumed["record"]["train_metrics"] == uninterrupted["record"]["train_metrics"]

@@ -55,3 +55,22 @@ def test_float_formatting():
     assert canonical.dumps(doc) == (
         b'{"a":0.1,"b":1e-07,"c":1.0,"d":2.5e+16,"e":-0.0,"f":0.3333333333333333}'
     )
+
+
+def test_result_ids_hold_no_run():
+    """Result ids: since registry migration 5 (docs/formats.md, "Result ids and the run log") a
+    result document holds no ``timings``, ``device`` or ``features_from_cache`` (they are the
+    registry's ``runs`` rows), so the id of every result computed since then changed once, and
+    one computation has one id in any store. Derivation keys did not change (above), neither
+    ``op_version`` nor ``RECORD_VERSION`` moved, and an old store's derivation rows still point
+    at their old results."""
+    from vbstore.records import ResultRecord
+
+    record = ResultRecord(task="knn", op_version=1, metrics={"top1": 0.5}, params={"k": 20},
+                          inputs={"backbone": A, "eval_manifest": B}, seed=0, seeds=[0],
+                          versions={"vbstore": "0.1.0"}, comparable=True)
+    doc = {**record.to_dict(), "kind": "result"}
+    assert not {"timings", "device", "features_from_cache"} & set(doc)
+    assert canonical.key_of(doc) == (
+        "a209b85524ff200e9dd904c070baa730de0f49ebccf7a4b6fa05142064c380f3"  # its stored id
+    )

@@ -18,7 +18,9 @@ def test_cached_result_and_second_task_share_features(store, shapes, forwards):
     assert "train_top1" in first.record.train_metrics
     assert first.record.weights_kind == "random"
     assert first.record.versions["torch"]
-    assert first.record.device.startswith("cpu")
+    assert first.run.device.startswith("cpu")  # the run log, not the hashed record
+    assert first.record.device is None
+    assert first.record.timings is None
     for key in ("backbone", "weights", "eval_manifest", "train_manifest", "eval_features",
                 "train_features", "head"):
         assert key in first.record.inputs, key
@@ -29,7 +31,7 @@ def test_cached_result_and_second_task_share_features(store, shapes, forwards):
     assert forwards == []
     knn = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, params={"k": 5}, **KW)
     assert forwards == []
-    assert knn.record.features_from_cache
+    assert knn.run.features_from_cache
     assert knn.record.params["k"] == 5
 
 
@@ -215,3 +217,27 @@ def test_head_mismatch_names_both_backbones_by_spec(store, shapes):
     source = store.read_json(head.record.backbone)["source"]
     assert f"trained on {source}:test_cnn (random weights seed 0, input 32;" in message
     assert f"come from {source}:test_cnn (random weights seed 1, input 32;" in message
+
+
+def test_one_computation_is_one_result_id_in_any_store(tmp_path, monkeypatch, shapes):
+    """Timings, device and feature reuse live in the registry's run log, not in the hashed
+    record: the same request in two fresh stores (two VBSTORE_HOMEs) gives one result id, and a
+    reproduced --recompute adds a run, not another result object."""
+    ids, runs = [], []
+    for home in ("a", "b"):
+        monkeypatch.setenv("VBSTORE_HOME", str(tmp_path / home))
+        result = vbstore.get_result("test_cnn", "knn", shapes, shapes, **KW)
+        ids.append(result.id)
+        runs.append(result.run)
+    assert ids[0] == ids[1]
+    assert runs[0].recorded < runs[1].recorded  # two runs, logged apart from the content
+    store = vbstore.Store(tmp_path / "b")
+    assert "timings" not in store.read_json(ids[1])
+    again = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, recompute=True,
+                               **KW)
+    assert again.id == ids[1]
+    assert again.reproduced["reproduced"]
+    assert [info.id for info in store.ls("result")] == [ids[1]]
+    assert len(store.runs(ids[1])) == 2
+    assert again.run == store.runs(ids[1])[0]
+    assert again.as_dict()["run"]["seconds"] > 0

@@ -9,15 +9,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..engine import run_fields
 from ..errors import VbstoreError
 from ..heads import head_record
+from ..records import HeadCompat, ResultRecord
 from ..tasks import get_task
 
 # table -> (columns, description shown by Datasette)
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "results": (("id", "task", "level", "backbone", "weights", "input_size", "eval_manifest",
                  "split", "samples", "seeds", "headline_metric", "headline", "metrics", "params",
-                 "head", "comparable", "created"),
+                 "head", "comparable", "created", "computed_at", "seconds", "device"),
                 "Every stored result: task, backbone, data, settings and headline metric."),
     "heads": (("id", "names", "task", "backbone", "weights", "pooling", "layers", "embed_dim",
                "train_manifest", "train_metrics", "created"),
@@ -50,25 +52,25 @@ def _level(task: str) -> str | None:
         return None
 
 
-def _result_row(info, record: dict[str, Any]) -> tuple:
-    evaluation = record.get("data", {}).get("eval", {})
-    metric = _headline(record["task"])
-    return (info.id, record["task"], record.get("level") or _level(record["task"]),
-            record.get("backbone", {}).get("spec"), record.get("weights_kind"),
-            record.get("extractor", {}).get("input_size"), evaluation.get("manifest"),
-            evaluation.get("split"), evaluation.get("samples"),
-            len(record.get("seeds", [record.get("seed")])), metric,
-            record.get("metrics", {}).get(metric), _dumps(record.get("metrics")),
-            _dumps(record.get("params")), record.get("inputs", {}).get("head"),
-            record.get("comparable"), info.created)
+def _result_row(store, info) -> tuple:
+    record = ResultRecord.from_dict(store.read_json(info.id))
+    evaluation = record.eval_data
+    metric = _headline(record.task)
+    run = run_fields(store, info.id, record)
+    return (info.id, record.task, record.level or _level(record.task), record.spec or None,
+            record.weights_kind, (record.extractor or {}).get("input_size"),
+            evaluation.get("manifest"), evaluation.get("split"), evaluation.get("samples"),
+            len(record.seeds or [record.seed]), metric,
+            record.metrics.get(metric) if metric else None,
+            _dumps(record.metrics), _dumps(record.params), record.inputs.get("head"),
+            record.comparable, info.created, run["computed_at"], run["seconds"], run["device"])
 
 
 def _head_row(store, info, names: list[str]) -> tuple:
-    record = head_record(store, info.id)
-    return (info.id, ", ".join(names) or None, record.get("task"), record.get("backbone"),
-            record.get("weights"), record.get("pooling"), _dumps(record.get("layers")),
-            record.get("embed_dim"), record.get("train_manifest"),
-            _dumps(record.get("train_metrics")), info.created)
+    record = HeadCompat.from_dict(head_record(store, info.id))
+    return (info.id, ", ".join(names) or None, record.task, record.backbone, record.weights,
+            record.pooling, _dumps(record.layers), record.embed_dim, record.train_manifest,
+            _dumps(record.train_metrics), info.created)
 
 
 def build_snapshot(store, path: str | Path) -> Path:
@@ -89,7 +91,7 @@ def build_snapshot(store, path: str | Path) -> Path:
                 if not store.has(info.id):
                     continue
                 if info.kind == "result":
-                    db.execute(_INSERT["results"], _result_row(info, store.read_json(info.id)))
+                    db.execute(_INSERT["results"], _result_row(store, info))
                 elif info.kind == "head":
                     db.execute(_INSERT["heads"], _head_row(store, info, names.get(info.id, [])))
                 for role, child in store.children(info.id):

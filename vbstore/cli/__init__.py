@@ -13,9 +13,9 @@ import sys
 
 TYPE_CHECKING = False  # typing itself costs a cached answer ~10 ms to import
 if TYPE_CHECKING:
-    from types import ModuleType
-
     import click
+
+    from . import _answers
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,24 +25,25 @@ def main(argv: list[str] | None = None) -> None:
     # rather than every 700 spares a cached `get` on 10k images ~8 ms of collector passes over
     # them (mypy's command does the same). The library itself keeps Python's defaults.
     gc.set_threshold(100_000, 10, 10)
-    answers: ModuleType | None = None
-    if "result" in args and "get" in args:
-        from . import _answers as answers  # sqlite3, json and blake3 only: the answer cache
+    pending: _answers.Pending | bool = False
     try:
-        if answers is not None and answers.answer(args):
-            return
+        if "result" in args and "get" in args:
+            from . import _answers  # sqlite3, json and blake3 only: the store's answer cache
+
+            pending = _answers.answer(args)
+            if pending is True:
+                return
         from ._common import one_line_warnings  # click too: only once there was no answer
         from ._root import cli  # click: only once the answer cache had no answer
 
         one_line_warnings()  # the process's own: a caller of `cli` keeps its warning handling
-        cli(args=args, prog_name="vbstore")
+        # `get result` records its answer under this key (click's context object)
+        cli(args=args, prog_name="vbstore", obj={"answer": pending or None})
     except KeyboardInterrupt:
         # Ctrl-C before click's group handles it (the answer cache, the imports): the same one
         # line and exit code as inside a command
         _interrupted("--json" in args)
     finally:
-        if answers is not None:
-            answers.forget()
         # The interpreter's last collection at exit walks every object the command made (~5 ms
         # of a cached `get`) to free what the exiting process is about to give back anyway;
         # frozen objects are left out of it (atexit handlers and finalizers still run).

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
                  metric_order: Sequence[str], *, from_cache: bool = True,
+                 reused_features: bool = False,
                  reproduced: Mapping[str, Any] | None = None) -> list[tuple[bool, str]]:
     """The lines of a result's text form, each with whether it goes to stderr (warnings).
 
@@ -22,13 +23,15 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
         oid: Its id. ``origin``: where it came from, in words; ``seconds``: how long it took.
         metric_order: The task's metric names in the order it declares them (records store
             them sorted); metrics it does not name follow by name.
+        reused_features: This computation ran no forward pass (its run's
+            ``features_from_cache``, from the registry's run log).
     """
     rank = {name: i for i, name in enumerate(metric_order)}
     metrics = sorted(doc["metrics"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
     spec = (doc.get("backbone") or {}).get("spec", "")
     out = [(False, f"{doc['task']} on {spec} ({doc.get('weights_kind')} weights): "
                    f"{origin} in {seconds:.2f} s  [{oid[:12]}]")]
-    if not from_cache and doc.get("features_from_cache"):
+    if not from_cache and reused_features:
         out.append((False, "  reused stored features (no forward pass)"))
     aggregate, sample = doc.get("aggregate") or {}, doc.get("sample_ci") or {}
     for name, value in metrics:

@@ -7,6 +7,7 @@ import time
 
 import click
 
+from ..records import ManifestRecord
 from ._common import emit, json_option, with_store
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -80,7 +81,8 @@ def demo(store, backbone: str, weights: str, noise: float, per_class: int, seed:
     start = time.perf_counter()
     second = run()
     again = time.perf_counter() - start
-    classes = store.read_json(first.record.data["eval"]["manifest"])["classes"]
+    classes = ManifestRecord.from_dict(
+        store.read_json(first.record.eval_data["manifest"])).class_names
     chance = 1 / len(classes)
     summary = {
         "result": first.id, "backbone": backbone, "weights": first.record.weights_kind,

@@ -131,8 +131,10 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
         result_on_suite(store, suite_ref, data, split, compute, as_json)
         return
-    if not (dry_run or recompute):
-        _answers.recording(store)  # the answer cache notes what this answer reads
+    # the key main made of this command line, when the answer cache could not answer it
+    pending = None if dry_run or recompute else (click.get_current_context().find_root().obj
+                                                 or {}).get("answer")
+    _answers.watch(store, pending)  # the store notes what this answer reads
     the_plan = plan(request_for(data, split), store, dry_run=dry_run)
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
@@ -140,7 +142,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
                      recompute=recompute, executor=executor)
     emit(as_json, result.as_dict(), lambda: print_result(result))
-    _answers.record(store, the_plan, result, as_json)
+    _answers.record(store, pending, the_plan, result, as_json)
 
 
 def print_plan(the_plan) -> None:
@@ -156,6 +158,8 @@ def print_result(result) -> None:
     record = result.record
     for err, line in result_lines(record.to_dict(), result.id, result.origin, result.seconds,
                                   metric_order(record.task), from_cache=result.from_cache,
+                                  reused_features=bool(result.run
+                                                       and result.run.features_from_cache),
                                   reproduced=result.reproduced):
         click.echo(line, err=err)
 

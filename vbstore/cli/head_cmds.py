@@ -3,7 +3,6 @@ head`` and ``import head`` (``get head`` lives with the other ``get`` commands).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -15,34 +14,6 @@ from .results_cmds import export_group
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
-
-
-def _head_files(store, head_id: str, name: str, remote: str,
-                metrics_from: str | None = None) -> dict[str, bytes]:
-    """model.safetensors, vbstore.json and the model card that make a Hub repo browsable."""
-    from ..heads import evaluation_metrics, head_record
-    from ..remotes import write_model_card
-
-    record = head_record(store, head_id)
-    metrics, evaluated_on = dict(record.get("train_metrics", {})), None
-    if metrics_from is not None:
-        evaluation, evaluated_on = evaluation_metrics(store, head_id, metrics_from)
-        metrics.update(evaluation)
-    backbone = store.read_json(record["backbone"])
-    spec = f"{backbone['source']}:{backbone['architecture']}"
-    card = write_model_card({
-        "name": name, "id": head_id, "backbone": spec, "task": record["task"],
-        "pooling": record["pooling"], "layers": record["layers"],
-        "feature_mode": record["feature_mode"],
-        "embed_dim": record["embed_dim"], "classes": record.get("class_names"),
-        "train_manifest": record.get("train_manifest"), "metrics": metrics,
-        "evaluated_on": evaluated_on, "remote_ref": f"{remote}/{name}",
-    })
-    info = {"head": head_id, "compat": record, "backbone": backbone,
-            "weights": store.read_json(backbone["weights"])}
-    return {"model.safetensors": store.read_bytes(head_id, verify=True),
-            "vbstore.json": json.dumps(info, indent=2, sort_keys=True).encode(),
-            "README.md": card.encode()}
 
 
 @push.command("head")
@@ -61,7 +32,7 @@ def _head_files(store, head_id: str, name: str, remote: str,
 def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from: str | None,
                   with_lineage: bool, as_json: bool) -> None:
     """Push head NAME with its backbone and weights records; on the Hub, a model repo too."""
-    from ..heads import head_dependencies
+    from ..heads import head_dependencies, hub_files
     from ..remotes import list_remotes
     from ..remotes import push as do_push
 
@@ -77,7 +48,7 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
     if metrics_from is not None and not on_hub:
         raise UsageError("--metrics-from writes a Hub model card; this remote has none",
                          hint="push to an hf:// remote, or drop --metrics-from")
-    extra = _head_files(store, head_id, name, to, metrics_from) if on_hub else None
+    extra = hub_files(store, head_id, name, to, metrics_from) if on_hub else None
     options = None if private is None else {"private": "true" if private else "false"}
     include = None if with_lineage else head_dependencies(store, head_id)
     for oid in [i for i in include or [] if not store.has(i)]:
@@ -139,13 +110,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
     from ..backbones import check_seed
     from ..engine import resolve_backbone
-    from ..heads import (
-        HeadMismatch,
-        backbone_differences,
-        check_compat,
-        head_record,
-        link_backbone,
-    )
+    from ..heads import HeadMismatch, head_problems, head_record, head_summary, link_backbone
     from ..remotes import pull as do_pull
 
     check_seed(weights, backbone_seed)  # before anything is fetched
@@ -155,14 +120,12 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
 
     def accept(pulled) -> None:
         """Check the head before it gets a local name; a refusal leaves refs untouched."""
-        record = head_record(store, pulled.id)  # NotAHead: not a head whatever the ref said
-        records.append(record)
-        found = check_compat(record, {})  # a record missing a required field is a mismatch
-        if backbone is not None:
-            ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
-                                   input_size=input_size)
-            found += backbone_differences(store, pulled.id, ref.doc, ref.id)
-        problems.extend(dict.fromkeys(found))
+        records.append(head_record(store, pulled.id))  # NotAHead: not a head whatever the ref
+        ref = None if backbone is None else resolve_backbone(
+            store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
+        # a record missing a required field is a mismatch too
+        problems.extend(head_problems(store, pulled.id, ref.doc if ref else None,
+                                      ref.id if ref else None))
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
@@ -175,8 +138,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
 
     def text() -> None:
         click.echo(f"pulled head {(result.id or '')[:12]} -> {result.local_ref} "
-                   f"({record.get('task')}, "
-                   f"pooling {record.get('pooling')}, layers {record.get('layers')})"
+                   f"({head_summary(record)})"
                    + (f", revision {result.revision}" if result.revision else ""))
         for problem in problems:
             click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)
@@ -203,12 +165,12 @@ def _expected(store, backbone: str, weights: str, backbone_seed: int | None,
 @with_store
 def export_head_cmd(store, name: str, output: str, as_json: bool) -> None:
     """Write head NAME (a ref or id) to a safetensors file, byte for byte (same id anywhere)."""
-    from ..heads import export_head, head_record
+    from ..heads import export_head, head_compat
 
     oid = export_head(store, name, output)
-    record = head_record(store, oid)
-    emit(as_json, {"id": oid, "path": output, "compat": record},
-         f"exported head {oid[:12]} ({record['task']}) -> {output}")
+    record = head_compat(store, oid)
+    emit(as_json, {"id": oid, "path": output, "compat": record.to_dict()},
+         f"exported head {oid[:12]} ({record.task}) -> {output}")
 
 
 @click.group(name="import")
@@ -227,7 +189,7 @@ def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_see
                     no_strict, as_json) -> None:
     """Import a head file (safetensors only, never a pickle), checked before the store changes."""
     from ..backbones import check_seed
-    from ..heads import import_head
+    from ..heads import head_summary, import_head
 
     check_seed(weights, backbone_seed)
     _check_described(backbone, weights, backbone_seed, input_size)
@@ -238,9 +200,8 @@ def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_see
                          strict=not no_strict)
 
     def text() -> None:
-        record = result.record
-        click.echo(f"imported head {result.id[:12]} -> {result.name} ({record['task']}, "
-                   f"pooling {record['pooling']}, layers {record['layers']})")
+        click.echo(f"imported head {result.id[:12]} -> {result.name} "
+                   f"({head_summary(result.record)})")
         for problem in result.mismatch:
             click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..engine import BASE_COLUMNS, result_rows
+from ..engine import BASE_COLUMNS, RUN_COLUMNS, result_rows
 from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
@@ -25,7 +25,8 @@ from ._executoropts import executor_options
 def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
     columns: list[str] = []
     for row in rows:  # only metrics some row has: no column that is empty for every row
-        columns += [k for k in row if k not in BASE_COLUMNS and k not in columns]
+        columns += [k for k in row
+                    if k not in BASE_COLUMNS and k not in RUN_COLUMNS and k not in columns]
     return columns
 
 
@@ -81,7 +82,8 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=BASE_COLUMNS + _metric_columns(rows),
+        writer = csv.DictWriter(buffer,
+                                fieldnames=BASE_COLUMNS + _metric_columns(rows) + RUN_COLUMNS,
                                 lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
@@ -97,22 +99,9 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
 def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
                            as_json: bool) -> None:
     """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
-    from ..interop import clip_benchmark_filename, clip_benchmark_record
+    from ..interop import clip_benchmark_export
 
-    docs, names = [], set()
-    for row in sorted(rows, key=lambda r: r["id"]):
-        oid = store.resolve(row["id"])
-        record = store.read_json(oid)
-        manifest_id = record.get("data", {}).get("eval", {}).get("manifest")
-        manifest = store.read_json(manifest_id) if manifest_id and store.has(manifest_id) else None
-        weights_id = record.get("inputs", {}).get("weights")
-        weights = store.read_json(weights_id) if weights_id and store.has(weights_id) else None
-        doc = clip_benchmark_record(record, manifest, weights)
-        name = clip_benchmark_filename(doc)
-        if name in names:  # two runs CLIP_benchmark would name alike (seeds, limits...)
-            name = name.removesuffix(".json") + f"_{oid[:12]}.json"
-        names.add(name)
-        docs.append({"id": oid, "file": name, "record": doc})
+    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows])
     if output is None:
         if as_json:
             emit(True, docs)

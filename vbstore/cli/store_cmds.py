@@ -13,7 +13,7 @@ from ..engine import lineage, summary
 from ..errors import VbstoreError
 from ..store import KINDS, encoding, read_safetensors_header, sniff_kind
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
-from ._lineage import render_lineage
+from ._lineage import render_lineage, run_line
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -91,6 +91,9 @@ def show(store, ref: str, as_json: bool) -> None:
                             "refs": [n for n, i in store.refs().items() if i == oid],
                             "inputs": [{"role": r, "id": c} for r, c in store.children(oid)],
                             "used_by": [{"role": r, "id": p} for r, p in store.parents(oid)]}
+    runs = store.runs(oid)
+    if runs:  # when, where and how long it was computed: the run log, not the content
+        data["runs"] = [run.as_dict() for run in runs]
     if data["present"]:
         if encoding(info["kind"]) == "json":
             data["content"] = store.read_json(oid)
@@ -110,6 +113,8 @@ def show(store, ref: str, as_json: bool) -> None:
                        "re-fetches it from a remote, or forgets it so the next get recomputes it")
         for name in data["refs"]:
             click.echo(f"ref: {name}")
+        for run in runs:
+            click.echo(f"computed {run_line(run)}")
         for edge in data["inputs"]:
             click.echo(f"input {edge['role']}: {edge['id'][:12]}")
         if "content" in data:

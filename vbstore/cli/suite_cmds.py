@@ -27,22 +27,21 @@ def _counts(items: tuple[str, ...]) -> dict[str, int]:
 
 
 def _print_evaluation(evaluation: suites.Evaluation) -> None:
-    verdict = evaluation.verdict
-    doc = evaluation.doc
+    record = evaluation.record
     where = f"[{evaluation.id[:12]}]" if evaluation.id else "(dry run)"
     click.echo(
-        f"{doc['suite']}  {doc['checkpoint']['label']} "
-        f"({doc['checkpoint']['weights']} weights)  {where}"
+        f"{record.suite}  {record.checkpoint['label']} "
+        f"({record.checkpoint['weights']} weights)  {where}"
     )
-    click.echo(f"  verdict   {verdict['state']}")
-    for reason in verdict["reasons"]:
+    click.echo(f"  verdict   {record.state}")
+    for reason in record.reasons:
         click.echo(f"  - {reason}")
-    missing = f" (missing: {', '.join(doc['missing'])})" if doc["missing"] else ""
-    click.echo(f"  evidence  {doc['evidence']}{missing}")
-    for key, value in verdict["scores"]["overall"].items():
+    missing = f" (missing: {', '.join(record.missing)})" if record.missing else ""
+    click.echo(f"  evidence  {record.evidence}{missing}")
+    for key, value in record.verdict["scores"]["overall"].items():
         click.echo(f"  overall   {key} {value:.4f}")
     if evaluation.id is None:
-        click.echo(f"checked on {doc['suite']}; nothing was stored")
+        click.echo(f"checked on {record.suite}; nothing was stored")
 
 
 # ---- suite ---------------------------------------------------------------------------------
@@ -69,12 +68,12 @@ def suite_push(store, file, as_json) -> None:
         "id": suite.id,
         "protocol_digest": suite.digest,
         "new": new,
-        "visibility": suite.doc["visibility"],
+        "visibility": suite.visibility,
     }
     emit(
         as_json,
         info,
-        f"{suite.ref}  {suite.doc['visibility']}  protocol {suite.digest[:12]}"
+        f"{suite.ref}  {suite.visibility}  protocol {suite.digest[:12]}"
         f"{'' if new else '  (already stored)'}",
     )
 
@@ -106,7 +105,7 @@ def suite_show(store, ref, as_json) -> None:
 
     def text() -> None:
         protocol = suite.protocol
-        click.echo(f"{suite.ref}  {suite.doc['name']}  ({suite.doc['visibility']})")
+        click.echo(f"{suite.ref}  {suite.name}  ({suite.visibility})")
         click.echo(f"  protocol  {suite.digest}")
         click.echo(
             f"  task      {protocol['task']}  {json.dumps(protocol['params'], sort_keys=True)}"
@@ -145,7 +144,7 @@ def suite_manifest(splits, as_json) -> None:
 @json_option
 def suite_digest(file, as_json) -> None:
     """The protocol digest of a suite FILE (canonical JSON, defaults filled in, keys sorted)."""
-    doc = suites.normalize(suites.read_suite_file(file))
+    doc = suites.normalize(suites.read_suite_file(file))  # a file, checked only as far as this
     digest = suites.protocol_digest(doc["protocol"])
     emit(as_json, {"protocol_digest": digest}, digest)
 

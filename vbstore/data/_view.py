@@ -71,12 +71,15 @@ class ManifestView:
             UsageError: the object is not a manifest.
         """
         oid = store.resolve(ref)
-        doc = store.read_json(oid)
-        if doc.get("kind") != "manifest":
-            raise UsageError(f"{oid[:12]} is a {doc.get('kind')}, not a manifest")
-        return cls(Path(root).resolve(), oid, doc)
+        kind = store.info(oid).kind
+        if kind != "manifest":
+            raise UsageError(f"{oid[:12]} is a {kind}, not a manifest")
+        return cls(Path(root).resolve(), oid, store.read_json(oid))
 
     # ---- the document --------------------------------------------------------------------
+    # These accessors are the data layer's typed reader of manifest documents: each field is
+    # named here once (vbstore.records.ManifestRecord holds the same fields as a record, for
+    # the layers above data).
 
     @property
     def layout(self) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 # name -> the submodule that defines it
 _LAZY = {
+    "AnswerInputs": "._answers", "answer_inputs": "._answers",
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
     "FeatureResult": "._features", "get_features": "._features",
     "lineage": "._lineage", "summary": "._lineage",
@@ -22,8 +23,9 @@ _LAZY = {
     "HeadResult": "._results", "Result": "._results", "execute": "._results",
     "execute_head": "._results", "get": "._results",
     "get_head": "._results", "get_result": "._results", "result_request": "._results",
-    "BASE_COLUMNS": "._sweep", "SweepEntry": "._sweep", "read_backbones_file": "._sweep",
-    "result_rows": "._sweep", "sweep": "._sweep",
+    "BASE_COLUMNS": "._sweep", "RUN_COLUMNS": "._sweep", "SweepEntry": "._sweep",
+    "read_backbones_file": "._sweep",
+    "result_rows": "._sweep", "run_fields": "._sweep", "sweep": "._sweep",
     "PackSplit": "._dense",
     "DenseSample": "._inspect", "DenseView": "._inspect", "baseline_metrics": "._inspect",
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
@@ -31,6 +33,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import dense_tasks, scenes_setup
     from ._dense import PackSplit
@@ -62,10 +65,20 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_result,
         result_request,
     )
-    from ._sweep import BASE_COLUMNS, SweepEntry, read_backbones_file, result_rows, sweep
+    from ._sweep import (
+        BASE_COLUMNS,
+        RUN_COLUMNS,
+        SweepEntry,
+        read_backbones_file,
+        result_rows,
+        run_fields,
+        sweep,
+    )
 
 __all__ = [
     "BASE_COLUMNS",
+    "RUN_COLUMNS",
+    "AnswerInputs",
     "BackboneDrift",
     "BackboneRef",
     "BackboneRequest",
@@ -82,6 +95,7 @@ __all__ = [
     "ResultRequest",
     "Step",
     "SweepEntry",
+    "answer_inputs",
     "baseline_metrics",
     "dense_samples",
     "dense_tasks",
@@ -99,6 +113,7 @@ __all__ = [
     "resolve_backbone",
     "result_request",
     "result_rows",
+    "run_fields",
     "scenes_setup",
     "store_param_files",
     "summary",

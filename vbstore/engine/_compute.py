@@ -166,12 +166,19 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id, **scored.edges}
-    result = _record(plan, run, scored.per_seed, scored.train_metrics, scored.comparable, edges)
+    result = _record(plan, scored.per_seed, scored.train_metrics, scored.comparable, edges)
     if scored.eval_data:
         data = dict(result.data or {})
         result = replace(result, data={**data, "eval": {**data["eval"], **scored.eval_data}})
     result = replace(result, **_sample_ci_fields(scored.draws, plan.task.ci_skip_reason))
-    return plan.store.put_json(result.to_dict(), "result", edges=edges)
+    store = plan.store
+    oid = store.put_json(result.to_dict(), "result", edges=edges)
+    # when, where and how long: the registry's run log, not the hashed document, so the same
+    # computation is the same result id in any store
+    store.record_run(oid, device=_device_name(run), timings=run.timings,
+                     seconds=round(time.perf_counter() - plan.started, 4),
+                     features_from_cache=all(run.from_cache.values()))
+    return oid
 
 
 def warped_feed(plan: Plan, run: Run, evaluation: Feed) -> Feed:
@@ -250,7 +257,7 @@ def _sample_ci_fields(draws: list[dict[str, Any]], skip: str) -> dict[str, Any]:
                                                              "every bootstrap draw"}
 
 
-def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) -> ResultRecord:
+def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRecord:
     store, seeds = plan.store, plan.request.probe.seed_list
     weights = store.read_json(plan.backbone.doc["weights"])
     inputs = {k: v for k, v in edges.items() if isinstance(v, str)}
@@ -282,15 +289,12 @@ def _record(plan: Plan, run: Run, per_seed, train_metrics, comparable, edges) ->
                   "source": plan.backbone.doc["source"],
                   "architecture": plan.backbone.doc["architecture"]},
         weights_kind=weights["origin"], extractor=plan.settings.to_dict(), data=data,
-        versions=versions(), device=_device_name(run),
-        features_from_cache=all(run.from_cache.values()),
-        comparable=comparable,
+        versions=versions(), comparable=comparable,
         warnings=warnings or None,
         train_metrics=train_metrics[0] if train_metrics and train_metrics[0] else None,
         per_seed=per_seed if len(seeds) > 1 else None, aggregate=aggregate,
         train_aggregate=train_aggregate,
         protocol=getattr(plan.task, "protocol", None),
-        timings={**run.timings, "total_s": round(time.perf_counter() - plan.started, 4)},
     )
 
 

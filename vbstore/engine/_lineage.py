@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import VbstoreError
+from ..errors import SchemaError, VbstoreError
 from ..heads import head_record
-from ..records import ResultRecord
+from ..records import (
+    BackboneRecord,
+    FeaturesetRecord,
+    HeadCompat,
+    ManifestRecord,
+    ResultRecord,
+    SuiteRecord,
+    WeightsRecord,
+)
 from ..store import encoding
 
 
@@ -14,29 +22,39 @@ def summary(store, oid: str, kind: str) -> str:
     """A short description of an artifact's content, from the artifact itself."""
     if kind == "head" and store.has(oid):
         try:  # its compatibility record, in the safetensors header: no tensor is read
-            record = head_record(store, oid)
+            head = HeadCompat.from_dict(head_record(store, oid))
         except (VbstoreError, ValueError):
             return ""
-        return (f"{record.get('task')} on backbone {str(record.get('backbone'))[:12]}  "
-                f"pooling {record.get('pooling')}  layers {record.get('layers')}")
+        return (f"{head.task} on backbone {head.backbone[:12]}  pooling {head.pooling}  "
+                f"layers {head.layers}")
     if encoding(kind) != "json" or not store.has(oid):
         return ""
     try:
         doc = store.read_json(oid)
     except VbstoreError:
         return "CORRUPT"
+    try:
+        return _summary(kind, doc)
+    except SchemaError:  # a document this vbstore cannot read typed: no summary
+        return ""
+
+
+def _summary(kind: str, doc: dict[str, Any]) -> str:
     if kind == "result":
         return ResultRecord.from_dict(doc).summary()
     if kind == "manifest":
-        return f"{doc.get('layout')} split={doc.get('split')} samples={len(doc.get('samples', []))}"
+        manifest = ManifestRecord.from_dict(doc)
+        return f"{manifest.layout} split={manifest.split} samples={len(manifest)}"
     if kind == "backbone":
-        return f"{doc.get('source')}:{doc.get('architecture')}"
+        return BackboneRecord.from_dict(doc).name
     if kind == "weights":
-        return f"{doc.get('origin')} {doc.get('upstream') or doc.get('path') or ''}".strip()
+        weights = WeightsRecord.from_dict(doc)
+        return f"{weights.origin} {weights.upstream or weights.path or ''}".strip()
     if kind == "featureset":
-        return f"{len(doc.get('packs', []))} packs"
+        return f"{len(FeaturesetRecord.from_dict(doc).packs)} packs"
     if kind == "suite":
-        return f"{doc.get('slug')}@{doc.get('version')} {doc.get('name')}"
+        suite = SuiteRecord.from_dict(doc)
+        return f"{suite.ref} {suite.name}"
     return ""
 
 
@@ -58,6 +76,9 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
     if spec:
         node["op"] = f"{spec['op']} v{spec['op_version']}"
         node["origin"] = store.origin_of(oid) or "origin unknown"
+    run = store.last_run(oid) if kind == "result" else None
+    if run is not None:  # when, where and how long: the run log
+        node["run"] = run.as_dict()
     if oid in seen:
         node["repeated"] = True
         return node

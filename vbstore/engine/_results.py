@@ -32,6 +32,7 @@ from ._run import Run
 
 if TYPE_CHECKING:
     from ..records import HeadCompat
+    from ..store import RunInfo
 
 REPRODUCED_TOLERANCE = 1e-6
 _T = TypeVar("_T")
@@ -59,6 +60,7 @@ class Result:
     computed: tuple[str, ...] = ()
     extracted: int = 0
     recorded: str | None = None
+    run: RunInfo | None = None
 
     @property
     def origin(self) -> str:
@@ -82,6 +84,8 @@ class Result:
             "seconds": round(self.seconds, 4),
             "record": self.record.to_dict(),
         }
+        if self.run is not None:  # when, where and how long it was computed (the run log)
+            out["run"] = self.run.as_dict()
         if self.remote is not None:
             out["remote"] = self.remote
         if self.recorded not in (None, "computed"):
@@ -266,7 +270,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
             answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
             return Result(oid, ResultRecord.from_dict(doc), True,
                           time.perf_counter() - the_plan.started, source="store",
-                          recorded=store.origin(key))
+                          recorded=store.origin(key), run=store.last_run(oid))
     run = Run(device=device, progress=progress, executor=executor)
 
     def compute() -> str:
@@ -289,6 +293,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         computed=tuple(computed),
         extracted=run.extracted,
         recorded=store.origin(key) if derived.source == "store" else None,
+        run=store.last_run(derived.id),
     )
 
 
@@ -304,7 +309,7 @@ def stored_result(the_plan: Plan) -> Result | None:
     answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
     return Result(oid, ResultRecord.from_dict(doc), True,
                   time.perf_counter() - the_plan.started, source="store",
-                  recorded=store.origin(key))
+                  recorded=store.origin(key), run=store.last_run(oid))
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
@@ -343,7 +348,8 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
         if not comparison["reproduced"]:
             raise NotReproduced(previous, oid, worst)
     return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison,
-                  computed=tuple(run.computed), extracted=run.extracted)
+                  computed=tuple(run.computed), extracted=run.extracted,
+                  run=store.last_run(oid))
 
 
 def result_request(

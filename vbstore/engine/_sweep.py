@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,23 @@ BASE_COLUMNS = [
     "seeds",
     "params",
 ]
+# when, how long and where each result was last computed: the run log (store.last_run), or the
+# record itself for a result stored before it; after the metric columns in csv and jsonl
+RUN_COLUMNS = ["computed_at", "seconds", "device"]
+
+
+def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
+    """``RUN_COLUMNS`` of a stored result (None where nothing says)."""
+    run = store.last_run(oid)
+    if run is not None:
+        return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device}
+    return {"computed_at": None, "seconds": (record.timings or {}).get("total_s"),
+            "device": record.device}
+
+
+def utc(when: float) -> str:
+    """``2026-12-01T14:05:09Z``: a run's time as exports write it."""
+    return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def result_rows(
@@ -226,5 +244,6 @@ def result_rows(
         }
         metrics = ordered_metrics(record.task, record.metrics)
         row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        row.update(run_fields(store, info.id, record))
         rows.append(row)
     return rows

@@ -98,7 +98,7 @@ class _Decode(torch.utils.data.Dataset[tuple[int, torch.Tensor]]):
 
     def __getitem__(self, position: int) -> tuple[int, torch.Tensor]:
         index = self.indices[position]
-        expected = self.manifest.doc["samples"][index]["image"]
+        expected = self.manifest.samples[index]["image"]
         return index, decode_image(self.manifest.image_path(index), expected, self.preprocess)
 
 
@@ -136,7 +136,7 @@ def plan_extraction(store, manifest, key: str) -> Plan:
     extractor (a header read per pack, no tensor read): a registry row that says otherwise is
     computed again, and the new pack's row replaces it.
     """
-    images = [sample["image"] for sample in manifest.doc["samples"]]
+    images = [sample["image"] for sample in manifest.samples]
     have = tied_rows(store, key, store.feature_rows(key, images))
     first_index: dict[str, int] = {}
     for index, image in enumerate(images):

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 import torch
 
+from ..records import FeaturesetRecord
 from ._packs import read_pack_tensor
 
 
@@ -21,20 +22,20 @@ class Features:
     def __init__(self, store, featureset_id: str) -> None:
         self.store = store
         self.id = featureset_id
-        self.doc = store.read_json(featureset_id)
-        self.extractor = self.doc["extractor"]
+        self.record = FeaturesetRecord.from_dict(store.read_json(featureset_id))
+        self.extractor = self.record.extractor
         self.layers = list(self.extractor["layers"])
 
     def __len__(self) -> int:
-        return len(self.doc["rows"])
+        return len(self.record.rows)
 
     def _gather(self, name: str) -> torch.Tensor:
         by_pack: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for position, (pack_index, row) in enumerate(self.doc["rows"]):
+        for position, (pack_index, row) in enumerate(self.record.rows):
             by_pack[pack_index].append((position, row))
         out: torch.Tensor | None = None
         for pack_index, items in by_pack.items():
-            part = read_pack_tensor(self.store, self.doc["packs"][pack_index], name,
+            part = read_pack_tensor(self.store, self.record.packs[pack_index], name,
                                     [r for _, r in items])
             if out is None:
                 out = torch.empty((len(self), *part.shape[1:]), dtype=part.dtype)

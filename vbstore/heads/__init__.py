@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import canonical
 from ..errors import BadHead, HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError
-from ..records import HeadCompat
+from ..records import BackboneRecord, HeadCompat, WeightsRecord
 from ..store import read_safetensors_header, validate
 
 HEAD_FORMAT = "vbstore.head.v1"
@@ -40,13 +40,23 @@ def head_record(store, head_id: str) -> dict[str, Any]:
     return json.loads(metadata["vbstore.compat"])
 
 
+def head_compat(store, head_id: str) -> HeadCompat:
+    """The typed compatibility record of a stored head (no tensors loaded).
+
+    Raises:
+        NotAHead: the object is not a vbstore head.
+        SchemaError: its record lacks a required field (a head made elsewhere).
+    """
+    return HeadCompat.from_dict(head_record(store, head_id))
+
+
 def head_dependencies(store, head_id: str) -> list[str]:
     """What a pushed head needs to be checked and used elsewhere: its backbone and weights
     records (the compatibility record travels inside the head)."""
-    backbone = head_record(store, head_id)["backbone"]
+    backbone = head_compat(store, head_id).backbone
     needed = [backbone]
     if store.has(backbone):
-        needed.append(store.read_json(backbone)["weights"])
+        needed.append(BackboneRecord.from_dict(store.read_json(backbone)).weights)
     return needed
 
 
@@ -74,15 +84,18 @@ def check_compat(record: Mapping[str, Any], expected: Mapping[str, Any]) -> list
         return [f"{exc.field} is missing from the head"]
 
 
-def backbone_expectation(store, backbone: Mapping[str, Any],
+def backbone_expectation(store, backbone: Mapping[str, Any] | BackboneRecord,
                          backbone_id: str | None = None) -> dict[str, Any]:
     """What a head for ``backbone`` (a backbone record) must have been trained on.
 
     Only what the backbone alone fixes (weights, input size); the task's feature settings are
     checked when the head is applied. With ``backbone_id`` a mismatch can name the backbone.
     """
-    expected = {"weights": store.read_json(backbone["weights"])["tensor_hash"],
-                "input_size": backbone["preprocessing"]["input_size"]}
+    if not isinstance(backbone, BackboneRecord):
+        backbone = BackboneRecord.from_dict(backbone)
+    weights = WeightsRecord.from_dict(store.read_json(backbone.weights))
+    expected = {"weights": weights.tensor_hash,
+                "input_size": backbone.preprocessing["input_size"]}
     if backbone_id is not None:
         expected["backbone"] = backbone_id  # not compared (CHECKED), only named
     return expected
@@ -97,6 +110,28 @@ def backbone_differences(store, head_id: str, backbone: Mapping[str, Any],
     return name_backbones(store, record, expected, check_compat(record, expected))
 
 
+def head_problems(store, head_id: str, backbone: Mapping[str, Any] | None = None,
+                  backbone_id: str | None = None) -> list[str]:
+    """Every way a stored head falls short: a required compatibility field it lacks, and, with
+    ``backbone`` (a backbone record), each way it differs from what that backbone gives it.
+    What ``pull head`` and ``import head`` check before a head gets a local name."""
+    found = check_compat(head_record(store, head_id), {})
+    if backbone is not None:
+        found += backbone_differences(store, head_id, backbone, backbone_id)
+    return list(dict.fromkeys(found))
+
+
+def head_summary(record: Mapping[str, Any]) -> str:
+    """``TASK, pooling P, layers L`` of a compatibility record, complete or not (a pulled
+    head's is shown before it is refused)."""
+    try:
+        compat = HeadCompat.from_dict(record)
+    except SchemaError:
+        return ", ".join(f"{name} {record.get(name)!r}" for name in ("task", "pooling", "layers")
+                         if name in record) or "no compatibility record"
+    return f"{compat.task}, pooling {compat.pooling}, layers {compat.layers}"
+
+
 def backbone_name(store, backbone_id: str) -> str:
     """A stored backbone as a person names it: ``source:architecture (origin weights ...)``.
 
@@ -105,16 +140,16 @@ def backbone_name(store, backbone_id: str) -> str:
     """
     if not isinstance(backbone_id, str) or not store.has(backbone_id):
         return f"backbone {str(backbone_id)[:12]} (not in this store)"
-    doc = store.read_json(backbone_id)
-    weights = store.read_json(doc["weights"]) if store.has(doc.get("weights", "")) else {}
-    origin = weights.get("origin", "unknown")
-    detail = {"pretrained": weights.get("upstream"), "fixed": weights.get("upstream"),
-              "checkpoint": weights.get("path"),
-              "random": None if weights.get("seed") is None else f"seed {weights['seed']}"
-              }.get(origin)
-    size = (doc.get("preprocessing") or {}).get("input_size")
+    backbone = BackboneRecord.from_dict(store.read_json(backbone_id))
+    weights = (WeightsRecord.from_dict(store.read_json(backbone.weights))
+               if store.has(backbone.weights) else None)
+    origin = weights.origin if weights is not None else "unknown"
+    detail = None if weights is None else {
+        "pretrained": weights.upstream, "fixed": weights.upstream, "checkpoint": weights.path,
+        "random": None if weights.seed is None else f"seed {weights.seed}"}.get(origin)
+    size = backbone.preprocessing.get("input_size")
     where = f"{origin} weights" + (f" {detail}" if detail else "")
-    return (f"{doc['source']}:{doc['architecture']} ({where}"
+    return (f"{backbone.name} ({where}"
             + (f", input {size}" if size else "") + f"; backbone {backbone_id[:12]})")
 
 
@@ -183,5 +218,6 @@ from ._files import (  # noqa: E402, F401
     ImportedHead,
     evaluation_metrics,
     export_head,
+    hub_files,
     import_head,
 )

@@ -20,8 +20,9 @@ from typing import Any
 
 from ..canonical import digest
 from ..errors import UsageError, VbstoreError
+from ..records import BackboneRecord, HeadCompat, ResultRecord
 from ..store import parse_safetensors_header, validate
-from . import HEAD_FORMAT, HeadMismatch, check_compat, name_backbones
+from . import HEAD_FORMAT, HeadMismatch, check_compat, head_record, name_backbones
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,44 @@ def evaluation_metrics(store, head_id: str, result_ref: str) -> tuple[dict[str, 
         UsageError: not a result, or a result of another head (its numbers would mislead).
     """
     oid = store.resolve(result_ref)
-    record = store.read_json(oid)
-    if record.get("kind") != "result":
-        raise UsageError(f"{result_ref} is a {record.get('kind')}, not a result")
-    if record.get("inputs", {}).get("head") != head_id:
+    kind = store.info(oid).kind
+    if kind != "result":
+        raise UsageError(f"{result_ref} is a {kind}, not a result")
+    record = ResultRecord.from_dict(store.read_json(oid))
+    if record.inputs.get("head") != head_id:
         raise UsageError(f"result {oid[:12]} was not computed with head {head_id[:12]}",
                          hint="evaluate this head: vbstore get result ... --head NAME")
-    metrics = {k: v for k, v in record.get("metrics", {}).items() if isinstance(v, (int, float))}
-    return metrics, record.get("data", {}).get("eval", {}).get("manifest", "")
+    metrics = {k: v for k, v in record.metrics.items() if isinstance(v, (int, float))}
+    return metrics, record.eval_data.get("manifest", "")
+
+
+def hub_files(store, head_id: str, name: str, remote: str,
+              metrics_from: str | None = None) -> dict[str, bytes]:
+    """``model.safetensors``, ``vbstore.json`` and the model card (``README.md``) that make a
+    Hub repository of head ``head_id`` browsable; ``metrics_from`` (a result computed with this
+    head) puts its evaluation metrics on the card.
+
+    Raises:
+        UsageError: ``metrics_from`` is not a result of this head.
+    """
+    from ..remotes import write_model_card  # the remotes package: only for a Hub push
+
+    record = HeadCompat.from_dict(head_record(store, head_id))
+    metrics, evaluated_on = dict(record.train_metrics or {}), None
+    if metrics_from is not None:
+        evaluation, evaluated_on = evaluation_metrics(store, head_id, metrics_from)
+        metrics.update(evaluation)
+    backbone = BackboneRecord.from_dict(store.read_json(record.backbone))
+    card = write_model_card({
+        "name": name, "id": head_id, "backbone": backbone.name, "task": record.task,
+        "pooling": record.pooling, "layers": record.layers, "feature_mode": record.feature_mode,
+        "embed_dim": record.embed_dim, "classes": record.class_names,
+        "train_manifest": record.train_manifest, "metrics": metrics,
+        "evaluated_on": evaluated_on, "remote_ref": f"{remote}/{name}",
+    })
+    info = {"head": head_id, "compat": record.to_dict(), "backbone": backbone.to_dict(),
+            "weights": store.read_json(backbone.weights)}
+    return {"model.safetensors": store.read_bytes(head_id, verify=True),
+            "vbstore.json": json.dumps(info, indent=2, sort_keys=True).encode(),
+            "README.md": card.encode()}
 

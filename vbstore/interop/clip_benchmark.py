@@ -18,12 +18,16 @@ never relabelled pretrained.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backbones import list_backbones, parse_spec
 from ..errors import UnidentifiedWeights, UsageError, VbstoreError
+from ..records import ManifestRecord, ResultRecord, WeightsRecord
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "language")
 IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_benchmark ignores it
@@ -55,8 +59,8 @@ def clip_benchmark_spec(line: str) -> str:
     return f"open_clip:{model}@{pretrained}"
 
 
-def _dataset(manifest: Mapping[str, Any] | None, manifest_id: str) -> str:
-    source = (manifest or {}).get("source") or {}
+def _dataset(manifest: ManifestRecord | None, manifest_id: str) -> str:
+    source = (manifest.extra.get("source") if manifest is not None else None) or {}
     name = source.get("name")
     if not name:
         return manifest_id[:12]  # a folder has no name of its own: its content id names it
@@ -85,13 +89,11 @@ class WeightsIdentity:
     seed: int | None = None
 
     @classmethod
-    def of(cls, record: Mapping[str, Any],
-           weights: Mapping[str, Any] | None) -> WeightsIdentity | None:
+    def of(cls, record: ResultRecord, weights: WeightsRecord | None) -> WeightsIdentity | None:
         """The identity of a ``result`` and its ``weights`` record; None where one is unknown."""
-        spec = (record.get("backbone") or {}).get("spec")
-        kind = record.get("weights_kind")
-        tensor_hash = (weights or {}).get("tensor_hash")
-        seed = (weights or {}).get("seed") if (weights or {}).get("origin") == "random" else None
+        spec, kind = record.spec, record.weights_kind
+        tensor_hash = weights.tensor_hash if weights is not None else None
+        seed = weights.seed if weights is not None and weights.origin == "random" else None
         if not spec or kind not in WEIGHTS_KINDS or not isinstance(tensor_hash, str) \
                 or not _HASH.fullmatch(tensor_hash) or (kind == "random") != (seed is not None):
             return None
@@ -158,37 +160,34 @@ def _model(spec: str) -> tuple[str, str | None]:
     return model, tag
 
 
-def clip_benchmark_record(record: Mapping[str, Any],
-                          manifest: Mapping[str, Any] | None = None,
-                          weights: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None = None,
+                          weights: WeightsRecord | None = None) -> dict[str, Any]:
     """A vbstore ``result`` record as the JSON CLIP_benchmark writes for one run.
 
     Args:
         record: The result record.
-        manifest: Its evaluation manifest's document (names the dataset when it has a
-            ``source``; otherwise the manifest id stands for it).
+        manifest: Its evaluation manifest (names the dataset when it has a ``source``;
+            otherwise the manifest id stands for it).
         weights: Its ``weights`` record: with it the row carries the ``vbstore`` field that
             an import reads the weights back from; without it an import refuses the row
             (unless it is a pretrained open_clip model's).
     """
-    task = record["task"]
+    task = record.task
     rename = _METRICS.get(task, {})
-    metrics = {rename.get(k, k): v for k, v in record.get("metrics", {}).items()
+    metrics = {rename.get(k, k): v for k, v in record.metrics.items()
                if isinstance(v, (int, float))}
-    spec = (record.get("backbone") or {}).get("spec", "")
     identity = WeightsIdentity.of(record, weights)
-    model, tag = _model(spec)
-    pretrained = (identity or WeightsIdentity(spec, record.get("weights_kind") or "pretrained")
+    model, tag = _model(record.spec)
+    pretrained = (identity or WeightsIdentity(record.spec, record.weights_kind or "pretrained")
                   ).pretrained_tag(tag)
-    manifest_id = (record.get("data", {}).get("eval", {}).get("manifest")
-                   or record.get("inputs", {}).get("eval_manifest", ""))
+    manifest_id = record.eval_data.get("manifest") or record.inputs.get("eval_manifest", "")
     doc = {
         "dataset": _dataset(manifest, manifest_id),
         "model": model,
         "pretrained": pretrained,
         "task": _TASKS.get(task, task),
         "metrics": metrics,
-        "language": record.get("params", {}).get("language", "en"),
+        "language": record.params.get("language", "en"),
     }
     if identity is not None:
         doc[IDENTITY_FIELD] = identity.as_dict()
@@ -258,3 +257,31 @@ def clip_benchmark_filename(doc: Mapping[str, Any]) -> str:
     """CLIP_benchmark's default file name, ``{dataset}_{pretrained}_{model}_{language}_{task}``."""
     parts = [doc["dataset"], doc["pretrained"], doc["model"], doc["language"], doc["task"]]
     return "_".join(str(p).replace("/", "_").replace(":", "-") for p in parts) + ".json"
+
+
+def clip_benchmark_export(store: Store, result_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """One CLIP_benchmark row per stored result: ``{"id", "file", "record"}``, in id order.
+
+    ``file`` is CLIP_benchmark's name for the row; two results it would name alike (seeds,
+    limits...) get their id's first 12 characters appended.
+
+    ```python
+    rows = clip_benchmark_export(store, [info.id for info in store.ls("result")])
+    ```
+    """
+    out, names = [], set()
+    for oid in sorted(result_ids):
+        record = ResultRecord.from_dict(store.read_json(oid))
+        manifest_id = record.eval_data.get("manifest")
+        manifest = (ManifestRecord.from_dict(store.read_json(manifest_id))
+                    if manifest_id and store.has(manifest_id) else None)
+        weights_id = record.inputs.get("weights")
+        weights = (WeightsRecord.from_dict(store.read_json(weights_id))
+                   if weights_id and store.has(weights_id) else None)
+        row = clip_benchmark_record(record, manifest, weights)
+        name = clip_benchmark_filename(row)
+        if name in names:
+            name = name.removesuffix(".json") + f"_{oid[:12]}.json"
+        names.add(name)
+        out.append({"id": oid, "file": name, "record": row})
+    return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..records import ResultRecord
 from ..tasks import get_task
 
 LEVELS = ("high", "mid", "low")
@@ -31,29 +32,29 @@ class Bar:
     result: str = ""
 
 
-def _records(store) -> list[tuple[str, dict[str, Any]]]:
+def _records(store) -> list[tuple[str, ResultRecord]]:
     out = []
     for info in store.ls("result"):
         if store.has(info.id):
-            out.append((info.id, store.read_json(info.id)))
+            out.append((info.id, ResultRecord.from_dict(store.read_json(info.id))))
     return out
 
 
-def _bar(oid: str, record: dict[str, Any], metric: str, label: str, group: str) -> Bar | None:
-    value = record.get("metrics", {}).get(metric)
+def _bar(oid: str, record: ResultRecord, metric: str, label: str, group: str) -> Bar | None:
+    value = record.metrics.get(metric)
     if not isinstance(value, (int, float)):
         return None
-    ci = (record.get("aggregate") or {}).get(metric) or {}
+    ci: dict[str, Any] = (record.aggregate or {}).get(metric) or {}
     seeds = int(ci.get("n", 1))
     low, high = (ci.get("ci_low"), ci.get("ci_high")) if seeds > 1 else (None, None)
     return Bar(label, group, metric, float(value), low, high, seeds, oid)
 
 
-def _manifest(record: dict[str, Any]) -> str:
-    return record.get("data", {}).get("eval", {}).get("manifest", "")
+def _manifest(record: ResultRecord) -> str:
+    return record.eval_data.get("manifest", "")
 
 
-def _one_dataset(chosen: list[tuple[str, dict[str, Any]]], data: str | None, what: str):
+def _one_dataset(chosen: list[tuple[str, ResultRecord]], data: str | None, what: str):
     if data is not None:
         chosen = [(o, r) for o, r in chosen if _manifest(r).startswith(data)]
     manifests = sorted({_manifest(r) for _, r in chosen})
@@ -77,13 +78,13 @@ def task_bars(store, task: str, metric: str | None = None, data: str | None = No
     """
     spec = get_task(task)
     metric = metric or spec.headline
-    chosen = _one_dataset([(o, r) for o, r in _records(store) if r["task"] == task], data,
+    chosen = _one_dataset([(o, r) for o, r in _records(store) if r.task == task], data,
                           f"task {task}")
     by_backbone: dict[str, list[Bar]] = {}
     for oid, record in chosen:
-        label = record.get("backbone", {}).get("spec") or record["inputs"]["backbone"][:12]
-        if record.get("weights_kind") not in (None, "pretrained"):
-            label += f" ({record['weights_kind']})"
+        label = record.spec or record.inputs["backbone"][:12]
+        if record.weights_kind not in (None, "pretrained"):
+            label += f" ({record.weights_kind})"
         bar = _bar(oid, record, metric, label, task)
         if bar is not None:
             by_backbone.setdefault(label, []).append(bar)
@@ -101,14 +102,13 @@ def backbone_bars(store, backbone: str, data: str | None = None) -> list[Bar]:
         UsageError: no result of this backbone, or results on several datasets without ``data``.
     """
     mine = [(o, r) for o, r in _records(store)
-            if r.get("backbone", {}).get("spec") == backbone
-            or r["inputs"].get("backbone", "").startswith(backbone)]
+            if r.spec == backbone or r.inputs.get("backbone", "").startswith(backbone)]
     if not mine:
         raise UsageError(f"no stored result for backbone {backbone!r}",
                          hint="give its spec as `vbstore ls results` shows it")
     by_task: dict[str, list[Bar]] = {}
     for oid, record in _one_dataset(mine, data, f"backbone {backbone}"):
-        task = get_task(record["task"])
+        task = get_task(record.task)
         bar = _bar(oid, record, task.headline, f"{task.name}\n{task.headline}", task.level)
         if bar is not None:
             by_task.setdefault(task.name, []).append(bar)

@@ -1,4 +1,4 @@
-"""Typed records: one frozen dataclass per JSON document kind the engine writes and reads.
+"""Typed records: one frozen dataclass per JSON artifact kind (each schema in schemas/).
 
 Every reader (CLI, exports, lineage, remotes) goes through these instead of indexing raw dicts,
 so a field is named in one place. Each record round-trips: ``Record.from_dict(d).to_dict() == d``
@@ -12,10 +12,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # each record loads with its module on first use (a cached result reads no head record)
-_LAZY = {"CHECKED": ".head", "HeadCompat": ".head", "ResultRecord": ".result",
-         "StagedReader": ".answer", "StoreReader": ".answer", "answer_differences": ".answer",
-         "check_answer": ".answer",
-         "rows_differences": ".answer"}
+_LAZY = {
+    "CHECKED": ".head", "HeadCompat": ".head", "ResultRecord": ".result",
+    "WeightsRecord": ".artifacts", "BackboneRecord": ".artifacts",
+    "ManifestRecord": ".artifacts", "FeaturesetRecord": ".artifacts",
+    "SuiteRecord": ".suites", "EvaluationRecord": ".suites",
+    "PackMetadata": ".metadata", "HeadMetadata": ".metadata",
+    "StagedReader": ".answer", "StoreReader": ".answer", "answer_differences": ".answer",
+    "check_answer": ".answer", "rows_differences": ".answer",
+}
 
 if TYPE_CHECKING:
     from .answer import (
@@ -25,11 +30,40 @@ if TYPE_CHECKING:
         check_answer,
         rows_differences,
     )
+    from .artifacts import BackboneRecord, FeaturesetRecord, ManifestRecord, WeightsRecord
     from .head import CHECKED, HeadCompat
+    from .metadata import HeadMetadata, PackMetadata
     from .result import ResultRecord
+    from .suites import EvaluationRecord, SuiteRecord
 
-__all__ = ["CHECKED", "HeadCompat", "ResultRecord", "StagedReader", "StoreReader",
-           "answer_differences", "check_answer", "rows_differences"]
+# one record per JSON artifact kind (schemas/), by the schema's name
+RECORDS = {
+    "backbone": "BackboneRecord", "evaluation": "EvaluationRecord",
+    "featureset": "FeaturesetRecord", "head.compat": "HeadCompat",
+    "head.metadata": "HeadMetadata", "manifest": "ManifestRecord",
+    "pack.metadata": "PackMetadata", "result": "ResultRecord", "suite": "SuiteRecord",
+    "weights": "WeightsRecord",
+}
+
+__all__ = [
+    "CHECKED",
+    "RECORDS",
+    "BackboneRecord",
+    "EvaluationRecord",
+    "FeaturesetRecord",
+    "HeadCompat",
+    "HeadMetadata",
+    "ManifestRecord",
+    "PackMetadata",
+    "ResultRecord",
+    "StagedReader",
+    "StoreReader",
+    "SuiteRecord",
+    "WeightsRecord",
+    "answer_differences",
+    "check_answer",
+    "rows_differences",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,9 @@ class Record:
     """Mixin: ``from_dict`` / ``to_dict`` for a frozen dataclass with an ``extra`` field.
 
     Fields whose value is None (optional, absent from the document) are left out of
-    ``to_dict``; unknown keys are kept in ``extra`` and written back as they were.
+    ``to_dict``; unknown keys are kept in ``extra`` and written back as they were, and so is a
+    known field the document gave as an explicit ``null`` (``"revision": null``), so every
+    document reads back to the same bytes and id.
     """
 
     kind: str = ""
@@ -28,13 +30,18 @@ class Record:
         Raises:
             SchemaError: a required field is missing.
         """
-        names = {f.name for f in dataclasses.fields(cls) if f.name != "extra"}  # type: ignore[arg-type]
+        names, required = set(), set()
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            required = f.default is _MISSING and f.default_factory is _MISSING
-            if required and f.name not in doc:
-                raise SchemaError(cls.kind, f.name, "required field missing")
-        known = {k: v for k, v in doc.items() if k in names}
-        extra = {k: v for k, v in doc.items() if k not in names}
+            if f.name == "extra":
+                continue
+            names.add(f.name)
+            if f.default is _MISSING and f.default_factory is _MISSING:
+                if f.name not in doc:
+                    raise SchemaError(cls.kind, f.name, "required field missing")
+                required.add(f.name)
+        # an optional field given as null stays in extra: written back as it was
+        known = {k: v for k, v in doc.items() if k in required or (k in names and v is not None)}
+        extra = {k: v for k, v in doc.items() if k not in known}
         return cls(**known, extra=extra)  # type: ignore[call-arg]
 
     def to_dict(self) -> dict[str, Any]:

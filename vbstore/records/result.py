@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tasks import ordered_metrics
 from ._base import Record
 
 
@@ -82,6 +81,9 @@ class ResultRecord(Record):
 
     def summary(self, count: int = 4) -> str:
         """``task: metric=value, ...`` for the first ``count`` metrics in the task's order."""
+        # an import cycle: tasks import data, whose manifest view reads its record from here
+        from ..tasks import ordered_metrics
+
         shown = ", ".join(
             f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
             for k, v in list(ordered_metrics(self.task, self.metrics).items())[:count]

@@ -28,8 +28,8 @@ class _StoreBase:
     read_only: bool
     files: ObjectFiles
     _db: Registry | None
-    # ("derivations" | "aliases", key, the id it gave or None) of each lookup, while a caller
-    # (the answer cache) records what an answer depended on; None otherwise
+    # ("derivations" | "aliases", key, the id it gave or None) of each lookup, between
+    # watch_reads and record_answer (the answer cache, _answers.py); None otherwise
     reads: list[tuple[str, str, str | None]] | None
     _has_origins: bool | None  # whether the registry's derivations keep their origin
 
@@ -55,3 +55,4 @@ class _StoreBase:
         ) -> tuple[list[str], list[str]]: ...
         def _registry_errors(self) -> list[str]: ...
         def _remove_dead_temps(self, dry_run: bool = False) -> list[tuple[str, int]]: ...
+        def clear_answers(self) -> None: ...

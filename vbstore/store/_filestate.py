@@ -16,10 +16,8 @@ from pathlib import Path
 from ..errors import BadInput, CorruptObject, StoreIOError
 from ._base import _StoreBase
 from ._ids import db_id, hex_id
+from ._layout import RACY_SECONDS  # a file modified this recently is never cached
 from ._objects import hash_file
-
-# A file modified this recently may change again within the timestamp granularity: do not cache it.
-RACY_SECONDS = 0.1
 
 
 class FileStateMixin(_StoreBase):

@@ -89,6 +89,7 @@ class _Walked:
             conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
                          (json.dumps(aliased),))
         forget_pack_rows(conn, packs)
+        conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
         parents = [key for key in keys if key in self.parents] if self.parents else []
         if parents:
             conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(parents)})", parents)  # noqa: S608
@@ -170,11 +171,10 @@ class GcMixin(_StoreBase):
         # these behind, and on a full disk they may be what frees room for the rest
         report._temps = self._remove_dead_temps(dry_run=dry_run)
         if not dry_run and self.db.one("SELECT 1 FROM answers LIMIT 1"):
-            # the answer cache (vbstore/cli/_answers.py), refilled by the next gets; every
-            # answer is re-checked anyway, so on a full disk it stays as it is
-            with contextlib.suppress(DiskFull), self.db.write() as conn:
-                conn.execute("DELETE FROM answers")
-                conn.execute("DELETE FROM answer_trees")
+            # the answer cache (_answers.py), refilled by the next gets; every answer is
+            # re-checked anyway, so on a full disk it stays as it is
+            with contextlib.suppress(DiskFull):
+                self.clear_answers()
         cutoff = now() - grace
         # the registry as the walk will see it: while no write lands after this, the walk's
         # verdicts stand and the sweep need not re-check each row
@@ -329,6 +329,7 @@ class GcMixin(_StoreBase):
                      (json.dumps(oids + featuresets),))
         conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
                      (json.dumps(oids),))
+        conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
         forget_pack_rows(conn, keys if packs is None else packs)
 
     def _eviction(self, max_size: int, cutoff: float, gone: set,

@@ -42,7 +42,7 @@ class ObjectFiles:
         self.tmp = root / "tmp"
 
     def path(self, oid: str) -> Path:
-        return self.objects / oid[:2] / oid[2:]
+        return self.objects / oid[:2] / oid[2:]  # _layout.object_path's layout
 
     def fspath(self, oid: str) -> str:
         """:meth:`path` as a string, for loops over millions of blobs (no Path objects)."""

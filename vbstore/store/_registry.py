@@ -28,6 +28,7 @@ from ..errors import (
     VbstoreError,
 )
 from ._ids import db_id
+from ._layout import REGISTRY_VERSION
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -138,7 +139,7 @@ def _m3_compact(db) -> None:
 
 
 def _m4_answers(db) -> None:
-    # The answer cache (vbstore/cli/_answers.py): one row per `get result` command line, with
+    # The answer cache (vbstore/store/_answers.py): one row per `get result` command line, with
     # every file state and registry row its answer depended on. A cache only: gc empties it,
     # and the next full answer writes the row again.
     db.execute("CREATE TABLE answers (key TEXT NOT NULL PRIMARY KEY, deps TEXT NOT NULL, "
@@ -148,10 +149,19 @@ def _m4_answers(db) -> None:
                "names TEXT NOT NULL) WITHOUT ROWID")
 
 
+def _m5_runs(db) -> None:
+    # When, where and how long each computation ran (vbstore/store/_runs.py): kept out of the
+    # hashed documents, so one computation is one id in any store. A log: gc deletes an
+    # object's rows with it.
+    db.execute("CREATE TABLE runs (object BLOB NOT NULL, recorded FLOAT NOT NULL, "
+               "host TEXT NOT NULL, device TEXT, seconds FLOAT, timings TEXT NOT NULL, "
+               "features_from_cache INTEGER, PRIMARY KEY (object, recorded, host)) WITHOUT ROWID")
+
+
 def _m6_origins(db) -> None:
     # Where each derivation's answer came from: ``computed`` here, ``remote NAME`` (a binary
     # cache answered), ``pulled from NAME`` (recorded with a pulled ref). NULL: recorded before
-    # vbstore kept it. (Number 5 is another branch's.)
+    # vbstore kept it.
     db.execute("ALTER TABLE derivations ADD COLUMN origin TEXT")
 
 
@@ -159,23 +169,31 @@ def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
 
-# Append only: a released migration is never edited, a new one is added with the next number.
+# Append only: a released migration is never edited, a new one is added with the next number
+# (and _layout.REGISTRY_VERSION with it: the answer cache reads the version from there).
 MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "initial tables", _m1_initial),
     (2, "suites and evaluations", _m2_suites),
     (3, "compact hot tables", _m3_compact),
     (4, "answer cache", _m4_answers),
+    (5, "run log", _m5_runs),
     (6, "derivation origins", _m6_origins),
 ]
+if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
+    raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "
+                      f"{MIGRATIONS[-1][0]}: set them equal")
 
 
 # The oldest registry a read-only store is served from: migration 4 adds only the answer cache,
-# which is never read or written on a read-only store (a shared cache made before it still serves)
+# which is never read or written on a read-only store, and migration 5 only the run log, which
+# such a store reads as empty (a shared cache made before them still serves)
 READABLE_FROM = 3
 
 
 class Registry:
     """A connection to ``registry.db`` with migrations applied (checked, when ``read_only``)."""
+
+    version: int  # the registry's migration number (PRAGMA user_version) once opened
 
     def __init__(self, path: Path, read_only: bool = False, new: bool = False) -> None:
         """Open (or, when ``new``, or in a folder holding no blobs yet, create) ``path``.
@@ -199,6 +217,7 @@ class Registry:
                 self.conn = _connect_read_only(path)
                 version = self.conn.execute("PRAGMA user_version").fetchone()[0]
                 _refuse_newer(path, version)
+                self.version = version
                 if version < READABLE_FROM:
                     raise StoreReadOnly(str(path.parent), "upgrade its registry to this vbstore")
                 return
@@ -237,6 +256,7 @@ class Registry:
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         _refuse_newer(self.path, version)
+        self.version = MIGRATIONS[-1][0]  # the version this connection leaves it at
         if version >= MIGRATIONS[-1][0]:
             return
         import sqlite_utils  # only needed the first time a store is created or upgraded

@@ -22,7 +22,8 @@ from ..errors import (
     UsageError,
     VbstoreError,
 )
-from . import _kinds, _schemas
+from . import _kinds, _layout, _schemas
+from ._answers import AnswersMixin
 from ._base import Edges
 from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
@@ -33,6 +34,7 @@ from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
 from ._rows import FeatureRowsMixin
+from ._runs import RunsMixin
 from ._tensors import check_safetensors_bytes, to_safetensors_bytes
 
 _HEX = re.compile(r"^[0-9a-f]+\Z")
@@ -55,8 +57,7 @@ def _read_only(root: Path) -> bool:
 
 def default_root() -> Path:
     """``VBSTORE_HOME``, else ``~/.cache/vbstore``."""
-    env = os.environ.get("VBSTORE_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "vbstore"
+    return Path(_layout.default_root())
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ class ObjectInfo:
         return dict(self.__dict__)
 
 
-class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, GcMixin, FsckMixin, RebuildMixin):
+class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, AnswersMixin, GcMixin,
+            FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 
     ```python

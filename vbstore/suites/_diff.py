@@ -88,16 +88,16 @@ def diff(
     if max_drop < 0:
         raise UsageError("--max-drop is how far a score may fall; it cannot be negative")
     base, cand = open_evaluation(store, baseline), open_evaluation(store, candidate)
-    if base.doc["suite"] != cand.doc["suite"]:
+    if base.record.suite != cand.record.suite:
         raise UsageError(
-            f"the baseline is on {base.doc['suite']} and the candidate on "
-            f"{cand.doc['suite']}: only one suite version is compared",
+            f"the baseline is on {base.record.suite} and the candidate on "
+            f"{cand.record.suite}: only one suite version is compared",
             hint="evaluate both on the same suite version",
         )
     # open_evaluation reads stored evaluations: both have ids
     assert base.id is not None
     assert cand.id is not None
-    suite = get_suite(store, base.doc["suite"])
+    suite = get_suite(store, base.record.suite)
     metrics = [m for m in suite.metrics if all_metrics or m["headline"]]
     scopes = [OVERALL, *(c["name"] for c in suite.conditions)]
     problems = tuple(

@@ -11,10 +11,18 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..errors import UsageError
 from ..interop import WeightsIdentity
+from ..records import (
+    EvaluationRecord,
+    ManifestRecord,
+    ResultRecord,
+    SuiteRecord,
+    WeightsRecord,
+)
 from ..store import Store
 from ._manifest import manifest_sha256
 from ._suite import Suite, get_suite, protocol_digest
@@ -23,20 +31,28 @@ from ._verdict import evidence_of, judge
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A recorded (or, with ``dry_run``, only judged) evaluation."""
+    """A recorded (or, with ``dry_run``, only judged) evaluation.
+
+    Attributes:
+        doc: The evaluation document as stored; ``record`` reads it typed.
+    """
 
     id: str | None
     doc: dict[str, Any]
     recorded: float | None
     new: bool
 
+    @cached_property
+    def record(self) -> EvaluationRecord:
+        return EvaluationRecord.from_dict(self.doc)
+
     @property
     def verdict(self) -> dict[str, Any]:
-        return self.doc["verdict"]
+        return self.record.verdict
 
     @property
     def ranked(self) -> bool:
-        return self.doc["verdict"]["ranked"]
+        return self.record.ranked
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -96,38 +112,40 @@ def record(
     """
     if dry_run:
         return Evaluation(None, doc, None, False)
-    edges = {"suite": doc["suite_id"]}
+    typed = EvaluationRecord.from_dict(doc)
+    edges: dict[str, str | list[str]] = {"suite": typed.suite_id}
     sources = [
-        v for v in doc["sources"].values() if isinstance(v, str) and len(v) == 64 and store.has(v)
+        v for v in (typed.sources or {}).values()
+        if isinstance(v, str) and len(v) == 64 and store.has(v)
     ]
     if sources:
         edges["result"] = sources
     oid = store.put_json(doc, "evaluation", edges=edges)
     when = time.time() if recorded is None else recorded
     with store.db.write() as conn:
-        inserted = index_evaluation(conn, oid, doc, when)
+        inserted = index_evaluation(conn, oid, typed, when)
         when = conn.execute("SELECT recorded FROM evaluations WHERE id=?", (oid,)).fetchone()[0]
     return Evaluation(oid, doc, when, bool(inserted))
 
 
-def index_evaluation(conn, oid: str, doc: dict[str, Any], when: float) -> bool:
+def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) -> bool:
     """Add a stored evaluation to the leaderboard index (once); return whether it was new."""
-    verdict = doc["verdict"]
+    checkpoint, verdict = evaluation.checkpoint, evaluation.verdict
     return bool(conn.execute(
         "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
         "ranked, evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (
             oid,
-            doc["suite"],
-            doc["checkpoint"]["id"],
-            doc["checkpoint"]["label"],
-            doc["checkpoint"]["weights"],
-            verdict["state"],
-            int(verdict["ranked"]),
-            doc["evidence"],
+            evaluation.suite,
+            checkpoint["id"],
+            checkpoint["label"],
+            checkpoint["weights"],
+            evaluation.state,
+            int(evaluation.ranked),
+            evaluation.evidence,
             when,
             json.dumps(verdict["scores"], sort_keys=True),
-            json.dumps(verdict["reasons"]),
+            json.dumps(evaluation.reasons),
         ),
     ).rowcount)
 
@@ -141,14 +159,15 @@ def reindex(store: Store) -> dict[str, int]:
     suites, evaluations = 0, 0
     with store.db.write() as conn:
         for info in store.ls("suite"):
-            doc = store.read_json(info.id)
+            suite = SuiteRecord.from_dict(store.read_json(info.id))
             suites += conn.execute(
                 "INSERT OR IGNORE INTO suites(slug, version, id, protocol_digest, created) "
-                "VALUES (?,?,?,?,?)", (doc["slug"], doc["version"], info.id,
-                                       protocol_digest(doc["protocol"]), info.created),
+                "VALUES (?,?,?,?,?)", (suite.slug, suite.version, info.id,
+                                       protocol_digest(suite.protocol), info.created),
             ).rowcount
         for info in store.ls("evaluation"):
-            evaluations += index_evaluation(conn, info.id, store.read_json(info.id), info.created)
+            evaluations += index_evaluation(
+                conn, info.id, EvaluationRecord.from_dict(store.read_json(info.id)), info.created)
     return {"suites": suites, "evaluations": evaluations}
 
 
@@ -160,14 +179,14 @@ def open_evaluation(store: Store, ref: str) -> Evaluation:
         UsageError: the object is not an evaluation.
     """
     oid = store.resolve(ref)
-    doc = store.read_json(oid)
-    if doc.get("kind") != "evaluation":
+    kind = store.info(oid).kind
+    if kind != "evaluation":
         raise UsageError(
-            f"{oid[:12]} is a {doc.get('kind')}, not an evaluation",
+            f"{oid[:12]} is a {kind}, not an evaluation",
             hint="evaluate a result first: vbstore evaluate RESULT --suite SLUG@V",
         )
     row = store.db.one("SELECT recorded FROM evaluations WHERE id=?", (oid,))
-    return Evaluation(oid, doc, row[0] if row else None, False)
+    return Evaluation(oid, store.read_json(oid), row[0] if row else None, False)
 
 
 def list_evaluations(
@@ -225,13 +244,13 @@ def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict
             f"{suite.ref} has no condition {unknown[0]!r}",
             hint=f"its conditions: {', '.join(names)}",
         )
-    records = {}
+    records: dict[str, tuple[str, ResultRecord]] = {}
     for condition, ref in results.items():
         oid = store.resolve(ref)
-        record = store.read_json(oid)
-        if record.get("kind") != "result":
-            raise UsageError(f"{oid[:12]} is a {record.get('kind')}, not a result")
-        records[condition] = (oid, record)
+        kind = store.info(oid).kind
+        if kind != "result":
+            raise UsageError(f"{oid[:12]} is a {kind}, not a result")
+        records[condition] = (oid, ResultRecord.from_dict(store.read_json(oid)))
     checkpoints = {_checkpoint(store, r)["id"] for _, r in records.values()}
     if len(checkpoints) > 1:
         raise UsageError(
@@ -240,20 +259,20 @@ def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict
         )
     first = next(iter(records.values()))[1]
     samples = {c: _sample_names(store, r) for c, (_, r) in records.items()}
-    params = [r.get("params", {}) for _, r in records.values()]
-    tasks = {r["task"] for _, r in records.values()}
+    params = [r.params for _, r in records.values()]
+    tasks = {r.task for _, r in records.values()}
     return build(
         suite,
         checkpoint=_checkpoint(store, first),
-        results={c: {"overall": _numbers(r["metrics"])} for c, (_, r) in records.items()},
+        results={c: {"overall": _numbers(r.metrics)} for c, (_, r) in records.items()},
         sample_counts={c: len(s) for c, s in samples.items()},
         data={"kind": "vbstore", "manifestSha256": manifest_sha256(samples)},
         protocol={
-            "task": first["task"] if len(tasks) == 1 else ",".join(sorted(tasks)),
+            "task": first.task if len(tasks) == 1 else ",".join(sorted(tasks)),
             "params": params[0] if all(p == params[0] for p in params) else {},
         },
-        evaluator={"package": "vbstore", "version": first.get("versions", {}).get("vbstore", "")},
-        comparable=all(r.get("comparable", True) for _, r in records.values()),
+        evaluator={"package": "vbstore", "version": (first.versions or {}).get("vbstore", "")},
+        comparable=all(r.is_comparable for _, r in records.values()),
         sources={c: oid for c, (oid, _) in records.items()},
     )
 
@@ -270,7 +289,8 @@ def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str
         name, sep, ref = item.partition("=")
         if not sep:
             ref = item
-            split = store.read_json(store.resolve(ref)).get("data", {}).get("eval", {}).get("split")
+            split = ResultRecord.from_dict(store.read_json(store.resolve(ref))).eval_data.get(
+                "split")
             if split in by_split:
                 name = by_split[split]
             elif len(suite.conditions) == 1 and len(results) == 1:
@@ -286,27 +306,27 @@ def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str
     return out
 
 
-def _checkpoint(store: Store, record: dict[str, Any]) -> dict[str, str]:
-    weights_id = record.get("inputs", {}).get("weights")
-    identity, label = weights_id, record.get("backbone", {}).get("spec", "")
+def _checkpoint(store: Store, record: ResultRecord) -> dict[str, str]:
+    weights_id = record.inputs.get("weights")
+    identity, label = weights_id, record.spec
     if weights_id and store.has(weights_id):
-        weights = store.read_json(weights_id)
+        weights = WeightsRecord.from_dict(store.read_json(weights_id))
         known = WeightsIdentity.of(record, weights)
         if known is not None:  # what a CLIP_benchmark export's `vbstore` field reads back as
             return known.checkpoint()
-        identity = weights.get("tensor_hash", weights_id)
-        if weights.get("origin") == "random" and weights.get("seed") is not None:
-            label += f" seed={weights['seed']}"  # two random inits are two checkpoints
+        identity = weights.tensor_hash
+        if weights.origin == "random" and weights.seed is not None:
+            label += f" seed={weights.seed}"  # two random inits are two checkpoints
     return {
         "id": identity or "unknown",
         "label": label,
-        "weights": record.get("weights_kind", "unknown"),
+        "weights": record.weights_kind or "unknown",
     }
 
 
-def _sample_names(store: Store, record: dict[str, Any]) -> list[str]:
-    manifest = record["data"]["eval"]["manifest"]
-    return [s["name"] for s in store.read_json(manifest)["samples"]]
+def _sample_names(store: Store, record: ResultRecord) -> list[str]:
+    manifest = ManifestRecord.from_dict(store.read_json(record.eval_data["manifest"]))
+    return [s["name"] for s in manifest.samples]
 
 
 def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:

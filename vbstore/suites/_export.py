@@ -84,7 +84,7 @@ def board_markdown(board: Board) -> str:
     header = _header(board)
     headline = board.suite.headline
     lines = [
-        f"**{board.suite.ref}** — {board.suite.doc['name']}; ranked by `{headline['key']}` "
+        f"**{board.suite.ref}** — {board.suite.name}; ranked by `{headline['key']}` "
         f"({'higher' if headline['direction'] == 'max' else 'lower'} is better)",
         "",
         "| " + " | ".join(header) + " |",
@@ -155,4 +155,4 @@ def board_plot(board: Board, path: str | Path) -> Path:
 
 def visin_results(evaluation: Evaluation) -> dict[str, Any]:
     """The condition → class → metric results file ``visin evaluate`` accepts."""
-    return evaluation.doc["results"]
+    return evaluation.record.results

@@ -28,19 +28,19 @@ def promote(
         ObjectNotFound, UsageError: no such evaluation; SuiteNotFound: no such suite.
     """
     origin = open_evaluation(store, evaluation)
-    target = get_suite(store, suite or origin.doc["suite"])
-    doc = origin.doc
-    checkpoint = {**doc["checkpoint"], **({"label": label} if label else {})}
+    was = origin.record
+    target = get_suite(store, suite or was.suite)
+    checkpoint = {**was.checkpoint, **({"label": label} if label else {})}
     doc = build(
         target,
         checkpoint=checkpoint,
-        results=doc["results"],
-        sample_counts={**doc["sample_counts"], **(sample_counts or {})},
-        data=doc.get("data"),
-        protocol=doc.get("protocol"),
-        evaluator=doc.get("evaluator"),
-        comparable=doc.get("comparable", True),
-        sources=doc.get("sources"),
+        results=was.results,
+        sample_counts={**was.sample_counts, **(sample_counts or {})},
+        data=was.data,
+        protocol=was.protocol,
+        evaluator=was.evaluator,
+        comparable=was.comparable is not False,
+        sources=was.sources,
         promoted_from=origin.id,
     )
     return record(store, doc, dry_run=dry_run)

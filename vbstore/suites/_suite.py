@@ -17,11 +17,13 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from .. import canonical
 from ..errors import SuiteConflict, SuiteNotFound, UsageError
+from ..records import SuiteRecord
 from ..store import Store
 
 _REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?\Z")
@@ -30,26 +32,39 @@ AGGREGATIONS = ("equal-mean-of-conditions",)
 
 @dataclass(frozen=True)
 class Suite:
-    """A stored suite: its id, ``slug@version`` and its document with defaults filled in."""
+    """A stored suite: its id, ``slug@version`` and its document with defaults filled in
+    (``record`` reads it typed)."""
 
     id: str
     doc: dict[str, Any]
 
+    @cached_property
+    def record(self) -> SuiteRecord:
+        return SuiteRecord.from_dict(self.doc)
+
     @property
     def slug(self) -> str:
-        return self.doc["slug"]
+        return self.record.slug
 
     @property
     def version(self) -> int:
-        return self.doc["version"]
+        return self.record.version
 
     @property
     def ref(self) -> str:
-        return f"{self.slug}@{self.version}"
+        return self.record.ref
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def visibility(self) -> str | None:
+        return self.record.visibility
 
     @property
     def protocol(self) -> dict[str, Any]:
-        return self.doc["protocol"]
+        return self.record.protocol
 
     @property
     def conditions(self) -> list[dict[str, Any]]:
@@ -219,9 +234,10 @@ def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
         SuiteConflict: ``slug@version`` exists with another protocol; names the next free version.
     """
     doc = normalize(doc)
-    digest = protocol_digest(doc["protocol"])
     oid = store.put_json(doc, "suite")  # validates against schemas/suite.schema.json
-    slug, version = doc["slug"], doc["version"]
+    suite = SuiteRecord.from_dict(doc)
+    digest = protocol_digest(suite.protocol)
+    slug, version = suite.slug, suite.version
     with store.db.write() as conn:
         row = conn.execute(
             "SELECT id, protocol_digest FROM suites WHERE slug=? AND version=?", (slug, version)
@@ -277,7 +293,7 @@ def list_suites(store: Store) -> list[dict[str, Any]]:
     )
     out = []
     for slug, version, oid, digest in rows:
-        doc = store.read_json(oid)
+        suite = SuiteRecord.from_dict(store.read_json(oid))
         out.append(
             {
                 "ref": f"{slug}@{version}",
@@ -285,9 +301,9 @@ def list_suites(store: Store) -> list[dict[str, Any]]:
                 "version": version,
                 "id": oid,
                 "protocol_digest": digest,
-                "name": doc.get("name", ""),
-                "task": doc["protocol"]["task"],
-                "visibility": doc.get("visibility"),
+                "name": suite.name,
+                "task": suite.protocol["task"],
+                "visibility": suite.visibility,
             }
         )
     return out

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..data import load_manifest, write_png
+from ..records import EvaluationRecord, ResultRecord
 from ..store import Store
 from ._board import leaderboard
 from ._evaluate import from_results, record
@@ -247,7 +248,7 @@ def write_registry(store: Store, path: str | Path) -> Path:
                     ref,
                     suite.slug,
                     suite.version,
-                    suite.doc["name"],
+                    suite.name,
                     suite.protocol["task"],
                     suite.headline["key"],
                     suite.digest,
@@ -258,40 +259,41 @@ def write_registry(store: Store, path: str | Path) -> Path:
         for oid, suite_ref, recorded in store.db.query(
             "SELECT id, suite, recorded FROM evaluations ORDER BY suite, recorded, id"
         ):
-            doc = store.read_json(oid)
+            evaluation = EvaluationRecord.from_dict(store.read_json(oid))
+            sources = evaluation.sources or {}
             conn.execute(
                 "INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     oid,
                     suite_ref,
-                    doc["checkpoint"]["id"],
-                    doc["checkpoint"]["label"],
-                    doc["checkpoint"]["weights"],
-                    doc["evidence"],
-                    json.dumps(doc.get("missing", [])),
-                    doc["verdict"]["state"],
-                    int(doc["verdict"]["ranked"]),
+                    evaluation.checkpoint["id"],
+                    evaluation.checkpoint["label"],
+                    evaluation.checkpoint["weights"],
+                    evaluation.evidence,
+                    json.dumps(evaluation.missing or []),
+                    evaluation.state,
+                    int(evaluation.ranked),
                     recorded,
-                    json.dumps(doc["verdict"]["reasons"]),
-                    json.dumps(doc["verdict"]["scores"], sort_keys=True),
-                    json.dumps(doc["sources"], sort_keys=True),
+                    json.dumps(evaluation.reasons),
+                    json.dumps(evaluation.verdict["scores"], sort_keys=True),
+                    json.dumps(sources, sort_keys=True),
                 ),
             )
-            result_ids.update(v for v in doc["sources"].values() if isinstance(v, str))
+            result_ids.update(v for v in sources.values() if isinstance(v, str))
         for oid in sorted(result_ids):
-            r = store.read_json(oid)
+            r = ResultRecord.from_dict(store.read_json(oid))
             conn.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     oid,
-                    r["task"],
-                    r["backbone"]["spec"],
-                    r["weights_kind"],
-                    r["data"]["eval"]["split"],
-                    r["data"]["eval"]["samples"],
-                    json.dumps(r["metrics"], sort_keys=True),
-                    json.dumps(r["params"], sort_keys=True),
-                    r["versions"]["vbstore"],
+                    r.task,
+                    r.spec,
+                    r.weights_kind,
+                    r.eval_data["split"],
+                    r.eval_data["samples"],
+                    json.dumps(r.metrics, sort_keys=True),
+                    json.dumps(r.params, sort_keys=True),
+                    (r.versions or {})["vbstore"],
                 ),
             )
         for ref in refs:

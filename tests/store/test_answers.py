@@ -1,0 +1,139 @@
+"""The answer cache as a store feature: what it records, what it gives back, and every change
+that makes it miss (the command line's use of it: tests/cli/test_answers.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from vbstore import Store
+from vbstore.store import _answers as cache
+from vbstore.store import derivation_key, derivation_spec
+
+KEY = "k" * 64
+RESULT = {"kind": "result", "task": "knn", "op_version": 1, "metrics": {"top1": 0.5},
+          "params": {}, "inputs": {}}
+
+
+def settled():
+    time.sleep(2 * cache.RACY_NS / 1e9)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """A store holding a result found through a derivation, a data folder, and the result's
+    answer recorded (its lookup watched, as ``get result`` does)."""
+    data = tmp_path / "data"
+    (data / "val").mkdir(parents=True)
+    for name in ("a.png", "b.png"):
+        (data / "val" / name).write_bytes(name.encode())
+    store = Store(tmp_path / "store")
+    spec = derivation_spec("result", 1, {"eval_manifest": "e" * 64}, {})
+    oid = store.put_json(RESULT, "result")
+    store.record(spec, oid)
+    store.record_run(oid, device="cpu:test", seconds=1.5, timings={"evaluate_s": 1.0},
+                     features_from_cache=True)
+    settled()
+
+    def record(result=oid, **kw):
+        store.watch_reads()
+        assert store.lookup(derivation_key(spec)) == oid
+        options = {"started_ns": time.time_ns(), "folders": {str(data): {}}, "samples": 2,
+                   "extra": {"json": False}, **kw}
+        return store.record_answer(KEY, result, **options)
+
+    yield store, data, oid, record, spec
+    store.close()
+
+
+def test_a_recorded_answer_comes_back_with_its_newest_run(setup):
+    store, _, oid, record, _ = setup
+    assert record()
+    found = cache.lookup(str(store.root), KEY)
+    assert found is not None
+    assert (found.oid, found.doc, found.extra) == (oid, RESULT, {"json": False})
+    assert found.run == store.last_run(oid).as_dict()
+    assert cache.lookup(str(store.root), "x" * 64) is None  # another key: nothing
+
+
+@pytest.mark.parametrize("change", ["touched", "added", "removed", "renamed"])
+def test_any_change_under_a_data_folder_misses(setup, change):
+    store, data, _, record, _ = setup
+    assert record()
+    image = data / "val" / "a.png"
+    if change == "touched":
+        os.utime(image, ns=(0, 0))
+    elif change == "added":
+        (data / "val" / "c.png").write_bytes(b"c")
+    elif change == "removed":
+        image.unlink()
+    else:
+        image.rename(data / "val" / "z.png")
+    assert cache.lookup(str(store.root), KEY) is None
+
+
+def test_a_changed_registry_row_misses(setup):
+    store, _, _, record, spec = setup
+    assert record()
+    with store.db.write() as conn:
+        conn.execute("UPDATE derivations SET output = ? WHERE key = ?",
+                     ("f" * 64, derivation_key(spec)))
+    assert cache.lookup(str(store.root), KEY) is None
+
+
+def test_a_changed_named_file_and_a_damaged_blob_miss(setup, tmp_path):
+    store, _, oid, record, _ = setup
+    checkpoint = tmp_path / "weights.safetensors"
+    checkpoint.write_bytes(b"one")
+    settled()
+    assert record(files=[str(checkpoint)])
+    assert cache.lookup(str(store.root), KEY) is not None
+    checkpoint.write_bytes(b"two")
+    assert cache.lookup(str(store.root), KEY) is None
+    checkpoint.unlink()
+    assert record()  # recorded again, without the file
+    blob = store.path(oid)
+    blob.chmod(0o644)
+    blob.write_bytes(blob.read_bytes().replace(b"0.5", b"0.6"))
+    assert cache.lookup(str(store.root), KEY) is None
+
+
+def test_a_newer_run_shows_at_the_next_lookup(setup):
+    store, _, oid, record, _ = setup
+    assert record()
+    time.sleep(0.01)
+    store.record_run(oid, device="cuda:test", seconds=0.5)
+    assert cache.lookup(str(store.root), KEY).run["device"] == "cuda:test"
+
+
+def test_what_is_not_recorded(setup):
+    store, data, oid, record, _ = setup
+    assert not store.record_answer(KEY, oid, started_ns=time.time_ns(), folders={}, samples=0)
+    assert not record(started_ns=time.time_ns() - 10**12)  # racy: changed since it started
+    assert not record(result="0" * 64)  # not found through the lookups watched
+    # a folder far larger than what the answer read: a marker, until its own listing changes
+    for i in range(cache.SPARE + 10):
+        os.close(os.open(data / f"{i}", os.O_CREAT | os.O_WRONLY))
+    assert not record()
+    deps = json.loads(store.db.one("SELECT deps FROM answers WHERE key=?", (KEY,))[0])
+    assert deps["skip"][0][0] == str(data)
+    assert store.answer_skipped(KEY)
+    assert cache.lookup(str(store.root), KEY) is None
+    os.unlink(data / "0")
+    assert not store.answer_skipped(KEY)
+
+
+def test_gc_empties_the_cache_and_an_older_registry_is_not_read(setup):
+    store, _, _, record, _ = setup
+    assert record()
+    store.gc()
+    assert store.db.query("SELECT * FROM answers") == []
+    assert store.db.query("SELECT * FROM answer_trees") == []
+    assert cache.lookup(str(store.root), KEY) is None
+    assert record()
+    with store.db.write() as conn:
+        conn.execute("PRAGMA user_version=4")  # a registry the full command would migrate
+    assert cache.lookup(str(store.root), KEY) is None
