@@ -271,10 +271,11 @@ def fetch_derivation(store, key: str, remotes: Iterable[str] | None = None) -> s
 
     Asks each configured remote (or those named) in turn for ``derivations/<key>.json``,
     downloads the output and whatever of its closure is missing, verified, records the
-    derivation, and returns the output id. Pull-only remotes (``cache=False``) are never asked.
-    An unreachable remote, and an answer that fails any check (a tampered blob, an unsafe or
-    malformed record, an output of another kind than its op makes), is a miss with a warning:
-    ``get`` computes instead and nothing of that answer is kept.
+    derivation (origin ``remote NAME``), and returns the output id. Pull-only remotes
+    (``cache=False``) are never asked. An unreachable remote, and an answer that fails any
+    check (a tampered blob, an unsafe or malformed record, an output of another kind than its
+    op makes, an output that declares another question than the key's spec), is a miss with a
+    warning: ``get`` computes instead and nothing of that answer is kept.
     """
     key = check_oid(key, "derivation key")
     hit = store.lookup(key)
