@@ -248,10 +248,11 @@ class AnswersMixin(_StoreBase):
         trees = self._trees(key, folders, PER_SAMPLE * samples + SPARE, started_ns)
         if trees is None:
             return False
-        # every module file the caller ran (its sys.path is in the key: it decides which load)
-        modules = sorted(files | {os.path.abspath(f) for f in (
+        # every module file the caller ran (its sys.path is in the key: it decides which load);
+        # a relative __file__ names no file (torch's _classes.py and _ops.py namespaces)
+        modules = sorted(files | {f for f in (
             *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable)
-            if f})
+            if isinstance(f, str) and os.path.isabs(f)})
         found = states("", modules)
         if found is None or found[1] >= started_ns - RACY_NS:
             return False
