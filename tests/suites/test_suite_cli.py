@@ -121,6 +121,16 @@ def test_suite_from_manifests_get_result_evaluate_board_diff(run, shapes, tmp_pa
 
     board = json.loads(run("leaderboard", "shapes-knn@1", "--json").output)
     assert [r["rank"] for r in board["rows"]] == [1]
+    # the trivial predictor's row: the same data for every checkpoint
+    base = board["baseline"]
+    assert base["predictor"] == "the majority class of the train split"
+    assert base["headline"] == pytest.approx(sum(base["conditions"].values()) / 2)
+    assert board["rows"][0]["beats_baseline"] == (board["rows"][0]["headline"] > base["headline"])
+    assert f"baseline                         {base['headline']:.4f}" in run(
+        "leaderboard", "shapes-knn@1").output
+    markdown = run("leaderboard", "shapes-knn@1", "--format", "md").output
+    assert f"| — | baseline: the majority class of the train split | | | {base['headline']:.4f}" \
+        in markdown
     assert board["rows"][0]["attempts"] == 2
     plot = tmp_path / "board.png"
     text = run("leaderboard", "shapes-knn@1", "--plot", str(plot))

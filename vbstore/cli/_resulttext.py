@@ -31,6 +31,7 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
     if not from_cache and doc.get("features_from_cache"):
         out.append((False, "  reused stored features (no forward pass)"))
     aggregate, sample = doc.get("aggregate") or {}, doc.get("sample_ci") or {}
+    baseline = doc.get("baseline") or {}
     for name, value in metrics:
         if name in aggregate:
             a = aggregate[name]
@@ -43,6 +44,11 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
             out.append((False, f"  {'':<28} 95% CI over eval samples "
                                f"{b['ci_low']:.4f}–{b['ci_high']:.4f}"  # noqa: RUF001 - a range's en dash
                                f"  (bootstrap, {b['n_boot']} draws)"))
+        if name == baseline.get("headline"):
+            out.append((False, f"  {'':<28} baseline {baseline['value']:.4f} "
+                               f"({baseline['predictor']}), margin {baseline['margin']:+.4f}"))
+    if baseline.get("skipped"):
+        out.append((False, f"  {baseline['skipped']}"))
     if doc.get("sample_ci_skipped"):
         out.append((False, f"  no CI over eval samples: {doc['sample_ci_skipped']}"))
     for name, value in (doc.get("train_metrics") or {}).items():

@@ -143,6 +143,11 @@ class Listing:
         """The split's targets as listed (the engine checks them against the task's kind)."""
         return targets_seen(self.scan.layout, self.scan.root, self.scan.target_type)
 
+    @property
+    def samples(self) -> int:
+        """How many samples the manifest will hold (the limit applied), counted on the listing."""
+        return len(kept_entries(self.scan, self.limit))
+
 
 def list_split(store, data: str | Path, split: str | None = None, limit: int | None = None,
                **layout_options: Any) -> Listing:

@@ -24,6 +24,7 @@ from ..records import ResultRecord
 from ..store import derivation_key
 from ..tasks import BOX_TARGETS, KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
+from ._baseline import baseline_fields, compute_baseline
 from ._cache import remote_fetch
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
@@ -206,6 +207,7 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     per_seed, train_metrics, comparable = [], [], True
     draws: list[dict[str, Any]] = []  # bootstrap draws over eval samples, one set per head
     skip = sample_ci_skip(task)
+    train, targets = None, None
     start = time.perf_counter()
     if task.views == "homography":
         views = _views(plan, run, evaluation)
@@ -250,6 +252,9 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    found = compute_baseline(plan, evaluation, train, targets)
+    warnings = [*plan.notes, *(result.warnings or [])] or None
+    result = replace(result, **baseline_fields(plan, found, result.metrics, warnings))
     if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
         data = dict(result.data or {})
         data = {**data, "eval": {**data["eval"],

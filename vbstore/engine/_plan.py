@@ -26,8 +26,9 @@ from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams, extractor_key
 from ..store import Store, derivation_key, derivation_spec
 from ..tasks import Task
-from ._backbone import BackboneRef, find_backbone, resolve_backbone
+from ._backbone import BackboneRef, find_backbone, keyed_input_size, resolve_backbone
 from ._cache import remote_has
+from ._datachecks import check_against_data
 from ._features import featureset_spec, packs_present
 from ._requests import ResultRequest, store_param_files
 from ._targets import check_targets, explain_mismatch
@@ -126,6 +127,8 @@ class Plan:
     started: float = field(default_factory=time.perf_counter)
     # when planning began, as time.time(): what execute's run lease keeps from gc
     begun: float = field(default_factory=time.time)
+    # what the task adapts to the data and the record says (vbstore.engine._datachecks)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def backbone(self) -> BackboneRef:
@@ -296,6 +299,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     eval_l = _listing(store, request.data, "--split", task)
     train_l = (_listing(store, request.train, "--train-split", task)
                if request.train is not None else None)
+    notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
     eval_m = store_listing(store, eval_l, touch=False)
     train_m = store_listing(store, train_l, touch=False) if train_l is not None else None
     ref = backbone_of(store, request, task, build=not dry_run)
@@ -315,7 +319,13 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if ref is None:
         extractor, spec = None, None
     else:
+        b = request.backbone
+        size = keyed_input_size(store, ref, b.spec, weights=b.weights, seed=b.seed,
+                                input_size=b.input_size, use_projection=task.needs_text,
+                                build=not dry_run)
         extractor = extractor_for(task, request, ref.default_pooling)
+        if size != extractor.input_size:  # the backbone's own size: the identity of none given
+            extractor = replace(extractor, input_size=size)
         spec = result_spec(
             task,
             task_params,
@@ -378,6 +388,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         steps,
         started,
         begun,
+        notes,
     )
 
 

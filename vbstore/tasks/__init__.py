@@ -28,18 +28,21 @@ from ._registry import (
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 
 if TYPE_CHECKING:
+    from ._baselines import Baseline, keep_declared, targets_baseline
     from ._dense import DenseTask
     from .aggregate import aggregate_seeds
     from .correspondence import KeypointPairs, WarpPairs
 
 # from their modules when first used: a cached result needs none of them
 _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
-         "DenseTask": "_dense", "aggregate_seeds": "aggregate"}
+         "DenseTask": "_dense", "aggregate_seeds": "aggregate", "Baseline": "_baselines",
+         "keep_declared": "_baselines", "targets_baseline": "_baselines"}
 
 __all__ = [
     "BOX_TARGETS",
     "BUILTIN",
     "DENSE_TARGETS",
+    "Baseline",
     "DenseBatch",
     "DenseSplit",
     "DenseTask",
@@ -58,10 +61,12 @@ __all__ = [
     "ZeroShotContext",
     "aggregate_seeds",
     "get_task",
+    "keep_declared",
     "list_tasks",
     "metric_order",
     "ordered_metrics",
     "register_task",
+    "targets_baseline",
 ]
 
 
