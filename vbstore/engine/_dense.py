@@ -122,6 +122,13 @@ class PackSplit:
         """The manifest name of row ``position``."""
         return self._manifest.samples[position]["name"]
 
+    def target_file(self, position: int) -> str:
+        """The file row ``position``'s target is read from (its image when the target is
+        computed from the pixels), for messages that name it."""
+        if self.target_kind == "image" or "target" not in self._manifest.samples[position]:
+            return str(self._manifest.image_path(position))
+        return str(self._manifest.target_path(position))
+
     def image(self, position: int) -> np.ndarray:
         """(3, H, W) float32: the RGB row ``position``'s image became for the backbone, in
         [0, 1] (resized and cropped, before normalisation)."""
@@ -163,7 +170,7 @@ class PackSplit:
             return self._boxes(position, path, sample["target"], size)
         array = decode_target(self._read(path, sample["target"]), path, self.target_kind,
                               self._scale)
-        return align(array, self._cfg.geometry, size)
+        return align(array, self._cfg.geometry, size, path)
 
     def _boxes(self, position: int, path: Path, expected: str, size: tuple[int, int]
                ) -> np.ndarray:
@@ -190,7 +197,7 @@ class PackSplit:
             segs = [seg for seg, keep in zip(boxes.segmentations, kept, strict=True) if keep]
             masks = np.stack([coco_mask(seg, boxes.width, boxes.height) for seg in segs]
                              ) if segs else np.zeros((0, boxes.height, boxes.width), bool)
-            masks = align(masks.astype(np.uint8), self._cfg.geometry, size) > 0
+            masks = align(masks.astype(np.uint8), self._cfg.geometry, size, path) > 0
             return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], 1)
         if boxes.mask is None:
             raise BadInput("box annotations without instance masks", [(str(path), "no instances "
@@ -198,7 +205,7 @@ class PackSplit:
                            "scenes boxes or COCO polygons); use detection for boxes alone")
         mask_path, mask_hash = boxes.mask
         ids = decode_target(self._read(mask_path, mask_hash), mask_path, "label_map", None)
-        ids = align(ids, self._cfg.geometry, size)
+        ids = align(ids, self._cfg.geometry, size, mask_path)
         masks = ids[None] == boxes.instances[kept][:, None, None]
         return np.concatenate([rows, masks.reshape(len(rows), -1).astype(np.float32)], axis=1)
 

@@ -148,7 +148,7 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
         order_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         loss_sum, rows, learned = 0.0, 0, 0
         for batch in split.batches(params["batch_size"], shuffle=True, seed=order_seed):
-            target = task._prepare(batch.target, params, "train")
+            target = task.prepare_batch(split, batch, params, "train")
             if epoch == 0 and no_signal != "":  # "" once any batch teaches something
                 no_signal = task._no_signal(target, params) or ""
             pred = task._predict(head(batch.feats), split.target_hw, params)
@@ -216,5 +216,5 @@ def predictions(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSpl
     head = head.to(split.device).eval()
     with torch.no_grad():
         for batch in split.batches(batch_size):
-            target = task._prepare(batch.target, params, "eval")
+            target = task.prepare_batch(split, batch, params, "eval")
             yield batch.index, target, task._predict(head(batch.feats), split.target_hw, params)
