@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 _LAZY = {
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
     "FeatureResult": "._features", "get_features": "._features",
-    "lineage": "._lineage", "summary": "._lineage",
+    "lineage": "._lineage", "summary": "._lineage", "weights_of_tensor_hash": "._lineage",
     "Plan": "._plan", "Step": "._plan", "plan": "._plan",
     "BackboneRequest": "._requests", "DataRef": "._requests", "ProbeRequest": "._requests",
     "ResultRequest": "._requests", "store_param_files": "._requests",
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         dense_samples,
         open_dense_result,
     )
-    from ._lineage import lineage, summary
+    from ._lineage import lineage, summary, weights_of_tensor_hash
     from ._plan import Plan, Step, plan
     from ._requests import (
         BackboneRequest,
@@ -87,6 +87,7 @@ __all__ = [
     "store_param_files",
     "summary",
     "sweep",
+    "weights_of_tensor_hash",
 ]
 
 

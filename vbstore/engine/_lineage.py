@@ -68,3 +68,21 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
         for role, child in store.children(oid)
     ]
     return node
+
+
+def weights_of_tensor_hash(store, prefix: str) -> list[str]:
+    """The weights records whose ``tensor_hash`` (the hash of the tensors' content that a
+    head-mismatch message prints; not an object id) starts with ``prefix``."""
+    prefix = prefix.lower()
+    if len(prefix) < 4:
+        return []
+    found = []
+    for info in store.ls("weights"):
+        if not store.has(info.id):
+            continue
+        try:
+            if str(store.read_json(info.id).get("tensor_hash", "")).startswith(prefix):
+                found.append(info.id)
+        except VbstoreError:
+            continue
+    return found

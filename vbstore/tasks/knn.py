@@ -65,7 +65,7 @@ class KnnClassification(Task):
         if "k" in given:
             raise UsageError(
                 f"k={params['k']} neighbours, but the train split has {train.samples} samples",
-                hint=f"give k at most {train.samples} (-k / -p k=), or more training data")
+                hint=f"give k at most {train.samples}, or more training data")
         return [f"k={params['k']} (the default) is more than the {train.samples} train samples: "
                 "every train image votes"]
 
