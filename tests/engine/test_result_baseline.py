@@ -79,3 +79,12 @@ def test_a_record_stored_before_baselines_still_reads_and_prints():
     assert "baseline" not in record.to_dict()
     lines = [line for _, line in result_lines(doc, "0" * 64, "computed", 0.1, ["top1"])]
     assert not any("baseline" in line for line in lines)
+
+
+def test_counts_print_as_integers_and_fractions_to_four_decimals():
+    doc = {"kind": "result", "task": "detection", "op_version": 1, "params": {}, "inputs": {},
+           "metrics": {"map_50": 1.0, "classes_scored": 2.0, "detections_per_image": 3.5}}
+    lines = [line for _, line in result_lines(doc, "0" * 64, "computed", 0.1, [])]
+    assert f"  {'classes_scored':<28} 2" in lines
+    assert f"  {'map_50':<28} 1.0000" in lines
+    assert f"  {'detections_per_image':<28} 3.5000" in lines

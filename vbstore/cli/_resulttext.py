@@ -38,7 +38,7 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
             out.append((False, f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} "
                                f"seeds (95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})"))  # noqa: RUF001 - a range's en dash
         else:
-            out.append((False, f"  {name:<28} {value:.4f}"))
+            out.append((False, f"  {name:<28} {number(value)}"))
         if name in sample:
             b = sample[name]
             out.append((False, f"  {'':<28} 95% CI over eval samples "
@@ -65,3 +65,11 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
         out.append((False, "  reproduced the stored numbers (max abs diff "
                            f"{reproduced['max_abs_diff']:.3g})"))
     return out
+
+
+def number(value: float) -> str:
+    """A metric as printed: a count (a whole number of 2 or more: ``classes_scored``,
+    ``num_matches``) as an integer, anything else to 4 decimals."""
+    if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 2):
+        return str(int(value))
+    return f"{value:.4f}"

@@ -180,9 +180,11 @@ def pull() -> None:
 def pull_ref_cmd(store, target: str, revision: str | None, as_name: str | None, force: bool,
                  as_json: bool) -> None:
     """Pull REMOTE/NAME: every blob is re-hashed before it enters the store."""
+    from .._progress import reporting
     from ..remotes import pull as do_pull
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
+    with reporting(not as_json):  # blobs pulled so far, on stderr
+        result = do_pull(store, target, revision=revision, as_name=as_name, force=force)
     oid = result.id
     assert oid is not None  # a pulled ref always names an object
 

@@ -54,6 +54,8 @@ class Run:
     from_cache: dict[str, bool] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)
     extracted: int = 0
+    # role -> id, images extracted now and rows reused, per feature set read
+    features: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def versions() -> dict[str, str | None]:
@@ -152,6 +154,10 @@ def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
     # a new featureset assembled from stored rows (another target over the same images) ran no
     # forward pass either: features_from_cache says whether the backbone ran
     run.from_cache[f"{role}_features"] = not computed or stats.get("extracted", 1) == 0
+    extracted_now = int(stats.get("extracted", 0)) if computed else 0
+    reused = int(stats.get("reused", 0)) if computed else len(manifest)
+    run.features[role] = {"id": oid, "extracted": extracted_now, "reused": reused,
+                          "stored": not computed}
     return oid
 
 

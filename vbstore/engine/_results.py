@@ -13,9 +13,10 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._progress import reporting
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
@@ -48,6 +49,9 @@ class Result:
     remote: str | None = None
     computed: tuple[str, ...] = ()
     extracted: int = 0
+    # per feature set this call read (eval, train, views): its id, images extracted now and
+    # rows reused from the store; empty when the result itself was found
+    features: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def origin(self) -> str:
@@ -73,6 +77,8 @@ class Result:
             out["remote"] = self.remote
         if self.reproduced is not None:
             out["reproduced"] = self.reproduced
+        if self.features:
+            out["features"] = self.features
         return out
 
 
@@ -233,6 +239,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
     answered: dict[str, str] = {}
     done: list[str] = []  # derivation keys computed by this call (features, heads, the result)
     extracted = [0]  # images this call sent through a backbone
+    features: dict[str, dict[str, Any]] = {}
 
     def compute() -> str:
         # the compute path (heads, bootstrap, extraction) loads only on a miss: a cached
@@ -242,10 +249,12 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor)
         try:
-            return compute_result(the_plan, run)
+            with reporting(progress is True):  # head training, dense scoring: on stderr
+                return compute_result(the_plan, run)
         finally:
             done.extend(run.computed)
             extracted[0] = run.extracted
+            features.update(run.features)
 
     oid, computed = store.derive(spec, compute, fetch=remote_fetch(store, answered),
                                  timeout=lease_timeout)
@@ -261,6 +270,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         remote=answered.get("remote"),
         computed=tuple(done),
         extracted=extracted[0],
+        features=features,
     )
 
 
@@ -289,7 +299,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
     key = derivation_key(spec)
     previous = store.lookup(key)
     run = Run(device=device, progress=progress, executor=executor)
-    with store.lease(key, inputs=list(spec["inputs"].values())):
+    with store.lease(key, inputs=list(spec["inputs"].values())), reporting(progress is True):
         oid = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid)
         run.computed.append(key)
@@ -500,7 +510,8 @@ def get_head(
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )
-        return (the_plan, *train_head(the_plan, run, train, seed, answered=answered))
+        with reporting(progress is True):
+            return (the_plan, *train_head(the_plan, run, train, seed, answered=answered))
 
     the_plan, oid, trained = _replanning(the_plan, attempt)
     return HeadResult(
