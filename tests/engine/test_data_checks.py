@@ -76,3 +76,16 @@ def test_an_input_size_equal_to_the_default_is_the_identity_of_none(run, data):
                            "--json").stdout)
     assert other["record"]["extractor"]["input_size"] == 48
     assert other["source"] == "computed"
+
+
+def test_a_dry_run_writes_no_manifest_yet_names_it_as_storing_would(run, data, store_root):
+    dry = json.loads(run("get", "result", *TINY, "-t", "knn", *data, "--dry-run", "--json").stdout)
+    with Store(store_root) as store:
+        assert store.db.query("SELECT COUNT(*) FROM objects")[0][0] == 0
+    planned = {s["role"]: (s["id"], s["status"]) for s in dry["steps"] if s["op"] == "manifest"}
+    assert {r: status for r, (_, status) in planned.items()} == {"eval": "compute",
+                                                                "train": "compute"}
+    done = json.loads(run("get", "result", *TINY, "-t", "knn", *data, "--json").stdout)
+    data_ids = done["record"]["data"]
+    assert planned["eval"][0] == data_ids["eval"]["manifest"]
+    assert planned["train"][0] == data_ids["train"]["manifest"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import canonical
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
 from ._files import loose_images, subdirs
 from ._kinds import TargetsSeen, targets_seen
@@ -157,8 +158,13 @@ def list_split(store, data: str | Path, split: str | None = None, limit: int | N
     return Listing(scan, source, limit)
 
 
-def store_listing(store, listing: Listing, *, touch: bool = True) -> ManifestView:
-    """The second half of :func:`load_manifest`: the listed split's manifest, stored."""
+def store_listing(store, listing: Listing, *, touch: bool = True,
+                  write: bool = True) -> ManifestView:
+    """The second half of :func:`load_manifest`: the listed split's manifest, stored.
+
+    ``write=False`` (a dry run) stores nothing: a manifest never stored is built and named by
+    the hash of its document, as storing it would name it.
+    """
     scan, source, limit = listing.scan, listing.source, listing.limit
     entries = kept_entries(scan, limit)
     files = file_states(scan, entries)
@@ -180,6 +186,8 @@ def store_listing(store, listing: Listing, *, touch: bool = True) -> ManifestVie
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries), files=files)
     doc = build()
+    if not write:
+        return ManifestView(scan.root, canonical.digest(canonical.dumps(doc)), doc, files=files)
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)

@@ -300,8 +300,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     train_l = (_listing(store, request.train, "--train-split", task)
                if request.train is not None else None)
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
-    eval_m = store_listing(store, eval_l, touch=False)
-    train_m = store_listing(store, train_l, touch=False) if train_l is not None else None
+    # a dry run writes no manifest: it names each by its document's hash
+    eval_m = store_listing(store, eval_l, touch=False, write=not dry_run)
+    train_m = (store_listing(store, train_l, touch=False, write=not dry_run)
+               if train_l is not None else None)
     ref = backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
@@ -313,9 +315,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             work={} if ref else {"builds": f"builds {request.backbone.spec} (imports torch)"},
         )
     ]
-    steps.append(Step("manifest", "eval", "stored", eval_m.id, {"samples": len(eval_m)}))
-    if train_m is not None:
-        steps.append(Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}))
+    for role, manifest in (("eval", eval_m), ("train", train_m)):
+        if manifest is not None:  # a dry run's new manifest: to store (files hashed, no model)
+            steps.append(Step("manifest", role, "stored" if store.has(manifest.id) else "compute",
+                              manifest.id, {"samples": len(manifest)}))
     if ref is None:
         extractor, spec = None, None
     else:
