@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from ..engine import lineage, summary, weights_of_tensor_hash
+from ..engine import lineage, result_columns, summary, weights_of_tensor_hash
 from ..errors import ObjectNotFound, VbstoreError
+from ..records import ResultRecord
 from ..store import KINDS, encoding, read_safetensors_header, sniff_kind
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
 from ._lineage import render_lineage
@@ -160,7 +161,16 @@ def ls_cmd(store, kind: str | None, as_json: bool) -> None:
                        f"{_when(row.created)}  {summary(store, row.id, row.kind)}{state}"
                        + (f"  [{names}]" if names else ""))
 
-    emit(as_json, [dict(r.as_dict(), refs=refs.get(r.id, [])) for r in rows], text)
+    def row_dict(row) -> dict[str, Any]:
+        out = dict(row.as_dict(), refs=refs.get(row.id, []))
+        if row.kind == "result" and store.has(row.id):  # what tells two results apart
+            out.update(result_columns(store, ResultRecord.from_dict(store.read_json(row.id))))
+        return out
+
+    if as_json:
+        emit(True, [row_dict(r) for r in rows])
+        return
+    emit(False, None, text)
 
 
 @click.command()

@@ -15,6 +15,7 @@ _LAZY = {
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
     "FeatureResult": "._features", "get_features": "._features",
     "lineage": "._lineage", "summary": "._lineage", "weights_of_tensor_hash": "._lineage",
+    "result_columns": "._lineage",
     "Plan": "._plan", "Step": "._plan", "plan": "._plan",
     "BackboneRequest": "._requests", "DataRef": "._requests", "ProbeRequest": "._requests",
     "ResultRequest": "._requests", "store_param_files": "._requests",
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         dense_samples,
         open_dense_result,
     )
-    from ._lineage import lineage, summary, weights_of_tensor_hash
+    from ._lineage import lineage, result_columns, summary, weights_of_tensor_hash
     from ._plan import Plan, Step, plan
     from ._requests import (
         BackboneRequest,
@@ -81,6 +82,7 @@ __all__ = [
     "plan",
     "read_backbones_file",
     "resolve_backbone",
+    "result_columns",
     "result_request",
     "result_rows",
     "scenes_setup",

@@ -26,7 +26,13 @@ def summary(store, oid: str, kind: str) -> str:
     except VbstoreError:
         return "CORRUPT"
     if kind == "result":
-        return ResultRecord.from_dict(doc).summary()
+        record = ResultRecord.from_dict(doc)
+        task, _, metrics = record.summary().partition(": ")
+        if record.backbone and record.data:  # which backbone on which data, then the numbers
+            columns = result_columns(store, record)
+            task = (f"{task} on {columns['backbone']} ({columns['weights']})  "
+                    f"{columns['data']}")
+        return f"{task}: {metrics}"
     if kind == "manifest":
         return f"{doc.get('layout')} split={doc.get('split')} samples={len(doc.get('samples', []))}"
     if kind == "backbone":
@@ -38,6 +44,34 @@ def summary(store, oid: str, kind: str) -> str:
     if kind == "suite":
         return f"{doc.get('slug')}@{doc.get('version')} {doc.get('name')}"
     return ""
+
+
+def data_label(store, part: dict[str, Any]) -> str:
+    """A split as a reader names it: its source (a named source, else its layout), split and
+    samples, e.g. ``scenes val (32)``; the manifest id is in ``--json``."""
+    name = ""
+    manifest = part.get("manifest")
+    if manifest and store.has(manifest):
+        try:
+            doc = store.read_json(manifest)
+            name = (doc.get("source") or {}).get("name") or doc.get("layout") or ""
+        except VbstoreError:
+            name = ""
+    split = part.get("split")
+    words = [w for w in (name, split) if w]
+    return f"{' '.join(words) or (manifest or '')[:12]} ({part.get('samples', '?')})"
+
+
+def result_columns(store, record: ResultRecord) -> dict[str, Any]:
+    """What tells two results apart in a listing: backbone, weights, and data (eval, and train
+    when a head was trained), with the manifest ids."""
+    data = record.data or {}
+    label = data_label(store, data.get("eval", {}))
+    if "train" in data:
+        label += f" <- {data_label(store, data['train'])}"
+    return {"backbone": record.spec, "weights": record.weights_kind or "",
+            "data": label, "eval_manifest": data.get("eval", {}).get("manifest"),
+            "train_manifest": data.get("train", {}).get("manifest")}
 
 
 def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None) -> dict[str, Any]:
