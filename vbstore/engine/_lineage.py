@@ -26,10 +26,10 @@ def summary(store, oid: str, kind: str) -> str:
     except VbstoreError:
         return "CORRUPT"
     if kind == "result":
-        record = ResultRecord.from_dict(doc)
-        task, _, metrics = record.summary().partition(": ")
-        if record.backbone and record.data:  # which backbone on which data, then the numbers
-            columns = result_columns(store, record)
+        result = ResultRecord.from_dict(doc)
+        task, _, metrics = result.summary().partition(": ")
+        if result.backbone and result.data:  # which backbone on which data, then the numbers
+            columns = result_columns(store, result)
             task = (f"{task} on {columns['backbone']} ({columns['weights']})  "
                     f"{columns['data']}")
         return f"{task}: {metrics}"
