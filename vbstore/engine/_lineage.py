@@ -46,17 +46,22 @@ def summary(store, oid: str, kind: str) -> str:
     return ""
 
 
+def data_name(store, manifest: str | None) -> str:
+    """The data a manifest lists, by name: its named source (``scenes``), else its layout."""
+    if not manifest or not store.has(manifest):
+        return ""
+    try:
+        doc = store.read_json(manifest)
+    except VbstoreError:
+        return ""
+    return (doc.get("source") or {}).get("name") or doc.get("layout") or ""
+
+
 def data_label(store, part: dict[str, Any]) -> str:
     """A split as a reader names it: its source (a named source, else its layout), split and
     samples, e.g. ``scenes val (32)``; the manifest id is in ``--json``."""
-    name = ""
     manifest = part.get("manifest")
-    if manifest and store.has(manifest):
-        try:
-            doc = store.read_json(manifest)
-            name = (doc.get("source") or {}).get("name") or doc.get("layout") or ""
-        except VbstoreError:
-            name = ""
+    name = data_name(store, manifest)
     split = part.get("split")
     words = [w for w in (name, split) if w]
     return f"{' '.join(words) or (manifest or '')[:12]} ({part.get('samples', '?')})"
