@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import Store
-from ._baseline import beats, board_baseline
+from ._baseline import beats, board_baseline, mark_overlaps
 from ._suite import Suite, get_suite
 from ._verdict import EVIDENCE_LEVELS
 
@@ -102,6 +102,7 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         for r in rows
         if not r[4]
     ]
+    mark_overlaps(store, suite, ranked)  # ranks whose intervals overlap: not established
     baseline = board_baseline(store, suite, ranked)
     if baseline is not None:  # each row says whether it beats the trivial predictor
         for row in ranked:

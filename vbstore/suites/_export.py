@@ -40,6 +40,7 @@ def board_text(board: Board) -> str:
             f"weakest {row['weakest']} {_num(row['weakest_value'])}  gap {_num(row['gap'])}  "
             f"{row['weights']} weights, {row['evidence']}  {row['attempts']} attempt"
             f"{'s' if row['attempts'] != 1 else ''}"
+            + ("  ~ interval overlaps the row above" if row.get("overlaps_above") else "")
         )
     if base is not None:
         lines.append(_baseline_line(base))
@@ -48,6 +49,9 @@ def board_text(board: Board) -> str:
             f"  not ranked  {item['label']} ({item['checkpoint'][:16]})  "
             f"{item['state']}: {', '.join(item['reasons'])}"
         )
+    if any(row.get("overlaps_above") for row in board.rows):
+        lines.append("~ its 95% interval over eval samples overlaps the row's above: their "
+                     "order is not established on this data")
     if board.reorders:
         lines.append(f"ordered differently by: {', '.join(board.reorders)}")
     return "\n".join(lines)
