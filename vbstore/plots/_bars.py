@@ -60,8 +60,17 @@ def _one_dataset(chosen: list[tuple[str, dict[str, Any]]], data: str | None, wha
     if len(manifests) > 1:
         raise UsageError(f"{what} has results on {len(manifests)} eval datasets",
                          hint="choose one with --data MANIFEST_ID_PREFIX: "
-                         + ", ".join(m[:12] for m in manifests))
+                         + "; ".join(_described(m, [r for _, r in chosen if _manifest(r) == m])
+                                     for m in manifests))
     return chosen
+
+
+def _described(manifest: str, records: list[dict[str, Any]]) -> str:
+    """A manifest id prefix with what its results say of it: split, samples and tasks."""
+    evaluation = records[0].get("data", {}).get("eval", {})
+    tasks = ", ".join(sorted({str(r.get("task")) for r in records}))
+    return (f"{manifest[:12]} ({evaluation.get('split') or 'no split'}, "
+            f"{evaluation.get('samples', '?')} samples: {tasks})")
 
 
 def _best(candidates: list[Bar]) -> Bar:
