@@ -67,3 +67,23 @@ def test_dense_scoring_writes_its_batches(run):
     assert out.exit_code == 0, out.output
     assert "training depth head: epoch 1/1, loss " in out.stderr
     assert "scoring depth: batch 2/2 (" in out.stderr
+
+
+def test_push_and_pull_write_their_files(tmp_path, monkeypatch, shapes):
+    monkeypatch.setenv("VBSTORE_PROGRESS_INTERVAL", "0")
+    monkeypatch.delenv("VBSTORE_PROGRESS", raising=False)
+    runner = CliRunner()
+
+    def vb(store, *args):
+        out = runner.invoke(cli, ["--store", str(tmp_path / store), *args])
+        assert out.exit_code == 0, out.output
+        return out
+
+    for store in ("a", "b"):
+        vb(store, "remote", "add", "team", str(tmp_path / "team"))
+    vb("a", "get", "head", *TINY, "-t", "knn", "--train-data", shapes, "--train-split",
+       "train", "--tag", "h")
+    pushed = vb("a", "push", "h", "--to", "team").stderr.splitlines()
+    assert any(re.fullmatch(r"pushing to team: file \d+/\d+ \(\d+ s\)", x) for x in pushed)
+    pulled = vb("b", "pull", "team/h").stderr.splitlines()
+    assert any(re.fullmatch(r"pulling from team: blob \d+/\d+ \(\d+ s\)", x) for x in pulled)

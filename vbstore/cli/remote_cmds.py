@@ -141,9 +141,11 @@ def push() -> None:
 @with_store
 def push_ref_cmd(store, ref: str, to: str, as_name: str | None, as_json: bool) -> None:
     """Push REF (a ref name, or an id with --as) and its closure to a remote."""
+    from .._progress import reporting
     from ..remotes import push as do_push
 
-    result = do_push(store, to, ref, name=as_name)
+    with reporting(not as_json):  # files pushed so far, on stderr (a directory remote)
+        result = do_push(store, to, ref, name=as_name)
 
     def text() -> None:
         if not result.changed:
