@@ -46,15 +46,25 @@ def summary(store, oid: str, kind: str) -> str:
     return ""
 
 
+# manifest id -> its name: an id names one content, so the answer never changes, and a listing
+# of many results on one large manifest reads its document once
+_NAMES: dict[str, str] = {}
+
+
 def data_name(store, manifest: str | None) -> str:
     """The data a manifest lists, by name: its named source (``scenes``), else its layout."""
-    if not manifest or not store.has(manifest):
+    if not manifest:
+        return ""
+    if manifest in _NAMES:
+        return _NAMES[manifest]
+    if not store.has(manifest):
         return ""
     try:
         doc = store.read_json(manifest)
     except VbstoreError:
         return ""
-    return (doc.get("source") or {}).get("name") or doc.get("layout") or ""
+    _NAMES[manifest] = (doc.get("source") or {}).get("name") or doc.get("layout") or ""
+    return _NAMES[manifest]
 
 
 def data_label(store, part: dict[str, Any]) -> str:
