@@ -257,8 +257,10 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
             per_seed = per_seed * len(plan.request.probe.seed_list)
         edges["head"] = heads
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
-    result = _record(plan, run, per_seed, train_metrics, comparable, edges)
+    start = time.perf_counter()
     found = compute_baseline(plan, evaluation, train, targets)
+    run.timings["baseline_s"] = round(time.perf_counter() - start, 4)
+    result = _record(plan, run, per_seed, train_metrics, comparable, edges)
     warnings = [*plan.notes, *(result.warnings or [])] or None
     result = replace(result, **baseline_fields(plan, found, result.metrics, warnings))
     if evaluation.dense and task.target_kind in BOX_TARGETS:  # boxes the crop cut off
