@@ -13,9 +13,11 @@ from vbstore.errors import UsageError
 
 def test_flags_become_the_arguments_that_do_the_same():
     assert as_arguments("use --seed instead of -p seed=...") == (
-        "use seed= instead of params={'seed': ...}")
-    assert as_arguments("drop --train-data") == "drop train_data="
-    assert as_arguments("pass --target NAME") == "pass data_options={'target': ...} NAME"
+        "use argument seed instead of params={'seed': ...}")
+    assert as_arguments("drop --train-data") == "drop argument train_data"
+    assert as_arguments("read them with --target depth, or") == (
+        "read them with data_options={'target': 'depth'}, or")
+    assert as_arguments("--target-dir X") == "data_options={'target_dir': 'X'}"
     assert as_arguments("try --no-such-flag") == "try --no-such-flag"  # no argument: kept
 
 
@@ -24,7 +26,7 @@ def test_the_api_names_arguments_and_the_cli_flags(tmp_path):
     with pytest.raises(UsageError) as err:
         vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
                            train_split="train", weights="random", params={"seed": 3})
-    assert "use seed= instead of params={'seed': ...}" in str(err.value)
+    assert "use argument seed instead of params={'seed': ...}" in str(err.value)
     assert "--seed" not in str(err.value)
     store.close()
     out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",

@@ -5,6 +5,7 @@ Pack-backed splits, aligned targets, verified bytes, a dense task end to end.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import MappingProxyType
 
@@ -198,7 +199,7 @@ def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
 def test_depth_png_without_a_scale_is_refused():
     from vbstore.errors import UsageError
 
-    with pytest.raises(UsageError, match="params={'target_scale': 1000}"):
+    with pytest.raises(UsageError, match=re.escape("params={'target_scale': 1000}")):
         vbstore.get_result("test_vit", "depth", SCENES, SCENES, data_options={"target": "depth"},
                            params={"epochs": 1}, **DENSE_KW)
 
