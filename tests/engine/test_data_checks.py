@@ -62,22 +62,6 @@ def test_a_flag_and_p_that_disagree_are_refused_and_agreeing_ones_run(run, data)
     assert json.loads(same.stdout)["record"]["params"]["k"] == 5
 
 
-def test_an_input_size_equal_to_the_default_is_the_identity_of_none(run, data):
-    """test_cnn's own input size is 32: asked first with it, then without, one result."""
-    explicit = json.loads(run("get", "result", *TINY, "-t", "knn", *data, "--json").stdout)
-    assert explicit["record"]["extractor"]["input_size"] is None
-    plain = ["-b", "test_cnn", "--weights", "random"]
-    left_out = json.loads(run("get", "result", *plain, "-t", "knn", *data, "--json").stdout)
-    assert (left_out["id"], left_out["source"]) == (explicit["id"], "store")
-    feats = ["get", "features", *plain, "-d", data[1], "--split", "val", "--json"]
-    assert json.loads(run(*feats).stdout)["source"] == "store"
-    assert json.loads(run(*feats, "--input-size", "32").stdout)["source"] == "store"
-    other = json.loads(run("get", "result", *plain, "--input-size", "48", "-t", "knn", *data,
-                           "--json").stdout)
-    assert other["record"]["extractor"]["input_size"] == 48
-    assert other["source"] == "computed"
-
-
 def test_a_dry_run_writes_no_manifest_yet_names_it_as_storing_would(run, data, store_root):
     dry = json.loads(run("get", "result", *TINY, "-t", "knn", *data, "--dry-run", "--json").stdout)
     with Store(store_root) as store:

@@ -127,21 +127,3 @@ def resolve_backbone(store, backbone: Any, *, weights: str = "default", seed: in
         oid = _store_backbone(store, built)
         store.record(alias, oid)
     return BackboneRef(store, oid, store.read_json(oid), request, alias, _built=built)
-
-
-def keyed_input_size(store, ref: BackboneRef | None, backbone: Any, *, weights: str = "default",
-                     seed: int | None = None, input_size: int | None = None,
-                     use_projection: bool = False, build: bool = True) -> int | None:
-    """The input size feature keys carry: None when the request gave none, or gave the
-    backbone's own default, so ``--input-size 224`` on a 224 px model is the identity of
-    leaving it out and finds the same features.
-
-    The default is the backbone the request resolves to without the size: found through its
-    alias, built once when never seen (``build``; a dry run keeps the size as given).
-    """
-    if input_size is None or ref is None or not isinstance(backbone, str):
-        return input_size
-    find = resolve_backbone if build else find_backbone
-    own = find(store, backbone, weights=weights, seed=seed, input_size=None,
-               use_projection=use_projection, touch=False)
-    return None if own is not None and own.id == ref.id else input_size

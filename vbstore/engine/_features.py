@@ -9,7 +9,7 @@ from typing import Any
 from ..data import load_manifest
 from ..features import OP_VERSION, ExtractorParams
 from ..store import Store, derivation_spec
-from ._backbone import BackboneRef, keyed_input_size, resolve_backbone
+from ._backbone import BackboneRef, resolve_backbone
 from ._cache import remote_fetch
 from ._device import resolve_device
 
@@ -81,9 +81,7 @@ def get_features(
     manifest = load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
     params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling,
                              mode=mode, precision=precision, dense_dtype=dense_dtype,
-                             input_size=keyed_input_size(
-                                 store, ref, backbone, weights=weights, seed=seed,
-                                 input_size=input_size, use_projection=use_projection))
+                             input_size=input_size)
     oid, computed, stats = derive_featureset(
         store, ref, manifest, params, device=device, progress=progress, batch_size=batch_size,
         workers=workers, loader=loader, executor=executor)

@@ -26,7 +26,7 @@ from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams, extractor_key
 from ..store import Store, derivation_key, derivation_spec
 from ..tasks import Task
-from ._backbone import BackboneRef, find_backbone, keyed_input_size, resolve_backbone
+from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
 from ._features import featureset_spec, packs_present
@@ -322,13 +322,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if ref is None:
         extractor, spec = None, None
     else:
-        b = request.backbone
-        size = keyed_input_size(store, ref, b.spec, weights=b.weights, seed=b.seed,
-                                input_size=b.input_size, use_projection=task.needs_text,
-                                build=not dry_run)
         extractor = extractor_for(task, request, ref.default_pooling)
-        if size != extractor.input_size:  # the backbone's own size: the identity of none given
-            extractor = replace(extractor, input_size=size)
         spec = result_spec(
             task,
             task_params,
