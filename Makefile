@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo bench lint clean registry
+.PHONY: test test-fast demo bench lint clean registry browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,26 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-# CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included
-test: lint
+# CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included (the
+# Datasette page in a real headless browser: `browser` installs one where none is found)
+test: lint browser
 	$(BIN)/python -m pytest -q
+
+# a headless Chromium for the browser test: Debian's package, installed only when no browser is
+# found (a `command -v` when one is: idempotent and instant); without root it says what to run,
+# and under CI (CI=true) the browser test then fails rather than skip
+BROWSERS := chromium-headless-shell chromium chromium-browser google-chrome
+browser:
+	@for b in $(BROWSERS); do command -v $$b >/dev/null 2>&1 && exit 0; done; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium-headless-shell (apt-get) for the browser test"; \
+		apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null || \
+		{ apt-get update >/dev/null && \
+		  apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null; }; \
+	else \
+		echo "no headless Chromium: run 'sudo apt-get install chromium-headless-shell'" \
+		     "(the browser test skips without one, and fails under CI)"; \
+	fi
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -16,6 +16,10 @@ def isolated_env(tmp_path_factory, monkeypatch):
         monkeypatch.setenv(name, str(home / sub))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.delenv("VBSTORE_DEBUG", raising=False)
+    # progress lines come every N seconds of a step: on a loaded machine a slow step would add
+    # one to a command's output; tests that read them set the interval (tests/test_progress.py)
+    monkeypatch.setenv("VBSTORE_PROGRESS_INTERVAL", "3600")
+    monkeypatch.delenv("VBSTORE_PROGRESS", raising=False)
     return home
 
 

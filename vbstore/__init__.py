@@ -17,9 +17,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Store": "vbstore.store",
     "get": "vbstore.engine",
-    "get_result": "vbstore.engine",
-    "get_features": "vbstore.engine",
-    "get_head": "vbstore.engine",
+    # the engine's, with errors that speak of arguments, not flags (vbstore/_api.py)
+    "get_result": "vbstore._api",
+    "get_features": "vbstore._api",
+    "get_head": "vbstore._api",
     "load_manifest": "vbstore.data",
     "register_backbone": "vbstore.backbones",
     "build_backbone": "vbstore.backbones",

@@ -422,10 +422,14 @@ class RemoteOffline(RemoteError, ConnectionError):
     exit_code = 6
 
     def __init__(self, remote: str, reason: str) -> None:
+        # the way out the reason calls for: an offline variable is named only when it is set
+        declared = [v for v in ("VBSTORE_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+                    if v in reason]
+        way = (f"unset {declared[0]}" if declared
+               else "check the network and the remote's URL (and endpoint)")
         super().__init__(
             f"remote {remote!r} is unreachable: {reason}",
-            hint="connect to the network (or unset HF_HUB_OFFLINE) and retry; "
-                 "the local store is unchanged",
+            hint=f"{way} and retry; the local store is unchanged",
         )
         self.remote = remote
 

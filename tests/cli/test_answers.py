@@ -285,8 +285,14 @@ def test_a_data_folder_reached_through_a_link_is_followed_again(store_dir, tmp_p
     out, _, by = run(args)
     assert by == "full"
     assert "computed" in out
-    assert out.splitlines()[1:] != before.splitlines()[1:]
-    assert out.splitlines()[1:] == fresh(args).splitlines()[1:]  # the numbers it now stands by
+    assert numbers(out) != numbers(before)
+    assert numbers(out) == numbers(fresh(args))  # the numbers it now stands by
+
+
+def numbers(printed: str) -> list[str]:
+    """A result's lines after its first, less what a computing run says it did per feature
+    set (a cached answer computed nothing)."""
+    return [line for line in printed.splitlines()[1:] if " features: " not in line]
 
 
 def test_a_rewritten_checkpoint_misses(store_dir, data, tmp_path):

@@ -4,6 +4,7 @@ browser renders the results page Datasette serves on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import sqlite3
@@ -79,6 +80,9 @@ def _free_port() -> int:
 def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
     browser = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
     if browser is None:
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail("no headless Chromium under CI: `make test` installs "
+                        "chromium-headless-shell (make browser); CI must test the page")
         pytest.skip("no headless Chromium: apt-get install chromium-headless-shell")
     root, result, _ = populated
     with Store(root) as store:
@@ -100,3 +104,20 @@ def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
     assert "knn" in dom
     assert "test_cnn" in dom
     assert "Every stored result" in dom  # the table's description from the metadata
+
+
+@pytest.mark.slow
+def test_under_ci_a_missing_browser_fails_rather_than_skips(tmp_path):
+    """CI (CI=true) must test the page: with no browser on PATH the browser test fails."""
+    import sys
+
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python").symlink_to(sys.executable)
+    env = {**os.environ, "CI": "true", "PATH": str(bare)}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{__file__}::test_a_headless_browser_renders_a_result_row"],
+        capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert out.returncode == 1, out.stdout[-2000:]
+    assert "no headless Chromium under CI" in out.stdout

@@ -33,3 +33,14 @@ def test_the_layout_flag_offers_every_layout_the_data_package_reads():
     from vbstore.data import LAYOUTS
 
     assert CLI_LAYOUTS == LAYOUTS
+
+
+def test_command_summaries_are_whole_never_cut():
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    listing = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    commands = listing.split("Commands:")[1]
+    assert not [line for line in commands.splitlines() if line.rstrip().endswith("...")]
+    assert "backbone saw, the target, and the stored head's prediction" in commands

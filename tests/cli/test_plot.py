@@ -87,3 +87,17 @@ def test_plot_refusals(store_with_results, tmp_path):
     assert none.exit_code == 2
     assert "no stored result" in none.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_several_datasets_are_named_by_split_samples_and_tasks(store_with_results, tmp_path):
+    root, shapes = store_with_results
+    runner = CliRunner()
+    other = runner.invoke(cli, ["--store", str(root), "get", "result", "-b", "test_cnn", "-t",
+                                "knn", *TINY, "-d", shapes, "--split", "train", "--train-data",
+                                shapes, "--train-split", "train"])
+    assert other.exit_code == 0, other.output
+    out = runner.invoke(cli, ["--store", str(root), "plot", "backbone", "test_cnn", "-o",
+                              str(tmp_path / "x.png")])
+    assert out.exit_code == 2
+    assert "(val, 20 samples: classification, knn)" in out.stderr
+    assert "(train, 20 samples: knn)" in out.stderr

@@ -249,3 +249,21 @@ def test_show_says_how_an_evicted_object_comes_back(tmp_path, run):
         run("show", made).output
     assert "EVICTED (not recomputable: put, push or pull it again)" in \
         run("show", given).output
+
+
+def test_ls_results_names_backbone_and_data(run, tmp_path):
+    import json
+
+    from vbstore.data import make_shapes
+
+    shapes = str(make_shapes(tmp_path / "shapes", per_class=2, seed=1, size=32))
+    args = ["get", "result", "-b", "test_cnn", "--weights", "random", "-d", shapes, "--split",
+            "val", "--train-data", shapes, "--train-split", "train", "-t"]
+    assert run(*args, "knn", "-p", "k=3").exit_code == 0
+    assert run(*args, "knn", "-p", "k=3", "--split", "train").exit_code == 0
+    text = run("ls", "results").output
+    assert "knn on test_cnn (random)  image_folder val (10) <- image_folder train (10): " in text
+    assert "knn on test_cnn (random)  image_folder train (10) <- image_folder train (10): " in text
+    rows = json.loads(run("ls", "results", "--json").output)
+    assert {(r["backbone"], r["weights"]) for r in rows} == {("test_cnn", "random")}
+    assert all(len(r["eval_manifest"]) == 64 for r in rows)

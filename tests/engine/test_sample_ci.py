@@ -94,8 +94,9 @@ def test_cli_prints_the_interval_where_the_answer_came_from_and_reused_features(
     assert ": computed in" in first
     assert "95% CI over eval samples" in first
     assert f"(bootstrap, {N_BOOT} draws)" in first
-    assert "reused stored features" not in first  # it ran the forward passes
+    assert "eval features: extracted 30 images, reused 0" in first  # it ran the forward passes
     knn = get("knn")
-    assert "reused stored features (no forward pass)" in knn
+    assert "eval features: stored (no forward pass)" in knn
+    assert "train features: stored (no forward pass)" in knn
     again = get("knn")
     assert ": cached in the store in" in again

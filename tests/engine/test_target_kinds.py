@@ -41,18 +41,20 @@ def test_semantic_segmentation_on_depth_maps_names_the_target_and_the_task(tmp_p
 
 
 @pytest.mark.parametrize(("task", "target", "need", "have", "fix"), [
-    ("depth", "labels", "depth maps", "label maps (labels)", "--target depth"),
+    ("depth", "labels", "depth maps", "label maps (labels)", "data_options={'target': 'depth'}"),
     ("knn", "depth", "one class label per image", "depth maps (depth)", "tasks made for"),
     ("surface_normal", "edges", "surface-normal maps", "continuous per-pixel maps (edges)",
-     "--target normals"),
-    ("detection", "normals", "boxes", "surface-normal maps (normals)", "--target boxes"),
+     "data_options={'target': 'normals'}"),
+    ("detection", "normals", "boxes", "surface-normal maps (normals)",
+     "data_options={'target': 'boxes'}"),
 ])
 def test_any_task_on_another_kind_of_targets_is_refused(store, task, target, need, have, fix):
     with pytest.raises(UsageError) as caught:
         vbstore.get_result("test_cnn", task, SCENES, SCENES, store=store,
                            data_options={"target": target}, **KW)
     message = str(caught.value)
-    assert f"task {task!r} needs {need} as targets, but the targets of --data are {have}" \
+    # the Python API names its arguments, not the command line's flags
+    assert f"task {task!r} needs {need} as targets, but the targets of argument data are {have}" \
         in message
     assert fix.replace("tasks made for", "a task made for") in message
     assert caught.value.exit_code == 2

@@ -138,7 +138,7 @@ def test_max_size_says_when_the_store_cannot_shrink_to_it(store):
     put_pack(store, {"x": np.zeros(50_000, dtype=np.float32)})  # young: within --grace
     report = store.gc(max_size=1000, dry_run=True)
     assert report.evicted == []
-    assert any("above --max-size 1000" in w and "--grace 0" in w for w in report.warnings)
+    assert any("above --max-size 1000 B" in w and "--grace 0" in w for w in report.warnings)
     assert not any("above --max-size" in w for w in store.gc(max_size=10**9).warnings)
 
 
@@ -470,3 +470,18 @@ def test_gc_removes_the_temp_files_of_dead_writers(store):
     assert not dead.exists()
     assert live.exists()
     assert report.as_dict()["temp_removed"] == [dead.name]
+
+
+def test_kept_counts_what_du_counts_and_sizes_read_in_units(store):
+    from vbstore.store._gc import human_bytes
+
+    store.tag("k", store.put_bytes(b"kept"))
+    store.put_bytes(b"gone")
+    pack = store.put_bytes(b"x" * 5000, "pack")
+    store.tag("p", pack)
+    with store.db.write() as conn:  # an evicted pack: a registry row, no blob
+        conn.execute("UPDATE objects SET evicted_at = 1 WHERE id = ?", (db_id(pack),))
+    report = store.gc(grace=0)
+    assert report.kept == store.du()["objects"] == 1
+    assert human_bytes(5242880) == "5.0 MiB"
+    assert human_bytes(1000) == "1000 B"

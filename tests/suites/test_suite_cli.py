@@ -121,6 +121,31 @@ def test_suite_from_manifests_get_result_evaluate_board_diff(run, shapes, tmp_pa
 
     board = json.loads(run("leaderboard", "shapes-knn@1", "--json").output)
     assert [r["rank"] for r in board["rows"]] == [1]
+    # the trivial predictor's row: the same data for every checkpoint
+    base = board["baseline"]
+    assert base["predictor"] == "the majority class of the train split"
+    assert base["headline"] == pytest.approx(sum(base["conditions"].values()) / 2)
+    assert board["rows"][0]["beats_baseline"] == (board["rows"][0]["headline"] > base["headline"])
+    assert f"baseline                         {base['headline']:.4f}" in run(
+        "leaderboard", "shapes-knn@1").output
+    # a second checkpoint: on 15 images per condition the two intervals overlap, and say so
+    vit = run(*["test_vit" if a == "test_cnn" else a for a in args], "--json")
+    assert vit.exit_code == 0, vit.output
+    two = json.loads(run("leaderboard", "shapes-knn@1", "--json").output)
+    first, second = two["rows"]
+    for row in (first, second):
+        judged = json.loads(run("show", row["evaluation"], "--json").output)["content"]
+        stds = [json.loads(run("show", oid, "--json").output)["content"]["sample_ci"]["top1"]
+                ["std"] for oid in judged["sources"].values()]
+        half = 1.959964 * (stds[0] ** 2 + stds[1] ** 2) ** 0.5 / 2
+        assert row["interval"] == pytest.approx([row["headline"] - half, row["headline"] + half])
+    assert second["interval"][0] <= first["interval"][1]  # 15 images a condition: they overlap
+    assert second["overlaps_above"]
+    assert not first["overlaps_above"]
+    assert "~ interval overlaps the row above" in run("leaderboard", "shapes-knn@1").output
+    markdown = run("leaderboard", "shapes-knn@1", "--format", "md").output
+    assert f"| — | baseline: the majority class of the train split | | | {base['headline']:.4f}" \
+        in markdown
     assert board["rows"][0]["attempts"] == 2
     plot = tmp_path / "board.png"
     text = run("leaderboard", "shapes-knn@1", "--plot", str(plot))

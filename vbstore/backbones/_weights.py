@@ -98,6 +98,13 @@ def parse_weights(
         return WeightsChoice("random", seed=0 if seed is None else seed)
     if is_path:
         path = Path(text).expanduser()
+        if path.is_dir():
+            found = sorted(p.name for p in path.iterdir() if p.suffix in CHECKPOINT_SUFFIXES)
+            raise InvalidSpec(
+                spec, f"weights {text} is a folder, not a checkpoint file",
+                hint=(f"name the file in it: {', '.join(found[:3])}" if found else
+                      f"name a checkpoint file ({', '.join(CHECKPOINT_SUFFIXES)}); a Hub "
+                      "snapshot folder's weights are a file inside it"))
         if path.suffix not in CHECKPOINT_SUFFIXES:
             raise InvalidSpec(
                 spec,

@@ -9,7 +9,11 @@ Only ViT image towers are supported (ResNet and timm towers are not).
 
 from __future__ import annotations
 
+import logging
 import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import open_clip
@@ -157,6 +161,34 @@ def _weights_file(arch: str, tag: str) -> tuple[Any, str, str | None, dict[str, 
     raise WeightsUnavailable(what, "open_clip lists no file for it")
 
 
+# open_clip logs this whenever create_model gets pretrained=None, which vbstore always passes: it
+# loads the weights itself (or was asked for random ones), so the line is never news
+_EXPECTED = ("No pretrained weights loaded for model",)
+
+
+@contextmanager
+def _open_clip_logs(arch: str) -> Iterator[None]:
+    """Hold what open_clip logs on the root logger while a model is made; afterwards say each
+    message once, as a vbstore warning, unless it is one vbstore expects (:data:`_EXPECTED`)."""
+    held: list[str] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if "open_clip" not in record.pathname:
+            return True
+        held.append(record.getMessage())
+        return False
+
+    root = logging.getLogger()
+    root.addFilter(hold)
+    try:
+        yield
+    finally:
+        root.removeFilter(hold)
+    for message in dict.fromkeys(held):
+        if not message.startswith(_EXPECTED):
+            warnings.warn(f"open_clip:{arch}: open_clip says: {message}", stacklevel=3)
+
+
 def build(request: BuildRequest) -> OpenClipBackbone:
     """Build ``open_clip:MODEL@TAG`` for ``request``."""
     arch, choice = request.spec.arch, request.weights
@@ -168,7 +200,7 @@ def build(request: BuildRequest) -> OpenClipBackbone:
     pretrained_cfg: dict[str, Any] = {}
     upstream = revision = None
     if choice.kind == "random":
-        with seeded(choice.seed or 0):
+        with seeded(choice.seed or 0), _open_clip_logs(arch):
             model = open_clip.create_model(arch, pretrained=None, **kwargs)
         tensor_hash = tensor_identity(model.state_dict())
     else:
@@ -191,7 +223,7 @@ def build(request: BuildRequest) -> OpenClipBackbone:
             path = choice.path
         # open_clip reads the file again to load it: its loader converts checkpoint layouts
         tensor_hash = tensor_identity(read_state_dict(path))
-        with seeded(0):
+        with seeded(0), _open_clip_logs(arch):
             model = open_clip.create_model(arch, pretrained=None, **kwargs)
         try:
             open_clip.load_checkpoint(model, str(path), strict=True)

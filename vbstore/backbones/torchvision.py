@@ -129,7 +129,7 @@ def build(request: BuildRequest) -> TorchvisionBackbone:
         raise UnknownBackbone(
             arch,
             f"torchvision has no classification model {arch!r}",
-            hint="see torchvision.models.list_models(); or try timm:" + arch,
+            hint=_suggest(arch, tvm.list_models(module=tvm)),
         )
     enum = _weights_enum(arch, choice.tag if choice.kind == "pretrained" else None)
     cfg = _cfg_from(enum)
@@ -172,3 +172,20 @@ def build(request: BuildRequest) -> TorchvisionBackbone:
         revision=enum.url if enum is not None else None,
     )
     return backbone
+
+
+def _suggest(arch: str, known: list[str]) -> str:
+    """Names that exist: torchvision's closest, and timm's model of that name only when timm
+    has one."""
+    import difflib  # a suggestion, on the error path only
+
+    close = difflib.get_close_matches(arch, known, n=3)
+    hint = (f"did you mean {', '.join('torchvision:' + c for c in close)}?" if close
+            else "see torchvision.models.list_models()")
+    try:
+        import timm  # only to check that the alternative exists
+    except ImportError:
+        return hint
+    if timm.list_models(arch):
+        hint += f" (timm:{arch} exists too)"
+    return hint

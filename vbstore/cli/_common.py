@@ -112,6 +112,16 @@ def with_store(func: Callable) -> Callable:
     return wrapper
 
 
+def summary_of(command: click.Command) -> str:
+    """A command's summary: its short help, else the first sentence of its help, uncut."""
+    if command.short_help:
+        return " ".join(command.short_help.split())
+    first = (command.help or "").strip().split("\n\n")[0]
+    text = " ".join(first.split())
+    end = text.find(". ")
+    return text[: end + 1] if end >= 0 else text
+
+
 class VbstoreGroup(click.Group):
     """A group that turns a known error into one line and its documented exit code."""
 
@@ -126,6 +136,18 @@ class VbstoreGroup(click.Group):
             raise click.exceptions.NoSuchCommand(
                 exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
             ) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with its whole summary, wrapped: click would cut it with "..." to fit
+        one line."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, summary_of(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         # the subcommand's own --json is not parsed yet when its error reaches us

@@ -34,18 +34,24 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
     if not from_cache and reused_features:
         out.append((False, "  reused stored features (no forward pass)"))
     aggregate, sample = doc.get("aggregate") or {}, doc.get("sample_ci") or {}
+    baseline = doc.get("baseline") or {}
     for name, value in metrics:
         if name in aggregate:
             a = aggregate[name]
             out.append((False, f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} "
                                f"seeds (95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})"))  # noqa: RUF001 - a range's en dash
         else:
-            out.append((False, f"  {name:<28} {value:.4f}"))
+            out.append((False, f"  {name:<28} {number(value)}"))
         if name in sample:
             b = sample[name]
             out.append((False, f"  {'':<28} 95% CI over eval samples "
                                f"{b['ci_low']:.4f}–{b['ci_high']:.4f}"  # noqa: RUF001 - a range's en dash
                                f"  (bootstrap, {b['n_boot']} draws)"))
+        if name == baseline.get("headline"):
+            out.append((False, f"  {'':<28} baseline {baseline['value']:.4f} "
+                               f"({baseline['predictor']}), margin {baseline['margin']:+.4f}"))
+    if baseline.get("skipped"):
+        out.append((False, f"  {baseline['skipped']}"))
     if doc.get("sample_ci_skipped"):
         out.append((False, f"  no CI over eval samples: {doc['sample_ci_skipped']}"))
     for name, value in (doc.get("train_metrics") or {}).items():
@@ -62,3 +68,11 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
         out.append((False, "  reproduced the stored numbers (max abs diff "
                            f"{reproduced['max_abs_diff']:.3g})"))
     return out
+
+
+def number(value: float) -> str:
+    """A metric as printed: a count (a whole number of 2 or more: ``classes_scored``,
+    ``num_matches``) as an integer, anything else to 4 decimals."""
+    if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 2):
+        return str(int(value))
+    return f"{value:.4f}"

@@ -9,6 +9,7 @@ modules add subcommands to it (``push head`` lives beside the head commands).
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
@@ -70,10 +71,25 @@ class LazyGroup(VbstoreGroup):
 @click.option("--store", "store", type=click.Path(file_okay=False), default=None,
               envvar="VBSTORE_HOME", show_envvar=True,
               help="Store directory (default: ~/.cache/vbstore). Created on first use.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress on stderr (same as VBSTORE_PROGRESS=0).")
 @click.version_option(__version__, prog_name="vbstore")
-def cli(store: str | None) -> None:
+def cli(store: str | None, quiet: bool) -> None:
     """Probe vision backbones; keep every result traceable to its exact inputs.
 
     Errors exit non-zero with one line naming the fix; set VBSTORE_DEBUG=1 for the traceback.
+    Long steps show their progress on stderr: a bar on a terminal, plain lines every
+    VBSTORE_PROGRESS_INTERVAL seconds (10) otherwise.
     """
+    if quiet:  # for this command only: the variable is put back when it ends
+        before = os.environ.get("VBSTORE_PROGRESS")
+        os.environ["VBSTORE_PROGRESS"] = "0"
+
+        def restore() -> None:
+            if before is None:
+                os.environ.pop("VBSTORE_PROGRESS", None)
+            else:
+                os.environ["VBSTORE_PROGRESS"] = before
+
+        click.get_current_context().call_on_close(restore)
 

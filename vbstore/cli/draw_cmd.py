@@ -42,7 +42,11 @@ def draw(store, result: str, data: str, split: str | None, limit: int | None,
     metric = view.task.headline
     title = (f"{view.record.task} · {view.record.spec} · {metric} "
              f"{view.record.metrics[metric]:.3f}")
-    draw_dense_grid(rows, output, title=title)
+    # the class names of the eval data, for the legend of a class map
+    names = store.read_json(view.record.inputs["eval_manifest"]).get("classes") or None
+    if view.record.task == "generic_segmentation":
+        names = ["background", "foreground"]
+    draw_dense_grid(rows, output, title=title, class_names=names)
     emit(as_json, {"path": output, "result": view.id, "task": view.record.task,
                    "samples": [r.name for r in rows]},
          f"wrote {output} ({len(rows)} samples of {view.record.task} result {view.id[:12]})")

@@ -156,12 +156,26 @@ def print_result(result) -> None:
     from ..tasks import metric_order
 
     record = result.record
-    for err, line in result_lines(record.to_dict(), result.id, result.origin, result.seconds,
-                                  metric_order(record.task), from_cache=result.from_cache,
-                                  reused_features=bool(result.run
-                                                       and result.run.features_from_cache),
-                                  reproduced=result.reproduced):
+    lines = result_lines(record.to_dict(), result.id, result.origin, result.seconds,
+                         metric_order(record.task),
+                         # per feature set below instead of one line for all
+                         from_cache=result.from_cache or bool(result.features),
+                         reproduced=result.reproduced)
+    lines[1:1] = [(False, line) for line in features_lines(result.features)]
+    for err, line in lines:
         click.echo(line, err=err)
+
+
+def features_lines(features) -> list[str]:
+    """What a computing call did per feature set: extracted now, reused, or found stored."""
+    out = []
+    for role, f in features.items():
+        if f["stored"]:
+            what = "stored (no forward pass)"
+        else:
+            what = f"extracted {f['extracted']} images, reused {f['reused']}"
+        out.append(f"  {role} features: {what}  [{f['id'][:12]}]")
+    return out
 
 
 @get.command("features")

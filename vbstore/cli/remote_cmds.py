@@ -142,9 +142,11 @@ def push() -> None:
 @with_store
 def push_ref_cmd(store, ref: str, to: str, as_name: str | None, as_json: bool) -> None:
     """Push REF (a ref name, or an id with --as) and its closure to a remote."""
+    from .._progress import reporting
     from ..remotes import push as do_push
 
-    result = do_push(store, to, ref, name=as_name)
+    with reporting(not as_json):  # files pushed so far, on stderr (a directory remote)
+        result = do_push(store, to, ref, name=as_name)
 
     def text() -> None:
         if not result.changed:
@@ -184,10 +186,12 @@ def pull() -> None:
 def pull_ref_cmd(store, target: str, revision: str | None, as_name: str | None, force: bool,
                  lineage: bool, as_json: bool) -> None:
     """Pull REMOTE/NAME: every blob is re-hashed before it enters the store."""
+    from .._progress import reporting
     from ..remotes import pull as do_pull
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
-                     lineage=lineage)
+    with reporting(not as_json):  # blobs pulled so far, on stderr
+        result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
+                         lineage=lineage)
     oid = result.id
     assert oid is not None  # a pulled ref always names an object
 

@@ -141,12 +141,17 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A parameter for every task.")
+# get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
+@click.option("--weights", "line_weights", default=None, hidden=True)
+@click.option("--backbone-seed", "line_seed", default=None, hidden=True)
+@click.option("--input-size", "line_size", default=None, hidden=True)
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
-          seed, params, data_options, executor, as_json) -> None:
+          seed, params, line_weights, line_seed, line_size, data_options, executor,
+          as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
     With --executor ray each combination missing from the store runs as a Ray task (one GPU, or
@@ -156,6 +161,13 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep
 
+    for flag, value, key in (("--weights", line_weights, "weights"),
+                             ("--backbone-seed", line_seed, "seed"),
+                             ("--input-size", line_size, "input_size")):
+        if value is not None:
+            raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line of "
+                             "the --backbones file",
+                             hint=f"write it there, e.g. 'test_cnn {key}={value}'")
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
     for row in run_sweep(read_backbones_file(backbones_file),

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..errors import VbstoreError
+from ..errors import UsageError, VbstoreError
 from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
@@ -55,6 +55,18 @@ def _option(name: str, spec: Param) -> click.Option:
     return click.Option(names, type=kind, default=None, help=help_text)
 
 
+def _agree(task: Task, name: str, given: dict, flag_value) -> None:
+    """Refuse a flag and ``-p`` that set one parameter to different values (neither wins)."""
+    if name not in given:
+        return
+    spec = task.params[name]
+    if spec.normalise(task.name, name, given[name]) != spec.normalise(task.name, name, flag_value):
+        raise UsageError(
+            f"{f'-{name}' if len(name) == 1 else _flag(name)} {flag_value} and "
+            f"-p {name}={given[name]} disagree",
+            hint=f"give {name} once: the flag or -p")
+
+
 def _command(task: Task) -> click.Command:
     def run(store, *, data_options, executor, as_json, params, **kw) -> None:
         from ..engine import execute, plan, result_request
@@ -62,7 +74,9 @@ def _command(task: Task) -> click.Command:
         given = parse_params(params)
         for key in [k for k in kw if k.startswith("task__")]:
             if kw[key] is not None:
-                given[key.removeprefix("task__")] = kw[key]
+                name = key.removeprefix("task__")
+                _agree(task, name, given, kw[key])
+                given[name] = kw[key]
         request = result_request(
             kw["backbone"], task.name, kw["data"], kw.get("train_data"), params=given,
             split=kw["split"], train_split=kw.get("train_split"), limit=kw["limit"],

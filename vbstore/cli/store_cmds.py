@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from ..engine import lineage, summary
-from ..errors import VbstoreError
+from ..engine import lineage, result_columns, summary, weights_of_tensor_hash
+from ..errors import ObjectNotFound, VbstoreError
+from ..records import ResultRecord
 from ..store import KINDS, encoding, read_safetensors_header, sniff_kind
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
 from ._lineage import render_lineage, run_line
@@ -84,8 +85,20 @@ def cat(store, ref: str) -> None:
 @json_option
 @with_store
 def show(store, ref: str, as_json: bool) -> None:
-    """Show an object's registry row, content summary and direct inputs."""
-    oid = store.resolve(ref)
+    """Show an object's registry row, content summary and direct inputs.
+
+    REF may also be a weights' tensor hash (what a head mismatch prints): its weights are shown.
+    """
+    note = None
+    try:
+        oid = store.resolve(ref)
+    except ObjectNotFound:
+        found = weights_of_tensor_hash(store, ref)
+        if len(found) != 1:
+            raise
+        oid = found[0]
+        note = (f"{ref} is the tensor hash of weights {oid[:12]} (the hash of their tensors' "
+                "content, not an object id); showing those weights")
     info = store.info(oid).as_dict()
     data: dict[str, Any] = {**info, "present": store.has(oid),
                             "refs": [n for n, i in store.refs().items() if i == oid],
@@ -103,7 +116,12 @@ def show(store, ref: str, as_json: bool) -> None:
             data["tensors"] = {k: {"dtype": v["dtype"], "shape": v["shape"]}
                                for k, v in header.items()}
 
+    if note is not None:
+        data["note"] = note
+
     def text() -> None:
+        if note is not None:
+            click.echo(note, err=True)
         click.echo(f"{oid}  {info['kind']}  {human_size(info['size'])}")
         click.echo(f"created {_when(info['created'])}  last used {_when(info['last_used'])}"
                    f"  verified {_when(info['verified_at'])}"
@@ -148,7 +166,16 @@ def ls_cmd(store, kind: str | None, as_json: bool) -> None:
                        f"{_when(row.created)}  {summary(store, row.id, row.kind)}{state}"
                        + (f"  [{names}]" if names else ""))
 
-    emit(as_json, [dict(r.as_dict(), refs=refs.get(r.id, [])) for r in rows], text)
+    def row_dict(row) -> dict[str, Any]:
+        out = dict(row.as_dict(), refs=refs.get(row.id, []))
+        if row.kind == "result" and store.has(row.id):  # what tells two results apart
+            out.update(result_columns(store, ResultRecord.from_dict(store.read_json(row.id))))
+        return out
+
+    if as_json:
+        emit(True, [row_dict(r) for r in rows])
+        return
+    emit(False, None, text)
 
 
 @click.command()

@@ -48,7 +48,7 @@ def read_boxes(reader: Any, position: int, *, masks: bool) -> np.ndarray:
         segs = [seg for seg, keep in zip(boxes.segmentations, kept, strict=True) if keep]
         stack = np.stack([coco_mask(seg, boxes.width, boxes.height) for seg in segs]
                          ) if segs else np.zeros((0, boxes.height, boxes.width), bool)
-        stack = align(stack.astype(np.uint8), reader.geometry, size) > 0
+        stack = align(stack.astype(np.uint8), reader.geometry, size, path) > 0
         return np.concatenate([rows, stack.reshape(len(rows), -1).astype(np.float32)], 1)
     if boxes.mask is None:
         raise BadInput("box annotations without instance masks", [(str(path), "no instances "
@@ -56,6 +56,6 @@ def read_boxes(reader: Any, position: int, *, masks: bool) -> np.ndarray:
                        "scenes boxes or COCO polygons); use detection for boxes alone")
     mask_path, mask_hash = boxes.mask
     ids = decode_target(reader.read(mask_path, mask_hash), mask_path, "label_map", None)
-    ids = align(ids, reader.geometry, size)
+    ids = align(ids, reader.geometry, size, mask_path)
     inst = ids[None] == boxes.instances[kept][:, None, None]
     return np.concatenate([rows, inst.reshape(len(rows), -1).astype(np.float32)], axis=1)

@@ -58,7 +58,7 @@ def _map(kind: str):
 
         path, expected, size = reader.target_file(position)
         array = decode_target(reader.read(path, expected), path, kind, reader.scale)
-        return align(array, reader.geometry, size)
+        return align(array, reader.geometry, size, path)
 
     return read
 

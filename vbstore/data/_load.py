@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import canonical
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
 from ._files import loose_images, subdirs
 from ._kinds import TargetsSeen, targets_seen
@@ -149,6 +150,11 @@ class Listing:
         root = self.scan.root
         return [root / e.target_name for e in self.scan.entries if e.target_name]
 
+    @property
+    def samples(self) -> int:
+        """How many samples the manifest will hold (the limit applied), counted on the listing."""
+        return len(kept_entries(self.scan, self.limit))
+
 
 def list_split(store, data: str | Path, split: str | None = None, limit: int | None = None,
                **layout_options: Any) -> Listing:
@@ -158,8 +164,13 @@ def list_split(store, data: str | Path, split: str | None = None, limit: int | N
     return Listing(scan, source, limit)
 
 
-def store_listing(store, listing: Listing, *, touch: bool = True) -> ManifestView:
-    """The second half of :func:`load_manifest`: the listed split's manifest, stored."""
+def store_listing(store, listing: Listing, *, touch: bool = True,
+                  write: bool = True) -> ManifestView:
+    """The second half of :func:`load_manifest`: the listed split's manifest, stored.
+
+    ``write=False`` (a dry run) stores nothing: a manifest never stored is built and named by
+    the hash of its document, as storing it would name it.
+    """
     scan, source, limit = listing.scan, listing.source, listing.limit
     entries = kept_entries(scan, limit)
     files = file_states(scan, entries)
@@ -181,6 +192,8 @@ def store_listing(store, listing: Listing, *, touch: bool = True) -> ManifestVie
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries), files=files)
     doc = build()
+    if not write:
+        return ManifestView(scan.root, canonical.digest(canonical.dumps(doc)), doc, files=files)
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)

@@ -12,6 +12,7 @@ edited after the manifest was read can never reach a metric.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -119,12 +120,13 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
 Geometry = Callable[[int, int], tuple[tuple[int, int], "tuple[int, int, int, int] | None"]]
 
 
-def align(array: np.ndarray, geometry: Geometry, image_size: tuple[int, int]) -> np.ndarray:
+def align(array: np.ndarray, geometry: Geometry, image_size: tuple[int, int],
+          path: str | os.PathLike[str] | None = None) -> np.ndarray:
     """Resample a target (H, W) or (C, H, W) onto the backbone's input grid, nearest-neighbour.
 
     ``geometry`` is the backbone's ``BackboneCfg.geometry`` (width, height → resized size and
     crop box); ``image_size`` is the (width, height) of the target's image: a target of another
-    size is refused rather than stretched.
+    size is refused rather than stretched, naming ``path`` (the target file) when given.
 
     Raises:
         BadInput: the target's size differs from its image's.
@@ -133,7 +135,8 @@ def align(array: np.ndarray, geometry: Geometry, image_size: tuple[int, int]) ->
     if (width, height) != tuple(image_size):
         raise BadInput(
             "targets that do not match their image's size",
-            [("target", f"{width}x{height}, image {image_size[0]}x{image_size[1]}")],
+            [(str(path) if path is not None else "target",
+              f"{width}x{height}, its image {image_size[0]}x{image_size[1]}")],
             hint="targets must have their image's width and height",
         )
     (new_w, new_h), box = geometry(width, height)

@@ -15,7 +15,8 @@ _LAZY = {
     "AnswerInputs": "._answers", "answer_inputs": "._answers",
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
     "FeatureResult": "._features", "get_features": "._features",
-    "lineage": "._lineage", "summary": "._lineage",
+    "lineage": "._lineage", "summary": "._lineage", "weights_of_tensor_hash": "._lineage",
+    "result_columns": "._lineage",
     "Plan": "._plan", "Step": "._plan", "plan": "._plan", "plan_head": "._plan",
     "BackboneRequest": "._requests", "DataRef": "._requests", "HeadRequest": "._requests",
     "ProbeRequest": "._requests",
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         dense_samples,
         open_dense_result,
     )
-    from ._lineage import lineage, summary
+    from ._lineage import lineage, result_columns, summary, weights_of_tensor_hash
     from ._plan import Plan, Step, plan, plan_head
     from ._requests import (
         BackboneRequest,
@@ -111,6 +112,7 @@ __all__ = [
     "plan_head",
     "read_backbones_file",
     "resolve_backbone",
+    "result_columns",
     "result_request",
     "result_rows",
     "run_fields",
@@ -118,6 +120,7 @@ __all__ = [
     "store_param_files",
     "summary",
     "sweep",
+    "weights_of_tensor_hash",
 ]
 
 

@@ -22,6 +22,7 @@ from ..records import ResultRecord
 from ..store import derivation_key
 from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
+from ._baseline import baseline_fields
 from ._cache import Derived, derive
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
@@ -117,6 +118,10 @@ def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
     # a new featureset assembled from stored rows (another target over the same images) ran no
     # forward pass either: features_from_cache says whether the backbone ran
     run.from_cache[f"{role}_features"] = not computed or stats.get("extracted", 1) == 0
+    extracted_now = int(stats.get("extracted", 0)) if computed else 0
+    reused = int(stats.get("reused", 0)) if computed else len(manifest)
+    run.features[role] = {"id": oid, "extracted": extracted_now, "reused": reused,
+                          "stored": not computed}
     return oid
 
 
@@ -166,7 +171,12 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id, **scored.edges}
+    start = time.perf_counter()
+    found = runner.baseline(plan, evaluation, scored)
+    run.timings["baseline_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, scored.per_seed, scored.train_metrics, scored.comparable, edges)
+    warnings = [*plan.notes, *(result.warnings or [])] or None
+    result = replace(result, **baseline_fields(plan, found, result.metrics, warnings))
     if scored.eval_data:
         data = dict(result.data or {})
         result = replace(result, data={**data, "eval": {**data["eval"], **scored.eval_data}})

@@ -121,6 +121,13 @@ class PackSplit:
         """The backbone's resize and crop (``BackboneCfg.geometry``), which targets follow."""
         return self._cfg.geometry
 
+    def target_source(self, position: int) -> str:
+        """The file row ``position``'s target is read from (its image when the sample has no
+        target file), for messages that name it."""
+        if "target" not in self.manifest.samples[position]:
+            return str(self.manifest.image_path(position))
+        return str(self.manifest.target_path(position))
+
     def image(self, position: int) -> np.ndarray:
         """(3, H, W) float32: the RGB row ``position``'s image became for the backbone, in
         [0, 1] (resized and cropped, before normalisation)."""

@@ -34,14 +34,20 @@ def summary(store, oid: str, kind: str) -> str:
     except VbstoreError:
         return "CORRUPT"
     try:
-        return _summary(kind, doc)
+        return _summary(store, kind, doc)
     except SchemaError:  # a document this vbstore cannot read typed: no summary
         return ""
 
 
-def _summary(kind: str, doc: dict[str, Any]) -> str:
+def _summary(store, kind: str, doc: dict[str, Any]) -> str:
     if kind == "result":
-        return ResultRecord.from_dict(doc).summary()
+        result = ResultRecord.from_dict(doc)
+        task, _, metrics = result.summary().partition(": ")
+        if result.backbone and result.data:  # which backbone on which data, then the numbers
+            columns = result_columns(store, result)
+            task = (f"{task} on {columns['backbone']} ({columns['weights']})  "
+                    f"{columns['data']}")
+        return f"{task}: {metrics}"
     if kind == "manifest":
         manifest = ManifestRecord.from_dict(doc)
         return f"{manifest.layout} split={manifest.split} samples={len(manifest)}"
@@ -56,6 +62,49 @@ def _summary(kind: str, doc: dict[str, Any]) -> str:
         suite = SuiteRecord.from_dict(doc)
         return f"{suite.ref} {suite.name}"
     return ""
+
+
+# manifest id -> its name: an id names one content, so the answer never changes, and a listing
+# of many results on one large manifest reads its document once
+_NAMES: dict[str, str] = {}
+
+
+def data_name(store, manifest: str | None) -> str:
+    """The data a manifest lists, by name: its named source (``scenes``), else its layout."""
+    if not manifest:
+        return ""
+    if manifest in _NAMES:
+        return _NAMES[manifest]
+    if not store.has(manifest):
+        return ""
+    try:
+        doc = store.read_json(manifest)
+    except VbstoreError:
+        return ""
+    _NAMES[manifest] = (doc.get("source") or {}).get("name") or doc.get("layout") or ""
+    return _NAMES[manifest]
+
+
+def data_label(store, part: dict[str, Any]) -> str:
+    """A split as a reader names it: its source (a named source, else its layout), split and
+    samples, e.g. ``scenes val (32)``; the manifest id is in ``--json``."""
+    manifest = part.get("manifest")
+    name = data_name(store, manifest)
+    split = part.get("split")
+    words = [w for w in (name, split) if w]
+    return f"{' '.join(words) or (manifest or '')[:12]} ({part.get('samples', '?')})"
+
+
+def result_columns(store, record: ResultRecord) -> dict[str, Any]:
+    """What tells two results apart in a listing: backbone, weights, and data (eval, and train
+    when a head was trained), with the manifest ids."""
+    data = record.data or {}
+    label = data_label(store, data.get("eval", {}))
+    if "train" in data:
+        label += f" <- {data_label(store, data['train'])}"
+    return {"backbone": record.spec, "weights": record.weights_kind or "",
+            "data": label, "eval_manifest": data.get("eval", {}).get("manifest"),
+            "train_manifest": data.get("train", {}).get("manifest")}
 
 
 def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None) -> dict[str, Any]:
@@ -90,3 +139,21 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
         for role, child in store.children(oid)
     ]
     return node
+
+
+def weights_of_tensor_hash(store, prefix: str) -> list[str]:
+    """The weights records whose ``tensor_hash`` (the hash of the tensors' content that a
+    head-mismatch message prints; not an object id) starts with ``prefix``."""
+    prefix = prefix.lower()
+    if len(prefix) < 4:
+        return []
+    found = []
+    for info in store.ls("weights"):
+        if not store.has(info.id):
+            continue
+        try:
+            if str(store.read_json(info.id).get("tensor_hash", "")).startswith(prefix):
+                found.append(info.id)
+        except VbstoreError:
+            continue
+    return found

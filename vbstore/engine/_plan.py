@@ -25,6 +25,7 @@ from ..store import Store, derivation_key, derivation_spec
 from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
+from ._datachecks import check_against_data
 from ._requests import HeadRequest, ResultRequest, store_param_files
 from ._runners import StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
@@ -68,6 +69,8 @@ class Plan:
     started: float = field(default_factory=time.perf_counter)
     # when planning began, as time.time(): what execute's run lease keeps from gc
     begun: float = field(default_factory=time.time)
+    # what the task adapts to the data and the record says (vbstore.engine._datachecks)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def backbone(self) -> BackboneRef:
@@ -238,8 +241,11 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         params = request.probe.resolved_params(stated)
         task_params = store_param_files(store, task, params)
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
-    eval_m = store_listing(store, eval_l, touch=False)
-    train_m = store_listing(store, train_l, touch=False) if train_l is not None else None
+    notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
+    # a dry run writes no manifest: it names each by its document's hash
+    eval_m = store_listing(store, eval_l, touch=False, write=not dry_run)
+    train_m = (store_listing(store, train_l, touch=False, write=not dry_run)
+               if train_l is not None else None)
     ref = backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
@@ -251,9 +257,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             work={} if ref else {"builds": f"builds {request.backbone.spec} (imports torch)"},
         )
     ]
-    steps.append(Step("manifest", "eval", "stored", eval_m.id, {"samples": len(eval_m)}))
-    if train_m is not None:
-        steps.append(Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}))
+    for role, manifest in (("eval", eval_m), ("train", train_m)):
+        if manifest is not None:  # a dry run's new manifest: to store (files hashed, no model)
+            steps.append(Step("manifest", role, "stored" if store.has(manifest.id) else "compute",
+                              manifest.id, {"samples": len(manifest)}))
     if ref is None:
         extractor, spec = None, None
     else:
@@ -312,6 +319,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         steps,
         started,
         begun,
+        notes,
     )
 
 

@@ -12,9 +12,10 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from .._progress import reporting
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Store, derivation_key
@@ -61,6 +62,9 @@ class Result:
     extracted: int = 0
     recorded: str | None = None
     run: RunInfo | None = None
+    # per feature set this call read (eval, train, views): its id, images extracted now and
+    # rows reused from the store; empty when the result itself was found
+    features: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def origin(self) -> str:
@@ -92,6 +96,8 @@ class Result:
             out["recorded"] = self.recorded
         if self.reproduced is not None:
             out["reproduced"] = self.reproduced
+        if self.features:
+            out["features"] = self.features
         return out
 
 
@@ -279,7 +285,8 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         from ._compute import compute_result
 
         _pin(the_plan)
-        return compute_result(the_plan, run)
+        with reporting(progress is True):  # head training, dense scoring: on stderr
+            return compute_result(the_plan, run)
 
     derived = derive(store, spec, compute, timeout=lease_timeout)
     computed = [*run.computed, *([derivation_key(spec)] if derived.computed else [])]
@@ -294,6 +301,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         extracted=run.extracted,
         recorded=store.origin(key) if derived.source == "store" else None,
         run=store.last_run(derived.id),
+        features=dict(run.features),
     )
 
 
@@ -326,7 +334,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
     key = derivation_key(spec)
     previous = store.lookup(key)
     run = Run(device=device, progress=progress, executor=executor)
-    with store.lease(key, inputs=list(spec["inputs"].values())):
+    with store.lease(key, inputs=list(spec["inputs"].values())), reporting(progress is True):
         oid = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid)
         run.computed.append(key)
@@ -555,7 +563,8 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )
-        return the_plan, train_head(the_plan, run, train, seed)
+        with reporting(progress is True):
+            return the_plan, train_head(the_plan, run, train, seed)
 
     the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(

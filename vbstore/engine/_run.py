@@ -29,3 +29,5 @@ class Run:
     from_cache: dict[str, bool] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)
     extracted: int = 0
+    # role -> id, images extracted now and rows reused, per feature set read
+    features: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from ._requests import param_files
 from ._steps import Step, head_step, views_steps
 
 if TYPE_CHECKING:
+    from ..tasks import Baseline
     from ._compute import Feed
     from ._plan import Plan
     from ._requests import ResultRequest
@@ -64,6 +65,8 @@ class Scored:
         comparable: False when a head was applied against a mismatch (``--no-strict``).
         draws: Bootstrap draws over eval samples, one set per head (see ``sample_ci``).
         eval_data: Extra facts about the eval split for the record (boxes the crop cut off).
+        train: The train feed a head was trained on here (None: zero-shot, or a given head).
+        targets: The eval targets the heads were scored on (None: they come with the split).
     """
 
     per_seed: list[dict[str, float]]
@@ -72,6 +75,8 @@ class Scored:
     comparable: bool = True
     draws: list[dict[str, Any]] = field(default_factory=list)
     eval_data: dict[str, Any] = field(default_factory=dict)
+    train: Any = None
+    targets: Any = None
 
 
 class Runner:
@@ -107,6 +112,13 @@ class Runner:
               ) -> Scored:
         """Every seed's metrics on the eval featureset (computing what is missing)."""
         raise NotImplementedError(f"the {self.shape} runner scores nothing")
+
+    def baseline(self, plan: Plan, evaluation: Feed, scored: Scored) -> Baseline | str | None:
+        """The task's trivial predictor on the eval split (``vbstore.engine._baseline``), a
+        reason it could not be computed, or None where the shape has none."""
+        from ._baseline import targets_baseline_of  # the compute path only
+
+        return targets_baseline_of(plan, evaluation, scored.train, scored.targets)
 
     def fit(self, task: Task, train: Feed, params: dict[str, Any], seed: int,
             classes: list[str] | None) -> tuple[dict[str, Any], dict[str, float]]:
@@ -148,11 +160,13 @@ class _Trained(Runner):
             classes = head_record(store, plan.head).get("class_names") or None
         else:
             train = Feed(plan, run, featureset(plan, run, plan.train_m, "train"), plan.train_m)
+            scored.train = train
             scored.edges.update(train_manifest=plan.train_m.id, train_features=train.id)
             heads = [train_head(plan, run, train, seed, fresh_heads).id for seed in seeds]
             classes = plan.train_m.classes
         expected = compat(plan, evaluation.id, self.width(evaluation))
         targets = self.targets(evaluation, classes)
+        scored.targets = targets
         for head in heads:
             state, record, ok = load_head(store, head, expected, strict=plan.request.probe.strict)
             scored.comparable = scored.comparable and ok
@@ -217,6 +231,11 @@ class DenseRunner(_Trained):
 
     def evaluate(self, plan, run, state, evaluation, targets):
         return plan.task.evaluate_split(state, evaluation.split(), plan.task_params), None
+
+    def baseline(self, plan, evaluation, scored):
+        from ._baseline import dense_baseline  # the compute path only
+
+        return dense_baseline(plan, evaluation)
 
 
 class BoxesRunner(DenseRunner):
@@ -294,6 +313,11 @@ class DenseZeroShotRunner(Runner):
 
     shape = "dense_zero_shot"
 
+    def baseline(self, plan, evaluation, scored):
+        from ._baseline import dense_baseline  # the compute path only
+
+        return dense_baseline(plan, evaluation)
+
     def score(self, plan, run, evaluation, fresh_heads=False):
         metrics = plan.task.evaluate_split(None, evaluation.split(), plan.task_params)
         return Scored([metrics] * len(plan.request.probe.seed_list))
@@ -304,6 +328,9 @@ class ViewsRunner(Runner):
     once and stored, with their features)."""
 
     shape = "views"
+
+    def baseline(self, plan, evaluation, scored):
+        return None  # no constant predictor of a match
 
     def steps(self, ctx: StepContext) -> list[Step]:
         return views_steps(ctx.store, ctx.ref, ctx.eval_m, ctx.extractor, ctx.task_params,
@@ -322,6 +349,9 @@ class KeypointViewsRunner(Runner):
     """``keypoint_views``: dense maps scored on the manifest's annotated keypoint pairs."""
 
     shape = "keypoint_views"
+
+    def baseline(self, plan, evaluation, scored):
+        return None  # no constant predictor of a match
 
     def score(self, plan, run, evaluation, fresh_heads=False):
         from ._compute import keypoint_pairs

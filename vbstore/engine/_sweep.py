@@ -14,6 +14,7 @@ from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
 from ..store import Store
 from ..tasks import get_task, ordered_metrics
+from ._lineage import data_name
 from ._plan import plan
 from ._raysweep import Unit, result_fields, sweep_on_ray
 from ._results import execute, result_request
@@ -188,8 +189,10 @@ BASE_COLUMNS = [
     "data",
     "split",
     "samples",
+    "manifest",
     "seeds",
     "params",
+    "baseline",
 ]
 # when, how long and where each result was last computed: the run log (store.last_run), or the
 # record itself for a result stored before it; after the metric columns in csv and jsonl
@@ -208,6 +211,22 @@ def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
 def utc(when: float) -> str:
     """``2026-12-01T14:05:09Z``: a run's time as exports write it."""
     return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spread(record: ResultRecord) -> dict[str, float]:
+    """Per metric, the std over seeds (``_std``) and the 95% interval (``_ci_low``,
+    ``_ci_high``): over eval samples when the result has one (the interval for comparing
+    backbones), else over seeds."""
+    out: dict[str, float] = {}
+    aggregate, sample = record.aggregate or {}, record.sample_ci or {}
+    for name in record.metrics:
+        if name in aggregate:
+            out[f"{name}_std"] = aggregate[name]["std"]
+        interval = sample.get(name) or aggregate.get(name)
+        if interval:
+            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (interval["ci_low"],
+                                                             interval["ci_high"])
+    return out
 
 
 def result_rows(
@@ -235,15 +254,19 @@ def result_rows(
             "task": record.task,
             "backbone": record.spec,
             "weights": record.weights_kind,
-            "data": evaluation.get("manifest", "")[:12],
+            "data": data_name(store, evaluation.get("manifest")),
+            "manifest": evaluation.get("manifest", "")[:12],
             "split": evaluation.get("split"),
             "samples": evaluation.get("samples"),
             "seeds": len(record.seeds or [record.seed]),
             "input_size": (record.extractor or {}).get("input_size"),
             "params": " ".join(f"{k}={v}" for k, v in sorted(record.params.items())),
         }
+        baseline = record.baseline or {}
+        row["baseline"] = baseline.get("value")  # the headline's trivial predictor
         metrics = ordered_metrics(record.task, record.metrics)
         row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         row.update(run_fields(store, info.id, record))
+        row.update(_spread(record))
         rows.append(row)
     return rows

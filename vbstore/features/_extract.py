@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -23,8 +21,9 @@ from typing import Any
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader
-from tqdm import tqdm
 
+from .._progress import progress as step_progress
+from .._progress import reporting
 from ..canonical import digest
 from ..errors import BadInput
 from ..store import pack_index
@@ -111,11 +110,11 @@ def _worker_batches(decode: _Decode, batch_size: int, workers: int
                           prefetch_factor=2 if workers else None, persistent_workers=False)
 
 
+@contextlib.contextmanager
 def progress_bar(total: int, enabled: bool):
-    if not enabled or total == 0:
-        return contextlib.nullcontext(None)
-    return tqdm(total=total, unit="img", desc="extracting", file=sys.stderr, dynamic_ncols=True,
-                disable=not sys.stderr.isatty() and not os.environ.get("VBSTORE_PROGRESS"))
+    """The extraction's progress (vbstore._progress): a bar on a terminal, else plain lines."""
+    with reporting(enabled), step_progress("extracting features", total, "image") as bar:
+        yield bar
 
 
 @dataclass

@@ -61,8 +61,17 @@ def _one_dataset(chosen: list[tuple[str, ResultRecord]], data: str | None, what:
     if len(manifests) > 1:
         raise UsageError(f"{what} has results on {len(manifests)} eval datasets",
                          hint="choose one with --data MANIFEST_ID_PREFIX: "
-                         + ", ".join(m[:12] for m in manifests))
+                         + "; ".join(_described(m, [r for _, r in chosen if _manifest(r) == m])
+                                     for m in manifests))
     return chosen
+
+
+def _described(manifest: str, records: list[ResultRecord]) -> str:
+    """A manifest id prefix with what its results say of it: split, samples and tasks."""
+    evaluation = records[0].eval_data
+    tasks = ", ".join(sorted({str(r.task) for r in records}))
+    return (f"{manifest[:12]} ({evaluation.get('split') or 'no split'}, "
+            f"{evaluation.get('samples', '?')} samples: {tasks})")
 
 
 def _best(candidates: list[Bar]) -> Bar:

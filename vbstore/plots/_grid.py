@@ -15,11 +15,13 @@ from ..errors import MissingDependency, UsageError
 _FORMATS = (".png", ".svg")
 
 
-def draw_dense_grid(samples: Sequence[Any], path: str | Path, title: str = "") -> Path:
+def draw_dense_grid(samples: Sequence[Any], path: str | Path, title: str = "",
+                    class_names: Sequence[str] | None = None) -> Path:
     """Write a grid of ``samples`` (``vbstore.engine.DenseSample``: image, target,
     prediction) to ``path``, one row per sample.
 
-    Class maps share one qualitative colour per class (ignored pixels grey); scalar maps share
+    Class maps share one qualitative colour per class (ignored pixels grey), named in a legend
+    under the grid (``class_names``, else ``class N``) for the classes shown; scalar maps share
     one colour scale per row, so target and prediction read against each other; normals and
     orientations are shown as colours (black: not scored).
 
@@ -58,6 +60,8 @@ def draw_dense_grid(samples: Sequence[Any], path: str | Path, title: str = "") -
             if title:
                 figure.suptitle(title, fontsize=9)
             figure.tight_layout()
+            if any(s.kind == "labels" for s in samples):
+                _legend(figure, samples, classes, class_names)
             figure.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else None)
         finally:
             plt.close(figure)
@@ -79,3 +83,23 @@ def _show(ax: Any, array: np.ndarray, sample: Any, classes: int) -> None:
         low = float(min(sample.target.min(), sample.prediction.min()))
         high = float(max(sample.target.max(), sample.prediction.max()))
         ax.imshow(array, cmap="viridis", vmin=low, vmax=max(high, low + 1e-6))
+
+
+def _legend(figure: Any, samples: Sequence[Any], classes: int,
+            class_names: Sequence[str] | None) -> None:
+    """One swatch per class the grid shows, in its colour, named; grey for ignored pixels."""
+    import matplotlib
+    from matplotlib.patches import Patch
+
+    cmap = matplotlib.colormaps["tab10" if classes <= 10 else "tab20"]
+    span = (10 if classes <= 10 else 20) - 1
+    shown = sorted({int(v) for s in samples for a in (s.target, s.prediction)
+                    for v in np.unique(a) if v >= 0})
+    names = list(class_names or [])
+    handles = [Patch(color=cmap(c / span), label=names[c] if c < len(names) else f"class {c}")
+               for c in shown]
+    if any((s.target < 0).any() for s in samples):
+        handles.append(Patch(color="#808080", label="ignored"))
+    figure.subplots_adjust(bottom=0.06 + 0.03 * (len(handles) // 6 + 1))
+    figure.legend(handles=handles, loc="lower center", ncol=min(6, len(handles)), fontsize=7,
+                  frameon=False)

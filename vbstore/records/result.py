@@ -34,6 +34,10 @@ class ResultRecord(Record):
             ``method``; what a reader needs to compare two backbones on one eval split
             (vbstore.tasks.bootstrap). Absent from results stored before it existed.
         sample_ci_skipped: Why no ``sample_ci`` was computed (a dense task: cost).
+        baseline: The task's trivial predictor on the same eval split (``predictor``,
+            ``metrics``, ``headline``, ``value``, ``margin`` = headline minus its value,
+            ``beaten``), or ``skipped`` with why (vbstore.engine._baseline). Absent from
+            results stored before it existed and from tasks with no constant predictor.
     """
 
     kind = "result"
@@ -62,6 +66,7 @@ class ResultRecord(Record):
     sample_ci: dict[str, dict[str, Any]] | None = None
     sample_ci_skipped: str | None = None
     protocol: str | None = None
+    baseline: dict[str, Any] | None = None
     timings: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import blake3
 
+from .._progress import progress
 from ..errors import VbstoreError
 from ._base import RefUpdate, Remote, bounded, document_limit, local_digest, probe_url
 from ._config import RemoteConfig
@@ -213,9 +214,11 @@ class DirRemote(FsspecRemote):
         return removed
 
     def _upload(self, files: Mapping[str, Path | bytes]) -> None:
-        for path in sorted(files):
-            with self._failing(f"uploading {path}"):
-                self._put(path, files[path])
+        with progress(f"pushing to {self.name}", len(files), "file") as shown:
+            for path in sorted(files):
+                with self._failing(f"uploading {path}"):
+                    self._put(path, files[path])
+                shown.update(1)
 
     def _put(self, path: str, source: Path | bytes) -> None:
         # temp + rename, so a reader never sees a half-written blob under its final name

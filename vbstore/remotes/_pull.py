@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import canonical
+from .._progress import progress
 from ..errors import CorruptObject, ObjectNotFound, UsageError, VbstoreError
 from ..records import StagedReader, check_answer
 from ..store import check_safetensors_file, derivation_key, encoding, validate
@@ -159,22 +160,28 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
     result.already_present += len(entries) - len(needed)
     staged: list[tuple[Entry, Path, int]] = []
     try:
-        for entry in (e for e in entries if e.id in needed):
-            chunks = remote.download(object_path(entry.id), revision)
-            if chunks is None:
-                if entry.id in required:
-                    raise RemoteNotFound(f"remote {remote.name!r} lacks object {entry.id[:12]}",
-                                         hint="push it again from a store that has it")
-                result.missing.append(entry.id)
-                continue
-            # hashed as it arrives, stopped at the listed size
-            temp, digest, size = store.files.write_temp(_listed_size(remote.name, entry, chunks))
-            staged.append((entry, temp, size))
-            if digest != entry.id:
-                raise TamperedBlob(remote.name, entry.id, f"its bytes hash to {digest[:12]}")
-            if entry.size >= 0 and size != entry.size:  # -1: no listing to compare with
-                raise TamperedBlob(remote.name, entry.id, "its size differs from the listing")
-            _check_content(remote.name, entry, temp)
+        with progress(f"pulling from {remote.name}", len(needed), "blob") as shown:
+            for entry in (e for e in entries if e.id in needed):
+                chunks = remote.download(object_path(entry.id), revision)
+                if chunks is None:
+                    if entry.id in required:
+                        raise RemoteNotFound(
+                            f"remote {remote.name!r} lacks object {entry.id[:12]}",
+                            hint="push it again from a store that has it")
+                    result.missing.append(entry.id)
+                    continue
+                # hashed as it arrives, stopped at the listed size
+                temp, digest, size = store.files.write_temp(
+                    _listed_size(remote.name, entry, chunks))
+                staged.append((entry, temp, size))
+                if digest != entry.id:
+                    raise TamperedBlob(remote.name, entry.id,
+                                       f"its bytes hash to {digest[:12]}")
+                if entry.size >= 0 and size != entry.size:  # -1: no listing to compare with
+                    raise TamperedBlob(remote.name, entry.id,
+                                       "its size differs from the listing")
+                _check_content(remote.name, entry, temp)
+                shown.update(1)
         temps = {entry.id: temp for entry, temp, _ in staged}
         brought = set(temps)
         recordable = _recordable(entries, root) if root is not None else set()

@@ -185,12 +185,16 @@ class GcMixin(_StoreBase):
         rows = self.db.query("SELECT id, kind, CASE WHEN evicted_at IS NULL THEN size ELSE 0 END "
                              "FROM objects")
         doomed = [row for row in rows if row[0] not in keep]
-        report.kept = len(rows) - len(doomed)
-        del rows
+        # what `du` counts afterwards: present objects kept (an evicted row holds no blob)
+        evicted = {r[0] for r in self.db.query(
+            "SELECT id FROM objects WHERE evicted_at IS NOT NULL")}
+        report.kept = sum(1 for row in rows if row[0] in keep and row[0] not in evicted)
+        del rows, evicted
         walked = None if dry_run else _Walked.read(self.db, seen, keep)
         del keep
         chosen = [] if max_size is None else self._eviction(
             max_size, cutoff, {row[0] for row in doomed}, report)
+        report.kept -= len(chosen)  # evicted now: no longer present
         if dry_run:
             report._rows, report.evicted = doomed, chosen
             return report
@@ -342,7 +346,8 @@ class GcMixin(_StoreBase):
             "WHERE o.kind='pack' GROUP BY e.parent")), default=0) or 0
         if working_set > max_size:
             report.warnings.append(
-                f"--max-size {max_size} is smaller than one feature set ({working_set} bytes): "
+                f"--max-size {human_bytes(max_size)} is smaller than one feature set "
+                f"({human_bytes(working_set)}): "
                 "the next run will have to recompute its features"
             )
         if total <= max_size:
@@ -367,7 +372,8 @@ class GcMixin(_StoreBase):
             total -= size
         if total > max_size:
             report.warnings.append(
-                f"the store stays at {total} bytes, above --max-size {max_size}: the rest is "
+                f"the store stays at {human_bytes(total)}, above --max-size "
+                f"{human_bytes(max_size)}: the rest is "
                 "used within --grace, needed by a ref or a running computation, or not "
                 "recomputable (weights, manifests, results, suites); --grace 0 also evicts "
                 "features used recently"
@@ -405,6 +411,15 @@ class GcMixin(_StoreBase):
             "bytes": sum(k["bytes"] for k in kinds.values()),
             "registry_bytes": db_bytes,
         }
+
+
+def human_bytes(size: float) -> str:
+    """``5242880`` -> ``5.0 MiB``: sizes in messages as people write them (--max-size 5M)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
 
 
 def _unlink_where(conn, base: str, keys: list, condition: str, params: tuple) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import Store
+from ._baseline import beats, board_baseline, mark_overlaps
 from ._suite import Suite, get_suite
 from ._verdict import EVIDENCE_LEVELS
 
@@ -31,6 +32,7 @@ class Board:
     reorders: list[str] = field(default_factory=list)
     observed_only: bool = False
     evaluations: int = 0
+    baseline: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         headline = self.suite.headline
@@ -44,6 +46,7 @@ class Board:
             "rows": self.rows,
             "unranked": self.unranked,
             "reorders": self.reorders,
+            "baseline": self.baseline,
         }
 
 
@@ -99,7 +102,13 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         for r in rows
         if not r[4]
     ]
-    return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total)
+    mark_overlaps(store, suite, ranked)  # ranks whose intervals overlap: not established
+    baseline = board_baseline(store, suite, ranked)
+    if baseline is not None:  # each row says whether it beats the trivial predictor
+        for row in ranked:
+            row["beats_baseline"] = beats(row["headline"], baseline["headline"],
+                                          headline["direction"])
+    return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline)
 
 
 def _plain(name: str) -> bool:

@@ -30,21 +30,37 @@ def board_text(board: Board) -> str:
         f"{len(board.rows)} ranked of {len(board.rows) + len(board.unranked)} checkpoints, "
         f"{board.evaluations} {pool}"
     ]
+    base = board.baseline
     for row in board.rows:
+        if base is not None and not row["beats_baseline"]:
+            lines.append(_baseline_line(base))
+            base = None
         lines.append(
             f"{row['rank']:>4}  {row['label']:<32} {_num(row['headline'])}  "
             f"weakest {row['weakest']} {_num(row['weakest_value'])}  gap {_num(row['gap'])}  "
             f"{row['weights']} weights, {row['evidence']}  {row['attempts']} attempt"
             f"{'s' if row['attempts'] != 1 else ''}"
+            + ("  ~ interval overlaps the row above" if row.get("overlaps_above") else "")
         )
+    if base is not None:
+        lines.append(_baseline_line(base))
     for item in board.unranked:
         lines.append(
             f"  not ranked  {item['label']} ({item['checkpoint'][:16]})  "
             f"{item['state']}: {', '.join(item['reasons'])}"
         )
+    if any(row.get("overlaps_above") for row in board.rows):
+        lines.append("~ its 95% interval over eval samples overlaps the row's above: their "
+                     "order is not established on this data")
     if board.reorders:
         lines.append(f"ordered differently by: {', '.join(board.reorders)}")
     return "\n".join(lines)
+
+
+def _baseline_line(base: dict[str, Any]) -> str:
+    """The trivial predictor's row, placed where it ranks (rows below it do not beat it)."""
+    return (f"{'--':>4}  {'baseline':<32} {_num(base['headline'])}  "
+            f"{base['predictor']} (the trivial predictor on this data)")
 
 
 def _header(board: Board) -> list[str]:
@@ -96,6 +112,10 @@ def board_markdown(board: Board) -> str:
     lines += [line % row for row in _rows(board)]
     if not board.rows:
         lines.append("| " + " | ".join(["—"] * len(header)) + " |")
+    if board.baseline is not None:  # the trivial predictor, for scale
+        base = board.baseline
+        lines.append(f"| — | baseline: {base['predictor']} | | | {base['headline']:.4f} | "
+                     + "".join(f"{v:.4f} | " for v in base["conditions"].values()) + "| | |")
     for item in board.unranked:
         lines.append(
             f"\n- not ranked: {item['label']} ({item['weights']} weights) — "

@@ -29,19 +29,23 @@ from ._shapes import SHAPES, Shape, get_shape
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
 
 if TYPE_CHECKING:
+    from ._baselines import Baseline, keep_declared, targets_baseline
     from ._dense import DenseTask, as_dense
     from .aggregate import aggregate_seeds
     from .correspondence import KeypointPairs, WarpPairs
 
 # from their modules when first used: a cached result needs none of them
 _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
-         "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate"}
+         "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
+         "Baseline": "_baselines", "keep_declared": "_baselines",
+         "targets_baseline": "_baselines"}
 
 __all__ = [
     "BOX_TARGETS",
     "BUILTIN",
     "DENSE_TARGETS",
     "SHAPES",
+    "Baseline",
     "DenseBatch",
     "DenseSplit",
     "DenseTask",
@@ -63,10 +67,12 @@ __all__ = [
     "as_dense",
     "get_shape",
     "get_task",
+    "keep_declared",
     "list_tasks",
     "metric_order",
     "ordered_metrics",
     "register_task",
+    "targets_baseline",
 ]
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UsageError
 from ._base import HeadState, Metric, Param, Task
+from ._errors import TaskInputError
 
 if TYPE_CHECKING:
     import torch
@@ -149,14 +150,37 @@ class DenseTask(Task, ABC):
         _dense_train.check_budget(self, params, split, self._outputs(params), training=False)
         total = None
         for batch in split.batches(params["batch_size"]):
-            part = self._trivial_sum(self._prepare(batch.target, params, "eval"), params)
+            part = self._trivial_sum(self.prepare_batch(split, batch, params, "eval"), params)
             if part is not None:
                 total = part if total is None else total + part
         scorer = self._scorer(params)
         for batch in split.batches(params["batch_size"]):
-            target = self._prepare(batch.target, params, "eval")
+            target = self.prepare_batch(split, batch, params, "eval")
             scorer.update(self._trivial_predict(total, target, params), target)
         return _checks.metrics_out(self, scorer.result(), self.metrics)
+
+    def prepare_batch(self, split: Any, batch: Any, params: dict[str, Any], role: str
+                      ) -> torch.Tensor:
+        """``_prepare`` on one batch of ``split``; a batch it refuses is searched for the first
+        row at fault, and the error names that row's file (a split's ``target_source``, else its
+        ``name``), so a label of 9 among 4 classes says which PNG holds it.
+
+        Raises:
+            TaskInputError: a target the task cannot score, naming its file when known.
+        """
+        try:
+            return self._prepare(batch.target, params, role)
+        except TaskInputError as err:
+            where = getattr(split, "target_source", None) or getattr(split, "name", None)
+            if where is None:
+                raise
+            for i, position in enumerate(batch.index.tolist()):
+                try:
+                    self._prepare(batch.target[i:i + 1], params, role)
+                except TaskInputError:
+                    raise TaskInputError(f"{err.args[0]} (in {where(position)})",
+                                         hint=err.hint) from err
+            raise
 
     # The hooks. Each runs inside a fit or evaluate call, so it may import torch.
 

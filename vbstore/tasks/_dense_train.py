@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._budget import check_memory
+from .._progress import progress
 from ..errors import UsageError
 from ._errors import TaskInputError, TrainingDiverged
 
@@ -189,39 +190,41 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
         optimiser, lambda step: lr_factor(step, total, warmup))
     head.train()
     no_signal: str | None = None
-    for epoch in range(params["epochs"]):
-        order_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-        loss_sum, rows, learned = 0.0, 0, 0
-        for batch in split.batches(params["batch_size"], shuffle=True, seed=order_seed):
-            target = task._prepare(batch.target, params, "train")
-            if epoch == 0 and no_signal != "":  # "" once any batch teaches something
-                no_signal = task._no_signal(target, params) or ""
-            pred = task._predict(head(batch.feats), split.target_hw, params)
-            loss = task._loss(pred, target, params)
-            if loss is not None:
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise TrainingDiverged(
-                        f"task {task.name!r}: the training loss became {value} in epoch "
-                        f"{epoch + 1}", hint=f"lower lr (now {params['lr']:g})")
-                optimiser.step()
-                loss_sum += value * len(batch.index)
-                rows += len(batch.index)
-                learned += 1
-            if learned:  # the schedule counts steps from the first optimiser step
-                schedule.step()
-        if epoch == 0 and no_signal:
-            raise TaskInputError(f"task {task.name!r}: {no_signal}")
-        if not learned:
-            raise TaskInputError(
-                f"task {task.name!r}: every pixel of the train split is invalid or ignored",
-                hint="check the targets (and target_scale / ignore_index)")
-        if not all(torch.isfinite(p).all() for p in head.parameters()):
-            raise TrainingDiverged(
-                f"task {task.name!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
-                hint=f"lower lr (now {params['lr']:g})")
+    with progress(f"training {task.name} head", params["epochs"], "epoch") as shown:
+        for epoch in range(params["epochs"]):
+            order_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+            loss_sum, rows, learned = 0.0, 0, 0
+            for batch in split.batches(params["batch_size"], shuffle=True, seed=order_seed):
+                target = task.prepare_batch(split, batch, params, "train")
+                if epoch == 0 and no_signal != "":  # "" once any batch teaches something
+                    no_signal = task._no_signal(target, params) or ""
+                pred = task._predict(head(batch.feats), split.target_hw, params)
+                loss = task._loss(pred, target, params)
+                if loss is not None:
+                    optimiser.zero_grad(set_to_none=True)
+                    loss.backward()
+                    value = float(loss.detach())
+                    if not math.isfinite(value):
+                        raise TrainingDiverged(
+                            f"task {task.name!r}: the training loss became {value} in epoch "
+                            f"{epoch + 1}", hint=f"lower lr (now {params['lr']:g})")
+                    optimiser.step()
+                    loss_sum += value * len(batch.index)
+                    rows += len(batch.index)
+                    learned += 1
+                if learned:  # the schedule counts steps from the first optimiser step
+                    schedule.step()
+            if epoch == 0 and no_signal:
+                raise TaskInputError(f"task {task.name!r}: {no_signal}")
+            if not learned:
+                raise TaskInputError(
+                    f"task {task.name!r}: every pixel of the train split is invalid or ignored",
+                    hint="check the targets (and target_scale / ignore_index)")
+            if not all(torch.isfinite(p).all() for p in head.parameters()):
+                raise TrainingDiverged(
+                    f"task {task.name!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
+                    hint=f"lower lr (now {params['lr']:g})")
+            shown.update(1, loss=loss_sum / rows)
     return dict(head.state_dict()), {"train_loss": loss_sum / rows}
 
 
@@ -235,8 +238,11 @@ def evaluate(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSplit,
     """
     _fitting(task, state, split, params)  # before the scorer allocates for the class count
     scorer = task._scorer(params)
-    for _, target, pred in predictions(task, state, split, params, params["batch_size"]):
-        scorer.update(pred, target)
+    batches = math.ceil(len(split) / params["batch_size"])
+    with progress(f"scoring {task.name}", batches, "batch") as shown:
+        for _, target, pred in predictions(task, state, split, params, params["batch_size"]):
+            scorer.update(pred, target)
+            shown.update(1)
     return scorer.result()
 
 
@@ -263,5 +269,5 @@ def predictions(task: DenseTask, state: dict[str, torch.Tensor], split: DenseSpl
     head = head.to(split.device).eval()
     with torch.no_grad():
         for batch in split.batches(batch_size):
-            target = task._prepare(batch.target, params, "eval")
+            target = task.prepare_batch(split, batch, params, "eval")
             yield batch.index, target, task._predict(head(batch.feats), split.target_hw, params)

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .._budget import check_memory
+from .._progress import progress
 from . import _checks
 from ._errors import TaskInputError, TrainingDiverged
 from ._metrics import row_blocks
@@ -120,21 +121,24 @@ def train(
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total))
     )
-    for epoch in range(epochs):
-        # Full-batch needs no shuffle; skipping it keeps the generator's draws identical.
-        order = torch.randperm(n, generator=generator).to(device) if batch < n else None
-        for start in range(0, n, batch):
-            rows = order[start : start + batch] if order is not None else slice(None)
-            optimiser.zero_grad(set_to_none=True)
-            step_loss = _loss(loss, z[rows] @ weight.T + bias, y[rows])
-            step_loss.backward()
-            optimiser.step()
-            schedule.step()
-        if not (torch.isfinite(weight).all() and torch.isfinite(bias).all()):
-            raise TrainingDiverged(
-                f"task {task!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
-                hint=f"lower lr (now {lr:g})",
-            )
+    with progress(f"training {task} head", epochs, "epoch") as shown:
+        for epoch in range(epochs):
+            # Full-batch needs no shuffle; skipping it keeps the generator's draws identical.
+            order = torch.randperm(n, generator=generator).to(device) if batch < n else None
+            for start in range(0, n, batch):
+                rows = order[start : start + batch] if order is not None else slice(None)
+                optimiser.zero_grad(set_to_none=True)
+                step_loss = _loss(loss, z[rows] @ weight.T + bias, y[rows])
+                step_loss.backward()
+                optimiser.step()
+                schedule.step()
+            if not (torch.isfinite(weight).all() and torch.isfinite(bias).all()):
+                raise TrainingDiverged(
+                    f"task {task!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
+                    hint=f"lower lr (now {lr:g})",
+                )
+            if shown.active:  # the last step's loss: read only when it is shown
+                shown.update(1, loss=float(step_loss.detach()))
     head = {
         "weight": weight.detach(),
         "bias": bias.detach(),

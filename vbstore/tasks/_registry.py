@@ -198,7 +198,9 @@ def get_task(name: str) -> Task:
         names = sorted({*_TASKS, *BUILTIN})
         import difflib  # a suggestion, on the error path only
 
-        raise UnknownTask(name, difflib.get_close_matches(name, names, n=1))
+        # names are lower case: KNN means knn
+        same = [n for n in names if n == str(name).lower()]
+        raise UnknownTask(name, same or difflib.get_close_matches(str(name).lower(), names, n=1))
     return task
 
 

@@ -4,7 +4,9 @@ Features are L2-normalised, so similarity is cosine. Each eval image takes its `
 similar train images; neighbour ``j`` with similarity ``s_j`` votes for its class with weight
 ``softmax(s / T)_j`` over the ``k`` neighbours (proportional to ``exp(s_j / T)``). Class scores
 are the summed votes; top1 and top5 (top-min(5, C)) rank them, tied votes going to the lower
-class index. ``k`` larger than the train split uses every train image.
+class index. A ``k`` the user sets above the train split's size is refused before anything is
+stored; the default ``k`` over a smaller train split uses every train image, and the record
+says so.
 
 Modelled as a task that trains a head: the "head" is the L2-normalised train bank and its
 labels. That keeps one engine path (train featureset -> head -> result), makes a kNN probe
@@ -21,6 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._budget import check_memory
+from ..errors import UsageError
 from ._base import HeadState, Metric, Param, Task
 from ._errors import TaskInputError
 from ._registry import register_task
@@ -53,6 +56,19 @@ class KnnClassification(Task):
         Metric("top5", "higher", "fraction whose class is among the top min(5, classes) votes"),
     )
     headline = "top1"
+
+    def check_data(self, params: dict[str, Any], given: dict[str, Any], data: Any) -> list[str]:
+        """Refuse a ``k`` set above the train split's size (vbstore.engine._datachecks); warn
+        when the default ``k`` is."""
+        train = data.train
+        if train is None or params["k"] <= train.samples:
+            return []
+        if "k" in given:
+            raise UsageError(
+                f"k={params['k']} neighbours, but the train split has {train.samples} samples",
+                hint=f"give k at most {train.samples}, or more training data")
+        return [f"k={params['k']} (the default) is more than the {train.samples} train samples: "
+                "every train image votes"]
 
     def _fit(
         self,

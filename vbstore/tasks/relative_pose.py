@@ -30,6 +30,7 @@ import math
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._progress import progress
 from ._base import HeadState, Metric, Param, Task
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric
 from ._registry import register_task
@@ -172,16 +173,19 @@ def fit_pose(feats: torch.Tensor, pairs: torch.Tensor, params: dict[str, Any], s
             loss = loss + (1 - (direction[keep] * t_true[rows][keep]).sum(dim=1)).mean()
         return loss
 
-    for epoch in range(params["epochs"]):
-        order = torch.randperm(n, generator=generator)
-        for start in range(0, n, batch):
-            optimiser.zero_grad(set_to_none=True)
-            loss_of(order[start:start + batch]).backward()
-            optimiser.step()
-            schedule.step()
-        if not all(bool(torch.isfinite(w).all()) for w in weights):
-            raise TrainingDiverged(f"task 'relative_pose': the head's weights became NaN/Inf in "
-                                   f"epoch {epoch + 1}", hint=f"lower lr (now {params['lr']:g})")
+    with progress("training relative_pose head", params["epochs"], "epoch") as shown:
+        for epoch in range(params["epochs"]):
+            order = torch.randperm(n, generator=generator)
+            for start in range(0, n, batch):
+                optimiser.zero_grad(set_to_none=True)
+                loss_of(order[start:start + batch]).backward()
+                optimiser.step()
+                schedule.step()
+            if not all(bool(torch.isfinite(w).all()) for w in weights):
+                raise TrainingDiverged(f"task 'relative_pose': the head's weights became NaN/Inf "
+                                       f"in epoch {epoch + 1}",
+                                       hint=f"lower lr (now {params['lr']:g})")
+            shown.update(1)
     head = {k: v.detach() for k, v in head.items()}
     with torch.no_grad():
         final = float(loss_of(torch.arange(n)))

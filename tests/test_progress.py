@@ -1,0 +1,89 @@
+"""Work you can see: progress lines on stderr when it is not a terminal, and what was reused."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from vbstore.cli import cli
+
+TINY = ["-b", "test_cnn", "--weights", "random"]
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    from vbstore.data import make_shapes
+
+    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=2,
+                           size=32))
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.setenv("VBSTORE_PROGRESS_INTERVAL", "0")  # a line after every unit
+    monkeypatch.delenv("VBSTORE_PROGRESS", raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
+
+
+def _data(shapes):
+    return ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+
+
+def test_extraction_and_head_training_write_plain_lines(run, shapes):
+    out = run("run", "classification", *TINY, *_data(shapes), "--epochs", "3")
+    assert out.exit_code == 0, out.output
+    lines = out.stderr.splitlines()
+    assert any(re.fullmatch(r"extracting features: image 15/15 \(\d+ s\)", x) for x in lines)
+    epochs = [x for x in lines if x.startswith("training classification head: ")]
+    assert [x.split(",")[0] for x in epochs] == [
+        f"training classification head: epoch {i}/3" for i in (1, 2, 3)]
+    assert all(re.search(r", loss \d", x) for x in epochs)
+    # per feature set: what was computed now
+    assert "  eval features: extracted 15 images, reused 0  [" in out.stdout
+    assert "  train features: extracted 15 images, reused 0  [" in out.stdout
+
+
+def test_quiet_and_json_show_no_progress(run, shapes):
+    quiet = run("--quiet", "run", "classification", *TINY, *_data(shapes), "--epochs", "2")
+    assert quiet.exit_code == 0, quiet.output
+    assert "training" not in quiet.stderr
+    assert "extracting" not in quiet.stderr
+    as_json = run("run", "classification", *TINY, *_data(shapes), "--epochs", "4", "--json")
+    assert "training" not in as_json.stderr
+    features = json.loads(as_json.stdout)["features"]  # the features came from the store
+    assert {r: (f["stored"], f["extracted"], f["reused"]) for r, f in features.items()} == {
+        "eval": (True, 0, 15), "train": (True, 0, 15)}
+
+
+def test_dense_scoring_writes_its_batches(run):
+    scenes = "scenes:per_split=3,size=32,seed=0"
+    out = run("get", "result", *TINY, "-t", "depth", "-d", scenes, "--split", "val",
+              "--train-data", scenes, "--train-split", "train", "--target", "depth",
+              "-p", "epochs=1", "-p", "target_scale=1000", "-p", "batch_size=2")
+    assert out.exit_code == 0, out.output
+    assert "training depth head: epoch 1/1, loss " in out.stderr
+    assert "scoring depth: batch 2/2 (" in out.stderr
+
+
+def test_push_and_pull_write_their_files(tmp_path, monkeypatch, shapes):
+    monkeypatch.setenv("VBSTORE_PROGRESS_INTERVAL", "0")
+    monkeypatch.delenv("VBSTORE_PROGRESS", raising=False)
+    runner = CliRunner()
+
+    def vb(store, *args):
+        out = runner.invoke(cli, ["--store", str(tmp_path / store), *args])
+        assert out.exit_code == 0, out.output
+        return out
+
+    for store in ("a", "b"):
+        vb(store, "remote", "add", "team", str(tmp_path / "team"))
+    vb("a", "get", "head", *TINY, "-t", "knn", "--train-data", shapes, "--train-split",
+       "train", "--tag", "h")
+    pushed = vb("a", "push", "h", "--to", "team").stderr.splitlines()
+    assert any(re.fullmatch(r"pushing to team: file \d+/\d+ \(\d+ s\)", x) for x in pushed)
+    pulled = vb("b", "pull", "team/h").stderr.splitlines()
+    assert any(re.fullmatch(r"pulling from team: blob \d+/\d+ \(\d+ s\)", x) for x in pulled)

@@ -1,0 +1,56 @@
+"""Task parameters checked against the data before anything is stored.
+
+A parameter can be valid on its own and still make no sense for the data it meets: ``k=5000``
+neighbours from a train split of 200 images, ``num_classes=4`` for data with 21 named classes.
+The plan lists both splits first (nothing hashed or stored yet), counts them here, and asks the
+task: a task that defines ``check_data(params, given, data)`` refuses what the data cannot
+support (raising UsageError naming the fix) and returns warnings for what it will quietly
+adapt (a default ``k`` over a small train split uses every image).
+
+Imported by the planner: torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SplitCounts:
+    """What a task may check its parameters against: samples kept and the class list."""
+
+    samples: int
+    classes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DataCounts:
+    """The eval split's counts, and the train split's (None: zero-shot or a given head)."""
+
+    eval: SplitCounts
+    train: SplitCounts | None
+
+
+def counts(listing) -> SplitCounts:
+    """The counts of a listed split (``vbstore.data.Listing``), without hashing a file."""
+    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()))
+
+
+def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any],
+                       eval_listing, train_listing) -> list[str]:
+    """Ask ``task`` whether its resolved ``params`` (``given``: what the user set) fit the data.
+
+    Returns:
+        Warnings the record carries (what the task will adapt).
+
+    Raises:
+        UsageError: a parameter the data cannot support, naming the bound.
+    """
+    check = getattr(task, "check_data", None)
+    if check is None:
+        return []
+    data = DataCounts(counts(eval_listing),
+                      counts(train_listing) if train_listing is not None else None)
+    return list(check(dict(params), dict(given), data) or [])
