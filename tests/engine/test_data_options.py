@@ -3,6 +3,7 @@ time, before anything is stored, and a dataset may state them itself (targets.js
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -28,7 +29,8 @@ def unstated(tmp_path_factory):
 def test_depth_without_a_scale_is_refused_before_anything_is_stored(unstated, forwards):
     store = Store()
     before = {o.id for o in store.ls()}
-    with pytest.raises(UsageError, match="target_scale=1000"):
+    # the Python API names the argument (params=...), as vbstore/_api.py words it
+    with pytest.raises(UsageError, match=re.escape("params={'target_scale': 1000}")):
         vbstore.get_result("test_vit", "depth", unstated, unstated, store=store,
                            data_options=DEPTH, params={"epochs": 1}, **KW)
     assert forwards == []  # no backbone ran
