@@ -19,7 +19,6 @@ boards that never share a suite:
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -27,10 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..data import load_manifest, write_png
 from ..store import Store
+from . import _corpus
 from ._board import leaderboard
 from ._evaluate import from_results, record
 from ._import import import_results
@@ -40,45 +37,7 @@ from ._suite import get_suite, list_suites, normalize, push_suite, read_suite_fi
 START, END = "<!-- registry:start -->", "<!-- registry:end -->"
 # the suite and record files of the reported figures (a checkout's, not an installed package's)
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "suites" / "reference"
-NOISE = 0.5  # the noisy digits: each pixel halfway between the digit and uniform noise
 
-
-# Observed suites. ``conditions`` maps a condition to a split of ``data`` or to one of the sample
-# lists :func:`write_digit_conditions` writes (a ``.csv`` name); ``train`` is the probe's data.
-OBSERVED: list[dict[str, Any]] = [
-    {
-        "slug": "digits-knn",
-        "name": "kNN on scikit-learn digits (random-weight baselines)",
-        "task": "knn",
-        "data": "sklearn:digits",
-        "params": {"k": 20},
-    },
-    {
-        "slug": "shapes-knn",
-        "name": "kNN on generated shapes (random-weight baselines)",
-        "task": "knn",
-        "data": "shapes",
-        "params": {"k": 10},
-    },
-    {
-        "slug": "digits-noise-knn",
-        "name": "kNN on scikit-learn digits, clean and under noise (random-weight baselines)",
-        "task": "knn",
-        "data": "sklearn:digits",
-        "label": f"sklearn:digits val, clean and blended {NOISE:g} with uniform noise "
-        "(vbstore.suites.reference.write_digit_conditions)",
-        "params": {"k": 20},
-        "conditions": {"clean": "clean.csv", "noisy": "noisy.csv"},
-    },
-    {
-        "slug": "scenes-semseg",
-        "name": "Semantic segmentation of generated scenes (random-weight baselines)",
-        "task": "semantic_segmentation",
-        "data": "scenes",
-        "params": {"num_classes": 4},
-        "data_options": {"target": "labels"},
-    },
-]
 # Reported figures: (suite file, VisBench record file, sample counts the records do not give).
 # The counts are the full evaluation splits the figures name, vouched for here: Imagenette's
 # (imagenette2) val split has 3925 images, VOC 2012's segmentation val list 1449 (PROTOCOLS.md).
@@ -86,8 +45,6 @@ REPORTED = [
     ("imagenette-linear.json", "visbench-readme-imagenette.jsonl", {"val": 3925}),
     ("voc-semseg.json", "visbench-readme-voc.jsonl", {"val": 1449}),
 ]
-BACKBONES = [("test_vit", 0), ("test_cnn", 0), ("test_cnn", 1)]
-INPUT_SIZE = 32
 
 _SCHEMA = """
 CREATE TABLE suites (ref TEXT PRIMARY KEY, slug TEXT, version INTEGER, name TEXT, task TEXT,
@@ -134,84 +91,77 @@ def build(
         root = Path(work or scratch)
         store = Store(root / "store")
         try:
-            clock = _compute(store, root / "conditions", progress)
+            clock = _compute(store, root / "inputs", progress)
             _import_reported(store, Path(reference), clock)
             return write_registry(store, path)
         finally:
             store.close()
 
 
-def write_digit_conditions(store: Store, root: str | Path) -> Path:
-    """Write the ``digits-noise-knn`` conditions under ``root``: ``clean.csv`` lists a copy of
-    the scikit-learn digits val split (the same bytes, so the same image ids), ``noisy.csv`` the
-    same digits blended :data:`NOISE` with uniform noise, each image seeded by its index."""
-    root = Path(root)
-    view = load_manifest(store, "sklearn:digits", split="val")
-    labels, classes = view.labels(), view.classes
-    lines = {"clean": ["image,label"], "noisy": ["image,label"]}
-    for i, name in enumerate(view.names):
-        label = classes[labels[i]]
-        clean = root / "clean" / name
-        clean.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(view.image_path(i), clean)
-        ink = np.asarray(view.load_image(i))[..., 0].astype(np.float64)
-        noise = np.random.default_rng([0, i]).uniform(0, 255, ink.shape)
-        pixels = np.rint((1 - NOISE) * ink + NOISE * noise).astype(np.uint8)
-        write_png(root / "noisy" / name, pixels)
-        for condition in lines:
-            lines[condition].append(f"{condition}/{name},{label}")
-    for condition, rows in lines.items():
-        (root / f"{condition}.csv").write_text("\n".join(rows) + "\n")
-    return root
+def _where(value: str, inputs: Path) -> str:
+    """A corpus data reference: ``@name`` is one of the inputs :func:`write_inputs` wrote."""
+    return str(inputs / value[1:]) if value.startswith("@") else value
 
 
-def _compute(store: Store, lists: Path, progress: bool) -> float:
+def _plan(spec: dict[str, Any], inputs: Path) -> dict[str, Any]:
+    """Where a corpus probe reads its data: eval data, split, conditions, train data."""
+    data = _where(spec["data"], inputs)
+    listed = spec["data"].startswith("@")
+    split = _corpus.EVAL_SPLIT.get(spec["data"], "val")
+    where = {name: _where(value, inputs)
+             for name, value in (spec["conditions"] or {"val": split or "val"}).items()}
+    return {"data": data, "listed": listed, "split": split, "where": where,
+            "train": data.replace("-val.csv", "-train.csv") if listed else data}
+
+
+def backbones_of(spec: dict[str, Any]) -> list[tuple[str, str, int | None, int | None]]:
+    """The backbones a corpus probe runs on (a text tower for zero-shot text probes)."""
+    if spec["backbones"] == "clip":
+        return list(_corpus.CLIP)
+    return _corpus.PRETRAINED + _corpus.BASELINES
+
+
+def probe_results(store: Store, spec: dict[str, Any], inputs: Path,
+                  backbone: tuple[str, str, int | None, int | None],
+                  progress: bool = False) -> dict[str, str]:
+    """Result ids of one corpus probe on one backbone, per condition (computed when missing)."""
     from ..engine import get_result  # torch: only a rebuild computes
 
-    write_digit_conditions(store, lists)
+    plan = _plan(spec, inputs)
+    name, weights, seed, size = backbone
+    results = {}
+    for condition, source in plan["where"].items():
+        as_list = source.endswith(".csv")
+        results[condition] = get_result(
+            name, spec["task"], source if as_list else plan["data"],
+            plan["train"] if spec["train"] else None, store=store,
+            split=None if as_list or plan["listed"] else plan["split"],
+            train_split=("train" if not plan["listed"] else None) if spec["train"] else None,
+            weights=weights, backbone_seed=seed, input_size=size, progress=progress,
+            params=spec["params"], data_options=spec.get("data_options"),
+        ).id
+    return results
+
+
+def _compute(store: Store, inputs: Path, progress: bool, only: Iterable[str] = ()) -> float:
+    _corpus.write_inputs(store, inputs)
     clock = 0.0
-    for spec in OBSERVED:
-        data, options = spec["data"], spec.get("data_options")
-        where = {
-            name: str(lists / split) if split.endswith(".csv") else split
-            for name, split in (spec.get("conditions") or {"val": "val"}).items()
-        }
-        doc = new_suite(
-            store,
-            slug=spec["slug"],
-            task=spec["task"],
-            data=data,
-            split="val",
-            conditions=where,
-            name=spec["name"],
-            params=spec["params"],
-            weights="random",
-            data_options=options,
-        )
-        # a list condition is recorded by its file name, never by where this build wrote it
+    for spec in [p for p in _corpus.PROBES if not only or p["task"] in only]:
+        plan = _plan(spec, inputs)
+        split = plan["split"]
+        doc = new_suite(store, slug=spec["slug"], task=spec["task"], data=plan["data"],
+                        split=split or "val",
+                        conditions=None if split is None else plan["where"],
+                        name=spec["name"], params=spec["params"],
+                        weights="random" if spec["backbones"] == "clip" else "pretrained",
+                        data_options=spec["listing"])
+        # a written input is recorded by its name, never by where this build wrote it
         for condition in doc["protocol"]["conditions"]:
             condition["split"] = Path(condition["split"]).name
-        doc["protocol"]["data"]["label"] = spec.get("label", data)
+        doc["protocol"]["data"]["label"] = spec["data"].lstrip("@")
         suite, _ = push_suite(store, normalize(doc))
-        for backbone, seed in BACKBONES:
-            results = {}
-            for name, split in where.items():
-                listed = split.endswith(".csv")
-                results[name] = get_result(
-                    backbone,
-                    spec["task"],
-                    split if listed else data,
-                    data,
-                    store=store,
-                    split=None if listed else split,
-                    train_split="train",
-                    weights="random",
-                    backbone_seed=seed,
-                    input_size=INPUT_SIZE,
-                    progress=progress,
-                    params=spec["params"],
-                    data_options=options,
-                ).id
+        for backbone in backbones_of(spec):
+            results = probe_results(store, spec, inputs, backbone, progress)
             clock += 1.0  # a fixed clock: the registry must not change with the day it is built
             record(store, from_results(store, suite, results), recorded=clock)
     return clock
