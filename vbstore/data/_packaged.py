@@ -48,7 +48,8 @@ _SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
 _SCENES_DEFAULTS = {"per_split": 32, "seed": 0, "size": 64}
 _TRIPLETS_DEFAULTS = {"count": 64, "seed": 0, "size": 64}
 _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)$")
-SOURCES = ("sklearn:digits", "skimage:lfw_subset", "skimage:samples", "shapes", "scenes", "triplets")
+SOURCES = ("sklearn:digits", "skimage:lfw_subset", "skimage:samples", "shapes", "scenes",
+           "triplets")
 _GENERATED = ("shapes", "scenes", "triplets")
 # datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
 EXTERNAL = ("hf", "torchvision", "wds")

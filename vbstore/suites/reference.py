@@ -106,7 +106,7 @@ def _where(value: str, inputs: Path) -> str:
 def _plan(spec: dict[str, Any], inputs: Path) -> dict[str, Any]:
     """Where a corpus probe reads its data: eval data, split, conditions, train data."""
     data = _where(spec["data"], inputs)
-    listed = spec["data"].startswith("@")
+    listed = data.endswith(".csv")  # a sample list: its split is the file
     split = _corpus.EVAL_SPLIT.get(spec["data"], "val")
     where = {name: _where(value, inputs)
              for name, value in (spec["conditions"] or {"val": split or "val"}).items()}
@@ -272,8 +272,14 @@ def write_registry(store: Store, path: str | Path) -> Path:
 # how a board row names what its evidence lacks (evaluation "missing")
 _LACKING = {"data": "no manifest", "protocol": "unknown protocol", "evaluator": "unknown evaluator"}
 _OBSERVED_NOTE = (
-    "_Computed by vbstore with seeded **random** weights on data it generates anywhere: "
-    "baselines that any machine recomputes, not a measure of any pretrained backbone._"
+    "_Computed by vbstore on data any machine has or generates (scikit-image's lfw_subset faces "
+    "vs non-faces, generated scenes, triplets and pairs; `vbstore/suites/_corpus.py`): one suite "
+    "per built-in probe. The three EfficientNet-Lites (ImageNet weights from the `weights` "
+    "extra) rank; below them, unranked, the same suite's baselines: `test_pixels` (fixed "
+    "filters, nothing learned) and two random-weight backbones (EfficientNet-Lite0's "
+    "architecture and `test_cnn`, seed 0). Probes that compare images with text run on a "
+    "random-weight CLIP, on random-weight suites. Small data: these figures show what each probe "
+    "reads from each backbone here, not how the backbones rank on real benchmarks._"
 )
 _REPORTED_NOTE = (
     "_Published figures of other tools, imported as **reported** evidence from "
@@ -281,10 +287,13 @@ _REPORTED_NOTE = (
     "names what its evidence lacks. They rank only on their own suites, never beside observed "
     "results._"
 )
+LEVELS = (("high", "High-level probes"), ("mid", "Mid-level probes"), ("low", "Low-level probes"))
 
 
 def render(path: str | Path) -> str:
     """The README's tables, read from a reference registry file only."""
+    from ..tasks import get_task  # the level of each suite's task (no torch)
+
     conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
     try:
         parts = [
@@ -294,18 +303,23 @@ def render(path: str | Path) -> str:
             "",
         ]
         suites = conn.execute(
-            "SELECT ref, name, task, headline, json_extract(document, '$.protocol.conditions') "
-            "FROM suites ORDER BY ref"
+            "SELECT ref, name, task, headline, json_extract(document, '$.protocol.conditions'), "
+            "document FROM suites ORDER BY ref"
         ).fetchall()
-        for evidence, title, note in (
-            ("observed", "### Observed: computed here", _OBSERVED_NOTE),
-            ("reported", "### Reported: published figures, imported", _REPORTED_NOTE),
-        ):
-            chosen = [s for s in suites if _evidence_of(conn, s[0]) == evidence]
+        observed = [s for s in suites if _evidence_of(conn, s[0]) == "observed"]
+        reported = [s for s in suites if _evidence_of(conn, s[0]) == "reported"]
+        if observed:
+            parts += ["### Observed: computed here", "", _OBSERVED_NOTE, ""]
+        for level, title in LEVELS:
+            chosen = [s for s in observed if get_task(s[2]).level == level]
             if chosen:
-                parts += [title, "", note, ""]
+                parts += [f"#### {title}", ""]
             for suite in chosen:
                 parts += _render_suite(conn, *suite)
+        if reported:
+            parts += ["### Reported: published figures, imported", "", _REPORTED_NOTE, ""]
+        for suite in reported:
+            parts += _render_suite(conn, *suite)
         parts.append(END)
         return "\n".join(parts)
     finally:
@@ -318,10 +332,39 @@ def _evidence_of(conn: sqlite3.Connection, ref: str) -> str:
     return "reported" if kinds == {"reported"} else "observed"
 
 
+def _baselines(conn: sqlite3.Connection, ref: str, headline: str, names: list[str],
+               direction: str) -> list[tuple[Any, ...]]:
+    """Board-shaped rows of the suite's unranked evaluations (untrained weights on a pretrained
+    suite): their latest attempt each, shown beside the board, never ranked with it."""
+    rows = []
+    worst = min if direction == "max" else max
+    latest: dict[str, tuple[Any, ...]] = {}
+    attempts: dict[str, int] = {}
+    for checkpoint, label, weights, evidence, scores, missing, sources in conn.execute(
+        "SELECT checkpoint, label, weights, evidence, scores, missing, sources FROM evaluations "
+        "WHERE suite=? AND ranked=0 ORDER BY recorded, id", (ref,)
+    ):
+        latest[checkpoint] = (label, weights, evidence, json.loads(scores), missing, sources)
+        attempts[checkpoint] = attempts.get(checkpoint, 0) + 1
+    for checkpoint, (label, weights, evidence, scores, missing, sources) in latest.items():
+        value = scores.get("overall", {}).get(headline)
+        per = {c: scores.get("conditions", {}).get(c, {}).get(headline) for c in names}
+        if value is None or any(v is None for v in per.values()):
+            continue
+        weakest, weakest_value = worst(per.items(), key=lambda kv: (kv[1], kv[0]))
+        rows.append(("-", label, weights, evidence, value, json.dumps(per), weakest,
+                     weakest_value, abs(value - weakest_value), attempts[checkpoint], missing,
+                     sources))
+    return sorted(rows, key=lambda r: (r[2], r[1]))
+
+
 def _render_suite(
-    conn: sqlite3.Connection, ref: str, name: str, task: str, headline: str, conditions: str
+    conn: sqlite3.Connection, ref: str, name: str, task: str, headline: str, conditions: str,
+    document: str,
 ) -> list[str]:
     names = [c["name"] for c in json.loads(conditions)]
+    direction = next(m["direction"] for m in json.loads(document)["protocol"]["metrics"]
+                     if m["key"] == headline)
     shown = names if len(names) > 1 else []  # one condition is the overall figure
     header = ["rank", "backbone", "weights", "evidence", headline, *shown, "weakest", "gap"]
     lines = [
@@ -332,6 +375,12 @@ def _render_suite(
         "|" + "---|" * (len(header) + 1),
     ]
     sources: list[str] = []
+    ranked = conn.execute(
+        "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
+        "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
+        "JOIN evaluations e ON e.id = b.evaluation WHERE b.suite=? ORDER BY b.rank, b.label",
+        (ref,),
+    ).fetchall()
     for (
         rank,
         label,
@@ -345,12 +394,7 @@ def _render_suite(
         attempts,
         missing,
         evaluation_sources,
-    ) in conn.execute(
-        "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
-        "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
-        "JOIN evaluations e ON e.id = b.evaluation WHERE b.suite=? ORDER BY b.rank, b.label",
-        (ref,),
-    ):
+    ) in ranked + _baselines(conn, ref, headline, names, direction):
         lacking = json.loads(missing)
         cells = [
             str(rank),
