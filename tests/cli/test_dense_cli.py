@@ -13,14 +13,17 @@ from vbstore import Store
 from vbstore.cli import cli
 
 SCENES = "scenes:per_split=4,size=32,seed=0"
+# test_pixels at the scenes size: no crop, so the trivial predictor reads every target pixel (the
+# default efficientnet_lite0 is run by tests/cli/test_engine_cli.py's slow demo test)
+DEMO = ("demo", "--task", "depth", "--per-split", "4", "--size", "32", "--backbone", "test_pixels",
+        "--input-size", "32")
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """One depth demo in a store of its own: (store root, the demo's JSON summary)."""
     root = tmp_path_factory.mktemp("dense_cli") / "s"
-    out = CliRunner().invoke(cli, ["--store", str(root), "demo", "--task", "depth", "--per-split",
-                                   "4", "--size", "32", "--json"])
+    out = CliRunner().invoke(cli, ["--store", str(root), *DEMO, "--json"])
     assert out.exit_code == 0, out.output
     return root, json.loads(out.stdout)
 
@@ -41,9 +44,8 @@ def _val_depth(root) -> np.ndarray:
 def test_dense_demo_runs_offline_and_reads_against_its_trivial_baseline(demo):
     root, summary = demo
     assert (summary["task"], summary["metric"]) == ("depth", "d1")
-    # the default backbone's ImageNet weights come from an installed package: no network
     assert (summary["backbone"], summary["weights"], summary["note"]) == (
-        "efficientnet_lite0", "pretrained", None)
+        "test_pixels", "fixed", None)  # its own filters: not random, not pretrained
     assert summary["cached"]
     assert summary["random_result"] != summary["result"]
     assert (summary["trivial"], summary["direction"]) == ("the mean depth", "higher")
@@ -55,10 +57,10 @@ def test_dense_demo_runs_offline_and_reads_against_its_trivial_baseline(demo):
     assert summary["trivial_value"] == pytest.approx((ratio < 1.25).mean())
     assert summary["over_trivial"] == pytest.approx(summary["value"] - summary["trivial_value"])
     assert summary["over_random"] == pytest.approx(summary["value"] - summary["random_value"])
-    text = _run(root, "demo", "--task", "depth", "--per-split", "4", "--size", "32").output
+    text = _run(root, *DEMO).output
     assert "trivial: the mean depth" in text
-    assert "efficientnet_lite0 (pretrained weights)" in text
-    assert "efficientnet_lite0 (random weights, seed 0)" in text
+    assert "test_pixels (fixed weights)" in text
+    assert "test_pixels (random weights, seed 0)" in text
     assert "vbstore draw" in text
 
 
