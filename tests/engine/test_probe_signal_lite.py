@@ -38,7 +38,16 @@ MARGINS = {
     "depth": 0.06,  # d1 0.833, 0.705, 0.205
     "surface_normal": 0.25,  # d1 0.522, 0.031, 0.004
     "generic_segmentation": 0.23,  # iou 0.638, 0.174, 0.000
+    "occlusion_edge": 0.04,  # occlusion_edge_correlation 0.097, 0.011, 0
+    "edge": 0.045,  # edge_correlation 0.313, 0.224, 0
+    "keypoints2d": 0.08,  # keypoint_correlation 0.199, 0.042, 0
+    "corner": 0.04,  # corner_correlation 0.159, 0.074, 0
+    "orientation": 1.2,  # orientation_error 29.8, 32.4, 43.1 degrees
 }
+# Strict: the day it passes, its mark must go. 32 training pairs are too few for the pose head:
+# rotation_error 17.7 degrees against 20.4 with random weights but 13.8 for the mean train pose
+# (test_pixels beats the mean pose with 128 pairs per split: tests/engine/test_probe_signal.py)
+SHORT = {"relative_pose": 1.0}
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +91,10 @@ def _gain(task: str, value: float, other: float) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", list(MARGINS))
+@pytest.mark.parametrize("task", [
+    *MARGINS,
+    *(pytest.param(t, marks=pytest.mark.xfail(strict=True, reason="32 pairs: see SHORT"))
+      for t in SHORT)])
 def test_lite0_beats_its_trivial_predictor_and_random_weights(corpus, task):
     store, inputs = corpus
     spec, headline = TRAINED[task], get_task(task).headline
@@ -93,5 +105,10 @@ def test_lite0_beats_its_trivial_predictor_and_random_weights(corpus, task):
     random = store.read_json(theirs[condition])["metrics"][headline]
     trivial = _trivial(store, spec, inputs, ours[condition], headline)
     assert store.read_json(ours[condition])["weights_kind"] == "pretrained"
-    assert _gain(task, value, trivial) >= MARGINS[task], (task, value, trivial)
-    assert _gain(task, value, random) >= MARGINS[task], (task, value, random)
+    least = MARGINS.get(task) or SHORT[task]
+    assert _gain(task, value, trivial) >= least, (task, value, trivial)
+    assert _gain(task, value, random) >= least, (task, value, random)
+
+
+def test_every_trained_probe_is_checked():
+    assert set(MARGINS) | set(SHORT) == set(TRAINED)
