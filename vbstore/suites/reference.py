@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..errors import UnknownTask
 from ..store import Store
 from . import _corpus
 from ._board import leaderboard
@@ -287,13 +288,22 @@ _REPORTED_NOTE = (
     "names what its evidence lacks. They rank only on their own suites, never beside observed "
     "results._"
 )
-LEVELS = (("high", "High-level probes"), ("mid", "Mid-level probes"), ("low", "Low-level probes"))
+LEVELS = (("high", "High-level probes"), ("mid", "Mid-level probes"), ("low", "Low-level probes"),
+          ("other", "Other probes"))
+
+
+def _level(task: str) -> str:
+    """A suite task's level; ``other`` for a task this vbstore does not register."""
+    from ..tasks import get_task  # the task registry (no torch)
+
+    try:
+        return get_task(task).level
+    except UnknownTask:
+        return "other"
 
 
 def render(path: str | Path) -> str:
     """The README's tables, read from a reference registry file only."""
-    from ..tasks import get_task  # the level of each suite's task (no torch)
-
     conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
     try:
         parts = [
@@ -311,7 +321,7 @@ def render(path: str | Path) -> str:
         if observed:
             parts += ["### Observed: computed here", "", _OBSERVED_NOTE, ""]
         for level, title in LEVELS:
-            chosen = [s for s in observed if get_task(s[2]).level == level]
+            chosen = [s for s in observed if _level(s[2]) == level]
             if chosen:
                 parts += [f"#### {title}", ""]
             for suite in chosen:
