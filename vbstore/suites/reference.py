@@ -5,14 +5,15 @@ features, no blobs), the boards as rows, and views for browsing (``datasette reg
 is rebuilt by ``make registry`` in a fresh store with a fixed clock, and holds two kinds of
 boards that never share a suite:
 
-- **observed**: suites over data vbstore generates anywhere (scikit-learn digits, clean and with
-  noise, ``shapes``, ``scenes``), every result computed here with the seeded random-weight test
-  backbones, so any machine recomputes them. Random weights rank only on random-weight suites.
+- **observed**: the reference corpus (:mod:`._corpus`): one suite per built-in probe on data any
+  machine has or generates, the three EfficientNet-Lites ranked and ``test_pixels`` and two
+  random-weight baselines evaluated beside them (unranked: untrained weights never rank on a
+  pretrained suite); the text probes on a random-weight CLIP, on random-weight suites.
 - **reported**: published reference figures of the seed projects, imported from the VisBench
   JSONL files in ``suites/reference/`` through :func:`import_results` (what ``vbstore import
   results`` runs) onto the suites written beside them, each naming its source and what it lacks.
 
-    python -m vbstore.suites.reference build registry.db   # compute (about 40 s of CPU)
+    python -m vbstore.suites.reference build registry.db   # compute (see docs/suites.md: long)
     python -m vbstore.suites.reference readme README.md registry.db   # rewrite the README tables
 """
 
