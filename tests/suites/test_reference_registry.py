@@ -77,9 +77,45 @@ def test_registry_has_multi_condition_and_dense_suites_with_weakest_and_gap():
             assert gap == pytest.approx(headline - weakest_value)
     dense = conn.execute(
         "SELECT COUNT(*) FROM board_rows b JOIN suites s ON s.ref = b.suite "
-        "WHERE s.task='semantic_segmentation' AND b.evidence='observed' AND b.weights='random'"
+        "WHERE s.task='semantic_segmentation' AND b.evidence='observed' AND b.weights='pretrained'"
     ).fetchone()[0]
-    assert dense >= 2  # a scenes board computed here
+    assert dense == 3  # the three EfficientNet-Lites on scenes
+
+
+def test_the_corpus_has_one_suite_per_probe_with_the_lites_ranked_and_baselines_beside():
+    from vbstore.tasks import get_task, list_tasks
+
+    conn = _registry()
+    observed = dict(conn.execute(
+        "SELECT task, COUNT(*) FROM suites s WHERE EXISTS (SELECT 1 FROM evaluations e "
+        "WHERE e.suite = s.ref AND e.evidence = 'observed') GROUP BY task"
+    ).fetchall())
+    assert observed == {task: 1 for task in list_tasks()}  # all 22, one suite each
+    readme = (ROOT / "README.md").read_text()
+    for task in list_tasks():
+        ref, weights = conn.execute(
+            "SELECT ref, json_extract(document, '$.protocol.weights') FROM suites WHERE task=? "
+            "AND ref LIKE 'ref-%'", (task,),
+        ).fetchone()
+        labels = {label for (label,) in conn.execute(
+            "SELECT label FROM board_rows WHERE suite=?", (ref,))}
+        unranked = conn.execute(
+            "SELECT label, weights, reasons FROM evaluations WHERE suite=? AND ranked=0",
+            (ref,),
+        ).fetchall()
+        if get_task(task).zero_shot and task.startswith("zeroshot"):  # a text tower: CLIP
+            assert weights == "random"
+            assert len(labels) == 1
+            continue
+        assert weights == "pretrained"
+        assert labels == {"efficientnet_lite0", "efficientnet_lite1", "efficientnet_lite2"}
+        # the baselines: evaluated on the same suite, refused a rank for their weights only
+        assert sorted(w for _, w, _ in unranked) == ["fixed", "random", "random"], task
+        assert all(json.loads(r) == [f"weights({w})"] for _, w, r in unranked), task
+        assert f"**{ref}**" in readme
+    assert "| - | test_pixels | fixed | observed |" in readme
+    for title in ("#### High-level probes", "#### Mid-level probes", "#### Low-level probes"):
+        assert title in readme
 
 
 def test_reported_figures_are_the_published_ones_never_beside_observed_ranks():

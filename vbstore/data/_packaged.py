@@ -2,6 +2,9 @@
 
 ``sklearn:digits``  the 1,797 8x8 digits, upscaled 4x (nearest) to 32x32 PNG, as an image folder
                     with a fixed, class-stratified train/val split (25 % val, seed 0).
+``skimage:lfw_subset`` scikit-image's 200 25x25 grey crops, 100 faces (Labeled Faces in the
+                    Wild) and 100 non-faces, as an image folder (``face``, ``nonface``) with a
+                    fixed, class-stratified train/val split (25 % val, seed 0).
 ``skimage:samples`` eight of scikit-image's bundled photos with captions, as a JSONL
                     image-caption list (zero-shot retrieval demos).
 ``shapes[:k=v,...]`` :func:`make_shapes` with the given ``per_class``, ``noise``, ``seed``,
@@ -45,7 +48,8 @@ _SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
 _SCENES_DEFAULTS = {"per_split": 32, "seed": 0, "size": 64}
 _TRIPLETS_DEFAULTS = {"count": 64, "seed": 0, "size": 64}
 _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)\Z")
-SOURCES = ("sklearn:digits", "skimage:samples", "shapes", "scenes", "triplets")
+SOURCES = ("sklearn:digits", "skimage:lfw_subset", "skimage:samples", "shapes", "scenes",
+           "triplets")
 _GENERATED = ("shapes", "scenes", "triplets")
 # datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
 EXTERNAL = ("hf", "torchvision", "wds")
@@ -85,6 +89,8 @@ def materialise(store, source: str, rest: str) -> Path:
     datasets = store.root / "datasets"
     if source == "sklearn" and rest == "digits":
         return once(datasets / "sklearn-digits-v1", _write_digits)
+    if source == "skimage" and rest == "lfw_subset":
+        return once(datasets / "skimage-lfw-subset-v1", _write_lfw)
     if source == "skimage" and rest == "samples":
         return once(datasets / "skimage-samples-v1", _write_skimage) / "samples.jsonl"
     if source == "shapes":
@@ -173,6 +179,22 @@ def _write_digits(root: Path) -> None:
         for split, chosen in (("val", members[:n_val]), ("train", members[n_val:])):
             for index in chosen:
                 write_png(root / split / str(label) / f"{index:04d}.png", pixels[index])
+
+
+def _write_lfw(root: Path) -> None:
+    import numpy as np
+    import skimage.data
+
+    from ._png import write_png
+
+    # float images in [0, 1]: the first 100 are faces, the last 100 not (skimage's docs)
+    images = np.rint(skimage.data.lfw_subset() * 255).astype(np.uint8)
+    rng = np.random.default_rng(0)
+    for label, members in (("face", np.arange(100)), ("nonface", np.arange(100, 200))):
+        members = rng.permutation(members)
+        for split, chosen in (("val", members[:25]), ("train", members[25:])):
+            for index in chosen:
+                write_png(root / split / label / f"{index:03d}.png", images[index])
 
 
 def _write_skimage(root: Path) -> None:

@@ -30,13 +30,14 @@ _LAZY = {
     "PackSplit": "._dense",
     "DenseSample": "._inspect", "DenseView": "._inspect", "baseline_metrics": "._inspect",
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
-    "dense_tasks": "._demo", "scenes_setup": "._demo",
+    "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
+    "demo_setup": "._demo", "demo_tasks": "._demo",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
-    from ._demo import dense_tasks, scenes_setup
+    from ._demo import DemoSetup, demo_setup, demo_tasks, dense_tasks, scenes_setup
     from ._dense import PackSplit
     from ._features import FeatureResult, get_features
     from ._inspect import (
@@ -84,6 +85,7 @@ __all__ = [
     "BackboneRef",
     "BackboneRequest",
     "DataRef",
+    "DemoSetup",
     "DenseSample",
     "DenseView",
     "FeatureResult",
@@ -98,6 +100,8 @@ __all__ = [
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
+    "demo_setup",
+    "demo_tasks",
     "dense_samples",
     "dense_tasks",
     "execute",

@@ -5,21 +5,21 @@ features, no blobs), the boards as rows, and views for browsing (``datasette reg
 is rebuilt by ``make registry`` in a fresh store with a fixed clock, and holds two kinds of
 boards that never share a suite:
 
-- **observed**: suites over data vbstore generates anywhere (scikit-learn digits, clean and with
-  noise, ``shapes``, ``scenes``), every result computed here with the seeded random-weight test
-  backbones, so any machine recomputes them. Random weights rank only on random-weight suites.
+- **observed**: the reference corpus (:mod:`._corpus`): one suite per built-in probe on data any
+  machine has or generates, the three EfficientNet-Lites ranked and ``test_pixels`` and two
+  random-weight baselines evaluated beside them (unranked: untrained weights never rank on a
+  pretrained suite); the text probes on a random-weight CLIP, on random-weight suites.
 - **reported**: published reference figures of the seed projects, imported from the VisBench
   JSONL files in ``suites/reference/`` through :func:`import_results` (what ``vbstore import
   results`` runs) onto the suites written beside them, each naming its source and what it lacks.
 
-    python -m vbstore.suites.reference build registry.db   # compute (about 40 s of CPU)
+    python -m vbstore.suites.reference build registry.db   # compute (see docs/suites.md: long)
     python -m vbstore.suites.reference readme README.md registry.db   # rewrite the README tables
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -27,11 +27,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..data import load_manifest, write_png
+from ..errors import UnknownTask
 from ..records import EvaluationRecord, ResultRecord
 from ..store import Store
+from . import _corpus
 from ._board import leaderboard
 from ._evaluate import from_results, record
 from ._import import import_results
@@ -41,45 +40,7 @@ from ._suite import get_suite, list_suites, normalize, push_suite, read_suite_fi
 START, END = "<!-- registry:start -->", "<!-- registry:end -->"
 # the suite and record files of the reported figures (a checkout's, not an installed package's)
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "suites" / "reference"
-NOISE = 0.5  # the noisy digits: each pixel halfway between the digit and uniform noise
 
-
-# Observed suites. ``conditions`` maps a condition to a split of ``data`` or to one of the sample
-# lists :func:`write_digit_conditions` writes (a ``.csv`` name); ``train`` is the probe's data.
-OBSERVED: list[dict[str, Any]] = [
-    {
-        "slug": "digits-knn",
-        "name": "kNN on scikit-learn digits (random-weight baselines)",
-        "task": "knn",
-        "data": "sklearn:digits",
-        "params": {"k": 20},
-    },
-    {
-        "slug": "shapes-knn",
-        "name": "kNN on generated shapes (random-weight baselines)",
-        "task": "knn",
-        "data": "shapes",
-        "params": {"k": 10},
-    },
-    {
-        "slug": "digits-noise-knn",
-        "name": "kNN on scikit-learn digits, clean and under noise (random-weight baselines)",
-        "task": "knn",
-        "data": "sklearn:digits",
-        "label": f"sklearn:digits val, clean and blended {NOISE:g} with uniform noise "
-        "(vbstore.suites.reference.write_digit_conditions)",
-        "params": {"k": 20},
-        "conditions": {"clean": "clean.csv", "noisy": "noisy.csv"},
-    },
-    {
-        "slug": "scenes-semseg",
-        "name": "Semantic segmentation of generated scenes (random-weight baselines)",
-        "task": "semantic_segmentation",
-        "data": "scenes",
-        "params": {"num_classes": 4},
-        "data_options": {"target": "labels"},
-    },
-]
 # Reported figures: (suite file, VisBench record file, sample counts the records do not give).
 # The counts are the full evaluation splits the figures name, vouched for here: Imagenette's
 # (imagenette2) val split has 3925 images, VOC 2012's segmentation val list 1449 (PROTOCOLS.md).
@@ -87,8 +48,6 @@ REPORTED = [
     ("imagenette-linear.json", "visbench-readme-imagenette.jsonl", {"val": 3925}),
     ("voc-semseg.json", "visbench-readme-voc.jsonl", {"val": 1449}),
 ]
-BACKBONES = [("test_vit", 0), ("test_cnn", 0), ("test_cnn", 1)]
-INPUT_SIZE = 32
 
 _SCHEMA = """
 CREATE TABLE suites (ref TEXT PRIMARY KEY, slug TEXT, version INTEGER, name TEXT, task TEXT,
@@ -135,84 +94,77 @@ def build(
         root = Path(work or scratch)
         store = Store(root / "store")
         try:
-            clock = _compute(store, root / "conditions", progress)
+            clock = _compute(store, root / "inputs", progress)
             _import_reported(store, Path(reference), clock)
             return write_registry(store, path)
         finally:
             store.close()
 
 
-def write_digit_conditions(store: Store, root: str | Path) -> Path:
-    """Write the ``digits-noise-knn`` conditions under ``root``: ``clean.csv`` lists a copy of
-    the scikit-learn digits val split (the same bytes, so the same image ids), ``noisy.csv`` the
-    same digits blended :data:`NOISE` with uniform noise, each image seeded by its index."""
-    root = Path(root)
-    view = load_manifest(store, "sklearn:digits", split="val")
-    labels, classes = view.labels(), view.classes
-    lines = {"clean": ["image,label"], "noisy": ["image,label"]}
-    for i, name in enumerate(view.names):
-        label = classes[labels[i]]
-        clean = root / "clean" / name
-        clean.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(view.image_path(i), clean)
-        ink = np.asarray(view.load_image(i))[..., 0].astype(np.float64)
-        noise = np.random.default_rng([0, i]).uniform(0, 255, ink.shape)
-        pixels = np.rint((1 - NOISE) * ink + NOISE * noise).astype(np.uint8)
-        write_png(root / "noisy" / name, pixels)
-        for condition in lines:
-            lines[condition].append(f"{condition}/{name},{label}")
-    for condition, rows in lines.items():
-        (root / f"{condition}.csv").write_text("\n".join(rows) + "\n")
-    return root
+def _where(value: str, inputs: Path) -> str:
+    """A corpus data reference: ``@name`` is one of the inputs :func:`write_inputs` wrote."""
+    return str(inputs / value[1:]) if value.startswith("@") else value
 
 
-def _compute(store: Store, lists: Path, progress: bool) -> float:
+def _plan(spec: dict[str, Any], inputs: Path) -> dict[str, Any]:
+    """Where a corpus probe reads its data: eval data, split, conditions, train data."""
+    data = _where(spec["data"], inputs)
+    listed = data.endswith(".csv")  # a sample list: its split is the file
+    split = _corpus.EVAL_SPLIT.get(spec["data"], "val")
+    where = {name: _where(value, inputs)
+             for name, value in (spec["conditions"] or {"val": split or "val"}).items()}
+    return {"data": data, "listed": listed, "split": split, "where": where,
+            "train": data.replace("-val.csv", "-train.csv") if listed else data}
+
+
+def backbones_of(spec: dict[str, Any]) -> list[tuple[str, str, int | None, int | None]]:
+    """The backbones a corpus probe runs on (a text tower for zero-shot text probes)."""
+    if spec["backbones"] == "clip":
+        return list(_corpus.CLIP)
+    return _corpus.PRETRAINED + _corpus.BASELINES
+
+
+def probe_results(store: Store, spec: dict[str, Any], inputs: Path,
+                  backbone: tuple[str, str, int | None, int | None],
+                  progress: bool = False) -> dict[str, str]:
+    """Result ids of one corpus probe on one backbone, per condition (computed when missing)."""
     from ..engine import get_result  # torch: only a rebuild computes
 
-    write_digit_conditions(store, lists)
+    plan = _plan(spec, inputs)
+    name, weights, seed, size = backbone
+    results = {}
+    for condition, source in plan["where"].items():
+        as_list = source.endswith(".csv")
+        results[condition] = get_result(
+            name, spec["task"], source if as_list else plan["data"],
+            plan["train"] if spec["train"] else None, store=store,
+            split=None if as_list or plan["listed"] else plan["split"],
+            train_split=("train" if not plan["listed"] else None) if spec["train"] else None,
+            weights=weights, backbone_seed=seed, input_size=size, progress=progress,
+            params=spec["params"], data_options=spec.get("data_options"),
+        ).id
+    return results
+
+
+def _compute(store: Store, inputs: Path, progress: bool, only: Iterable[str] = ()) -> float:
+    _corpus.write_inputs(store, inputs)
     clock = 0.0
-    for spec in OBSERVED:
-        data, options = spec["data"], spec.get("data_options")
-        where = {
-            name: str(lists / split) if split.endswith(".csv") else split
-            for name, split in (spec.get("conditions") or {"val": "val"}).items()
-        }
-        doc = new_suite(
-            store,
-            slug=spec["slug"],
-            task=spec["task"],
-            data=data,
-            split="val",
-            conditions=where,
-            name=spec["name"],
-            params=spec["params"],
-            weights="random",
-            data_options=options,
-        )
-        # a list condition is recorded by its file name, never by where this build wrote it
+    for spec in [p for p in _corpus.PROBES if not only or p["task"] in only]:
+        plan = _plan(spec, inputs)
+        split = plan["split"]
+        doc = new_suite(store, slug=spec["slug"], task=spec["task"], data=plan["data"],
+                        split=split or "val",
+                        conditions=None if split is None else plan["where"],
+                        name=spec["name"], params=spec["params"],
+                        weights="random" if spec["backbones"] == "clip" else "pretrained",
+                        data_options=spec["listing"])
+        # a written input is recorded by its name, never by where this build wrote it
         for condition in doc["protocol"]["conditions"]:
             condition["split"] = Path(condition["split"]).name
-        doc["protocol"]["data"]["label"] = spec.get("label", data)
+        doc["protocol"]["data"]["label"] = spec["data"].lstrip("@")
         suite, _ = push_suite(store, normalize(doc))
-        for backbone, seed in BACKBONES:
-            results = {}
-            for name, split in where.items():
-                listed = split.endswith(".csv")
-                results[name] = get_result(
-                    backbone,
-                    spec["task"],
-                    split if listed else data,
-                    data,
-                    store=store,
-                    split=None if listed else split,
-                    train_split="train",
-                    weights="random",
-                    backbone_seed=seed,
-                    input_size=INPUT_SIZE,
-                    progress=progress,
-                    params=spec["params"],
-                    data_options=options,
-                ).id
+        for backbone in backbones_of(spec):
+            results = probe_results(store, spec, inputs, backbone, progress)
             clock += 1.0  # a fixed clock: the registry must not change with the day it is built
             record(store, from_results(store, suite, results), recorded=clock)
     return clock
@@ -324,8 +276,14 @@ def write_registry(store: Store, path: str | Path) -> Path:
 # how a board row names what its evidence lacks (evaluation "missing")
 _LACKING = {"data": "no manifest", "protocol": "unknown protocol", "evaluator": "unknown evaluator"}
 _OBSERVED_NOTE = (
-    "_Computed by vbstore with seeded **random** weights on data it generates anywhere: "
-    "baselines that any machine recomputes, not a measure of any pretrained backbone._"
+    "_Computed by vbstore on data any machine has or generates (scikit-image's lfw_subset faces "
+    "vs non-faces, generated scenes, triplets and pairs; `vbstore/suites/_corpus.py`): one suite "
+    "per built-in probe. The three EfficientNet-Lites (ImageNet weights from the `weights` "
+    "extra) rank; below them, unranked, the same suite's baselines: `test_pixels` (fixed "
+    "filters, nothing learned) and two random-weight backbones (EfficientNet-Lite0's "
+    "architecture and `test_cnn`, seed 0). Probes that compare images with text run on a "
+    "random-weight CLIP, on random-weight suites. Small data: these figures show what each probe "
+    "reads from each backbone here, not how the backbones rank on real benchmarks._"
 )
 _REPORTED_NOTE = (
     "_Published figures of other tools, imported as **reported** evidence from "
@@ -333,6 +291,18 @@ _REPORTED_NOTE = (
     "names what its evidence lacks. They rank only on their own suites, never beside observed "
     "results._"
 )
+LEVELS = (("high", "High-level probes"), ("mid", "Mid-level probes"), ("low", "Low-level probes"),
+          ("other", "Other probes"))
+
+
+def _level(task: str) -> str:
+    """A suite task's level; ``other`` for a task this vbstore does not register."""
+    from ..tasks import get_task  # the task registry (no torch)
+
+    try:
+        return get_task(task).level
+    except UnknownTask:
+        return "other"
 
 
 def render(path: str | Path) -> str:
@@ -346,18 +316,23 @@ def render(path: str | Path) -> str:
             "",
         ]
         suites = conn.execute(
-            "SELECT ref, name, task, headline, json_extract(document, '$.protocol.conditions') "
-            "FROM suites ORDER BY ref"
+            "SELECT ref, name, task, headline, json_extract(document, '$.protocol.conditions'), "
+            "document FROM suites ORDER BY ref"
         ).fetchall()
-        for evidence, title, note in (
-            ("observed", "### Observed: computed here", _OBSERVED_NOTE),
-            ("reported", "### Reported: published figures, imported", _REPORTED_NOTE),
-        ):
-            chosen = [s for s in suites if _evidence_of(conn, s[0]) == evidence]
+        observed = [s for s in suites if _evidence_of(conn, s[0]) == "observed"]
+        reported = [s for s in suites if _evidence_of(conn, s[0]) == "reported"]
+        if observed:
+            parts += ["### Observed: computed here", "", _OBSERVED_NOTE, ""]
+        for level, title in LEVELS:
+            chosen = [s for s in observed if _level(s[2]) == level]
             if chosen:
-                parts += [title, "", note, ""]
+                parts += [f"#### {title}", ""]
             for suite in chosen:
                 parts += _render_suite(conn, *suite)
+        if reported:
+            parts += ["### Reported: published figures, imported", "", _REPORTED_NOTE, ""]
+        for suite in reported:
+            parts += _render_suite(conn, *suite)
         parts.append(END)
         return "\n".join(parts)
     finally:
@@ -370,10 +345,39 @@ def _evidence_of(conn: sqlite3.Connection, ref: str) -> str:
     return "reported" if kinds == {"reported"} else "observed"
 
 
+def _baselines(conn: sqlite3.Connection, ref: str, headline: str, names: list[str],
+               direction: str) -> list[tuple[Any, ...]]:
+    """Board-shaped rows of the suite's unranked evaluations (untrained weights on a pretrained
+    suite): their latest attempt each, shown beside the board, never ranked with it."""
+    rows = []
+    worst = min if direction == "max" else max
+    latest: dict[str, tuple[Any, ...]] = {}
+    attempts: dict[str, int] = {}
+    for checkpoint, label, weights, evidence, scores, missing, sources in conn.execute(
+        "SELECT checkpoint, label, weights, evidence, scores, missing, sources FROM evaluations "
+        "WHERE suite=? AND ranked=0 ORDER BY recorded, id", (ref,)
+    ):
+        latest[checkpoint] = (label, weights, evidence, json.loads(scores), missing, sources)
+        attempts[checkpoint] = attempts.get(checkpoint, 0) + 1
+    for checkpoint, (label, weights, evidence, scores, missing, sources) in latest.items():
+        value = scores.get("overall", {}).get(headline)
+        per = {c: scores.get("conditions", {}).get(c, {}).get(headline) for c in names}
+        if value is None or any(v is None for v in per.values()):
+            continue
+        weakest, weakest_value = worst(per.items(), key=lambda kv: (kv[1], kv[0]))
+        rows.append(("-", label, weights, evidence, value, json.dumps(per), weakest,
+                     weakest_value, abs(value - weakest_value), attempts[checkpoint], missing,
+                     sources))
+    return sorted(rows, key=lambda r: (r[2], r[1]))
+
+
 def _render_suite(
-    conn: sqlite3.Connection, ref: str, name: str, task: str, headline: str, conditions: str
+    conn: sqlite3.Connection, ref: str, name: str, task: str, headline: str, conditions: str,
+    document: str,
 ) -> list[str]:
     names = [c["name"] for c in json.loads(conditions)]
+    direction = next(m["direction"] for m in json.loads(document)["protocol"]["metrics"]
+                     if m["key"] == headline)
     shown = names if len(names) > 1 else []  # one condition is the overall figure
     header = ["rank", "backbone", "weights", "evidence", headline, *shown, "weakest", "gap"]
     lines = [
@@ -384,6 +388,12 @@ def _render_suite(
         "|" + "---|" * (len(header) + 1),
     ]
     sources: list[str] = []
+    ranked = conn.execute(
+        "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
+        "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
+        "JOIN evaluations e ON e.id = b.evaluation WHERE b.suite=? ORDER BY b.rank, b.label",
+        (ref,),
+    ).fetchall()
     for (
         rank,
         label,
@@ -397,12 +407,7 @@ def _render_suite(
         attempts,
         missing,
         evaluation_sources,
-    ) in conn.execute(
-        "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
-        "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
-        "JOIN evaluations e ON e.id = b.evaluation WHERE b.suite=? ORDER BY b.rank, b.label",
-        (ref,),
-    ):
+    ) in ranked + _baselines(conn, ref, headline, names, direction):
         lacking = json.loads(missing)
         cells = [
             str(rank),
