@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import VbstoreError
 from ..tasks import Baseline, keep_declared, targets_baseline
+from ._runners import RUNNERS
 
 
 def dense_baseline(plan, evaluation) -> Baseline | str | None:
@@ -78,18 +79,18 @@ def baseline_fields(plan, found: Baseline | str | None, metrics: dict[str, Any],
 
 def likely_cause(plan) -> str:
     """What most often leaves a probe at its baseline, with this run's values."""
-    params, task = plan.task_params, plan.task
+    params = plan.task_params
     causes = []
     weights = plan.store.read_json(plan.backbone.doc["weights"]).get("origin")
     if weights == "random":
         causes.append("random weights (compare a pretrained backbone)")
-    if task.trains_head and "epochs" in params:
+    if "epochs" in params:  # a trained head's schedule
         lr = f" or tune lr (now {params['lr']:g})" if "lr" in params else ""
         causes.append(f"an under-trained head: raise epochs (now {params['epochs']}){lr}")
     elif "k" in params:
         causes.append(f"k (now {params['k']}) against the train split's size")
     size = plan.backbone.doc["preprocessing"].get("input_size")
     causes.append(f"an input size ({size} px) too small for the backbone (--input-size)")
-    if task.zero_shot and task.needs_text:
+    if RUNNERS[plan.runner].text_tower:  # scored against prompts
         causes.append("prompts or class names that do not fit the data")
     return "; ".join(causes)
