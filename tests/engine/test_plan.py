@@ -231,3 +231,15 @@ def test_a_lost_weights_blob_is_named_not_taken_for_a_gc(tmp_path, shapes):
                                params={"k": 3}, **KW)
     assert again.record.inputs["backbone"] == first.record.inputs["backbone"]
     assert store.fsck().clean
+
+
+def test_an_input_size_equal_to_the_default_is_the_same_identity(shapes):
+    # test_vit preprocesses to 32 px by default: saying so changes nothing, another size does
+    kw = dict(split="val", train_split="train", weights="random", progress=False)
+    first = vbstore.get_result("test_vit", "knn", shapes, shapes, **kw)
+    said = vbstore.get_result("test_vit", "knn", shapes, shapes, input_size=32, **kw)
+    assert said.id == first.id
+    assert said.from_cache  # no forward pass, no second featureset
+    other = vbstore.get_result("test_vit", "knn", shapes, shapes, input_size=48, **kw)
+    assert other.id != first.id
+    assert other.record.extractor["input_size"] is None  # the backbone's id names its size

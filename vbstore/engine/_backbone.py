@@ -38,6 +38,13 @@ class BackboneRef:
     def default_pooling(self) -> str:
         return self.doc["default_pooling"]
 
+    def keyed_input_size(self, requested: int | None) -> int | None:
+        """The input size an extractor key names for ``requested``: None when this backbone
+        already preprocesses to it (its id says so), so an ``--input-size`` equal to the
+        default is the same identity as leaving it out."""
+        size = self.doc.get("preprocessing", {}).get("input_size")
+        return None if requested is not None and requested == size else requested
+
     @property
     def weights_origin(self) -> str:
         return self.store.read_json(self.doc["weights"])["origin"]

@@ -81,7 +81,7 @@ def get_features(
     manifest = load_manifest(store, data, split=split, limit=limit, **(data_options or {}))
     params = ExtractorParams(layers=tuple(layers), pooling=pooling or ref.default_pooling,
                              mode=mode, precision=precision, dense_dtype=dense_dtype,
-                             input_size=input_size)
+                             input_size=ref.keyed_input_size(input_size))
     oid, computed, stats = derive_featureset(
         store, ref, manifest, params, device=device, progress=progress, batch_size=batch_size,
         workers=workers, loader=loader, executor=executor)

@@ -118,18 +118,18 @@ class Plan:
         return [s.describe() for s in self.steps]
 
 
-def extractor_for(task: Task, request: ResultRequest | HeadRequest, default_pooling: str
+def extractor_for(task: Task, request: ResultRequest | HeadRequest, ref: BackboneRef
                   ) -> ExtractorParams:
-    """The feature settings a task reads, from the backbone request."""
+    """The feature settings a task reads, from the backbone request and its resolved backbone."""
     pooling = request.backbone.pooling or (
-        default_pooling if task.pooling == "default" else task.pooling
+        ref.default_pooling if task.pooling == "default" else task.pooling
     )
     return ExtractorParams(
         layers=request.backbone.layers,
         pooling=pooling,
         mode=task.feature_mode,
         precision=request.backbone.precision,
-        input_size=request.backbone.input_size,
+        input_size=ref.keyed_input_size(request.backbone.input_size),
     )
 
 
@@ -264,7 +264,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if ref is None:
         extractor, spec = None, None
     else:
-        extractor = extractor_for(task, request, ref.default_pooling)
+        extractor = extractor_for(task, request, ref)
         spec = result_spec(
             task,
             task_params,
@@ -353,7 +353,7 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
     train_m = store_listing(store, train_l, touch=False)
     ref = backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
-    extractor = extractor_for(task, request, ref.default_pooling)
+    extractor = extractor_for(task, request, ref)
     store.touch([ref.id, train_m.id])
     features = featureset_step(store, ref, train_m, extractor, "train", False, False)
     seed = request.probe.seed
