@@ -19,6 +19,11 @@ from vbstore.cli import _answers
 from vbstore.engine import _answers as engine_answers
 from vbstore.store import _answers as cache
 
+# each case runs the console script in fresh processes (~3-7 s apiece): the slow tier, which
+# `make test` and CI run; the store's own invalidation tests (tests/store/test_store_answers.py)
+# stay in the fast one
+pytestmark = pytest.mark.slow
+
 # main() as the console script runs it; stderr's last line says which path answered
 CODE = ("import sys, vbstore.cli\n"
         "try:\n    vbstore.cli.main(sys.argv[1:])\n"
