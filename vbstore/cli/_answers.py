@@ -24,7 +24,7 @@ import time
 
 from .. import __version__
 from ..store import _answers as cache
-from ..store._layout import default_root
+from ..store import default_home  # the store package loads its names lazily
 from ._resulttext import result_lines
 
 TYPE_CHECKING = False  # see vbstore/cli/__init__.py
@@ -55,7 +55,7 @@ def _store_root(args: list[str]) -> str | None:
         return None
     head = args[:at]
     if not head:
-        return default_root()
+        return default_home()
     if len(head) == 2 and head[0] == "--store":
         return os.path.expanduser(head[1])
     if len(head) == 1 and head[0].startswith("--store="):

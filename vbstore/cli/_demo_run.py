@@ -21,8 +21,7 @@ def run_demo(store, task: str, backbone: str, weights: str, per_split: int, size
         UsageError: a task the demo does not run.
     """
     from ..backbones import MissingExtra, WeightsUnavailable
-    from ..engine import demo_setup, get_result
-    from ..engine._demo import trivial
+    from ..engine import demo_setup, demo_trivial, get_result
 
     setup = demo_setup(task, per_split, size, seed)
     note = None
@@ -49,7 +48,7 @@ def run_demo(store, task: str, backbone: str, weights: str, per_split: int, size
     second = run(weights)
     again = time.perf_counter() - start
     random = first if first.record.weights_kind == "random" else run("random")
-    base = trivial(store, setup, first.id)
+    base = demo_trivial(store, setup, first.id)
     value, random_value = first.metrics[setup.metric], random.metrics[setup.metric]
 
     def gain(over: float) -> float:

@@ -31,13 +31,20 @@ _LAZY = {
     "DenseSample": "._inspect", "DenseView": "._inspect", "baseline_metrics": "._inspect",
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
-    "demo_setup": "._demo", "demo_tasks": "._demo",
+    "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
-    from ._demo import DemoSetup, demo_setup, demo_tasks, dense_tasks, scenes_setup
+    from ._demo import (
+        DemoSetup,
+        demo_setup,
+        demo_tasks,
+        demo_trivial,
+        dense_tasks,
+        scenes_setup,
+    )
     from ._dense import PackSplit
     from ._features import FeatureResult, get_features
     from ._inspect import (
@@ -102,6 +109,7 @@ __all__ = [
     "baseline_metrics",
     "demo_setup",
     "demo_tasks",
+    "demo_trivial",
     "dense_samples",
     "dense_tasks",
     "execute",

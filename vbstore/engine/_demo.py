@@ -120,7 +120,7 @@ def demo_setup(task: str, per_split: int, size: int, seed: int) -> DemoSetup:
     return DemoSetup(task, data, split, train, options, params, metric, direction, about)
 
 
-def trivial(store, setup: DemoSetup, result: str) -> tuple[str, float] | None:
+def demo_trivial(store, setup: DemoSetup, result: str) -> tuple[str, float] | None:
     """What a predictor that reads no image scores on the demo's eval split, and its name; None
     where the probe defines none (correspondence)."""
     from ..data import load_manifest  # reads the split's labels or pairs: only when the demo runs

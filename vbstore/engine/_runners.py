@@ -11,6 +11,7 @@ cache miss only and import the compute path (features, heads, torch) when called
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -79,7 +80,7 @@ class Scored:
     targets: Any = None
 
 
-class Runner:
+class Runner(ABC):
     """How the engine runs one probe shape. Subclasses set ``shape`` and implement ``score``.
 
     Attributes:
@@ -96,6 +97,7 @@ class Runner:
         Raises:
             UsageError: naming what to change.
         """
+        return None  # a shape with nothing to refuse
 
     def steps(self, ctx: StepContext) -> list[Step]:
         """The steps this shape adds under the featuresets (heads, derived views)."""
@@ -107,11 +109,12 @@ class Runner:
         Raises:
             UsageError: the inputs cannot be scored together.
         """
+        return None  # a shape with nothing to check
 
+    @abstractmethod
     def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
               ) -> Scored:
         """Every seed's metrics on the eval featureset (computing what is missing)."""
-        raise NotImplementedError(f"the {self.shape} runner scores nothing")
 
     def baseline(self, plan: Plan, evaluation: Feed, scored: Scored) -> Baseline | str | None:
         """The task's trivial predictor on the eval split (``vbstore.engine._baseline``), a
@@ -126,8 +129,9 @@ class Runner:
         raise UsageError(f"task {task.name!r} is zero-shot and has no head")
 
     def width(self, feed: Feed) -> int:
-        """The feature width a head of this shape reads."""
-        raise NotImplementedError(f"the {self.shape} runner reads no head")
+        """The feature width a head of this shape reads (only a shape that trains one is
+        asked: a zero-shot shape refuses a head before this)."""
+        raise UsageError(f"a {self.shape} probe reads no head", hint="drop --head")
 
 
 class _Trained(Runner):
@@ -143,10 +147,10 @@ class _Trained(Runner):
         """The eval targets the task scores against (None: they come with the split)."""
         return None
 
+    @abstractmethod
     def evaluate(self, plan: Plan, run: Run, state: Any, evaluation: Feed, targets: Any
                  ) -> tuple[dict[str, float], dict[str, Any] | None]:
         """One head's metrics, and its bootstrap draws (None: none drawn)."""
-        raise NotImplementedError
 
     def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
               ) -> Scored:

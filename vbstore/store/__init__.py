@@ -21,6 +21,7 @@ _LAZY = {
     "ObjectFiles": "._objects", "RunInfo": "._runs", "validate": "._schemas",
     "pack_index": "._rows",
     "ObjectInfo": "._store", "Store": "._store", "default_root": "._store",
+    "default_home": "._layout",
     "check_safetensors_bytes": "._tensors", "check_safetensors_file": "._tensors",
     "parse_safetensors_header": "._tensors", "read_safetensors_header": "._tensors",
     "safetensors_identity": "._tensors", "tensor_identity": "._tensors",
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._gc import DEFAULT_GRACE
     from ._ids import db_id, hex_id
     from ._kinds import JSON_KINDS, KINDS, TENSOR_KINDS, encoding
-    from ._layout import RACY_SECONDS, REGISTRY_VERSION
+    from ._layout import RACY_SECONDS, REGISTRY_VERSION, default_home
     from ._objects import ObjectFiles
     from ._reports import FsckReport, GcReport, RebuildReport
     from ._rows import pack_index
@@ -71,6 +72,7 @@ __all__ = [
     "check_safetensors_bytes",
     "check_safetensors_file",
     "db_id",
+    "default_home",
     "default_root",
     "derivation_key",
     "derivation_spec",

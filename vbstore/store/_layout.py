@@ -14,7 +14,7 @@ REGISTRY_VERSION = 6
 RACY_SECONDS = 0.1
 
 
-def default_root() -> str:
+def default_home() -> str:
     """``VBSTORE_HOME``, else ``~/.cache/vbstore`` (user folders expanded)."""
     home = os.environ.get("VBSTORE_HOME")
     return os.path.expanduser(home) if home else os.path.expanduser("~/.cache/vbstore")

@@ -57,7 +57,7 @@ def _read_only(root: Path) -> bool:
 
 def default_root() -> Path:
     """``VBSTORE_HOME``, else ``~/.cache/vbstore``."""
-    return Path(_layout.default_root())
+    return Path(_layout.default_home())
 
 
 @dataclass(frozen=True)
