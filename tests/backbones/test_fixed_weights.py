@@ -117,3 +117,17 @@ def test_random_test_backbone_ids_did_not_move(store, name):
     params = spec_params(name, weights="random")
     assert derivation_key(derivation_spec("backbone", 1, {}, params)) == alias
     assert store.lookup(alias) == backbone  # the engine recorded that alias
+
+
+def test_one_weights_record_writes_and_reads_the_same_document():
+    """The record a backbone writes is the record readers read: one class, and its document
+    (explicit nulls included) reads back to an equal record and the same bytes."""
+    from vbstore import backbones, records
+
+    assert backbones.WeightsRecord is records.WeightsRecord
+    written = weights_record(parse_weights("random", seed=3), H)
+    doc = {**written.to_dict(), "kind": "weights"}  # as the store keeps it
+    read = records.WeightsRecord.from_dict(doc)
+    assert (read.origin, read.seed, read.upstream) == ("random", 3, None)
+    assert canonical.dumps(read.to_dict()) == canonical.dumps(doc)
+    assert records.WeightsRecord.from_dict(written.to_dict()) == written

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..records import WeightsRecord  # the one weights record, re-exported for adapters
 from . import _builtins, _lite, _pixels, _testing  # noqa: F401 - register the built-ins
 from ._build import BuildRequest, build_backbone, spec_params
 from ._errors import (
@@ -31,7 +32,7 @@ from ._errors import (
 from ._names import BARE_NAMES
 from ._registry import BackboneEntry, backbone_rows, get_entry, list_backbones, register_backbone
 from ._spec import BackboneSpec, parse_spec
-from ._weights import WeightsRecord, check_seed, file_digest
+from ._weights import check_seed, file_digest
 
 if TYPE_CHECKING:
     from ._base import Backbone, LayerOut  # noqa: F401 - lazy: not in __all__, as before

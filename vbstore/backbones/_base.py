@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
+from ..records import WeightsRecord
 from ._cfg import BackboneCfg, preprocess
-from ._weights import WeightsRecord
 
 
 @dataclass
@@ -278,7 +278,7 @@ class Backbone(ABC):
         return int(self.geometry()["embed_dim"])
 
     def weights_record(self) -> dict[str, Any]:
-        """The weights identity: tensor_hash, origin, upstream, revision, path, seed."""
+        """The weights document: tensor_hash, origin, upstream, revision, path, seed."""
         if self.weights is None:
             raise RuntimeError(f"{self.name} was built without a weights record")
         return self.weights.to_dict()

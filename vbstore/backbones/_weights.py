@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import blake3
 
 from ..errors import UsageError
+from ..records import WeightsRecord
 from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
 
 # Local imports: torch and safetensors load when weights are read or initialised; naming a weights
@@ -246,26 +247,6 @@ def seeded(seed: int) -> Iterator[None]:
         yield
 
 
-@dataclass(frozen=True)
-class WeightsRecord:
-    """The identity of a backbone's weights and where they came from (JSON via ``to_dict``).
-
-    ``origin`` is ``pretrained`` (learned upstream), ``fixed`` (set by construction: nothing
-    learned or downloaded), ``checkpoint`` or ``random``.
-    """
-
-    tensor_hash: str
-    origin: str
-    upstream: str | None = None
-    revision: str | None = None
-    path: str | None = None
-    seed: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (the ``weights`` artifact body)."""
-        return asdict(self)
-
-
 def weights_record(
     choice: WeightsChoice,
     tensor_hash: str,
@@ -280,10 +261,11 @@ def weights_record(
     plugin whose default weights are set by construction (nothing learned or downloaded).
     """
     if choice.kind == "random":
-        return WeightsRecord(tensor_hash, "random", seed=choice.seed)
+        return WeightsRecord.identify(tensor_hash, "random", seed=choice.seed)
     if choice.kind == "checkpoint":
         # no file name: the same tensors saved as last.pth and export.safetensors are one
         # weights artifact, hence one backbone and one set of features (the file's own hash
         # stays in the backbone alias, so a changed file is never served from the alias)
-        return WeightsRecord(tensor_hash, "checkpoint")
-    return WeightsRecord(tensor_hash, default_origin, upstream=upstream, revision=revision)
+        return WeightsRecord.identify(tensor_hash, "checkpoint")
+    return WeightsRecord.identify(tensor_hash, default_origin, upstream=upstream,
+                                   revision=revision)

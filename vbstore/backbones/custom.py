@@ -19,11 +19,11 @@ from typing import Any
 
 import torch
 
+from ..records import WeightsRecord
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._cfg import BackboneCfg
 from ._errors import AmbiguousBackbone
-from ._weights import WeightsRecord
 
 # Any, not nn.Module: the function calls the user's own module's methods, unknown to torch's stubs
 FeatureFn = Callable[[Any, torch.Tensor], Any]
@@ -103,7 +103,7 @@ class CustomBackbone(Backbone):
             num_prefix_tokens=prefix,
         )
         self._layouts = layouts
-        self.weights = WeightsRecord(tensor_identity(module.state_dict()), "checkpoint")
+        self.weights = WeightsRecord.identify(tensor_identity(module.state_dict()), "checkpoint")
 
     def _outputs(self, module: torch.nn.Module, images: torch.Tensor) -> list[torch.Tensor]:
         raw = self._feature_fn(module, images) if self._feature_fn else module(images)

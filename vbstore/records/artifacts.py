@@ -7,7 +7,7 @@ Each is a frozen dataclass that round-trips its document (schemas/<kind>.schema.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ._base import Record
 
@@ -35,6 +35,20 @@ class WeightsRecord(Record):
     seed: int | None = None
     tensors: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    # the fields a weights document written by vbstore always carries, null when unset: the
+    # document is what the weights id hashes, so they stay written as null
+    NULLED: ClassVar[tuple[str, ...]] = ("upstream", "revision", "path", "seed")
+
+    @classmethod
+    def identify(cls, tensor_hash: str, origin: str, *, upstream: str | None = None,
+                 revision: str | None = None, seed: int | None = None) -> WeightsRecord:
+        """The record of newly hashed weights, as its document is written (``upstream``,
+        ``revision``, ``path`` and ``seed`` as explicit nulls when unset, as vbstore has always
+        written them, so every weights id stays what it was)."""
+        given = {"upstream": upstream, "revision": revision, "path": None, "seed": seed}
+        return cls(tensor_hash, origin, upstream=upstream, revision=revision, seed=seed,
+                   extra={k: None for k in cls.NULLED if given[k] is None})
 
 
 @dataclass(frozen=True)
