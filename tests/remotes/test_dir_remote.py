@@ -82,7 +82,7 @@ def test_fetched_derivation_is_a_cache_hit_in_the_other_store(stores, lineage, r
     def must_not_run():
         raise AssertionError("the binary cache should have answered")
 
-    assert b.derive(spec, must_not_run) == (lineage["head"], False)
+    assert b.derive(spec, must_not_run) == (lineage["head"], False, None)
     assert fetch_derivation(b, "0" * 64) is None
 
 

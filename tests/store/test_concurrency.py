@@ -85,8 +85,8 @@ def test_dead_lease_owner_is_taken_over(tmp_path):
             owner.wait(10)
             assert s.live_leases() == []
             start = time.monotonic()
-            oid, computed = s.derive(derivation_spec("op", 1, {}, {}),
-                                     lambda: s.put_bytes(b"taken over"), timeout=10)
+            oid, computed, _ = s.derive(derivation_spec("op", 1, {}, {}),
+                                        lambda: s.put_bytes(b"taken over"), timeout=10)
             assert computed
             assert time.monotonic() - start < 5
             assert s.read_bytes(oid) == b"taken over"

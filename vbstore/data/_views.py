@@ -45,7 +45,7 @@ def warped_views(store, view: ManifestView, seed: int, max_warp: float) -> Manif
     def compute() -> str:
         return load_manifest(store, materialise(), layout="images").id
 
-    oid, _ = store.derive(spec, compute)
+    oid = store.derive(spec, compute).id
     materialise()
     return ManifestView(folder.resolve(), oid, store.read_json(oid))
 

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 _LAZY = {
     "AnswerInputs": "._answers", "answer_inputs": "._answers",
     "BackboneDrift": "._backbone", "BackboneRef": "._backbone", "resolve_backbone": "._backbone",
-    "FeatureResult": "._features", "get_features": "._features",
+    "FeatureResult": "._getfeatures", "FeaturesPlan": "._getfeatures",
+    "execute_features": "._getfeatures", "get_features": "._getfeatures",
+    "plan_features": "._getfeatures", "FeaturesRequest": "._requests",
     "lineage": "._lineage", "summary": "._lineage", "weights_of_tensor_hash": "._lineage",
     "result_columns": "._lineage",
     "Plan": "._plan", "Step": "._plan", "plan": "._plan", "plan_head": "._plan",
@@ -46,7 +48,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         scenes_setup,
     )
     from ._dense import PackSplit
-    from ._features import FeatureResult, get_features
+    from ._getfeatures import (
+        FeatureResult,
+        FeaturesPlan,
+        execute_features,
+        get_features,
+        plan_features,
+    )
     from ._inspect import (
         DenseSample,
         DenseView,
@@ -59,6 +67,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._requests import (
         BackboneRequest,
         DataRef,
+        FeaturesRequest,
         HeadRequest,
         ProbeRequest,
         ResultRequest,
@@ -96,6 +105,8 @@ __all__ = [
     "DenseSample",
     "DenseView",
     "FeatureResult",
+    "FeaturesPlan",
+    "FeaturesRequest",
     "HeadRequest",
     "HeadResult",
     "PackSplit",
@@ -113,6 +124,7 @@ __all__ = [
     "dense_samples",
     "dense_tasks",
     "execute",
+    "execute_features",
     "execute_head",
     "get",
     "get_features",
@@ -121,6 +133,7 @@ __all__ = [
     "lineage",
     "open_dense_result",
     "plan",
+    "plan_features",
     "plan_head",
     "read_backbones_file",
     "resolve_backbone",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import StoreReader, check_answer
+from ..store import Made
 
 # Local imports: the remotes package (urllib.request, http.client: ~15 ms) loads only for a store
 # that has remotes.
@@ -57,31 +58,36 @@ class Derived:
         source: ``computed`` (now, by this call), ``store`` (found stored, or computed meanwhile
             by another process) or ``remote`` (a remote's binary cache answered).
         remote: The remote that answered (source ``remote``).
+        made: What the computation built beside the id (source ``computed``): a result's typed
+            record, a featureset's extraction counts; None when the answer was recorded.
     """
 
     id: str
     source: str
     remote: str | None = None
+    made: Any = None
 
     @property
     def computed(self) -> bool:
         return self.source == "computed"
 
 
-def derive(store, spec: Mapping[str, Any], compute: Callable[[], str], *,
-           timeout: float | None = None, valid: Callable[[str], bool] | None = None,
+def derive(store, spec: Mapping[str, Any], compute: Callable[[], str | Made[Any]], *,
+           key: str | None = None, timeout: float | None = None,
+           valid: Callable[[str], bool] | None = None,
            known: Mapping[str, dict[str, Any]] | None = None) -> Derived:
     """``store.derive`` with the remotes' binary caches asked before computing, and every
     recorded answer checked against ``spec`` before it is served (``known``: documents already
-    read): the output and where it came from, as one value."""
+    read): the output, where it came from, and what computing it built (``compute`` returning
+    :class:`~vbstore.store.Made`), as one value. ``key``: ``spec``'s key, made by the plan."""
     answered: dict[str, str] = {}  # filled by the fetcher when a remote answers
-    oid, computed = store.derive(spec, compute, timeout=timeout, valid=valid,
-                                 fetch=remote_fetch(store, answered),
-                                 check=answer_check(store, spec, known))
-    if computed:
-        return Derived(oid, "computed")
+    got = store.derive(spec, compute, timeout=timeout, valid=valid, key=key,
+                       fetch=remote_fetch(store, answered),
+                       check=answer_check(store, spec, known))
+    if got.computed:
+        return Derived(got.id, "computed", made=got.made)
     remote = answered.get("remote")
-    return Derived(oid, "remote" if remote is not None else "store", remote)
+    return Derived(got.id, "remote" if remote is not None else "store", remote)
 
 
 def answer_check(store, spec: Mapping[str, Any],

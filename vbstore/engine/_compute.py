@@ -19,7 +19,7 @@ from ..backbones import BackboneCfg
 from ..data import get_target_kind, warped_views
 from ..heads import save_head
 from ..records import ResultRecord
-from ..store import derivation_key
+from ..store import Made
 from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
 from ._baseline import baseline_fields
@@ -105,24 +105,29 @@ class Feed:
 
 
 def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
-    """The featureset of ``manifest`` (``role``: eval or train), from the store or extracted now."""
+    """The featureset of ``manifest`` (``role``: eval, train or views), from the store or
+    extracted now, derived under the plan's step for that role."""
     start = time.perf_counter()
-    oid, computed, stats = derive_featureset(plan.store, plan.backbone, manifest, plan.settings,
-                                             device=run.device, progress=run.progress,
-                                             batch_size=run.batch_size, executor=run.executor)
-    if computed:
-        run.computed.append(derivation_key(featureset_spec(plan.backbone.id, manifest.id,
-                                                           plan.settings)))
+    ref, settings = plan.backbone, plan.settings
+    spec, key = plan.spec_of("featureset", role,
+                             lambda: featureset_spec(ref.id, manifest.id, settings),
+                             backbone=ref.id, manifest=manifest.id)
+    derived = derive_featureset(plan.store, ref, manifest, settings, spec=spec, key=key,
+                                device=run.device, progress=run.progress,
+                                batch_size=run.batch_size, executor=run.executor)
+    stats = derived.made or {}
+    if derived.computed:
+        run.computed.append(key)
         run.extracted += int(stats.get("extracted", 0))
     run.timings[f"{role}_features_s"] = round(time.perf_counter() - start, 4)
     # a new featureset assembled from stored rows (another target over the same images) ran no
     # forward pass either: features_from_cache says whether the backbone ran
-    run.from_cache[f"{role}_features"] = not computed or stats.get("extracted", 1) == 0
-    extracted_now = int(stats.get("extracted", 0)) if computed else 0
-    reused = int(stats.get("reused", 0)) if computed else len(manifest)
-    run.features[role] = {"id": oid, "extracted": extracted_now, "reused": reused,
-                          "stored": not computed}
-    return oid
+    run.from_cache[f"{role}_features"] = not derived.computed or stats.get("extracted", 1) == 0
+    extracted_now = int(stats.get("extracted", 0)) if derived.computed else 0
+    reused = int(stats.get("reused", 0)) if derived.computed else len(manifest)
+    run.features[role] = {"id": derived.id, "extracted": extracted_now, "reused": reused,
+                          "stored": not derived.computed}
+    return derived.id
 
 
 def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
@@ -139,7 +144,9 @@ def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
 def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False) -> Derived:
     """Fit (or fetch) the head for one seed: its id, and where it came from."""
     store, task, runner = plan.store, plan.task, RUNNERS[plan.runner]
-    spec = head_spec(task, plan.task_params, train.id, seed)
+    spec, key = plan.spec_of("head", f"seed {seed}",
+                             lambda: head_spec(task, plan.task_params, train.id, seed),
+                             features=train.id)
     classes = plan.train_m.doc.get("classes") or None
 
     def compute() -> str:
@@ -152,17 +159,17 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
 
     if fresh:
         oid = compute()
-        run.computed.append(store.record(spec, oid))
+        run.computed.append(store.record(spec, oid, key=key))
         return Derived(oid, "computed")
-    derived = derive(store, spec, compute)
+    derived = derive(store, spec, compute, key=key)
     if derived.computed:
-        run.computed.append(derivation_key(spec))
+        run.computed.append(key)
     return derived
 
 
-def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
+def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> Made[ResultRecord]:
     """Compute every missing input, evaluate with the runner the plan names, and store the
-    result record; return its id."""
+    result record; return its id and the record (what is returned, never read back)."""
     runner = RUNNERS[plan.runner]
     runner.prepare(plan)
     evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
@@ -188,7 +195,7 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     store.record_run(oid, device=_device_name(run), timings=run.timings,
                      seconds=round(time.perf_counter() - plan.started, 4),
                      features_from_cache=all(run.from_cache.values()))
-    return oid
+    return Made(oid, result)
 
 
 def warped_feed(plan: Plan, run: Run, evaluation: Feed) -> Feed:
@@ -305,6 +312,7 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         per_seed=per_seed if len(seeds) > 1 else None, aggregate=aggregate,
         train_aggregate=train_aggregate,
         protocol=getattr(plan.task, "protocol", None),
+        extra={"kind": "result"},  # as the store writes it: the record returned is the one stored
     )
 
 

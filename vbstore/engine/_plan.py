@@ -13,7 +13,7 @@ below it is then necessarily to compute.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -99,6 +99,31 @@ class Plan:
             self.backbone  # noqa: B018 - raises the dry-run error
         assert self.spec is not None  # set whenever ref is
         return self.spec
+
+    @property
+    def key(self) -> str:
+        """The derivation key of what is asked, made once by the plan (see :attr:`backbone`)."""
+        self.derivation  # noqa: B018 - raises the dry-run error
+        key = self.steps[-1].key  # the result's step, or the head's in a plan of one head
+        assert key is not None  # set whenever the spec is
+        return key
+
+    def step(self, op: str, role: str = "") -> Step | None:
+        """The planned step of ``op`` (``featureset``, ``head``...) in ``role``, if any."""
+        return next((s for s in self.steps if s.op == op and s.role == role), None)
+
+    def spec_of(self, op: str, role: str, made: Callable[[], dict[str, Any]],
+                **inputs: str) -> tuple[dict[str, Any], str]:
+        """The spec and key of the planned ``op`` step in ``role``, executed over ``inputs``
+        (ids made by earlier steps). The plan's own when it made them over those same inputs;
+        otherwise (an input that did not exist when it planned: features still to extract, views
+        still to derive) ``made()``'s, keyed now, once."""
+        step = self.step(op, role)
+        if (step is not None and step.spec is not None and step.key is not None
+                and all(step.spec["inputs"].get(k) == v for k, v in inputs.items())):
+            return step.spec, step.key
+        spec = made()
+        return spec, derivation_key(spec)
 
     @property
     def cached(self) -> bool:
@@ -276,11 +301,12 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             extractor,
             request.probe.strict,
         )
-    result_id = store.lookup(derivation_key(spec), touch=False) if spec is not None else None
+    key = derivation_key(spec) if spec is not None else None  # made once: execute uses it
+    result_id = store.lookup(key, touch=False) if key is not None else None
     # a dry run names the remote whose binary cache has the result: execute would fetch it and
     # read nothing under it, as for a stored one
-    remote = (remote_has(store, derivation_key(spec))
-              if result_id is None and dry_run and spec is not None else None)
+    remote = (remote_has(store, key)
+              if result_id is None and dry_run and key is not None else None)
     unneeded = result_id is not None or remote is not None
     # A stored result is a gc root that keeps its inputs, so answering it writes nothing to the
     # registry (a write costs a WAL append and a checkpoint when the store closes). Otherwise
@@ -300,10 +326,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if remote is not None:  # the steps under it say where the result is
         steps[1:] = [replace(s, remote=remote) if s.status == "unneeded" else s
                      for s in steps[1:]]
-        steps.append(Step("result", status="remote", remote=remote))
+        steps.append(Step("result", status="remote", remote=remote, spec=spec, key=key))
     else:
         steps.append(Step("result", status="stored" if unneeded else "compute", id=result_id,
-                          work={"samples": len(eval_m)}))
+                          work={"samples": len(eval_m)}, spec=spec, key=key))
     return Plan(
         store,
         request,
@@ -321,8 +347,6 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         begun,
         notes,
     )
-
-
 
 
 def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
@@ -362,6 +386,7 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
              features,
              *runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
                                        {"train": features}, None, [seed], False, False))]
-    spec = head_spec(task, task_params, features.id, seed) if features.id else None
+    # the head's spec: None until its features exist (execute_head makes it then)
+    spec = steps[-1].spec
     return Plan(store, request, task, task_params, runner.shape, ref, None, train_m, extractor,
                 None, spec, steps, started, begun)

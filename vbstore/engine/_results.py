@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from .._progress import reporting
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
-from ..store import Store, derivation_key
+from ..store import Made, Store
 from ._cache import Derived, answer_check, derive
+from ._getfeatures import FeatureResult, execute_features, plan_features
 from ._plan import Plan, plan, plan_head
 from ._requests import (
     BackboneRequest,
     DataRef,
+    FeaturesRequest,
     HeadRequest,
     ProbeRequest,
     ResultRequest,
@@ -262,7 +264,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
     store = the_plan.store
     if recompute:
         return _recompute(the_plan, device, progress, executor)
-    key = derivation_key(spec)
+    key = the_plan.key  # made once, by the plan
     if the_plan.cached:  # the plan found it: read it once (hash checked) unless it went since
         oid = the_plan.steps[-1].id
         assert oid is not None  # a stored step has its id
@@ -279,7 +281,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
                           recorded=store.origin(key), run=store.last_run(oid))
     run = Run(device=device, progress=progress, executor=executor)
 
-    def compute() -> str:
+    def compute() -> Made[ResultRecord]:
         # the compute path (heads, bootstrap, extraction) loads only on a miss: a cached
         # answer, here or on a remote, must not pay for its imports
         from ._compute import compute_result
@@ -288,11 +290,14 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         with reporting(progress is True):  # head training, dense scoring: on stderr
             return compute_result(the_plan, run)
 
-    derived = derive(store, spec, compute, timeout=lease_timeout)
-    computed = [*run.computed, *([derivation_key(spec)] if derived.computed else [])]
+    derived = derive(store, spec, compute, key=key, timeout=lease_timeout)
+    computed = [*run.computed, *([key] if derived.computed else [])]
+    # computed here: the record just stored, as computed (not read back); else the stored one
+    record = (derived.made if derived.computed
+              else ResultRecord.from_dict(store.read_json(derived.id)))
     return Result(
         derived.id,
-        ResultRecord.from_dict(store.read_json(derived.id)),
+        record,
         not derived.computed,
         time.perf_counter() - the_plan.started,
         source=derived.source,
@@ -308,8 +313,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
 def stored_result(the_plan: Plan) -> Result | None:
     """The result of ``the_plan`` when this store already has it, else None (nothing computed,
     no remote asked, torch not imported)."""
-    store, spec = the_plan.store, the_plan.derivation
-    key = derivation_key(spec)
+    store, spec, key = the_plan.store, the_plan.derivation, the_plan.key
     oid = store.lookup(key)
     if oid is None:
         return None
@@ -330,15 +334,13 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
     """
     from ._compute import compute_result  # the compute path: see execute
 
-    store, spec = the_plan.store, the_plan.derivation
-    key = derivation_key(spec)
+    store, spec, key = the_plan.store, the_plan.derivation, the_plan.key
     previous = store.lookup(key)
     run = Run(device=device, progress=progress, executor=executor)
     with store.lease(key, inputs=list(spec["inputs"].values())), reporting(progress is True):
-        oid = compute_result(the_plan, run, fresh_heads=True)
-        store.record(spec, oid)
+        oid, record = compute_result(the_plan, run, fresh_heads=True)
+        store.record(spec, oid, key=key)
         run.computed.append(key)
-    record = ResultRecord.from_dict(store.read_json(oid))
     comparison = None
     if previous is not None:
         old = store.read_json(previous)["metrics"]
@@ -406,14 +408,19 @@ def get(request: ResultRequest, *, store: Store | None = None, device: str | Non
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
         executor: Any = None) -> Result: ...
 @overload
+def get(request: FeaturesRequest, *, store: Store | None = None, device: str | None = None,
+        progress: bool | Callable[..., Any] = True, recompute: bool = False,
+        executor: Any = None) -> FeatureResult: ...
+@overload
 def get(request: HeadRequest, *, store: Store | None = None, device: str | None = None,
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
         executor: Any = None) -> HeadResult: ...
 
 
-def get(request: ResultRequest | HeadRequest, *, store: Store | None = None,
+def get(request: ResultRequest | HeadRequest | FeaturesRequest, *, store: Store | None = None,
         device: str | None = None, progress: bool | Callable[..., Any] = True,
-        recompute: bool = False, executor: Any = None) -> Result | HeadResult:
+        recompute: bool = False, executor: Any = None
+        ) -> Result | HeadResult | FeatureResult:
     """What ``request`` asks for, computing only what the store lacks: request, plan, execute.
 
     ```python
@@ -423,16 +430,21 @@ def get(request: ResultRequest | HeadRequest, *, store: Store | None = None,
     vbstore.get(request).metrics["top1"]
     ```
 
-    ``get_result`` and ``get_head`` build these requests from keywords.
+    ``get_result``, ``get_head`` and ``get_features`` build these requests from keywords.
 
     Raises:
-        UsageError: ``recompute`` for a head (a head is a derivation: recompute its result).
+        UsageError: ``recompute`` for a head or features (each is a derivation: recompute
+            the result that reads it).
         The errors of :func:`plan` and :func:`execute`.
     """
+    if isinstance(request, (HeadRequest, FeaturesRequest)) and recompute:
+        what = "a head" if isinstance(request, HeadRequest) else "a featureset"
+        raise UsageError(f"{what} is not recomputed on its own",
+                         hint="recompute a result that reads it (--recompute)")
+    if isinstance(request, FeaturesRequest):
+        return execute_features(plan_features(request, store), device=device,
+                                progress=progress, executor=executor)
     if isinstance(request, HeadRequest):
-        if recompute:
-            raise UsageError("a head is not recomputed on its own",
-                             hint="recompute a result that trains it (--recompute)")
         return execute_head(plan_head(request, store), device=device, progress=progress,
                             executor=executor)
     return execute(plan(request, store), device=device, progress=progress, recompute=recompute,

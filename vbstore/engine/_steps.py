@@ -6,7 +6,7 @@ build them from cheap ids alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..data import ManifestView, find_warped_views
@@ -31,6 +31,10 @@ class Step:
         work: What computing it costs: ``forward_passes``, ``reused_rows``, ``epochs``, ``samples``.
         remote: The remote that has it (status ``remote``), or, on a step not needed, the
             remote whose binary cache has the result (a dry run).
+        spec, key: Its derivation spec and key, made once, here; execute derives under them.
+            None where an input is made only by an earlier step (a head on features still to
+            extract, the features of views still to derive): execute makes them when that
+            input exists (:meth:`Plan.spec_of`).
     """
 
     op: str
@@ -39,6 +43,16 @@ class Step:
     id: str | None = None
     work: dict[str, Any] = field(default_factory=dict)
     remote: str | None = None
+    spec: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    key: str | None = None
+
+    @classmethod
+    def of(cls, spec: dict[str, Any] | None, op: str, role: str = "", status: str = "compute",
+           id: str | None = None, work: dict[str, Any] | None = None,
+           remote: str | None = None) -> Step:
+        """A step of derivation ``spec``, its key made from it."""
+        return cls(op, role, status, id, work or {}, remote, spec,
+                   derivation_key(spec) if spec is not None else None)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -47,6 +61,8 @@ class Step:
             "status": self.status,
             "id": self.id,
         }
+        if self.key:
+            out["key"] = self.key
         if self.work:
             out["work"] = dict(self.work)
         if self.remote:
@@ -79,29 +95,29 @@ class Step:
         return f"{name:<22} {where}{cost}{ident}"
 
 
-def _on_remote(store, key: str, step: Step) -> Step:
-    name = remote_has(store, key)
+def _on_remote(store, step: Step) -> Step:
+    assert step.key is not None  # a step looked for on a remote has its key
+    name = remote_has(store, step.key)
     if name is None:
         return step
-    return Step(step.op, step.role, "remote", step.id, {}, name)
+    return replace(step, status="remote", work={}, remote=name)
 
 
 def featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -> Step:
     if ref is None:
         return Step("featureset", role, work={"forward_passes": len(manifest)})
-    key = derivation_key(featureset_spec(ref.id, manifest.id, extractor))
+    planned = Step.of(featureset_spec(ref.id, manifest.id, extractor), "featureset", role)
+    key = planned.key
+    assert key is not None
     if unneeded:  # under a stored result nothing here is read: its record is shown, unchecked
-        return Step("featureset", role, "unneeded", store.lookup(key, check=False))
+        return replace(planned, status="unneeded", id=store.lookup(key, check=False))
     oid = store.lookup(key, valid=lambda o: packs_present(store, o))
     if oid is not None:
-        return Step("featureset", role, "stored", oid)
+        return replace(planned, status="stored", id=oid)
     reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
-    step = Step(
-        "featureset",
-        role,
-        work={"forward_passes": len(manifest) - reused, "reused_rows": reused},
-    )
-    return _on_remote(store, key, step) if dry_run else step
+    step = replace(planned, work={"forward_passes": len(manifest) - reused,
+                                  "reused_rows": reused})
+    return _on_remote(store, step) if dry_run else step
 
 
 def views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run) -> list[Step]:
@@ -122,16 +138,18 @@ def head_step(store, task, task_params, features: Step, train_m, seed, unneeded,
     if "epochs" in task_params:
         work["epochs"] = task_params["epochs"]
     if features.id is None or features.status not in ("stored", "unneeded"):
+        # its key needs the features' id: execute makes it once they are extracted
         return Step("head", role, "unneeded" if unneeded else "compute", work=work)
-    key = derivation_key(head_spec(task, task_params, features.id, seed))
+    planned = Step.of(head_spec(task, task_params, features.id, seed), "head", role, work=work)
+    key = planned.key
+    assert key is not None
     if unneeded:  # as for a featureset under a stored result
         oid = store.lookup(key, check=False)
-        return Step("head", role, "unneeded", oid, {} if oid else work)
+        return replace(planned, status="unneeded", id=oid, work={} if oid else work)
     oid = store.lookup(key)
     if oid is not None:
-        return Step("head", role, "stored", oid)
-    step = Step("head", role, work=work)
-    return _on_remote(store, key, step) if dry_run else step
+        return replace(planned, status="stored", id=oid, work={})
+    return _on_remote(store, planned) if dry_run else planned
 
 
 def head_spec(

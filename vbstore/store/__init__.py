@@ -14,6 +14,7 @@ TYPE_CHECKING = False  # typing itself costs the answer cache ~10 ms to import
 # name -> the submodule that defines it
 _LAZY = {
     "derivation_key": "._derive", "derivation_spec": "._derive",
+    "Derivation": "._derive", "Made": "._derive",
     "RACY_SECONDS": "._layout", "REGISTRY_VERSION": "._layout",
     "sniff_kind": "._fsck", "DEFAULT_GRACE": "._gc",
     "db_id": "._ids", "hex_id": "._ids",
@@ -33,7 +34,7 @@ _LAZY = {
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from typing import Any
 
-    from ._derive import derivation_key, derivation_spec
+    from ._derive import Derivation, Made, derivation_key, derivation_spec
     from ._fsck import sniff_kind
     from ._gc import DEFAULT_GRACE
     from ._ids import db_id, hex_id
@@ -62,8 +63,10 @@ __all__ = [
     "RACY_SECONDS",
     "REGISTRY_VERSION",
     "TENSOR_KINDS",
+    "Derivation",
     "FsckReport",
     "GcReport",
+    "Made",
     "ObjectFiles",
     "ObjectInfo",
     "RebuildReport",

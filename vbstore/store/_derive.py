@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .. import canonical
 from ..errors import CorruptObject, DiskFull, LeaseTimeout
@@ -38,6 +38,33 @@ def derivation_spec(
 
 def derivation_key(spec: Mapping[str, Any]) -> str:
     return canonical.key_of(spec)
+
+
+T = TypeVar("T")
+
+
+class Made(NamedTuple, Generic[T]):
+    """What a derivation's ``compute`` may return instead of a bare id: the output's id and what
+    it built on the way (a typed record, extraction counts), handed back by :meth:`derive`
+    so that the caller need not read the output back."""
+
+    id: str
+    value: T
+
+
+class Derivation(NamedTuple, Generic[T]):
+    """What :meth:`DeriveMixin.derive` gave.
+
+    Attributes:
+        id: The output.
+        computed: Whether this call computed it (else it was recorded, here or by a fetch).
+        made: What ``compute`` returned beside the id (:class:`Made`); None when nothing was
+            computed, or ``compute`` returned a bare id.
+    """
+
+    id: str
+    computed: bool
+    made: T | None = None
 
 
 class DeriveMixin(_StoreBase):
@@ -81,14 +108,15 @@ class DeriveMixin(_StoreBase):
 
     def record(
         self, spec: Mapping[str, Any], output: str, extra_edges: Mapping[str, Any] | None = None,
-        origin: str = "computed",
+        origin: str = "computed", key: str | None = None,
     ) -> str:
         """Record ``spec → output`` and edges from output to each input; return the key.
 
         ``origin`` says where the answer came from: ``computed`` here, ``remote NAME`` (a
-        binary cache), ``pulled from NAME``; ``get`` and ``why`` show it.
+        binary cache), ``pulled from NAME``; ``get`` and ``why`` show it. ``key``: ``spec``'s
+        key, when the caller already made it.
         """
-        key = derivation_key(spec)
+        key = key or derivation_key(spec)
         edges = dict(spec["inputs"])
         edges.update(extra_edges or {})
         with self.db.write() as conn:
@@ -132,13 +160,18 @@ class DeriveMixin(_StoreBase):
         return json.loads(row[0]) if row else None
 
     def derive(
-        self, spec: Mapping[str, Any], compute: Callable[[], str],
+        self, spec: Mapping[str, Any], compute: Callable[[], str | Made[T]],
         extra_edges: Mapping[str, Any] | None = None, timeout: float | None = None,
         valid: Callable[[str], bool] | None = None,
         fetch: Callable[[str], str | None] | None = None,
         check: Callable[[str, Callable[[], str]], None] | None = None,
-    ) -> tuple[str, bool]:
-        """Return ``(output, computed)``, running ``compute`` only when no one has the answer.
+        key: str | None = None,
+    ) -> Derivation[T]:
+        """Return ``(output, computed, made)``, running ``compute`` only when no one has the
+        answer.
+
+        ``compute`` returns the output's id, or :class:`Made` (the id and what it built, given
+        back as ``made``). ``key`` is ``spec``'s key when the caller already made it (a plan).
 
         When several processes ask at once, one computes under the lease and the others wait,
         then read its output. ``fetch(key)`` is asked before computing (a remote binary cache);
@@ -150,7 +183,7 @@ class DeriveMixin(_StoreBase):
             LeaseTimeout: ``timeout`` seconds passed waiting for another process.
             CorruptObject: from ``check``: the recorded answer declares another question.
         """
-        key = derivation_key(spec)
+        key = key or derivation_key(spec)
 
         def found() -> str | None:
             hit = self.lookup(key, valid)
@@ -160,18 +193,21 @@ class DeriveMixin(_StoreBase):
 
         hit = found()
         if hit is not None:
-            return hit, False
+            return Derivation(hit, False)
         with self.lease(key, inputs=list(spec["inputs"].values()), timeout=timeout):
             hit = found()
             if hit is not None:
-                return hit, False
+                return Derivation(hit, False)
             if fetch is not None and fetch(key) is not None:
                 hit = found()
                 if hit is not None:
-                    return hit, False
+                    return Derivation(hit, False)
             output = compute()
-            self.record(spec, output, extra_edges)
-            return output, True
+            if isinstance(output, Made):
+                self.record(spec, output.id, extra_edges, key=key)
+                return Derivation(output.id, True, output.value)
+            self.record(spec, output, extra_edges, key=key)
+            return Derivation(output, True)
 
     def source(self, key: str) -> str:
         """Where the recorded answer of ``key`` is read from, in words (for an error)."""
