@@ -1,5 +1,6 @@
 """Probe shapes and target kinds have one home: code outside vbstore/tasks never branches on a
-task's shape flags, and no module but the data layer's registry lists the target kinds.
+task's shape flags, and no module but the data layer's registry lists the target kinds. The
+layers above the engine read records through their types, not documents by key.
 
 Run as a script for the figures: ``python tests/test_dispatch.py`` (issue #20's counts)."""
 
@@ -64,6 +65,45 @@ def kind_lists(tree: ast.AST) -> list[int]:
     return out
 
 
+# the layers above the engine, which read records through vbstore.records (issue #20)
+READERS_ABOVE = ("vbstore/cli/", "vbstore/suites/", "vbstore/interop/", "vbstore/remotes/",
+                 "vbstore/browse/", "vbstore/plots/")
+_READ = {"read_json", "head_record"}
+
+
+def _is_read(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and (getattr(node.func, "attr", None) in _READ
+                                           or getattr(node.func, "id", None) in _READ)
+
+
+def document_reads(tree: ast.AST) -> list[int]:
+    """Lines reading a record document as a dict: ``x.doc[...]``/``x.doc.get(...)``, and a
+    constant key read (``["metrics"]``, ``.get("sources")``) off ``read_json``/``head_record``,
+    directly or through a name bound to one in the same function."""
+    out: list[int] = []
+    seen: set[int] = set()
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        names = {t.id for n in ast.walk(scope) if isinstance(n, ast.Assign) and _is_read(n.value)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for n in ast.walk(scope):
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+                target, key = n.value, n.slice
+            elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr == "get" and n.args):
+                target, key = n.func.value, n.args[0]
+            else:
+                continue
+            doc = isinstance(target, ast.Attribute) and target.attr == "doc"
+            named = isinstance(key, ast.Constant) and isinstance(key.value, str) and (
+                _is_read(target) or (isinstance(target, ast.Name) and target.id in names))
+            if (doc or named) and id(n) not in seen:
+                seen.add(id(n))
+                out.append(n.lineno)
+    return sorted(out)
+
+
 def _modules():
     for path in sorted(PACKAGE.rglob("*.py")):
         yield path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text())
@@ -80,6 +120,19 @@ def test_target_kinds_are_listed_in_no_module_but_their_registry():
     assert found == {}, "declare a kind once, in vbstore/data (register_target_kind)"
 
 
+def test_the_layers_above_the_engine_read_records_not_documents():
+    found = {rel: lines for rel, tree in _modules()
+             if rel.startswith(READERS_ABOVE) and (lines := document_reads(tree))}
+    assert found == {}, "read the document through its record (vbstore.records)"
+
+
+def test_the_counter_sees_a_document_read():
+    code = ("def f(store, m):\n    doc = store.read_json(i)\n    a = doc['metrics']\n"
+            "    b = store.read_json(j).get('sources')\n    c = m.doc['samples']\n"
+            "    d = row['task']\n")
+    assert document_reads(ast.parse(code)) == [3, 4, 5]
+
+
 def test_the_counter_sees_a_branch():
     assert branches(ast.parse("if task.zero_shot:\n    pass\nx = a.dense and b")) == [1, 3]
     assert kind_lists(ast.parse("X = ('boxes', 'pairs', 'image')")) == [1]
@@ -92,5 +145,12 @@ if __name__ == "__main__":
     print("branches on task shape flags outside tasks/:", sum(map(len, outside.values())), outside)
     lists = {rel: k for rel, tree in modules if (k := kind_lists(tree))}
     print("literals listing target kinds:", sum(map(len, lists.values())), lists)
+    reads = {rel: r for rel, tree in modules
+             if not rel.startswith(("vbstore/engine/", "vbstore/records/"))
+             and (r := document_reads(tree))}
+    above = {rel: r for rel, r in reads.items() if rel.startswith(READERS_ABOVE)}
+    print("document reads outside engine/ and records/:", sum(map(len, reads.values())), reads)
+    print("  of which in cli/ suites/ interop/ remotes/ browse/ plots/:",
+          sum(map(len, above.values())), above)
     compute = PACKAGE / "engine" / "_compute.py"
     print("engine/_compute.py lines:", len(compute.read_text().splitlines()), file=sys.stdout)

@@ -35,6 +35,7 @@ def draw(store, result: str, data: str, split: str | None, limit: int | None,
     """
     from ..engine import dense_samples, open_dense_result
     from ..plots import draw_dense_grid
+    from ..records import ManifestRecord
 
     view = open_dense_result(store, result, data, split=split, limit=limit,
                              data_options={"target": target} if target else None)
@@ -43,7 +44,8 @@ def draw(store, result: str, data: str, split: str | None, limit: int | None,
     title = (f"{view.record.task} · {view.record.spec} · {metric} "
              f"{view.record.metrics[metric]:.3f}")
     # the class names of the eval data, for the legend of a class map
-    names = store.read_json(view.record.inputs["eval_manifest"]).get("classes") or None
+    eval_manifest = ManifestRecord.from_dict(store.read_json(view.record.inputs["eval_manifest"]))
+    names = eval_manifest.classes or None
     if view.record.task == "generic_segmentation":
         names = ["background", "foreground"]
     draw_dense_grid(rows, output, title=title, class_names=names)

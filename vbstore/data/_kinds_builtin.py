@@ -41,13 +41,13 @@ def _multi_hot(manifest: Any, classes: Any) -> Any:
 def _triplets(manifest: Any, classes: Any) -> Any:
     import numpy as np  # [ref, left, right, left_vote, right_vote] rows of the manifest
 
-    return np.asarray(manifest.doc.get("triplets") or [], dtype=np.int64)
+    return np.asarray(manifest.triplets, dtype=np.int64)
 
 
 def _pairs(manifest: Any, classes: Any) -> Any:
     import numpy as np  # [a, b, qw, qx, qy, qz, tx, ty, tz] rows of the manifest
 
-    return np.asarray(manifest.doc.get("pairs") or [], dtype=np.float64).reshape(-1, 9)
+    return np.asarray(manifest.pairs, dtype=np.float64).reshape(-1, 9)
 
 
 def _map(kind: str):

@@ -106,6 +106,25 @@ class ManifestView:
         return self.doc["samples"]
 
     @property
+    def limit(self) -> int | None:
+        return self.doc.get("limit")
+
+    @property
+    def triplets(self) -> list[list[int]]:
+        """``[ref, left, right, left_vote, right_vote]`` rows (a triplets layout), or []."""
+        return self.doc.get("triplets") or []
+
+    @property
+    def pairs(self) -> list[list[float]]:
+        """``[a, b, qw, qx, qy, qz, tx, ty, tz]`` rows (a pairs layout), or []."""
+        return self.doc.get("pairs") or []
+
+    @property
+    def keypoint_pairs(self) -> list[list[Any]]:
+        """Annotated keypoint pairs (a keypoint-pairs layout), or []."""
+        return self.doc.get("keypoint_pairs") or []
+
+    @property
     def names(self) -> list[str]:
         """Relative sample names, sorted."""
         return [s["name"] for s in self.samples]
@@ -241,7 +260,7 @@ class ManifestView:
             "layout": self.layout,
             "split": self.split,
             "target_type": self.target_type,
-            "limit": self.doc.get("limit"),
+            "limit": self.limit,
             "samples": len(self),
             "classes": self.classes,
             "per_class": self.counts(),

@@ -44,8 +44,8 @@ def targets_baseline_of(plan, evaluation, train, eval_targets) -> Baseline | str
     try:
         if eval_targets is None:
             eval_targets = evaluation.targets(plan.train_m.classes if train is not None else None)
-        classes = plan.eval_m.doc.get("classes") or None
-        captions = [s.get("captions", []) for s in plan.eval_m.doc["samples"]]
+        classes = plan.eval_m.classes or None
+        captions = [s.get("captions", []) for s in plan.eval_m.samples]
         train_targets = train.targets() if train is not None else None
         return targets_baseline(task, eval_targets, train_targets,
                                 len(classes) if classes else None, captions)

@@ -147,7 +147,7 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
     spec, key = plan.spec_of("head", f"seed {seed}",
                              lambda: head_spec(task, plan.task_params, train.id, seed),
                              features=train.id)
-    classes = plan.train_m.doc.get("classes") or None
+    classes = plan.train_m.classes or None
 
     def compute() -> str:
         state, train_metrics = runner.fit(task, train, plan.task_params, seed, classes)
@@ -222,7 +222,7 @@ def keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
 
     pre = plan.backbone.doc["preprocessing"]
     cfg = BackboneCfg(**{**pre, "mean": tuple(pre["mean"]), "std": tuple(pre["std"])})
-    return KeypointPairs(evaluation.split(), evaluation.manifest.doc.get("keypoint_pairs") or [],
+    return KeypointPairs(evaluation.split(), evaluation.manifest.keypoint_pairs,
                          image_sizes(evaluation.manifest), cfg.geometry, cfg.input_size)
 
 
@@ -245,7 +245,7 @@ def zero_shot_draws(plan: Plan, run: Run, evaluation: Feed) -> dict[str, Any]:
     """Bootstrap draws of a zero-shot task that needs no text tower."""
     task, params = plan.task, plan.task_params
     start = time.perf_counter()
-    context = {"class_names": plan.eval_m.doc.get("classes", [])}
+    context = {"class_names": plan.eval_m.classes}
     out = _redraw(lambda f, t: task.evaluate_zero_shot(f, t, params, context),
                   evaluation.vectors(), evaluation.targets(), task.target_kind)
     run.timings["sample_ci_s"] = round(time.perf_counter() - start, 4)
@@ -282,11 +282,11 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         inputs.update({f"head.{i}": h for i, h in enumerate(edges["head"])}
                       if len(edges["head"]) > 1 else {"head": edges["head"][0]})
     inputs["weights"] = plan.backbone.doc["weights"]
-    data = {"eval": {"manifest": plan.eval_m.id, "split": plan.eval_m.doc.get("split"),
-                     "samples": len(plan.eval_m.doc["samples"])}}
+    data = {"eval": {"manifest": plan.eval_m.id, "split": plan.eval_m.split,
+                     "samples": len(plan.eval_m)}}
     if plan.train_m is not None:
-        data["train"] = {"manifest": plan.train_m.id, "split": plan.train_m.doc.get("split"),
-                         "samples": len(plan.train_m.doc["samples"])}
+        data["train"] = {"manifest": plan.train_m.id, "split": plan.train_m.split,
+                         "samples": len(plan.train_m)}
     metrics, aggregate = dict(per_seed[0]), None
     if len(seeds) > 1:
         aggregate = aggregate_seeds(per_seed)

@@ -274,8 +274,8 @@ class ZeroShotRunner(Runner):
     shape = "zero_shot"
 
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
-        return {"class_names": plan.eval_m.doc.get("classes", []),
-                "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]],
+        return {"class_names": plan.eval_m.classes,
+                "captions": [s.get("captions", []) for s in plan.eval_m.samples],
                 "files": files}
 
     def score(self, plan, run, evaluation, fresh_heads=False):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import EvaluationRecord, ResultRecord
 from ..store import Store
 from ._suite import Suite
 
@@ -21,14 +22,13 @@ def board_baseline(store: Store, suite: Suite, rows: list[dict[str, Any]]) -> di
     key = suite.headline["key"]
     names = [c["name"] for c in suite.conditions]
     for row in rows:
-        doc = store.read_json(row["evaluation"])
-        sources = doc.get("sources") or {}
+        sources = _sources(store, row)
         values, predictor = {}, None
         for name in names:
             oid = sources.get(name)
             if not (isinstance(oid, str) and store.has(oid)):
                 break
-            base = store.read_json(oid).get("baseline") or {}
+            base = ResultRecord.from_dict(store.read_json(oid)).baseline or {}
             if key not in (base.get("metrics") or {}):
                 break
             values[name], predictor = float(base["metrics"][key]), base["predictor"]
@@ -54,13 +54,13 @@ def headline_interval(store, suite: Suite, row: dict[str, Any]) -> tuple[float, 
     has no interval over eval samples (a dense task, an imported figure)."""
     key = suite.headline["key"]
     names = [c["name"] for c in suite.conditions]
-    sources = store.read_json(row["evaluation"]).get("sources") or {}
+    sources = _sources(store, row)
     stds = []
     for name in names:
         oid = sources.get(name)
         if not (isinstance(oid, str) and store.has(oid)):
             return None
-        ci = (store.read_json(oid).get("sample_ci") or {}).get(key)
+        ci = (ResultRecord.from_dict(store.read_json(oid)).sample_ci or {}).get(key)
         if not ci:
             return None
         stds.append(float(ci["std"]))
@@ -84,3 +84,8 @@ def mark_overlaps(store, suite: Suite, rows: list[dict[str, Any]]) -> None:
         row["overlaps_above"] = bool(interval and previous and interval[0] <= previous[1]
                                      and previous[0] <= interval[1])
         previous = interval
+
+
+def _sources(store, row: dict[str, Any]) -> dict[str, Any]:
+    """The result id of each condition of a board row's evaluation."""
+    return EvaluationRecord.from_dict(store.read_json(row["evaluation"])).sources or {}
