@@ -5,7 +5,8 @@ Each flag sets one task parameter, as ``-p NAME=VALUE`` does; a flag and ``-p`` 
 parameter to different values are refused (neither wins), and a flag whose parameter the task
 does not have is refused with the task's parameters named. ``--batch-size`` is not here: as in
 VisBench it is the extraction batch, an engine option that changes no id; the head's training
-batch is ``--train-batch-size``, the task parameter ``batch_size``.
+batch is ``--train-batch-size``, the task parameter ``batch_size``. ``--min-votes`` is a data
+option (it chooses the triplets a manifest holds), among the layout flags.
 """
 
 from __future__ import annotations
@@ -21,13 +22,6 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "train-batch-size": ("batch_size", click.IntRange(min=1),
                          "Batch of the head's training (VisBench's flag; -p batch_size)."),
     "n-bins": ("n_bins", click.IntRange(min=2), "depth: bins of the depth head (-p n_bins)."),
-    "units": ("units", click.Choice(["pixel", "patch"]),
-              "correspondence: thresholds in pixels or patch widths (-p units)."),
-    "thresholds": ("thresholds", click.STRING,
-                   "correspondence: comma-separated error thresholds, e.g. 1,2,5,10 "
-                   "(-p thresholds)."),
-    "min-votes": ("min_votes", click.IntRange(min=0),
-                  "similarity: drop triplets with fewer human votes (-p min_votes)."),
     "score-threshold": ("score_threshold", click.FloatRange(min=0.0, max=1.0),
                         "detection: keep boxes scoring at least this (-p score_threshold)."),
     "nms-iou": ("nms_iou", click.FloatRange(min=0.0, max=1.0),
