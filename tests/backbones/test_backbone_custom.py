@@ -141,7 +141,8 @@ def test_a_torchvision_weights_transform_is_read_into_the_cfg():
     backbone = CustomBackbone(trunk, preprocess=transform, name="trunk")
     assert backbone.cfg == BackboneCfg(input_size=224, resize=256, crop="center",
                                        interpolation="bilinear")
-    assert backbone.patch_size is None and backbone.default_pooling == "gap"
+    assert backbone.patch_size is None
+    assert backbone.default_pooling == "gap"
 
 
 def test_a_transform_without_its_sizes_is_refused():

@@ -193,10 +193,12 @@ def test_decode_settings_are_visbenchs_flags():
     default = _boxes.detect(out, (16, 16))[0]
     assert len(default) == len(_boxes.detect(out, (16, 16), *task_decoding(task, decode))[0])
     one = _boxes.detect(out, (16, 16), *task_decoding(task, {**decode, "max_detections": 1}))[0]
-    assert len(one) == 1 and one[0, 4] == default[0, 4]
+    assert len(one) == 1
+    assert one[0, 4] == default[0, 4]
     strict = _boxes.detect(out, (16, 16), *task_decoding(task, {**decode,
                                                                 "score_threshold": 0.9}))[0]
-    assert len(strict) < len(default) and bool((strict[:, 4] >= 0.9).all())
+    assert len(strict) < len(default)
+    assert bool((strict[:, 4] >= 0.9).all())
     loose = _boxes.detect(out, (16, 16), *task_decoding(task, {**decode, "nms_iou": 1.0}))[0]
     assert len(loose) > len(default)  # nothing suppressed
     truth = [_rows([0, 0, 8, 8, 0, 0])]

@@ -4,8 +4,9 @@
 ``right_path`` (paths relative to ``root``), ``left_vote`` and ``right_vote`` (how many people
 found that candidate closer to the reference), ``votes`` (how many people were asked), and
 optionally ``id`` and ``split``. As in DreamSim's NIGHTS evaluation and VisBench, a triplet needs
-at least :data:`MIN_VOTES` votes (the ``min_votes`` option, VisBench's ``--min-votes``). The manifest's samples are the distinct images of the kept triplets;
-its ``triplets`` field lists ``[ref, left, right, left_vote, right_vote]`` with sample indices.
+at least :data:`MIN_VOTES` votes (the ``min_votes`` option, VisBench's ``--min-votes``). The
+manifest's samples are the distinct images of the kept triplets; its ``triplets`` field lists
+``[ref, left, right, left_vote, right_vote]`` with sample indices.
 
 ``--split test`` keeps rows whose split is ``test`` or starts with ``test_`` (NIGHTS ships
 ``test_imagenet`` and ``test_no_imagenet``); a table with several splits needs one; ``--limit N``

@@ -411,11 +411,11 @@ def result_request(
 @overload
 def get(request: ResultRequest, *, store: Store | None = None, device: str | None = None,
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
-        executor: Any = None) -> Result: ...
+        executor: Any = None, batch_size: int = 32) -> Result: ...
 @overload
 def get(request: HeadRequest, *, store: Store | None = None, device: str | None = None,
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
-        executor: Any = None) -> HeadResult: ...
+        executor: Any = None, batch_size: int = 32) -> HeadResult: ...
 
 
 def get(request: ResultRequest | HeadRequest, *, store: Store | None = None,

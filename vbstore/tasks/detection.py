@@ -6,7 +6,8 @@ frozen backbone (the machinery and its constants: :mod:`._boxes`): the dense rec
 log-distances per cell, class biases starting at the focal-loss prior 0.01) trained with sigmoid
 focal loss (alpha 0.25, gamma 2) + 2 x GIoU loss
 on probe3d's schedule; decoding keeps cells scoring >= ``score_threshold`` (0.05), per-class NMS
-at IoU ``nms_iou`` (0.5), at most ``max_detections`` (100) per image. Boxes marked ``difficult`` are left out of training and ignored when scoring.
+at IoU ``nms_iou`` (0.5), at most ``max_detections`` (100) per image. Boxes marked
+``difficult`` are left out of training and ignored when scoring.
 
 ``instance_segmentation`` adds one foreground map per class to the same head (C more 1x1-conv
 outputs on the same features): the mask of a kept box is its class's map, upsampled bilinearly
