@@ -282,8 +282,12 @@ class _Scorer:
 
 
 def _decoding(params: Mapping[str, Any]) -> tuple[float, float, int]:
-    """The decode settings: score threshold, NMS IoU, detections per image."""
-    return params["score_threshold"], params["nms_iou"], params["max_detections"]
+    """The decode settings: score threshold, NMS IoU, detections per image (the declared
+    defaults where ``params`` is not resolved)."""
+    declared = Detection.params
+    return (params.get("score_threshold", declared["score_threshold"].default),
+            params.get("nms_iou", declared["nms_iou"].default),
+            params.get("max_detections", declared["max_detections"].default))  # type: ignore[return-value]
 
 
 def _box_fill(detections: torch.Tensor, image_hw: tuple[int, int]) -> torch.Tensor:
