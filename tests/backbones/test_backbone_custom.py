@@ -128,3 +128,25 @@ def test_a_direct_module_is_identified_by_its_tensors():
     assert backbone.spec_params()["checkpoint"] == record["tensor_hash"]
     assert backbone.record()["source"] == "custom"
     assert backbone.record()["architecture"] == "tok"
+
+
+def test_a_torchvision_weights_transform_is_read_into_the_cfg():
+    """The seed's example, ``CustomBackbone(trunk, preprocess=weights.transforms())``: torchvision's
+    ImageClassification has crop_size/resize_size, not input_size (it crashed with
+    AttributeError)."""
+    from torchvision.models import ResNet18_Weights
+
+    transform = ResNet18_Weights.IMAGENET1K_V1.transforms()
+    trunk = nn.Sequential(nn.Conv2d(3, 8, 8, 8), nn.ReLU())
+    backbone = CustomBackbone(trunk, preprocess=transform, name="trunk")
+    assert backbone.cfg == BackboneCfg(input_size=224, resize=256, crop="center",
+                                       interpolation="bilinear")
+    assert backbone.patch_size is None
+    assert backbone.default_pooling == "gap"
+
+
+def test_a_transform_without_its_sizes_is_refused():
+    from vbstore.errors import UsageError
+
+    with pytest.raises(UsageError, match="neither a BackboneCfg nor a torchvision"):
+        CustomBackbone(nn.Conv2d(3, 8, 8, 8), preprocess=lambda image: image)

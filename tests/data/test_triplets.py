@@ -116,3 +116,18 @@ def test_generated_triplets_are_ordered_and_reproducible(store, tmp_path):
         # the side people picked is the mild distortion: nearer the reference in pixels
         assert np.abs(mild - images[0]).mean() < np.abs(strong - images[0]).mean()
         assert "mild" in view.names[left if lv > rv else right]
+
+
+def test_min_votes_chooses_the_triplets_and_the_default_is_the_same_manifest(store, nights):
+    """VisBench's --min-votes: a data option of the triplets layout (default 6)."""
+    default = load_manifest(store, nights, split="test")
+    assert load_manifest(store, nights, split="test", min_votes=6).id == default.id
+    looser = load_manifest(store, nights, split="test", min_votes=4)
+    assert len(looser.doc["triplets"]) == 5  # row 2 (4 votes) joins
+    assert looser.id != default.id
+    with pytest.raises(BadInput, match="no triplet has 9 or more votes"):
+        load_manifest(store, nights, split="test", min_votes=9)
+    with pytest.raises(UsageError, match="min_votes must be an integer >= 0"):
+        load_manifest(store, nights, split="test", min_votes=-1)
+    with pytest.raises(UsageError, match="takes no min_votes option"):
+        load_manifest(store, nights / "ref", min_votes=3)

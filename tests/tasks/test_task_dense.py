@@ -314,3 +314,14 @@ def test_occlusion_edges_are_regressed_in_log_space():
     assert task._prepare(t, {**params, "target_transform": "none"}, "eval").equal(t)
     with pytest.raises(TaskInputError, match="target_transform=none"):
         task._prepare(-t - 1, params, "train")
+
+
+def test_n_bins_sets_the_depth_heads_width():
+    """VisBench's --n-bins: the depth head predicts over that many bins (default 256)."""
+    task = get_task("depth")
+    quick = {"epochs": 2, "lr": 0.05}
+    default, _ = task.fit_split(depth_split(0), quick, seed=0)
+    fewer, _ = task.fit_split(depth_split(0), {**quick, "n_bins": 16}, seed=0)
+    assert default["conv.weight"].shape[0] == 256
+    assert fewer["conv.weight"].shape[0] == 16
+    assert set(task.evaluate_split(fewer, depth_split(1), {"n_bins": 16})) >= {"d1", "abs_rel"}

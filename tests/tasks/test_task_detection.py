@@ -181,3 +181,39 @@ def test_box_probes_train_on_the_dense_schedule_with_the_focal_prior(name):
                              seed=0, class_names=["a", "b"])
     prior = -math.log(0.99 / 0.01)
     assert head["conv.bias"][:2].tolist() == pytest.approx([prior, prior], abs=1e-5)
+
+
+def test_decode_settings_are_visbenchs_flags():
+    """--score-threshold, --nms-iou, --max-detections reach the decoder the scorer uses."""
+    task = get_task("detection")
+    out = torch.zeros(1, 2 + 4, 4, 4)
+    out[0, 0] = torch.linspace(-3, 3, 16).reshape(4, 4)  # class 0 scores 0.05..0.95
+    out[0, 2:] = math.log(4.0)  # every cell a 8 px box: the 4 x 4 cells overlap their neighbours
+    decode = {"num_classes": 2}
+    default = _boxes.detect(out, (16, 16))[0]
+    assert len(default) == len(_boxes.detect(out, (16, 16), *task_decoding(task, decode))[0])
+    one = _boxes.detect(out, (16, 16), *task_decoding(task, {**decode, "max_detections": 1}))[0]
+    assert len(one) == 1
+    assert one[0, 4] == default[0, 4]
+    strict = _boxes.detect(out, (16, 16), *task_decoding(task, {**decode,
+                                                                "score_threshold": 0.9}))[0]
+    assert len(strict) < len(default)
+    assert bool((strict[:, 4] >= 0.9).all())
+    loose = _boxes.detect(out, (16, 16), *task_decoding(task, {**decode, "nms_iou": 1.0}))[0]
+    assert len(loose) > len(default)  # nothing suppressed
+    truth = [_rows([0, 0, 8, 8, 0, 0])]
+    scorer = task._scorer(task.resolve_params({"num_classes": 2, "max_detections": 1}))
+    scorer.update(_GridLike(out), truth)
+    assert scorer.result()["detections_per_image"] == 1
+
+
+def task_decoding(task, params):
+    from vbstore.tasks.detection import _decoding
+
+    return _decoding(task.resolve_params(params))
+
+
+def _GridLike(raw):
+    from vbstore.tasks.detection import GridOutput
+
+    return GridOutput(raw, (16, 16))

@@ -10,6 +10,8 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..errors import UsageError
+
 # Local imports: numpy, torch and PIL load when an image is preprocessed, never for a
 # configuration.
 
@@ -79,6 +81,39 @@ class BackboneCfg:
         new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
         left, top = round((new_w - size) / 2.0), round((new_h - size) / 2.0)
         return (new_w, new_h), (left, top, left + size, top + size)
+
+    @classmethod
+    def from_transform(cls, transform: Any) -> BackboneCfg:
+        """The cfg a torchvision weights transform describes (``weights.transforms()``).
+
+        torchvision's ``ImageClassification`` resizes the shorter side to ``resize_size``, then
+        centre-crops ``crop_size`` and normalises: this cfg's ``center`` crop, read from its
+        attributes (it has no ``input_size``). Any other callable is refused: its pixels cannot
+        be keyed, so two different transforms would share features.
+
+        Raises:
+            UsageError: ``transform`` does not declare its sizes, mean, std and interpolation.
+        """
+        def one(name: str) -> int:
+            value = getattr(transform, name)
+            sizes = [value] if isinstance(value, int) else list(value)
+            if len(sizes) != 1 or not isinstance(sizes[0], int):
+                raise UsageError(f"{type(transform).__name__}.{name} is {value!r}, not one side",
+                                 hint="pass BackboneCfg(input_size=..., resize=...)")
+            return sizes[0]
+
+        needed = ("crop_size", "resize_size", "mean", "std", "interpolation")
+        missing = [name for name in needed if not hasattr(transform, name)]
+        if missing:
+            raise UsageError(
+                f"preprocess {type(transform).__name__} is neither a BackboneCfg nor a "
+                f"torchvision weights transform (it has no {', '.join(missing)})",
+                hint="pass BackboneCfg(input_size=..., resize=..., mean=..., std=...) or "
+                     "weights.transforms()")
+        mode = transform.interpolation
+        return cls(input_size=one("crop_size"), resize=one("resize_size"), crop="center",
+                   mean=tuple(transform.mean), std=tuple(transform.std),
+                   interpolation=str(getattr(mode, "value", mode)).lower())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the backbone record."""

@@ -44,7 +44,8 @@ class CustomBackbone(Backbone):
 
     Args:
         module: the network; its weights identity is the hash of its ``state_dict()``.
-        preprocess: the :class:`BackboneCfg` its inputs need (default: ImageNet, 224 px).
+        preprocess: the :class:`BackboneCfg` its inputs need (default: ImageNet, 224 px), or a
+            torchvision weights transform (``weights.transforms()``), read into one.
         name: the architecture name recorded for it.
         patch_size: ViT patch size; lets token outputs carry any number of prefix tokens and
             non-square inputs.
@@ -62,14 +63,19 @@ class CustomBackbone(Backbone):
     def __init__(
         self,
         module: torch.nn.Module,
-        preprocess: BackboneCfg | None = None,
+        preprocess: BackboneCfg | Any = None,
         *,
         name: str = "custom",
         patch_size: int | None = None,
         has_cls_token: bool | None = None,
         feature_fn: FeatureFn | None = None,
     ) -> None:
-        cfg = preprocess or BackboneCfg()
+        if preprocess is None:
+            cfg = BackboneCfg()
+        elif isinstance(preprocess, BackboneCfg):
+            cfg = preprocess
+        else:
+            cfg = BackboneCfg.from_transform(preprocess)
         self._feature_fn = feature_fn
         size = cfg.input_size
         module.eval()

@@ -15,7 +15,8 @@ LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "image
            "voc", "coco", "nyu", "taskonomy", "navi")
 _PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
-          "classes", "dataset_root", "download", "image_column", "label_column", "splits")
+          "classes", "dataset_root", "download", "image_column", "label_column", "splits",
+          "min_votes")
 
 
 # one instance of each path type for every command these flags go on: click translates a path
@@ -54,6 +55,9 @@ def data_layout_options(func: Callable) -> Callable:
                      help="The image column of hf: data (default: detected)."),
         click.option("--label-column", default=None,
                      help="The label or caption column of hf: data (default: detected)."),
+        click.option("--min-votes", type=click.IntRange(min=0), default=None,
+                     help="2AFC triplets: keep those with at least this many votes "
+                          "(default 6, VisBench's --min-votes)."),
     ]
 
     @functools.wraps(func)

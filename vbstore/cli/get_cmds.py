@@ -9,6 +9,7 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._resulttext import result_lines
+from ._visflags import flag_params, merge, probe_flag_options
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -92,6 +93,7 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
+@probe_flag_options
 @data_layout_options
 @executor_options
 @json_option
@@ -99,7 +101,7 @@ def parse_layers(text: str | None) -> list[int] | None:
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
                    params, head, no_strict, recompute, dry_run, suite_ref, plugins, data_options,
-                   executor, as_json) -> None:
+                   executor, as_json, batch_size, pooling, **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -112,19 +114,20 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
     for path in plugins:
         load_plugin(path)
+    task_params = merge(task, parse_params(params), flag_params(flags))
 
     def request_for(data, split):
         return result_request(
-            backbone, task, data, train_data, params=parse_params(params), split=split,
+            backbone, task, data, train_data, params=task_params, split=split,
             train_split=train_split, limit=limit, train_limit=train_limit, seed=seed, seeds=seeds,
             head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
             input_size=input_size, layers=parse_layers(layers), precision=precision,
-            data_options=data_options)
+            data_options=data_options, pooling=pooling)
 
     def compute(data, split):
         return execute(plan(request_for(data, split), store), device=device,
                        progress=progress_for(executor, as_json), recompute=recompute,
-                       executor=executor)
+                       executor=executor, batch_size=batch_size)
 
     if suite_ref is not None:  # one result per suite condition, then the suite's verdict
         from .suite_cmds import result_on_suite
@@ -140,7 +143,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
         return
     result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
-                     recompute=recompute, executor=executor)
+                     recompute=recompute, executor=executor, batch_size=batch_size)
     emit(as_json, result.as_dict(), lambda: print_result(result))
     _answers.record(store, pending, the_plan, result, as_json)
 

@@ -1,10 +1,10 @@
-"""``vbstore list backbones|tasks``: what can be asked for."""
+"""``vbstore list backbones|tasks|heads``: what can be asked for, and the heads stored."""
 
 from __future__ import annotations
 
 import click
 
-from ._common import emit, json_option
+from ._common import emit, human_size, json_option, with_store
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -12,7 +12,7 @@ from ._common import emit, json_option
 
 @click.group(name="list")
 def list_group() -> None:
-    """List the registered backbones or tasks."""
+    """List the registered backbones or tasks, or the stored heads."""
 
 
 @list_group.command("backbones")
@@ -73,5 +73,38 @@ def list_tasks_cmd(pattern: str, as_json: bool) -> None:
             for key, param in row.get("params", {}).items():
                 setting = f"{key}={param['default']!s}"
                 click.echo(f"    -p {setting:<24} {param['help']}")
+
+    emit(as_json, rows, text)
+
+
+@list_group.command("heads")
+@click.argument("pattern", default="*")
+@json_option
+@with_store
+def list_heads_cmd(store, pattern: str, as_json: bool) -> None:
+    """Stored probe heads whose task matches PATTERN (fnmatch), newest first.
+
+    Each with the backbone, weights and training data it was fit on, and how it reads features
+    (pooling, layers); apply one with `get result --head ID`, share it with `push head`.
+    """
+    from ..engine import head_rows
+
+    rows = head_rows(store, pattern)
+
+    def text() -> None:
+        if not rows:
+            click.echo("no stored heads" + (f" of a task matching {pattern!r}"
+                                            if pattern != "*" else ""))
+            return
+        width = max(len(row["backbone"]) for row in rows) + 1
+        click.echo(f"{'id':<12}  {'task':<22} {'backbone':<{width}} {'weights':<10} "
+                   f"{'pooling':<8} {'size':>9}  data")
+        for row in rows:
+            names = ",".join(row["refs"])
+            state = "  (evicted)" if row["evicted"] else ""
+            click.echo(f"{row['id'][:12]}  {row['task'] or '?':<22} {row['backbone']:<{width}} "
+                       f"{row['weights'] or '-':<10} {row.get('pooling') or '-':<8} "
+                       f"{human_size(row['size']):>9}  {row['data']}{state}"
+                       + (f"  [{names}]" if names else ""))
 
     emit(as_json, rows, text)

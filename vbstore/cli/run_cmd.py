@@ -17,6 +17,7 @@ from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
+from ._visflags import FLAGS, POOLINGS
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -27,10 +28,15 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
              "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
-             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store"}
+             "min_votes",
+             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling"}
+# VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
+_RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
 
 def _flag(name: str) -> str:
+    if name in _RENAMED:
+        return f"--{_RENAMED[name]}"
     return f"--task-{name}" if name in _RESERVED else f"--{name.replace('_', '-')}"
 
 
@@ -83,13 +89,14 @@ def _command(task: Task) -> click.Command:
             train_limit=kw.get("train_limit"), seed=kw["seed"], seeds=kw["seeds"],
             head=kw.get("head"), strict=not kw.get("no_strict", False), weights=kw["weights"],
             backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
-            layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options)
+            layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options,
+            pooling=kw.get("pooling"))
         the_plan = plan(request, store, dry_run=kw["dry_run"])
         if kw["dry_run"]:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
             return
         result = execute(the_plan, device=kw["device"], progress=progress_for(executor, as_json),
-                         executor=executor)
+                         executor=executor, batch_size=kw["batch_size"])
         emit(as_json, result.as_dict(), lambda: print_result(result))
 
     metrics = ", ".join(m.name for m in task.metrics)
@@ -109,7 +116,15 @@ def _command(task: Task) -> click.Command:
         click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
                      help="A task parameter as KEY=VALUE (for scripts; same as the flags)."),
         click.option("--dry-run", is_flag=True, help="Print the plan and compute nothing."),
+        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+                     help="Images per forward pass (extraction; changes no id)."
+                          + (" The head's batch is --train-batch-size."
+                             if "batch_size" in task.params else "")),
     ]
+    if task.feature_mode == "pooled":  # a dense task's maps have no pooling to choose
+        options.append(click.option(
+            "--pooling", type=click.Choice(POOLINGS), default=None,
+            help="Pooled vector to read (default: the backbone's own)."))
     # the training flags, for a shape that takes training data
     options += shape.train_input([
         click.option("--train-data", default=None,

@@ -41,7 +41,7 @@ from ._scan import (
 )
 from ._spair import is_spair, scan_spair
 from ._taskonomy import is_taskonomy, scan_taskonomy
-from ._triplets import scan_triplets, triplet_csv
+from ._triplets import MIN_VOTES, scan_triplets, triplet_csv
 from ._view import ManifestView
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ _APPLIES = {
     "dense": ("target", "target_type", "classes"),
     "stems": ("stems", "train_stems", "image_dir", "target_dir", "target_type"),
     "list": ("classes", "target_type"),
-    "triplets": (),
+    "triplets": ("min_votes",),
     "pairs": (),
     "images": (),
     "spair": (),
@@ -393,7 +393,7 @@ def _with_boxes(scan: Scan, options: dict[str, Any], default: Sequence[str] | Pa
 
 def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -> Scan:
     if layout == "triplets":
-        return scan_triplets(root, split)
+        return scan_triplets(root, split, options.get("min_votes", MIN_VOTES))
     if layout == "pairs":
         if pairs_csv(root, split) is None and is_navi(root):  # relative_pose reads pairs.csv
             raise UsageError(f"no pairs.csv in {root}: it is laid out as NAVI",

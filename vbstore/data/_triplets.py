@@ -3,9 +3,10 @@
 ``root/data.csv`` has one row per triplet, columns by name: ``ref_path``, ``left_path``,
 ``right_path`` (paths relative to ``root``), ``left_vote`` and ``right_vote`` (how many people
 found that candidate closer to the reference), ``votes`` (how many people were asked), and
-optionally ``id`` and ``split``. As in DreamSim's NIGHTS evaluation, a triplet needs at least
-:data:`MIN_VOTES` votes. The manifest's samples are the distinct images of the kept triplets;
-its ``triplets`` field lists ``[ref, left, right, left_vote, right_vote]`` with sample indices.
+optionally ``id`` and ``split``. As in DreamSim's NIGHTS evaluation and VisBench, a triplet needs
+at least :data:`MIN_VOTES` votes (the ``min_votes`` option, VisBench's ``--min-votes``). The
+manifest's samples are the distinct images of the kept triplets; its ``triplets`` field lists
+``[ref, left, right, left_vote, right_vote]`` with sample indices.
 
 ``--split test`` keeps rows whose split is ``test`` or starts with ``test_`` (NIGHTS ships
 ``test_imagenet`` and ``test_no_imagenet``); a table with several splits needs one; ``--limit N``
@@ -54,14 +55,20 @@ def _count(row: dict[str, str], column: str) -> int:
     return int(number)
 
 
-def scan_triplets(root: Path, split: str | None) -> Scan:
+def scan_triplets(root: Path, split: str | None, min_votes: int = MIN_VOTES) -> Scan:
     """Read a NIGHTS-style triplet table; the scan's ``triplets`` hold image names.
 
+    ``min_votes``: keep triplets with at least this many votes.
+
     Raises:
-        UsageError: ``root`` holds no triplet table, or ``split`` names no row.
+        UsageError: ``root`` holds no triplet table, ``split`` names no row, or ``min_votes`` is
+            not a count.
         BadInput: an empty table, missing columns, a bad cell or a row pointing to a missing
             file (each with ``file:line``), or no triplet with enough votes.
     """
+    if isinstance(min_votes, bool) or not isinstance(min_votes, int) or min_votes < 0:
+        raise UsageError(f"min_votes must be an integer >= 0, not {min_votes!r}",
+                         hint=f"e.g. --min-votes {MIN_VOTES} (the default)")
     path = root / DATA_FILE if root.is_dir() else root
     if not path.is_file():
         raise UsageError(f"no triplet table {path}",
@@ -93,7 +100,7 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
         if absent:
             problems.append((where, f"{absent[0]} does not exist"))
             continue
-        if votes >= MIN_VOTES:
+        if votes >= min_votes:
             key = (row.get("id") or "").strip() or f"row{number}"
             rows.append((key, names[0], names[1], names[2], left, right))
     if problems:
@@ -108,7 +115,7 @@ def scan_triplets(root: Path, split: str | None) -> Scan:
         raise UsageError(f"{path} has splits ({found})", hint="choose one with --split")
     if not rows:
         raise BadInput("triplet tables without usable triplets",
-                       [(str(path), f"no triplet has {MIN_VOTES} or more votes")])
+                       [(str(path), f"no triplet has {min_votes} or more votes")])
     check_unique_ids(rows, path, "triplet tables")
     images = sorted({name for r in rows for name in r[1:4]})
     return Scan("triplets", base, split, [], "triplets", [Entry(name=n, key=n) for n in images],

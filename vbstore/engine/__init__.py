@@ -18,7 +18,7 @@ _LAZY = {
     "execute_features": "._getfeatures", "get_features": "._getfeatures",
     "plan_features": "._getfeatures", "FeaturesRequest": "._requests",
     "lineage": "._lineage", "summary": "._lineage", "weights_of_tensor_hash": "._lineage",
-    "result_columns": "._lineage",
+    "result_columns": "._lineage", "head_rows": "._lineage",
     "Plan": "._plan", "Step": "._plan", "plan": "._plan", "plan_head": "._plan",
     "BackboneRequest": "._requests", "DataRef": "._requests", "HeadRequest": "._requests",
     "ProbeRequest": "._requests",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         dense_samples,
         open_dense_result,
     )
-    from ._lineage import lineage, result_columns, summary, weights_of_tensor_hash
+    from ._lineage import head_rows, lineage, result_columns, summary, weights_of_tensor_hash
     from ._plan import Plan, Step, plan, plan_head
     from ._requests import (
         BackboneRequest,
@@ -130,6 +130,7 @@ __all__ = [
     "get_features",
     "get_head",
     "get_result",
+    "head_rows",
     "lineage",
     "open_dense_result",
     "plan",

@@ -151,7 +151,8 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
 
     def compute() -> str:
         state, train_metrics = runner.fit(task, train, plan.task_params, seed, classes)
-        record = {**compat(plan, train.id, runner.width(train)), "params": plan.task_params,
+        record = {**compat(plan, train.id, runner.width(train)),
+                  "params": task.head_params(plan.task_params),
                   "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
                   "train_metrics": train_metrics}
         return save_head(store, state, record, edges={"features": train.id,
@@ -301,7 +302,8 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     train_aggregate = aggregate_seeds(trained) if len(trained) > 1 else None
     return ResultRecord(
         task=plan.task.name, op_version=plan.task.op_version, level=plan.task.level,
-        params=plan.task_params, seed=seeds[0], seeds=seeds, metrics=metrics, inputs=inputs,
+        params=plan.task.keyed_params(plan.task_params), seed=seeds[0], seeds=seeds,
+        metrics=metrics, inputs=inputs,
         backbone={"spec": plan.backbone.request.get("spec") or plan.backbone.doc["architecture"],
                   "source": plan.backbone.doc["source"],
                   "architecture": plan.backbone.doc["architecture"]},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from ..errors import SchemaError, VbstoreError
@@ -157,3 +158,48 @@ def weights_of_tensor_hash(store, prefix: str) -> list[str]:
         except VbstoreError:
             continue
     return found
+
+
+def head_rows(store, pattern: str = "*") -> list[dict[str, Any]]:
+    """Every stored head whose task matches ``pattern`` (fnmatch), newest first: what it was
+    fit on (task, backbone, weights, training data) and how it reads features, from each head's
+    compatibility record (no tensor is read). A head whose blob was evicted says so."""
+    refs: dict[str, list[str]] = {}
+    for name, oid in store.refs().items():
+        refs.setdefault(oid, []).append(name)
+    rows = []
+    for info in sorted(store.ls("head"), key=lambda i: i.created, reverse=True):
+        row: dict[str, Any] = {"id": info.id, "created": info.created, "size": info.size,
+                               "refs": refs.get(info.id, []), "evicted": bool(info.evicted_at)}
+        try:
+            head = HeadCompat.from_dict(head_record(store, info.id))
+        except (VbstoreError, ValueError):
+            if pattern == "*":  # evicted or unreadable: listed, with nothing more to say
+                rows.append({**row, "task": "", "backbone": "", "weights": "", "data": ""})
+            continue
+        if not fnmatch.fnmatchcase(head.task, pattern):
+            continue
+        manifest = head.train_manifest
+        part: dict[str, Any] = {"manifest": manifest}
+        if manifest and store.has(manifest):
+            doc = ManifestRecord.from_dict(store.read_json(manifest))
+            part.update(split=doc.split, samples=len(doc))
+        name, weights = _backbone_of(store, head.backbone)
+        row.update(task=head.task, backbone=name, weights=weights, data=data_label(store, part),
+                   backbone_id=head.backbone, train_manifest=manifest, pooling=head.pooling,
+                   layers=head.layers, feature_mode=head.feature_mode, seed=head.seed,
+                   params=head.params or {}, train_metrics=head.train_metrics or {})
+        rows.append(row)
+    return rows
+
+
+def _backbone_of(store, oid: str) -> tuple[str, str]:
+    """A backbone's name and its weights' origin (``pretrained``, ``random``...)."""
+    try:
+        backbone = BackboneRecord.from_dict(store.read_json(oid))
+    except (VbstoreError, ValueError):
+        return oid[:12], ""
+    try:
+        return backbone.name, WeightsRecord.from_dict(store.read_json(backbone.weights)).origin
+    except (VbstoreError, ValueError):
+        return backbone.name, ""

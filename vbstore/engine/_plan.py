@@ -214,7 +214,7 @@ def result_spec(
         inputs,
         {
             "task": plan_task.name,
-            "task_params": task_params,
+            "task_params": plan_task.keyed_params(task_params),
             "seeds": seeds,
             "extractor": extractor.to_dict(),
             "features_op_version": FEATURES_VERSION,

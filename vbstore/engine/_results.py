@@ -152,11 +152,14 @@ def execute(
     recompute: bool = False,
     executor: Any = None,
     lease_timeout: float | None = None,
+    batch_size: int = 32,
 ) -> Result:
     """Compute what ``the_plan`` lacks and return the result (from the store when it has it).
 
     ``lease_timeout`` bounds the wait for another process computing this very result (0: only
-    try); the features and heads below it are always waited for.
+    try); the features and heads below it are always waited for. ``batch_size`` is the
+    extraction batch (images per forward pass): no id depends on it (the head's training batch
+    is the task parameter ``batch_size``).
 
     Raises:
         UsageError: the plan was made by a dry run with a backbone never built.
@@ -165,9 +168,10 @@ def execute(
     """
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
-        return _execute(the_plan, device, progress, recompute, executor, lease_timeout)
+        return _execute(the_plan, device, progress, recompute, executor, lease_timeout,
+                        batch_size)
     return _replanning(the_plan, lambda p: _execute(p, device, progress, recompute, executor,
-                                                    lease_timeout))
+                                                    lease_timeout, batch_size))
 
 
 def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
@@ -259,11 +263,12 @@ def _pin(the_plan: Plan) -> None:
 
 
 def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
-             recompute: bool, executor: Any, lease_timeout: float | None) -> Result:
+             recompute: bool, executor: Any, lease_timeout: float | None,
+             batch_size: int = 32) -> Result:
     spec = the_plan.derivation  # UsageError for a dry-run plan that names no backbone
     store = the_plan.store
     if recompute:
-        return _recompute(the_plan, device, progress, executor)
+        return _recompute(the_plan, device, progress, executor, batch_size)
     key = the_plan.key  # made once, by the plan
     if the_plan.cached:  # the plan found it: read it once (hash checked) unless it went since
         oid = the_plan.steps[-1].id
@@ -279,7 +284,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
             return Result(oid, ResultRecord.from_dict(doc), True,
                           time.perf_counter() - the_plan.started, source="store",
                           recorded=store.origin(key), run=store.last_run(oid))
-    run = Run(device=device, progress=progress, executor=executor)
+    run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
 
     def compute() -> Made[ResultRecord]:
         # the compute path (heads, bootstrap, extraction) loads only on a miss: a cached
@@ -325,7 +330,7 @@ def stored_result(the_plan: Plan) -> Result | None:
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
-               executor: Any) -> Result:
+               executor: Any, batch_size: int = 32) -> Result:
     """Compute the result afresh (heads retrained, features reused) and compare with the stored one.
 
     Raises:
@@ -336,7 +341,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
 
     store, spec, key = the_plan.store, the_plan.derivation, the_plan.key
     previous = store.lookup(key)
-    run = Run(device=device, progress=progress, executor=executor)
+    run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
     with store.lease(key, inputs=list(spec["inputs"].values())), reporting(progress is True):
         oid, record = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid, key=key)
@@ -383,6 +388,7 @@ def result_request(
     layers: Sequence[int] | None = None,
     precision: str = "fp32",
     data_options: Mapping[str, Any] | None = None,
+    pooling: str | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same)."""
     options = data_options or {}
@@ -393,6 +399,7 @@ def result_request(
             seed=backbone_seed,
             input_size=input_size,
             layers=layers_arg(layers),
+            pooling=pooling,
             precision=precision,
         ),
         ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict),
@@ -406,21 +413,21 @@ def result_request(
 @overload
 def get(request: ResultRequest, *, store: Store | None = None, device: str | None = None,
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
-        executor: Any = None) -> Result: ...
+        executor: Any = None, batch_size: int = 32) -> Result: ...
 @overload
 def get(request: FeaturesRequest, *, store: Store | None = None, device: str | None = None,
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
-        executor: Any = None) -> FeatureResult: ...
+        executor: Any = None, batch_size: int = 32) -> FeatureResult: ...
 @overload
 def get(request: HeadRequest, *, store: Store | None = None, device: str | None = None,
         progress: bool | Callable[..., Any] = True, recompute: bool = False,
-        executor: Any = None) -> HeadResult: ...
+        executor: Any = None, batch_size: int = 32) -> HeadResult: ...
 
 
 def get(request: ResultRequest | HeadRequest | FeaturesRequest, *, store: Store | None = None,
         device: str | None = None, progress: bool | Callable[..., Any] = True,
-        recompute: bool = False, executor: Any = None
-        ) -> Result | HeadResult | FeatureResult:
+        recompute: bool = False, executor: Any = None,
+        batch_size: int = 32) -> Result | HeadResult | FeatureResult:
     """What ``request`` asks for, computing only what the store lacks: request, plan, execute.
 
     ```python
@@ -443,12 +450,12 @@ def get(request: ResultRequest | HeadRequest | FeaturesRequest, *, store: Store 
                          hint="recompute a result that reads it (--recompute)")
     if isinstance(request, FeaturesRequest):
         return execute_features(plan_features(request, store), device=device,
-                                progress=progress, executor=executor)
+                                progress=progress, executor=executor, batch_size=batch_size)
     if isinstance(request, HeadRequest):
         return execute_head(plan_head(request, store), device=device, progress=progress,
-                            executor=executor)
+                            executor=executor, batch_size=batch_size)
     return execute(plan(request, store), device=device, progress=progress, recompute=recompute,
-                   executor=executor)
+                   executor=executor, batch_size=batch_size)
 
 
 def get_result(
@@ -477,12 +484,16 @@ def get_result(
     progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    pooling: str | None = None,
+    batch_size: int = 32,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
     Task parameters go in ``params``; every other keyword is the engine's own, so the two can
     never be confused. ``executor`` extracts missing features elsewhere (Ray; see
-    docs/features.md); the result is the same as a local run's.
+    docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
+    vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
+    default); ``batch_size`` is the extraction batch and changes no id.
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -517,9 +528,10 @@ def get_result(
         layers=layers,
         precision=precision,
         data_options=data_options,
+        pooling=pooling,
     )
     return get(request, store=store, device=device, progress=progress, recompute=recompute,
-               executor=executor)
+               executor=executor, batch_size=batch_size)
 
 
 def get_head(
@@ -558,8 +570,8 @@ def get_head(
 
 
 def execute_head(the_plan: Plan, *, device: str | None = None,
-                 progress: bool | Callable[..., Any] = True, executor: Any = None
-                 ) -> HeadResult:
+                 progress: bool | Callable[..., Any] = True, executor: Any = None,
+                 batch_size: int = 32) -> HeadResult:
     """Train (or fetch) the head a :func:`plan_head` plan names; the features it is fit on are
     extracted first when missing."""
     # the compute path: see execute
@@ -571,7 +583,7 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
 
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
-        run = Run(device=device, progress=progress, executor=executor)
+        run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )

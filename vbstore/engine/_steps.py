@@ -160,5 +160,5 @@ def head_spec(
         "head",
         task.op_version,
         {"features": train_features},
-        {"task": task.name, "task_params": task_params, "seed": seed},
+        {"task": task.name, "task_params": task.head_params(task_params), "seed": seed},
     )

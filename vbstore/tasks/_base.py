@@ -89,6 +89,12 @@ class Param:
         maximum: Inclusive upper bound for numbers.
         choices: The allowed values of a string parameter.
         file: Set when a string parameter may name a file whose content the result depends on.
+        added: Set on a parameter added after results of its task were stored: at its default
+            it is left out of derivation keys and records (:meth:`Task.keyed_params`), so those
+            results keep their keys; any other value enters them.
+        scoring: Set on a parameter read only when scoring (detection's decoding): it is left
+            out of head keys and head records (:meth:`Task.head_params`), so another value
+            scores the same head again instead of training a new one.
     """
 
     default: ParamValue
@@ -98,6 +104,8 @@ class Param:
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
     file: FileParam | None = None
+    added: bool = False
+    scoring: bool = False
 
     def normalise(self, task: str, key: str, value: Any) -> ParamValue:
         """Check ``value`` and return it in canonical form (an integral float for an int becomes
@@ -314,6 +322,19 @@ class Task:
             key: spec.normalise(self.display_name, key, given.get(key, spec.default))
             for key, spec in sorted(self.params.items())
         }
+
+    def keyed_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` (resolved) as keys and records carry them: an ``added`` parameter at its
+        default is left out, as results stored before it existed have it."""
+        return {key: value for key, value in params.items()
+                if not (key in self.params and self.params[key].added
+                        and value == self.params[key].default)}
+
+    def head_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` as head keys and head records carry them: :meth:`keyed_params` without the
+        parameters read only when scoring."""
+        return {key: value for key, value in self.keyed_params(params).items()
+                if not (key in self.params and self.params[key].scoring)}
 
     @property
     def data_layout(self) -> str:

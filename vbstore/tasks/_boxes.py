@@ -104,8 +104,11 @@ def detection_loss(out: torch.Tensor, targets: Sequence[torch.Tensor],
     return (focal + GIOU_WEIGHT * giou) / max(positives, 1)
 
 
-def detect(out: torch.Tensor, image_hw: tuple[int, int]) -> list[torch.Tensor]:
-    """Decoded detections per image: (k, 6) rows ``x0, y0, x1, y1, score, class``, best first."""
+def detect(out: torch.Tensor, image_hw: tuple[int, int], score_threshold: float = SCORE_THRESHOLD,
+           nms_iou: float = NMS_IOU, max_detections: int = MAX_DETECTIONS) -> list[torch.Tensor]:
+    """Decoded detections per image: (k, 6) rows ``x0, y0, x1, y1, score, class``, best first
+    (the decode settings are VisBench's ``--score-threshold``, ``--nms-iou``,
+    ``--max-detections``)."""
     n_classes = out.shape[1] - 4
     centres, sx, sy = cell_centres((out.shape[2], out.shape[3]), image_hw)
     height, width = image_hw
@@ -113,12 +116,12 @@ def detect(out: torch.Tensor, image_hw: tuple[int, int]) -> list[torch.Tensor]:
     for image_out in out:
         flat = image_out.reshape(n_classes + 4, -1).T
         scores = torch.sigmoid(flat[:, :n_classes])
-        cell, cls = (scores >= SCORE_THRESHOLD).nonzero(as_tuple=True)
+        cell, cls = (scores >= score_threshold).nonzero(as_tuple=True)
         boxes = decode_boxes(flat[cell, n_classes:], centres[cell.cpu()], sx, sy)
         boxes[:, 0::2] = boxes[:, 0::2].clamp(0, width)
         boxes[:, 1::2] = boxes[:, 1::2].clamp(0, height)
         score = scores[cell, cls]
-        keep = batched_nms(boxes, score, cls, NMS_IOU)[:MAX_DETECTIONS]
+        keep = batched_nms(boxes, score, cls, nms_iou)[:max_detections]
         found.append(torch.cat([boxes[keep], score[keep, None], cls[keep, None].to(boxes)], 1))
     return found
 

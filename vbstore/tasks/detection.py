@@ -5,8 +5,9 @@ frozen backbone (the machinery and its constants: :mod:`._boxes`): the dense rec
 (:mod:`._dense`; ``linear`` = two 1x1-conv branches in one conv, class logits and four
 log-distances per cell, class biases starting at the focal-loss prior 0.01) trained with sigmoid
 focal loss (alpha 0.25, gamma 2) + 2 x GIoU loss
-on probe3d's schedule; decoding keeps cells scoring >= 0.05, per-class NMS at IoU 0.5, at most
-100 detections. Boxes marked ``difficult`` are left out of training and ignored when scoring.
+on probe3d's schedule; decoding keeps cells scoring >= ``score_threshold`` (0.05), per-class NMS
+at IoU ``nms_iou`` (0.5), at most ``max_detections`` (100) per image. Boxes marked
+``difficult`` are left out of training and ignored when scoring.
 
 ``instance_segmentation`` adds one foreground map per class to the same head (C more 1x1-conv
 outputs on the same features): the mask of a kept box is its class's map, upsampled bilinearly
@@ -74,6 +75,13 @@ class Detection(DenseTask):
     trivial = "one fixed box per class (its mean box), scored by the class's frequency"
     params = dense_params(
         num_classes=Param(0, "number of classes; 0: the train split's class list", minimum=0),
+        # decoding: evaluation only (a head does not depend on it); added after results were stored
+        score_threshold=Param(0.05, "decoding: keep (cell, class) scores >= this", minimum=0.0,
+                              maximum=1.0, added=True, scoring=True),
+        nms_iou=Param(0.5, "decoding: per-class NMS IoU", minimum=0.0, maximum=1.0, added=True,
+                      scoring=True),
+        max_detections=Param(100, "decoding: detections kept per image", minimum=1, added=True,
+                             scoring=True),
     )
     metrics: ClassVar[tuple[Metric, ...]] = BOX_METRICS
     headline = "map_50"
@@ -135,7 +143,7 @@ class Detection(DenseTask):
         for index, target, pred in _dense_train.predictions(
                 self, _checks.head_in(head_state), split, params, min(rows, 64)):
             assert isinstance(pred, GridOutput)  # what _predict below returns
-            found = _boxes.detect(pred.raw[:, :c + 4], pred.image_hw)
+            found = _boxes.detect(pred.raw[:, :c + 4], pred.image_hw, *_decoding(params))
             out.extend((i, t[:, :6], d) for i, t, d in zip(index.tolist(), target, found,
                                                            strict=True))
             if len(out) >= rows:
@@ -215,7 +223,7 @@ class Detection(DenseTask):
         from . import _boxes
 
         return _Scorer(_boxes.DetectionScorer(self.name, params["num_classes"], self._masks),
-                       params["num_classes"])
+                       params["num_classes"], _decoding(params))
 
     def _trivial_sum(self, target: list[torch.Tensor], params: dict[str, Any]  # type: ignore[override]
                      ) -> torch.Tensor:
@@ -246,15 +254,15 @@ class _Scorer:
     """The task's scorer: decodes a batch (grid output or ready detections) into the split's
     :class:`._boxes.DetectionScorer`."""
 
-    def __init__(self, inner: Any, n_classes: int) -> None:
-        self.inner, self.c = inner, n_classes
+    def __init__(self, inner: Any, n_classes: int, decoding: tuple[float, float, int]) -> None:
+        self.inner, self.c, self.decoding = inner, n_classes, decoding
 
     def update(self, pred: GridOutput | list[torch.Tensor], target: list[torch.Tensor]) -> None:
         from . import _boxes
 
         if isinstance(pred, GridOutput):
             image_hw = pred.image_hw
-            found = _boxes.detect(pred.raw[:, :self.c + 4], image_hw)
+            found = _boxes.detect(pred.raw[:, :self.c + 4], image_hw, *self.decoding)
             masks: list[torch.Tensor | None] = ([_boxes.box_masks(m[self.c + 4:], d, image_hw)
                       for m, d in zip(pred.raw, found, strict=True)]
                      if self.inner.masks else [None] * len(found))
@@ -271,6 +279,15 @@ class _Scorer:
 
     def result(self) -> dict[str, float]:
         return self.inner.result()
+
+
+def _decoding(params: Mapping[str, Any]) -> tuple[float, float, int]:
+    """The decode settings: score threshold, NMS IoU, detections per image (the declared
+    defaults where ``params`` is not resolved)."""
+    declared = Detection.params
+    return (params.get("score_threshold", declared["score_threshold"].default),
+            params.get("nms_iou", declared["nms_iou"].default),
+            params.get("max_detections", declared["max_detections"].default))  # type: ignore[return-value]
 
 
 def _box_fill(detections: torch.Tensor, image_hw: tuple[int, int]) -> torch.Tensor:

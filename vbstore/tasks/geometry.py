@@ -1,7 +1,7 @@
 """3D probes of probe3d (El Banani et al., 2024, "Probing the 3D Awareness of Visual Foundation
 Models"): monocular ``depth`` and ``surface_normal``, on probe3d's schedule (see :mod:`._dense`).
 
-``depth``: the head predicts 256 logits per grid cell over uniform bins spanning
+``depth``: the head predicts ``n_bins`` (256) logits per grid cell over uniform bins spanning
 [``min_depth``, ``max_depth``] (0.001 to 10 m); the prediction is the softmax expectation of
 the bin centres (AdaBins-style, Bhat et al., 2021), computed on the grid and upsampled
 (bilinear) to the target size. Loss over valid pixels (gt > 0): 10 x the scale-invariant log
@@ -56,6 +56,8 @@ class Depth(DenseTask):
                            " Taskonomy); 0 = not given, .npy metres only", minimum=0.0),
         min_depth=Param(0.001, "depth of the first bin, metres", above=0.0),
         max_depth=Param(10.0, "depth of the last bin, metres", above=0.0),
+        n_bins=Param(DEPTH_BINS, "depth bins the head predicts over (VisBench's --n-bins)",
+                     minimum=2, added=True),
     )
     metrics = (
         Metric("d1", "higher", "fraction of valid pixels with max(pred/gt, gt/pred) < 1.25"),
@@ -70,7 +72,7 @@ class Depth(DenseTask):
         if params["max_depth"] <= params["min_depth"]:
             raise UsageError(f"task {self.name!r}: max_depth must exceed min_depth, got "
                              f"{params['max_depth']:g} <= {params['min_depth']:g}")
-        return DEPTH_BINS
+        return params["n_bins"]
 
     def _prepare(self, target: torch.Tensor, params: dict[str, Any], role: str) -> torch.Tensor:
         from ._dense_ops import check_finite
@@ -87,7 +89,7 @@ class Depth(DenseTask):
 
         from ._dense_ops import upsample
 
-        centres = torch.linspace(params["min_depth"], params["max_depth"], DEPTH_BINS,
+        centres = torch.linspace(params["min_depth"], params["max_depth"], params["n_bins"],
                                  device=raw.device)
         depth = (raw.softmax(dim=1) * centres.reshape(1, -1, 1, 1)).sum(dim=1, keepdim=True)
         return upsample(depth, size)

@@ -1,0 +1,95 @@
+"""VisBench's probe flags, with VisBench's meanings, for ``get result`` (``run TASK`` makes its
+flags from the task's parameters, under the same names).
+
+Each flag sets one task parameter, as ``-p NAME=VALUE`` does; a flag and ``-p`` that set one
+parameter to different values are refused (neither wins), and a flag whose parameter the task
+does not have is refused with the task's parameters named. ``--batch-size`` is not here: as in
+VisBench it is the extraction batch, an engine option that changes no id; the head's training
+batch is ``--train-batch-size``, the task parameter ``batch_size``. ``--min-votes`` is a data
+option (it chooses the triplets a manifest holds), among the layout flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+
+# flag (without --) -> (task parameter, click type, help)
+FLAGS: dict[str, tuple[str, Any, str]] = {
+    "train-batch-size": ("batch_size", click.IntRange(min=1),
+                         "Batch of the head's training (VisBench's flag; -p batch_size)."),
+    "n-bins": ("n_bins", click.IntRange(min=2), "depth: bins of the depth head (-p n_bins)."),
+    "score-threshold": ("score_threshold", click.FloatRange(min=0.0, max=1.0),
+                        "detection: keep boxes scoring at least this (-p score_threshold)."),
+    "nms-iou": ("nms_iou", click.FloatRange(min=0.0, max=1.0),
+                "detection: per-class NMS IoU (-p nms_iou)."),
+    "max-detections": ("max_detections", click.IntRange(min=1),
+                       "detection: boxes kept per image (-p max_detections)."),
+}
+POOLINGS = ("cls", "mean", "gap")
+
+
+def flag_of(name: str) -> str:
+    """The flag that sets task parameter ``name`` (``batch_size``: ``--train-batch-size``)."""
+    for flag, (param, _, _) in FLAGS.items():
+        if param == name:
+            return f"--{flag}"
+    return f"--{name.replace('_', '-')}"
+
+
+def probe_flag_options(func):
+    """``get result``'s VisBench flags: the extraction batch, pooling, and one flag per task
+    parameter of :data:`FLAGS` (``--standardize`` included)."""
+    options = [
+        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+                     help="Images per forward pass (extraction; changes no id). The head's "
+                          "batch is --train-batch-size."),
+        click.option("--pooling", type=click.Choice(POOLINGS), default=None,
+                     help="Pooled vector a pooled task reads (default: the backbone's own; "
+                          "VisBench's cls|mean)."),
+        click.option("--standardize/--no-standardize", "standardize", default=None,
+                     help="classification: standardise features before the head "
+                          "(-p standardize)."),
+    ]
+    options += [click.option(f"--{flag}", f"vb__{param}", type=kind, default=None, help=text)
+                for flag, (param, kind, text) in FLAGS.items()]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def flag_params(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The task parameters the flags of :func:`probe_flag_options` set, popped from ``kwargs``."""
+    out = {key.removeprefix("vb__"): kwargs.pop(key) for key in list(kwargs)
+           if key.startswith("vb__")}
+    out["standardize"] = kwargs.pop("standardize", None)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def merge(task_name: str, given: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (the ``-p`` parameters) with the flags' parameters added.
+
+    Raises:
+        UsageError: a flag names a parameter the task does not have, or disagrees with ``-p``.
+        UnknownTask: no task has that name.
+    """
+    from ..tasks import get_task  # the registry loads when the command runs
+
+    task = get_task(task_name)
+    out = dict(given)
+    for name, value in sorted(flags.items()):
+        flag = flag_of(name)
+        if name not in task.params:
+            valid = ", ".join(sorted(task.params)) or "none"
+            raise UsageError(f"{flag} does not apply to task {task_name!r} (its parameters: "
+                             f"{valid})", hint=f"drop {flag}")
+        spec = task.params[name]
+        if name in out and (spec.normalise(task_name, name, out[name])
+                            != spec.normalise(task_name, name, value)):
+            raise UsageError(f"{flag} {value} and -p {name}={out[name]} disagree",
+                             hint=f"give {name} once: the flag or -p")
+        out[name] = value
+    return out
