@@ -107,9 +107,10 @@ def suite_show(store, ref, as_json) -> None:
         protocol = suite.protocol
         click.echo(f"{suite.ref}  {suite.name}  ({suite.visibility})")
         click.echo(f"  protocol  {suite.digest}")
-        click.echo(
-            f"  task      {protocol['task']}  {json.dumps(protocol['params'], sort_keys=True)}"
-        )
+        click.echo(f"  vbstore   {suite.extension_digest}  (the extension block's digest)")
+        click.echo(f"  task      {protocol['task']}  {json.dumps(suite.params, sort_keys=True)}")
+        pins = " ".join(f"{k}={suites.show(v)}" for k, v in sorted(suite.settings.items()))
+        click.echo(f"  pinned    {pins or 'nothing: every setting varies, shown in the label'}")
         click.echo(
             f"  data      {protocol['data']['kind']} {protocol['data'].get('label', '')} "
             f"{protocol['data'].get('manifestSha256', '')}"
@@ -121,7 +122,8 @@ def suite_show(store, ref, as_json) -> None:
                 f"  metric    {m['key']} ({m['direction']}){'  headline' if m['headline'] else ''}"
             )
 
-    emit(as_json, {"id": suite.id, "protocol_digest": suite.digest, **suite.doc}, text)
+    emit(as_json, {"id": suite.id, "protocol_digest": suite.digest,
+                   "extension_digest": suite.extension_digest, **suite.doc}, text)
 
 
 @suite_group.command("manifest")
@@ -146,7 +148,8 @@ def suite_digest(file, as_json) -> None:
     """The protocol digest of a suite FILE (canonical JSON, defaults filled in, keys sorted)."""
     doc = suites.normalize(suites.read_suite_file(file))  # a file, checked only as far as this
     digest = suites.protocol_digest(doc["protocol"])
-    emit(as_json, {"protocol_digest": digest}, digest)
+    emit(as_json, {"protocol_digest": digest,
+                   "extension_digest": suites.extension_digest(doc[suites.EXTENSION])}, digest)
 
 
 @suite_group.command("new")

@@ -35,8 +35,11 @@ from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
+from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._suite import (
+    EXTENSION,
     Suite,
+    extension_digest,
     get_suite,
     list_suites,
     normalize,
@@ -45,11 +48,14 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, version_tuple
+from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, same_task, task_name, version_tuple
 
 __all__ = [
     "EVIDENCE_LEVELS",
+    "EXTENSION",
     "FORMATS",
+    "RESULT_FIELDS",
+    "SETTINGS",
     "UNTRAINED",
     "Board",
     "Change",
@@ -64,8 +70,10 @@ __all__ = [
     "condition_manifest",
     "condition_source",
     "conditions_to_compute",
+    "content_sha256",
     "diff",
     "evaluate_with",
+    "extension_digest",
     "from_results",
     "get_suite",
     "import_results",
@@ -89,6 +97,10 @@ __all__ = [
     "read_suite_file",
     "record",
     "reindex",
+    "same_task",
+    "settings_of",
+    "show",
+    "task_name",
     "version_tuple",
     "visin_results",
 ]
