@@ -31,6 +31,15 @@ from ._evaluate import (
     reindex,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
+from ._external import (
+    classes_evidence,
+    external_evidence,
+    file_checkpoint,
+    hub_checkpoint,
+    parse_data,
+    protocol_evidence,
+    read_visin_results,
+)
 from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
@@ -67,6 +76,7 @@ __all__ = [
     "board_plot",
     "board_text",
     "build",
+    "classes_evidence",
     "condition_manifest",
     "condition_source",
     "conditions_to_compute",
@@ -74,8 +84,11 @@ __all__ = [
     "diff",
     "evaluate_with",
     "extension_digest",
+    "external_evidence",
+    "file_checkpoint",
     "from_results",
     "get_suite",
+    "hub_checkpoint",
     "import_results",
     "judge",
     "leaderboard",
@@ -88,13 +101,16 @@ __all__ = [
     "normalize",
     "open_evaluation",
     "parse_assignments",
+    "parse_data",
     "parse_ref",
     "promote",
     "protocol_digest",
+    "protocol_evidence",
     "push_suite",
     "read_records",
     "read_split_file",
     "read_suite_file",
+    "read_visin_results",
     "record",
     "reindex",
     "same_task",
