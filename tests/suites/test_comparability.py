@@ -12,7 +12,6 @@ from vbstore.errors import UsageError
 from vbstore.features import ExtractorParams
 from vbstore.records import ManifestRecord, ResultRecord
 from vbstore.suites import (
-    SETTINGS,
     build,
     content_sha256,
     leaderboard,
@@ -116,7 +115,8 @@ def test_a_stored_result_has_no_field_or_input_the_rules_miss(store, tmp_path):
     read = settings_of(store, ResultRecord.from_dict(doc))
     assert read["layers"] == [-1]
     assert read["input_size"]  # the backbone's own size when no --input-size was given
-    assert read["preprocessing"] and "input_size" not in read["preprocessing"]
+    assert read["preprocessing"]
+    assert "input_size" not in read["preprocessing"]
     assert read["finetune"] is None  # no finetune field: frozen
     assert read["train_data"] == doc["data"]["train"]["manifest"]
 
@@ -221,7 +221,9 @@ def test_content_digest_tells_apart_what_names_cannot():
     val = {"test": ("val", _manifest("val", "2" * 64))}
     same_pixels_other_split = {"test": ("val", _manifest("val", "1" * 64))}
     assert manifest_sha256({"test": ["a/0.png"]}) == manifest_sha256({"test": ["a/0.png"]})
-    assert len({content_sha256(train), content_sha256(val), content_sha256(same_pixels_other_split)}) == 3
+    digests = {content_sha256(train), content_sha256(val),
+               content_sha256(same_pixels_other_split)}
+    assert len(digests) == 3
 
 
 def test_verdict_says_which_data_identity_it_checked(store):
@@ -260,8 +262,10 @@ def test_visin_data_kinds_are_compared(store, pinned, given, reason):
 # ---- Visin's workflow -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("suite_task", "ran"), [("semantic-segmentation", "semantic_segmentation"),
-                                                 ("semantic_segmentation", "semantic-segmentation")])
+@pytest.mark.parametrize(("suite_task", "ran"), [
+    ("semantic-segmentation", "semantic_segmentation"),
+    ("semantic_segmentation", "semantic-segmentation"),
+])
 def test_task_names_are_aliases_both_ways(store, suite_task, ran):
     suite = push_suite(store, road_test(task=suite_task))[0]
     verdict = build(suite, **evidence(protocol={"task": ran, "params": {"lr": 0.001}}))["verdict"]

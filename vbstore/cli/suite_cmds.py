@@ -52,6 +52,14 @@ def _print_evaluation(evaluation: suites.Evaluation) -> None:
         click.echo(f"checked on {record.suite}; nothing was stored")
 
 
+def _json_value(text: str):
+    """``-1`` -> -1, ``[-2,-1]`` -> [-2, -1], ``cls`` -> "cls"."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 # ---- suite ---------------------------------------------------------------------------------
 
 
@@ -189,6 +197,14 @@ def suite_digest(file, as_json) -> None:
     "--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A pinned task parameter."
 )
 @click.option(
+    "--pin",
+    "pins",
+    multiple=True,
+    metavar="SETTING=VALUE",
+    help="Pin a setting (layers=-1, pooling=cls, precision=fp32, input_size=224...); a setting "
+    "left open may vary and the board's label shows it.",
+)
+@click.option(
     "--weights",
     type=click.Choice(["pretrained", "random"]),
     default="pretrained",
@@ -210,12 +226,17 @@ def suite_new(
     split,
     conditions,
     params,
+    pins,
     weights,
     output,
     data_options,
     as_json,
 ) -> None:
-    """Write a suite file from vbstore's own manifests: digests and counts computed for you."""
+    """Write a suite file from vbstore's own manifests: digests and counts computed for you.
+
+    The protocol is Visin's; what only vbstore reads (task params, weights rule, pinned
+    settings, each condition's split, the content digest) is in the `vbstore` block.
+    """
     doc = suites.new_suite(
         store,
         slug=slug,
@@ -228,6 +249,8 @@ def suite_new(
         params=parse_params(params),
         weights=weights,
         data_options=data_options,
+        pin={k: _json_value(v) for k, v in
+             suites.parse_assignments(pins, "SETTING=VALUE").items()},
     )
     doc.pop("kind")
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
