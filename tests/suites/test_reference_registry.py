@@ -24,7 +24,8 @@ def test_registry_db_is_self_consistent_and_never_ranks_untrained_with_pretraine
     assert boards  # the README has something to show
     for suite, weights in boards:
         protocol = conn.execute(
-            "SELECT json_extract(document, '$.protocol.weights') FROM suites WHERE ref=?", (suite,)
+            "SELECT coalesce(json_extract(document, '$.vbstore.weights'), "
+            "json_extract(document, '$.protocol.weights')) FROM suites WHERE ref=?", (suite,)
         ).fetchone()[0]
         assert (weights in UNTRAINED) == (protocol == "random")
     # every board row points at a ranked evaluation whose results are stored

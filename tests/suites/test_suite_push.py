@@ -19,7 +19,7 @@ def test_push_is_idempotent_and_a_changed_protocol_is_refused(store):
         push_suite(store, changed)
     assert '"version": 2' in str(info.value)
     assert info.value.exit_code == 11
-    assert get_suite(store, "road-test@1").protocol["params"] == {"lr": 0.001}  # unchanged
+    assert get_suite(store, "road-test@1").params == {"lr": 0.001}  # unchanged
     second, _ = push_suite(store, {**changed, "version": 2})
     assert get_suite(store, "road-test").id == second.id  # latest version without @
     assert [s["ref"] for s in list_suites(store)] == ["road-test@1", "road-test@2"]
@@ -33,7 +33,8 @@ def test_defaults_filled_and_digest_is_sha256_of_sorted_compact_json(store):
     protocol = suite.protocol
     assert protocol["aggregation"] == "equal-mean-of-conditions"
     assert protocol["metrics"][1]["headline"] is False
-    assert protocol["weights"] == "pretrained"
+    assert suite.weights == "pretrained"
+    assert "params" not in protocol  # vbstore's own fields are in the extension block
     import hashlib
 
     expected = hashlib.sha256(
@@ -80,7 +81,7 @@ def test_suite_new_pins_a_templates_file_by_content(store, tmp_path):
     prompts.write_text("a photo of a {c}.\nart of the {c}.\n")
     doc = new_suite(store, slug="zs", task="zeroshot_classification", data=data, split="val",
                     params={"templates": str(prompts)})
-    pinned = doc["protocol"]["params"]["templates"]
+    pinned = doc["vbstore"]["params"]["templates"]
     assert str(prompts) not in json.dumps(doc)
     assert json.loads(store.read_bytes(pinned)) == ["a photo of a {c}.", "art of the {c}."]
     moved = tmp_path / "elsewhere.txt"
@@ -88,6 +89,7 @@ def test_suite_new_pins_a_templates_file_by_content(store, tmp_path):
     again = new_suite(store, slug="zs", task="zeroshot_classification", data=data, split="val",
                       params={"templates": str(moved)})
     assert again["protocol"] == doc["protocol"]
+    assert again["vbstore"] == doc["vbstore"]
 
 
 def test_suite_new_refuses_a_slug_push_would_refuse(store, tmp_path):

@@ -36,12 +36,28 @@ def _print_evaluation(evaluation: suites.Evaluation) -> None:
     click.echo(f"  verdict   {record.state}")
     for reason in record.reasons:
         click.echo(f"  - {reason}")
+    checked = record.verdict.get("checked")
+    if checked:
+        click.echo(f"  checked   {', '.join(checked)}")
+    variant = record.verdict.get("variant")
+    if variant:
+        click.echo("  variant   " + " ".join(f"{k}={suites.show(v)}" for k, v in variant.items()))
+    if record.extra.get("supersedes"):
+        click.echo(f"  corrects  {record.extra['supersedes'][:12]} (it leaves the ranking)")
     missing = f" (missing: {', '.join(record.missing)})" if record.missing else ""
     click.echo(f"  evidence  {record.evidence}{missing}")
     for key, value in record.verdict["scores"]["overall"].items():
         click.echo(f"  overall   {key} {value:.4f}")
     if evaluation.id is None:
         click.echo(f"checked on {record.suite}; nothing was stored")
+
+
+def _json_value(text: str):
+    """``-1`` -> -1, ``[-2,-1]`` -> [-2, -1], ``cls`` -> "cls"."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 # ---- suite ---------------------------------------------------------------------------------
@@ -107,9 +123,10 @@ def suite_show(store, ref, as_json) -> None:
         protocol = suite.protocol
         click.echo(f"{suite.ref}  {suite.name}  ({suite.visibility})")
         click.echo(f"  protocol  {suite.digest}")
-        click.echo(
-            f"  task      {protocol['task']}  {json.dumps(protocol['params'], sort_keys=True)}"
-        )
+        click.echo(f"  vbstore   {suite.extension_digest}  (the extension block's digest)")
+        click.echo(f"  task      {protocol['task']}  {json.dumps(suite.params, sort_keys=True)}")
+        pins = " ".join(f"{k}={suites.show(v)}" for k, v in sorted(suite.settings.items()))
+        click.echo(f"  pinned    {pins or 'nothing: every setting varies, shown in the label'}")
         click.echo(
             f"  data      {protocol['data']['kind']} {protocol['data'].get('label', '')} "
             f"{protocol['data'].get('manifestSha256', '')}"
@@ -121,7 +138,8 @@ def suite_show(store, ref, as_json) -> None:
                 f"  metric    {m['key']} ({m['direction']}){'  headline' if m['headline'] else ''}"
             )
 
-    emit(as_json, {"id": suite.id, "protocol_digest": suite.digest, **suite.doc}, text)
+    emit(as_json, {"id": suite.id, "protocol_digest": suite.digest,
+                   "extension_digest": suite.extension_digest, **suite.doc}, text)
 
 
 @suite_group.command("manifest")
@@ -146,7 +164,8 @@ def suite_digest(file, as_json) -> None:
     """The protocol digest of a suite FILE (canonical JSON, defaults filled in, keys sorted)."""
     doc = suites.normalize(suites.read_suite_file(file))  # a file, checked only as far as this
     digest = suites.protocol_digest(doc["protocol"])
-    emit(as_json, {"protocol_digest": digest}, digest)
+    emit(as_json, {"protocol_digest": digest,
+                   "extension_digest": suites.extension_digest(doc[suites.EXTENSION])}, digest)
 
 
 @suite_group.command("new")
@@ -178,6 +197,14 @@ def suite_digest(file, as_json) -> None:
     "--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A pinned task parameter."
 )
 @click.option(
+    "--pin",
+    "pins",
+    multiple=True,
+    metavar="SETTING=VALUE",
+    help="Pin a setting (layers=-1, pooling=cls, precision=fp32, input_size=224...); a setting "
+    "left open may vary and the board's label shows it.",
+)
+@click.option(
     "--weights",
     type=click.Choice(["pretrained", "random"]),
     default="pretrained",
@@ -199,12 +226,17 @@ def suite_new(
     split,
     conditions,
     params,
+    pins,
     weights,
     output,
     data_options,
     as_json,
 ) -> None:
-    """Write a suite file from vbstore's own manifests: digests and counts computed for you."""
+    """Write a suite file from vbstore's own manifests: digests and counts computed for you.
+
+    The protocol is Visin's; what only vbstore reads (task params, weights rule, pinned
+    settings, each condition's split, the content digest) is in the `vbstore` block.
+    """
     doc = suites.new_suite(
         store,
         slug=slug,
@@ -217,6 +249,8 @@ def suite_new(
         params=parse_params(params),
         weights=weights,
         data_options=data_options,
+        pin={k: _json_value(v) for k, v in
+             suites.parse_assignments(pins, "SETTING=VALUE").items()},
     )
     doc.pop("kind")
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
@@ -230,22 +264,120 @@ def suite_new(
 # ---- evaluations ---------------------------------------------------------------------------
 
 
+def _visin_checkpoint(checkpoint, label, hub_repo, hub_commit, weights):
+    """The checkpoint ``--checkpoint``/``--hub-repo`` name (Visin's flags), or None."""
+    if checkpoint and hub_repo:
+        raise UsageError("give --checkpoint (a file here) or --hub-repo, not both")
+    kind = weights or "checkpoint"
+    if checkpoint:
+        return suites.file_checkpoint(checkpoint, label, kind)
+    if hub_repo:
+        if not hub_commit:
+            raise UsageError("--hub-repo needs --hub-commit: the full 40-character commit")
+        return suites.hub_checkpoint(hub_repo, hub_commit, label, kind)
+    return None
+
+
+def _sample_counts(counts, counts_file) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if counts_file:
+        try:
+            loaded = json.loads(Path(counts_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read --sample-counts {counts_file}: {exc}") from None
+        if not isinstance(loaded, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in loaded.values()
+        ):
+            raise UsageError('--sample-counts should hold an object like {"day": 1200}')
+        out.update(loaded)
+    return {**out, **_counts(counts)}
+
+
+_WEIGHTS = click.Choice(["pretrained", "fixed", "checkpoint", "random", "unknown"])
+
+
 @click.command("evaluate")
-@click.argument("results", nargs=-1, required=True, metavar="[CONDITION=]RESULT...")
+@click.argument("results", nargs=-1, required=True, metavar="[CONDITION=]RESULT... | FILE.json")
 @click.option("--suite", "suite_ref", required=True, help="The suite, slug@version.")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
+              help="Results from elsewhere: the weights file that was loaded (its SHA-256 names "
+                   "it).")
+@click.option("--label", default=None, help="A name for --checkpoint (default: the file name).")
+@click.option("--hub-repo", default=None, help="Or: the checkpoint's Hub repo, org/name.")
+@click.option("--hub-commit", default=None, help="The full 40-character commit of --hub-repo.")
+@click.option("--weights", type=_WEIGHTS, default=None,
+              help="The weights kind of --checkpoint/--hub-repo (default: checkpoint).")
+@click.option("--sample-count", "counts", multiple=True, metavar="NAME=N",
+              help="Samples scored in a condition; repeat for each.")
+@click.option("--sample-counts", "counts_file", type=click.Path(dir_okay=False), default=None,
+              help='The counts as a JSON object, {"day": 1200}.')
+@click.option("--data", "data_text", default=None, metavar="KIND=VALUE",
+              help="The data read: external=<manifest sha256>, visin=<archive sha256> or "
+                   "hf=org/name@<commit>.")
+@click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False), default=None,
+              help="The suite or protocol file that was run (its digest is compared).")
+@click.option("--protocol-digest", default=None, help="The digest of the protocol that was run.")
+@click.option("--evaluator-package", default=None, help="What produced the numbers.")
+@click.option("--evaluator-version", default=None)
+@click.option("--evaluator-commit", default=None)
+@click.option("--classes-scored", default=None, help="Comma-separated classes scored.")
+@click.option("--classes-ignored", default=None, help="Comma-separated classes left out.")
+@click.option("--supersedes", default=None,
+              help="The evaluation this one corrects: it leaves the ranking, kept as an attempt.")
 @click.option("--dry-run", is_flag=True, help="Store nothing; print the verdict.")
 @click.option(
     "--require-ranked", is_flag=True, help="Exit 3 when the evaluation is recorded but not ranked."
 )
 @json_option
 @with_store
-def evaluate(store, results, suite_ref, dry_run, require_ranked, as_json) -> None:
-    """Judge stored results on a suite, one per condition, and record the evaluation.
+def evaluate(store, results, suite_ref, checkpoint, label, hub_repo, hub_commit, weights, counts,
+             counts_file, data_text, protocol_file, protocol_digest, evaluator_package,
+             evaluator_version, evaluator_commit, classes_scored, classes_ignored, supersedes,
+             dry_run, require_ranked, as_json) -> None:
+    """Judge results on a suite and record the evaluation.
 
-    A result goes under the condition its eval split names, or under CONDITION= given.
+    Stored results: one per condition, each under the condition its eval split names, or under
+    CONDITION= given. Results computed elsewhere: a Visin results FILE.json (condition -> class ->
+    metric) with the evidence flags `visin evaluate` takes (--checkpoint, --sample-count, --data,
+    --protocol, --evaluator-*, --classes-*); what is given is compared with the suite.
     """
     suite = suites.get_suite(store, suite_ref)
-    doc = suites.from_results(store, suite, suites.match_conditions(store, suite, list(results)))
+    visin = _visin_checkpoint(checkpoint, label, hub_repo, hub_commit, weights)
+    external = len(results) == 1 and results[0].lower().endswith(".json") \
+        and Path(results[0]).is_file()
+    if external:
+        if visin is None:
+            raise UsageError(f"{results[0]} is results computed elsewhere: say which weights",
+                             hint="--checkpoint FILE (its SHA-256), or --hub-repo and --hub-commit")
+        evaluator = {k: v for k, v in (("package", evaluator_package),
+                                       ("version", evaluator_version),
+                                       ("commit", evaluator_commit)) if v}
+        kwargs = suites.external_evidence(
+            suites.read_visin_results(results[0]),
+            checkpoint=visin,
+            source={"format": "visin", "file": Path(results[0]).name},
+            sample_counts=_sample_counts(counts, counts_file),
+            data=suites.parse_data(data_text) if data_text else None,
+            protocol=suites.protocol_evidence(protocol_file, protocol_digest),
+            evaluator=evaluator,
+            classes=suites.classes_evidence(classes_scored, classes_ignored),
+            supersedes=supersedes,
+        )
+        doc = suites.build(suite, **kwargs)
+    else:
+        given = [flag for flag, value in (
+            ("--checkpoint/--hub-repo", visin), ("--sample-count", counts or counts_file),
+            ("--data", data_text), ("--protocol", protocol_file or protocol_digest),
+            ("--evaluator-*", evaluator_package or evaluator_version or evaluator_commit),
+            ("--classes-*", classes_scored or classes_ignored), ("--weights", weights),
+        ) if value]
+        if given:
+            raise UsageError(f"{given[0]} is evidence for results computed elsewhere",
+                             hint="stored results carry their own; give a results FILE.json")
+        doc = suites.from_results(store, suite, suites.match_conditions(store, suite,
+                                                                        list(results)))
+        if supersedes:
+            doc["supersedes"] = supersedes  # record checks it: same suite and checkpoint
     evaluation = suites.record(store, doc, dry_run=dry_run)
     emit(as_json, evaluation.as_dict(), lambda: _print_evaluation(evaluation))
     if require_ranked and not evaluation.ranked:
@@ -383,7 +515,8 @@ def leaderboard(store, ref, observed, fmt, plot, as_json) -> None:
 @json_option
 @with_store
 def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
-    """Compare two evaluations on one suite: exit 4 when a score dropped, 5 when one is missing."""
+    """Compare two evaluations on one suite: exit 5 when a score is missing (whatever dropped),
+    else 4 when one dropped."""
     result = suites.diff(store, baseline, candidate, max_drop=max_drop, all_metrics=all_metrics)
 
     def text() -> None:
@@ -438,11 +571,16 @@ def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
     default=None,
     help="The weights kind, when the file does not say (VisBench: unknown by default).",
 )
+@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
+              help="A Visin results file: the weights file that was loaded (its SHA-256).")
+@click.option("--label", default=None, help="A name for --checkpoint (default: the file name).")
 @click.option("--dry-run", is_flag=True, help="Store nothing; print the verdicts.")
 @json_option
 @with_store
-def import_results(store, file, suite_ref, condition, counts, weights, dry_run, as_json) -> None:
-    """Read a VisBench .jsonl or CLIP_benchmark result JSON as reported evaluations on a suite.
+def import_results(store, file, suite_ref, condition, counts, weights, checkpoint, label, dry_run,
+                   as_json) -> None:
+    """Read a VisBench .jsonl, CLIP_benchmark result JSON or Visin results JSON (condition ->
+    class -> metric, with --checkpoint) as reported evaluations on a suite.
 
     A CLIP_benchmark row is the open_clip MODEL@PRETRAINED pretrained checkpoint, or, when
     vbstore exported it, exactly the weights its `vbstore` field names (spec, kind, seed,
@@ -458,6 +596,7 @@ def import_results(store, file, suite_ref, condition, counts, weights, dry_run, 
         sample_counts=_counts(counts),
         weights=weights,
         dry_run=dry_run,
+        checkpoint=suites.file_checkpoint(checkpoint, label) if checkpoint else None,
     )
 
     def text() -> None:

@@ -165,6 +165,18 @@ def _m6_origins(db) -> None:
     db.execute("ALTER TABLE derivations ADD COLUMN origin TEXT")
 
 
+def _m7_board_variants(db) -> None:
+    # A board ranks one row per checkpoint *and variant* (the settings its suite leaves open,
+    # vbstore/suites/_settings.py): '' for evaluations indexed before. ``superseded_by``: a
+    # correction names the evaluation it replaces, which then leaves the ranking (ranked 0)
+    # and stays an attempt.
+    db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE evaluations ADD COLUMN superseded_by TEXT")
+    db.execute("DROP INDEX IF EXISTS idx_evaluations_suite_evidence_checkpoint_ranked_recorded_id")
+    db.execute("CREATE INDEX idx_evaluations_board ON evaluations"
+               "(suite, evidence, checkpoint, variant, ranked, recorded, id)")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -178,6 +190,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (4, "answer cache", _m4_answers),
     (5, "run log", _m5_runs),
     (6, "derivation origins", _m6_origins),
+    (7, "board variants and corrections", _m7_board_variants),
 ]
 if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
     raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "

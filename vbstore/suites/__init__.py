@@ -31,12 +31,24 @@ from ._evaluate import (
     reindex,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
+from ._external import (
+    classes_evidence,
+    external_evidence,
+    file_checkpoint,
+    hub_checkpoint,
+    parse_data,
+    protocol_evidence,
+    read_visin_results,
+)
 from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
+from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._suite import (
+    EXTENSION,
     Suite,
+    extension_digest,
     get_suite,
     list_suites,
     normalize,
@@ -45,11 +57,14 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, version_tuple
+from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, same_task, task_name, version_tuple
 
 __all__ = [
     "EVIDENCE_LEVELS",
+    "EXTENSION",
     "FORMATS",
+    "RESULT_FIELDS",
+    "SETTINGS",
     "UNTRAINED",
     "Board",
     "Change",
@@ -61,13 +76,19 @@ __all__ = [
     "board_plot",
     "board_text",
     "build",
+    "classes_evidence",
     "condition_manifest",
     "condition_source",
     "conditions_to_compute",
+    "content_sha256",
     "diff",
     "evaluate_with",
+    "extension_digest",
+    "external_evidence",
+    "file_checkpoint",
     "from_results",
     "get_suite",
+    "hub_checkpoint",
     "import_results",
     "judge",
     "leaderboard",
@@ -80,15 +101,22 @@ __all__ = [
     "normalize",
     "open_evaluation",
     "parse_assignments",
+    "parse_data",
     "parse_ref",
     "promote",
     "protocol_digest",
+    "protocol_evidence",
     "push_suite",
     "read_records",
     "read_split_file",
     "read_suite_file",
+    "read_visin_results",
     "record",
     "reindex",
+    "same_task",
+    "settings_of",
+    "show",
+    "task_name",
     "version_tuple",
     "visin_results",
 ]

@@ -1,10 +1,12 @@
-"""Leaderboards: one row per checkpoint, its latest ranked attempt, never its best.
+"""Leaderboards: one row per checkpoint (and variant), its latest ranked attempt, never its best.
 
 Ranking a checkpoint by its best attempt would let it be re-run until it looks good, so the row
 is the newest evaluation that ranks, and ``attempts`` says how many were recorded. Ties share a
 rank and the next rank skips (1, 1, 3). Each row shows the weakest condition on the headline
-and the gap below the overall figure. Rows come from the registry's ``evaluations`` table, so a
-board over 100k evaluations never opens a blob.
+and the gap below the overall figure. A setting the suite leaves open (vbstore.suites._settings)
+makes a variant: a checkpoint has a row per variant, labelled with the settings in which the
+board's variants differ. Rows come from the registry's ``evaluations`` table, so a board over
+100k evaluations never opens a blob.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
+from ._settings import show
 from ._suite import Suite, get_suite
 from ._verdict import EVIDENCE_LEVELS
 
@@ -70,13 +73,16 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     # per checkpoint: its attempts, then its newest ranked attempt, or its newest when none
     # ranks; listing every evidence level lets both steps walk the (suite, evidence,
     # checkpoint, ranked, recorded, id) index instead of sorting the scan
+    # one row per checkpoint and variant (the settings the suite leaves open)
     rows = store.db.query(  # the f-strings add only placeholders and constant column lists
         f"SELECT e.id, e.checkpoint, e.label, e.weights, e.ranked, e.evidence, e.recorded, "  # noqa: S608
-        f"e.state, e.reasons, g.attempts, {columns} FROM (SELECT checkpoint, COUNT(*) AS attempts, "
-        f"MAX(ranked) AS ever FROM evaluations WHERE {pool} GROUP BY checkpoint) g "
+        f"e.state, e.reasons, g.attempts, e.variant, {columns} FROM (SELECT checkpoint, variant, "
+        f"COUNT(*) AS attempts, MAX(ranked) AS ever FROM evaluations WHERE {pool} "
+        f"GROUP BY checkpoint, variant) g "
         f"JOIN evaluations e ON e.id = (SELECT id FROM evaluations WHERE {pool} AND "
-        "checkpoint=g.checkpoint AND ranked=g.ever ORDER BY recorded DESC, id DESC LIMIT 1) "
-        "ORDER BY e.label, e.checkpoint",  # the order ties keep (see _rank)
+        "checkpoint=g.checkpoint AND variant=g.variant AND ranked=g.ever "
+        "ORDER BY recorded DESC, id DESC LIMIT 1) "
+        "ORDER BY e.label, e.checkpoint, e.variant",  # the order ties keep (see _rank)
         (
             *([_json_path(p) for p in paths] if in_sql else []),
             suite.ref,
@@ -86,18 +92,20 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         ),
     )
     total = sum(r[9] for r in rows)
-    ranked = _ranked_rows(headline, metrics, names, rows, in_sql)
+    labels = _labels(rows)
+    ranked = _ranked_rows(headline, metrics, names, rows, in_sql, labels)
     _rank(ranked, headline)
     unranked = [
         {
             "evaluation": r[0],
             "checkpoint": r[1],
-            "label": r[2],
+            "label": labels[r[10]](r[2]),
             "weights": r[3],
             "evidence": r[5],
             "state": r[7],
             "reasons": json.loads(r[8]),
             "attempts": r[9],
+            "variant": labels[r[10]].variant,
         }
         for r in rows
         if not r[4]
@@ -111,6 +119,36 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline)
 
 
+@dataclass(frozen=True)
+class _Label:
+    """How a row of one variant is labelled: the checkpoint's label, then the settings in which
+    the board's variants differ, so rows that differ in a setting never share a label."""
+
+    variant: dict[str, Any]
+    shown: str
+
+    def __call__(self, label: str) -> str:
+        return f"{label} [{self.shown}]" if self.shown else label
+
+
+def _labels(rows: list) -> dict[str, _Label]:
+    """A :class:`_Label` per variant on the board (each variant's JSON decoded once)."""
+    variants = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
+    keys = sorted({k for v in variants.values() for k in v})
+    differ = [
+        k for k in keys
+        if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in variants.values()}) > 1
+    ]
+    return {
+        key: _Label(v, " ".join(
+            f"{k}={'?' if k not in v else show(v[k])}" for k in differ))
+        for key, v in variants.items()
+    }
+
+
+_UNKNOWN = object.__name__  # a setting a variant does not name (evaluations indexed before)
+
+
 def _plain(name: str) -> bool:
     """Whether ``name`` can be a quoted JSON path label that matches the stored key as written
     (``json.dumps`` escapes quotes, backslashes and non-ASCII characters)."""
@@ -122,9 +160,10 @@ def _json_path(parts: tuple[str, ...]) -> str:
 
 
 def _ranked_rows(
-    headline: dict[str, Any], metrics: list[str], names: list[str], rows: list, in_sql: bool
+    headline: dict[str, Any], metrics: list[str], names: list[str], rows: list, in_sql: bool,
+    labels: dict[str, _Label],
 ) -> list[dict[str, Any]]:
-    """A board row for each ranked evaluation row; ``row[10:]`` holds the suite's overall
+    """A board row for each ranked evaluation row; ``row[11:]`` holds the suite's overall
     metrics, then the headline per condition (or, when not ``in_sql``, the scores' JSON)."""
     key, split = headline["key"], len(metrics)
     at = metrics.index(key)
@@ -136,9 +175,9 @@ def _ranked_rows(
         if not row[4]:
             continue
         if in_sql:
-            values = row[10:]
+            values = row[11:]
         else:
-            scores = json.loads(row[10])
+            scores = json.loads(row[11])
             values = (
                 *(scores["overall"].get(m) for m in metrics),
                 *(scores["conditions"][c][key] for c in names),
@@ -154,10 +193,11 @@ def _ranked_rows(
                 "rank": 0,
                 "evaluation": row[0],
                 "checkpoint": row[1],
-                "label": row[2],
+                "label": labels[row[10]](row[2]),
                 "weights": row[3],
                 "evidence": row[5],
                 "recorded": row[6],
+                "variant": labels[row[10]].variant,
                 "attempts": row[9],
                 "headline": score,
                 "conditions": dict(zip(names, per_condition, strict=True)),

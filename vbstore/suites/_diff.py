@@ -59,10 +59,12 @@ class Diff:
 
     @property
     def exit_code(self) -> int:
-        """0 passed; 4 a score dropped (it wins: a definite regression); 5 a score is missing."""
-        if self.regressions:
-            return EXIT_DROPPED
-        return EXIT_MISSING_CONDITION if self.missing or self.problems else 0
+        """0 passed; 5 a score is missing or a side is not ranked, whatever dropped (Visin
+        0.10's precedence: what cannot be compared is the first thing to fix); else 4 when a
+        score dropped."""
+        if self.missing or self.problems:
+            return EXIT_MISSING_CONDITION
+        return EXIT_DROPPED if self.regressions else 0
 
     def as_dict(self) -> dict[str, Any]:
         return {

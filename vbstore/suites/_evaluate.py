@@ -25,7 +25,8 @@ from ..records import (
 )
 from ..store import Store
 from ._manifest import manifest_sha256
-from ._suite import Suite, get_suite, protocol_digest
+from ._settings import PARAMS, content_sha256, settings_of, variant_key
+from ._suite import Suite, get_suite, normalize, protocol_digest
 from ._verdict import evidence_of, judge
 
 
@@ -76,11 +77,17 @@ def build(
     comparable: bool = True,
     sources: Mapping[str, Any] | None = None,
     promoted_from: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    classes: Mapping[str, Any] | None = None,
+    supersedes: str | None = None,
 ) -> dict[str, Any]:
     """An evaluation document with its evidence level and verdict.
 
     ``results`` is Visin's condition → class → metric structure (``{"day": {"overall":
-    {"top1": 0.9}}}``); ``checkpoint`` has ``id``, ``label`` and ``weights``.
+    {"top1": 0.9}}}``); ``checkpoint`` has ``id``, ``label`` and ``weights``. ``settings``
+    are the comparability settings (vbstore.suites._settings; None when not known),
+    ``classes`` Visin's ``{"scored", "ignored"}``, ``supersedes`` the evaluation this one
+    corrects.
     """
     doc: dict[str, Any] = {
         "kind": "evaluation",
@@ -98,6 +105,12 @@ def build(
     }
     if promoted_from:
         doc["promoted_from"] = promoted_from
+    if settings is not None:
+        doc["settings"] = json.loads(json.dumps(settings))
+    if classes:
+        doc["classes"] = {k: [str(c) for c in classes.get(k) or []] for k in ("scored", "ignored")}
+    if supersedes:
+        doc["supersedes"] = supersedes
     doc["evidence"], doc["missing"] = evidence_of(doc)
     doc["verdict"] = judge(suite, doc)
     return doc
@@ -110,6 +123,7 @@ def record(
 
     ``recorded`` overrides the recording time (a reproducible reference registry needs that).
     """
+    replaced = _check_supersedes(store, doc)
     if dry_run:
         return Evaluation(None, doc, None, False)
     typed = EvaluationRecord.from_dict(doc)
@@ -125,15 +139,50 @@ def record(
     with store.db.write() as conn:
         inserted = index_evaluation(conn, oid, typed, when)
         when = conn.execute("SELECT recorded FROM evaluations WHERE id=?", (oid,)).fetchone()[0]
+        if replaced is not None:
+            supersede(conn, replaced, oid)
     return Evaluation(oid, doc, when, bool(inserted))
 
 
+def _check_supersedes(store: Store, doc: dict[str, Any]) -> str | None:
+    """The stored evaluation ``doc`` corrects (Visin's ``supersedes``): same suite version,
+    same checkpoint.
+
+    Raises:
+        ObjectNotFound: no such object.
+        UsageError: not an evaluation, or of another suite or checkpoint.
+    """
+    ref = doc.get("supersedes")
+    if not ref:
+        return None
+    old = open_evaluation(store, ref)
+    if old.record.suite != doc["suite"] or old.record.checkpoint["id"] != doc["checkpoint"]["id"]:
+        raise UsageError(
+            f"evaluation {old.id[:12] if old.id else ref} is {old.record.checkpoint['label']} on "
+            f"{old.record.suite}: a correction replaces an evaluation of the same checkpoint on "
+            "the same suite version",
+            hint="name an evaluation of this checkpoint on this suite (vbstore evaluations)",
+        )
+    doc["supersedes"] = old.id  # the full id, whatever prefix was given
+    return old.id
+
+
+def supersede(conn, old: str, new: str) -> None:
+    """``old`` leaves the ranking (even when ``new`` cannot be ranked yet) and stays stored as an
+    attempt."""
+    if old != new:
+        conn.execute("UPDATE evaluations SET superseded_by=?, ranked=0 WHERE id=?", (new, old))
+
+
 def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) -> bool:
-    """Add a stored evaluation to the leaderboard index (once); return whether it was new."""
+    """Add a stored evaluation to the leaderboard index (once); return whether it was new.
+
+    ``ranked`` there means it ranks now: its verdict ranks it and no correction replaced it.
+    """
     checkpoint, verdict = evaluation.checkpoint, evaluation.verdict
     return bool(conn.execute(
         "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
-        "ranked, evidence, recorded, scores, reasons) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        "ranked, evidence, recorded, scores, reasons, variant) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             oid,
             evaluation.suite,
@@ -146,6 +195,7 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
             when,
             json.dumps(verdict["scores"], sort_keys=True),
             json.dumps(evaluation.reasons),
+            variant_key(verdict.get("variant") or {}),
         ),
     ).rowcount)
 
@@ -159,15 +209,20 @@ def reindex(store: Store) -> dict[str, int]:
     suites, evaluations = 0, 0
     with store.db.write() as conn:
         for info in store.ls("suite"):
-            suite = SuiteRecord.from_dict(store.read_json(info.id))
+            suite = SuiteRecord.from_dict(normalize(store.read_json(info.id)))
             suites += conn.execute(
                 "INSERT OR IGNORE INTO suites(slug, version, id, protocol_digest, created) "
                 "VALUES (?,?,?,?,?)", (suite.slug, suite.version, info.id,
                                        protocol_digest(suite.protocol), info.created),
             ).rowcount
+        corrections = []
         for info in store.ls("evaluation"):
-            evaluations += index_evaluation(
-                conn, info.id, EvaluationRecord.from_dict(store.read_json(info.id)), info.created)
+            typed = EvaluationRecord.from_dict(store.read_json(info.id))
+            evaluations += index_evaluation(conn, info.id, typed, info.created)
+            if typed.extra.get("supersedes"):
+                corrections.append((typed.extra["supersedes"], info.id))
+        for old, new in corrections:  # once every evaluation is indexed, whatever the order
+            supersede(conn, old, new)
     return {"suites": suites, "evaluations": evaluations}
 
 
@@ -194,8 +249,8 @@ def list_evaluations(
 ) -> list[dict[str, Any]]:
     """Evaluation rows (newest first), optionally of one suite ref and one verdict state."""
     sql = (
-        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons "
-        "FROM evaluations"
+        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons, "
+        "superseded_by FROM evaluations"
     )
     where, params = [], []
     if suite is not None:
@@ -219,7 +274,8 @@ def list_evaluations(
         "recorded",
     )
     return [
-        {**dict(zip(keys, r[:9], strict=True)), "ranked": bool(r[6]), "reasons": json.loads(r[9])}
+        {**dict(zip(keys, r[:9], strict=True)), "ranked": bool(r[6]), "reasons": json.loads(r[9]),
+         "superseded_by": r[10]}
         for r in rows
     ]
 
@@ -258,15 +314,25 @@ def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict
             hint="evaluate each backbone's results separately",
         )
     first = next(iter(records.values()))[1]
-    samples = {c: _sample_names(store, r) for c, (_, r) in records.items()}
+    manifests = {
+        c: (r.eval_data.get("split"), ManifestRecord.from_dict(store.read_json(
+            r.eval_data["manifest"])))
+        for c, (_, r) in records.items()
+    }
+    samples = {c: [s["name"] for s in m.samples] for c, (_, m) in manifests.items()}
     params = [r.params for _, r in records.values()]
     tasks = {r.task for _, r in records.values()}
+    settings = _one_setting(store, records)
+    classes = next((m.classes for _, m in manifests.values() if m.classes), None)
     return build(
         suite,
         checkpoint=_checkpoint(store, first),
-        results={c: {"overall": _numbers(r.metrics)} for c, (_, r) in records.items()},
+        results={c: per_class(r.metrics) for c, (_, r) in records.items()},
         sample_counts={c: len(s) for c, s in samples.items()},
-        data={"kind": "vbstore", "manifestSha256": manifest_sha256(samples)},
+        # vbstore's manifests are external data to Visin: its names digest, and what the
+        # samples are (data(content)) where the suite pins that too
+        data={"kind": "external", "manifestSha256": manifest_sha256(samples),
+              "contentSha256": content_sha256(manifests)},
         protocol={
             "task": first.task if len(tasks) == 1 else ",".join(sorted(tasks)),
             "params": params[0] if all(p == params[0] for p in params) else {},
@@ -274,7 +340,44 @@ def from_results(store: Store, suite: Suite, results: Mapping[str, str]) -> dict
         evaluator={"package": "vbstore", "version": (first.versions or {}).get("vbstore", "")},
         comparable=all(r.is_comparable for _, r in records.values()),
         sources={c: oid for c, (oid, _) in records.items()},
+        settings=settings,
+        classes={"scored": classes, "ignored": []} if classes else None,
     )
+
+
+def _one_setting(store: Store, records: Mapping[str, tuple[str, ResultRecord]]
+                 ) -> dict[str, Any]:
+    """The settings every condition's result shares.
+
+    Raises:
+        UsageError: the conditions were computed with different settings.
+    """
+    each = {c: settings_of(store, r) for c, (_, r) in records.items()}
+    first = next(iter(each.values()))
+    for condition, settings in each.items():
+        differ = sorted(k for k in first if k != PARAMS and settings.get(k) != first[k])
+        if differ:
+            raise UsageError(
+                f"condition {condition!r} was computed with other settings ({', '.join(differ)})"
+                ": one evaluation is one configuration",
+                hint="compute every condition with the same settings (get result --suite does)",
+            )
+    return first
+
+
+def per_class(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Visin's class → metric block of one condition from a result's metrics: the numbers under
+    ``overall``, and a metric given per class (``{"iou": {"road": 0.8, ...}}``) under each
+    class."""
+    out: dict[str, dict[str, float]] = {"overall": _numbers(metrics)}
+    for metric, value in metrics.items():
+        if isinstance(value, Mapping) and value and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        ):
+            for name, number in value.items():
+                if name != "overall":
+                    out.setdefault(str(name), {})[metric] = number
+    return out
 
 
 def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str, str]:
@@ -284,7 +387,7 @@ def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str
     matches no condition.
     """
     out: dict[str, str] = {}
-    by_split = {c.get("split", c["name"]): c["name"] for c in suite.conditions}
+    by_split = {suite.split_of(c["name"]): c["name"] for c in suite.conditions}
     for item in results:
         name, sep, ref = item.partition("=")
         if not sep:
@@ -324,11 +427,6 @@ def _checkpoint(store: Store, record: ResultRecord) -> dict[str, str]:
     }
 
 
-def _sample_names(store: Store, record: ResultRecord) -> list[str]:
-    manifest = ManifestRecord.from_dict(store.read_json(record.eval_data["manifest"]))
-    return [s["name"] for s in manifest.samples]
-
-
 def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
     return {
         k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -343,7 +441,7 @@ def conditions_to_compute(suite: Suite) -> list[tuple[str, str]]:
 
     A condition without ``split`` is read from the split of its own name.
     """
-    return [(c["name"], c.get("split", c["name"])) for c in suite.conditions]
+    return [(c["name"], suite.split_of(c["name"])) for c in suite.conditions]
 
 
 def evaluate_with(

@@ -8,7 +8,10 @@
   or, for a vbstore export, of the weights its ``vbstore`` field names
   (:func:`vbstore.interop.clip_benchmark_identity`; a row that names neither is refused).
 
-Neither format carries the SHA-256 manifest of the samples it scored, so imports are
+- Visin results JSON: the condition → class → metric object one checkpoint's evaluator wrote,
+  with the checkpoint named by the caller (``--checkpoint FILE``: its SHA-256).
+
+Neither of the first two carries the SHA-256 manifest of the samples it scored, so imports are
 ``reported`` evidence ("data" missing); CLIP_benchmark names no evaluator version either.
 """
 
@@ -23,9 +26,10 @@ from ..errors import BadInput, UsageError
 from ..interop import clip_benchmark_identity
 from ..store import Store
 from ._evaluate import Evaluation, build, record
+from ._external import external_evidence, is_visin_results
 from ._suite import get_suite
 
-FORMATS = ("visbench", "clip_benchmark")
+FORMATS = ("visbench", "clip_benchmark", "visin")
 # the evaluation schema's kinds
 WEIGHTS = ("pretrained", "fixed", "checkpoint", "random", "unknown")
 
@@ -67,14 +71,18 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
         loaded = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+    if is_visin_results(loaded) and not {"model", "pretrained", "metrics"} <= set(loaded):
+        return "visin", [loaded]
     items = loaded if isinstance(loaded, list) else [loaded]
     if not items or not all(
         isinstance(i, dict) and {"model", "pretrained", "dataset", "metrics"} <= set(i)
         for i in items
     ):
         raise UsageError(
-            f"{file.name} is neither a VisBench .jsonl nor a CLIP_benchmark result JSON",
-            hint="CLIP_benchmark files hold dataset, model, pretrained, task and metrics",
+            f"{file.name} is neither a VisBench .jsonl, a CLIP_benchmark result JSON nor a Visin "
+            "results file",
+            hint="CLIP_benchmark files hold dataset, model, pretrained, task and metrics; Visin's "
+                 "condition -> class -> metric",
         )
     return "clip_benchmark", items
 
@@ -89,6 +97,7 @@ def import_results(
     weights: str | None = None,
     dry_run: bool = False,
     recorded: float | None = None,
+    checkpoint: Mapping[str, str] | None = None,
 ) -> list[Evaluation]:
     """Record the file's results on suite ``suite_ref`` as reported evaluations.
 
@@ -105,6 +114,12 @@ def import_results(
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
+    if fmt == "visin":
+        return [_visin(store, suite, Path(path), records[0], checkpoint, weights, sample_counts,
+                       dry_run, recorded)]
+    if checkpoint is not None:
+        raise UsageError(f"{Path(path).name} names its checkpoints itself",
+                         hint="--checkpoint is for a Visin results file")
     groups: dict[str, dict[str, Any]] = {}
     for index, item in enumerate(records):
         if fmt == "visbench":
@@ -192,3 +207,18 @@ def _clip_benchmark(item: dict[str, Any], where: str, vouched: str | None):
              "names_weights": identity.tensor_hash is not None}
     checkpoint = identity.checkpoint()
     return checkpoint, str(item["dataset"]), None, extra
+
+
+def _visin(store: Store, suite, path: Path, results: dict[str, Any],
+           checkpoint: Mapping[str, str] | None, weights: str | None,
+           sample_counts: Mapping[str, int] | None, dry_run: bool, recorded: float | None
+           ) -> Evaluation:
+    """A Visin results file: one checkpoint's condition → class → metric results."""
+    if checkpoint is None:
+        raise UsageError(f"{path.name} is a Visin results file, which does not say which weights "
+                         "made it", hint="name them: --checkpoint FILE (its SHA-256 is kept)")
+    if weights is not None:
+        checkpoint = {**checkpoint, "weights": weights}
+    kwargs = external_evidence(results, checkpoint=checkpoint, sample_counts=sample_counts,
+                               source={"format": "visin", "file": path.name})
+    return record(store, build(suite, **kwargs), dry_run=dry_run, recorded=recorded)

@@ -10,10 +10,12 @@ from .. import __version__
 from ..data import load_manifest
 from ..engine import store_param_files
 from ..errors import UsageError
+from ..records import ManifestRecord
 from ..store import Store, validate
 from ..tasks import get_task
 from ._manifest import manifest_sha256
-from ._suite import normalize
+from ._settings import NAMES, content_sha256
+from ._suite import EXTENSION, normalize
 
 _LIST_SUFFIXES = (".csv", ".jsonl")
 
@@ -46,28 +48,38 @@ def new_suite(
     params: Mapping[str, Any] | None = None,
     weights: str = "pretrained",
     data_options: Mapping[str, Any] | None = None,
+    pin: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A suite document for ``task`` on ``data``: every condition's samples hashed into the
-    manifest digest, sample counts counted, the task's metrics and resolved params pinned.
+    manifest digest (Visin's, of names) and the content digest (what each sample is), sample
+    counts counted, the task's metrics, its op_version and resolved params pinned.
 
     ``conditions`` maps a condition name to a split of ``data`` or a sample list; without it the
-    suite has one condition, named after ``split``.
+    suite has one condition, named after ``split``. ``pin`` pins more settings (``layers``,
+    ``pooling``, ``precision``...: vbstore.suites._settings.SETTINGS); any setting left open
+    may vary, and the board's label then shows it.
 
     Raises:
-        UsageError: an unknown task parameter, or data that cannot be read (from below).
+        UsageError: an unknown task parameter or setting, or data that cannot be read.
         SchemaError: a document the schema refuses (a slug with capitals, say).
     """
     task_obj = get_task(task)
     # a templates/classnames file is pinned by its content, never by a local path
     pinned = store_param_files(store, task_obj, task_obj.resolve_params(dict(params or {})))
     where = dict(conditions or {split: split})
-    samples, counts = {}, []
+    unknown = sorted(set(pin or {}) - set(NAMES))
+    if unknown:
+        raise UsageError(f"{unknown[0]!r} is not a setting a suite pins",
+                         hint=f"one of: {', '.join(NAMES)} (task parameters: --param)")
+    samples, counts, manifests, splits = {}, [], {}, {}
     for condition, source in where.items():
         view = condition_manifest(store, data, source, data_options)
         if not view.samples:
             raise UsageError(f"condition {condition!r} ({source}) has no samples")
         samples[condition] = view.names
-        counts.append({"name": condition, "sampleCount": len(view.names), "split": source})
+        manifests[condition] = (view.doc.get("split"), ManifestRecord.from_dict(view.doc))
+        counts.append({"name": condition, "sampleCount": len(view.names)})
+        splits[condition] = source
     metrics = [
         {
             "key": m.name,
@@ -80,13 +92,11 @@ def new_suite(
         "slug": slug,
         "version": version,
         "name": name or f"{task} on {data} ({split})",
-        "protocol": {
+        "protocol": {  # what Visin reads, as Visin writes it
             "task": task_obj.name,
-            "params": pinned,
-            "weights": weights,
             "split": split,
             "data": {
-                "kind": "vbstore",
+                "kind": "external",
                 "label": str(data),
                 "manifestSha256": manifest_sha256(samples),
             },
@@ -94,6 +104,13 @@ def new_suite(
             "metrics": metrics,
             "aggregation": "equal-mean-of-conditions",
             "evaluator": {"package": "vbstore", "minVersion": __version__},
+        },
+        EXTENSION: {  # what only vbstore reads, under its own digest
+            "params": pinned,
+            "weights": weights,
+            "settings": {"op_version": task_obj.op_version, **dict(pin or {})},
+            "splits": splits,
+            "contentSha256": content_sha256(manifests),
         },
     }
     suite = normalize(doc)

@@ -1,11 +1,14 @@
 """Suites: written-down ways of scoring, stored as ``slug@version`` and never changed once pushed.
 
 A suite file is Visin's format (``slug``, integer ``version``, ``name``, ``protocol``), JSON or,
-with PyYAML installed, YAML. vbstore adds three optional protocol fields of its own: ``params``
-(task parameters a result must have been computed with), ``weights`` (``pretrained``, the
-default, or ``random``: untrained baselines, random or ``fixed`` weights, are ranked only among
-themselves) and, per
-condition, ``split`` (where ``get result --suite`` finds that condition's samples).
+with PyYAML installed, YAML. What only vbstore reads lives in a ``vbstore`` extension block beside
+the protocol, so the protocol and its digest are what Visin writes: ``params`` (task parameters
+a result must have been computed with), ``weights`` (``pretrained``, the default, or ``random``:
+untrained baselines, random or ``fixed`` weights, are ranked only among themselves),
+``settings`` (the other settings it pins: layers, pooling... see ``_settings``), ``splits``
+(where ``get result --suite`` finds each condition's samples) and ``contentSha256`` (what the
+samples are, from vbstore manifests). The block has its own digest. Suites written before it
+held ``params``, ``weights`` and each condition's ``split`` in the protocol; reading moves them.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..store import Store
 
 _REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?\Z")
 AGGREGATIONS = ("equal-mean-of-conditions",)
+EXTENSION = "vbstore"  # the block of what only vbstore reads; the protocol stays Visin's
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,35 @@ class Suite:
 
     @property
     def digest(self) -> str:
+        """The protocol's digest: Visin's protocol only (the extension has its own)."""
         return protocol_digest(self.protocol)
+
+    @property
+    def extension(self) -> dict[str, Any]:
+        return self.doc[EXTENSION]
+
+    @property
+    def extension_digest(self) -> str:
+        return extension_digest(self.extension)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Task parameters a result must have been computed with."""
+        return self.extension["params"]
+
+    @property
+    def weights(self) -> str:
+        """``pretrained`` or ``random``: which weights the suite ranks."""
+        return self.extension["weights"]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings it pins (layers, pooling...); any other varies, shown in the label."""
+        return self.extension["settings"]
+
+    def split_of(self, condition: str) -> str:
+        """Where ``get result --suite`` finds a condition's samples (default: its name)."""
+        return self.extension.get("splits", {}).get(condition, condition)
 
 
 def parse_ref(text: str) -> tuple[str, int | None]:
@@ -168,8 +200,9 @@ def normalize(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The suite with every default filled in and its own rules checked (schema checked on put).
 
     Defaults: ``aggregation`` equal-mean-of-conditions, metric ``direction`` max and
-    ``headline`` false (true when there is one metric), ``params`` {}, ``weights`` pretrained,
-    ``visibility`` private.
+    ``headline`` false (true when there is one metric), ``visibility`` private; in the
+    ``vbstore`` block ``params`` {}, ``weights`` pretrained, ``settings`` {}. A suite written
+    before the block has its ``params``, ``weights`` and condition ``split`` moved into it.
 
     Raises:
         UsageError: not exactly one headline metric, a metric or condition named twice, or a
@@ -184,8 +217,17 @@ def normalize(doc: Mapping[str, Any]) -> dict[str, Any]:
             "the suite has no protocol object", hint="see docs/suites.md for the format"
         )
     protocol.setdefault("aggregation", AGGREGATIONS[0])
-    protocol.setdefault("params", {})
-    protocol.setdefault("weights", "pretrained")
+    extension = out.get(EXTENSION)
+    if extension is None:
+        extension = out[EXTENSION] = {}
+    elif not isinstance(extension, dict):
+        raise UsageError(f"the suite's {EXTENSION!r} block is not an object")
+    for key in ("params", "weights"):  # written inside the protocol before the block existed
+        if key in protocol:
+            extension.setdefault(key, protocol.pop(key))
+    extension.setdefault("params", {})
+    extension.setdefault("weights", "pretrained")
+    extension.setdefault("settings", {})
     metrics = protocol.get("metrics")
     if isinstance(metrics, list) and metrics and all(isinstance(m, dict) for m in metrics):
         for metric in metrics:
@@ -207,6 +249,9 @@ def normalize(doc: Mapping[str, Any]) -> dict[str, Any]:
     conditions = protocol.get("conditions")
     if isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions):
         _unique([c.get("name") for c in conditions], "condition")
+        splits = {c["name"]: c.pop("split") for c in conditions if "split" in c}
+        if splits:
+            extension["splits"] = {**splits, **extension.get("splits", {})}
     return out
 
 
@@ -223,6 +268,11 @@ def protocol_digest(protocol: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.dumps(dict(protocol))).hexdigest()
 
 
+def extension_digest(extension: Mapping[str, Any]) -> str:
+    """SHA-256 of the ``vbstore`` block, the same way: what Visin's digest does not cover."""
+    return hashlib.sha256(canonical.dumps(dict(extension))).hexdigest()
+
+
 def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
     """Store a suite as ``slug@version``; return it and whether it was new.
 
@@ -237,6 +287,7 @@ def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
     oid = store.put_json(doc, "suite")  # validates against schemas/suite.schema.json
     suite = SuiteRecord.from_dict(doc)
     digest = protocol_digest(suite.protocol)
+    extension = extension_digest(doc[EXTENSION])
     slug, version = suite.slug, suite.version
     with store.db.write() as conn:
         row = conn.execute(
@@ -249,12 +300,16 @@ def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
                 (slug, version, oid, digest, time.time()),
             )
             return Suite(oid, doc), True
-        if row[1] != digest:
+        # stored before the extension block: compare it read the way it is read now
+        stored = normalize(store.read_json(row[0])) if row[0] != oid else doc
+        if (protocol_digest(stored["protocol"]), extension_digest(stored[EXTENSION])) != (
+            digest, extension
+        ):
             latest = conn.execute(
                 "SELECT MAX(version) FROM suites WHERE slug=?", (slug,)
             ).fetchone()[0]
             raise SuiteConflict(f"{slug}@{version}", latest + 1)
-    return Suite(row[0], store.read_json(row[0])), False
+    return Suite(row[0], stored), False
 
 
 def get_suite(store: Store, ref: str) -> Suite:
@@ -283,7 +338,7 @@ def get_suite(store: Store, ref: str) -> Suite:
             else "push it with: vbstore suite push FILE"
         )
         raise SuiteNotFound(ref, hint=hint)
-    return Suite(row[0], store.read_json(row[0]))
+    return Suite(row[0], normalize(store.read_json(row[0])))
 
 
 def list_suites(store: Store) -> list[dict[str, Any]]:
@@ -292,8 +347,10 @@ def list_suites(store: Store) -> list[dict[str, Any]]:
         "SELECT slug, version, id, protocol_digest FROM suites ORDER BY slug, version"
     )
     out = []
-    for slug, version, oid, digest in rows:
-        suite = SuiteRecord.from_dict(store.read_json(oid))
+    for slug, version, oid, _digest in rows:
+        doc = normalize(store.read_json(oid))  # a suite stored before the block: read as now
+        suite = SuiteRecord.from_dict(doc)
+        digest = protocol_digest(suite.protocol)
         out.append(
             {
                 "ref": f"{slug}@{version}",

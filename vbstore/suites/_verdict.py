@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._settings import compare
 from ._suite import Suite
 
 EVIDENCE_FIELDS = ("data", "protocol", "evaluator")
@@ -34,12 +35,16 @@ def evidence_of(doc: dict[str, Any]) -> tuple[str, list[str]]:
 
 
 def judge(suite: Suite, doc: dict[str, Any]) -> dict[str, Any]:
-    """The verdict: ``{"state", "reasons", "ranked", "scores"}``.
+    """The verdict: ``{"state", "reasons", "ranked", "scores", "checked", "variant"}``.
 
     ``scores`` holds the suite's metrics per condition and, when every condition has them, the
     overall figure by the suite's aggregation (the unweighted mean over conditions).
+    ``checked`` says how the data was compared (``data(content)``: vbstore manifests on both
+    sides, what each sample is; ``data(names)``: Visin's digest of sample names); ``variant``
+    holds the settings the suite leaves open, which the board's label shows.
     """
-    incompatible = _incompatible(suite, doc)
+    checked: list[str] = []
+    incompatible, variant = _incompatible(suite, doc, checked)
     incomplete = _incomplete(suite, doc)
     state = "incompatible" if incompatible else "incomplete" if incomplete else "eligible"
     return {
@@ -47,35 +52,52 @@ def judge(suite: Suite, doc: dict[str, Any]) -> dict[str, Any]:
         "reasons": incompatible + incomplete,
         "ranked": state == "eligible",
         "scores": scores_of(suite, doc["results"]),
+        "checked": checked,
+        "variant": variant,
     }
 
 
-def _incompatible(suite: Suite, doc: dict[str, Any]) -> list[str]:
+def same_task(a: str | None, b: str | None) -> bool:
+    """Visin's task names and vbstore's are aliases: ``semantic-segmentation`` is
+    ``semantic_segmentation``."""
+    return task_name(a) == task_name(b)
+
+
+def task_name(name: str | None) -> str:
+    """vbstore's spelling of a task name: ``semantic-segmentation`` is ``semantic_segmentation``."""
+    return str(name or "").strip().lower().replace("-", "_")
+
+
+def _incompatible(suite: Suite, doc: dict[str, Any], checked: list[str]
+                  ) -> tuple[list[str], dict[str, Any]]:
     reasons = []
     protocol = suite.protocol
-    data = doc.get("data") or {}
-    pinned = protocol["data"].get("manifestSha256")
-    given = data.get("manifestSha256")
     names = {c["name"] for c in suite.conditions}
     # a partial manifest differs by construction; missing-condition already says why
-    if pinned and given and given != pinned and set(doc["results"]) >= names:
-        reasons.append("data-mismatch(manifestSha256)")
+    if set(doc["results"]) >= names:
+        reasons += _data(suite, doc.get("data") or {}, checked)
     ran = doc.get("protocol")
     if ran:
-        if ran.get("task") != protocol["task"]:
+        if ran.get("digest") and ran["digest"] != suite.digest:
+            reasons.append("protocol-mismatch(digest)")
+        if "task" in ran and not same_task(ran.get("task"), protocol["task"]):
             reasons.append("protocol-mismatch(task)")
-        params = ran.get("params") or {}
-        reasons += [
-            f"protocol-mismatch({key})"
-            for key, value in sorted(protocol["params"].items())
-            if params.get(key) != value
-        ]
+        if "params" in ran or "task" in ran:  # evidence that names what it ran
+            params = ran.get("params") or {}
+            reasons += [
+                f"protocol-mismatch({key})"
+                for key, value in sorted(suite.params.items())
+                if params.get(key) != value
+            ]
+    setting_reasons, variant = compare(suite.settings, suite.params, doc.get("settings"))
+    reasons += setting_reasons
+    reasons += _classes(protocol.get("classes"), doc.get("classes"))
     present = [c for c in suite.conditions if c["name"] in doc["results"]]
     for metric in suite.metrics:
         if any(metric["key"] not in _overall(doc["results"][c["name"]]) for c in present):
             reasons.append(f"metric-missing({metric['key']})")
     weights = doc["checkpoint"]["weights"]
-    wanted = protocol["weights"]
+    wanted = suite.weights
     if wanted == "pretrained" and weights in UNTRAINED:
         reasons.append(f"weights({weights})")
     elif wanted == "random" and weights not in UNTRAINED:
@@ -93,7 +115,53 @@ def _incompatible(suite: Suite, doc: dict[str, Any]) -> list[str]:
             reasons.append(
                 f"evaluator({wanted_evaluator['package']}<{wanted_evaluator['minVersion']})"
             )
-    return reasons
+    return reasons, variant
+
+
+# Visin's data kinds and the fields that identify the data of each; vbstore's own manifests
+# are external data to Visin (suites written before said ``vbstore``)
+_DATA_IDENTITY = {"external": ("manifestSha256",), "hf": ("repo", "commit"),
+                  "visin": ("archiveSha256",)}
+
+
+def _data(suite: Suite, data: dict[str, Any], checked: list[str]) -> list[str]:
+    """Data identity: the content of vbstore manifests where both sides have it, else the
+    identity Visin's data kind names (sample names for ``external``)."""
+    pinned_content = suite.extension.get("contentSha256")
+    if pinned_content and data.get("contentSha256"):
+        checked.append("data(content)")
+        return [] if data["contentSha256"] == pinned_content else ["data-mismatch(content)"]
+    pinned = suite.protocol["data"]
+    kind = _kind(pinned.get("kind"))
+    if not data or kind not in _DATA_IDENTITY:
+        return []
+    fields = [f for f in _DATA_IDENTITY[kind] if pinned.get(f)]
+    if not fields:
+        return []
+    given_kind = _kind(data.get("kind", kind))
+    if given_kind != kind:
+        checked.append("data(kind)")
+        return [f"data-mismatch(kind: {given_kind} != {kind})"]
+    compared = [f for f in fields if data.get(f)]
+    if not compared:
+        return []
+    checked.append("data(names)" if kind == "external" else f"data({kind})")
+    return [f"data-mismatch({f})" for f in compared if data[f] != pinned[f]]
+
+
+def _kind(kind: Any) -> str:
+    return "external" if kind in (None, "vbstore") else str(kind)
+
+
+def _classes(pinned: dict[str, Any] | None, given: dict[str, Any] | None) -> list[str]:
+    """Visin's classes check: the classes scored and ignored, compared when both sides say."""
+    if not pinned or not given:
+        return []
+    return [
+        f"classes({part})"
+        for part in ("scored", "ignored")
+        if sorted(map(str, pinned.get(part) or [])) != sorted(map(str, given.get(part) or []))
+    ]
 
 
 def _incomplete(suite: Suite, doc: dict[str, Any]) -> list[str]:
