@@ -35,6 +35,7 @@ from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
+from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
 from ._suite import (
     Suite,
     get_suite,
@@ -52,6 +53,8 @@ __all__ = [
     "FORMATS",
     "UNTRAINED",
     "Board",
+    "BoardPull",
+    "BoardPush",
     "Change",
     "Diff",
     "Evaluation",
@@ -73,6 +76,7 @@ __all__ = [
     "leaderboard",
     "list_evaluations",
     "list_suites",
+    "local_board",
     "manifest_from_files",
     "manifest_sha256",
     "match_conditions",
@@ -83,6 +87,8 @@ __all__ = [
     "parse_ref",
     "promote",
     "protocol_digest",
+    "pull_board",
+    "push_board",
     "push_suite",
     "read_records",
     "read_split_file",
