@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import time
 
 import pytest
@@ -312,7 +313,10 @@ def test_pushed_result_is_a_cache_hit_in_another_store(vbj, shapes, team, counte
     assert counted["extract"] > 0
     assert counted["fit"] == 1
     pushed = vbj("a", "push", "results", "--to", "team")
-    assert [p["id"] for p in pushed] == [first["id"]]
+    assert pushed["results"] == [first["id"]]
+    # the result and its lineage documents only: no features, no head (see
+    # test_push_results_says_what_it_sends); the cache hit below needs nothing more
+    assert set(pushed["sent"]) <= {"result", "manifest", "backbone", "weights"}
 
     counted.update(extract=0, fit=0)
     import vbstore.backbones
@@ -463,7 +467,7 @@ def test_pull_head_offline_fails_at_once_and_changes_nothing(vb, vbj, hub_remote
 def test_fsck_repair_refetches_a_damaged_pack_from_the_remote(vb, vbj, shapes, team, tmp_path):
     train = ("--train-data", shapes, "--train-split", "train")
     result = _evaluate(vbj, "a", shapes, *train)
-    vbj("a", "push", "results", "--to", "team")
+    vbj("a", "push", "results", "--to", "team", "--with", "features")
     with Store(tmp_path / "a") as a:
         pack = a.read_json(result["record"]["inputs"]["eval_features"])["packs"][0]
         path = a.path(pack)
@@ -490,3 +494,40 @@ def test_fsck_repair_refetches_a_damaged_pack_from_the_remote(vb, vbj, shapes, t
     again = _evaluate(vbj, "a", shapes, *train)
     assert again["from_cache"] is True
     assert again["id"] == result["id"]
+
+
+def test_push_results_says_what_it_sends(vb, vbj, shapes, team, tmp_path):
+    train = ("--train-data", shapes, "--train-split", "train")
+    result = _evaluate(vbj, "a", shapes, *train)
+    with Store(tmp_path / "a") as a:
+        kinds = {o.id: (o.kind, o.size) for o in a.ls()}
+
+    def on_remote() -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for path in (team / "objects").rglob("*"):
+            if path.is_file():
+                kind, size = kinds[path.parent.name + path.name]
+                count, total = found.get(kind, (0, 0))
+                found[kind] = (count + 1, total + size)
+        return found
+
+    pushed = vbj("a", "push", "results", "--to", "team")
+    assert pushed["results"] == [result["id"]]
+    sent = {k: (v["objects"], v["bytes"]) for k, v in pushed["sent"].items()}
+    assert sent == on_remote()  # the summary counts exactly what went, by kind and bytes
+    assert set(sent) == {"result", "manifest", "backbone", "weights"}
+    assert {"pack", "featureset", "head"} <= set(pushed["left_out"])
+    assert pushed["objects"] == sum(n for n, _ in sent.values())
+    assert pushed["bytes"] == sum(b for _, b in sent.values())
+
+    text = vb("a", "push", "results", "--to", "team", "--with", "features,heads")
+    assert text.exit_code == 0, text.output
+    first = text.stdout.splitlines()[0]
+    assert first.startswith("pushed 1 results to team: ")
+    assert f"{pushed['objects']} already there" in first
+    assert re.search(r"^  pack +\d+ objects  ", text.stdout, re.M)
+    assert re.search(r"^  head +1 objects  ", text.stdout, re.M)
+    assert {"pack", "featureset", "head"} <= set(on_remote())
+    bad = vb("a", "push", "results", "--to", "team", "--with", "everything")
+    assert bad.exit_code == 2
+    assert "features, heads, images" in bad.stderr

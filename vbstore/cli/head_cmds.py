@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from ._common import emit, json_option, with_store
+from ._common import emit, human_size, json_option, with_store
 from .remote_cmds import pull, push
 from .results_cmds import export_group
 
@@ -32,6 +32,7 @@ from .results_cmds import export_group
 def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from: str | None,
                   with_lineage: bool, as_json: bool) -> None:
     """Push head NAME with its backbone and weights records; on the Hub, a model repo too."""
+    from .._progress import reporting
     from ..heads import head_dependencies, hub_files
     from ..remotes import list_remotes
     from ..remotes import push as do_push
@@ -56,7 +57,8 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
         click.echo(f"warning: the head's backbone record {oid[:12]} is not in this store, so it "
                    "is not pushed with it (a receiver checks the head against its own "
                    "backbone)", err=True)
-    result = do_push(store, to, name, extra_files=extra, options=options, include=include)
+    with reporting(not as_json):  # files pushed so far, on stderr
+        result = do_push(store, to, name, extra_files=extra, options=options, include=include)
     emit(as_json, result.as_dict(),
          f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
          + (f", revision {result.revision}" if result.revision else ""))
@@ -108,6 +110,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                   input_size,
                   no_strict, as_json) -> None:
     """Pull a head, verified blob by blob; with --backbone, refuse one trained for other weights."""
+    from .._progress import reporting
     from ..backbones import check_seed
     from ..engine import resolve_backbone
     from ..heads import HeadMismatch, head_problems, head_record, head_summary, link_backbone
@@ -129,8 +132,9 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
-    result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
-                     accept=accept, kind="head")
+    with reporting(not as_json):  # blobs pulled so far, on stderr
+        result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
+                         accept=accept, kind="head")
     if result.id is not None:
         link_backbone(store, result.id)  # so gc keeps the records it was pulled with
     record = records[0]
@@ -212,16 +216,33 @@ def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_see
 @click.option("--to", "to", required=True, metavar="REMOTE", help="The remote to push to.")
 @click.option("--task", default=None, help="Only results of this task.")
 @click.option("--backbone", default=None, help="Only backbones whose spec contains this.")
+@click.option("--with", "with_", default="", metavar="KINDS",
+              help="Also send these, comma-separated: features (featuresets and their packs), "
+                   "heads, images (the files behind manifests). By default only the results and "
+                   "their lineage documents (weights, backbone, manifest records) go.")
 @json_option
 @with_store
-def push_results_cmd(store, to: str, task: str | None, backbone: str | None, as_json: bool) -> None:
+def push_results_cmd(store, to: str, task: str | None, backbone: str | None, with_: str,
+                     as_json: bool) -> None:
     """Push stored results (refs results/<id>) so teammates get them as cache hits."""
+    from .._progress import reporting
     from ..engine import result_rows
-    from ..remotes import push as do_push
+    from ..remotes import push_results, result_kinds
 
-    pushed = []
-    for row in result_rows(store, task, backbone):
-        oid = store.resolve(row["id"])
-        result = do_push(store, to, oid, name=f"results/{oid[:16]}")
-        pushed.append({"id": oid, "task": row["task"], "uploaded": len(result.uploaded)})
-    emit(as_json, pushed, f"pushed {len(pushed)} results to {to}")
+    extras = [w.strip() for w in with_.split(",") if w.strip()]
+    result_kinds(extras)  # an unknown name is refused before anything is read or sent
+    ids = [store.resolve(row["id"]) for row in result_rows(store, task, backbone)]
+    with reporting(not as_json):  # results pushed so far, on stderr
+        summary = push_results(store, to, ids, extras)
+
+    def text() -> None:
+        click.echo(f"pushed {len(summary.results)} results to {to}: {summary.objects} objects "
+                   f"sent ({human_size(summary.bytes)}), {summary.already_there} already there")
+        for kind, row in sorted(summary.sent.items()):
+            click.echo(f"  {kind:<10} {row['objects']:>6} objects  {human_size(row['bytes'])}")
+        if summary.left_out:
+            left = ", ".join(f"{row['objects']} {kind} ({human_size(row['bytes'])})"
+                             for kind, row in sorted(summary.left_out.items()))
+            click.echo(f"not sent: {left}; add them with --with features,heads,images")
+
+    emit(as_json, summary.as_dict(), text)

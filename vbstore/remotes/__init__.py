@@ -18,6 +18,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ._base import RefUpdate, Remote, forget_unreachable
+from ._boards import (
+    BoardListing,
+    blobs_to_send,
+    board_document,
+    board_limit,
+    board_ref,
+    fetch_record,
+    parse_board,
+    read_board,
+    sizes,
+)
 from ._card import write_model_card
 from ._closure import Entry, closure
 from ._config import RemoteConfig, RemoteRegistry, parse_url
@@ -35,6 +46,7 @@ from ._paths import object_path
 from ._peek import remote_has_derivation
 from ._pull import PullResult, fetch_derivation, fetch_object, install, pull
 from ._push import PushResult, push, push_ref
+from ._results import LINEAGE_KINDS, ResultsPush, push_results, result_kinds
 
 
 def add_remote(store, name: str, url: str, options: Mapping[str, str] | None = None,
@@ -54,10 +66,12 @@ def list_remotes(store) -> list[RemoteConfig]:
 
 
 __all__ = [
-    "Entry", "PullResult", "PushResult", "RefUpdate", "Remote", "RemoteConfig", "RemoteConflict",
-    "RemoteError", "RemoteNotFound", "RemoteOffline", "RemoteRegistry", "TamperedBlob",
-    "UnknownRemote", "UnsafeRemotePath", "add_remote", "closure", "fetch_derivation",
-    "fetch_object", "forget_unreachable", "install", "list_remote_refs", "list_remotes",
-    "object_path", "open_remote", "parse_url", "pull", "push", "push_ref", "registry",
-    "remote_for", "remote_has_derivation", "remove_remote", "write_model_card",
+    "LINEAGE_KINDS", "BoardListing", "Entry", "PullResult", "PushResult", "RefUpdate", "Remote",
+    "RemoteConfig", "RemoteConflict", "RemoteError", "RemoteNotFound", "RemoteOffline",
+    "RemoteRegistry", "ResultsPush", "TamperedBlob", "UnknownRemote", "UnsafeRemotePath",
+    "add_remote", "blobs_to_send", "board_document", "board_limit", "board_ref", "closure",
+    "fetch_derivation", "fetch_object", "fetch_record", "forget_unreachable", "install",
+    "list_remote_refs", "list_remotes", "object_path", "open_remote", "parse_board", "parse_url",
+    "pull", "push", "push_ref", "push_results", "read_board", "registry", "remote_for",
+    "remote_has_derivation", "remove_remote", "result_kinds", "sizes", "write_model_card",
 ]

@@ -162,8 +162,13 @@ class Remote(ABC):
         return same
 
     @abstractmethod
-    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
-        """``(bytes or None, version)`` of ``refs/<name>.json`` for a later conditional update."""
+    def read_ref(self, name: str, revision: str | None = None,
+                 limit: int | None = None) -> tuple[bytes | None, str | None]:
+        """``(bytes or None, version)`` of ``refs/<name>.json`` for a later conditional update.
+
+        ``limit`` (default: :func:`document_limit`) bounds the bytes read: a shared board's
+        listing may be larger than one object's closure.
+        """
 
     @abstractmethod
     def publish(self, files: Mapping[str, Path | bytes], ref: RefUpdate | None,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__, canonical
-from ..errors import NonCanonical, ObjectNotFound
+from ..errors import NonCanonical, ObjectNotFound, UsageError
 from ..store import KINDS, derivation_key
 from . import _limits
 from ._errors import TamperedBlob
@@ -25,6 +25,7 @@ from ._paths import check_oid, check_ref
 
 REF_FORMAT = "vbstore.ref/1"
 DERIVATION_FORMAT = "vbstore.derivation/1"
+BOARD_FORMAT = "vbstore.board/1"  # a shared board's listing (see _boards.py), also under refs/
 MAX_DOCUMENT_BYTES = _limits.MAX_DOCUMENT_BYTES  # read at call time (tests lower it)
 _MAX_ROLE = 200
 
@@ -117,6 +118,10 @@ def _load(remote: str, what: str, data: bytes, fmt: str) -> dict[str, Any]:
         raise _refuse(remote, what, f"not a JSON document ({exc})") from None
     except RecursionError:
         raise _refuse(remote, what, "nested too deeply") from None
+    if isinstance(doc, dict) and doc.get("format") == BOARD_FORMAT != fmt:
+        raise UsageError(f"{what} on remote {remote!r} is a shared board, not an object",
+                         hint=f"pull it with: vbstore pull board {doc.get('suite')} "
+                              f"--from {remote}")
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise _refuse(remote, what, f"not a {fmt} document")
     return doc

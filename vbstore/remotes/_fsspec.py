@@ -235,8 +235,10 @@ class DirRemote(FsspecRemote):
             if os.path.exists(temp):
                 os.unlink(temp)
 
-    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
-        data = self.read(f"refs/{check_ref(name)}.json", revision, limit=document_limit())
+    def read_ref(self, name: str, revision: str | None = None,
+                 limit: int | None = None) -> tuple[bytes | None, str | None]:
+        data = self.read(f"refs/{check_ref(name)}.json", revision,
+                         limit=limit or document_limit())
         return data, (blake3.blake3(data).hexdigest() if data is not None else None)
 
     def _swap_ref(self, ref: RefUpdate) -> None:
@@ -336,21 +338,28 @@ class S3Remote(FsspecRemote):
         return same | super().unchanged(unsure, revision)
 
     def _upload(self, files: Mapping[str, Path | bytes]) -> None:
-        # s3fs uploads a list of files (and a dict of bytes) concurrently
-        local = sorted(p for p, source in files.items() if isinstance(source, Path))
-        data = {self.full(p): source for p, source in files.items() if isinstance(source, bytes)}
-        with self._failing("uploading"):
-            if local:
-                self.fs.put([str(files[p]) for p in local], [self.full(p) for p in local])
-            if data:
-                self.fs.pipe(data)
+        # s3fs uploads a list of files (and a dict of bytes) concurrently; in batches, so the
+        # progress lines can say how far it is
+        paths = sorted(files)
+        with progress(f"pushing to {self.name}", len(paths), "file") as shown, \
+                self._failing("uploading"):
+            for i in range(0, len(paths), _BATCH):
+                batch = paths[i : i + _BATCH]
+                local = [p for p in batch if not isinstance(files[p], bytes)]
+                data = {self.full(p): files[p] for p in batch if isinstance(files[p], bytes)}
+                if local:
+                    self.fs.put([str(files[p]) for p in local], [self.full(p) for p in local])
+                if data:
+                    self.fs.pipe(data)
+                shown.update(len(batch))
 
     def check_online(self) -> None:
         region = self.config.options.get("region")
         default = f"https://s3.{region}.amazonaws.com" if region else "https://s3.amazonaws.com"
         probe_url(self.name, self.config.options.get("endpoint_url") or default)
 
-    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
+    def read_ref(self, name: str, revision: str | None = None,
+                 limit: int | None = None) -> tuple[bytes | None, str | None]:
         self.resolve(revision)
         full = self.full(f"refs/{check_ref(name)}.json")
         self.fs.invalidate_cache(full)
@@ -358,7 +367,8 @@ class S3Remote(FsspecRemote):
             try:
                 # one open gives the bytes and the ETag of the same version (s3fs pins reads to it)
                 with self.fs.open(full, "rb") as handle:
-                    data = _read_bounded(handle, document_limit(), f"ref {name}", self.name)
+                    data = _read_bounded(handle, limit or document_limit(), f"ref {name}",
+                                         self.name)
                     return data, handle.details.get("ETag")
             except FileNotFoundError:
                 return None, None

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
+from .._progress import progress
 from ..errors import VbstoreError
 from ._base import RefUpdate, Remote, bounded, document_limit, local_digest, probe_url
 from ._config import RemoteConfig
@@ -36,6 +37,7 @@ from ._paths import check_ref
 DEFAULT_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20
 _PATHS_INFO_BATCH = 200
+_PREUPLOAD_BATCH = 100
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -226,9 +228,11 @@ class HubRemote(Remote):
                 found.update(info.path for info in infos if hasattr(info, "size"))
         return found
 
-    def read_ref(self, name: str, revision: str | None = None) -> tuple[bytes | None, str | None]:
+    def read_ref(self, name: str, revision: str | None = None,
+                 limit: int | None = None) -> tuple[bytes | None, str | None]:
         # the version of anything on the Hub is the commit it was read at
-        data = self.read(f"refs/{check_ref(name)}.json", revision, limit=document_limit())
+        data = self.read(f"refs/{check_ref(name)}.json", revision,
+                         limit=limit or document_limit())
         return data, self.resolve(revision)
 
     def list_refs(self, revision: str | None = None) -> list[str]:
@@ -261,7 +265,15 @@ class HubRemote(Remote):
             operations.append(CommitOperationAdd(path_in_repo=f"refs/{check_ref(ref.name)}.json",
                                                  path_or_fileobj=ref.data))
         parent = ref.expected if ref is not None and ref.expected else self.resolve(None)
-        with self._failing("pushing"):
+        with progress(f"pushing to {self.name}", len(operations), "file") as shown, \
+                self._failing("pushing"):
+            # large files go up before the commit that names them, a batch at a time, so the
+            # progress lines say how far it is; the commit then adds them all at once
+            for i in range(0, len(operations), _PREUPLOAD_BATCH):
+                batch = operations[i : i + _PREUPLOAD_BATCH]
+                self.api.preupload_lfs_files(self.repo_id, batch, repo_type=self.repo_type,
+                                             revision=self.branch)
+                shown.update(len(batch))
             info = self.api.create_commit(
                 self.repo_id, operations, commit_message=message, repo_type=self.repo_type,
                 revision=self.branch, parent_commit=parent)

@@ -23,6 +23,10 @@ MAX_CLOSURE_ENTRIES = 50_000
 MAX_RECORD_BYTES = {"manifest": 256 << 20, "featureset": 256 << 20, "suite": 64 << 20}
 MAX_RECORD_VALUES = {"manifest": 8_000_000, "featureset": 8_000_000, "suite": 2_000_000}
 DEFAULT_RECORD_BYTES = 16 << 20
+# A shared board (refs/boards/SLUG@V.json) lists every evaluation of one suite version, about
+# 110 bytes and 4 values each: a million evaluations is ~110 MiB.
+MAX_BOARD_BYTES = 256 << 20
+MAX_BOARD_VALUES = 8_000_000
 DEFAULT_RECORD_VALUES = 1_000_000
 
 

@@ -45,6 +45,7 @@ from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, 
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
+from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
 from ._suite import (
     EXTENSION,
     Suite,
@@ -67,6 +68,8 @@ __all__ = [
     "SETTINGS",
     "UNTRAINED",
     "Board",
+    "BoardPull",
+    "BoardPush",
     "Change",
     "Diff",
     "Evaluation",
@@ -94,6 +97,7 @@ __all__ = [
     "leaderboard",
     "list_evaluations",
     "list_suites",
+    "local_board",
     "manifest_from_files",
     "manifest_sha256",
     "match_conditions",
@@ -106,6 +110,8 @@ __all__ = [
     "promote",
     "protocol_digest",
     "protocol_evidence",
+    "pull_board",
+    "push_board",
     "push_suite",
     "read_records",
     "read_split_file",
