@@ -52,6 +52,9 @@ class CustomBackbone(Backbone):
             does not tell).
         feature_fn: ``feature_fn(module, images)`` returning the feature tensor, or one tensor
             per block; needed when ``module(images)`` is not already a feature tensor.
+        block_split: ``block_split(module)`` returning a :class:`BlockSplit` (its blocks, in
+            order, whose last output is the last layer), so ``--finetune-blocks`` can train the
+            last ones; without it the backbone cannot be fine-tuned.
 
     Raises:
         AmbiguousBackbone: the output cannot be read as features without one more argument.
@@ -68,9 +71,11 @@ class CustomBackbone(Backbone):
         patch_size: int | None = None,
         has_cls_token: bool | None = None,
         feature_fn: FeatureFn | None = None,
+        block_split: Callable[[Any], Any] | None = None,
     ) -> None:
         cfg = preprocess or BackboneCfg()
         self._feature_fn = feature_fn
+        self._block_split = block_split
         size = cfg.input_size
         module.eval()
         with torch.inference_mode():
@@ -179,6 +184,9 @@ class CustomBackbone(Backbone):
     @property
     def num_blocks(self) -> int:
         return len(self._layouts)
+
+    def block_split(self) -> Any:
+        return self._block_split(self.module) if self._block_split is not None else None
 
     def _grid(self, height: int, width: int, count: int) -> tuple[int, int]:
         if (
