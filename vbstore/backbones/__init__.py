@@ -36,6 +36,7 @@ from ._weights import check_seed, file_digest
 
 if TYPE_CHECKING:
     from ._base import Backbone, LayerOut  # noqa: F401 - lazy: not in __all__, as before
+    from ._blocks import BlockSplit, check_blocks, check_split, run_prefix, run_suffix
     from ._catalog import bare_rows, catalog_rows, model_rows
     from ._cfg import BackboneCfg, preprocess
     from .custom import CustomBackbone
@@ -48,6 +49,7 @@ __all__ = [
     "BackboneCfg",
     "BackboneEntry",
     "BackboneSpec",
+    "BlockSplit",
     "BuildRequest",
     "CheckpointError",
     "CheckpointNotFound",
@@ -61,7 +63,9 @@ __all__ = [
     "bare_rows",
     "build_backbone",
     "catalog_rows",
+    "check_blocks",
     "check_seed",
+    "check_split",
     "file_digest",
     "get_entry",
     "list_backbones",
@@ -69,12 +73,16 @@ __all__ = [
     "parse_spec",
     "preprocess",
     "register_backbone",
+    "run_prefix",
+    "run_suffix",
     "spec_params",
 ]
 
 _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom",
          "bare_rows": "._catalog", "catalog_rows": "._catalog", "model_rows": "._catalog",
-         "BackboneCfg": "._cfg", "preprocess": "._cfg"}
+         "BackboneCfg": "._cfg", "preprocess": "._cfg", "BlockSplit": "._blocks",
+         "check_blocks": "._blocks", "check_split": "._blocks", "run_prefix": "._blocks",
+         "run_suffix": "._blocks"}
 
 
 def __getattr__(name: str) -> Any:

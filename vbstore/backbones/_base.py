@@ -105,6 +105,11 @@ class Backbone(ABC):
         """Layer widths/strides known without a forward pass, or None to probe."""
         return None
 
+    def block_split(self) -> Any:
+        """How the last layer is made of blocks, for fine-tuning (a
+        :class:`vbstore.backbones._blocks.BlockSplit`), or None: this family cannot be cut."""
+        return None
+
     # -- the public interface ----------------------------------------------------------------
 
     @property

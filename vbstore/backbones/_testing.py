@@ -100,6 +100,7 @@ def _cfg(input_size: int | None) -> Any:
 @register_backbone(default_pooling="cls", embed_dim=VIT_DIM)
 def test_vit(*, pretrained: bool = False, input_size: int | None = None) -> Any:  # noqa: PT028 - a backbone, not a pytest test
     """Tiny 3-block ViT (patch 8, width 32, class token) for tests; 32 px by default."""
+    from ._blocks import BlockSplit
     from .custom import CustomBackbone
 
     cfg = _cfg(input_size)
@@ -110,12 +111,14 @@ def test_vit(*, pretrained: bool = False, input_size: int | None = None) -> Any:
         patch_size=VIT_PATCH,
         has_cls_token=True,
         feature_fn=lambda module, x: module.forward_blocks(x),
+        block_split=lambda module: BlockSplit(list(module.blocks), "tokens", module.norm),
     )
 
 
 @register_backbone(default_pooling="gap", embed_dim=CNN_WIDTHS[-1])
 def test_cnn(*, pretrained: bool = False, input_size: int | None = None) -> Any:  # noqa: PT028 - a backbone, not a pytest test
     """Tiny 3-stage CNN (widths 8/16/32, stride 2 each) for tests; 32 px by default."""
+    from ._blocks import BlockSplit
     from .custom import CustomBackbone
 
     return CustomBackbone(
@@ -123,4 +126,5 @@ def test_cnn(*, pretrained: bool = False, input_size: int | None = None) -> Any:
         _cfg(input_size),
         name="test_cnn",
         feature_fn=lambda module, x: module.forward_stages(x),
+        block_split=lambda module: BlockSplit(list(module.stages), "nchw"),
     )

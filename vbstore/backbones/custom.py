@@ -53,6 +53,9 @@ class CustomBackbone(Backbone):
             does not tell).
         feature_fn: ``feature_fn(module, images)`` returning the feature tensor, or one tensor
             per block; needed when ``module(images)`` is not already a feature tensor.
+        block_split: ``block_split(module)`` returning a :class:`BlockSplit` (its blocks, in
+            order, whose last output is the last layer), so ``--finetune-blocks`` can train the
+            last ones; without it the backbone cannot be fine-tuned.
 
     Raises:
         AmbiguousBackbone: the output cannot be read as features without one more argument.
@@ -69,6 +72,7 @@ class CustomBackbone(Backbone):
         patch_size: int | None = None,
         has_cls_token: bool | None = None,
         feature_fn: FeatureFn | None = None,
+        block_split: Callable[[Any], Any] | None = None,
     ) -> None:
         if preprocess is None:
             cfg = BackboneCfg()
@@ -77,6 +81,7 @@ class CustomBackbone(Backbone):
         else:
             cfg = BackboneCfg.from_transform(preprocess)
         self._feature_fn = feature_fn
+        self._block_split = block_split
         size = cfg.input_size
         module.eval()
         with torch.inference_mode():
@@ -185,6 +190,9 @@ class CustomBackbone(Backbone):
     @property
     def num_blocks(self) -> int:
         return len(self._layouts)
+
+    def block_split(self) -> Any:
+        return self._block_split(self.module) if self._block_split is not None else None
 
     def _grid(self, height: int, width: int, count: int) -> tuple[int, int]:
         if (

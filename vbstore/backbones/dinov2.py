@@ -15,6 +15,7 @@ import torch
 
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
+from ._blocks import BlockSplit
 from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec
@@ -67,6 +68,12 @@ class Dinov2Backbone(Backbone):
             "layer_dims": [dim] * self.num_blocks,
             "layer_strides": [self.patch_size] * self.num_blocks,
         }
+
+    def block_split(self) -> BlockSplit | None:
+        # chunked blocks (FSDP's BlockChunk) would not be the blocks layers index
+        if getattr(self.module, "chunked_blocks", False):
+            return None
+        return BlockSplit(list(self.module.blocks), "tokens", self.module.norm)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         outs = self.module.get_intermediate_layers(

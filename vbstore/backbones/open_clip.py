@@ -21,6 +21,7 @@ import torch
 
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
+from ._blocks import BlockSplit
 from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import CheckpointError, InvalidSpec, UnknownBackbone, WeightsUnavailable
@@ -94,6 +95,11 @@ class OpenClipBackbone(Backbone):
             "layer_strides": [self.patch_size] * self.num_blocks,
             "projection_dim": int(visual.output_dim),
         }
+
+    def block_split(self) -> BlockSplit:
+        # ln_post is what normalize_intermediates applies to every block's tokens
+        visual = self.module.visual
+        return BlockSplit(list(visual.transformer.resblocks), "tokens", visual.ln_post)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         last = self.num_blocks - 1

@@ -17,6 +17,7 @@ import torch
 
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
+from ._blocks import BlockSplit
 from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import CheckpointError, UnknownBackbone, WeightsUnavailable
@@ -79,6 +80,27 @@ class TimmBackbone(Backbone):
         dims = [int(info["num_chs"]) for info in self._info]
         strides = [int(info["reduction"]) for info in self._info]
         return {"embed_dim": dims[-1], "layer_dims": dims, "layer_strides": strides}
+
+    def block_split(self) -> BlockSplit | None:
+        """The model's block sequence whose last entry makes the last layer: ``blocks`` (ViTs,
+        EfficientNets: every stage), ``stages`` (ConvNeXt and friends) or ResNet's
+        ``layer1..4``; token outputs take the final ``norm``. None for another layout."""
+        last = self._info[-1]["module"]
+        for name in ("blocks", "stages"):
+            seq = getattr(self.module, name, None)
+            if isinstance(seq, (torch.nn.Sequential, torch.nn.ModuleList)) and \
+                    last == f"{name}.{len(seq) - 1}":
+                return self._split(list(seq))
+        layers = [getattr(self.module, f"layer{i}", None) for i in range(1, 5)]
+        if last == "layer4" and all(layer is not None for layer in layers):
+            return self._split(layers)
+        return None
+
+    def _split(self, blocks: list[torch.nn.Module]) -> BlockSplit:
+        # a family this does not describe (Swin's channels-last stages) fails check_split
+        if self.patch_size:  # tokens after the final norm, as forward_intermediates(norm=True)
+            return BlockSplit(blocks, "tokens", getattr(self.module, "norm", None))
+        return BlockSplit(blocks, "nchw")
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         if not self._native:

@@ -15,6 +15,7 @@ from torchvision.models.vision_transformer import interpolate_embeddings
 
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
+from ._blocks import BlockSplit
 from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec, UnknownBackbone
@@ -90,6 +91,10 @@ class TorchvisionBackbone(Backbone):
     @property
     def num_blocks(self) -> int:
         return len(self._blocks)
+
+    def block_split(self) -> BlockSplit:
+        # the blocks layers index; run_prefix stops the hooked forward at the first trainable
+        return BlockSplit(self._blocks, self._layout, self._norm)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         raw = run_hooked(self.module, self._blocks, indices, images)

@@ -1,0 +1,65 @@
+"""Cutting a backbone at a block for fine-tuning: every family with blocks splits faithfully
+(the frozen prefix then the trainable suffix give extract's last layer back), on a random
+batch, not only the zero image check_split uses; a backbone without a split is refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vbstore.backbones import (
+    BlockSplit,
+    CustomBackbone,
+    check_blocks,
+    check_split,
+    run_prefix,
+    run_suffix,
+)
+from vbstore.backbones._cfg import BackboneCfg
+from vbstore.errors import UsageError
+
+NO_BLOCKS = {"test_pixels"}  # raw pixels: nothing to train
+# the miniature DINOv2 (conftest) adds each residual outside its block, which the real model
+# does not: check_split is what refuses such a family
+UNFAITHFUL = {"dinov2"}
+
+
+def test_every_family_with_blocks_splits_faithfully(case, built, make_batch):
+    backbone = built(case)
+    if case in NO_BLOCKS:
+        with pytest.raises(UsageError, match="cannot be fine-tuned"):
+            check_blocks(backbone, 1)
+        return
+    depth = len(backbone.block_split().blocks)
+    if case in UNFAITHFUL:
+        split, cut = check_blocks(backbone, 1)
+        with pytest.raises(UsageError, match="does not give its own last layer back"):
+            check_split(backbone, split, cut, backbone.default_pooling)
+        return
+    for blocks in {1, depth}:
+        split, cut = check_blocks(backbone, blocks)
+        assert cut == depth - blocks
+        check_split(backbone, split, cut, backbone.default_pooling)
+        images = make_batch(backbone, n=3, seed=4)
+        want = backbone.extract(images, layers=-1, pooling=backbone.default_pooling)["pooled"]
+        with torch.inference_mode():
+            got = run_suffix(backbone, split, split.blocks[cut:],
+                             run_prefix(backbone, split, cut, images), backbone.default_pooling)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_the_number_of_blocks_is_checked(built):
+    backbone = built("test_vit")
+    with pytest.raises(UsageError, match="out of range: test_vit has 3 blocks"):
+        check_blocks(backbone, 4)
+
+
+def test_a_split_that_does_not_hold_is_refused():
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, 2, 1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(4, 4, 3, 2, 1))
+    # the ReLU between the two convolutions is in no block: the suffix would skip it
+    wrong = CustomBackbone(net, BackboneCfg(input_size=16), name="wrong",
+                           block_split=lambda m: BlockSplit([m[0], m[2]], "nchw"))
+    split, cut = check_blocks(wrong, 2)
+    with pytest.raises(UsageError, match="does not give its own last layer back"):
+        check_split(wrong, split, cut, "gap")

@@ -1,0 +1,120 @@
+"""Cutting a backbone at a block, for fine-tuning its last blocks (docs/finetune.md).
+
+A :class:`BlockSplit` names the sequence of blocks fine-tuning counts (``blocks``), how the
+last block's output reads as the features ``extract`` gives for the last layer (``layout`` and
+the final ``norm``), and nothing else: the frozen *prefix* (everything before block ``cut``)
+is run by the backbone's own forward, stopped at the input of ``blocks[cut]``, and the
+trainable *suffix* is ``blocks[cut:]`` applied in order, then the tail. Each adapter says how
+its family splits (``Backbone.block_split``); a custom backbone passes ``block_split=`` or
+cannot be fine-tuned.
+
+A split must be faithful: ``suffix(prefix(x))`` is the last layer ``extract`` gives.
+:func:`check_split` measures that on one image before any prefix is stored, and refuses a
+family whose forward does more between its blocks than the split knows of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import UsageError
+from ._base import Backbone, LayerOut
+from ._hooks import to_layer
+
+
+@dataclass(frozen=True)
+class BlockSplit:
+    """How a backbone's last layer is made of blocks.
+
+    Attributes:
+        blocks: The blocks fine-tuning counts, shallowest first; each takes the previous one's
+            output as its only input, and the last one's output is the last layer.
+        layout: ``nchw``, ``nhwc`` or ``tokens`` (as ``vbstore.backbones._hooks.to_layer``).
+        norm: The final norm applied to token outputs (ViTs), else None.
+    """
+
+    blocks: Sequence[torch.nn.Module]
+    layout: str = "nchw"
+    norm: torch.nn.Module | None = None
+
+
+class _Stop(Exception):
+    """Raised by the pre-hook of the first trainable block: the prefix is done."""
+
+
+def check_blocks(backbone: Backbone, blocks: int) -> tuple[BlockSplit, int]:
+    """The split of ``backbone`` and the index of its first trainable block.
+
+    Raises:
+        UsageError: the backbone says nothing of its blocks, or has fewer than ``blocks``.
+    """
+    split = backbone.block_split()
+    if split is None:
+        raise UsageError(
+            f"{backbone.name} does not say how its blocks split, so it cannot be fine-tuned",
+            hint="drop --finetune-blocks, or build a CustomBackbone with block_split=...")
+    depth = len(split.blocks)
+    if not 1 <= blocks <= depth:
+        raise UsageError(f"--finetune-blocks {blocks} is out of range: {backbone.name} has "
+                         f"{depth} blocks", hint=f"use 1..{depth}")
+    return split, depth - blocks
+
+
+def run_prefix(backbone: Backbone, split: BlockSplit, cut: int,
+               images: torch.Tensor) -> torch.Tensor:
+    """The input of ``split.blocks[cut]`` for a preprocessed batch (no gradient)."""
+    captured: list[torch.Tensor] = []
+
+    def hook(_module: torch.nn.Module, args: tuple) -> None:
+        captured.append(args[0])
+        raise _Stop
+
+    handle = split.blocks[cut].register_forward_pre_hook(hook)
+    backbone.module.eval()
+    try:
+        with torch.inference_mode():
+            backbone._forward(images.to(backbone.device, backbone.dtype),
+                              (backbone.num_blocks - 1,))
+    except _Stop:
+        pass
+    finally:
+        handle.remove()
+    if not captured:
+        raise RuntimeError(f"block {cut} of {backbone.name} never ran in its forward pass")
+    return captured[0].detach()
+
+
+def run_suffix(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.Module],
+               x: torch.Tensor, pooling: str) -> torch.Tensor:
+    """The pooled last-layer features of prefix activations ``x`` through ``blocks`` (the
+    trainable blocks, or a fine-tuned copy of them); gradients flow when enabled."""
+    for block in blocks:
+        x = block(x)
+    out: LayerOut = to_layer(x, split.layout, num_prefix_tokens=backbone.num_prefix_tokens,
+                             has_cls_token=backbone.has_cls_token, norm=split.norm)
+    pooled = Backbone._pool(out, pooling)
+    if pooled is None:
+        raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
+    return pooled
+
+
+def check_split(backbone: Backbone, split: BlockSplit, cut: int, pooling: str) -> None:
+    """Refuse a split whose prefix and suffix do not give ``extract``'s last layer.
+
+    Raises:
+        UsageError: the two differ on one zero image (the family does more between blocks).
+    """
+    size = backbone.cfg.input_size
+    images = torch.zeros(1, 3, size, size)
+    want = backbone.extract(images, layers=-1, pooling=pooling)["pooled"].float()
+    with torch.inference_mode():
+        got = run_suffix(backbone, split, split.blocks[cut:],
+                         run_prefix(backbone, split, cut, images), pooling).float()
+    if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-3, atol=1e-4):
+        raise UsageError(
+            f"{backbone.name} cut at block {cut} does not give its own last layer back, so its "
+            "blocks cannot be fine-tuned as the split says",
+            hint="drop --finetune-blocks, or give a CustomBackbone a block_split= that holds")
