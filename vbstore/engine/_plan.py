@@ -176,8 +176,15 @@ def result_spec(
     seeds: list[int],
     extractor: ExtractorParams,
     strict: bool,
+    *,
+    pooling_requested: str | None = None,
+    notes: str | None = None,
 ) -> dict[str, Any]:
-    """The result's derivation spec: cheap ids and every setting, so a hit needs no features."""
+    """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
+
+    ``pooling_requested`` (a pooling the request named, not the task's default) and ``notes``
+    join the key only when given, so the keys of requests without them are as they were: the
+    record carries both, and one key has one record."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -195,6 +202,8 @@ def result_spec(
             "features_op_version": FEATURES_VERSION,
             "record_version": RECORD_VERSION,
             **({"strict": strict} if head else {}),
+            **({"pooling_requested": pooling_requested} if pooling_requested else {}),
+            **({"notes": notes} if notes else {}),
         },
     )
 
@@ -275,6 +284,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             seeds,
             extractor,
             request.probe.strict,
+            pooling_requested=request.backbone.pooling,
+            notes=request.notes,
         )
     result_id = store.lookup(derivation_key(spec), touch=False) if spec is not None else None
     # a dry run names the remote whose binary cache has the result: execute would fetch it and

@@ -381,6 +381,7 @@ def result_request(
     layers: Sequence[int] | None = None,
     precision: str = "fp32",
     data_options: Mapping[str, Any] | None = None,
+    notes: str | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same)."""
     options = data_options or {}
@@ -398,6 +399,7 @@ def result_request(
         DataRef(train_data, split=train_split, limit=train_limit, options=options)
         if train_data is not None
         else None,
+        notes=notes,
     )
 
 
@@ -465,12 +467,14 @@ def get_result(
     progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    notes: str | None = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
     Task parameters go in ``params``; every other keyword is the engine's own, so the two can
     never be confused. ``executor`` extracts missing features elsewhere (Ray; see
-    docs/features.md); the result is the same as a local run's.
+    docs/features.md); the result is the same as a local run's. ``notes``: free text the
+    record carries (a result with notes is its own record).
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -505,6 +509,7 @@ def get_result(
         layers=layers,
         precision=precision,
         data_options=data_options,
+        notes=notes,
     )
     return get(request, store=store, device=device, progress=progress, recompute=recompute,
                executor=executor)

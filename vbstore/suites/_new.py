@@ -61,11 +61,12 @@ def new_suite(
     # a templates/classnames file is pinned by its content, never by a local path
     pinned = store_param_files(store, task_obj, task_obj.resolve_params(dict(params or {})))
     where = dict(conditions or {split: split})
-    samples, counts = {}, []
+    samples, counts, classes = {}, [], set()
     for condition, source in where.items():
         view = condition_manifest(store, data, source, data_options)
         if not view.samples:
             raise UsageError(f"condition {condition!r} ({source}) has no samples")
+        classes.update(view.classes)
         samples[condition] = view.names
         counts.append({"name": condition, "sampleCount": len(view.names), "split": source})
     metrics = [
@@ -74,7 +75,8 @@ def new_suite(
             "direction": "max" if m.direction == "higher" else "min",
             "headline": m.name == task_obj.headline,
         }
-        for m in task_obj.metrics
+        # a metric the task leaves out on this many classes (top5 over 5) is not asked for
+        for m in task_obj.metrics if m.reported(len(classes) or None)
     ]
     doc = {
         "slug": slug,
