@@ -112,7 +112,7 @@ def test_export_has_each_tasks_own_columns(run, shapes):
     table = list(csv.DictReader(io.StringIO(run("export", "results", "--format", "csv").stdout)))
     assert {row["task"] for row in table} == {"retrieval", "knn"}
     columns = set(table[0])
-    assert {"top1", "recall@1", "mean_average_precision"} <= columns
+    assert {"top1", "recall@1", "mAP"} <= columns
     assert "acc1" not in columns  # no column for a metric no result has
     knn = next(r for r in table if r["task"] == "knn")
     assert knn["recall@1"] == ""

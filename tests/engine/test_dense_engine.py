@@ -182,7 +182,7 @@ DENSE_KW = dict(split="val", train_split="train", weights="random", progress=Fal
     ("surface_normal", "normals", {"epochs": 1}, "probe3d"),
     # targets from the pixels: the images are read alone, beside target folders
     ("orientation", None, {"epochs": 1}, "gradient_orientation"),
-    ("corner", None, {"epochs": 1}, "shi_tomasi_corner"),
+    ("corner", None, {"epochs": 1}, "visbench_shi_tomasi_regression"),
 ])
 def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
     """The built-in dense probes through the engine: packs, aligned targets, a cached answer."""
@@ -195,20 +195,53 @@ def test_dense_probes_run_end_to_end_on_scenes(task, target, params, protocol):
     assert vbstore.get_result("test_vit", task, SCENES, SCENES, **kw).from_cache
 
 
-def test_binary_masks_stored_as_0_255_are_named_not_learned_as_background():
-    """A 0/255 mask under the default ignore_index 255 would teach a constant: refused, with the
-    fix."""
-    from vbstore.errors import TaskInputError
+def test_binary_masks_stored_as_0_255_read_non_zero_as_foreground():
+    """VisBench's rule (``load_mask``): a 0/255 mask is foreground where non-zero, with no ignore
+    region unless asked; the head learns the object, not a constant."""
     from vbstore.tasks import TensorSplit, get_task
 
     masks = torch.zeros(4, 16, 16, dtype=torch.int64)
     masks[:, 4:12, 4:12] = 255
-    split = TensorSplit([torch.randn(4, 8, 4, 4)], masks, target_kind="label_map")
     task = get_task("generic_segmentation")
-    with pytest.raises(TaskInputError, match="ignore_index=-1"):
-        task.fit_split(split, {"epochs": 1}, seed=0)
-    head, _ = task.fit_split(split, {"epochs": 1, "ignore_index": -1}, seed=0)
+    assert task.resolve_params({})["ignore_index"] == -1
+    prepared = task._prepare(masks, task.resolve_params({}), "train")
+    assert torch.equal(prepared, (masks == 255).long())
+    split = TensorSplit([torch.randn(4, 8, 4, 4)], masks, target_kind="label_map")
+    head, train = task.fit_split(split, {"epochs": 1}, seed=0)
     assert head
+    assert train["train_loss"] > 0
+
+
+def _mask_folder(root: Path, fg: int) -> str:
+    for split, n in (("train", 3), ("val", 2)):
+        (root / split / "images").mkdir(parents=True)
+        (root / split / "masks").mkdir(parents=True)
+        for i in range(n):
+            mask = np.zeros((HEIGHT, WIDTH), np.uint8)
+            mask[6:20, 10 + i:30] = fg
+            write_png(root / split / "images" / f"s{i}.png",
+                      np.stack([mask, mask // 2, 255 - mask], -1).astype(np.uint8))
+            write_png(root / split / "masks" / f"s{i}.png", mask)
+    return str(root)
+
+
+def test_ignoring_every_foreground_label_is_refused_at_plan_time(tmp_path):
+    """-p ignore_index=255 over 0/255 masks leaves nothing to learn: refused while planning,
+    before a feature is extracted or anything stored (no object written)."""
+    from vbstore.errors import UsageError
+
+    data = _mask_folder(tmp_path / "masks255", 255)
+    store = vbstore.Store()
+    before = sorted(p for p in (store.root / "objects").rglob("*") if p.is_file())
+    with pytest.raises(UsageError, match="every non-zero train label is ignore_index 255"):
+        vbstore.get_result("test_vit", "generic_segmentation", data, data,
+                           params={"ignore_index": 255, "epochs": 1}, **DENSE_KW)
+    assert sorted(p for p in (store.root / "objects").rglob("*") if p.is_file()) == before
+    # the same masks without the ignore region train and score
+    result = vbstore.get_result("test_vit", "generic_segmentation", data, data,
+                                params={"epochs": 1}, **DENSE_KW)
+    assert result.record.params["ignore_index"] == -1
+    assert 0.0 <= result.metrics["iou"] <= 1.0
 
 
 def test_streaming_memory_does_not_grow_with_the_dataset(tmp_path):

@@ -15,7 +15,7 @@ KW = dict(split="val", train_split="train", weights="random", progress=False,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("task", "protocol"), [("detection", "fcos_patch_grid"),
+@pytest.mark.parametrize(("task", "protocol"), [("detection", "visbench_anchor_free_det"),
                                                 ("instance_segmentation",
                                                  "fcos_patch_grid_class_masks")])
 def test_box_probes_run_end_to_end_on_scenes_and_are_cached(task, protocol):

@@ -74,3 +74,55 @@ def test_result_ids_hold_no_run():
     assert canonical.key_of(doc) == (
         "a209b85524ff200e9dd904c070baa730de0f49ebccf7a4b6fa05142064c380f3"  # its stored id
     )
+
+
+# Issue 23 (docs/formats.md, "VisBench's numbers under VisBench's names"): these versions moved
+# to 2 because the numbers (or the record) under VisBench's names changed; every other task kept
+# its version, so its keys (test_result_keys above: knn) are as they were.
+OP_VERSIONS = {
+    "classification": 2,  # VisBench's defaults: 200 epochs, wd 1e-4, standardize off; no top5 <= 5
+    "corner": 2, "edge": 2, "keypoints2d": 2, "occlusion_edge": 2,  # per image; visbench_* names
+    "depth": 2, "surface_normal": 2, "generic_segmentation": 2,  # per image; non-zero = foreground
+    "detection": 2,  # protocol visbench_anchor_free_det
+    "correspondence": 1, "instance_segmentation": 1, "keypoint_correspondence": 1, "knn": 1,
+    "multilabel": 1, "orientation": 1, "relative_pose": 1, "retrieval": 1,
+    "semantic_segmentation": 1, "similarity": 1, "zeroshot_classification": 1,
+    "zeroshot_multilabel": 1, "zeroshot_retrieval": 1,
+}
+
+
+def test_op_versions_after_visbenchs_numbers():
+    from vbstore.tasks import list_tasks
+
+    assert {name: get_task(name).op_version for name in list_tasks()} == OP_VERSIONS
+
+
+def test_result_keys_of_the_bumped_defaults():
+    """The keys a default request of a bumped task has now (a new derivation: the old ones,
+    op_version 1 and the old defaults, still answer the requests they answered)."""
+    dense = ExtractorParams(layers=(-1,), pooling="mean", mode="dense", precision="fp32",
+                            input_size=32)
+    for name, extractor, key in (
+        ("classification", EXT,
+         "b999c072679764a89a2f69ef2d83577da2fd1e9612f8c5c97bdb80ee03bb29dd"),
+        ("depth", dense, "01fe29486ee83fcdda1b08bb0a6327c83220a5017eb8dcf56a7f76612af60666"),
+        ("generic_segmentation", dense,
+         "394cfc8027c9d6152f304eb03b7fd9f36411cbdddd0ba706b889db2f04f2f140"),
+    ):
+        task = get_task(name)
+        spec = result_spec(task, task.resolve_params({}), A, B, C, None, [0], extractor, True)
+        assert derivation_key(spec) == key, name
+
+
+def test_notes_and_a_named_pooling_enter_the_key_only_when_given():
+    knn = get_task("knn")
+    params = knn.resolve_params({"k": 3})
+    plain = result_spec(knn, params, A, B, C, None, [0], EXT, True,
+                        pooling_requested=None, notes=None)
+    assert derivation_key(plain) == (  # test_result_keys' key: unchanged
+        "6b99d1dff944592c07a08166f1d9ea09fda87b5dcca551e645cc007a18012c5f"
+    )
+    noted = result_spec(knn, params, A, B, C, None, [0], EXT, True, notes="x")
+    assert derivation_key(noted) == (
+        "85e4dce660207b74145b225d5277d8513165f8dd34a08566495dd7dc00904fc7"
+    )

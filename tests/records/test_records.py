@@ -121,3 +121,28 @@ def test_a_missing_required_field_is_named():
     with pytest.raises(SchemaError, match="images"):
         records.PackMetadata.from_dict({"format": "vbstore.pack.v1", "extractor": H["a"],
                                         "layers": "[-1]"})
+
+
+# A result of schema_version 2: the fields a VisBench record carries beside vbstore's own (no
+# timestamp: the document is hashed; when it ran is the registry's run log).
+RESULT_V2 = {"kind": "result", "task": "depth", "op_version": 2, "level": "mid",
+             "metrics": {"d1": 0.5, "abs_rel": 0.25}, "params": {"epochs": 10}, "seed": 0,
+             "seeds": [0], "inputs": {"backbone": H["a"], "eval_manifest": H["b"]},
+             "protocol": "probe3d", "schema_version": 2, "dataset": "scenes",
+             "dataset_params": {"per_split": "6", "size": "32", "target": "depth"},
+             "pooling_requested": "default", "notes": "a rerun at 32 px"}
+
+
+def test_a_result_with_visbenchs_fields_round_trips_and_its_bytes_are_pinned():
+    validate("result", RESULT_V2)
+    record = records.ResultRecord.from_dict(RESULT_V2)
+    assert (record.schema_version, record.dataset, record.pooling_requested, record.notes) == (
+        records.RESULT_SCHEMA_VERSION, "scenes", "default", "a rerun at 32 px")
+    assert record.dataset_params["per_split"] == "6"
+    assert set(record.extra) == {"kind"}  # every other field typed
+    assert record.to_dict() == RESULT_V2
+    assert blake3.blake3(canonical.dumps(RESULT_V2)).hexdigest() == (
+        "229505c1922a2fb25a17e928be6532f5c17d1f446e84586cf277b3d4ba58a0be")
+    for bad in ({"schema_version": "2"}, {"dataset_params": []}, {"notes": 3}):
+        with pytest.raises(Exception, match=r"schema|valid"):
+            validate("result", {**RESULT_V2, **bad})

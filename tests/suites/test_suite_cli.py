@@ -334,3 +334,32 @@ def test_import_the_committed_reference_figures_names_source_and_what_they_lack(
     assert again["checkpoint"]["weights"] == "unknown"
     assert again["verdict"]["reasons"] == ["sample-count(val: unknown)"]
     assert "vouched" not in again["sources"]["val"]
+
+
+def test_a_visbench_retrieval_record_with_map_imports_under_its_own_names(run, shapes, tmp_path):
+    """VisBench writes retrieval's mean average precision as ``mAP``; a suite made from the task
+    names it so, and a real VisBench record imports with every metric as written (before, it
+    imported as metric-missing(mean_average_precision))."""
+    suite_file = tmp_path / "retrieval.json"
+    made = run("suite", "new", "--slug", "shapes-retrieval", "-t", "retrieval", "-d", shapes,
+               "--split", "val", "--condition", "val=val", "--weights", "random",
+               "-o", str(suite_file))
+    assert made.exit_code == 0, made.output
+    keys = [m["key"] for m in json.loads(suite_file.read_text())["protocol"]["metrics"]]
+    assert "mAP" in keys
+    assert "mean_average_precision" not in keys
+    assert run("suite", "push", str(suite_file)).exit_code == 0
+    record = {  # the fields VisBench 0.27's ResultRecord writes for a retrieval run
+        "backbone": "dinov2_vits14", "backbone_key": "dinov2_vits14@224", "task": "retrieval",
+        "level": "high", "dataset": "shapes", "split": "val", "pooling": "cls",
+        "pooling_requested": "default", "feature_mode": "pooled",
+        "metrics": {"recall@1": 0.9, "recall@5": 1.0, "recall@10": 1.0, "mAP": 0.8},
+        "timestamp": "2026-01-01T00:00:00+00:00", "visbench_version": "0.27.0",
+        "schema_version": 9, "dataset_size": 15, "task_params": {}, "dataset_params": {},
+        "seed": 0, "notes": None,
+    }
+    (tmp_path / "vb.jsonl").write_text(json.dumps(record) + "\n")
+    vb = json.loads(run("import", "results", str(tmp_path / "vb.jsonl"), "--suite",
+                        "shapes-retrieval@1", "--json").output)[0]
+    assert not [r for r in vb["verdict"]["reasons"] if r.startswith("metric-missing")], vb
+    assert vb["results"]["val"]["overall"]["mAP"] == 0.8

@@ -80,55 +80,120 @@ def test_segmentation_by_hand_and_all_ignored():
         _feed(SegmentationScorer("t", 2, 255), _logits(pred, 2), torch.full((1, 1, 4), 255))
 
 
-def test_binary_matches_sklearn():
+def _mean_over_images(per_image):
+    return {k: np.mean([m[k] for m in per_image]) for k in per_image[0]}
+
+
+def test_binary_per_image_matches_sklearn_then_averaged():
     truth = RNG.integers(0, 2, (5, 8, 8))
     truth[1, 0] = -1  # not scored
+    truth[2] = -1  # an image with nothing scored is left out
+    truth[3] = 0  # no foreground in the target ...
     logits = torch.as_tensor(RNG.normal(size=(5, 1, 8, 8)) + (truth[:, None] - 0.5))
+    logits[3] = -2.0  # ... nor in the prediction: nothing there, nothing claimed, 1.0
+    logits[4, 0, 0, 0] = 0.0  # a probability of exactly 0.5 is foreground (VisBench's >=)
     got = _feed(BinaryScorer("t"), logits, torch.as_tensor(truth))
-    valid = truth >= 0
-    y, p = truth[valid], (logits.numpy()[:, 0] > 0)[valid].astype(int)
-    assert got["iou"] == pytest.approx(jaccard_score(y, p))
     from sklearn.metrics import f1_score
-    assert got["f1"] == pytest.approx(f1_score(y, p))
-    assert got["pixel_acc"] == pytest.approx((y == p).mean())
-    with pytest.raises(UndefinedMetric, match="no foreground"):
-        _feed(BinaryScorer("t"), torch.full((1, 1, 2, 2), -3.0), torch.zeros(1, 2, 2, dtype=int))
+    per_image = []
+    for t, q in zip(truth, logits.numpy()[:, 0] >= 0, strict=True):
+        v = t >= 0
+        if not v.any():
+            continue
+        y, p = t[v], q[v].astype(int)
+        empty = not (y.any() or p.any())
+        per_image.append({"iou": 1.0 if empty else jaccard_score(y, p),
+                          "f1": 1.0 if empty else f1_score(y, p),
+                          "pixel_acc": (y == p).mean()})
+    assert len(per_image) == 4
+    assert got == pytest.approx(_mean_over_images(per_image))
+    with pytest.raises(UndefinedMetric, match="every pixel of the split is ignored"):
+        _feed(BinaryScorer("t"), torch.full((1, 1, 2, 2), -3.0), torch.full((1, 2, 2), -1))
 
 
-def test_depth_matches_numpy_over_valid_pixels():
-    gt = RNG.uniform(0.5, 8, (4, 1, 6, 6))
+def test_binary_per_image_differs_from_pooled():
+    # image 0: a large object found exactly; image 1: a small one missed entirely
+    truth = np.zeros((2, 10, 10), int)
+    truth[0, :8] = 1
+    truth[1, 0, :2] = 1
+    pred = truth.copy()
+    pred[1] = 0
+    got = _feed(BinaryScorer("t"), torch.as_tensor(pred[:, None] * 4.0 - 2.0),
+                torch.as_tensor(truth))
+    pooled = (truth & pred).sum() / (truth | pred).sum()  # 80 / 82, what op_version 1 reported
+    assert got["iou"] == pytest.approx((1.0 + 0.0) / 2)
+    assert pooled == pytest.approx(80 / 82)
+    assert got["iou"] < pooled - 0.4
+
+
+def _depth_by_hand(p, g):
+    ratio = np.maximum(p / g, g / p)
+    out = {f"d{k}": np.mean(ratio < 1.25**k) for k in (1, 2, 3)}
+    out["abs_rel"] = np.mean(np.abs(p - g) / g)
+    out["rmse"] = np.sqrt(np.mean((p - g) ** 2))
+    return out
+
+
+def test_depth_per_image_matches_numpy_then_averaged():
+    gt = RNG.uniform(0.5, 8, (5, 1, 6, 6))
     gt[gt < 1.0] = 0  # invalid
+    gt[2] = 0  # an image with no valid depth is left out
     pred = np.clip(gt * RNG.uniform(0.7, 1.5, gt.shape), 0.01, None)
     got = _feed(DepthScorer("t"), torch.as_tensor(pred, dtype=torch.float32),
                 torch.as_tensor(gt, dtype=torch.float32), step=3)
-    v = gt > 0
-    g, p = gt[v].astype(np.float32).astype(float), pred[v].astype(np.float32).astype(float)
-    ratio = np.maximum(p / g, g / p)
-    for k in (1, 2, 3):
-        assert got[f"d{k}"] == pytest.approx(np.mean(ratio < 1.25**k))
-    assert got["abs_rel"] == pytest.approx(np.mean(np.abs(p - g) / g))
-    assert got["rmse"] == pytest.approx(np.sqrt(np.mean((p - g) ** 2)))
+    per_image = []
+    for p_map, g_map in zip(pred.astype(np.float32).astype(float),
+                            gt.astype(np.float32).astype(float), strict=True):
+        v = g_map > 0
+        if v.any():
+            per_image.append(_depth_by_hand(p_map[v], g_map[v]))
+    assert len(per_image) == 4
+    assert got == pytest.approx(_mean_over_images(per_image))
     with pytest.raises(UndefinedMetric, match="valid depth"):
         _feed(DepthScorer("t"), torch.ones(1, 1, 2, 2), torch.zeros(1, 1, 2, 2))
 
 
-def test_normals_match_numpy_angles():
-    gt = RNG.normal(size=(3, 3, 10, 10))
-    gt[0, :, :3] = 0  # invalid: the zero vector
-    pred = gt + RNG.normal(size=gt.shape) * 0.4
-    pred_t = torch.as_tensor(np.concatenate([pred, np.zeros((3, 1, 10, 10))], 1))  # + kappa
-    got = _feed(NormalScorer("t"), pred_t.float(), torch.as_tensor(gt).float())
-    p = np.moveaxis(pred, 1, -1).astype(np.float32).astype(float)
-    g = np.moveaxis(gt, 1, -1).astype(np.float32).astype(float)
-    v = np.abs(g).sum(-1) > 0
-    p, g = p[v], g[v]
+def test_depth_per_image_differs_from_pooled():
+    # image 0: 1 valid pixel, badly wrong; image 1: 16 valid pixels, exact
+    gt = np.zeros((2, 1, 4, 4))
+    gt[0, 0, 0, 0] = 2.0
+    gt[1] = 3.0
+    pred = np.where(gt > 0, gt, 1.0)
+    pred[0, 0, 0, 0] = 8.0
+    got = _feed(DepthScorer("t"), torch.as_tensor(pred), torch.as_tensor(gt))
+    v = gt > 0
+    pooled = _depth_by_hand(pred[v], gt[v])
+    assert got["d1"] == pytest.approx(0.5)
+    assert pooled["d1"] == pytest.approx(16 / 17)
+    assert got["abs_rel"] == pytest.approx((3.0 + 0.0) / 2)
+    assert pooled["abs_rel"] == pytest.approx(3.0 / 17)
+
+
+def _angles(p, g):
     cos = (p * g).sum(-1) / np.linalg.norm(p, axis=-1) / np.linalg.norm(g, axis=-1)
-    err = np.degrees(np.arccos(np.clip(cos, -1, 1)))
-    assert got["mean"] == pytest.approx(err.mean(), abs=1e-6)
-    assert got["median"] == pytest.approx(np.median(err), abs=1e-3)
-    assert got["rmse"] == pytest.approx(np.sqrt(np.mean(err**2)), abs=1e-6)
-    for k, t in zip((1, 2, 3), (11.25, 22.5, 30.0), strict=True):
-        assert got[f"d{k}"] == pytest.approx(np.mean(err < t))
+    return np.degrees(np.arccos(np.clip(cos, -1, 1)))
+
+
+def test_normals_per_image_match_numpy_angles_then_averaged():
+    gt = RNG.normal(size=(4, 3, 10, 9))
+    gt[0, :, :3] = 0  # invalid: the zero vector
+    gt[2] = 0  # an image with no valid normal is left out
+    pred = gt + RNG.normal(size=gt.shape) * 0.4
+    pred_t = torch.as_tensor(np.concatenate([pred, np.zeros((4, 1, 10, 9))], 1))  # + kappa
+    got = _feed(NormalScorer("t"), pred_t.float(), torch.as_tensor(gt).float(), step=3)
+    per_image = []
+    for p_map, g_map in zip(pred.astype(np.float32).astype(float),
+                            gt.astype(np.float32).astype(float), strict=True):
+        p, g = np.moveaxis(p_map, 0, -1), np.moveaxis(g_map, 0, -1)
+        v = np.abs(g).sum(-1) > 0
+        if not v.any():
+            continue
+        err = _angles(p[v], g[v])
+        per_image.append({"mean": err.mean(), "median": np.median(err),
+                          "rmse": np.sqrt(np.mean(err**2)),
+                          **{f"d{k}": np.mean(err < t)
+                             for k, t in zip((1, 2, 3), (11.25, 22.5, 30.0), strict=True)}})
+    assert len(per_image) == 3
+    assert got == pytest.approx(_mean_over_images(per_image), abs=1e-6)
     with pytest.raises(UndefinedMetric, match="no pixel of the split has a target normal"):
         _feed(NormalScorer("t"), torch.ones(1, 3, 2, 2), torch.zeros(1, 3, 2, 2))
 
@@ -139,7 +204,20 @@ def test_normal_median_of_an_even_count_averages_the_middle_pair():
     pred = torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]]]])
     scorer = NormalScorer("t")
     scorer.update(pred, gt)
-    assert scorer.result()["median"] == pytest.approx(45.0, abs=1e-3)
+    assert scorer.result()["median"] == pytest.approx(45.0, abs=1e-9)
+
+
+def test_normals_per_image_median_differs_from_pooled():
+    # image 0: one pixel at 90 degrees; image 1: three pixels at 0 degrees
+    gt = torch.zeros(2, 3, 1, 3)
+    gt[:, 0] = 1.0
+    gt[0, :, :, 1:] = 0.0  # image 0 has one valid pixel
+    pred = gt.clone()
+    pred[0, :, 0, 0] = torch.tensor([0.0, 1.0, 0.0])
+    got = _feed(NormalScorer("t"), pred, gt)
+    assert got["median"] == pytest.approx(45.0)  # (90 + 0) / 2
+    assert np.median([90.0, 0.0, 0.0, 0.0]) == 0.0  # the pooled median (op_version 1)
+    assert got["mean"] == pytest.approx(45.0)  # pooled: 22.5
 
 
 def test_map_correlation_matches_scipy_with_constant_cases():
@@ -150,8 +228,20 @@ def test_map_correlation_matches_scipy_with_constant_cases():
     got = _feed(MapScorer("t", "edge_correlation"), torch.as_tensor(pred), torch.as_tensor(target))
     rs = [stats.pearsonr(pred[i].ravel(), target[i].ravel())[0] for i in (0, 1, 3)] + [0.0]
     assert got["edge_correlation"] == pytest.approx(np.mean(rs))
-    assert got["mae"] == pytest.approx(np.abs(pred - target).mean())
-    assert got["rmse"] == pytest.approx(np.sqrt(((pred - target) ** 2).mean()))
+    # mae and rmse per image, then averaged over every image (VisBench's reduction)
+    diff = (pred - target).reshape(5, -1)
+    assert got["mae"] == pytest.approx(np.abs(diff).mean(axis=1).mean())
+    assert got["rmse"] == pytest.approx(np.sqrt((diff**2).mean(axis=1)).mean())
+
+
+def test_map_rmse_per_image_differs_from_pooled():
+    target = np.zeros((2, 1, 2, 2))
+    target[:, 0, 0, 0] = 1.0
+    pred = target.copy()
+    pred[0] += 2.0  # image 0 off by 2 everywhere, image 1 exact
+    got = _feed(MapScorer("t", "c"), torch.as_tensor(pred), torch.as_tensor(target))
+    assert got["rmse"] == pytest.approx((2.0 + 0.0) / 2)
+    assert np.sqrt(((pred - target) ** 2).mean()) == pytest.approx(np.sqrt(2.0))  # pooled
     with pytest.raises(UndefinedMetric, match="constant"):
         _feed(MapScorer("t", "c"), torch.rand(2, 1, 3, 3), torch.ones(2, 1, 3, 3))
 

@@ -176,7 +176,8 @@ def test_box_probes_train_on_the_dense_schedule_with_the_focal_prior(name):
     params = task.resolve_params()
     assert (params["epochs"], params["lr"], params["batch_size"], params["warmup_epochs"],
             params["weight_decay"], params["head"]) == (10, 5e-4, 8, 1.5, 1e-4, "linear")
-    assert task.protocol.startswith("fcos_patch_grid")
+    assert task.protocol == {"detection": "visbench_anchor_free_det",  # VisBench's name
+                             "instance_segmentation": "fcos_patch_grid_class_masks"}[name]
     head, _ = task.fit_split(_learnable(4, 0, name != "detection"), {"epochs": 1, "lr": 1e-9},
                              seed=0, class_names=["a", "b"])
     prior = -math.log(0.99 / 0.01)

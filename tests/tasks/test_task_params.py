@@ -13,9 +13,10 @@ from vbstore.tasks import get_task, list_tasks
 def test_defaults_are_filled():
     assert get_task("classification").resolve_params() == {
         "batch_size": 256,
-        "epochs": 100,
+        "epochs": 200,  # VisBench's defaults (classification op_version 2)
         "lr": 0.01,
-        "weight_decay": 0.01,
+        "standardize": False,
+        "weight_decay": 1e-4,
     }
     assert get_task("knn").resolve_params({"k": 10}) == {"k": 10, "temperature": 0.07}
     assert get_task("retrieval").resolve_params() == {}
@@ -26,7 +27,7 @@ def test_unknown_key_names_the_valid_ones_and_the_closest():
         get_task("classification").resolve_params({"learning_rate": 0.1})
     message = str(info.value)
     assert "'learning_rate'" in message
-    assert "valid: batch_size, epochs, lr, weight_decay" in message
+    assert "valid: batch_size, epochs, lr, standardize, weight_decay" in message
     with pytest.raises(UsageError, match="did you mean 'epochs'"):
         get_task("classification").resolve_params({"epoch": 3})
     with pytest.raises(UsageError, match=r"valid: none"):

@@ -28,7 +28,7 @@ def test_perfectly_clustered_classes():
         "recall@1": 1.0,
         "recall@5": 1.0,
         "recall@10": 1.0,
-        "mean_average_precision": 1.0,
+        "mAP": 1.0,
     }
 
 
@@ -39,7 +39,7 @@ def test_interleaved_classes_by_hand():
     metrics = run(on_circle(0, 10, 90, 135), [0, 1, 0, 1])
     assert metrics["recall@1"] == 0.0
     assert metrics["recall@5"] == metrics["recall@10"] == 1.0
-    assert metrics["mean_average_precision"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 3 + 1 / 2) / 4)
+    assert metrics["mAP"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 3 + 1 / 2) / 4)
 
 
 def test_a_singleton_is_a_distractor_but_never_a_query():
@@ -49,7 +49,7 @@ def test_a_singleton_is_a_distractor_but_never_a_query():
     metrics = run(on_circle(0, 10, 90, 135, 250), [0, 1, 0, 1, 2])
     assert metrics["recall@1"] == 0.0
     assert metrics["recall@5"] == 1.0
-    assert metrics["mean_average_precision"] == pytest.approx(17 / 48)
+    assert metrics["mAP"] == pytest.approx(17 / 48)
 
 
 def test_against_sklearn_per_query(blobs):
@@ -70,7 +70,7 @@ def test_against_sklearn_per_query(blobs):
         for k in hits:
             hits[k].append(relevant[order[:k]].any())
     assert len(aps) == len(x) - 1
-    assert metrics["mean_average_precision"] == pytest.approx(np.mean(aps), abs=1e-6)
+    assert metrics["mAP"] == pytest.approx(np.mean(aps), abs=1e-6)
     for k in hits:
         assert metrics[f"recall@{k}"] == pytest.approx(np.mean(hits[k]))
     assert 0 < metrics["recall@1"] < metrics["recall@10"] < 1

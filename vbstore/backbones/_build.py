@@ -67,6 +67,13 @@ def _request(
     return BuildRequest(parsed, choice, input_size, bool(use_projection)), entry
 
 
+# Sources whose default preprocessing changed, with the version of it: the alias key names it, so
+# a store that resolved such a spec before builds the new backbone instead of serving the old
+# one's features and results under the old name. dinov2 2: VisBench's short side 224 then centre
+# crop 224 (1: resize 256, crop 224).
+PREPROCESSING_VERSIONS = {"dinov2": 2}
+
+
 def spec_params(
     spec: str | BackboneSpec,
     *,
@@ -93,7 +100,9 @@ def spec_params(
     # a plugin's fixed default weights are asked for as "default" but are not pretrained ones: the
     # alias says so, so a store never serves them from an alias recorded as pretrained
     kind = entry.weights_origin if choice.kind == "pretrained" else choice.kind
+    version = PREPROCESSING_VERSIONS.get(request.spec.source)
     return {
+        **({"preprocessing": version} if version else {}),
         "source": request.spec.source,
         "arch": request.spec.arch,
         "tag": choice.tag,

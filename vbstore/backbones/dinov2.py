@@ -26,8 +26,10 @@ DINOV2_OWNER, DINOV2_REPO = "facebookresearch", "dinov2"
 # pinned: the hub code defines the architecture, so an unpinned "main" could change features
 DINOV2_COMMIT = "7764ea0f912e53c92e82eb78a2a1631e92725fc8"
 DINOV2_BASE_URL = "https://dl.fbaipublicfiles.com/dinov2"
-# evaluation transform of the DINOv2 paper: resize 256, center crop 224, bicubic, ImageNet stats
-DINOV2_CFG = BackboneCfg(input_size=224, resize=256, crop="center", interpolation="bicubic")
+# VisBench's DINOv2 transform (upstream backbones/dinov2.py): the shorter side resized to the
+# input size (bicubic), then a centre crop of it, ImageNet stats. Before (PREPROCESSING_VERSION
+# 1): the DINOv2 paper's linear-eval transform, resize 256 then crop 224.
+DINOV2_CFG = BackboneCfg(input_size=224, resize=224, crop="center", interpolation="bicubic")
 
 
 def weights_url(arch: str) -> str:

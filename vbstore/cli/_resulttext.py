@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
+# vbstore.records.result.RENAMED_METRICS, repeated so this module imports nothing (a test keeps
+# the two equal): a record stored under a metric's old name prints under its current one.
+RENAMED_METRICS = {"retrieval": {"mean_average_precision": "mAP"}}
+
 
 def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
                  metric_order: Sequence[str], *, from_cache: bool = True,
@@ -27,6 +31,12 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
             ``features_from_cache``, from the registry's run log).
     """
     rank = {name: i for i, name in enumerate(metric_order)}
+    renamed = RENAMED_METRICS.get(doc["task"], {})
+    if renamed.keys() & set(doc["metrics"]):
+        from_old = {new: old for old, new in renamed.items()}  # the document's names, read
+        doc = {**doc, "metrics": {renamed.get(k, k): v for k, v in doc["metrics"].items()}}
+    else:
+        from_old = {}
     metrics = sorted(doc["metrics"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
     spec = (doc.get("backbone") or {}).get("spec", "")
     out = [(False, f"{doc['task']} on {spec} ({doc.get('weights_kind')} weights): "
@@ -36,18 +46,19 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
     aggregate, sample = doc.get("aggregate") or {}, doc.get("sample_ci") or {}
     baseline = doc.get("baseline") or {}
     for name, value in metrics:
-        if name in aggregate:
-            a = aggregate[name]
+        stored = from_old.get(name, name)
+        if stored in aggregate:
+            a = aggregate[stored]
             out.append((False, f"  {name:<28} {a['mean']:.4f} ± {a['std']:.4f}  over {a['n']} "
                                f"seeds (95% t-interval {a['ci_low']:.4f}–{a['ci_high']:.4f})"))  # noqa: RUF001 - a range's en dash
         else:
             out.append((False, f"  {name:<28} {number(value)}"))
-        if name in sample:
-            b = sample[name]
+        if stored in sample:
+            b = sample[stored]
             out.append((False, f"  {'':<28} 95% CI over eval samples "
                                f"{b['ci_low']:.4f}–{b['ci_high']:.4f}"  # noqa: RUF001 - a range's en dash
                                f"  (bootstrap, {b['n_boot']} draws)"))
-        if name == baseline.get("headline"):
+        if stored == baseline.get("headline"):
             out.append((False, f"  {'':<28} baseline {baseline['value']:.4f} "
                                f"({baseline['predictor']}), margin {baseline['margin']:+.4f}"))
     if baseline.get("skipped"):

@@ -44,7 +44,7 @@ from ._views import find_warped_views, warped_views
 # the generators need numpy at import, the PNG writer zlib; loading a manifest needs neither
 _LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
          "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
-         "decode_target": "_targets", "read_verified": "_targets",
+         "decode_target": "_targets", "read_verified": "_targets", "label_values": "_targets",
          "apply_homography": "_warp", "random_homography": "_warp", "warp_image": "_warp",
          "view_homographies": "_warp",
          "image_sizes": "_warp", "align_boxes": "_boxes",
@@ -79,6 +79,7 @@ __all__ = [
     "image_sizes",
     "is_coco",
     "is_navi",
+    "label_values",
     "list_split",
     "list_target_kinds",
     "load_manifest",

@@ -117,6 +117,23 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
     return np.ascontiguousarray(values[None], dtype=np.float32)
 
 
+def label_values(files: list[Path]) -> frozenset[int]:
+    """The distinct labels stored in label-map ``files`` (a plan-time check of a split's masks:
+    each file decoded once, nothing resized, nothing stored).
+
+    Raises:
+        BadInput: a file that cannot be read or is not one integer channel.
+    """
+    seen: set[int] = set()
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BadInput("unreadable targets", [(str(path), exc.strerror or str(exc))]) from None
+        seen.update(int(v) for v in np.unique(decode_target(data, path, "label_map", None)))
+    return frozenset(seen)
+
+
 Geometry = Callable[[int, int], tuple[tuple[int, int], "tuple[int, int, int, int] | None"]]
 
 

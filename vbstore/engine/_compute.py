@@ -18,7 +18,7 @@ from .. import __version__
 from ..backbones import BackboneCfg
 from ..data import get_target_kind, warped_views
 from ..heads import save_head
-from ..records import ResultRecord
+from ..records import RESULT_SCHEMA_VERSION, ResultRecord
 from ..store import Made
 from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
@@ -27,6 +27,7 @@ from ._cache import Derived, derive
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
 from ._plan import Plan
+from ._requests import ResultRequest
 from ._run import Run
 from ._runners import RUNNERS
 from ._steps import head_spec
@@ -298,6 +299,9 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     if len(seeds) > 1 and not plan.task.stochastic:
         warnings.append(f"{plan.task.name} ignores the seed: the {len(seeds)} seeds ran the same "
                         "computation, so their spread is 0 by construction")
+    request = plan.request
+    assert isinstance(request, ResultRequest)  # a result's plan, never a head's
+    dataset, dataset_params = request.data.described()
     trained = [m for m in train_metrics if m]
     train_aggregate = aggregate_seeds(trained) if len(trained) > 1 else None
     return ResultRecord(
@@ -315,6 +319,9 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         train_aggregate=train_aggregate,
         protocol=getattr(plan.task, "protocol", None),
         extra={"kind": "result"},  # as the store writes it: the record returned is the one stored
+        schema_version=RESULT_SCHEMA_VERSION, dataset=dataset, dataset_params=dataset_params,
+        pooling_requested=request.backbone.pooling or "default",
+        notes=request.notes,
     )
 
 

@@ -12,17 +12,24 @@ Imported by the planner: torch-free.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from ..data import label_values
 
 
 @dataclass(frozen=True)
 class SplitCounts:
-    """What a task may check its parameters against: samples kept and the class list."""
+    """What a task may check its parameters against: samples kept and the class list.
+
+    ``labels()`` reads the distinct labels of the split's label maps (each file decoded once):
+    a task calls it only when a parameter needs the values, so a plan pays for it only then.
+    """
 
     samples: int
     classes: tuple[str, ...]
+    labels: Callable[[], frozenset[int]] = field(default=frozenset, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,8 @@ class DataCounts:
 
 def counts(listing) -> SplitCounts:
     """The counts of a listed split (``vbstore.data.Listing``), without hashing a file."""
-    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()))
+    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()),
+                       lambda: label_values(listing.target_files()))
 
 
 def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any],
@@ -47,6 +55,7 @@ def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any]
 
     Raises:
         UsageError: a parameter the data cannot support, naming the bound.
+        BadInput: a label map that cannot be read (when the task reads the labels).
     """
     check = getattr(task, "check_data", None)
     if check is None:

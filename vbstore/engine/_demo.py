@@ -54,7 +54,7 @@ POOLED = ("retrieval", "classification", "knn")
 PAIRS = ("relative_pose", "correspondence", "similarity")
 # what the demo reads off a result: the headline, except where a finer figure shows the gap
 # (retrieval's recall@1 is near 1 for most features on 25 px crops; its mAP is not)
-METRIC = {"retrieval": "mean_average_precision"}
+METRIC = {"retrieval": "mAP"}
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,15 @@ def result_spec(
     seeds: list[int],
     extractor: ExtractorParams,
     strict: bool,
+    *,
+    pooling_requested: str | None = None,
+    notes: str | None = None,
 ) -> dict[str, Any]:
-    """The result's derivation spec: cheap ids and every setting, so a hit needs no features."""
+    """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
+
+    ``pooling_requested`` (a pooling the request named, not the task's default) and ``notes``
+    join the key only when given, so the keys of requests without them are as they were: the
+    record carries both, and one key has one record."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -220,6 +227,8 @@ def result_spec(
             "features_op_version": FEATURES_VERSION,
             "record_version": RECORD_VERSION,
             **({"strict": strict} if head else {}),
+            **({"pooling_requested": pooling_requested} if pooling_requested else {}),
+            **({"notes": notes} if notes else {}),
         },
     )
 
@@ -300,6 +309,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             seeds,
             extractor,
             request.probe.strict,
+            pooling_requested=request.backbone.pooling,
+            notes=request.notes,
         )
     key = derivation_key(spec) if spec is not None else None  # made once: execute uses it
     result_id = store.lookup(key, touch=False) if key is not None else None

@@ -131,6 +131,37 @@ class DataRef:
         _int("limit", self.limit, 1, optional=True)
         object.__setattr__(self, "options", _frozen(self.options))
 
+    def described(self) -> tuple[str, dict[str, Any]]:
+        """The data's name and its parameters, as a record carries them (VisBench's
+        ``dataset``, ``dataset_params``): a folder or list file by its own name (the path
+        above it is this machine's, not the data's), a named source by its name with its
+        options (``scenes:per_split=6`` -> ``scenes``, ``{"per_split": "6"}``), then the
+        layout options and the limit."""
+        source, params = self.source, dict[str, Any]()
+        if isinstance(source, Path) or (isinstance(source, str) and Path(source).exists()):
+            name = Path(source).resolve().name
+        elif isinstance(source, str):
+            head, colon, tail = source.partition(":")
+            items = tail.split(",") if colon else []
+            if items and all("=" in item for item in items):
+                name = head
+                params.update(item.partition("=")[::2] for item in items)
+            else:
+                name = source
+        else:  # an object (a dataset a plugin built): its type, never its address
+            name = type(source).__name__
+        params.update({k: v for k, v in self.options.items() if _plain(v)})
+        if self.limit is not None:
+            params["limit"] = self.limit
+        return name, params
+
+
+def _plain(value: Any) -> bool:
+    """A JSON scalar or a list of them: what a record can carry as a dataset parameter."""
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
+
 
 @dataclass(frozen=True)
 class ProbeRequest:
@@ -200,14 +231,21 @@ class ResultRequest:
         probe: The probe request.
         data: The evaluation split.
         train: The training split (tasks that fit a head, unless ``probe.head`` is given).
+        notes: Free text the record carries (VisBench's ``notes``); a result with notes is
+            another record than one without, so its key names them.
     """
 
     backbone: BackboneRequest
     probe: ProbeRequest
     data: DataRef
     train: DataRef | None = None
+    notes: str | None = None
 
     def __post_init__(self) -> None:
+        if self.notes is not None and not isinstance(self.notes, str):
+            raise UsageError(f"notes must be text, not {type(self.notes).__name__}")
+        if self.notes is not None and not self.notes.strip():
+            object.__setattr__(self, "notes", None)  # empty notes say nothing
         # the task's shape says whether it takes training data and a head
         self.probe.spec.check_inputs(train=self.train is not None,
                                      head=self.probe.head is not None)

@@ -389,6 +389,7 @@ def result_request(
     precision: str = "fp32",
     data_options: Mapping[str, Any] | None = None,
     pooling: str | None = None,
+    notes: str | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same)."""
     options = data_options or {}
@@ -407,6 +408,7 @@ def result_request(
         DataRef(train_data, split=train_split, limit=train_limit, options=options)
         if train_data is not None
         else None,
+        notes=notes,
     )
 
 
@@ -486,6 +488,7 @@ def get_result(
     executor: Any = None,
     pooling: str | None = None,
     batch_size: int = 32,
+    notes: str | None = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
@@ -493,7 +496,8 @@ def get_result(
     never be confused. ``executor`` extracts missing features elsewhere (Ray; see
     docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
-    default); ``batch_size`` is the extraction batch and changes no id.
+    default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
+    the record carries (a result with notes is its own record).
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -529,6 +533,7 @@ def get_result(
         precision=precision,
         data_options=data_options,
         pooling=pooling,
+        notes=notes,
     )
     return get(request, store=store, device=device, progress=progress, recompute=recompute,
                executor=executor, batch_size=batch_size)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 # each record loads with its module on first use (a cached result reads no head record)
 _LAZY = {
     "CHECKED": ".head", "HeadCompat": ".head", "ResultRecord": ".result",
+    "RESULT_SCHEMA_VERSION": ".result", "RENAMED_METRICS": ".result",
     "WeightsRecord": ".artifacts", "BackboneRecord": ".artifacts",
     "ManifestRecord": ".artifacts", "FeaturesetRecord": ".artifacts",
     "SuiteRecord": ".suites", "EvaluationRecord": ".suites",
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from .artifacts import BackboneRecord, FeaturesetRecord, ManifestRecord, WeightsRecord
     from .head import CHECKED, HeadCompat
     from .metadata import HeadMetadata, PackMetadata
-    from .result import ResultRecord
+    from .result import RENAMED_METRICS, ResultRecord
+    from .result import SCHEMA_VERSION as RESULT_SCHEMA_VERSION
     from .suites import EvaluationRecord, SuiteRecord
 
 # one record per JSON artifact kind (schemas/), by the schema's name
@@ -48,6 +50,8 @@ RECORDS = {
 __all__ = [
     "CHECKED",
     "RECORDS",
+    "RENAMED_METRICS",
+    "RESULT_SCHEMA_VERSION",
     "BackboneRecord",
     "EvaluationRecord",
     "FeaturesetRecord",
@@ -68,5 +72,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        attr = "SCHEMA_VERSION" if name == "RESULT_SCHEMA_VERSION" else name
+        return getattr(importlib.import_module(_LAZY[name], __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -106,6 +106,9 @@ def _result(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[s
                        ("extractor", "extractor")):
         if key in params:
             _differ(out, field, doc.get(field), params[key])
+    for field in ("pooling_requested", "notes"):  # in the key only when the request named them
+        if field in params:
+            _differ(out, field, doc.get(field), params[field])
     declared = doc.get("inputs") or {}
     for role, oid in inputs.items():
         _differ(out, role, declared.get(role), oid)

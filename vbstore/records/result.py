@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import Record
+from ._base import R, Record
+
+# 2: schema_version, dataset, dataset_params, pooling_requested, notes (VisBench's fields). A
+# time is never a field: the document is hashed, and when it ran is the registry's run log.
+SCHEMA_VERSION = 2
+
+# Metric names a task used before it took its peer's name: task -> {old: new}. A record stored
+# under an old name reads under the new one; its document is never rewritten (its bytes are its
+# id), so ``to_dict`` of a record read this way gives back the stored document.
+# retrieval: VisBench writes ``mAP`` (CLIP_benchmark's multilabel ``mean_average_precision``
+# keeps its name).
+RENAMED_METRICS: dict[str, dict[str, str]] = {"retrieval": {"mean_average_precision": "mAP"}}
+
+
+def renamed_metrics(task: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics`` (a record's, or any dict keyed by metric name) under ``task``'s current
+    names."""
+    names = RENAMED_METRICS.get(task, {})
+    return {names.get(k, k): v for k, v in metrics.items()}
+
+
+def _renamed_doc(doc: Mapping[str, Any], task: str) -> dict[str, Any]:
+    out = dict(doc)
+    for key in ("metrics", "aggregate", "sample_ci"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = renamed_metrics(task, out[key])
+    if isinstance(out.get("per_seed"), list):
+        out["per_seed"] = [renamed_metrics(task, m) if isinstance(m, Mapping) else m
+                           for m in out["per_seed"]]
+    baseline = out.get("baseline")
+    if isinstance(baseline, Mapping):
+        baseline = dict(baseline)
+        if isinstance(baseline.get("metrics"), Mapping):
+            baseline["metrics"] = renamed_metrics(task, baseline["metrics"])
+        if baseline.get("headline") is not None:
+            baseline["headline"] = RENAMED_METRICS[task].get(baseline["headline"],
+                                                             baseline["headline"])
+        out["baseline"] = baseline
+    return out
 
 
 @dataclass(frozen=True)
@@ -38,6 +77,14 @@ class ResultRecord(Record):
             ``metrics``, ``headline``, ``value``, ``margin`` = headline minus its value,
             ``beaten``), or ``skipped`` with why (vbstore.engine._baseline). Absent from
             results stored before it existed and from tasks with no constant predictor.
+        schema_version: The version of this document's shape (:data:`SCHEMA_VERSION`);
+            absent from records written before it (version 1).
+        dataset, dataset_params: The eval data's name (a folder's or list's own name, a named
+            source's) and its parameters (a source's options, layout options, limit), as
+            VisBench records them. Labels: the manifest id in ``data`` is the data's identity.
+        pooling_requested: The pooling the request named (``default``: the task's choice,
+            resolved per backbone in ``extractor.pooling``), as VisBench records it.
+        notes: Free text given with the request.
     """
 
     kind = "result"
@@ -67,8 +114,33 @@ class ResultRecord(Record):
     sample_ci_skipped: str | None = None
     protocol: str | None = None
     baseline: dict[str, Any] | None = None
+    schema_version: int | None = None
+    dataset: str | None = None
+    dataset_params: dict[str, Any] | None = None
+    pooling_requested: str | None = None
+    notes: str | None = None
     timings: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls: type[R], doc: Mapping[str, Any]) -> R:
+        """The record of a document, its metrics under their current names
+        (:data:`RENAMED_METRICS`); ``to_dict`` still gives back the document as stored.
+
+        Raises:
+            SchemaError: a required field is missing.
+        """
+        old = RENAMED_METRICS.get(doc.get("task"), {})  # type: ignore[arg-type]
+        if not old.keys() & set(doc.get("metrics") or {}):
+            return super().from_dict(doc)  # type: ignore[misc]
+        record = super().from_dict(_renamed_doc(doc, doc["task"]))  # type: ignore[misc]
+        object.__setattr__(record, "_stored", dict(doc))
+        return record
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (as stored, for a record read under renamed metrics)."""
+        stored = self.__dict__.get("_stored")
+        return dict(stored) if stored is not None else super().to_dict()
 
     @property
     def spec(self) -> str:

@@ -72,10 +72,12 @@ def new_suite(
         raise UsageError(f"{unknown[0]!r} is not a setting a suite pins",
                          hint=f"one of: {', '.join(NAMES)} (task parameters: --param)")
     samples, counts, manifests, splits = {}, [], {}, {}
+    classes: set[str] = set()
     for condition, source in where.items():
         view = condition_manifest(store, data, source, data_options)
         if not view.samples:
             raise UsageError(f"condition {condition!r} ({source}) has no samples")
+        classes.update(view.classes)
         samples[condition] = view.names
         manifests[condition] = (view.doc.get("split"), ManifestRecord.from_dict(view.doc))
         counts.append({"name": condition, "sampleCount": len(view.names)})
@@ -86,7 +88,8 @@ def new_suite(
             "direction": "max" if m.direction == "higher" else "min",
             "headline": m.name == task_obj.headline,
         }
-        for m in task_obj.metrics
+        # a metric the task leaves out on this many classes (top5 over 5) is not asked for
+        for m in task_obj.metrics if m.reported(len(classes) or None)
     ]
     doc = {
         "slug": slug,

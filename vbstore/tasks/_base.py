@@ -53,11 +53,22 @@ HeadState = dict[str, "torch.Tensor"]
 
 @dataclass(frozen=True)
 class Metric:
-    """One number a task reports, and which way is better."""
+    """One number a task reports, and which way is better.
+
+    Attributes:
+        min_classes: Reported only when the scored data has at least this many classes, absent
+            otherwise (0: always). VisBench's rule for top-k: top5 over 5 classes or fewer is
+            1.0 by construction, and a number that cannot differ says nothing.
+    """
 
     name: str
     direction: Direction
     description: str
+    min_classes: int = 0
+
+    def reported(self, classes: int | None) -> bool:
+        """Whether the metric is reported on data of ``classes`` classes (None: not known)."""
+        return classes is None or classes >= self.min_classes
 
 
 @dataclass(frozen=True)
@@ -469,7 +480,7 @@ class Task:
         values = self._per_sample(_checks.head_in(head_state), feats, targets, params)
         if values is None:
             return None
-        names = [m.name for m in self.metrics]
+        names = [m.name for m in self.metrics if m.name in values or not m.min_classes]
         if sorted(values) != sorted(names):
             raise TaskInputError(f"task {self.display_name!r} gave per-sample values for "
                                  f"{sorted(values)}, not its metrics {sorted(names)}")

@@ -56,6 +56,7 @@ def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
         captions: For caption targets, each eval image's captions.
     """
     kind = task.target_kind
+    classes = None
     if kind == "class_index":
         labels = _ints(eval_targets)
         if task.zero_shot and "recall@1" in _names(task):
@@ -66,6 +67,7 @@ def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
         else:
             train = labels if train_targets is None else _ints(train_targets)
             where = "eval" if train_targets is None else "train"
+            classes = class_count or max([*train, *labels], default=-1) + 1
             found = (_majority(train, labels, class_count),
                      f"the majority class of the {where} split")
     elif kind == "multi_hot":
@@ -84,12 +86,14 @@ def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
     else:
         return None
     metrics, predictor = found
-    return keep_declared(task, predictor, metrics)
+    return keep_declared(task, predictor, metrics, classes)
 
 
-def keep_declared(task: Task, predictor: str, metrics: Mapping[str, float]) -> Baseline | None:
-    """The baseline restricted to ``task``'s metrics; None unless its headline is among them."""
-    names = _names(task)
+def keep_declared(task: Task, predictor: str, metrics: Mapping[str, float],
+                  classes: int | None = None) -> Baseline | None:
+    """The baseline restricted to ``task``'s metrics (those it reports on ``classes`` classes,
+    when known); None unless its headline is among them."""
+    names = {m.name for m in task.metrics if m.reported(classes)}
     kept = {k: float(v) for k, v in metrics.items() if k in names}
     return Baseline(predictor, kept) if task.headline in kept else None
 
@@ -158,7 +162,7 @@ def _retrieval(labels: list[int]) -> dict[str, float]:
         return {}
     out = {f"recall@{k}": sum(n * (1 - miss_all(gallery, r, k)) for n, r in queries) / total
            for k in (1, 5, 10)}
-    out["mean_average_precision"] = sum(n * random_ap(gallery, r) for n, r in queries) / total
+    out["mAP"] = sum(n * random_ap(gallery, r) for n, r in queries) / total
     return out
 
 

@@ -192,8 +192,9 @@ def head_out(head: Any) -> HeadState:
 def metrics_out(
     task: Task, values: Mapping[str, Any], declared: Sequence[Metric]
 ) -> dict[str, float]:
-    """Exactly the declared metrics, as finite Python floats, in declared order."""
-    names = [m.name for m in declared]
+    """Exactly the declared metrics, as finite Python floats, in declared order (a metric
+    reported only from some class count on, ``Metric.min_classes``, may be absent)."""
+    names = [m.name for m in declared if m.name in values or not m.min_classes]
     if set(values) != set(names):
         raise RuntimeError(
             f"task {task.name!r} returned metrics {sorted(values)}, declared {sorted(names)}"

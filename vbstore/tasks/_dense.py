@@ -6,7 +6,7 @@ A dense task maps the patch-feature grid to a per-pixel target. The recipe (one 
 - head ``linear``: a 1x1 convolution on the patch grid of the last requested layer, its
   prediction upsampled (bilinear) to the target size, so no interpolated feature enters the
   linear map; head ``dpt``: a light DPT-style head that fuses every requested layer (needs two
-  or more ``--layers``);
+  or more ``--layers``), ``hidden_dim`` 512 wide by default (VisBench's; 256 before);
 - AdamW (``lr`` 5e-4, ``weight_decay`` 1e-4), ``batch_size`` 8, ``epochs`` 10, the learning
   rate warmed up linearly over ``warmup_epochs`` (1.5) then decayed on a cosine to 0;
 - features and targets streamed from the split batch by batch: memory does not grow with the
@@ -56,7 +56,8 @@ DENSE_PARAMS = MappingProxyType(
                                minimum=0.0),
         "head": Param("linear", "linear: 1x1 conv on the last layer's grid; dpt: fuses several "
                       "--layers", choices=("linear", "dpt")),
-        "hidden_dim": Param(256, "width of the dpt head (unused by linear)", minimum=1),
+        # VisBench's (probe3d's) DPT width; 256 before, which -p hidden_dim=256 still asks for
+        "hidden_dim": Param(512, "width of the dpt head (unused by linear)", minimum=1),
     }
 )
 

@@ -1,8 +1,8 @@
 """Per-pixel losses, streamed metric accumulators and derived targets of the dense probes.
 
 Every accumulator sees the split one batch at a time (``update(pred, target)``) and keeps only
-fixed-size state — a confusion matrix, float64 running sums, a histogram — so scoring memory
-does not grow with the split; ``result()`` returns the metrics or raises
+fixed-size state — a confusion matrix, float64 running sums of per-image metrics — so scoring
+memory does not grow with the split; ``result()`` returns the metrics or raises
 :class:`UndefinedMetric` naming why one cannot be defined.
 
 Imported only inside task calls, because it imports torch.
@@ -17,8 +17,6 @@ import torch.nn.functional as F
 
 from ._errors import TaskInputError, UndefinedMetric
 
-# Median angular error from a histogram of this bin width: exact to 0.001 degree, fixed memory.
-ANGLE_BIN = 1e-3
 NORMAL_THRESHOLDS = (11.25, 22.5, 30.0)
 DEPTH_THRESHOLDS = (1.25, 1.25**2, 1.25**3)
 
@@ -153,130 +151,134 @@ def _iou(cm: torch.Tensor) -> torch.Tensor:
     return torch.where(union > 0, m.diag() / union.clamp_min(1), torch.full_like(union, math.nan))
 
 
-class BinaryScorer:
-    """Foreground/background segmentation counted over the split: ``iou`` of the foreground,
-    ``f1`` (Dice) and ``pixel_acc``. ``pred`` holds logits; foreground is a logit > 0 (a
-    probability > 0.5). ``target`` holds 1 (foreground), 0 (background) and -1 (not scored)."""
+class _PerImage:
+    """Per-image metrics averaged over the images of the split (VisBench's and probe3d's
+    reduction): each image with a scored pixel counts once, whatever its share of the split's
+    pixels. An image with no scored pixel is left out (VisBench counts it as 0 in every metric,
+    which would flatter the lower-is-better ones; see docs/tasks.md)."""
+
+    first: str = ""
+    undefined: tuple[str, str] = ("", "")
 
     def __init__(self, task: str) -> None:
         self.task = task
-        self.tp = self.fp = self.fn = self.tn = 0
+        self.sums: dict[str, float] = {}
+        self.images = 0
+
+    def _add(self, metrics: dict[str, float]) -> None:
+        for name, value in metrics.items():
+            self.sums[name] = self.sums.get(name, 0.0) + value
+        self.images += 1
+
+    def result(self) -> dict[str, float]:
+        if self.images == 0:
+            why, hint = self.undefined
+            raise UndefinedMetric(self.task, self.first, why, hint=hint)
+        return {name: total / self.images for name, total in self.sums.items()}
+
+
+class BinaryScorer(_PerImage):
+    """Foreground/background segmentation per image, averaged over images: ``iou`` of the
+    foreground, ``f1`` (Dice) and ``pixel_acc``. ``pred`` holds logits; foreground is a logit
+    >= 0 (a probability >= 0.5, VisBench's threshold). ``target`` holds 1 (foreground), 0
+    (background) and -1 (not scored). An image with no foreground in either the target or the
+    prediction scores ``iou`` = ``f1`` = 1 (nothing there, nothing claimed), as in VisBench."""
+
+    first = "iou"
+    undefined = ("every pixel of the split is ignored", "check the masks and ignore_index")
 
     def update(self, logits: torch.Tensor, target: torch.Tensor) -> None:
-        valid = target >= 0
-        pred = (logits[:, 0] > 0)[valid]
-        truth = target[valid] == 1
-        self.tp += int((pred & truth).sum())
-        self.fp += int((pred & ~truth).sum())
-        self.fn += int((~pred & truth).sum())
-        self.tn += int((~pred & ~truth).sum())
-
-    def result(self) -> dict[str, float]:
-        total = self.tp + self.fp + self.fn + self.tn
-        if total == 0:
-            raise UndefinedMetric(self.task, "iou", "every pixel of the split is ignored")
-        if self.tp + self.fp + self.fn == 0:
-            raise UndefinedMetric(self.task, "iou", "no foreground in the targets or predictions",
-                                  hint="score a split with foreground pixels")
-        return {
-            "iou": self.tp / (self.tp + self.fp + self.fn),
-            "f1": 2 * self.tp / (2 * self.tp + self.fp + self.fn),
-            "pixel_acc": (self.tp + self.tn) / total,
-        }
+        for score, truth_map in zip(logits[:, 0], target, strict=True):
+            valid = truth_map >= 0
+            if not valid.any():
+                continue
+            pred = (score >= 0)[valid]
+            truth = truth_map[valid] == 1
+            tp = int((pred & truth).sum())
+            union = int((pred | truth).sum())
+            correct = int((pred == truth).sum())
+            self._add({
+                "iou": tp / union if union else 1.0,
+                "f1": 2 * tp / (tp + union) if union else 1.0,
+                "pixel_acc": correct / int(valid.sum()),
+            })
 
 
-class DepthScorer:
-    """Depth over valid pixels (gt > 0) of the split: ``d1``-``d3`` = fraction with
-    max(pred/gt, gt/pred) < 1.25^k, ``abs_rel`` = mean |pred - gt| / gt, ``rmse`` in metres."""
+class DepthScorer(_PerImage):
+    """Depth per image over its valid pixels (gt > 0), averaged over images: ``d1``-``d3`` =
+    fraction with max(pred/gt, gt/pred) < 1.25^k, ``abs_rel`` = mean |pred - gt| / gt, ``rmse``
+    = sqrt of the image's mean squared error, metres."""
 
-    def __init__(self, task: str) -> None:
-        self.task = task
-        self.n = 0
-        self.within = [0, 0, 0]
-        self.abs_rel = self.sq = 0.0
+    first = "d1"
+    undefined = ("no pixel of the split has a valid depth (gt > 0)",
+                 "check the depth files and target_scale")
 
     def update(self, pred: torch.Tensor, gt: torch.Tensor) -> None:
-        valid = gt > 0
-        p, g = pred[valid].to(torch.float64), gt[valid].to(torch.float64)
-        ratio = torch.maximum(p / g, g / p)
-        self.n += len(g)
-        for i, t in enumerate(DEPTH_THRESHOLDS):
-            self.within[i] += int((ratio < t).sum())
-        self.abs_rel += float(((p - g).abs() / g).sum())
-        self.sq += float(((p - g) ** 2).sum())
-
-    def result(self) -> dict[str, float]:
-        if self.n == 0:
-            raise UndefinedMetric(self.task, "d1",
-                                  "no pixel of the split has a valid depth (gt > 0)",
-                                  hint="check the depth files and target_scale")
-        out = {f"d{i + 1}": c / self.n for i, c in enumerate(self.within)}
-        out.update(abs_rel=self.abs_rel / self.n, rmse=math.sqrt(self.sq / self.n))
-        return out
+        for p_map, g_map in zip(pred, gt, strict=True):
+            valid = g_map > 0
+            if not valid.any():
+                continue
+            p, g = p_map[valid].to(torch.float64), g_map[valid].to(torch.float64)
+            ratio = torch.maximum(p / g, g / p)
+            metrics = {f"d{i + 1}": float((ratio < t).to(torch.float64).mean())
+                       for i, t in enumerate(DEPTH_THRESHOLDS)}
+            metrics["abs_rel"] = float(((p - g).abs() / g).mean())
+            metrics["rmse"] = math.sqrt(float(((p - g) ** 2).mean()))
+            self._add(metrics)
 
 
-class NormalScorer:
-    """Angular error in degrees over valid pixels (non-zero target normal) of the split:
-    ``mean``, ``median`` (from a 0.001-degree histogram), ``rmse``, and ``d1``-``d3`` = fraction
-    within 11.25, 22.5 and 30 degrees. Prediction and target are L2-normalised first."""
+class NormalScorer(_PerImage):
+    """Angular error in degrees per image over its valid pixels (non-zero target normal),
+    averaged over images: ``mean``, ``median`` (exact; the mean of the two middle errors of an
+    even count), ``rmse``, and ``d1``-``d3`` = fraction within 11.25, 22.5 and 30 degrees.
+    Prediction and target are L2-normalised first."""
 
-    def __init__(self, task: str) -> None:
-        self.task = task
-        self.hist = torch.zeros(round(180 / ANGLE_BIN) + 1, dtype=torch.int64)
-        self.n = 0
-        self.total = self.sq = 0.0
-        self.within = [0, 0, 0]
+    first = "mean"
+    undefined = ("no pixel of the split has a target normal",
+                 "an all-black normal map is all invalid")
 
     def update(self, pred: torch.Tensor, gt: torch.Tensor) -> None:
-        valid = gt.abs().sum(dim=1) > 0
-        p = F.normalize(pred[:, :3].to(torch.float64), dim=1).permute(0, 2, 3, 1)[valid]
-        g = F.normalize(gt.to(torch.float64), dim=1).permute(0, 2, 3, 1)[valid]
-        # atan2(|p x g|, p . g) is accurate at small angles, where acos is not
-        err = torch.rad2deg(torch.atan2(torch.linalg.cross(p, g).norm(dim=1), (p * g).sum(dim=1)))
-        self.n += len(err)
-        self.total += float(err.sum())
-        self.sq += float((err**2).sum())
-        for i, t in enumerate(NORMAL_THRESHOLDS):
-            self.within[i] += int((err < t).sum())
-        bins = (err / ANGLE_BIN).floor().long().clamp(0, len(self.hist) - 1)
-        self.hist += torch.bincount(bins, minlength=len(self.hist)).cpu()
-
-    def _quantile_bin(self, rank: int) -> float:
-        cum = torch.cumsum(self.hist, 0)
-        index = int(torch.searchsorted(cum, torch.tensor(rank + 1)))
-        return (index + 0.5) * ANGLE_BIN
-
-    def result(self) -> dict[str, float]:
-        if self.n == 0:
-            raise UndefinedMetric(self.task, "mean", "no pixel of the split has a target normal",
-                                  hint="an all-black normal map is all invalid")
-        # numpy's median: the middle value, or the mean of the two middle values
-        median = (self._quantile_bin((self.n - 1) // 2) + self._quantile_bin(self.n // 2)) / 2
-        out = {"mean": self.total / self.n, "median": median, "rmse": math.sqrt(self.sq / self.n)}
-        out.update({f"d{i + 1}": c / self.n for i, c in enumerate(self.within)})
-        return out
+        for p_map, g_map in zip(pred[:, :3], gt, strict=True):
+            valid = g_map.abs().sum(dim=0) > 0
+            if not valid.any():
+                continue
+            p = F.normalize(p_map.to(torch.float64), dim=0).permute(1, 2, 0)[valid]
+            g = F.normalize(g_map.to(torch.float64), dim=0).permute(1, 2, 0)[valid]
+            # atan2(|p x g|, p . g) is accurate at small angles, where acos is not
+            err = torch.rad2deg(torch.atan2(torch.linalg.cross(p, g).norm(dim=1),
+                                            (p * g).sum(dim=1)))
+            ordered = err.sort().values
+            n = len(ordered)
+            metrics = {"mean": float(err.mean()),
+                       "median": float((ordered[(n - 1) // 2] + ordered[n // 2]) / 2),
+                       "rmse": math.sqrt(float((err**2).mean()))}
+            metrics.update({f"d{i + 1}": float((err < t).to(torch.float64).mean())
+                            for i, t in enumerate(NORMAL_THRESHOLDS)})
+            self._add(metrics)
 
 
 class MapScorer:
-    """Regression of a map, nothing masked: ``<name>`` = Pearson correlation of prediction and
-    target per image, averaged over images; ``mae`` and ``rmse`` over every pixel of the split.
+    """Regression of a map, nothing masked, per image then averaged over images (VisBench's
+    reduction): ``<name>`` = Pearson correlation of prediction and target, ``mae`` and ``rmse``
+    (the square root of the image's mean squared error).
 
-    An image whose target is constant has no correlation and is left out of the average; a
-    constant prediction of a varying target scores 0 (it explains none of the variation).
+    An image whose target is constant has no correlation and is left out of the correlation's
+    average (VisBench counts it as 0); a constant prediction of a varying target scores 0 (it
+    explains none of the variation). ``mae`` and ``rmse`` average over every image.
     """
 
     def __init__(self, task: str, correlation: str) -> None:
         self.task, self.name = task, correlation
         self.corr_sum, self.images = 0.0, 0
-        self.n, self.abs, self.sq = 0, 0.0, 0.0
+        self.maps, self.abs, self.rms = 0, 0.0, 0.0
 
     def update(self, pred: torch.Tensor, target: torch.Tensor) -> None:
         p = pred.reshape(len(pred), -1).to(torch.float64)
         t = target.reshape(len(target), -1).to(torch.float64)
         diff = p - t
-        self.n += diff.numel()
-        self.abs += float(diff.abs().sum())
-        self.sq += float((diff**2).sum())
+        self.maps += len(diff)
+        self.abs += float(diff.abs().mean(dim=1).sum())
+        self.rms += float((diff**2).mean(dim=1).sqrt().sum())
         for pi, ti in zip(p, t, strict=True):
             if ti.max() == ti.min():
                 continue
@@ -290,8 +292,8 @@ class MapScorer:
         if self.images == 0:
             raise UndefinedMetric(self.task, self.name, "every target map of the split is constant",
                                   hint="score a split whose maps vary")
-        return {self.name: self.corr_sum / self.images, "mae": self.abs / self.n,
-                "rmse": math.sqrt(self.sq / self.n)}
+        return {self.name: self.corr_sum / self.images, "mae": self.abs / self.maps,
+                "rmse": self.rms / self.maps}
 
 
 class OrientationScorer:

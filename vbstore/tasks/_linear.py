@@ -2,8 +2,9 @@
 
 The recipe (fixed; a change bumps the tasks' ``op_version``):
 
-- standardise each feature with the train split's mean and std (computed in float64; a
-  constant feature gets std 1), stored in the head so evaluation applies the same map;
+- with ``standardize`` (the multi-label probe always; classification when asked), standardise
+  each feature with the train split's mean and std (computed in float64; a constant feature
+  gets std 1), stored in the head so evaluation applies the same map (without: mean 0, std 1);
 - weights drawn like ``torch.nn.Linear`` (uniform in +-1/sqrt(C)), bias zero, from a local
   generator seeded by the run's seed, which also shuffles the minibatches;
 - AdamW, weight decay on the weights only, learning rate decayed to zero on a cosine over all
@@ -69,6 +70,7 @@ def train(
     batch_size: int,
     seed: int,
     task: str,
+    standardize: bool = True,
 ) -> tuple[dict[str, torch.Tensor], float]:
     """Fit a linear head on (x, y).
 
@@ -84,6 +86,8 @@ def train(
         batch_size: Minibatch size; clipped to N.
         seed: Seeds weight init and shuffling.
         task: Task name, for error messages.
+        standardize: Standardise the features with the train statistics (else the head holds
+            mean 0 and std 1, the identity).
 
     Returns:
         (head, final loss over the whole train split). The head holds ``weight`` (K, C),
@@ -100,7 +104,10 @@ def train(
                  4 * n_out * (4 * (dim + 1) + 2 * n))
     device = x.device
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    mean, std = standardisation(x)
+    if standardize:
+        mean, std = standardisation(x)
+    else:
+        mean, std = torch.zeros(dim), torch.ones(dim)
     mean, std = mean.to(device), std.to(device)
     z = (x - mean) / std
 

@@ -68,10 +68,10 @@ class Detection(DenseTask):
     """Anchor-free single-scale detection probe (FCOS on the patch grid); headline map_50."""
 
     level = "high"
-    op_version = 1
+    op_version = 2  # 2: VisBench's protocol name (fcos_patch_grid before); the numbers as before
     shape = "boxes"
     target_kind: ClassVar[TargetKind] = "boxes"
-    protocol = "fcos_patch_grid"
+    protocol = "visbench_anchor_free_det"
     trivial = "one fixed box per class (its mean box), scored by the class's frequency"
     params = dense_params(
         num_classes=Param(0, "number of classes; 0: the train split's class list", minimum=0),
@@ -333,7 +333,10 @@ class InstanceSegmentation(Detection):
     """Detection plus a mask per kept box from a per-class foreground map; headline
     mask_map_50."""
 
+    op_version = 1
     target_kind = "instances"
+    # not VisBench's visbench_anchor_free_instance (one class-agnostic mask conv on RoIAligned
+    # features): per-class foreground maps read inside each box, so its own name
     protocol = "fcos_patch_grid_class_masks"
     trivial = ("one fixed box per class (its mean box, the whole box as its mask), scored by "
                "the class's frequency")

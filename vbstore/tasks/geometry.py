@@ -7,15 +7,17 @@ the bin centres (AdaBins-style, Bhat et al., 2021), computed on the grid and ups
 (bilinear) to the target size. Loss over valid pixels (gt > 0): 10 x the scale-invariant log
 loss with variance weight 0.85 (Eigen et al., 2014, as AdaBins weighs it) + 0.5 x a four-scale
 gradient-matching loss on the log-depth difference (Li & Snavely, 2018). Metrics over the valid
-pixels of the split: ``d1``, ``d2``, ``d3`` (max(pred/gt, gt/pred) < 1.25^k), ``abs_rel``,
-``rmse`` (metres). A 16-bit depth PNG needs ``target_scale`` (stored units per metre, 1000 for
-millimetres); ``.npy`` depth is read in metres.
+pixels of each image, averaged over images (probe3d's and VisBench's reduction; op_version 2,
+pooled over the split's pixels before): ``d1``, ``d2``, ``d3`` (max(pred/gt, gt/pred) < 1.25^k),
+``abs_rel``, ``rmse`` (metres). A 16-bit depth PNG needs ``target_scale`` (stored units per
+metre, 1000 for millimetres); ``.npy`` depth is read in metres.
 
 ``surface_normal``: three direction channels, L2-normalised; with ``uncertainty_aware`` (the
 default) a fourth channel gives the concentration of Bae et al.'s (2021) aleatoric angular loss,
 otherwise the loss is the plain mean angle. Valid pixels: a non-zero target normal (a black
-pixel of an RGB normal map). Metrics in degrees over the valid pixels of the split: ``mean``,
-``median``, ``rmse``, and ``d1``, ``d2``, ``d3`` = fraction within 11.25, 22.5 and 30 degrees.
+pixel of an RGB normal map). Metrics in degrees over the valid pixels of each image, averaged
+over images (op_version 2; pooled before): ``mean``, ``median``, ``rmse``, and ``d1``, ``d2``,
+``d3`` = fraction within 11.25, 22.5 and 30 degrees.
 ``normal_source`` is recorded verbatim (which normals the data carries, e.g. geonet).
 
 Head state: the head's ``state_dict``.
@@ -47,7 +49,7 @@ class Depth(DenseTask):
     """Monocular depth probe (256 bins, SILog + gradient loss); headline d1."""
 
     level = "mid"
-    op_version = 1
+    op_version = 2  # 2: metrics per image, then averaged (VisBench's reduction)
     target_kind = "depth_map"
     protocol = "probe3d"
     trivial = "the mean depth"
@@ -60,11 +62,14 @@ class Depth(DenseTask):
                      minimum=2, added=True),
     )
     metrics = (
-        Metric("d1", "higher", "fraction of valid pixels with max(pred/gt, gt/pred) < 1.25"),
+        Metric("d1", "higher", "fraction of an image's valid pixels with max(pred/gt, gt/pred) "
+               "< 1.25, averaged over images"),
         Metric("d2", "higher", "... < 1.25^2"),
         Metric("d3", "higher", "... < 1.25^3"),
-        Metric("abs_rel", "lower", "mean |pred - gt| / gt over valid pixels"),
-        Metric("rmse", "lower", "root mean squared error over valid pixels, metres"),
+        Metric("abs_rel", "lower", "mean |pred - gt| / gt over an image's valid pixels, averaged "
+               "over images"),
+        Metric("rmse", "lower", "root mean squared error over an image's valid pixels, metres, "
+               "averaged over images"),
     )
     headline = "d1"
 
@@ -128,7 +133,7 @@ class SurfaceNormal(DenseTask):
     """Surface-normal probe (uncertainty-aware angular loss); headline d1 (within 11.25 deg)."""
 
     level = "mid"
-    op_version = 1
+    op_version = 2  # 2: metrics per image, then averaged (VisBench's reduction)
     target_kind = "normal_map"
     protocol = "probe3d"
     trivial = "the mean normal"
@@ -137,12 +142,15 @@ class SurfaceNormal(DenseTask):
         normal_source=Param("", "where the data's normals come from (e.g. geonet), recorded"),
     )
     metrics = (
-        Metric("d1", "higher", "fraction of valid pixels within 11.25 degrees"),
-        Metric("d2", "higher", "fraction within 22.5 degrees"),
-        Metric("d3", "higher", "fraction within 30 degrees"),
-        Metric("mean", "lower", "mean angular error, degrees"),
-        Metric("median", "lower", "median angular error, degrees (to 0.001)"),
-        Metric("rmse", "lower", "root mean squared angular error, degrees"),
+        Metric("d1", "higher", "fraction of an image's valid pixels within 11.25 degrees, "
+               "averaged over images"),
+        Metric("d2", "higher", "... within 22.5 degrees"),
+        Metric("d3", "higher", "... within 30 degrees"),
+        Metric("mean", "lower", "an image's mean angular error, degrees, averaged over images"),
+        Metric("median", "lower", "an image's median angular error, degrees, averaged over "
+               "images"),
+        Metric("rmse", "lower", "an image's root mean squared angular error, degrees, averaged "
+               "over images"),
     )
     headline = "d1"
 

@@ -2,7 +2,11 @@
 
 Each regresses one value per pixel with an L1 loss on probe3d's schedule (see :mod:`._dense`),
 nothing masked, and reports the per-image Pearson correlation of prediction and target averaged
-over images (the headline: it ignores a map's scale), plus ``mae`` and ``rmse`` over every pixel.
+over images (the headline: it ignores a map's scale), plus ``mae`` and ``rmse``, each an image's
+then averaged over images (VisBench's reduction; op_version 2, over every pixel of the split
+before). Protocol names as VisBench records them: ``visbench_edge_regression``,
+``visbench_occlusion_edge_regression``, ``visbench_keypoint2d_regression``,
+``visbench_shi_tomasi_regression`` (op_version 1: ``taskonomy_*`` and ``shi_tomasi_corner``).
 The first three are Taskonomy domains (Zamir et al., 2018, "Taskonomy: Disentangling Task
 Transfer Learning": ``edge_texture``, ``edge_occlusion``, ``keypoints2d``); ``corner`` needs no
 labels. Their levels follow the low/mid/high taxonomy of visual-probing studies (edges,
@@ -70,8 +74,9 @@ class _MapTask(DenseTask):
 def _metrics(correlation: str, what: str) -> tuple[Metric, ...]:
     return (
         Metric(correlation, "higher", f"Pearson correlation with the {what} per image, averaged"),
-        Metric("mae", "lower", "mean absolute error over every pixel"),
-        Metric("rmse", "lower", "root mean squared error over every pixel"),
+        Metric("mae", "lower", "mean absolute error over an image's pixels, averaged over images"),
+        Metric("rmse", "lower", "root mean squared error over an image's pixels, averaged over "
+               "images"),
     )
 
 
@@ -80,9 +85,9 @@ class Edge(_MapTask):
     """Edge-magnitude regression (L1); headline edge_correlation."""
 
     level = "low"
-    op_version = 1
+    op_version = 2  # 2: VisBench's protocol name; mae, rmse per image then averaged
     target_kind = "scalar_map"
-    protocol = "taskonomy_edge_texture"
+    protocol = "visbench_edge_regression"
     correlation = "edge_correlation"
     params = dense_params(target_scale=_SCALE)
     metrics = _metrics(correlation, "edge map")
@@ -94,9 +99,9 @@ class OcclusionEdge(_MapTask):
     """Occlusion-edge regression in log space (L1); headline occlusion_edge_correlation."""
 
     level = "mid"
-    op_version = 1
+    op_version = 2  # 2: VisBench's protocol name; mae, rmse per image then averaged
     target_kind = "scalar_map"
-    protocol = "taskonomy_edge_occlusion"
+    protocol = "visbench_occlusion_edge_regression"
     correlation = "occlusion_edge_correlation"
     params = dense_params(
         target_scale=_SCALE,
@@ -124,9 +129,9 @@ class Keypoints2d(_MapTask):
     """Keypoint-response regression (L1); headline keypoint_correlation."""
 
     level = "low"
-    op_version = 1
+    op_version = 2  # 2: VisBench's protocol name; mae, rmse per image then averaged
     target_kind = "scalar_map"
-    protocol = "taskonomy_keypoints2d"
+    protocol = "visbench_keypoint2d_regression"
     correlation = "keypoint_correlation"
     params = dense_params(target_scale=_SCALE)
     metrics = _metrics(correlation, "keypoint map")
@@ -138,9 +143,9 @@ class Corner(_MapTask):
     """Shi-Tomasi corner-response regression from the image (L1); headline corner_correlation."""
 
     level = "low"
-    op_version = 1
+    op_version = 2  # 2: VisBench's protocol name; mae, rmse per image then averaged
     target_kind = "image"
-    protocol = "shi_tomasi_corner"
+    protocol = "visbench_shi_tomasi_regression"
     correlation = "corner_correlation"
     params = dense_params(
         corner_sigma=Param(1.0, "Gaussian window of the structure tensor, pixels", above=0.0),

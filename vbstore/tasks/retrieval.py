@@ -6,8 +6,9 @@ in-shop / CUB / Stanford-Online-Products style evaluation used in metric learnin
 
 - ``recall@k``: fraction of queries with at least one relevant image among the k most similar
   (k is capped at the gallery size). Ties in similarity keep gallery order.
-- ``mean_average_precision``: mean over queries of the (non-interpolated) average precision of
-  the whole ranked gallery, tied similarities forming one threshold.
+- ``mAP`` (VisBench's name; ``mean_average_precision`` in records written before, read as
+  ``mAP``): mean over queries of the (non-interpolated) average precision of the whole ranked
+  gallery, tied similarities forming one threshold.
 
 A query whose class has no other image has nothing to retrieve: it is left out of every metric,
 as in those benchmarks. If no query has a relevant image, the metrics are undefined and the
@@ -48,7 +49,7 @@ class Retrieval(Task):
             )
             for k in RECALL_KS
         ),
-        Metric("mean_average_precision", "higher", "mean over queries of the ranking's AP"),
+        Metric("mAP", "higher", "mean over queries of the ranking's AP"),
     )
     headline = "recall@1"
     # Resampling the eval rows resamples the gallery too: a drawn-twice image finds its own copy.
@@ -97,5 +98,5 @@ class Retrieval(Task):
                 "no eval image shares its class with another, so no query has anything to find",
             )
         metrics = {f"recall@{k}": hits[k] / used for k in RECALL_KS}
-        metrics["mean_average_precision"] = ap_sum / used
+        metrics["mAP"] = ap_sum / used
         return metrics

@@ -9,10 +9,13 @@ object outlines).
 (255) left out of the loss *and* the metrics; ``miou`` from one confusion matrix over the split
 (the literature's mIoU), ``miou_per_image``, ``pixel_acc``, ``mean_acc``.
 
-``generic_segmentation``: one logit per pixel, foreground = any label other than 0 and
-``ignore_index``; masked binary cross-entropy (ignored pixels out); a pixel is predicted
-foreground when its probability exceeds 0.5; ``iou`` of the foreground, ``f1`` (Dice),
-``pixel_acc``. No class-imbalance correction.
+``generic_segmentation``: one logit per pixel, foreground = any non-zero label (VisBench's
+``load_mask`` rule: a mask stored 0/1 or 0/255 reads the same), with no ignore region unless
+``ignore_index`` names one; masked binary cross-entropy (ignored pixels out); a pixel is
+predicted foreground when its probability is at least 0.5; ``iou`` of the foreground, ``f1``
+(Dice), ``pixel_acc``, each per image then averaged over images (VisBench's reduction). No
+class-imbalance correction. op_version 2: per-image metrics and no default ignore region (before:
+pooled over the split, 255 ignored by default, so a 0/255 mask was refused).
 
 Head state: the head's ``state_dict`` (``conv.weight`` (K, C, 1, 1), ``conv.bias`` (K,) for
 the linear head).
@@ -123,18 +126,21 @@ class GenericSegmentation(DenseTask):
     """Binary (foreground) segmentation probe (masked BCE, threshold 0.5); headline iou."""
 
     level = "mid"
-    op_version = 1
+    # 2: per-image metrics averaged over images; non-zero is foreground, no ignore by default
+    op_version = 2
     target_kind = "label_map"
     protocol = "visbench_binary_seg"
     trivial = "the majority label (foreground or background)"
     params = dense_params(
-        ignore_index=Param(255, "label left out of the loss and the metrics (-1: none)",
-                           minimum=-1),
+        ignore_index=Param(-1, "label left out of the loss and the metrics (-1: none, every "
+                           "non-zero label is foreground)", minimum=-1),
     )
     metrics = (
-        Metric("iou", "higher", "intersection over union of the foreground over the split"),
-        Metric("f1", "higher", "F1 (Dice) of the foreground over the split"),
-        Metric("pixel_acc", "higher", "fraction of scored pixels labelled right"),
+        Metric("iou", "higher", "intersection over union of an image's foreground, averaged "
+               "over images"),
+        Metric("f1", "higher", "F1 (Dice) of an image's foreground, averaged over images"),
+        Metric("pixel_acc", "higher", "fraction of an image's scored pixels labelled right, "
+               "averaged over images"),
     )
     headline = "iou"
 
@@ -160,12 +166,27 @@ class GenericSegmentation(DenseTask):
             return None
         return F.binary_cross_entropy_with_logits(pred[:, 0][valid], target[valid].float())
 
+    def check_data(self, params: dict[str, Any], given: dict[str, Any], data: Any) -> list[str]:
+        """Refuse, at plan time (before a feature is extracted or anything stored), train masks
+        whose every non-zero label is ``ignore_index``: a 0/255 mask read with ignore_index=255
+        has no foreground left to learn (vbstore.engine._datachecks). Read only when an ignore
+        region is asked for."""
+        ignore, train = params["ignore_index"], data.train
+        if ignore < 0 or train is None:
+            return []
+        if train.labels() - {0, ignore}:
+            return []
+        raise UsageError(
+            f"task {self.name!r}: every non-zero train label is ignore_index {ignore}, so no "
+            "pixel is foreground",
+            hint=f"masks stored as 0/{ignore} mark the foreground {ignore}: leave ignore_index "
+                 "unset (non-zero is foreground)")
+
     def _no_signal(self, target: torch.Tensor, params: dict[str, Any]) -> str | None:
         if (target == 1).any():
             return None
         return (f"no train pixel is foreground (labels other than 0 and ignore_index "
-                f"{params['ignore_index']}); masks stored as 0/{params['ignore_index']} have "
-                "every foreground pixel ignored: pass -p ignore_index=-1")
+                f"{params['ignore_index']})")
 
     def _scorer(self, params: dict[str, Any]) -> Any:
         from ._dense_ops import BinaryScorer

@@ -1,0 +1,77 @@
+"""The fields a VisBench record carries, in vbstore's result record: schema version, dataset name
+and parameters, the pooling asked for, notes; and no time in the hashed document."""
+
+from __future__ import annotations
+
+import vbstore
+from vbstore.engine import BackboneRequest, DataRef, ProbeRequest, ResultRequest, get
+from vbstore.records import RESULT_SCHEMA_VERSION
+
+KW = dict(split="val", weights="random", input_size=32, progress=False)
+
+
+def test_a_result_names_its_dataset_pooling_and_schema_and_holds_no_time(tmp_path):
+    from vbstore.data import make_shapes
+
+    folder = make_shapes(tmp_path / "my_shapes", per_class=2, seed=0, size=32)
+    result = vbstore.get_result("test_cnn", "retrieval", str(folder), limit=2, **KW)
+    record = result.record
+    assert record.schema_version == RESULT_SCHEMA_VERSION == 2
+    assert record.dataset == "my_shapes"  # the folder's own name, not this machine's path
+    assert record.dataset_params == {"limit": 2}
+    assert record.pooling_requested == "default"
+    assert record.extractor["pooling"] != "default"  # resolved, beside what was asked
+    assert record.notes is None
+    doc = result.record.to_dict()
+    assert not {"timestamp", "timings", "device", "created"} & set(doc)
+    assert result.run is not None  # the time lives in the registry's run log
+
+
+def test_a_named_source_names_itself_and_its_options():
+    name, params = DataRef("scenes:per_split=6,size=32", split="val",
+                           options={"target": "depth"}).described()
+    assert (name, params) == ("scenes", {"per_split": "6", "size": "32", "target": "depth"})
+    assert DataRef("sklearn:digits").described() == ("sklearn:digits", {})
+
+
+def test_notes_and_a_named_pooling_are_recorded_and_make_their_own_result(tmp_path):
+    from vbstore.data import make_shapes
+
+    folder = str(make_shapes(tmp_path / "s", per_class=2, seed=0, size=32))
+
+    def request(**kw):
+        notes = kw.pop("notes", None)
+        return ResultRequest(BackboneRequest("test_cnn", weights="random", input_size=32, **kw),
+                             ProbeRequest("retrieval"), DataRef(folder, split="val"),
+                             notes=notes)
+
+    plain = get(request(), progress=False)
+    noted = get(request(notes="rerun for the paper"), progress=False)
+    assert noted.record.notes == "rerun for the paper"
+    assert noted.id != plain.id  # its own record, not the plain one's
+    assert not noted.from_cache
+    assert noted.record.metrics == plain.record.metrics  # the same computation
+    assert get(request(notes="rerun for the paper"), progress=False).from_cache
+    named = get(request(pooling=plain.record.extractor["pooling"]), progress=False)
+    assert named.record.pooling_requested == plain.record.extractor["pooling"]
+    assert named.id != plain.id
+    assert named.record.metrics == plain.record.metrics
+
+
+def test_a_record_filed_under_other_notes_or_pooling_does_not_answer():
+    """The answer check (records/answer.py) compares the notes and the named pooling a key
+    holds with what the record says."""
+    from vbstore.records import StoreReader, answer_differences
+
+    doc = {"kind": "result", "op_version": 1, "notes": "first", "pooling_requested": "cls"}
+    reader = StoreReader(None, {"r" * 64: doc})
+
+    def spec(**params):
+        return {"op": "result", "op_version": 1, "inputs": {}, "params": params}
+
+    assert answer_differences(spec(notes="first", pooling_requested="cls"), "r" * 64,
+                              reader) == []
+    assert answer_differences(spec(notes="second"), "r" * 64, reader) == [
+        'it says notes "first", the question "second"']
+    assert answer_differences(spec(pooling_requested="gap"), "r" * 64, reader) == [
+        'it says pooling_requested "cls", the question "gap"']
