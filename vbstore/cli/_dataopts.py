@@ -14,6 +14,9 @@ import click
 LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
            "voc", "coco", "nyu", "taskonomy", "navi")
 _PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits")
+# a stems list found nowhere under the working directory is read under --data (VisBench's
+# `--data VOCdevkit/VOC2012 --stems ImageSets/Segmentation/val.txt`)
+_UNDER_DATA = ("stems", "train_stems")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
           "classes", "dataset_root", "download", "image_column", "label_column", "splits",
           "min_votes")
@@ -22,6 +25,7 @@ _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target",
 # one instance of each path type for every command these flags go on: click translates a path
 # type's labels when one is made (a gettext lookup each, ~0.1 ms; 21 of them on a cached `get`)
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+_FILE = click.Path(dir_okay=False)
 _FOLDER = click.Path(file_okay=False)
 
 
@@ -30,10 +34,12 @@ def data_layout_options(func: Callable) -> Callable:
     options = [
         click.option("--layout", type=click.Choice(LAYOUTS), default=None,
                      help="Override layout detection."),
-        click.option("--stems", type=_EXISTING_FILE, default=None,
-                     help="Official list of sample stems, one per line (VOC style)."),
-        click.option("--train-stems", type=_EXISTING_FILE, default=None,
-                     help="Stems list used instead of --stems when the split is train."),
+        click.option("--stems", type=_FILE, default=None,
+                     help="Official list of sample stems, one per line (VOC style); a path "
+                          "under the working directory, else under --data."),
+        click.option("--train-stems", type=_FILE, default=None,
+                     help="Stems list of the train split (used instead of --stems there; "
+                          "the training split when no --train-split is given)."),
         click.option("--image-dir", default=None,
                      help="Image folder of a stems layout (default JPEGImages)."),
         click.option("--target-dir", default=None,
@@ -64,8 +70,9 @@ def data_layout_options(func: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         gathered = {name: kwargs.pop(name) for name in _NAMES}
         for name in _PATH_OPTIONS:  # relative to the working directory, not to the data
-            if gathered[name] is not None:
-                gathered[name] = str(Path(gathered[name]).resolve())
+            path = gathered[name]
+            if path is not None and (name not in _UNDER_DATA or Path(path).exists()):
+                gathered[name] = str(Path(path).resolve())
         kwargs["data_options"] = {k: v for k, v in gathered.items() if v is not None}
         return func(*args, **kwargs)
 

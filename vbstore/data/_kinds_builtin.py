@@ -91,6 +91,16 @@ def _images_alone(options: dict[str, Any], source: Any) -> dict[str, Any]:
     return {"target": "images", **options}  # a dense folder's images, its targets unread
 
 
+def _voc_when_listed(options: dict[str, Any], source: Any) -> dict[str, Any]:
+    """Boxes of a VOC folder named by a stems list (VisBench's ``--stems
+    ImageSets/Main/val.txt``): the voc layout, which reads Annotations/, not the stems layout's
+    SegmentationClass/."""
+    if "layout" in options or not ({"stems", "train_stems"} & set(options)):
+        return options
+    voc = isinstance(source, (str, os.PathLike)) and (Path(source) / "Annotations").is_dir()
+    return {**options, "layout": "voc"} if voc else options
+
+
 def _pairs_layout(options: dict[str, Any], source: Any) -> dict[str, Any]:
     if "layout" in options:
         return options
@@ -146,7 +156,8 @@ for _kind in (
                "--classes FILE, default the 20 VOC classes), COCO "
                "(annotations/instances_<split>.json and <split>/), or root/<split>/{images,boxes} "
                "with one JSON box file per image and root/classes.txt (what scenes writes; "
-               "docs/data.md)", folders=("boxes",), per_pixel=True, read=_boxes(False)),
+               "docs/data.md)", folders=("boxes",), per_pixel=True, read=_boxes(False),
+               layout_options=_voc_when_listed),
     TargetKind("instances", "instance masks",
                "COCO (annotations/instances_<split>.json with polygon or RLE masks, and "
                "<split>/), or root/<split>/{images,boxes} with one JSON box file per image "

@@ -62,7 +62,7 @@ _APPLIES = {
     "pairs": (),
     "images": (),
     "spair": (),
-    "voc": ("classes",),
+    "voc": ("classes", "stems", "train_stems"),
     "coco": ("classes",),
     "nyu": ("target", "target_type"),
     "taskonomy": ("target", "target_type", "splits"),
@@ -252,6 +252,13 @@ def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[s
     return doc
 
 
+def _stems_list(options: dict[str, Any], split: str | None) -> Any:
+    """The stems list a split reads: ``train_stems`` for the train split, else ``stems``."""
+    if split == "train" and "train_stems" in options:
+        return options["train_stems"]
+    return options.get("stems")
+
+
 def _check_option_names(options: dict[str, Any]) -> None:
     for key in sorted(options):
         if key not in OPTIONS:
@@ -421,7 +428,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "image_folder":
         return scan_image_folder(root, split)
     if layout == "voc":
-        scan = scan_voc(root, split)
+        listed = _stems_list(options, split)
+        scan = scan_voc(root, split, root / listed if listed is not None else None)
         from ._boxes import VOC_CLASSES
 
         return _with_boxes(scan, options, VOC_CLASSES)
@@ -461,11 +469,7 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
             raise UsageError("the dense layout takes --classes only for box annotations",
                              hint="classes name the boxes of a .json/.xml target folder")
         return scan
-    stems = (
-        options.get("train_stems")
-        if split == "train" and "train_stems" in options
-        else options.get("stems")
-    )
+    stems = _stems_list(options, split)
     if stems is None:
         raise UsageError(
             "the stems layout needs a stems list",

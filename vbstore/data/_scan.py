@@ -276,14 +276,18 @@ def scan_stems(
     return Scan("stems", root, split, [], target_type or target_dir.name, entries, limit_by="stem")
 
 
-def scan_voc(root: Path, split: str | None) -> Scan:
-    """VOC detection: ``ImageSets/Main/<split>.txt`` stems, ``JPEGImages/<stem>.*`` images and
+def scan_voc(root: Path, split: str | None, stems: Path | None = None) -> Scan:
+    """VOC detection: ``ImageSets/Main/<split>.txt`` stems (or the ``stems`` list given, as
+    VisBench's ``--stems ImageSets/Main/val.txt``), ``JPEGImages/<stem>.*`` images and
     ``Annotations/<stem>.xml`` boxes (classes and the box check are set by the caller).
 
     Raises:
         UsageError: no split, or no stems list for it.
         BadInput: a listed stem without its image or annotation.
     """
+    if stems is not None:
+        entries = _pair(root, root / "JPEGImages", root / "Annotations", read_stems(stems))
+        return Scan("voc", root, split, [], "boxes", entries, limit_by="stem")
     main = root / "ImageSets" / "Main"
     found = sorted(p.stem for p in main.glob("*.txt") if "_" not in p.stem)
     if split is None or not (main / f"{split}.txt").is_file():

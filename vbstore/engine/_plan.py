@@ -172,8 +172,11 @@ def _listing(store, ref, flag: str, task: Task) -> Listing:
     """``ref``'s split listed and its targets checked against ``task``; nothing stored yet."""
     options = data_options_for(task, ref.options, ref.source)
     data_flag = "--data" if flag == "--split" else "--train-data"
+    split = ref.split
+    if split is None and flag != "--split" and options.get("train_stems") is not None:
+        split = "train"  # --train-stems names the training split (VisBench's --train-split train)
     try:
-        listing = list_split(store, ref.source, split=ref.split, limit=ref.limit, **options)
+        listing = list_split(store, ref.source, split=split, limit=ref.limit, **options)
     except UsageError as exc:
         if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
             exc.hint = exc.hint.replace("--split", flag)

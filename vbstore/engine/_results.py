@@ -19,6 +19,7 @@ from .._progress import reporting
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Made, Store
+from ..tasks import get_task
 from ._cache import Derived, answer_check, derive
 from ._getfeatures import FeatureResult, execute_features, plan_features
 from ._plan import Plan, plan, plan_head
@@ -391,8 +392,15 @@ def result_request(
     pooling: str | None = None,
     notes: str | None = None,
 ) -> ResultRequest:
-    """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same)."""
+    """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same).
+
+    As in VisBench, a trained task given ``train_stems`` and no ``train_data`` trains on
+    ``data``: the stems list names the training split in the same folder.
+    """
     options = data_options or {}
+    if (train_data is None and head is None and options.get("train_stems") is not None
+            and get_task(task).trains_head):
+        train_data = data
     return ResultRequest(
         BackboneRequest(
             backbone,
