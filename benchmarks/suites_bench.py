@@ -4,7 +4,8 @@
 
 Fills a store's ``evaluations`` table with N rows (N/K checkpoints, K attempts each, a quarter
 not ranked; each checkpoint's attempts spread over V variants, the settings a suite leaves open,
-so the board has a row per checkpoint and variant) on one suite, then times (1) reading the same rows with plain sqlite3, (2)
+so the board has a row per checkpoint and variant) on one suite, then times (1) reading the same
+rows with plain sqlite3, (2)
 ``leaderboard`` (latest ranked attempt per checkpoint, ties, weakest condition, gap, reorders)
 and (3) the board as Markdown and CSV. Rows are inserted directly (as ``record`` indexes them):
 putting 100k evaluation blobs would measure JSON hashing, not the board. R interleaved rounds
