@@ -1,9 +1,11 @@
 """Leaderboard and export over 100k evaluations, side by side with plain SQLite in one run.
 
-    python benchmarks/suites_bench.py [--rows N] [--attempts K] [--runs R]
+    python benchmarks/suites_bench.py [--rows N] [--attempts K] [--variants V] [--runs R]
 
 Fills a store's ``evaluations`` table with N rows (N/K checkpoints, K attempts each, a quarter
-not ranked) on one suite, then times (1) reading the same rows with plain sqlite3, (2)
+not ranked; each checkpoint's attempts spread over V variants, the settings a suite leaves open,
+so the board has a row per checkpoint and variant) on one suite, then times (1) reading the same
+rows with plain sqlite3, (2)
 ``leaderboard`` (latest ranked attempt per checkpoint, ties, weakest condition, gap, reorders)
 and (3) the board as Markdown and CSV. Rows are inserted directly (as ``record`` indexes them):
 putting 100k evaluation blobs would measure JSON hashing, not the board. R interleaved rounds
@@ -49,11 +51,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--attempts", type=int, default=4)
+    parser.add_argument("--variants", type=int, default=1,
+                        help="variants per checkpoint (1: every attempt the same settings)")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     rng = random.Random(0)  # noqa: S311 - benchmark data, not secrets
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s") as store:
         push_suite(store, SUITE)
+        variants = [
+            json.dumps({"layers": [-1 - v], "pooling": "cls", "precision": "fp32", "seeds": 1,
+                        "input_size": 224}, sort_keys=True, separators=(",", ":"))
+            for v in range(args.variants)
+        ]
         rows = []
         for i in range(args.rows):
             day, night = round(rng.random(), 3), round(rng.random(), 3)
@@ -78,10 +87,15 @@ def main() -> None:
                     float(i),
                     json.dumps(scores),
                     json.dumps([] if ranked else ["missing-condition(night)"]),
+                    variants[(i % args.attempts) % args.variants],
                 )
             )
         with store.db.write() as conn:
-            conn.executemany("INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+            conn.executemany(
+                "INSERT INTO evaluations(id, suite, checkpoint, label, weights, state, ranked, "
+                "evidence, recorded, scores, reasons, variant) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
         del rows  # the fixture's 100k tuples would otherwise slow every garbage collection timed
         path = store.root / "registry.db"
 
@@ -89,7 +103,8 @@ def main() -> None:
             conn = sqlite3.connect(path)
             conn.execute(
                 "SELECT id, checkpoint, label, weights, ranked, evidence, recorded, state, scores, "
-                "reasons FROM evaluations WHERE suite=? ORDER BY checkpoint, recorded, id",
+                "reasons, variant FROM evaluations WHERE suite=? "
+                "ORDER BY checkpoint, variant, recorded, id",
                 ("bench@1",),
             ).fetchall()
             conn.close()
@@ -102,7 +117,8 @@ def main() -> None:
             timings["board"].append(timed(lambda: leaderboard(store, "bench@1")))
             timings["export"].append(timed(lambda: (board_markdown(result), board_csv(result))))
         print(
-            f"{args.rows} evaluations, {len(result.rows)} ranked checkpoints, "
+            f"{args.rows} evaluations, {args.variants} variant(s) per checkpoint, "
+            f"{len(result.rows)} ranked rows, "
             f"{len(result.unranked)} not ranked; best of {args.runs} interleaved rounds"
         )
         print(f"{'':22}{'wall ms':>9}{'ratio':>8}{'cpu ms':>10}{'ratio':>8}")

@@ -323,3 +323,22 @@ def test_diff_a_missing_condition_exits_5_even_when_a_score_dropped():
     assert Diff("s@1", "a", "b", 0.01, (dropped,), ()).exit_code == 4
     assert Diff("s@1", "a", "b", 0.01, (dropped, gone), ()).exit_code == 5
     assert Diff("s@1", "a", "b", 0.01, (dropped,), ("the candidate is not ranked",)).exit_code == 5
+
+
+def test_fsck_knows_a_correction_and_a_variant_edited_in_sql(store):
+    from vbstore.suites import reindex
+
+    suite = push_suite(store, road_test())[0]
+    first = _attempt(store, suite, 1.0)
+    fix = record(store, build(suite, **evidence(settings=settings()), supersedes=first.id),
+                 recorded=2.0)
+    assert store.fsck().clean  # the corrected one's ranked 0 is what its correction says
+    with store.db.write() as conn:
+        conn.execute("UPDATE evaluations SET variant='' WHERE id=?", (fix.id,))
+    assert store.fsck().mismatched
+    store.fsck(repair=True)
+    reindex(store)
+    assert store.fsck().clean
+    rows = {r["id"]: r for r in list_evaluations(store)}
+    assert rows[first.id]["superseded_by"] == fix.id  # a rebuilt index keeps the correction
+    assert [r["evaluation"] for r in leaderboard(store, "road-test@1").rows] == [fix.id]

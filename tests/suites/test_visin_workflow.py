@@ -188,3 +188,67 @@ def test_a_suite_written_before_the_extension_block_reads_the_same(run, tmp_path
     assert shown["vbstore"]["splits"] == {"day": "test_day"}
     again = json.loads(run("suite", "push", str(path), "--json").stdout)
     assert again["new"] is False
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    from vbstore.data import make_shapes
+
+    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=1,
+                           size=32))
+
+
+def _suite(run, tmp_path, shapes, slug, *pins):
+    path = tmp_path / f"{slug}.json"
+    made = run("suite", "new", "--slug", slug, "-t", "knn", "-d", shapes, "--split", "val",
+               "-p", "k=3", "--weights", "random", *pins, "-o", str(path))
+    assert made.exit_code == 0, made.output
+    assert run("suite", "push", str(path)).exit_code == 0
+
+
+def _on_suite(run, shapes, slug, *settings):
+    out = run("get", "result", "-b", "test_cnn", "--weights", "random", "-t", "knn", "-d", shapes,
+              "--train-data", shapes, "--train-split", "train", "-p", "k=3", "--suite",
+              f"{slug}@1", "--json", *settings)
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)
+
+
+def test_computed_settings_are_pinned_or_ranked_under_a_label(run, shapes, tmp_path):
+    """The issue's case: --layers -2 --precision bf16 --input-size 48 was ranked beside
+    default-setting rows under one label."""
+    _suite(run, tmp_path, shapes, "pinned", "--pin", "layers=-1", "--pin", "precision=fp32",
+           "--pin", "input_size=32")
+    plain = _on_suite(run, shapes, "pinned", "--input-size", "32")
+    assert plain["verdict"]["state"] == "eligible", plain["verdict"]
+    assert plain["verdict"]["checked"] == ["data(content)"]
+    other = _on_suite(run, shapes, "pinned", "--layers", "-2", "--precision", "bf16",
+                      "--input-size", "48")
+    assert other["verdict"]["reasons"] == [
+        "layers(-2 != -1)", "input_size(48 != 32)", "precision(bf16 != fp32)"]
+    board = json.loads(run("leaderboard", "pinned@1", "--json").stdout)
+    # the resize follows the input size: another variant, never ranked under the row's label
+    (row,) = board["rows"]
+    (unranked,) = board["unranked"]
+    assert row["label"] == "test_cnn seed=0 [preprocessing.resize=32]"
+    assert unranked["label"] != row["label"]
+    assert unranked["reasons"][0] == "layers(-2 != -1)"
+
+    _suite(run, tmp_path, shapes, "open")  # pins the task's params and op_version only
+    _on_suite(run, shapes, "open", "--input-size", "32")
+    _on_suite(run, shapes, "open", "--input-size", "32", "--layers", "-2")
+    board = json.loads(run("leaderboard", "open@1", "--json").stdout)
+    assert sorted(r["label"] for r in board["rows"]) == [
+        "test_cnn seed=0 [layers=-1]", "test_cnn seed=0 [layers=-2]"]
+
+
+def test_one_evaluation_is_one_configuration(run, shapes, tmp_path):
+    _suite(run, tmp_path, shapes, "two", "--condition", "a=val", "--condition", "b=val")
+    common = ["get", "result", "-b", "test_cnn", "--weights", "random", "-t", "knn", "-d", shapes,
+              "--split", "val", "--train-data", shapes, "--train-split", "train", "-p", "k=3",
+              "--input-size", "32", "--json"]
+    first = json.loads(run(*common).stdout)["id"]
+    second = json.loads(run(*common, "--layers", "-2").stdout)["id"]
+    mixed = run("evaluate", f"a={first}", f"b={second}", "--suite", "two@1")
+    assert mixed.exit_code == 2
+    assert "other settings (layers)" in mixed.output

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .. import canonical
 from ._ids import db_id, hex_id
 from ._rows import pack_index
 
@@ -30,6 +31,9 @@ _EVALUATION_COLUMNS = {
     "evidence": lambda d: d["evidence"],
     "scores": lambda d: d["verdict"]["scores"],
     "reasons": lambda d: d["verdict"]["reasons"],
+    # the settings its suite leaves open (the board's row per variant)
+    "variant": lambda d: (canonical.dumps(d["verdict"]["variant"]).decode()
+                          if d["verdict"].get("variant") else ""),
 }
 _JSON_COLUMNS = ("scores", "reasons")
 
@@ -75,7 +79,8 @@ def evaluation_faults(store) -> list[dict[str, Any]]:
     """Leaderboard rows that differ from their evaluation blob."""
     out: list[dict[str, Any]] = []
     names = list(_EVALUATION_COLUMNS)
-    for oid, *values in store.db.query(f"SELECT id, {', '.join(names)} FROM evaluations"):  # noqa: S608 - fixed names
+    query = f"SELECT id, superseded_by, {', '.join(names)} FROM evaluations"  # noqa: S608 - fixed names
+    for oid, superseded_by, *values in store.db.query(query):
         if not store.has(oid):
             continue
         try:
@@ -84,8 +89,14 @@ def evaluation_faults(store) -> list[dict[str, Any]]:
             for name, value in zip(names, values, strict=True):
                 if name in _JSON_COLUMNS:
                     value = json.loads(value) if value is not None else None
-                if value != _EVALUATION_COLUMNS[name](doc):
+                expected = _EVALUATION_COLUMNS[name](doc)
+                if name == "ranked" and superseded_by:  # a correction took it off the board
+                    expected = 0
+                if value != expected:
                     differ.append(name)
+            if superseded_by and not (store.has(superseded_by) and store.read_json(
+                    superseded_by).get("supersedes") == oid):
+                differ.append("superseded_by")
         except (ValueError, KeyError, TypeError) as exc:
             differ = [f"its blob cannot be read ({exc})"]
         if differ:

@@ -132,18 +132,31 @@ class _Label:
 
 
 def _labels(rows: list) -> dict[str, _Label]:
-    """A :class:`_Label` per variant on the board (each variant's JSON decoded once)."""
+    """A :class:`_Label` per variant on the board (each variant's JSON decoded once); a setting
+    that is an object (preprocessing) is compared and shown by its parts
+    (``preprocessing.resize=32``)."""
     variants = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
-    keys = sorted({k for v in variants.values() for k in v})
+    flat = {key: _flat(v) for key, v in variants.items()}
+    keys = sorted({k for v in flat.values() for k in v})
     differ = [
         k for k in keys
-        if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in variants.values()}) > 1
+        if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in flat.values()}) > 1
     ]
     return {
-        key: _Label(v, " ".join(
+        key: _Label(variants[key], " ".join(
             f"{k}={'?' if k not in v else show(v[k])}" for k in differ))
-        for key, v in variants.items()
+        for key, v in flat.items()
     }
+
+
+def _flat(variant: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in variant.items():
+        if isinstance(value, dict) and value:
+            out.update({f"{name}.{part}": v for part, v in value.items()})
+        else:
+            out[name] = value
+    return out
 
 
 _UNKNOWN = object.__name__  # a setting a variant does not name (evaluations indexed before)
