@@ -292,3 +292,21 @@ def test_boards_merge_through_s3_with_progress(stores, s3_url, monkeypatch, caps
     assert lines == ["pushing to s3: file 2/2", "pushing to s3: file 2/2",
                      "pulling board from s3: evaluation 1/2",
                      "pulling board from s3: evaluation 2/2"]
+
+
+def test_boards_merge_through_the_hub_in_one_commit_each(stores, hub):
+    a, b = stores
+    for store in stores:
+        add_remote(store, "hub", "hf://tester/boards", cache=True)
+        push_suite(store, SUITE)
+    evaluate(a, "alpha", 0.8, 0.7)
+    evaluate(b, "beta", 0.9, 0.6)
+    first = push_board(a, "hub", "road-test@1")
+    merged = push_board(b, "hub", "road-test@1")
+    assert merged.revision == hub.head("tester/boards") != first.revision
+    assert (merged.added, merged.listed) == (1, 2)
+    pulled = pull_board(a, "hub", "road-test@1", revision=merged.revision)
+    assert (pulled.downloaded, pulled.revision) == (1, merged.revision)
+    assert {r[0] for r in board_rows(a)} == {"alpha", "beta"}
+    old = pull_board(b, "hub", "road-test@1", revision=first.revision)  # pinned to A's commit
+    assert (old.listed, old.downloaded) == (1, 1)
