@@ -26,6 +26,7 @@ from vbstore.suites import (
     push_board,
     push_suite,
     record,
+    reindex,
 )
 
 SUITE = {
@@ -184,6 +185,14 @@ def test_a_verdict_that_does_not_hold_here_is_judged_again(stores, team):
     # pulled again: nothing new; pushed back: the original is shared, not the local copy
     assert pull_board(b, "team", "road-test@1").downloaded == 0
     assert not push_board(b, "team", "road-test@1").changed
+    # a registry rebuilt from the blobs (which reads the original's kind from its content)
+    # still ranks the copy alone
+    rows = board_rows(b)
+    with b.db.write() as conn:
+        conn.execute("DELETE FROM evaluations")
+        conn.execute("UPDATE objects SET kind='evaluation' WHERE id=?", (bytes.fromhex(oid),))
+    assert reindex(b)["evaluations"] == 2
+    assert board_rows(b) == rows
 
 
 def test_an_evaluation_of_another_suite_is_refused(stores, team):

@@ -165,9 +165,13 @@ def reindex(store: Store) -> dict[str, int]:
                 "VALUES (?,?,?,?,?)", (suite.slug, suite.version, info.id,
                                        protocol_digest(suite.protocol), info.created),
             ).rowcount
-        for info in store.ls("evaluation"):
-            evaluations += index_evaluation(
-                conn, info.id, EvaluationRecord.from_dict(store.read_json(info.id)), info.created)
+        found = {info.id: (EvaluationRecord.from_dict(store.read_json(info.id)), info.created)
+                 for info in store.ls("evaluation")}
+        # a pulled evaluation judged again here is ranked as its copy, never beside it
+        replaced = {r.extra.get("rejudged_from") for r, _ in found.values()}
+        for oid, (typed, created) in found.items():
+            if oid not in replaced:
+                evaluations += index_evaluation(conn, oid, typed, created)
     return {"suites": suites, "evaluations": evaluations}
 
 
