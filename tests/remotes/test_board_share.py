@@ -26,6 +26,7 @@ from vbstore.suites import (
     push_board,
     push_suite,
     record,
+    reindex,
 )
 
 SUITE = {
@@ -184,6 +185,14 @@ def test_a_verdict_that_does_not_hold_here_is_judged_again(stores, team):
     # pulled again: nothing new; pushed back: the original is shared, not the local copy
     assert pull_board(b, "team", "road-test@1").downloaded == 0
     assert not push_board(b, "team", "road-test@1").changed
+    # a registry rebuilt from the blobs (which reads the original's kind from its content)
+    # still ranks the copy alone
+    rows = board_rows(b)
+    with b.db.write() as conn:
+        conn.execute("DELETE FROM evaluations")
+        conn.execute("UPDATE objects SET kind='evaluation' WHERE id=?", (bytes.fromhex(oid),))
+    assert reindex(b)["evaluations"] == 2
+    assert board_rows(b) == rows
 
 
 def test_an_evaluation_of_another_suite_is_refused(stores, team):
@@ -292,3 +301,21 @@ def test_boards_merge_through_s3_with_progress(stores, s3_url, monkeypatch, caps
     assert lines == ["pushing to s3: file 2/2", "pushing to s3: file 2/2",
                      "pulling board from s3: evaluation 1/2",
                      "pulling board from s3: evaluation 2/2"]
+
+
+def test_boards_merge_through_the_hub_in_one_commit_each(stores, hub):
+    a, b = stores
+    for store in stores:
+        add_remote(store, "hub", "hf://tester/boards", cache=True)
+        push_suite(store, SUITE)
+    evaluate(a, "alpha", 0.8, 0.7)
+    evaluate(b, "beta", 0.9, 0.6)
+    first = push_board(a, "hub", "road-test@1")
+    merged = push_board(b, "hub", "road-test@1")
+    assert merged.revision == hub.head("tester/boards") != first.revision
+    assert (merged.added, merged.listed) == (1, 2)
+    pulled = pull_board(a, "hub", "road-test@1", revision=merged.revision)
+    assert (pulled.downloaded, pulled.revision) == (1, merged.revision)
+    assert {r[0] for r in board_rows(a)} == {"alpha", "beta"}
+    old = pull_board(b, "hub", "road-test@1", revision=first.revision)  # pinned to A's commit
+    assert (old.listed, old.downloaded) == (1, 1)

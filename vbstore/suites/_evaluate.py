@@ -215,12 +215,16 @@ def reindex(store: Store) -> dict[str, int]:
                 "VALUES (?,?,?,?,?)", (suite.slug, suite.version, info.id,
                                        protocol_digest(suite.protocol), info.created),
             ).rowcount
+        found = {info.id: (EvaluationRecord.from_dict(store.read_json(info.id)), info.created)
+                 for info in store.ls("evaluation")}
+        # a pulled evaluation judged again here is ranked as its copy, never beside it
+        replaced = {r.extra.get("rejudged_from") for r, _ in found.values()}
         corrections = []
-        for info in store.ls("evaluation"):
-            typed = EvaluationRecord.from_dict(store.read_json(info.id))
-            evaluations += index_evaluation(conn, info.id, typed, info.created)
+        for oid, (typed, created) in found.items():
+            if oid not in replaced:
+                evaluations += index_evaluation(conn, oid, typed, created)
             if typed.extra.get("supersedes"):
-                corrections.append((typed.extra["supersedes"], info.id))
+                corrections.append((typed.extra["supersedes"], oid))
         for old, new in corrections:  # once every evaluation is indexed, whatever the order
             supersede(conn, old, new)
     return {"suites": suites, "evaluations": evaluations}
