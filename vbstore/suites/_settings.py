@@ -92,6 +92,12 @@ RESULT_FIELDS: dict[str, str] = {
     "timings": "provenance",
     "features_from_cache": "provenance",
     "warnings": "provenance",
+    "schema_version": "provenance: the record format's version",
+    "dataset": "provenance: the data's name as VisBench records it (the manifest is pinned)",
+    "dataset_params": "provenance: how the data was made; the images it made are the manifest "
+                      "pinned as data(content)",
+    "pooling_requested": "provenance: what was asked; the pooling used is extractor.pooling",
+    "notes": "provenance: free text",
 }
 # the extractor's keys (features/_params.py ExtractorParams.to_dict)
 EXTRACTOR_FIELDS: dict[str, str] = {
