@@ -133,3 +133,19 @@ def test_the_returned_record_is_the_stored_one_for_every_shape(store, task):
     assert not result.from_cache
     assert result.record.to_dict() == store.read_json(result.id)
     assert result.record == ResultRecord.from_dict(store.read_json(result.id))
+
+
+def test_a_trained_head_is_returned_as_made(store, shapes, monkeypatch):
+    from vbstore import heads
+
+    read = []
+    real = heads.head_record
+    monkeypatch.setattr(heads, "head_record", lambda s, oid: read.append(oid) or real(s, oid))
+    trained = vbstore.get_head("test_vit", "knn", shapes, train_split="train", weights="random",
+                               input_size=32, store=store, progress=False)
+    assert not trained.from_cache
+    assert trained.id not in read  # not read back
+    assert trained.record == heads.head_compat(store, trained.id)
+    again = vbstore.get_head("test_vit", "knn", shapes, train_split="train", weights="random",
+                             input_size=32, store=store, progress=False)
+    assert (again.from_cache, again.record) == (True, trained.record)
