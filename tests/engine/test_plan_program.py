@@ -115,3 +115,37 @@ def test_features_go_request_plan_execute(store, shapes, forwards):
     assert keywords.id == first.id
     with pytest.raises(UsageError, match="featureset is not recomputed"):
         vbstore.get(request, store=store, recompute=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["depth", "detection", "correspondence", "relative_pose",
+                                  "similarity"])
+def test_the_returned_record_is_the_stored_one_for_every_shape(store, task):
+    """dense, boxes, views, pairs and triplets: the record returned is the stored document."""
+    from vbstore.engine import demo_setup, result_request
+
+    s = demo_setup(task, 4, 32, 0)
+    epochs = {"epochs": 1} if "epochs" in get_task(task).params else {}
+    request = result_request("test_vit", task, s.data, s.data if s.train_split else None,
+                             split=s.split, train_split=s.train_split, weights="random",
+                             input_size=32, params={**s.params, **epochs}, data_options=s.options)
+    result = execute(plan(request, store), progress=False)
+    assert not result.from_cache
+    assert result.record.to_dict() == store.read_json(result.id)
+    assert result.record == ResultRecord.from_dict(store.read_json(result.id))
+
+
+def test_a_trained_head_is_returned_as_made(store, shapes, monkeypatch):
+    from vbstore import heads
+
+    read = []
+    real = heads.head_record
+    monkeypatch.setattr(heads, "head_record", lambda s, oid: read.append(oid) or real(s, oid))
+    trained = vbstore.get_head("test_vit", "knn", shapes, train_split="train", weights="random",
+                               input_size=32, store=store, progress=False)
+    assert not trained.from_cache
+    assert trained.id not in read  # not read back
+    assert trained.record == heads.head_compat(store, trained.id)
+    again = vbstore.get_head("test_vit", "knn", shapes, train_split="train", weights="random",
+                             input_size=32, store=store, progress=False)
+    assert (again.from_cache, again.record) == (True, trained.record)

@@ -18,7 +18,7 @@ from .. import __version__
 from ..backbones import BackboneCfg
 from ..data import get_target_kind, warped_views
 from ..heads import save_head
-from ..records import RESULT_SCHEMA_VERSION, ResultRecord
+from ..records import RESULT_SCHEMA_VERSION, HeadCompat, ResultRecord
 from ..store import Made
 from ..tasks import KeypointPairs, WarpPairs, aggregate_seeds
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample, sample_ci
@@ -143,26 +143,28 @@ def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
 
 
 def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False) -> Derived:
-    """Fit (or fetch) the head for one seed: its id, and where it came from."""
+    """Fit (or fetch) the head for one seed: its id, where it came from, and (trained now) its
+    :class:`HeadCompat`."""
     store, task, runner = plan.store, plan.task, RUNNERS[plan.runner]
     spec, key = plan.spec_of("head", f"seed {seed}",
                              lambda: head_spec(task, plan.task_params, train.id, seed),
                              features=train.id)
     classes = plan.train_m.classes or None
 
-    def compute() -> str:
+    def compute() -> Made[HeadCompat]:
         state, train_metrics = runner.fit(task, train, plan.task_params, seed, classes)
         record = {**compat(plan, train.id, runner.width(train)),
                   "params": task.head_params(plan.task_params),
                   "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
                   "train_metrics": train_metrics}
-        return save_head(store, state, record, edges={"features": train.id,
-                                                      "train_manifest": plan.train_m.id})
+        oid = save_head(store, state, record, edges={"features": train.id,
+                                                     "train_manifest": plan.train_m.id})
+        return Made(oid, HeadCompat.from_dict(record))
 
     if fresh:
-        oid = compute()
-        run.computed.append(store.record(spec, oid, key=key))
-        return Derived(oid, "computed")
+        made = compute()
+        run.computed.append(store.record(spec, made.id, key=key))
+        return Derived(made.id, "computed", made=made.value)
     derived = derive(store, spec, compute, key=key)
     if derived.computed:
         run.computed.append(key)

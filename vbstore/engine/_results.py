@@ -588,8 +588,7 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     """Train (or fetch) the head a :func:`plan_head` plan names; the features it is fit on are
     extracted first when missing."""
     # the compute path: see execute
-    from ..heads import head_record
-    from ..records import HeadCompat
+    from ..heads import head_compat
     from ._compute import Feed, featureset, train_head
 
     seed = the_plan.request.probe.seed
@@ -606,7 +605,7 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(
         head.id,
-        HeadCompat.from_dict(head_record(the_plan.store, head.id)),
+        head.made if head.computed else head_compat(the_plan.store, head.id),  # trained: as made
         not head.computed,
         time.perf_counter() - the_plan.started,
         source=head.source,
