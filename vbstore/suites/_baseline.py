@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import ResultRecord
 from ..store import Store
 from ._suite import Suite
 
@@ -28,7 +29,8 @@ def board_baseline(store: Store, suite: Suite, rows: list[dict[str, Any]]) -> di
             oid = sources.get(name)
             if not (isinstance(oid, str) and store.has(oid)):
                 break
-            base = store.read_json(oid).get("baseline") or {}
+            # through the record: a metric stored under an old name reads under its new one
+            base = ResultRecord.from_dict(store.read_json(oid)).baseline or {}
             if key not in (base.get("metrics") or {}):
                 break
             values[name], predictor = float(base["metrics"][key]), base["predictor"]
