@@ -75,3 +75,35 @@ def test_a_record_filed_under_other_notes_or_pooling_does_not_answer():
         'it says notes "first", the question "second"']
     assert answer_differences(spec(pooling_requested="gap"), "r" * 64, reader) == [
         'it says pooling_requested "cls", the question "gap"']
+
+
+def test_a_recompute_compares_map_with_a_result_stored_as_mean_average_precision(tmp_path):
+    """A result stored before retrieval's mAP took VisBench's name still answers its key and a
+    --recompute compares its mean average precision under the new name (a wrong stored value
+    is caught, not skipped for want of a common key)."""
+    import pytest
+
+    from vbstore.data import make_shapes
+    from vbstore.engine import plan, result_request
+    from vbstore.errors import NotReproduced
+
+    store = vbstore.Store(tmp_path / "store")
+    folder = str(make_shapes(tmp_path / "s", per_class=3, seed=0, size=32))
+    first = vbstore.get_result("test_cnn", "retrieval", folder, store=store, **KW)
+    the_plan = plan(result_request("test_cnn", "retrieval", folder, split="val",
+                                   weights="random", input_size=32), store)
+    old = store.read_json(first.id)
+    metrics = {("mean_average_precision" if k == "mAP" else k): v
+               for k, v in old["metrics"].items()}
+    stored = store.put_json({**old, "metrics": metrics}, "result")  # as vbstore wrote it before
+    store.record(the_plan.spec, stored)
+    again = vbstore.get_result("test_cnn", "retrieval", folder, store=store, **KW)
+    assert again.id == stored
+    assert again.metrics["mAP"] == first.metrics["mAP"]
+    assert vbstore.get_result("test_cnn", "retrieval", folder, store=store, recompute=True,
+                              **KW).reproduced["reproduced"]
+    wrong = store.put_json({**old, "metrics": {**metrics, "mean_average_precision": 0.0}},
+                           "result")
+    store.record(the_plan.spec, wrong)
+    with pytest.raises(NotReproduced):
+        vbstore.get_result("test_cnn", "retrieval", folder, store=store, recompute=True, **KW)

@@ -44,6 +44,13 @@ def test_a_trained_classifier_is_held_to_the_train_splits_majority_class():
     assert got.predictor == "the majority class of the train split"
     # class 2 once in eight; the train split's classes 2, 1, 0 cover three of the eight
     assert got.metrics == {"top1": 1 / 8, "top5": 4 / 8}
+    # over five classes or fewer the task reports no top5, and neither does its baseline
+    five = targets_baseline(get_task("classification"), evals, train, class_count=5)
+    assert five is not None
+    assert five.metrics == {"top1": 1 / 8}
+    # kNN keeps top-min(5, C) on any class count
+    assert set(targets_baseline(get_task("knn"), evals, train, class_count=5).metrics) == {
+        "top1", "top5"}
 
 
 def test_zero_shot_classification_is_held_to_chance():

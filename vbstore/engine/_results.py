@@ -349,7 +349,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
         run.computed.append(key)
     comparison = None
     if previous is not None:
-        old = store.read_json(previous)["metrics"]
+        old = ResultRecord.from_dict(store.read_json(previous)).metrics  # current names
         diffs = {
             k: abs(float(record.metrics[k]) - float(old[k]))
             for k in record.metrics

@@ -34,6 +34,7 @@ def board_baseline(store: Store, suite: Suite, rows: list[dict[str, Any]]) -> di
             oid = sources.get(name)
             if not (isinstance(oid, str) and store.has(oid)):
                 break
+            # through the record: a metric stored under an old name reads under its new one
             base = ResultRecord.from_dict(store.read_json(oid)).baseline or {}
             if key not in (base.get("metrics") or {}):
                 break
