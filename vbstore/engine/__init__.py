@@ -32,6 +32,7 @@ _LAZY = {
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
+    "ShapesDemo": "._demo",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import (
         DemoSetup,
+        ShapesDemo,
         demo_setup,
         demo_tasks,
         demo_trivial,
@@ -103,6 +105,7 @@ __all__ = [
     "ProbeRequest",
     "Result",
     "ResultRequest",
+    "ShapesDemo",
     "Step",
     "SweepEntry",
     "answer_inputs",
