@@ -33,6 +33,7 @@ _LAZY = {
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
     "ShapesDemo": "._demo",
+    "DataView": "._show", "Frame": "._show", "show_data": "._show",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_result,
         result_request,
     )
+    from ._show import DataView, Frame, show_data
     from ._sweep import (
         BASE_COLUMNS,
         RUN_COLUMNS,
@@ -94,10 +96,12 @@ __all__ = [
     "BackboneRef",
     "BackboneRequest",
     "DataRef",
+    "DataView",
     "DemoSetup",
     "DenseSample",
     "DenseView",
     "FeatureResult",
+    "Frame",
     "HeadRequest",
     "HeadResult",
     "PackSplit",
@@ -133,6 +137,7 @@ __all__ = [
     "result_rows",
     "run_fields",
     "scenes_setup",
+    "show_data",
     "store_param_files",
     "summary",
     "sweep",
