@@ -90,3 +90,58 @@ def test_detection_stems_read_the_annotations_not_segmentation_class(voc, tmp_pa
     assert (data["train"]["split"], data["train"]["samples"], data["eval"]["samples"]) == (
         "train", 6, 4)
     assert record["record"]["metrics"]["classes_scored"] == 2  # dog and cat, from Annotations/
+
+
+def test_show_draws_the_data_as_the_task_reads_it_before_any_training(voc, tmp_path):
+    """VisBench's `show`: `vbstore show DATA --task T` writes images beside their targets."""
+    pytest.importorskip("matplotlib")
+    out = voc("show", "VOCdevkit/VOC2012", "--task", "semantic_segmentation", "--stems",
+              "ImageSets/Segmentation/val.txt", "--target-dir", "SegmentationClass",
+              "--frames", "2", "-o", "sem.png")
+    assert out["frames"] == ["JPEGImages/2007_000006.jpg", "JPEGImages/2007_000007.jpg"]
+    assert (tmp_path / "sem.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    boxes = voc("show", "VOCdevkit/VOC2012", "--task", "detection", "--stems",
+                "ImageSets/Main/val.txt")
+    assert (tmp_path / "vbstore-show-detection.png").is_file()  # VisBench's default name
+    assert boxes["samples"] == 4
+    from vbstore import Store
+
+    with Store(tmp_path / "store") as store:  # nothing extracted, nothing trained
+        assert store.ls("featureset") == store.ls("head") == store.ls("result") == []
+
+
+def test_show_data_targets_follow_their_images(tmp_path):
+    from vbstore import Store
+    from vbstore.engine import show_data
+
+    root = make_voc(tmp_path / "VOC2012")
+    store = Store(tmp_path / "store")
+    stems = {"stems": str(root / "ImageSets/Segmentation/val.txt"),
+             "target_dir": "SegmentationClass"}
+    view = show_data(store, root, "semantic_segmentation", data_options=stems, frames=1,
+                     size=32)
+    frame = view.frames[0]
+    label = np.asarray(Image.open(root / "SegmentationClass" / "2007_000006.png"))
+    expected = np.where(label == 255, -1, label.astype(int))
+    assert frame.kind == "labels"
+    assert np.array_equal(frame.target, expected)  # 32 px in, 32 px drawn: the raw indices
+    image = np.asarray(Image.open(root / "JPEGImages" / "2007_000006.jpg"), np.float32) / 255
+    assert np.abs(frame.images[0] - image).max() < 0.02
+    boxes = show_data(store, root, "detection",
+                      data_options={"stems": str(root / "ImageSets/Main/val.txt")}, size=32)
+    first = boxes.frames[0]
+    assert first.kind == "boxes"
+    ys, xs = np.nonzero(label != 0)  # the object and its outline
+    assert first.target[0, :4].tolist() == [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+    assert boxes.class_names[int(first.target[0, 4])] == "dog"
+
+
+def test_show_refuses_data_the_task_cannot_read_and_keeps_show_id(voc):
+    runner = CliRunner()
+    wrong = runner.invoke(cli, ["show", "VOCdevkit/VOC2012", "--task", "depth", "--stems",
+                                "ImageSets/Segmentation/val.txt"])
+    assert wrong.exit_code == 2
+    assert "needs depth maps" in wrong.output
+    data = runner.invoke(cli, ["show", "VOCdevkit/VOC2012"])
+    assert data.exit_code == 9
+    assert "name the task that reads it: --task T" in data.output

@@ -14,7 +14,8 @@ import click
 
 
 def run_demo(store, task: str, backbone: str, weights: str, per_split: int, size: int,
-             seed: int, input_size: int | None, as_json: bool, emit: Callable[..., None]) -> None:
+             seed: int, input_size: int | None, as_json: bool, emit: Callable[..., None],
+             shapes: Any = None) -> None:
     """Run ``task``'s demo and print it (see ``vbstore demo --help``).
 
     Raises:
@@ -23,7 +24,7 @@ def run_demo(store, task: str, backbone: str, weights: str, per_split: int, size
     from ..backbones import MissingExtra, WeightsUnavailable
     from ..engine import demo_setup, demo_trivial, get_result
 
-    setup = demo_setup(task, per_split, size, seed)
+    setup = demo_setup(task, per_split, size, seed, shapes)
     note = None
 
     def run(chosen: str):

@@ -4,6 +4,8 @@ image."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from ._common import emit, json_option, with_store
@@ -21,10 +23,20 @@ DEFAULT_BACKBONE = "efficientnet_lite0"
 @click.option("--weights", default="default", show_default=True,
               help="default (pinned pretrained; random when they cannot be had), a checkpoint "
                    "path, or random.")
-@click.option("--task", "task", default="retrieval", show_default=True,
-              help="retrieval, classification or knn (on faces vs non-faces), a dense probe "
-                   "(on scenes: semantic_segmentation, depth, surface_normal, detection...) or a "
-                   "pair probe (relative_pose, correspondence, similarity); vbstore list tasks.")
+@click.option("--task", "task", default=None,
+              help="retrieval (default), classification or knn (on faces vs non-faces; "
+                   "classification is the default on shapes), a dense probe (on scenes: "
+                   "semantic_segmentation, depth, surface_normal, detection...) or a pair probe "
+                   "(relative_pose, correspondence, similarity); vbstore list tasks.")
+@click.option("--data", "demo_data", type=click.Choice(["faces", "shapes"]), default=None,
+              help="The pooled probes' data: faces vs non-faces (default), or VisBench's demo "
+                   "shapes (4 shapes, 224 px; --noise, --images).")
+@click.option("--noise", type=click.FloatRange(0, 255), default=None,
+              help="Shapes: pixel noise in grey levels, VisBench's --noise (28 to 90; default "
+                   "45). Implies --data shapes.")
+@click.option("--images", type=click.IntRange(min=2), default=None,
+              help="Shapes: images per class per split (default 20, VisBench's). Implies "
+                   "--data shapes.")
 @click.option("--per-split", type=click.IntRange(min=2), default=32, show_default=True,
               help="Dense and pair probes: scenes images (or triplets / 2) in each split.")
 @click.option("--size", type=click.IntRange(min=16), default=64, show_default=True,
@@ -34,7 +46,8 @@ DEFAULT_BACKBONE = "efficientnet_lite0"
               help="Override the backbone's input resolution.")
 @json_option
 @with_store
-def demo(store, backbone: str, weights: str, task: str, per_split: int, size: int, seed: int,
+def demo(store, backbone: str, weights: str, task: str | None, demo_data: str | None,
+         noise: float | None, images: int | None, per_split: int, size: int, seed: int,
          input_size: int | None, as_json: bool) -> None:
     """Probe a backbone on data any machine has, beside random weights and a trivial predictor.
 
@@ -45,7 +58,24 @@ def demo(store, backbone: str, weights: str, task: str, per_split: int, size: in
     dense probe on generated scenes (rendered rooms with exact per-pixel targets) or a pair
     probe in the same way; the trivial predictor is then the task's own (the majority class, the
     mean depth, the mean pose...). Then it asks again, to show the answer comes from the store.
+    --data shapes (or --noise, --images) runs VisBench's demo data instead: four shapes that
+    differ in outline only, buried in pixel noise (chance 0.25).
     """
+    from ..engine import ShapesDemo
+    from ..errors import UsageError
     from ._demo_run import run_demo
 
-    run_demo(store, task, backbone, weights, per_split, size, seed, input_size, as_json, emit)
+    given = noise is not None or images is not None
+    if demo_data == "faces" and given:
+        raise UsageError("--noise and --images set the shapes demo, not faces",
+                         hint="drop them, or use --data shapes")
+    shapes = None
+    if demo_data == "shapes" or given:
+        shapes = ShapesDemo()  # VisBench's defaults, then what was given
+        if noise is not None:
+            shapes = replace(shapes, noise=noise)
+        if images is not None:
+            shapes = replace(shapes, images=images)
+    chosen = task or ("classification" if shapes is not None else "retrieval")
+    run_demo(store, chosen, backbone, weights, per_split, size, seed, input_size, as_json, emit,
+             shapes)

@@ -14,7 +14,9 @@ from ..errors import ObjectNotFound, VbstoreError
 from ..records import ResultRecord
 from ..store import KINDS, encoding, read_safetensors_header, sniff_kind
 from ._common import emit, human_size, json_option, parse_duration, parse_size, with_store
+from ._dataopts import data_layout_options
 from ._lineage import render_lineage, run_line
+from ._showdata import data_view_options, looks_like_data, show_data_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -82,18 +84,30 @@ def cat(store, ref: str) -> None:
 
 @click.command()
 @click.argument("ref")
+@data_view_options
+@data_layout_options
 @json_option
 @with_store
-def show(store, ref: str, as_json: bool) -> None:
-    """Show an object's registry row, content summary and direct inputs.
+def show(store, ref: str, as_json: bool, task: str | None, data_options: dict[str, Any],
+         **view: Any) -> None:
+    """Show an object's registry row, content summary and direct inputs; with --task, draw REF
+    as data.
 
     REF may also be a weights' tensor hash (what a head mismatch prints): its weights are shown.
+    `vbstore show DATA --task T` is VisBench's `show`: the first --frames samples of DATA, each
+    image beside its target as task T reads it (a class map, a depth map, normals, boxes, or
+    the label), written to a PNG before anything is trained (needs the plot extra).
     """
+    if task is not None:
+        show_data_cmd(store, ref, task, view, data_options, as_json)
+        return
     note = None
     try:
         oid = store.resolve(ref)
-    except ObjectNotFound:
+    except ObjectNotFound as exc:
         found = weights_of_tensor_hash(store, ref)
+        if len(found) != 1 and looks_like_data(ref):
+            exc.hint = "to draw it as data, name the task that reads it: --task T"
         if len(found) != 1:
             raise
         oid = found[0]

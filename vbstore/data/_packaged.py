@@ -8,7 +8,9 @@
 ``skimage:samples`` eight of scikit-image's bundled photos with captions, as a JSONL
                     image-caption list (zero-shot retrieval demos).
 ``shapes[:k=v,...]`` :func:`make_shapes` with the given ``per_class``, ``noise``, ``seed``,
-                    ``size`` (defaults 20, 0.0, 0, 64).
+                    ``size`` (defaults 20, 0.0, 0, 64), ``classes`` (5; 4 draws VisBench's
+                    circle, square, triangle, cross), ``grain`` and ``contrast`` (0.0: VisBench's
+                    demo noise and shape contrast, grey levels).
 ``scenes[:k=v,...]`` :func:`make_scenes` (ray-cast rooms with a folder per dense target) with
                     the given ``per_split``, ``seed``, ``size`` (defaults 32, 0, 64).
 ``triplets[:k=v,...]`` 2AFC triplets of known order (a shipped photo or digit, a mild and a
@@ -44,7 +46,10 @@ SKIMAGE_CAPTIONS = {
     "horse": "a black-and-white silhouette of a horse",
     "coffee": "a cup of coffee on a saucer",
 }
-_SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64}
+_SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64, "classes": 5,
+                    "grain": 0.0, "contrast": 0.0}
+# added later: named in the folder only when set, so the folders made before keep their names
+_SHAPES_ADDED = ("classes", "grain", "contrast")
 _SCENES_DEFAULTS = {"per_split": 32, "seed": 0, "size": 64}
 _TRIPLETS_DEFAULTS = {"count": 64, "seed": 0, "size": 64}
 _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)\Z")
@@ -95,10 +100,16 @@ def materialise(store, source: str, rest: str) -> Path:
         return once(datasets / "skimage-samples-v1", _write_skimage) / "samples.jsonl"
     if source == "shapes":
         params = _generated_params("shapes", rest, _SHAPES_DEFAULTS)
-        name = "shapes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params))
-        from ._shapes import make_shapes  # numpy, only when shapes are asked for
+        name = "shapes-v1-" + "-".join(f"{k}{params[k]}" for k in sorted(params)
+                                       if k not in _SHAPES_ADDED
+                                       or params[k] != _SHAPES_DEFAULTS[k])
+        from ._shapes import CLASS_ORDER, make_shapes  # numpy, only when shapes are asked for
 
-        return once(datasets / name, lambda tmp: make_shapes(tmp, **params))
+        classes = params.pop("classes")
+        if not 2 <= classes <= len(CLASS_ORDER):
+            raise UsageError(f"shapes classes={classes}: draw 2 to {len(CLASS_ORDER)} shapes")
+        shapes = CLASS_ORDER[:classes]
+        return once(datasets / name, lambda tmp: make_shapes(tmp, shapes=shapes, **params))
     if source == "scenes":
         params = _generated_params("scenes", rest, _SCENES_DEFAULTS)
         # v2: second views, flow and pairs.csv, instances and boxes beside the v1 files (whose

@@ -3,7 +3,11 @@
 Colour, area, position and rotation are drawn at random for every image, and each shape is
 scaled to its drawn *area* (not radius), so only geometry tells the classes apart. ``noise``
 blends the image towards uniform pixel noise and adds clutter strokes: 0 is clean, 1 leaves no
-signal, so a probe's accuracy falls towards chance as it grows.
+signal, so a probe's accuracy falls towards chance as it grows. ``grain`` is VisBench's demo
+noise instead: achromatic Gaussian pixel noise of that standard deviation in grey levels (its
+``--noise``, 28 to 90, default 45), which blurs the outline without adding a colour cue; with
+``contrast`` (its 30 grey levels) the shape differs from a greyish background by that much, on
+a random side, instead of by a random colour, so only a faint outline carries the class.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from ..errors import UsageError
 from ._png import write_png
 
 SHAPES = ("circle", "square", "triangle", "star", "cross")
+# the order ``classes=N`` takes them in: VisBench's demo draws the first four
+CLASS_ORDER = ("circle", "square", "triangle", "cross", "star")
 SPLITS = ("train", "val")
 _SUPERSAMPLE = 4  # anti-aliasing without depending on a rasteriser's version
 
@@ -93,12 +99,20 @@ def _coverage(
     return mask.reshape(size, _SUPERSAMPLE, size, _SUPERSAMPLE).mean(axis=(1, 3))
 
 
-def render_shape(shape: str, size: int, noise: float, rng: np.random.Generator) -> np.ndarray:
-    """One ``(size, size, 3)`` uint8 image of ``shape`` with random appearance."""
-    background = rng.uniform(0, 1, 3)
-    foreground = rng.uniform(0, 1, 3)
-    while np.abs(foreground - background).mean() < 0.3:  # the shape must be visible when clean
+def render_shape(shape: str, size: int, noise: float, rng: np.random.Generator,
+                 grain: float = 0.0, contrast: float = 0.0) -> np.ndarray:
+    """One ``(size, size, 3)`` uint8 image of ``shape`` with random appearance (and ``grain``
+    grey levels of achromatic Gaussian pixel noise; ``contrast`` grey levels between shape and
+    background when set, else random colours)."""
+    if contrast > 0:  # a greyish background, the shape lighter or darker by `contrast`
+        background = rng.uniform(60, 196) / 255 + rng.uniform(-12, 12, 3) / 255
+        sign = 1.0 if rng.uniform() < 0.5 else -1.0
+        foreground = background + sign * contrast / 255 + rng.uniform(-10, 10, 3) / 255
+    else:
+        background = rng.uniform(0, 1, 3)
         foreground = rng.uniform(0, 1, 3)
+        while np.abs(foreground - background).mean() < 0.3:  # visible when clean
+            foreground = rng.uniform(0, 1, 3)
     area = rng.uniform(0.04, 0.16) * size * size
     scale = math.sqrt(area / _area(shape))
     margin = min(scale, size / 2)
@@ -112,6 +126,8 @@ def render_shape(shape: str, size: int, noise: float, rng: np.random.Generator) 
         ys = np.clip((y0 + t * (y1 - y0)).astype(int), 0, size - 1)
         image[ys, xs] = rng.uniform(0, 1, 3)
     image = (1 - noise) * image + noise * rng.uniform(0, 1, image.shape)
+    if grain > 0:  # drawn last: an image without grain is the same bytes as before it existed
+        image = image + rng.normal(0, grain / 255, image.shape[:2])[..., None]
     return np.clip(np.rint(image * 255), 0, 255).astype(np.uint8)
 
 
@@ -122,6 +138,8 @@ def make_shapes(
     seed: int = 0,
     size: int = 64,
     shapes: Sequence[str] = SHAPES,
+    grain: float = 0.0,
+    contrast: float = 0.0,
 ) -> Path:
     """Write ``root/{train,val}/<shape>/<NNNN>.png``: ``per_class`` images per shape per split.
 
@@ -135,6 +153,10 @@ def make_shapes(
         seed: Selects the dataset.
         size: Image side in pixels (at least 16).
         shapes: Which of :data:`SHAPES` to draw (at least two).
+        grain: Standard deviation of achromatic Gaussian pixel noise, in grey levels (0 to 255;
+            VisBench's demo ``--noise``).
+        contrast: Grey levels between shape and a greyish background (VisBench's demo: 30);
+            0 draws random colours at least 0.3 apart.
 
     Returns:
         ``root`` as a :class:`~pathlib.Path`.
@@ -151,6 +173,9 @@ def make_shapes(
         raise UsageError(
             f"noise must be in [0, 1] and seed a non-negative integer, got {noise}, {seed}"
         )
+    if not (0.0 <= grain <= 255.0 and 0.0 <= contrast <= 255.0):
+        raise UsageError(f"grain and contrast must be in [0, 255] grey levels, got {grain}, "
+                         f"{contrast}")
     root = Path(root)
     for split_index, split in enumerate(SPLITS):
         for shape in shapes:
@@ -158,6 +183,7 @@ def make_shapes(
             for i in range(per_class):
                 rng = np.random.default_rng([seed, split_index, shape_index, i])
                 write_png(
-                    root / split / shape / f"{i:04d}.png", render_shape(shape, size, noise, rng)
+                    root / split / shape / f"{i:04d}.png",
+                    render_shape(shape, size, noise, rng, grain, contrast),
                 )
     return root

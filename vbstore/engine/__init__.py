@@ -34,6 +34,8 @@ _LAZY = {
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
+    "ShapesDemo": "._demo",
+    "DataView": "._show", "Frame": "._show", "show_data": "._show",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -41,6 +43,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import (
         DemoSetup,
+        ShapesDemo,
         demo_setup,
         demo_tasks,
         demo_trivial,
@@ -83,6 +86,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_result,
         result_request,
     )
+    from ._show import DataView, Frame, show_data
     from ._sweep import (
         BASE_COLUMNS,
         RUN_COLUMNS,
@@ -101,12 +105,14 @@ __all__ = [
     "BackboneRef",
     "BackboneRequest",
     "DataRef",
+    "DataView",
     "DemoSetup",
     "DenseSample",
     "DenseView",
     "FeatureResult",
     "FeaturesPlan",
     "FeaturesRequest",
+    "Frame",
     "HeadRequest",
     "HeadResult",
     "PackSplit",
@@ -114,6 +120,7 @@ __all__ = [
     "ProbeRequest",
     "Result",
     "ResultRequest",
+    "ShapesDemo",
     "Step",
     "SweepEntry",
     "answer_inputs",
@@ -143,6 +150,7 @@ __all__ = [
     "result_rows",
     "run_fields",
     "scenes_setup",
+    "show_data",
     "store_param_files",
     "summary",
     "sweep",

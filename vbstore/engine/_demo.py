@@ -50,11 +50,27 @@ def scenes_setup(task: str, per_split: int, size: int, seed: int
 # features find a face's fellow faces and random ones mostly do not (docs/benchmarks.md, "Demo")
 DEFAULT_TASK = "retrieval"
 FACES = "skimage:lfw_subset"
+# VisBench's demo: four shapes, 20 per class per split, 224 px, pixel noise 45 grey levels over
+# a shape 30 grey levels off its background
+SHAPES_NOISE, SHAPES_IMAGES, SHAPES_SIZE, SHAPES_CONTRAST = 45.0, 20, 224, 30.0
 POOLED = ("retrieval", "classification", "knn")
 PAIRS = ("relative_pose", "correspondence", "similarity")
 # what the demo reads off a result: the headline, except where a finer figure shows the gap
 # (retrieval's recall@1 is near 1 for most features on 25 px crops; its mAP is not)
 METRIC = {"retrieval": "mAP"}
+
+
+@dataclass(frozen=True)
+class ShapesDemo:
+    """VisBench's demo data: ``images`` per class per split of its four shapes (circle, square,
+    triangle, cross), buried in ``noise`` grey levels of pixel noise (28 to 90 in its table)."""
+
+    noise: float = SHAPES_NOISE
+    images: int = SHAPES_IMAGES
+
+    def data(self, seed: int) -> str:
+        return (f"shapes:classes=4,contrast={SHAPES_CONTRAST:g},grain={self.noise:g},"
+                f"per_class={self.images},seed={seed},size={SHAPES_SIZE}")
 
 
 @dataclass(frozen=True)
@@ -86,23 +102,32 @@ def demo_tasks() -> list[str]:
     return [*POOLED, *dense_tasks(), *PAIRS]
 
 
-def demo_setup(task: str, per_split: int, size: int, seed: int) -> DemoSetup:
-    """The demo of ``task``: faces for the pooled probes, scenes for the dense and pair probes,
-    generated triplets for similarity.
+def demo_setup(task: str, per_split: int, size: int, seed: int,
+               shapes: ShapesDemo | None = None) -> DemoSetup:
+    """The demo of ``task``: faces (or VisBench's ``shapes``) for the pooled probes, scenes for
+    the dense and pair probes, generated triplets for similarity.
 
     Raises:
-        UsageError: a task the demo does not run.
+        UsageError: a task the demo does not run; shapes for a task that is not pooled.
     """
     if task not in demo_tasks():
         raise UsageError(f"the demo runs a pooled, dense or pair probe, not {task!r}",
                          hint=f"choose one of: {', '.join(demo_tasks())}")
+    if shapes is not None and task not in POOLED:
+        raise UsageError(f"the shapes demo runs {', '.join(POOLED)}, not {task!r}",
+                         hint="drop --data shapes (and --noise, --images) for this task")
     spec = get_task(task)
     scenes = f"scenes:per_split={per_split},size={size},seed={seed}"
     split: str | None = "val"
     train: str | None = "train"
     options: dict[str, Any] = {}
     params: dict[str, Any] = {}
-    if task in POOLED:
+    if task in POOLED and shapes is not None:
+        data = shapes.data(seed)
+        about = (f"4 shapes, {shapes.images} per class per split, pixel noise "
+                 f"{shapes.noise:g} (VisBench's demo)")
+        train = None if task == "retrieval" else "train"
+    elif task in POOLED:
         data, about = FACES, "faces vs non-faces, scikit-image lfw_subset (25 px crops)"
         train = None if task == "retrieval" else "train"
     elif task == "similarity":

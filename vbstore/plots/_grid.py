@@ -69,9 +69,16 @@ def draw_dense_grid(samples: Sequence[Any], path: str | Path, title: str = "",
 
 
 def _show(ax: Any, array: np.ndarray, sample: Any, classes: int) -> None:
-    if sample.kind == "rgb":
+    show_map(ax, array, sample.kind, classes, sample.target, sample.prediction)
+
+
+def show_map(ax: Any, array: np.ndarray, kind: str, classes: int, target: np.ndarray,
+             prediction: np.ndarray) -> None:
+    """One map on ``ax``: RGB as is, class indices in one colour each (negative: ignored,
+    grey), a scalar map on the colour scale of ``target`` and ``prediction`` together."""
+    if kind == "rgb":
         ax.imshow(np.clip(array, 0.0, 1.0))
-    elif sample.kind == "labels":
+    elif kind == "labels":
         masked = np.ma.masked_less(array, 0)  # ignored pixels
         import matplotlib
 
@@ -80,25 +87,30 @@ def _show(ax: Any, array: np.ndarray, sample: Any, classes: int) -> None:
         ax.imshow(masked, cmap=cmap, vmin=0, vmax=(10 if classes <= 10 else 20) - 1,
                   interpolation="nearest")
     else:
-        low = float(min(sample.target.min(), sample.prediction.min()))
-        high = float(max(sample.target.max(), sample.prediction.max()))
+        low = float(min(target.min(), prediction.min()))
+        high = float(max(target.max(), prediction.max()))
         ax.imshow(array, cmap="viridis", vmin=low, vmax=max(high, low + 1e-6))
 
 
 def _legend(figure: Any, samples: Sequence[Any], classes: int,
             class_names: Sequence[str] | None) -> None:
-    """One swatch per class the grid shows, in its colour, named; grey for ignored pixels."""
+    class_legend(figure, [a for s in samples for a in (s.target, s.prediction)], classes,
+                 class_names)
+
+
+def class_legend(figure: Any, maps: Sequence[np.ndarray], classes: int,
+                 class_names: Sequence[str] | None) -> None:
+    """One swatch per class ``maps`` show, in its colour, named; grey for ignored pixels."""
     import matplotlib
     from matplotlib.patches import Patch
 
     cmap = matplotlib.colormaps["tab10" if classes <= 10 else "tab20"]
     span = (10 if classes <= 10 else 20) - 1
-    shown = sorted({int(v) for s in samples for a in (s.target, s.prediction)
-                    for v in np.unique(a) if v >= 0})
+    shown = sorted({int(v) for a in maps for v in np.unique(a) if v >= 0})
     names = list(class_names or [])
     handles = [Patch(color=cmap(c / span), label=names[c] if c < len(names) else f"class {c}")
                for c in shown]
-    if any((s.target < 0).any() for s in samples):
+    if any((a < 0).any() for a in maps):
         handles.append(Patch(color="#808080", label="ignored"))
     figure.subplots_adjust(bottom=0.06 + 0.03 * (len(handles) // 6 + 1))
     figure.legend(handles=handles, loc="lower center", ncol=min(6, len(handles)), fontsize=7,
