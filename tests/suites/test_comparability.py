@@ -342,3 +342,15 @@ def test_fsck_knows_a_correction_and_a_variant_edited_in_sql(store):
     rows = {r["id"]: r for r in list_evaluations(store)}
     assert rows[first.id]["superseded_by"] == fix.id  # a rebuilt index keeps the correction
     assert [r["evaluation"] for r in leaderboard(store, "road-test@1").rows] == [fix.id]
+
+
+def test_promote_judges_the_settings_on_the_target_suite(store):
+    from vbstore.suites import promote
+
+    open_suite = push_suite(store, road_test())[0]
+    original = _attempt(store, open_suite, 1.0, layers=[-2])
+    pinned = road_test(version=2)
+    pinned["vbstore"] = {"settings": {"layers": [-1]}}
+    push_suite(store, pinned)
+    promoted = promote(store, original.id, suite="road-test@2")
+    assert promoted.verdict["reasons"] == ["layers(-2 != -1)"]

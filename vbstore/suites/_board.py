@@ -201,16 +201,17 @@ def _ranked_rows(
         per_condition = values[split:]
         value, weakest = worst(zip(per_condition, names, strict=True))
         score = values[at]
+        label = labels[row[10]]
         out.append(
             {
                 "rank": 0,
                 "evaluation": row[0],
                 "checkpoint": row[1],
-                "label": labels[row[10]](row[2]),
+                "label": f"{row[2]} [{label.shown}]" if label.shown else row[2],
                 "weights": row[3],
                 "evidence": row[5],
                 "recorded": row[6],
-                "variant": labels[row[10]].variant,
+                "variant": label.variant,
                 "attempts": row[9],
                 "headline": score,
                 "conditions": dict(zip(names, per_condition, strict=True)),
