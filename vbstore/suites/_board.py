@@ -5,8 +5,8 @@ is the newest evaluation that ranks, and ``attempts`` says how many were recorde
 rank and the next rank skips (1, 1, 3). Each row shows the weakest condition on the headline
 and the gap below the overall figure. A setting the suite leaves open (vbstore.suites._settings)
 makes a variant: a checkpoint has a row per variant, labelled with the settings in which the
-board's variants differ. Rows come from the registry's ``evaluations`` table, so a board over
-100k evaluations never opens a blob.
+variants under its label differ. Rows come from the registry's ``evaluations`` table, so a
+board over 100k evaluations never opens a blob.
 """
 
 from __future__ import annotations
@@ -99,13 +99,13 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         {
             "evaluation": r[0],
             "checkpoint": r[1],
-            "label": labels[r[10]](r[2]),
+            "label": labels[r[2], r[10]](r[2]),
             "weights": r[3],
             "evidence": r[5],
             "state": r[7],
             "reasons": json.loads(r[8]),
             "attempts": r[9],
-            "variant": labels[r[10]].variant,
+            "variant": labels[r[2], r[10]].variant,
         }
         for r in rows
         if not r[4]
@@ -121,8 +121,9 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
 
 @dataclass(frozen=True)
 class _Label:
-    """How a row of one variant is labelled: the checkpoint's label, then the settings in which
-    the board's variants differ, so rows that differ in a setting never share a label."""
+    """What a row of one checkpoint label and variant shows after the label: the settings in
+    which that label's variants differ, so rows that differ in a setting never share a label
+    (and a checkpoint with one variant shows none)."""
 
     variant: dict[str, Any]
     shown: str
@@ -131,22 +132,27 @@ class _Label:
         return f"{label} [{self.shown}]" if self.shown else label
 
 
-def _labels(rows: list) -> dict[str, _Label]:
-    """A :class:`_Label` per variant on the board (each variant's JSON decoded once); a setting
-    that is an object (preprocessing) is compared and shown by its parts
+def _labels(rows: list) -> dict[tuple[str, str], _Label]:
+    """A :class:`_Label` per (label, variant) on the board, each variant's JSON decoded once; a
+    setting that is an object (preprocessing) is compared and shown by its parts
     (``preprocessing.resize=32``)."""
-    variants = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
-    flat = {key: _flat(v) for key, v in variants.items()}
-    keys = sorted({k for v in flat.values() for k in v})
-    differ = [
-        k for k in keys
-        if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in flat.values()}) > 1
-    ]
-    return {
-        key: _Label(variants[key], " ".join(
-            f"{k}={'?' if k not in v else show(v[k])}" for k in differ))
-        for key, v in flat.items()
-    }
+    decoded = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
+    flat = {key: _flat(v) for key, v in decoded.items()}
+    groups: dict[str, set[str]] = {}
+    for r in rows:
+        groups.setdefault(r[2], set()).add(r[10])
+    out = {}
+    for label, keys in groups.items():
+        names = sorted({k for key in keys for k in flat[key]})
+        differ = [
+            k for k in names
+            if len({json.dumps(flat[key].get(k, _UNKNOWN), sort_keys=True) for key in keys}) > 1
+        ]
+        for key in keys:
+            v = flat[key]
+            out[label, key] = _Label(decoded[key], " ".join(
+                f"{k}={'?' if k not in v else show(v[k])}" for k in differ))
+    return out
 
 
 def _flat(variant: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +165,7 @@ def _flat(variant: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_UNKNOWN = object.__name__  # a setting a variant does not name (evaluations indexed before)
+_UNKNOWN = "\x00unknown"  # a setting a variant does not name (evaluations indexed before)
 
 
 def _plain(name: str) -> bool:
@@ -174,7 +180,7 @@ def _json_path(parts: tuple[str, ...]) -> str:
 
 def _ranked_rows(
     headline: dict[str, Any], metrics: list[str], names: list[str], rows: list, in_sql: bool,
-    labels: dict[str, _Label],
+    labels: dict[tuple[str, str], _Label],
 ) -> list[dict[str, Any]]:
     """A board row for each ranked evaluation row; ``row[11:]`` holds the suite's overall
     metrics, then the headline per condition (or, when not ``in_sql``, the scores' JSON)."""
@@ -201,7 +207,7 @@ def _ranked_rows(
         per_condition = values[split:]
         value, weakest = worst(zip(per_condition, names, strict=True))
         score = values[at]
-        label = labels[row[10]]
+        label = labels[row[2], row[10]]
         out.append(
             {
                 "rank": 0,
