@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
@@ -92,7 +92,7 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         ),
     )
     total = sum(r[9] for r in rows)
-    labels = _labels(rows)
+    labels = _Labels(rows)
     ranked = _ranked_rows(headline, metrics, names, rows, in_sql, labels)
     _rank(ranked, headline)
     unranked = [
@@ -119,8 +119,7 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline)
 
 
-@dataclass(frozen=True)
-class _Label:
+class _Label(NamedTuple):
     """What a row of one checkpoint label and variant shows after the label: the settings in
     which that label's variants differ, so rows that differ in a setting never share a label
     (and a checkpoint with one variant shows none)."""
@@ -132,27 +131,46 @@ class _Label:
         return f"{label} [{self.shown}]" if self.shown else label
 
 
-def _labels(rows: list) -> dict[tuple[str, str], _Label]:
-    """A :class:`_Label` per (label, variant) on the board, each variant's JSON decoded once; a
-    setting that is an object (preprocessing) is compared and shown by its parts
-    (``preprocessing.resize=32``)."""
-    decoded = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
-    flat = {key: _flat(v) for key, v in decoded.items()}
-    groups: dict[str, set[str]] = {}
-    for r in rows:
-        groups.setdefault(r[2], set()).add(r[10])
-    out = {}
-    for label, keys in groups.items():
-        names = sorted({k for key in keys for k in flat[key]})
-        differ = [
-            k for k in names
-            if len({json.dumps(flat[key].get(k, _UNKNOWN), sort_keys=True) for key in keys}) > 1
-        ]
-        for key in keys:
-            v = flat[key]
-            out[label, key] = _Label(decoded[key], " ".join(
-                f"{k}={'?' if k not in v else show(v[k])}" for k in differ))
-    return out
+class _Labels:
+    """The :class:`_Label` of each (label, variant) on the board. Each variant's JSON is decoded
+    once; only labels with several variants are compared, each set of variants once however
+    many labels share it. A setting that is an object (preprocessing) is compared and shown by
+    its parts (``preprocessing.resize=32``)."""
+
+    def __init__(self, rows: list) -> None:
+        decoded = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
+        self.plain = {key: _Label(v, "") for key, v in decoded.items()}
+        first: dict[str, str] = {}
+        several: dict[str, set[str]] = {}
+        for r in rows:  # the common case, one variant a label, costs a dict lookup a row
+            if first.setdefault(r[2], r[10]) != r[10]:
+                several.setdefault(r[2], {first[r[2]]}).add(r[10])
+        compared: dict[frozenset[str], dict[str, _Label]] = {}
+        self.special: dict[tuple[str, str], _Label] = {}
+        for label, keys in several.items():
+            together = frozenset(keys)
+            made = compared.get(together)
+            if made is None:
+                shown = _shown({key: _flat(decoded[key]) for key in together})
+                made = compared[together] = {k: _Label(decoded[k], v) for k, v in shown.items()}
+            for key, value in made.items():
+                self.special[label, key] = value
+
+    def __getitem__(self, row: tuple[str, str]) -> _Label:
+        return self.special.get(row) or self.plain[row[1]]
+
+
+def _shown(flat: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Per variant, the settings in which these variants differ, written out."""
+    names = sorted({k for v in flat.values() for k in v})
+    differ = [
+        k for k in names
+        if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in flat.values()}) > 1
+    ]
+    return {
+        key: " ".join(f"{k}={'?' if k not in v else show(v[k])}" for k in differ)
+        for key, v in flat.items()
+    }
 
 
 def _flat(variant: dict[str, Any]) -> dict[str, Any]:
@@ -180,7 +198,7 @@ def _json_path(parts: tuple[str, ...]) -> str:
 
 def _ranked_rows(
     headline: dict[str, Any], metrics: list[str], names: list[str], rows: list, in_sql: bool,
-    labels: dict[tuple[str, str], _Label],
+    labels: _Labels,
 ) -> list[dict[str, Any]]:
     """A board row for each ranked evaluation row; ``row[11:]`` holds the suite's overall
     metrics, then the headline per condition (or, when not ``in_sql``, the scores' JSON)."""
