@@ -342,3 +342,27 @@ def test_fsck_knows_a_correction_and_a_variant_edited_in_sql(store):
     rows = {r["id"]: r for r in list_evaluations(store)}
     assert rows[first.id]["superseded_by"] == fix.id  # a rebuilt index keeps the correction
     assert [r["evaluation"] for r in leaderboard(store, "road-test@1").rows] == [fix.id]
+
+
+def test_promote_judges_the_settings_on_the_target_suite(store):
+    from vbstore.suites import promote
+
+    open_suite = push_suite(store, road_test())[0]
+    original = _attempt(store, open_suite, 1.0, layers=[-2])
+    pinned = road_test(version=2)
+    pinned["vbstore"] = {"settings": {"layers": [-1]}}
+    push_suite(store, pinned)
+    promoted = promote(store, original.id, suite="road-test@2")
+    assert promoted.verdict["reasons"] == ["layers(-2 != -1)"]
+
+
+def test_a_label_with_one_variant_shows_none_and_each_label_is_compared_alone(store):
+    suite = push_suite(store, road_test())[0]
+    other = {"id": "b" * 64, "label": "model-b", "weights": "pretrained"}
+    _attempt(store, suite, 1.0, input_size=224)
+    record(store, build(suite, **evidence(checkpoint=other, settings=settings(input_size=518))),
+           recorded=2.0)
+    _attempt(store, suite, 3.0, input_size=224, layers=[-2])
+    labels = sorted(r["label"] for r in leaderboard(store, "road-test@1").rows)
+    # model-b's one variant needs no suffix; model-a's two differ in layers only
+    assert labels == ["model-a [layers=-1]", "model-a [layers=-2]", "model-b"]

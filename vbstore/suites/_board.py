@@ -5,15 +5,15 @@ is the newest evaluation that ranks, and ``attempts`` says how many were recorde
 rank and the next rank skips (1, 1, 3). Each row shows the weakest condition on the headline
 and the gap below the overall figure. A setting the suite leaves open (vbstore.suites._settings)
 makes a variant: a checkpoint has a row per variant, labelled with the settings in which the
-board's variants differ. Rows come from the registry's ``evaluations`` table, so a board over
-100k evaluations never opens a blob.
+variants under its label differ. Rows come from the registry's ``evaluations`` table, so a
+board over 100k evaluations never opens a blob.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
@@ -92,20 +92,20 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         ),
     )
     total = sum(r[9] for r in rows)
-    labels = _labels(rows)
+    labels = _Labels(rows)
     ranked = _ranked_rows(headline, metrics, names, rows, in_sql, labels)
     _rank(ranked, headline)
     unranked = [
         {
             "evaluation": r[0],
             "checkpoint": r[1],
-            "label": labels[r[10]](r[2]),
+            "label": labels[r[2], r[10]](r[2]),
             "weights": r[3],
             "evidence": r[5],
             "state": r[7],
             "reasons": json.loads(r[8]),
             "attempts": r[9],
-            "variant": labels[r[10]].variant,
+            "variant": labels[r[2], r[10]].variant,
         }
         for r in rows
         if not r[4]
@@ -119,10 +119,10 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline)
 
 
-@dataclass(frozen=True)
-class _Label:
-    """How a row of one variant is labelled: the checkpoint's label, then the settings in which
-    the board's variants differ, so rows that differ in a setting never share a label."""
+class _Label(NamedTuple):
+    """What a row of one checkpoint label and variant shows after the label: the settings in
+    which that label's variants differ, so rows that differ in a setting never share a label
+    (and a checkpoint with one variant shows none)."""
 
     variant: dict[str, Any]
     shown: str
@@ -131,20 +131,44 @@ class _Label:
         return f"{label} [{self.shown}]" if self.shown else label
 
 
-def _labels(rows: list) -> dict[str, _Label]:
-    """A :class:`_Label` per variant on the board (each variant's JSON decoded once); a setting
-    that is an object (preprocessing) is compared and shown by its parts
-    (``preprocessing.resize=32``)."""
-    variants = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
-    flat = {key: _flat(v) for key, v in variants.items()}
-    keys = sorted({k for v in flat.values() for k in v})
+class _Labels:
+    """The :class:`_Label` of each (label, variant) on the board. Each variant's JSON is decoded
+    once; only labels with several variants are compared, each set of variants once however
+    many labels share it. A setting that is an object (preprocessing) is compared and shown by
+    its parts (``preprocessing.resize=32``)."""
+
+    def __init__(self, rows: list) -> None:
+        decoded = {key: json.loads(key) if key else {} for key in {r[10] for r in rows}}
+        self.plain = {key: _Label(v, "") for key, v in decoded.items()}
+        first: dict[str, str] = {}
+        several: dict[str, set[str]] = {}
+        for r in rows:  # the common case, one variant a label, costs a dict lookup a row
+            if first.setdefault(r[2], r[10]) != r[10]:
+                several.setdefault(r[2], {first[r[2]]}).add(r[10])
+        compared: dict[frozenset[str], dict[str, _Label]] = {}
+        self.special: dict[tuple[str, str], _Label] = {}
+        for label, keys in several.items():
+            together = frozenset(keys)
+            made = compared.get(together)
+            if made is None:
+                shown = _shown({key: _flat(decoded[key]) for key in together})
+                made = compared[together] = {k: _Label(decoded[k], v) for k, v in shown.items()}
+            for key, value in made.items():
+                self.special[label, key] = value
+
+    def __getitem__(self, row: tuple[str, str]) -> _Label:
+        return self.special.get(row) or self.plain[row[1]]
+
+
+def _shown(flat: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Per variant, the settings in which these variants differ, written out."""
+    names = sorted({k for v in flat.values() for k in v})
     differ = [
-        k for k in keys
+        k for k in names
         if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in flat.values()}) > 1
     ]
     return {
-        key: _Label(variants[key], " ".join(
-            f"{k}={'?' if k not in v else show(v[k])}" for k in differ))
+        key: " ".join(f"{k}={'?' if k not in v else show(v[k])}" for k in differ)
         for key, v in flat.items()
     }
 
@@ -159,7 +183,7 @@ def _flat(variant: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_UNKNOWN = object.__name__  # a setting a variant does not name (evaluations indexed before)
+_UNKNOWN = "\x00unknown"  # a setting a variant does not name (evaluations indexed before)
 
 
 def _plain(name: str) -> bool:
@@ -174,7 +198,7 @@ def _json_path(parts: tuple[str, ...]) -> str:
 
 def _ranked_rows(
     headline: dict[str, Any], metrics: list[str], names: list[str], rows: list, in_sql: bool,
-    labels: dict[str, _Label],
+    labels: _Labels,
 ) -> list[dict[str, Any]]:
     """A board row for each ranked evaluation row; ``row[11:]`` holds the suite's overall
     metrics, then the headline per condition (or, when not ``in_sql``, the scores' JSON)."""
@@ -201,16 +225,17 @@ def _ranked_rows(
         per_condition = values[split:]
         value, weakest = worst(zip(per_condition, names, strict=True))
         score = values[at]
+        label = labels[row[2], row[10]]
         out.append(
             {
                 "rank": 0,
                 "evaluation": row[0],
                 "checkpoint": row[1],
-                "label": labels[row[10]](row[2]),
+                "label": f"{row[2]} [{label.shown}]" if label.shown else row[2],
                 "weights": row[3],
                 "evidence": row[5],
                 "recorded": row[6],
-                "variant": labels[row[10]].variant,
+                "variant": label.variant,
                 "attempts": row[9],
                 "headline": score,
                 "conditions": dict(zip(names, per_condition, strict=True)),

@@ -42,5 +42,8 @@ def promote(
         comparable=was.comparable is not False,
         sources=was.sources,
         promoted_from=origin.id,
+        # the settings it ran with and the classes it scored are judged on the target suite too
+        settings=was.extra.get("settings"),
+        classes=was.extra.get("classes"),
     )
     return record(store, doc, dry_run=dry_run)

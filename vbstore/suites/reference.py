@@ -35,7 +35,7 @@ from ._board import leaderboard
 from ._evaluate import from_results, record
 from ._import import import_results
 from ._new import new_suite
-from ._suite import get_suite, list_suites, normalize, push_suite, read_suite_file
+from ._suite import EXTENSION, get_suite, list_suites, normalize, push_suite, read_suite_file
 
 START, END = "<!-- registry:start -->", "<!-- registry:end -->"
 # the suite and record files of the reported figures (a checkout's, not an installed package's)
@@ -159,8 +159,8 @@ def _compute(store: Store, inputs: Path, progress: bool, only: Iterable[str] = (
                         weights="random" if spec["backbones"] == "clip" else "pretrained",
                         data_options=spec["listing"])
         # a written input is recorded by its name, never by where this build wrote it
-        for condition in doc["protocol"]["conditions"]:
-            condition["split"] = Path(condition["split"]).name
+        doc[EXTENSION]["splits"] = {c: Path(where).name
+                                    for c, where in doc[EXTENSION]["splits"].items()}
         doc["protocol"]["data"]["label"] = spec["data"].lstrip("@")
         suite, _ = push_suite(store, normalize(doc))
         for backbone in backbones_of(spec):
