@@ -269,10 +269,13 @@ def test_board_commands_and_their_progress_lines(stores, team, monkeypatch):
     pulled = vb(b, "pull", "board", "road-test@1", "--from", "team")
     assert pulled.stdout.startswith("pulled board road-test@1 <- team: 3 evaluations added")
     assert "pulling board from team: evaluation 3/3 (" in pulled.stderr
-    again = json.loads(vb(b, "pull", "board", "road-test@1", "--from", "team", "--json").stdout)
+    again = json.loads(vb(b, "pull", "board", "team/road-test@1", "--json").stdout)
     assert (again["added"], again["already_present"]) == (0, 3)
     same = vb(a, "push", "board", "road-test@1", "--to", "team")
     assert "nothing to push" in same.stdout
+    unnamed = runner.invoke(cli, ["--store", str(b.root), "pull", "board", "road-test@1"])
+    assert unnamed.exit_code == 2
+    assert "--from REMOTE" in unnamed.stderr
 
 
 def test_boards_merge_through_s3_with_progress(stores, s3_url, monkeypatch, capsys):
