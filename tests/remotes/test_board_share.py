@@ -269,10 +269,13 @@ def test_board_commands_and_their_progress_lines(stores, team, monkeypatch):
     pulled = vb(b, "pull", "board", "road-test@1", "--from", "team")
     assert pulled.stdout.startswith("pulled board road-test@1 <- team: 3 evaluations added")
     assert "pulling board from team: evaluation 3/3 (" in pulled.stderr
-    again = json.loads(vb(b, "pull", "board", "road-test@1", "--from", "team", "--json").stdout)
+    again = json.loads(vb(b, "pull", "board", "team/road-test@1", "--json").stdout)
     assert (again["added"], again["already_present"]) == (0, 3)
     same = vb(a, "push", "board", "road-test@1", "--to", "team")
     assert "nothing to push" in same.stdout
+    unnamed = runner.invoke(cli, ["--store", str(b.root), "pull", "board", "road-test@1"])
+    assert unnamed.exit_code == 2
+    assert "--from REMOTE" in unnamed.stderr
 
 
 def test_boards_merge_through_s3_with_progress(stores, s3_url, monkeypatch, capsys):
@@ -319,3 +322,36 @@ def test_boards_merge_through_the_hub_in_one_commit_each(stores, hub):
     assert {r[0] for r in board_rows(a)} == {"alpha", "beta"}
     old = pull_board(b, "hub", "road-test@1", revision=first.revision)  # pinned to A's commit
     assert (old.listed, old.downloaded) == (1, 1)
+
+
+@pytest.mark.parametrize(("entry", "why"), [
+    (lambda e: [e[0], e[1], float("nan")], "not a JSON document"),
+    (lambda e: [e[0], -1, e[2]], "bad size or time"),
+    (lambda e: [e[0], e[1], -5.0], "bad size or time"),
+    (lambda e: ["../../x", e[1], e[2]], "evaluation id"),
+])
+def test_a_malformed_listing_is_refused(stores, team, entry, why):
+    from vbstore.remotes import UnsafeRemotePath
+
+    a, b = stores
+    evaluate(a, "alpha", 0.8, 0.7)
+    push_board(a, "team", "road-test@1")
+    ref = team / "refs" / f"{board_ref('road-test@1')}.json"
+    board = json.loads(ref.read_bytes())
+    board["evaluations"] = [entry(board["evaluations"][0])]
+    ref.write_bytes(json.dumps(board).encode())
+    with pytest.raises((TamperedBlob, UnsafeRemotePath), match=re.escape(why)):
+        pull_board(b, "team", "road-test@1")
+    assert list_evaluations(b) == []
+
+
+def test_a_listing_over_its_limit_is_not_read(stores, team, monkeypatch):
+    from vbstore.remotes import RemoteError, _limits
+
+    a, b = stores
+    evaluate(a, "alpha", 0.8, 0.7)
+    push_board(a, "team", "road-test@1")
+    monkeypatch.setattr(_limits, "MAX_BOARD_BYTES", 100)
+    with pytest.raises(RemoteError, match="larger than 100 bytes"):
+        pull_board(b, "team", "road-test@1")
+    assert list_evaluations(b) == []

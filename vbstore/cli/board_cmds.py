@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import UsageError
 from ._common import emit, human_size, json_option, with_store
 from .remote_cmds import pull, push
 
@@ -40,16 +41,23 @@ def push_board_cmd(store, suite: str, to: str, as_json: bool) -> None:
 
 @pull.command("board")
 @click.argument("suite", metavar="SLUG@VERSION")
-@click.option("--from", "source", required=True, metavar="REMOTE",
-              help="The remote to pull from.")
+@click.option("--from", "source", default=None, metavar="REMOTE",
+              help="The remote to pull from (or name it as REMOTE/SLUG@VERSION).")
 @click.option("--revision", default=None, metavar="SHA", help="Pin a Hub commit.")
 @json_option
 @with_store
-def pull_board_cmd(store, suite: str, source: str, revision: str | None, as_json: bool) -> None:
+def pull_board_cmd(store, suite: str, source: str | None, revision: str | None,
+                   as_json: bool) -> None:
     """Merge the remote's board of SUITE into this store; every evaluation is verified and
     judged again here, never trusted."""
     from .._progress import reporting
     from ..suites import pull_board
+
+    if source is None:  # `pull board team/road-test@1`, as `pull ref` names a remote's ref
+        source, sep, suite = suite.partition("/")
+        if not sep:
+            raise UsageError(f"which remote holds the board of {source}?",
+                             hint=f"vbstore pull board {source} --from REMOTE")
 
     with reporting(not as_json):  # evaluations pulled so far, on stderr
         result = pull_board(store, source, suite, revision=revision)
