@@ -165,10 +165,7 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> str:
     result record; return its id."""
     runner = RUNNERS[plan.runner]
     runner.prepare(plan)
-    evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
-    start = time.perf_counter()
-    scored = runner.score(plan, run, evaluation, fresh_heads)
-    run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
+    evaluation, scored = runner.run(plan, run, fresh_heads)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id, **scored.edges}
     start = time.perf_counter()
@@ -305,6 +302,7 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         per_seed=per_seed if len(seeds) > 1 else None, aggregate=aggregate,
         train_aggregate=train_aggregate,
         protocol=getattr(plan.task, "protocol", None),
+        finetune=plan.finetune,
     )
 
 

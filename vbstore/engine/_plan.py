@@ -26,6 +26,7 @@ from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
+from ._finetune import FINETUNE_RUNNER, check_finetune, finetune_head_spec
 from ._requests import HeadRequest, ResultRequest, store_param_files
 from ._runners import StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
@@ -71,6 +72,8 @@ class Plan:
     begun: float = field(default_factory=time.time)
     # what the task adapts to the data and the record says (vbstore.engine._datachecks)
     notes: list[str] = field(default_factory=list)
+    # {"blocks", "backbone_lr"} when the backbone's last blocks train with the head
+    finetune: dict[str, Any] | None = None
 
     @property
     def backbone(self) -> BackboneRef:
@@ -176,8 +179,10 @@ def result_spec(
     seeds: list[int],
     extractor: ExtractorParams,
     strict: bool,
+    finetune: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The result's derivation spec: cheap ids and every setting, so a hit needs no features."""
+    """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
+    ``finetune`` is keyed only when set, so a frozen probe's key is what it always was."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -195,6 +200,7 @@ def result_spec(
             "features_op_version": FEATURES_VERSION,
             "record_version": RECORD_VERSION,
             **({"strict": strict} if head else {}),
+            **({"finetune": finetune} if finetune else {}),
         },
     )
 
@@ -224,7 +230,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
                                  data_options_for(task, data.options, data.source))
         raise
     task_params = store_param_files(store, task, params)
-    runner = runner_for(task)
+    runner = FINETUNE_RUNNER if request.probe.finetune_blocks else runner_for(task)
     runner.check(task, request)
     # the data before the backbone, and both splits listed before either is stored: a split
     # the task cannot read is refused (its targets are checked on the listing) before a model is
@@ -240,6 +246,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if stated:
         params = request.probe.resolved_params(stated)
         task_params = store_param_files(store, task, params)
+    finetune = request.probe.finetune(task_params)
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
     # a dry run writes no manifest: it names each by its document's hash
@@ -275,6 +282,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             seeds,
             extractor,
             request.probe.strict,
+            finetune,
         )
     result_id = store.lookup(derivation_key(spec), touch=False) if spec is not None else None
     # a dry run names the remote whose binary cache has the result: execute would fetch it and
@@ -290,13 +298,14 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         store.touch([m.id for m in (ref, eval_m, train_m) if m is not None])
     features = {}
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
-        if manifest is None:
+        if manifest is None or not runner.frozen_features:
             continue
         step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
         features[role] = step
         steps.append(step)
     steps.extend(runner.steps(StepContext(store, ref, task, task_params, eval_m, train_m,
-                                          extractor, features, head, seeds, unneeded, dry_run)))
+                                          extractor, features, head, seeds, unneeded, dry_run,
+                                          finetune)))
     if remote is not None:  # the steps under it say where the result is
         steps[1:] = [replace(s, remote=remote) if s.status == "unneeded" else s
                      for s in steps[1:]]
@@ -320,6 +329,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         started,
         begun,
         notes,
+        finetune,
     )
 
 
@@ -349,19 +359,31 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
         params = request.probe.resolved_params(stated)
     check_data_options(task, params, stated, [train_l])
     task_params = store_param_files(store, task, params)
-    runner = runner_for(task)
+    finetune = request.probe.finetune(task_params)
+    if finetune:
+        check_finetune(task, request)
+    runner = FINETUNE_RUNNER if finetune else runner_for(task)
     train_m = store_listing(store, train_l, touch=False)
     ref = backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
     extractor = extractor_for(task, request, ref)
     store.touch([ref.id, train_m.id])
-    features = featureset_step(store, ref, train_m, extractor, "train", False, False)
     seed = request.probe.seed
     steps = [Step("backbone", status="stored", id=ref.id),
-             Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}),
-             features,
-             *runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
-                                       {"train": features}, None, [seed], False, False))]
-    spec = head_spec(task, task_params, features.id, seed) if features.id else None
+             Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)})]
+    features = None
+    if not finetune:
+        features = featureset_step(store, ref, train_m, extractor, "train", False, False)
+        steps.append(features)
+    steps += runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
+                                      {"train": features} if features else {}, None, [seed],
+                                      False, False, finetune))
+    spec: dict[str, Any] | None
+    if finetune:
+        spec = finetune_head_spec(task, task_params, ref.id, train_m.id, extractor, finetune,
+                                  seed)
+    else:
+        assert features is not None
+        spec = head_spec(task, task_params, features.id, seed) if features.id else None
     return Plan(store, request, task, task_params, runner.shape, ref, None, train_m, extractor,
-                None, spec, steps, started, begun)
+                None, spec, steps, started, begun, finetune=finetune)

@@ -381,6 +381,8 @@ def result_request(
     layers: Sequence[int] | None = None,
     precision: str = "fp32",
     data_options: Mapping[str, Any] | None = None,
+    finetune_blocks: int = 0,
+    backbone_lr: float | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same)."""
     options = data_options or {}
@@ -393,7 +395,8 @@ def result_request(
             layers=layers_arg(layers),
             precision=precision,
         ),
-        ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict),
+        ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict,
+                     finetune_blocks=finetune_blocks, backbone_lr=backbone_lr),
         DataRef(data, split=split, limit=limit, options=options),
         DataRef(train_data, split=train_split, limit=train_limit, options=options)
         if train_data is not None
@@ -465,12 +468,16 @@ def get_result(
     progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    finetune_blocks: int = 0,
+    backbone_lr: float | None = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
     Task parameters go in ``params``; every other keyword is the engine's own, so the two can
     never be confused. ``executor`` extracts missing features elsewhere (Ray; see
-    docs/features.md); the result is the same as a local run's.
+    docs/features.md); the result is the same as a local run's. ``finetune_blocks=N`` trains
+    the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
+    docs/finetune.md), a measurement kept apart from the frozen probe's.
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -505,6 +512,8 @@ def get_result(
         layers=layers,
         precision=precision,
         data_options=data_options,
+        finetune_blocks=finetune_blocks,
+        backbone_lr=backbone_lr,
     )
     return get(request, store=store, device=device, progress=progress, recompute=recompute,
                executor=executor)
@@ -529,9 +538,12 @@ def get_head(
     progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    finetune_blocks: int = 0,
+    backbone_lr: float | None = None,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
-    or trained now.
+    or trained now (with ``finetune_blocks``, trained with the backbone's last blocks, its
+    record naming the fine-tuned weights).
 
     Raises:
         UsageError: the task is zero-shot (it has no head).
@@ -539,7 +551,8 @@ def get_head(
     request = HeadRequest(
         BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
                         layers=layers_arg(layers), precision=precision),
-        ProbeRequest(task, params=params or {}, seed=seed),
+        ProbeRequest(task, params=params or {}, seed=seed, finetune_blocks=finetune_blocks,
+                     backbone_lr=backbone_lr),
         DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
     )
     return get(request, store=store, device=device, progress=progress, executor=executor)
@@ -560,6 +573,11 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor)
+        if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
+            from ._finetune_compute import head_of  # the compute path: see execute
+
+            with reporting(progress is True):
+                return the_plan, head_of(the_plan, run)
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )

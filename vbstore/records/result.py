@@ -38,6 +38,9 @@ class ResultRecord(Record):
             ``metrics``, ``headline``, ``value``, ``margin`` = headline minus its value,
             ``beaten``), or ``skipped`` with why (vbstore.engine._baseline). Absent from
             results stored before it existed and from tasks with no constant predictor.
+        finetune: ``{"blocks", "backbone_lr"}`` when the backbone's last blocks were trained
+            with the head (docs/finetune.md); absent: a frozen probe. The two are different
+            measurements and never ranked together.
     """
 
     kind = "result"
@@ -68,6 +71,7 @@ class ResultRecord(Record):
     protocol: str | None = None
     baseline: dict[str, Any] | None = None
     timings: dict[str, float] | None = None
+    finetune: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
