@@ -63,6 +63,17 @@ def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
         raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
 
 
+def check_backbone_blocks(ref: Any, blocks: int) -> None:
+    """Refuse a backbone that cannot be cut before its last ``blocks`` (builds the model).
+
+    Raises:
+        UsageError: it says nothing of its blocks, or has fewer.
+    """
+    from ..backbones import check_blocks  # torch: only a fine-tuning request not yet answered
+
+    check_blocks(ref.load(), blocks)
+
+
 def prefix_spec(backbone_id: str, manifest_id: str, blocks: int) -> dict[str, Any]:
     """The derivation of the frozen blocks' output over a manifest (the cut is fixed by the
     backbone and the number of trainable blocks)."""

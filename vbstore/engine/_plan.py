@@ -26,7 +26,7 @@ from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
-from ._finetune import FINETUNE_RUNNER, check_finetune, finetune_head_spec
+from ._finetune import FINETUNE_RUNNER, check_backbone_blocks, check_finetune, finetune_head_spec
 from ._requests import HeadRequest, ResultRequest, store_param_files
 from ._runners import StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
@@ -205,6 +205,27 @@ def result_spec(
     )
 
 
+def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
+                        eval_l: Listing, train_l: Listing | None,
+                        finetune: dict[str, Any]) -> BackboneRef | None:
+    """Refuse a fine-tuning request whose backbone cannot be cut into blocks before anything
+    (a manifest, a prefix) is stored; a stored result is answered without building a model.
+    Returns the backbone it resolved (built when it was checked), for the plan to keep."""
+    ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
+           for listing in (eval_l, train_l)]
+    ref = backbone_of(store, request, task, build=False)
+    if ref is not None and ids[0] is not None:
+        spec = result_spec(task, task_params, ref.id, ids[0], ids[1], None,
+                           request.probe.seed_list, extractor_for(task, request, ref),
+                           request.probe.strict, finetune)
+        if store.lookup(derivation_key(spec), touch=False) is not None:
+            return ref
+    ref = ref or backbone_of(store, request, task, build=True)
+    assert ref is not None  # built when never seen
+    check_backbone_blocks(ref, finetune["blocks"])
+    return ref
+
+
 def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = False) -> Plan:
     """Resolve ``request`` into steps, each stored, on a remote, or to compute.
 
@@ -249,11 +270,16 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     finetune = request.probe.finetune(task_params)
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
+    checked = None
+    if finetune and not dry_run:
+        checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l,
+                                      finetune)
     # a dry run writes no manifest: it names each by its document's hash
     eval_m = store_listing(store, eval_l, touch=False, write=not dry_run)
     train_m = (store_listing(store, train_l, touch=False, write=not dry_run)
                if train_l is not None else None)
-    ref = backbone_of(store, request, task, build=not dry_run)
+    # a fine-tuning request's backbone, checked (and built) above, is not built twice
+    ref = checked or backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     seeds = request.probe.seed_list
     steps = [
@@ -363,9 +389,11 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
     if finetune:
         check_finetune(task, request)
     runner = FINETUNE_RUNNER if finetune else runner_for(task)
-    train_m = store_listing(store, train_l, touch=False)
     ref = backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
+    if finetune:  # refused before the train manifest is stored
+        check_backbone_blocks(ref, finetune["blocks"])
+    train_m = store_listing(store, train_l, touch=False)
     extractor = extractor_for(task, request, ref)
     store.touch([ref.id, train_m.id])
     seed = request.probe.seed
