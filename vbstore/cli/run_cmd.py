@@ -27,7 +27,8 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
              "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
-             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store"}
+             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store",
+             "finetune_blocks", "backbone_lr"}
 
 
 def _flag(name: str) -> str:
@@ -83,7 +84,8 @@ def _command(task: Task) -> click.Command:
             train_limit=kw.get("train_limit"), seed=kw["seed"], seeds=kw["seeds"],
             head=kw.get("head"), strict=not kw.get("no_strict", False), weights=kw["weights"],
             backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
-            layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options)
+            layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options,
+            finetune_blocks=kw.get("finetune_blocks", 0), backbone_lr=kw.get("backbone_lr"))
         the_plan = plan(request, store, dry_run=kw["dry_run"])
         if kw["dry_run"]:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
@@ -124,6 +126,15 @@ def _command(task: Task) -> click.Command:
         click.option("--no-strict", is_flag=True,
                      help="Apply a mismatched head anyway (warns)."),
     ]) or []
+    if task.finetune_loss is not None:  # a task whose linear head can train with the blocks
+        options += [
+            click.option("--finetune-blocks", type=click.IntRange(min=0), default=0,
+                         show_default=True,
+                         help="Train the backbone's last N blocks with the head "
+                              "(docs/finetune.md)."),
+            click.option("--backbone-lr", type=float, default=None,
+                         help="Peak learning rate of the fine-tuned blocks [default: lr / 100]."),
+        ]
     func = data_layout_options(with_store(run))
     func = json_option(executor_options(func))
     for option in reversed(options):
