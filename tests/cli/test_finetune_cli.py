@@ -51,3 +51,35 @@ def test_a_task_that_cannot_fine_tune_is_refused_in_one_line(run, shapes):
     assert "'knn' cannot fine-tune" in out.output
     assert len(out.output.strip().splitlines()) == 1
     assert "--finetune-blocks" not in run("run", "knn", "--help").output
+
+
+def test_a_finetuned_head_travels_with_its_weights_onto_the_same_parent_only(tmp_path, shapes):
+    runner = CliRunner()
+
+    def vb(store, *args):
+        return runner.invoke(cli, ["--store", str(tmp_path / store), *args])
+
+    data = ["-d", shapes, "--split", "val"]
+    head = vb("a", "get", "head", *TINY, "-t", "classification", "--train-data", shapes,
+              "--train-split", "train", *QUICK, "--finetune-blocks", "1", "--tag", "tuned",
+              "--json")
+    assert head.exit_code == 0, head.output
+    applied = vb("a", "get", "result", *TINY, "-t", "classification", *data, "--head", "tuned",
+                 "--json")
+    assert applied.exit_code == 0, applied.output
+    here = json.loads(applied.output)["record"]
+    assert here["finetune"] == {"blocks": 1, "backbone_lr": 1e-4}
+    for store in ("a", "b", "c"):
+        assert vb(store, "remote", "add", "team", str(tmp_path / "r")).exit_code == 0
+    assert vb("a", "push", "head", "tuned", "--to", "team").exit_code == 0
+    other = vb("c", "pull", "head", "team/tuned", "--backbone", "test_cnn", "--weights",
+               "random", "--backbone-seed", "1", "--input-size", "32")
+    assert other.exit_code == 11, other.output  # another parent: refused, both named
+    assert "test_cnn" in other.output
+    pulled = vb("b", "pull", "head", "team/tuned", "--backbone", "test_cnn", "--weights",
+                "random", "--input-size", "32")
+    assert pulled.exit_code == 0, pulled.output
+    there = vb("b", "get", "result", *TINY, "-t", "classification", *data, "--head", "tuned",
+               "--json")
+    assert there.exit_code == 0, there.output
+    assert json.loads(there.output)["record"]["metrics"] == here["metrics"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..heads import head_record  # the safetensors header only: no tensor, no torch
 from ..store import derivation_key, derivation_spec
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
@@ -95,9 +96,25 @@ def finetune_head_spec(task: Task, task_params: dict[str, Any], backbone_id: str
 
 def finetuned_weights(store, head_id: str) -> str:
     """The fine-tuned weights a head was trained with (read from its record, no tensors)."""
-    from ..heads import head_record  # safetensors' header only; heads are the compute path
-
     return head_record(store, head_id)["finetune"]["weights"]
+
+
+def given_finetune(store, head_id: str) -> dict[str, Any] | None:
+    """``{"blocks", "backbone_lr"}`` of a given head trained with fine-tuned blocks, else None.
+
+    Raises:
+        UsageError: its fine-tuned weights are not in this store (pushed without them).
+    """
+    if not store.has(head_id) or store.info(head_id).kind != "head":
+        return None  # not a head: applying it is refused where heads are loaded
+    tuned = head_record(store, head_id).get("finetune")
+    if not isinstance(tuned, dict):
+        return None
+    if not store.has(str(tuned.get("weights"))):
+        raise UsageError(f"head {head_id[:12]} was trained with fine-tuned weights "
+                         f"{str(tuned.get('weights'))[:12]}, which are not in this store",
+                         hint="pull the head again from a remote it was pushed to with them")
+    return {"blocks": tuned["blocks"], "backbone_lr": tuned["backbone_lr"]}
 
 
 def _lookup(store, spec: dict[str, Any], ctx: StepContext, valid=None) -> str | None:
@@ -120,14 +137,19 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
                _lookup(ctx.store, prefix_spec(ctx.ref.id, manifest.id, blocks), ctx))
         steps.append(Step("prefix", role, "stored" if oid and not ctx.unneeded else status, oid,
                           {} if oid else {"forward_passes": len(manifest)}))
-    for seed in ctx.seeds:
-        work = {"samples": len(ctx.train_m), "epochs": ctx.task_params.get("epochs", 1)}
-        head = None if ctx.ref is None or ctx.finetune is None else _lookup(
-            ctx.store, finetune_head_spec(ctx.task, ctx.task_params, ctx.ref.id, ctx.train_m.id,
-                                          ctx.extractor, ctx.finetune, seed), ctx)
-        steps.append(Step("head", f"seed {seed}, {blocks} blocks fine-tuned",
-                          "stored" if head and not ctx.unneeded else status, head,
-                          {} if head else work))
+    for seed in ctx.seeds if ctx.head is None else ctx.seeds[:1]:
+        if ctx.head is not None:
+            head: str | None = ctx.head
+            steps.append(Step("head", f"given, {blocks} blocks fine-tuned", "stored", head))
+        else:
+            work = {"samples": len(ctx.train_m), "epochs": ctx.task_params.get("epochs", 1)}
+            head = None if ctx.ref is None or ctx.finetune is None else _lookup(
+                ctx.store, finetune_head_spec(ctx.task, ctx.task_params, ctx.ref.id,
+                                              ctx.train_m.id, ctx.extractor, ctx.finetune, seed),
+                ctx)
+            steps.append(Step("head", f"seed {seed}, {blocks} blocks fine-tuned",
+                              "stored" if head and not ctx.unneeded else status, head,
+                              {} if head else work))
         if ctx.eval_m is None:
             continue
         features = None

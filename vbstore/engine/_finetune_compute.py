@@ -17,7 +17,7 @@ import torch
 from ..backbones import check_blocks, check_split, run_prefix, run_suffix
 from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
 from ..features import write_prefix as write_prefix_blob
-from ..heads import load_head, save_head
+from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
 from ..tasks._finetune import finetune
 from ..tasks._linear import Loss
@@ -219,24 +219,33 @@ def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
     """Every seed's head trained with the last blocks, scored on the eval split's features
     under its fine-tuned weights; the first seed's feed is the result's eval feed."""
     model, store = Model(plan, run), plan.store
-    train_prefix = prefix(plan, run, model, plan.train_m, "train")
+    given = plan.head
+    train_prefix = None if given else prefix(plan, run, model, plan.train_m, "train")
     eval_prefix = prefix(plan, run, model, plan.eval_m, "eval")
-    train = Feed(plan, run, train_prefix, plan.train_m)  # its targets only: no features
-    classes = plan.train_m.classes
-    scored = Scored([], train=train)
+    train = None if train_prefix is None else Feed(plan, run, train_prefix, plan.train_m)
+    classes = (plan.train_m.classes if given is None
+               else head_record(store, given).get("class_names") or None)
+    scored = Scored([], train=train)  # train: its targets only (the baseline), no features
     heads: list[str] = []
     weights: list[str] = []
     feeds: list[Feed] = []
     start = time.perf_counter()
-    for seed in plan.request.probe.seed_list:
-        head_id = head(plan, run, model, train, train_prefix, seed, fresh).id
+    seeds = plan.request.probe.seed_list
+    for seed in seeds if given is None else seeds[:1]:
+        if given is not None:
+            head_id = given
+        else:
+            assert train is not None
+            assert train_prefix is not None
+            head_id = head(plan, run, model, train, train_prefix, seed, fresh).id
         tuned = finetuned_weights(store, head_id)
         role = "eval" if not feeds else f"eval_seed_{seed}"
         feed = Feed(plan, run, features(plan, run, model, tuned, eval_prefix, plan.eval_m, role),
                     plan.eval_m)
         targets = feed.targets(classes)
         expected = compat(plan, tuned, int(feed.vectors().shape[1]))
-        state, record, _ = load_head(store, head_id, expected, strict=True)
+        state, record, ok = load_head(store, head_id, expected, strict=plan.request.probe.strict)
+        scored.comparable = scored.comparable and ok
         metrics = plan.task.evaluate(state, feed.vectors(), targets, plan.task_params)
         if not plan.task.ci_skip_reason:
             scored.draws.append(head_draws(plan, run, state, feed.vectors(), targets))
@@ -247,7 +256,10 @@ def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
         weights.append(tuned)
         feeds.append(feed)
     run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
-    scored.edges.update(train_manifest=plan.train_m.id, train_prefix=train_prefix,
-                        eval_prefix=eval_prefix, head=heads, finetuned=weights,
+    if given is not None:  # one head, as a frozen run applies one to every seed
+        scored.per_seed = scored.per_seed * len(seeds)
+    else:
+        scored.edges.update(train_manifest=plan.train_m.id, train_prefix=train_prefix)
+    scored.edges.update(eval_prefix=eval_prefix, head=heads, finetuned=weights,
                         finetuned_features=[f.id for f in feeds[1:]])
     return feeds[0], scored

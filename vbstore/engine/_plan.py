@@ -26,7 +26,13 @@ from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
-from ._finetune import FINETUNE_RUNNER, check_backbone_blocks, check_finetune, finetune_head_spec
+from ._finetune import (
+    FINETUNE_RUNNER,
+    check_backbone_blocks,
+    check_finetune,
+    finetune_head_spec,
+    given_finetune,
+)
 from ._requests import HeadRequest, ResultRequest, store_param_files
 from ._runners import StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
@@ -281,6 +287,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     # a fine-tuning request's backbone, checked (and built) above, is not built twice
     ref = checked or backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
+    tuned = given_finetune(store, head) if head is not None else None
+    if tuned is not None:  # a head trained with fine-tuned blocks is applied through them
+        finetune, runner = tuned, FINETUNE_RUNNER
+        runner.check(task, request)
     seeds = request.probe.seed_list
     steps = [
         Step(
