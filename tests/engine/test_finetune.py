@@ -15,7 +15,7 @@ import vbstore
 from vbstore import Store
 from vbstore.engine import lineage
 from vbstore.errors import HeadMismatch, UsageError
-from vbstore.heads import head_record
+from vbstore.heads import head_record, load_head
 
 LIMIT = 3  # per class: 30 train and 30 eval digits
 QUICK = {"epochs": 3, "batch_size": 16}
@@ -186,7 +186,7 @@ def test_a_backbone_without_blocks_is_refused_before_anything_is_stored(tmp_path
                 if row[0] in ("manifest", "prefix")]
 
 
-def test_a_finetuned_head_comes_alone_and_does_not_fit_frozen_features(tuned):
+def test_a_finetuned_head_is_applied_through_its_blocks_never_on_frozen_features(tuned):
     store, result = tuned
     head = vbstore.get_head("test_vit", "classification", "sklearn:digits", train_split="train",
                             train_limit=LIMIT, weights="random", params=QUICK, store=store,
@@ -194,10 +194,14 @@ def test_a_finetuned_head_comes_alone_and_does_not_fit_frozen_features(tuned):
     assert head.record.finetune["blocks"] == 1
     assert head.id == result.record.inputs["head"]  # the same derivation as a result's
     assert head.from_cache
+    applied = vbstore.get_result("test_vit", "classification", "sklearn:digits", split="val",
+                                 limit=LIMIT, weights="random", head=head.id, store=store,
+                                 progress=False)
+    assert applied.metrics == result.metrics
+    assert applied.record.finetune == result.record.finetune
+    assert applied.extracted == 0  # the stored eval prefix, through the fine-tuned block
     with pytest.raises(HeadMismatch, match="fine-tuned weights"):
-        vbstore.get_result("test_vit", "classification", "sklearn:digits", split="val",
-                           limit=LIMIT, weights="random", head=head.id, store=store,
-                           progress=False)
+        load_head(store, head.id, {"finetune": None})  # what frozen features expect
 
 
 @pytest.mark.slow
