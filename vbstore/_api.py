@@ -23,7 +23,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 # command-line flag -> the keyword argument of the Python API that does the same
 _ARGUMENTS = ("backbone", "task", "data", "train-data", "split", "train-split", "limit",
               "train-limit", "seed", "seeds", "weights", "backbone-seed", "input-size", "layers",
-              "precision", "device", "head", "mode", "pooling", "batch-size", "executor")
+              "precision", "device", "head", "mode", "pooling", "batch-size", "executor",
+              "finetune-blocks", "backbone-lr")
 ARGUMENTS = {
     **{f"--{flag}": f"argument {flag.replace('-', '_')}" for flag in _ARGUMENTS},
     "--apply-head": "argument head", "--no-strict": "strict=False",

@@ -92,8 +92,8 @@ class TimmBackbone(Backbone):
                     last == f"{name}.{len(seq) - 1}":
                 return self._split(list(seq))
         layers = [getattr(self.module, f"layer{i}", None) for i in range(1, 5)]
-        if last == "layer4" and all(layer is not None for layer in layers):
-            return self._split(layers)
+        if last == "layer4" and all(isinstance(layer, torch.nn.Module) for layer in layers):
+            return self._split([layer for layer in layers if layer is not None])
         return None
 
     def _split(self, blocks: list[torch.nn.Module]) -> BlockSplit:

@@ -77,6 +77,12 @@ def parse_layers(text: str | None) -> list[int] | None:
                    "the bootstrap CI every result carries).")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
+@click.option("--finetune-blocks", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Train the backbone's last N blocks with the head (a trained pooled probe: "
+                   "classification, multilabel); the frozen blocks' output is stored once, and "
+                   "the result is never ranked with a frozen one (docs/finetune.md).")
+@click.option("--backbone-lr", type=float, default=None,
+              help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
 @click.option("--head", default=None,
               help="Apply this stored head (id or ref) instead of training one.")
 @click.option("--no-strict", is_flag=True,
@@ -100,8 +106,9 @@ def parse_layers(text: str | None) -> list[int] | None:
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
-                   params, head, no_strict, recompute, dry_run, suite_ref, plugins, data_options,
-                   executor, as_json, batch_size, pooling, **flags) -> None:
+                   params, finetune_blocks, backbone_lr, head, no_strict, recompute, dry_run,
+                   suite_ref, plugins, data_options, executor, as_json, batch_size, pooling,
+                   **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -122,7 +129,8 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             train_split=train_split, limit=limit, train_limit=train_limit, seed=seed, seeds=seeds,
             head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
             input_size=input_size, layers=parse_layers(layers), precision=precision,
-            data_options=data_options, pooling=pooling)
+            data_options=data_options, pooling=pooling, finetune_blocks=finetune_blocks,
+            backbone_lr=backbone_lr)
 
     def compute(data, split):
         return execute(plan(request_for(data, split), store), device=device,
@@ -238,15 +246,20 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
               help="Seed of the probe's training.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter.")
+@click.option("--finetune-blocks", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Train the backbone's last N blocks with the head (a trained pooled probe: "
+                   "classification, multilabel); the frozen blocks' output is stored once, and "
+                   "the result is never ranked with a frozen one (docs/finetune.md).")
+@click.option("--backbone-lr", type=float, default=None,
+              help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
-                 task, train_data, train_split, train_limit, seed, params, tag_name, data_options,
-                 executor,
-                 as_json):
+                 task, train_data, train_split, train_limit, seed, params, finetune_blocks,
+                 backbone_lr, tag_name, data_options, executor, as_json):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
@@ -255,7 +268,8 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
                       backbone_seed=backbone_seed,
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=progress_for(executor, as_json),
-                      data_options=data_options, executor=executor, params=parse_params(params))
+                      data_options=data_options, executor=executor, params=parse_params(params),
+                      finetune_blocks=finetune_blocks, backbone_lr=backbone_lr)
     if tag_name:
         store.tag(tag_name, result.id)
 

@@ -29,7 +29,8 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "min_votes",
-             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling"}
+             "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
+             "finetune_blocks", "backbone_lr"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -90,7 +91,8 @@ def _command(task: Task) -> click.Command:
             head=kw.get("head"), strict=not kw.get("no_strict", False), weights=kw["weights"],
             backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
             layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options,
-            pooling=kw.get("pooling"))
+            pooling=kw.get("pooling"), finetune_blocks=kw.get("finetune_blocks", 0),
+            backbone_lr=kw.get("backbone_lr"))
         the_plan = plan(request, store, dry_run=kw["dry_run"])
         if kw["dry_run"]:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
@@ -139,6 +141,15 @@ def _command(task: Task) -> click.Command:
         click.option("--no-strict", is_flag=True,
                      help="Apply a mismatched head anyway (warns)."),
     ]) or []
+    if task.finetune_loss is not None:  # a task whose linear head can train with the blocks
+        options += [
+            click.option("--finetune-blocks", type=click.IntRange(min=0), default=0,
+                         show_default=True,
+                         help="Train the backbone's last N blocks with the head "
+                              "(docs/finetune.md)."),
+            click.option("--backbone-lr", type=float, default=None,
+                         help="Peak learning rate of the fine-tuned blocks [default: lr / 100]."),
+        ]
     func = data_layout_options(with_store(run))
     func = json_option(executor_options(func))
     for option in reversed(options):

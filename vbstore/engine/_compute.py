@@ -176,10 +176,7 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> Made[Resu
     result record; return its id and the record (what is returned, never read back)."""
     runner = RUNNERS[plan.runner]
     runner.prepare(plan)
-    evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
-    start = time.perf_counter()
-    scored = runner.score(plan, run, evaluation, fresh_heads)
-    run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
+    evaluation, scored = runner.run(plan, run, fresh_heads)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              "eval_features": evaluation.id, **scored.edges}
     start = time.perf_counter()
@@ -324,6 +321,7 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         schema_version=RESULT_SCHEMA_VERSION, dataset=dataset, dataset_params=dataset_params,
         pooling_requested=request.backbone.pooling or "default",
         notes=request.notes,
+        finetune=plan.finetune,
     )
 
 

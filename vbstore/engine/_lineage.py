@@ -16,7 +16,7 @@ from ..records import (
     SuiteRecord,
     WeightsRecord,
 )
-from ..store import encoding
+from ..store import encoding, read_safetensors_header
 
 
 def summary(store, oid: str, kind: str) -> str:
@@ -26,8 +26,12 @@ def summary(store, oid: str, kind: str) -> str:
             head = HeadCompat.from_dict(head_record(store, oid))
         except (VbstoreError, ValueError):
             return ""
+        tuned = (f"  fine-tuned {head.finetune['blocks']} blocks "
+                 f"({head.finetune['weights'][:12]})" if head.finetune else "")
         return (f"{head.task} on backbone {head.backbone[:12]}  pooling {head.pooling}  "
-                f"layers {head.layers}")
+                f"layers {head.layers}{tuned}")
+    if kind in ("prefix", "finetuned") and store.has(oid):
+        return _tensor_summary(store, oid, kind)
     if encoding(kind) != "json" or not store.has(oid):
         return ""
     try:
@@ -38,6 +42,23 @@ def summary(store, oid: str, kind: str) -> str:
         return _summary(store, kind, doc)
     except SchemaError:  # a document this vbstore cannot read typed: no summary
         return ""
+
+
+def _tensor_summary(store, oid: str, kind: str) -> str:
+    """Fine-tuning's blobs, from their safetensors header (no tensor read)."""
+    try:
+        header, _ = read_safetensors_header(store.path(oid))
+    except VbstoreError:
+        return "CORRUPT"
+    meta = header.get("__metadata__") or {}
+    if kind == "prefix":
+        shape = header.get("activations", {}).get("shape", [])
+        return (f"frozen prefix of backbone {meta.get('backbone', '?')[:12]} for the last "
+                f"{meta.get('blocks', '?')} blocks  rows {shape[:1]} x {shape[1:]}")
+    count = sum(1 for name in header if name != "__metadata__")
+    return (f"{count} tensors of the last {meta.get('blocks', '?')} blocks fine-tuned "
+            f"(backbone_lr {meta.get('backbone_lr', '?')}) from weights "
+            f"{meta.get('weights', '?')[:12]}")
 
 
 def _summary(store, kind: str, doc: dict[str, Any]) -> str:

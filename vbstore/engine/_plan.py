@@ -26,6 +26,13 @@ from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
+from ._finetune import (
+    FINETUNE_RUNNER,
+    check_backbone_blocks,
+    check_finetune,
+    finetune_head_spec,
+    given_finetune,
+)
 from ._requests import HeadRequest, ResultRequest, store_param_files
 from ._runners import StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
@@ -71,6 +78,8 @@ class Plan:
     begun: float = field(default_factory=time.time)
     # what the task adapts to the data and the record says (vbstore.engine._datachecks)
     notes: list[str] = field(default_factory=list)
+    # {"blocks", "backbone_lr"} when the backbone's last blocks train with the head
+    finetune: dict[str, Any] | None = None
 
     @property
     def backbone(self) -> BackboneRef:
@@ -204,15 +213,16 @@ def result_spec(
     seeds: list[int],
     extractor: ExtractorParams,
     strict: bool,
+    finetune: dict[str, Any] | None = None,
     *,
     pooling_requested: str | None = None,
     notes: str | None = None,
 ) -> dict[str, Any]:
     """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
 
-    ``pooling_requested`` (a pooling the request named, not the task's default) and ``notes``
-    join the key only when given, so the keys of requests without them are as they were: the
-    record carries both, and one key has one record."""
+    ``pooling_requested`` (a pooling the request named, not the task's default), ``notes`` and
+    ``finetune`` join the key only when given, so the keys of requests without them (a frozen
+    probe's among them) are as they were: the record carries them, and one key has one record."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -232,8 +242,30 @@ def result_spec(
             **({"strict": strict} if head else {}),
             **({"pooling_requested": pooling_requested} if pooling_requested else {}),
             **({"notes": notes} if notes else {}),
+            **({"finetune": finetune} if finetune else {}),
         },
     )
+
+
+def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
+                        eval_l: Listing, train_l: Listing | None,
+                        finetune: dict[str, Any]) -> BackboneRef | None:
+    """Refuse a fine-tuning request whose backbone cannot be cut into blocks before anything
+    (a manifest, a prefix) is stored; a stored result is answered without building a model.
+    Returns the backbone it resolved (built when it was checked), for the plan to keep."""
+    ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
+           for listing in (eval_l, train_l)]
+    ref = backbone_of(store, request, task, build=False)
+    if ref is not None and ids[0] is not None:
+        spec = result_spec(task, task_params, ref.id, ids[0], ids[1], None,
+                           request.probe.seed_list, extractor_for(task, request, ref),
+                           request.probe.strict, finetune)
+        if store.lookup(derivation_key(spec), touch=False) is not None:
+            return ref
+    ref = ref or backbone_of(store, request, task, build=True)
+    assert ref is not None  # built when never seen
+    check_backbone_blocks(ref, finetune["blocks"])
+    return ref
 
 
 def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = False) -> Plan:
@@ -261,7 +293,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
                                  data_options_for(task, data.options, data.source))
         raise
     task_params = store_param_files(store, task, params)
-    runner = runner_for(task)
+    runner = FINETUNE_RUNNER if request.probe.finetune_blocks else runner_for(task)
     runner.check(task, request)
     # the data before the backbone, and both splits listed before either is stored: a split
     # the task cannot read is refused (its targets are checked on the listing) before a model is
@@ -277,14 +309,24 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if stated:
         params = request.probe.resolved_params(stated)
         task_params = store_param_files(store, task, params)
+    finetune = request.probe.finetune(task_params)
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
+    checked = None
+    if finetune and not dry_run:
+        checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l,
+                                      finetune)
     # a dry run writes no manifest: it names each by its document's hash
     eval_m = store_listing(store, eval_l, touch=False, write=not dry_run)
     train_m = (store_listing(store, train_l, touch=False, write=not dry_run)
                if train_l is not None else None)
-    ref = backbone_of(store, request, task, build=not dry_run)
+    # a fine-tuning request's backbone, checked (and built) above, is not built twice
+    ref = checked or backbone_of(store, request, task, build=not dry_run)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
+    tuned = given_finetune(store, head) if head is not None else None
+    if tuned is not None:  # a head trained with fine-tuned blocks is applied through them
+        finetune, runner = tuned, FINETUNE_RUNNER
+        runner.check(task, request)
     seeds = request.probe.seed_list
     steps = [
         Step(
@@ -312,6 +354,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             seeds,
             extractor,
             request.probe.strict,
+            finetune,
             pooling_requested=request.backbone.pooling,
             notes=request.notes,
         )
@@ -330,13 +373,14 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         store.touch([m.id for m in (ref, eval_m, train_m) if m is not None])
     features = {}
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
-        if manifest is None:
+        if manifest is None or not runner.frozen_features:
             continue
         step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
         features[role] = step
         steps.append(step)
     steps.extend(runner.steps(StepContext(store, ref, task, task_params, eval_m, train_m,
-                                          extractor, features, head, seeds, unneeded, dry_run)))
+                                          extractor, features, head, seeds, unneeded, dry_run,
+                                          finetune)))
     if remote is not None:  # the steps under it say where the result is
         steps[1:] = [replace(s, remote=remote) if s.status == "unneeded" else s
                      for s in steps[1:]]
@@ -360,6 +404,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         started,
         begun,
         notes,
+        finetune,
     )
 
 
@@ -387,20 +432,32 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
         params = request.probe.resolved_params(stated)
     check_data_options(task, params, stated, [train_l])
     task_params = store_param_files(store, task, params)
-    runner = runner_for(task)
-    train_m = store_listing(store, train_l, touch=False)
+    finetune = request.probe.finetune(task_params)
+    if finetune:
+        check_finetune(task, request)
+    runner = FINETUNE_RUNNER if finetune else runner_for(task)
     ref = backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
+    if finetune:  # refused before the train manifest is stored
+        check_backbone_blocks(ref, finetune["blocks"])
+    train_m = store_listing(store, train_l, touch=False)
     extractor = extractor_for(task, request, ref)
     store.touch([ref.id, train_m.id])
-    features = featureset_step(store, ref, train_m, extractor, "train", False, False)
     seed = request.probe.seed
     steps = [Step("backbone", status="stored", id=ref.id),
-             Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)}),
-             features,
-             *runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
-                                       {"train": features}, None, [seed], False, False))]
-    # the head's spec: None until its features exist (execute_head makes it then)
-    spec = steps[-1].spec
+             Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)})]
+    features = None
+    if not finetune:
+        features = featureset_step(store, ref, train_m, extractor, "train", False, False)
+        steps.append(features)
+    steps += runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
+                                      {"train": features} if features else {}, None, [seed],
+                                      False, False, finetune))
+    spec: dict[str, Any] | None
+    if finetune:
+        spec = finetune_head_spec(task, task_params, ref.id, train_m.id, extractor, finetune,
+                                  seed)
+    else:  # the head's spec: None until its features exist (execute_head makes it then)
+        spec = steps[-1].spec
     return Plan(store, request, task, task_params, runner.shape, ref, None, train_m, extractor,
-                None, spec, steps, started, begun)
+                None, spec, steps, started, begun, finetune=finetune)

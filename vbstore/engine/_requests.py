@@ -48,6 +48,8 @@ ENGINE_OPTIONS = {
     "train_limit": "--train-limit",
     "strict": "--no-strict",
     "recompute": "--recompute",
+    "finetune_blocks": "--finetune-blocks",
+    "backbone_lr": "--backbone-lr",
 }
 
 
@@ -174,6 +176,10 @@ class ProbeRequest:
         seeds: How many seeds to run on one set of features.
         head: A stored head (id or ref) to apply instead of training one.
         strict: Refuse a head trained for other features (off: warn, and compare with nothing).
+        finetune_blocks: Train the backbone's last N blocks with the head (0: a frozen probe;
+            docs/finetune.md). A fine-tuned result is another measurement, never ranked with a
+            frozen one.
+        backbone_lr: Peak learning rate of those blocks (None: the task's ``lr`` / 100).
     """
 
     task: str
@@ -182,11 +188,40 @@ class ProbeRequest:
     seeds: int = 1
     head: str | None = None
     strict: bool = True
+    finetune_blocks: int = 0
+    backbone_lr: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen(self.params))
         _int("seed", self.seed, 0)
         _int("seeds", self.seeds, 1)
+        _int("finetune blocks", self.finetune_blocks, 0)
+        if self.backbone_lr is not None:
+            lr = self.backbone_lr
+            if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1e6:
+                raise UsageError(f"backbone lr must be a number > 0, not {lr!r}",
+                                 hint="e.g. --backbone-lr 1e-4")
+            if not self.finetune_blocks:
+                raise UsageError(
+                    f"--backbone-lr {lr:g} was given without --finetune-blocks, so no block "
+                    "would train with it", hint="add --finetune-blocks N, or drop --backbone-lr")
+            object.__setattr__(self, "backbone_lr", float(lr))
+        if self.finetune_blocks and self.head is not None:
+            raise UsageError("--finetune-blocks trains blocks with a new head; a given head "
+                             "brings its own", hint="drop --finetune-blocks or --head")
+
+    def finetune(self, task_params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``{"blocks", "backbone_lr"}`` of a fine-tuning request (the lr resolved against the
+        task's own ``lr``), or None for a frozen probe."""
+        if not self.finetune_blocks:
+            return None
+        lr = self.backbone_lr
+        if lr is None:
+            lr = float(task_params.get("lr", 0.0)) / 100
+        if not lr > 0:
+            raise UsageError(f"task {self.task!r} has no lr to take the backbone's from",
+                             hint="pass --backbone-lr")
+        return {"blocks": self.finetune_blocks, "backbone_lr": lr}
 
     @property
     def spec(self) -> Task:

@@ -391,6 +391,8 @@ def result_request(
     data_options: Mapping[str, Any] | None = None,
     pooling: str | None = None,
     notes: str | None = None,
+    finetune_blocks: int = 0,
+    backbone_lr: float | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same).
 
@@ -411,7 +413,8 @@ def result_request(
             pooling=pooling,
             precision=precision,
         ),
-        ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict),
+        ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict,
+                     finetune_blocks=finetune_blocks, backbone_lr=backbone_lr),
         DataRef(data, split=split, limit=limit, options=options),
         DataRef(train_data, split=train_split, limit=train_limit, options=options)
         if train_data is not None
@@ -497,6 +500,8 @@ def get_result(
     pooling: str | None = None,
     batch_size: int = 32,
     notes: str | None = None,
+    finetune_blocks: int = 0,
+    backbone_lr: float | None = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
@@ -505,7 +510,9 @@ def get_result(
     docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
-    the record carries (a result with notes is its own record).
+    the record carries (a result with notes is its own record). ``finetune_blocks=N`` trains
+    the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
+    docs/finetune.md), a measurement kept apart from the frozen probe's.
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -542,6 +549,8 @@ def get_result(
         data_options=data_options,
         pooling=pooling,
         notes=notes,
+        finetune_blocks=finetune_blocks,
+        backbone_lr=backbone_lr,
     )
     return get(request, store=store, device=device, progress=progress, recompute=recompute,
                executor=executor, batch_size=batch_size)
@@ -566,9 +575,12 @@ def get_head(
     progress: bool | Callable[..., Any] = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    finetune_blocks: int = 0,
+    backbone_lr: float | None = None,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
-    or trained now.
+    or trained now (with ``finetune_blocks``, trained with the backbone's last blocks, its
+    record naming the fine-tuned weights).
 
     Raises:
         UsageError: the task is zero-shot (it has no head).
@@ -576,7 +588,8 @@ def get_head(
     request = HeadRequest(
         BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
                         layers=layers_arg(layers), precision=precision),
-        ProbeRequest(task, params=params or {}, seed=seed),
+        ProbeRequest(task, params=params or {}, seed=seed, finetune_blocks=finetune_blocks,
+                     backbone_lr=backbone_lr),
         DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
     )
     return get(request, store=store, device=device, progress=progress, executor=executor)
@@ -596,6 +609,11 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
+        if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
+            from ._finetune_compute import head_of  # the compute path: see execute
+
+            with reporting(progress is True):
+                return the_plan, head_of(the_plan, run)
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )

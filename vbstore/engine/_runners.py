@@ -11,6 +11,7 @@ cache miss only and import the compute path (features, heads, torch) when called
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -53,6 +54,7 @@ class StepContext:
     seeds: list[int]
     unneeded: bool
     dry_run: bool
+    finetune: dict[str, Any] | None = None
 
 
 @dataclass
@@ -86,10 +88,13 @@ class Runner(ABC):
     Attributes:
         shape: The shape this runner runs (a :class:`vbstore.tasks.Shape` name).
         text_tower: The backbone must bring its text tower (and image projection).
+        frozen_features: The plan reads the frozen backbone's featuresets (off: the runner's
+            own steps name what it reads, as fine-tuning does).
     """
 
     shape: ClassVar[str] = ""
     text_tower: ClassVar[bool] = False
+    frozen_features: ClassVar[bool] = True
 
     def check(self, task: Task, request: ResultRequest) -> None:
         """Refuse, before anything is read, a request this shape cannot run.
@@ -115,6 +120,16 @@ class Runner(ABC):
     def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
               ) -> Scored:
         """Every seed's metrics on the eval featureset (computing what is missing)."""
+
+    def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed, Scored]:
+        """The eval feed and every seed's metrics: the frozen eval featureset, then ``score``."""
+        from ._compute import Feed, featureset
+
+        evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
+        start = time.perf_counter()
+        scored = self.score(plan, run, evaluation, fresh_heads)
+        run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
+        return evaluation, scored
 
     def baseline(self, plan: Plan, evaluation: Feed, scored: Scored) -> Baseline | str | None:
         """The task's trivial predictor on the eval split (``vbstore.engine._baseline``), a
@@ -168,7 +183,8 @@ class _Trained(Runner):
             scored.edges.update(train_manifest=plan.train_m.id, train_features=train.id)
             heads = [train_head(plan, run, train, seed, fresh_heads).id for seed in seeds]
             classes = plan.train_m.classes
-        expected = compat(plan, evaluation.id, self.width(evaluation))
+        # frozen features: a head trained with fine-tuned blocks does not fit them
+        expected = {**compat(plan, evaluation.id, self.width(evaluation)), "finetune": None}
         targets = self.targets(evaluation, classes)
         scored.targets = targets
         for head in heads:

@@ -13,20 +13,28 @@ from ._params import OP_VERSION, ExtractorParams, extractor_doc, extractor_key
 
 if TYPE_CHECKING:
     from ._executor import ExtractProgress, RayExecutor, make_executor
-    from ._extract import ExtractionStats, extract_featureset
+    from ._extract import ExtractionStats, extract_featureset, store_featureset
+    from ._extract import Plan as ExtractPlan
+    from ._packs import PackWriter
+    from ._prefix import PrefixRows, write_prefix
     from ._read import Features
 
 # loaded on first use: extraction and reading need torch; the executors only a command given
 # --executor (a cached `get` needs none of them)
 _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read",
+         "store_featureset": "._extract", "ExtractPlan": "._extract", "PackWriter": "._packs",
+         "PrefixRows": "._prefix", "write_prefix": "._prefix",
          "ExtractProgress": "._executor", "RayExecutor": "._executor",
          "make_executor": "._executor"}
 
-__all__ = ["OP_VERSION", "ExtractProgress", "ExtractionStats", "ExtractorParams", "Features",
-           "RayExecutor", "extract_featureset", "extractor_doc", "extractor_key", "make_executor"]
+__all__ = ["OP_VERSION", "ExtractPlan", "ExtractProgress", "ExtractionStats", "ExtractorParams",
+           "Features", "PackWriter", "PrefixRows", "RayExecutor", "extract_featureset",
+           "extractor_doc", "extractor_key", "make_executor", "store_featureset", "write_prefix"]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'vbstore.features' has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    # ExtractPlan: _extract's Plan, under a name that says whose plan it is
+    return getattr(importlib.import_module(_LAZY[name], __name__),
+                   "Plan" if name == "ExtractPlan" else name)

@@ -159,8 +159,9 @@ def tied_rows(store, key: str, rows: dict[str, tuple[str, int]]) -> dict[str, tu
 
 
 def store_featureset(store, manifest, backbone_id: str, params: ExtractorParams,
-                     plan: Plan) -> str:
-    """Write the featureset record once every image of ``plan`` has a row."""
+                     plan: Plan, edges: dict[str, Any] | None = None) -> str:
+    """Write the featureset record once every image of ``plan`` has a row (``edges``: inputs
+    beside the packs, e.g. the fine-tuned weights ``backbone_id`` names)."""
     rows, images = plan.rows, plan.images
     packs = sorted({rows[image][0] for image in images})
     position = {pack: i for i, pack in enumerate(packs)}
@@ -172,7 +173,7 @@ def store_featureset(store, manifest, backbone_id: str, params: ExtractorParams,
         "packs": packs,
         "rows": [[position[rows[image][0]], rows[image][1]] for image in images],
     }
-    return store.put_json(doc, "featureset", edges={"pack": packs})
+    return store.put_json(doc, "featureset", edges={"pack": packs, **(edges or {})})
 
 
 def extract_featureset(

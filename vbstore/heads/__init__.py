@@ -52,11 +52,14 @@ def head_compat(store, head_id: str) -> HeadCompat:
 
 def head_dependencies(store, head_id: str) -> list[str]:
     """What a pushed head needs to be checked and used elsewhere: its backbone and weights
-    records (the compatibility record travels inside the head)."""
-    backbone = head_compat(store, head_id).backbone
-    needed = [backbone]
-    if store.has(backbone):
-        needed.append(BackboneRecord.from_dict(store.read_json(backbone)).weights)
+    records (the compatibility record travels inside the head), and the fine-tuned weights of
+    a head trained with the backbone's last blocks (without them it fits no features)."""
+    compat = head_compat(store, head_id)
+    needed = [compat.backbone]
+    if store.has(compat.backbone):
+        needed.append(BackboneRecord.from_dict(store.read_json(compat.backbone)).weights)
+    if compat.finetune:
+        needed.append(str(compat.finetune["weights"]))
     return needed
 
 
@@ -115,7 +118,12 @@ def head_problems(store, head_id: str, backbone: Mapping[str, Any] | None = None
     """Every way a stored head falls short: a required compatibility field it lacks, and, with
     ``backbone`` (a backbone record), each way it differs from what that backbone gives it.
     What ``pull head`` and ``import head`` check before a head gets a local name."""
-    found = check_compat(head_record(store, head_id), {})
+    record = head_record(store, head_id)
+    found = check_compat(record, {})
+    tuned = record.get("finetune")
+    if isinstance(tuned, dict) and not store.has(str(tuned.get("weights"))):
+        found.append(f"its fine-tuned weights {str(tuned.get('weights'))[:12]} did not come "
+                     "with it")
     if backbone is not None:
         found += backbone_differences(store, head_id, backbone, backbone_id)
     return list(dict.fromkeys(found))

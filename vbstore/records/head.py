@@ -43,12 +43,23 @@ class HeadCompat(Record):
     class_names: list[str] | None = None
     train_manifest: str | None = None
     train_metrics: dict[str, float] | None = None
+    # the fine-tuned blocks it was trained with ({"weights", "blocks", "backbone_lr"}); None:
+    # a head on frozen features
+    finetune: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def differences(self, expected: Mapping[str, Any]) -> list[str]:
-        """Each way this head differs from the features ``expected`` describes."""
+        """Each way this head differs from the features ``expected`` describes (a head on
+        fine-tuned blocks fits only features made by those blocks: ``finetune``, when
+        ``expected`` names it, None for frozen features)."""
         mine = self.to_dict()
         problems = []
+        if "finetune" in expected and self.finetune != expected["finetune"]:
+            def said(value: Any) -> str:
+                return "frozen" if not value else (
+                    f"fine-tuned weights {value['weights'][:12]} ({value['blocks']} blocks)")
+            problems.append(f"the head was trained on {said(self.finetune)} features, these "
+                            f"are {said(expected['finetune'])}")
         for name in CHECKED:
             if name not in expected:
                 continue

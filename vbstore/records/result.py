@@ -85,6 +85,9 @@ class ResultRecord(Record):
         pooling_requested: The pooling the request named (``default``: the task's choice,
             resolved per backbone in ``extractor.pooling``), as VisBench records it.
         notes: Free text given with the request.
+        finetune: ``{"blocks", "backbone_lr"}`` when the backbone's last blocks were trained
+            with the head (docs/finetune.md); absent: a frozen probe. The two are different
+            measurements and never ranked together.
     """
 
     kind = "result"
@@ -120,6 +123,7 @@ class ResultRecord(Record):
     pooling_requested: str | None = None
     notes: str | None = None
     timings: dict[str, float] | None = None
+    finetune: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

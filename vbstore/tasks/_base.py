@@ -230,6 +230,10 @@ class Task:
         views: For a zero-shot dense task scored on image pairs: ``homography`` (each image
             against a warped copy the engine derives) or ``keypoints`` (annotated keypoint
             pairs of the manifest); the engine then calls ``evaluate_views``.
+        finetune_loss: For a pooled task whose head is ``tasks._linear``'s (``weight``,
+            ``bias``, ``mean``, ``std``): the loss that head trains with (``cross_entropy`` or
+            ``binary_cross_entropy``), so ``--finetune-blocks`` can train the backbone's last
+            blocks with it (docs/finetune.md); None: the task cannot fine-tune.
     """
 
     name: str = ""
@@ -251,6 +255,7 @@ class Task:
     layout: ClassVar[str | None] = None
     sample_ci_skip: ClassVar[str] = ""
     views: ClassVar[str | None] = None
+    finetune_loss: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -74,6 +74,7 @@ class LinearClassification(Task):
         Metric("train_loss", "lower", "mean cross-entropy on the train split after training"),
     )
     headline = "top1"
+    finetune_loss = "cross_entropy"
 
     def _fit(
         self,

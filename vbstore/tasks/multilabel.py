@@ -57,6 +57,7 @@ class MultiLabel(Task):
         Metric("train_loss", "lower", "mean binary cross-entropy on the train split"),
     )
     headline = "mean_average_precision"
+    finetune_loss = "binary_cross_entropy"
 
     def _fit(
         self,

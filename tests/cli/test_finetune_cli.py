@@ -1,0 +1,85 @@
+"""``--finetune-blocks`` and ``--backbone-lr`` on get result, get head and run: one request,
+one record field, and a refusal in one line."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from vbstore.cli import cli
+
+TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
+QUICK = ["-p", "epochs=2", "-p", "batch_size=8"]
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    from vbstore.data import make_shapes
+
+    folder = tmp_path_factory.mktemp("data") / "shapes"
+    return str(make_shapes(folder, per_class=3, seed=2, size=32))
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    return lambda *args: runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
+
+
+def test_get_result_and_run_ask_the_same_finetuned_result(run, shapes):
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    got = run("get", "result", *TINY, "-t", "classification", *data, *QUICK,
+              "--finetune-blocks", "1", "--backbone-lr", "0.001", "--json")
+    assert got.exit_code == 0, got.output
+    record = json.loads(got.output)
+    assert record["record"]["finetune"] == {"blocks": 1, "backbone_lr": 0.001}
+    again = run("run", "classification", *TINY, *data, "--epochs", "2", "--batch-size", "8",
+                "--finetune-blocks", "1", "--backbone-lr", "0.001", "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["id"] == record["id"]
+    head = run("get", "head", *TINY, "-t", "classification", "--train-data", shapes,
+               "--train-split", "train", *QUICK, "--finetune-blocks", "1", "--backbone-lr",
+               "0.001", "--json")
+    assert head.exit_code == 0, head.output
+    assert json.loads(head.output)["id"] == record["record"]["inputs"]["head"]
+
+
+def test_a_task_that_cannot_fine_tune_is_refused_in_one_line(run, shapes):
+    out = run("get", "result", *TINY, "-t", "knn", "-d", shapes, "--split", "val",
+              "--train-data", shapes, "--train-split", "train", "--finetune-blocks", "1")
+    assert out.exit_code != 0
+    assert "'knn' cannot fine-tune" in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert "--finetune-blocks" not in run("run", "knn", "--help").output
+
+
+def test_a_finetuned_head_travels_with_its_weights_onto_the_same_parent_only(tmp_path, shapes):
+    runner = CliRunner()
+
+    def vb(store, *args):
+        return runner.invoke(cli, ["--store", str(tmp_path / store), *args])
+
+    data = ["-d", shapes, "--split", "val"]
+    head = vb("a", "get", "head", *TINY, "-t", "classification", "--train-data", shapes,
+              "--train-split", "train", *QUICK, "--finetune-blocks", "1", "--tag", "tuned",
+              "--json")
+    assert head.exit_code == 0, head.output
+    applied = vb("a", "get", "result", *TINY, "-t", "classification", *data, "--head", "tuned",
+                 "--json")
+    assert applied.exit_code == 0, applied.output
+    here = json.loads(applied.output)["record"]
+    assert here["finetune"] == {"blocks": 1, "backbone_lr": 1e-4}
+    for store in ("a", "b", "c"):
+        assert vb(store, "remote", "add", "team", str(tmp_path / "r")).exit_code == 0
+    assert vb("a", "push", "head", "tuned", "--to", "team").exit_code == 0
+    other = vb("c", "pull", "head", "team/tuned", "--backbone", "test_cnn", "--weights",
+               "random", "--backbone-seed", "1", "--input-size", "32")
+    assert other.exit_code == 11, other.output  # another parent: refused, both named
+    assert "test_cnn" in other.output
+    pulled = vb("b", "pull", "head", "team/tuned", "--backbone", "test_cnn", "--weights",
+                "random", "--input-size", "32")
+    assert pulled.exit_code == 0, pulled.output
+    there = vb("b", "get", "result", *TINY, "-t", "classification", *data, "--head", "tuned",
+               "--json")
+    assert there.exit_code == 0, there.output
+    assert json.loads(there.output)["record"]["metrics"] == here["metrics"]

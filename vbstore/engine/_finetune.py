@@ -1,0 +1,191 @@
+"""Fine-tuning the last N blocks: its derivations, plan steps and runner (docs/finetune.md).
+
+A fine-tuned result is three derivations deep, each stored and reused on its own:
+
+```
+(backbone, manifest, blocks)                        ─► prefix      the frozen blocks' output
+(backbone, train manifest, task, params, seed,
+ blocks, backbone_lr, extractor)                    ─► head        ─► finetuned weights
+(finetuned weights, eval manifest, extractor)       ─► featureset  (under the fine-tuned blocks)
+```
+
+The prefix is computed once per image and blocks count, so a second run with another
+``backbone_lr`` or seed runs only the last N blocks. The fine-tuned weights hold only the
+tensors training changed, with edges to the parent weights and the training data; their id
+names the featuresets made under them, so those are never a frozen backbone's.
+
+Torch-free: the planner and a dry run use this module; the compute path is
+``._finetune_compute``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ..heads import head_record  # the safetensors header only: no tensor, no torch
+from ..store import derivation_key, derivation_spec
+from ..tasks import Task
+from ._features import featureset_spec, packs_present
+from ._runners import RUNNERS, Runner, Scored, StepContext, runner_for
+from ._steps import Step
+
+if TYPE_CHECKING:
+    from ._compute import Feed
+    from ._plan import Plan
+    from ._requests import HeadRequest, ResultRequest
+    from ._run import Run
+
+# Local imports: the compute path (._finetune_compute: torch, heads) loads in run, on a miss.
+
+PREFIX_OP_VERSION = 1
+FINETUNE_OP_VERSION = 1
+TRAIN_PARAMS = ("epochs", "lr", "weight_decay", "batch_size")
+
+
+def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
+    """Refuse, before anything is read or stored, a fine-tuning request that cannot run.
+
+    Raises:
+        UsageError: naming what to change.
+    """
+    if task.finetune_loss is None or runner_for(task).shape != "pooled":
+        raise UsageError(
+            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains a linear head on "
+            "pooled features with the blocks (classification, multilabel)",
+            hint="drop --finetune-blocks, or probe with a task that fine-tunes")
+    backbone = request.backbone
+    if backbone.precision != "fp32":
+        raise UsageError("fine-tuning trains in fp32", hint="drop --precision bf16")
+    if backbone.layers != (-1,):
+        raise UsageError("fine-tuning trains the last blocks, whose output is the last layer",
+                         hint="drop --layers")
+    if backbone.pooling == "none":
+        raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
+
+
+def check_backbone_blocks(ref: Any, blocks: int) -> None:
+    """Refuse a backbone that cannot be cut before its last ``blocks`` (builds the model).
+
+    Raises:
+        UsageError: it says nothing of its blocks, or has fewer.
+    """
+    from ..backbones import check_blocks  # torch: only a fine-tuning request not yet answered
+
+    check_blocks(ref.load(), blocks)
+
+
+def prefix_spec(backbone_id: str, manifest_id: str, blocks: int) -> dict[str, Any]:
+    """The derivation of the frozen blocks' output over a manifest (the cut is fixed by the
+    backbone and the number of trainable blocks)."""
+    return derivation_spec("prefix", PREFIX_OP_VERSION,
+                           {"backbone": backbone_id, "manifest": manifest_id}, {"blocks": blocks})
+
+
+def finetune_head_spec(task: Task, task_params: dict[str, Any], backbone_id: str,
+                       train_manifest_id: str, extractor: Any, finetune: dict[str, Any],
+                       seed: int) -> dict[str, Any]:
+    """The derivation of one seed's head trained with the last blocks (its record names the
+    fine-tuned weights it made)."""
+    return derivation_spec(
+        "finetune", FINETUNE_OP_VERSION,
+        {"backbone": backbone_id, "train_manifest": train_manifest_id},
+        {"task": task.name, "task_op_version": task.op_version, "task_params": task_params,
+         "seed": seed, "extractor": extractor.to_dict(), **finetune})
+
+
+def finetuned_weights(store, head_id: str) -> str:
+    """The fine-tuned weights a head was trained with (read from its record, no tensors)."""
+    return head_record(store, head_id)["finetune"]["weights"]
+
+
+def given_finetune(store, head_id: str) -> dict[str, Any] | None:
+    """``{"blocks", "backbone_lr"}`` of a given head trained with fine-tuned blocks, else None.
+
+    Raises:
+        UsageError: its fine-tuned weights are not in this store (pushed without them).
+    """
+    if not store.has(head_id) or store.info(head_id).kind != "head":
+        return None  # not a head: applying it is refused where heads are loaded
+    tuned = head_record(store, head_id).get("finetune")
+    if not isinstance(tuned, dict):
+        return None
+    if not store.has(str(tuned.get("weights"))):
+        raise UsageError(f"head {head_id[:12]} was trained with fine-tuned weights "
+                         f"{str(tuned.get('weights'))[:12]}, which are not in this store",
+                         hint="pull the head again from a remote it was pushed to with them")
+    return {"blocks": tuned["blocks"], "backbone_lr": tuned["backbone_lr"]}
+
+
+def _lookup(store, spec: dict[str, Any], ctx: StepContext, valid=None) -> str | None:
+    key = derivation_key(spec)
+    if ctx.unneeded:
+        return store.lookup(key, check=False)
+    return store.lookup(key, valid=valid)
+
+
+def finetune_steps(ctx: StepContext) -> list[Step]:
+    """Prefix (train, eval), then per seed the head with its fine-tuned weights and the eval
+    featureset under them: each stored, to compute, or not needed."""
+    status = "unneeded" if ctx.unneeded else "compute"
+    blocks = ctx.finetune["blocks"] if ctx.finetune else 0
+    steps = []
+    for role, manifest in (("train", ctx.train_m), ("eval", ctx.eval_m)):
+        if manifest is None:
+            continue
+        oid = (None if ctx.ref is None else
+               _lookup(ctx.store, prefix_spec(ctx.ref.id, manifest.id, blocks), ctx))
+        steps.append(Step("prefix", role, "stored" if oid and not ctx.unneeded else status, oid,
+                          {} if oid else {"forward_passes": len(manifest)}))
+    for seed in ctx.seeds if ctx.head is None else ctx.seeds[:1]:
+        if ctx.head is not None:
+            head: str | None = ctx.head
+            steps.append(Step("head", f"given, {blocks} blocks fine-tuned", "stored", head))
+        else:
+            work = {"samples": len(ctx.train_m), "epochs": ctx.task_params.get("epochs", 1)}
+            head = None if ctx.ref is None or ctx.finetune is None else _lookup(
+                ctx.store, finetune_head_spec(ctx.task, ctx.task_params, ctx.ref.id,
+                                              ctx.train_m.id, ctx.extractor, ctx.finetune, seed),
+                ctx)
+            steps.append(Step("head", f"seed {seed}, {blocks} blocks fine-tuned",
+                              "stored" if head and not ctx.unneeded else status, head,
+                              {} if head else work))
+        if ctx.eval_m is None:
+            continue
+        features = None
+        if head is not None and ctx.store.has(head):
+            spec = featureset_spec(finetuned_weights(ctx.store, head), ctx.eval_m.id,
+                                   ctx.extractor)
+            features = _lookup(ctx.store, spec, ctx, lambda o: packs_present(ctx.store, o))
+        steps.append(Step("featureset", f"eval, seed {seed} fine-tuned",
+                          "stored" if features and not ctx.unneeded else status, features,
+                          {} if features else {"samples": len(ctx.eval_m)}))
+    return steps
+
+
+class FinetuneRunner(Runner):
+    """A pooled probe whose head trains with the backbone's last blocks (``--finetune-blocks``):
+    it reads stored prefix activations, never the frozen backbone's featuresets."""
+
+    shape = "finetune"
+    frozen_features = False
+
+    def check(self, task: Task, request: ResultRequest) -> None:
+        runner_for(task).check(task, request)
+        check_finetune(task, request)
+
+    def steps(self, ctx: StepContext) -> list[Step]:
+        return finetune_steps(ctx)
+
+    def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed, Scored]:
+        from ._finetune_compute import run_finetuned
+
+        return run_finetuned(plan, run, fresh_heads)
+
+    def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
+              ) -> Scored:
+        return self.run(plan, run, fresh_heads)[1]
+
+
+FINETUNE_RUNNER = FinetuneRunner()
+RUNNERS[FINETUNE_RUNNER.shape] = FINETUNE_RUNNER  # execute finds a plan's runner by name

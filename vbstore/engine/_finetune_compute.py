@@ -1,0 +1,265 @@
+"""Computing a fine-tuned result: prefixes, heads with their fine-tuned weights, eval features.
+
+Runs only on a cache miss (``._finetune`` plans it). Each piece is a derivation of its own
+(``._finetune``'s docstring), so whatever is stored is read, never recomputed: a second run
+with another ``backbone_lr`` reads both prefixes and runs only the last blocks.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any, cast
+
+import torch
+
+from ..backbones import check_blocks, check_split, run_prefix, run_suffix
+from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
+from ..features import write_prefix as write_prefix_blob
+from ..heads import head_record, load_head, save_head
+from ..store import derivation_key
+from ..tasks._finetune import finetune
+from ..tasks._linear import Loss
+from ._cache import Derived, derive
+from ._compute import Feed, head_draws
+from ._device import resolve_device
+from ._features import featureset_spec, packs_present
+from ._finetune import TRAIN_PARAMS, finetune_head_spec, finetuned_weights, prefix_spec
+from ._plan import Plan
+from ._run import Run
+from ._runners import Scored
+
+FINETUNED_FORMAT = "vbstore.finetuned.v1"
+
+
+def _tuning(plan: Plan) -> dict[str, Any]:
+    """``{"blocks", "backbone_lr"}`` of a fine-tuning plan."""
+    assert plan.finetune is not None, "a fine-tuning runner runs fine-tuning plans only"
+    return plan.finetune
+
+
+def _pooling(plan: Plan) -> str:
+    return str(plan.settings.pooling)  # resolved by the planner (extractor_for)
+
+
+class Model:
+    """The parent backbone, built (and cut) only when something must run through it."""
+
+    def __init__(self, plan: Plan, run: Run) -> None:
+        self.plan, self.run = plan, run
+        self._built: Any = None
+        self.checked = False
+
+    def get(self) -> tuple[Any, Any, int]:
+        """``(backbone, split, cut)``, on the run's device."""
+        if self._built is None:
+            backbone = self.plan.backbone.load()
+            backbone.to(resolve_device(self.run.device))
+            split, cut = check_blocks(backbone, _tuning(self.plan)["blocks"])
+            self._built = backbone, split, cut
+        return self._built
+
+    def forward(self, x: torch.Tensor, blocks) -> torch.Tensor:
+        """Pooled last-layer features of prefix activations through ``blocks``."""
+        backbone, split, _ = self.get()
+        return run_suffix(backbone, split, blocks, x, _pooling(self.plan))
+
+    def trainable(self, weights: str | None = None) -> tuple[list[str], list[torch.nn.Module]]:
+        """A copy of the last blocks (the built ones stay the parent's), with the fine-tuned
+        ``weights`` loaded when given, and the parent's name of each of their parameters."""
+        backbone, split, cut = self.get()
+        names = {id(p): n for n, p in backbone.module.named_parameters()}
+        blocks = list(split.blocks[cut:])
+        named = [names[id(p)] for block in blocks for p in block.parameters()]
+        copies = copy.deepcopy(blocks)
+        if weights is not None:
+            from safetensors.torch import load  # heavy: only when fine-tuned blocks load
+
+            state = load(self.plan.store.read_bytes(weights, verify=True))
+            params = [p for block in copies for p in block.parameters()]
+            with torch.no_grad():
+                for name, param in zip(named, params, strict=True):
+                    if name in state:
+                        param.copy_(state[name].to(param.device, param.dtype))
+        return named, copies
+
+
+def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
+    """The stored frozen-prefix activations of ``manifest``, computed now when missing."""
+    store, blocks = plan.store, _tuning(plan)["blocks"]
+    start = time.perf_counter()
+
+    def compute() -> str:
+        backbone, split, cut = model.get()
+        if not model.checked:  # one zero image: refuse a family the split does not describe
+            check_split(backbone, split, cut, _pooling(plan))
+            model.checked = True
+
+        def frozen(images: torch.Tensor) -> torch.Tensor:
+            run.extracted += len(images)  # images through the frozen blocks
+            return run_prefix(backbone, split, cut, images)
+
+        return write_prefix_blob(store, manifest, plan.backbone.id, blocks, frozen,
+                                 backbone.preprocess, batch_size=run.batch_size)
+
+    derived = derive(store, prefix_spec(plan.backbone.id, manifest.id, blocks), compute,
+                     valid=store.has)
+    if derived.computed:
+        run.computed.append(derivation_key(prefix_spec(plan.backbone.id, manifest.id, blocks)))
+    run.from_cache[f"{role}_prefix"] = not derived.computed
+    run.timings[f"{role}_prefix_s"] = round(time.perf_counter() - start, 4)
+    return derived.id
+
+
+def compat(plan: Plan, weights: str, width: int) -> dict[str, Any]:
+    """What a fine-tuned head must agree on: the parent backbone and weights, and the
+    fine-tuned weights its features come from."""
+    ext = plan.settings
+    parent = plan.store.read_json(plan.backbone.doc["weights"])
+    return {"backbone": plan.backbone.id, "weights": parent["tensor_hash"],
+            "input_size": plan.backbone.doc["preprocessing"]["input_size"],
+            "extractor_key": extractor_key(weights, ext), "pooling": ext.pooling,
+            "layers": list(ext.layers), "feature_mode": ext.mode, "embed_dim": width,
+            "task": plan.task.name, "task_op_version": plan.task.op_version,
+            "finetune": {"weights": weights, **_tuning(plan)}}
+
+
+def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, seed: int,
+         fresh: bool) -> Derived:
+    """One seed's head trained with the last blocks, and its fine-tuned weights."""
+    store, task, params = plan.store, plan.task, plan.task_params
+    spec = finetune_head_spec(task, params, plan.backbone.id, plan.train_m.id, plan.settings,
+                              _tuning(plan), seed)
+    classes = plan.train_m.doc.get("classes") or None
+
+    def compute() -> str:
+        names, blocks = model.trainable()
+        parent = [p.detach().clone() for block in blocks for p in block.parameters()]
+        rows, y = PrefixRows(store, train_prefix), train.targets()
+        n_out = len(classes) if task.finetune_loss == "cross_entropy" and classes else (
+            int(y.max()) + 1 if y.ndim == 1 else int(y.shape[1]))
+        state, loss, feats = finetune(
+            rows, y, blocks, model.forward, n_out=n_out, loss=cast(Loss, task.finetune_loss),
+            **{k: params[k] for k in TRAIN_PARAMS}, backbone_lr=_tuning(plan)["backbone_lr"],
+            seed=seed, task=task.name, device=resolve_device(run.device))
+        trained = [p.detach() for block in blocks for p in block.parameters()]
+        changed = {name: after.cpu().contiguous()
+                   for name, before, after in zip(names, parent, trained, strict=True)
+                   if not torch.equal(before, after)}
+        weights_id = plan.backbone.doc["weights"]
+        inputs = {"weights": weights_id, "backbone": plan.backbone.id,
+                  "train_manifest": plan.train_m.id, "prefix": train_prefix}
+        weights = store.put_tensors(
+            changed, "finetuned",
+            {"format": FINETUNED_FORMAT, "blocks": str(_tuning(plan)["blocks"]),
+             "backbone_lr": json.dumps(_tuning(plan)["backbone_lr"]), **inputs},
+            edges=inputs)
+        state = {k: v.cpu() for k, v in state.items()}
+        scored = task.evaluate(state, feats.cpu(), y, params)
+        train_metrics = {f"train_{task.headline}": scored[task.headline], "train_loss": loss}
+        record = {**compat(plan, weights, int(state["weight"].shape[1])), "params": params,
+                  "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
+                  "train_metrics": train_metrics}
+        return save_head(store, state, record, edges={"finetuned": weights,
+                                                      "train_manifest": plan.train_m.id,
+                                                      "prefix": train_prefix})
+
+    if fresh:
+        oid = compute()
+        run.computed.append(store.record(spec, oid))
+        return Derived(oid, "computed")
+    derived = derive(store, spec, compute)
+    if derived.computed:
+        run.computed.append(derivation_key(spec))
+    return derived
+
+
+def head_of(plan: Plan, run: Run) -> Derived:
+    """The head a fine-tuning ``plan_head`` plan names (its train prefix first)."""
+    model = Model(plan, run)
+    train_prefix = prefix(plan, run, model, plan.train_m, "train")
+    return head(plan, run, model, Feed(plan, run, train_prefix, plan.train_m), train_prefix,
+                plan.request.probe.seed, False)
+
+
+def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str, manifest,
+             role: str) -> str:
+    """The featureset of ``manifest`` under the fine-tuned ``weights``: the stored prefix
+    through the fine-tuned blocks, packed as any featureset is."""
+    store, ext = plan.store, plan.settings
+    spec = featureset_spec(weights, manifest.id, ext)
+
+    def compute() -> str:
+        _, blocks = model.trainable(weights)
+        rows = PrefixRows(store, eval_prefix)
+        device = resolve_device(run.device)
+        writer = PackWriter(store, extractor_key(weights, ext), ext.layers, ext.mode,
+                            torch.float16)
+        with torch.no_grad():
+            for index, x in rows.batches(run.batch_size, device):
+                pooled = model.forward(x, blocks)
+                writer.add([rows.images[i] for i in index],
+                           {"layers": {layer: {"pooled": pooled} for layer in ext.layers}})
+        writer.flush()
+        found = ExtractPlan(rows.images, dict(writer.rows), [], 0)
+        return store_featureset(store, manifest, weights, ext, found,
+                                edges={"finetuned": weights, "prefix": eval_prefix})
+
+    derived = derive(store, spec, compute, valid=lambda o: packs_present(store, o))
+    if derived.computed:
+        run.computed.append(derivation_key(spec))
+    run.from_cache[f"{role}_features"] = not derived.computed
+    run.features[role] = {"id": derived.id, "extracted": 0, "reused": len(manifest),
+                          "stored": not derived.computed}
+    return derived.id
+
+
+def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
+    """Every seed's head trained with the last blocks, scored on the eval split's features
+    under its fine-tuned weights; the first seed's feed is the result's eval feed."""
+    model, store = Model(plan, run), plan.store
+    given = plan.head
+    train_prefix = None if given else prefix(plan, run, model, plan.train_m, "train")
+    eval_prefix = prefix(plan, run, model, plan.eval_m, "eval")
+    train = None if train_prefix is None else Feed(plan, run, train_prefix, plan.train_m)
+    classes = (plan.train_m.classes if given is None
+               else head_record(store, given).get("class_names") or None)
+    scored = Scored([], train=train)  # train: its targets only (the baseline), no features
+    heads: list[str] = []
+    weights: list[str] = []
+    feeds: list[Feed] = []
+    start = time.perf_counter()
+    seeds = plan.request.probe.seed_list
+    for seed in seeds if given is None else seeds[:1]:
+        if given is not None:
+            head_id = given
+        else:
+            assert train is not None
+            assert train_prefix is not None
+            head_id = head(plan, run, model, train, train_prefix, seed, fresh).id
+        tuned = finetuned_weights(store, head_id)
+        role = "eval" if not feeds else f"eval_seed_{seed}"
+        feed = Feed(plan, run, features(plan, run, model, tuned, eval_prefix, plan.eval_m, role),
+                    plan.eval_m)
+        targets = feed.targets(classes)
+        expected = compat(plan, tuned, int(feed.vectors().shape[1]))
+        state, record, ok = load_head(store, head_id, expected, strict=plan.request.probe.strict)
+        scored.comparable = scored.comparable and ok
+        metrics = plan.task.evaluate(state, feed.vectors(), targets, plan.task_params)
+        if not plan.task.ci_skip_reason:
+            scored.draws.append(head_draws(plan, run, state, feed.vectors(), targets))
+        scored.per_seed.append(metrics)
+        scored.train_metrics.append(record.get("train_metrics", {}))
+        scored.targets = scored.targets if scored.targets is not None else targets
+        heads.append(head_id)
+        weights.append(tuned)
+        feeds.append(feed)
+    run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
+    if given is not None:  # one head, as a frozen run applies one to every seed
+        scored.per_seed = scored.per_seed * len(seeds)
+    else:
+        scored.edges.update(train_manifest=plan.train_m.id, train_prefix=train_prefix)
+    scored.edges.update(eval_prefix=eval_prefix, head=heads, finetuned=weights,
+                        finetuned_features=[f.id for f in feeds[1:]])
+    return feeds[0], scored
