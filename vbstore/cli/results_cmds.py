@@ -62,7 +62,9 @@ def export_group() -> None:
               default=None,
               help="Only results with this kind of weights.")
 @click.option("--output", "-o", type=click.Path(), default=None,
-              help="Write here instead of stdout (a folder for clip-benchmark).")
+              help="Write here instead of stdout. clip-benchmark: a folder, or CLIP_benchmark's "
+              "--output template, e.g. 'out/benchmark_{dataset}_{pretrained}_{model}_"
+              "{language}_{task}.json'.")
 @json_option
 @with_store
 def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
@@ -99,22 +101,36 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
 def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
                            as_json: bool) -> None:
     """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
-    from ..interop import clip_benchmark_export
+    from ..interop import DEFAULT_TEMPLATE, clip_benchmark_export
 
-    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows])
-    if output is None:
+    folder, template = _folder_and_template(output) if output else (None, DEFAULT_TEMPLATE)
+    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template)
+    if folder is None:
         if as_json:
             emit(True, docs)
         else:
             click.echo("".join(json.dumps(d["record"]) + "\n" for d in docs), nl=False)
         return
-    folder = Path(output)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder} is a file", hint="clip-benchmark export writes into a folder")
     folder.mkdir(parents=True, exist_ok=True)
     for doc in docs:
-        (folder / doc["file"]).write_text(json.dumps(doc["record"]))
+        path = folder / doc["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc["record"]))
     emit(as_json, docs, f"wrote {len(docs)} CLIP_benchmark result files to {folder}")
+
+
+def _folder_and_template(output: str) -> tuple[Path, str]:
+    """``-o``: a folder (files get CLIP_benchmark's default names), or a path whose parts from
+    the first ``{`` on are its ``--output`` template."""
+    from ..interop import DEFAULT_TEMPLATE
+
+    parts = Path(output).parts
+    first = next((i for i, part in enumerate(parts) if "{" in part), None)
+    if first is None:
+        return Path(output), DEFAULT_TEMPLATE
+    return Path(*parts[:first]) if first else Path("."), "/".join(parts[first:])
 
 
 def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -> str:

@@ -86,10 +86,13 @@ class Runner(ABC):
     Attributes:
         shape: The shape this runner runs (a :class:`vbstore.tasks.Shape` name).
         text_tower: The backbone must bring its text tower (and image projection).
+        embedding: The pooled features are the CLIP image embedding (``encode_image``): the
+            backbone is built with its image projection.
     """
 
     shape: ClassVar[str] = ""
     text_tower: ClassVar[bool] = False
+    embedding: ClassVar[bool] = False
 
     def check(self, task: Task, request: ResultRequest) -> None:
         """Refuse, before anything is read, a request this shape cannot run.
@@ -212,6 +215,32 @@ class PooledRunner(_Trained):
         return metrics, head_draws(plan, run, state, feats, targets)
 
 
+def check_clip(task: Task, request: ResultRequest) -> None:
+    """Refuse a backbone without a CLIP image embedding and text tower.
+
+    Raises:
+        UsageError: naming a CLIP backbone to use instead.
+    """
+    spec = request.backbone.spec
+    if isinstance(spec, str) and parse_spec(spec).source != "open_clip":
+        raise UsageError(
+            f"task {task.name!r} needs a CLIP backbone (an image embedding and a text "
+            f"tower), not {spec!r}",
+            hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
+        )
+
+
+class EmbeddingRunner(PooledRunner):
+    """``embedding``: a head on a CLIP model's image embeddings (CLIP_benchmark's linear
+    probe)."""
+
+    shape = "embedding"
+    embedding = True
+
+    def check(self, task: Task, request: ResultRequest) -> None:
+        check_clip(task, request)
+
+
 class PairsRunner(PooledRunner):
     """``pairs``: a head on each image's dense map average-pooled to a grid of cells; the
     targets' rows index those vectors."""
@@ -297,15 +326,10 @@ class TextRunner(ZeroShotRunner):
 
     shape = "text"
     text_tower = True
+    embedding = True
 
     def check(self, task: Task, request: ResultRequest) -> None:
-        spec = request.backbone.spec
-        if isinstance(spec, str) and parse_spec(spec).source != "open_clip":
-            raise UsageError(
-                f"task {task.name!r} compares images with text and needs a CLIP "
-                f"backbone, not {spec!r}",
-                hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
-            )
+        check_clip(task, request)
 
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
         return {**super().context(plan, files),
@@ -365,8 +389,8 @@ class KeypointViewsRunner(Runner):
 
 
 RUNNERS: dict[str, Runner] = {r.shape: r for r in (
-    PooledRunner(), PairsRunner(), DenseRunner(), BoxesRunner(), ZeroShotRunner(),
-    TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
+    PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
+    ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
 
 
 def runner_for(task: Task) -> Runner:
