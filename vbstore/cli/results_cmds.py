@@ -157,6 +157,9 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A parameter for every task.")
+@click.option("--model-type", default=None,
+              help="CLIP_benchmark's --model_type: read the file's MODEL,PRETRAINED lines as "
+              "models of this registered type (default open_clip).")
 # get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
 @click.option("--weights", "line_weights", default=None, hidden=True)
 @click.option("--backbone-seed", "line_seed", default=None, hidden=True)
@@ -166,7 +169,7 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @json_option
 @with_store
 def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
-          seed, params, line_weights, line_seed, line_size, data_options, executor,
+          seed, params, model_type, line_weights, line_seed, line_size, data_options, executor,
           as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
@@ -186,7 +189,7 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
                              hint=f"write it there, e.g. 'test_cnn {key}={value}'")
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
-    for row in run_sweep(read_backbones_file(backbones_file),
+    for row in run_sweep(read_backbones_file(backbones_file, model_type),
                          [t.strip() for t in tasks.split(",") if t.strip()], data, train_data,
                          params=parse_params(params), store=store, split=split,
                          train_split=train_split, limit=limit, train_limit=train_limit, seed=seed,

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..backbones import parse_spec
+from ..backbones import clip_sources, parse_spec
 from ..errors import UsageError
 from ..tasks import Task
 from ._requests import param_files
@@ -222,11 +222,12 @@ def check_clip(task: Task, request: ResultRequest) -> None:
         UsageError: naming a CLIP backbone to use instead.
     """
     spec = request.backbone.spec
-    if isinstance(spec, str) and parse_spec(spec).source != "open_clip":
+    if isinstance(spec, str) and parse_spec(spec).source not in clip_sources():
         raise UsageError(
             f"task {task.name!r} needs a CLIP backbone (an image embedding and a text "
             f"tower), not {spec!r}",
-            hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
+            hint="use an open_clip:MODEL@TAG backbone, or a model type's "
+                 f"({', '.join(clip_sources())}): -b MODEL@TAG --model-type NAME",
         )
 
 
