@@ -156,3 +156,17 @@ def test_a_folder_is_named_as_it_was_read_and_a_template_names_the_files(run, sh
         assert out.exit_code == 2, out.output
         assert words in out.output
     assert not (tmp_path / "cb2").exists()  # refused before anything is written
+
+
+def test_a_clip_benchmark_dataset_list_names_cb_data(tmp_path):
+    from vbstore.interop import clip_benchmark_datasets
+
+    folder = tmp_path / "pets"
+    folder.mkdir()
+    listing = tmp_path / "webdatasets.txt"
+    listing.write_text(f"cifar10\nwds/vtab/cifar100\n\n{folder}\nhf:beans\nshapes\n")
+    assert clip_benchmark_datasets(listing) == [
+        "cb:cifar10", "cb:wds/vtab/cifar100", str(folder), "hf:beans", "shapes"]
+    listing.write_text("# nothing\n")
+    with pytest.raises(UsageError, match="lists no datasets"):
+        clip_benchmark_datasets(listing)

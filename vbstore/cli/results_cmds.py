@@ -146,7 +146,12 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
               help="File with one backbone spec per line (optionally weights=, seed=, "
               "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines.")
 @click.option("--tasks", required=True, help="Comma-separated tasks.")
-@click.option("--data", "-d", required=True, help="Evaluation data.")
+@click.option("--data", "-d", default=None, help="Evaluation data.")
+@click.option("--datasets", "datasets_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="Instead of --data: CLIP_benchmark's dataset list, one dataset per line "
+              "(a name is cb:NAME, read with --dataset-root; a folder or source as is); "
+              "with --train-split, each dataset trains on its own train split.")
 @click.option("--split", default=None, help="Split of --data to evaluate on.")
 @click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
@@ -168,7 +173,8 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @executor_options
 @json_option
 @with_store
-def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
+def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, train_split, limit,
+          train_limit,
           seed, params, model_type, line_weights, line_seed, line_size, data_options, executor,
           as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
@@ -187,19 +193,34 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
             raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line of "
                              "the --backbones file",
                              hint=f"write it there, e.g. 'test_cnn {key}={value}'")
+    if (data is None) == (datasets_file is None):
+        raise UsageError("sweep evaluates on --data or on --datasets FILE",
+                         hint="give exactly one of them")
+    if datasets_file is not None:
+        from ..interop import clip_benchmark_datasets
+
+        if train_data is not None:
+            raise UsageError("--datasets trains each dataset on its own train split",
+                             hint="drop --train-data; name the split with --train-split")
+        units = [(d, d if train_split else None) for d in clip_benchmark_datasets(datasets_file)]
+    else:
+        units = [(data, train_data)]
+    entries = read_backbones_file(backbones_file, model_type)
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
-    for row in run_sweep(read_backbones_file(backbones_file, model_type),
-                         [t.strip() for t in tasks.split(",") if t.strip()], data, train_data,
-                         params=parse_params(params), store=store, split=split,
-                         train_split=train_split, limit=limit, train_limit=train_limit, seed=seed,
-                         progress=not as_json, data_options=data_options,
-                         executor=executor):
+    grid = (row for evaluated, trained in units for row in run_sweep(
+        entries, [t.strip() for t in tasks.split(",") if t.strip()], evaluated, trained,
+        params=parse_params(params), store=store, split=split, train_split=train_split,
+        limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
+        data_options=data_options, executor=executor))
+    for row in grid:
         rows.append(row)
         failures += "error" in row
         if as_json:
             continue
         where = f"[{row['done']}/{row['total']}] " if executor is not None else ""
+        if datasets_file is not None:
+            where += f"{row['data']:<20} "
         if "error" in row:
             click.echo(f"{where}{row['label']:<40} {row['task']:<22} error: {row['error']}")
         else:

@@ -306,7 +306,9 @@ class ZeroShotRunner(Runner):
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
         return {"class_names": plan.eval_m.doc.get("classes", []),
                 "captions": [s.get("captions", []) for s in plan.eval_m.doc["samples"]],
-                "files": files}
+                "files": files,
+                # the templates a cb: source recorded (--templates dataset)
+                "dataset_templates": (plan.eval_m.doc.get("source") or {}).get("templates")}
 
     def score(self, plan, run, evaluation, fresh_heads=False):
         from ._compute import zero_shot_draws

@@ -143,6 +143,7 @@ def sweep(
                 "backbone": entry.backbone,
                 "label": entry.label,
                 "task": task.name,
+                "data": str(data),  # which data, when a sweep runs several (--datasets)
             }
             try:
                 request = result_request(

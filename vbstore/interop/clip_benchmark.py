@@ -25,6 +25,7 @@ import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backbones import list_backbones, parse_spec
@@ -38,6 +39,9 @@ CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "l
 IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_benchmark ignores it
 WEIGHTS_KINDS = ("pretrained", "fixed", "checkpoint", "random")
 _HASH = re.compile(r"[0-9a-f]{64}")
+# data a dataset list may name as vbstore reads it, not as a CLIP_benchmark dataset name
+_DATA_PREFIXES = ("cb", "hf", "torchvision", "wds", "sklearn", "skimage", "shapes", "scenes",
+                  "triplets")
 # `pretrained` values only vbstore writes: weights that are not an open_clip tag's
 _VBSTORE_MARK = re.compile(r"(random|fixed|checkpoint|default)(-seed[0-9]+|-[0-9a-f]{12})?")
 # open_clip also takes a file as `pretrained`: a checkpoint, not a published tag
@@ -48,6 +52,33 @@ _METRICS = {
     "classification": {"top1": "lp_acc1", "top5": "lp_acc5",
                        "mean_per_class_recall": "lp_mean_per_class_recall"},
 }
+
+
+def clip_benchmark_datasets(path: str | Path) -> list[str]:
+    """The data of a CLIP_benchmark dataset list (its ``--dataset FILE``: one dataset per line),
+    as vbstore data: a name CLIP_benchmark builds is ``cb:NAME``; a line that already is
+    vbstore data (a folder or list that exists, ``hf:``, ``torchvision:``, ``cb:``...) is kept.
+
+    Raises:
+        UsageError: the file cannot be read, or lists nothing.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the dataset list {path}: {exc}",
+                         hint="one CLIP_benchmark dataset name per line, e.g. cifar10") from None
+    out = []
+    for line in lines:
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        prefix = name.partition(":")[0]
+        keep = (Path(name).expanduser().exists() or name in _DATA_PREFIXES
+                or (":" in name and prefix in _DATA_PREFIXES))
+        out.append(name if keep else f"cb:{name}")
+    if not out:
+        raise UsageError(f"{path} lists no datasets", hint="one dataset name per line")
+    return out
 
 
 def clip_benchmark_spec(line: str) -> str:
