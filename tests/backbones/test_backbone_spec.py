@@ -127,7 +127,7 @@ def test_spec_params_seed_only_counts_for_random_weights():
 
 
 def test_spec_params_refuse_arguments_that_cannot_apply(tmp_path):
-    with pytest.raises(InvalidSpec, match="open_clip backbones only"):
+    with pytest.raises(InvalidSpec, match="CLIP backbones only"):
         spec_params("timm:resnet50", use_projection=True)
     with pytest.raises(InvalidSpec, match="input_size"):
         spec_params("timm:resnet50", input_size=0)

@@ -86,7 +86,8 @@ def test_export_writes_one_clip_benchmark_file_per_result(run, shapes, tmp_path)
             assert entry["file"] == clip_benchmark_filename(doc)
             record = store.read_json(entry["id"])
             manifest = record["data"]["eval"]["manifest"]
-            assert doc["dataset"] == manifest[:12]  # a folder has no name: its id stands in
+            assert store.data_names(manifest) == ["shapes"]
+            assert doc["dataset"] == "shapes"  # the folder's name, as CLIP_benchmark's --dataset
             assert (doc["model"], doc["pretrained"]) == ("test_vit", "random-seed0")
             weights = store.read_json(record["inputs"]["weights"])
             assert doc[IDENTITY_FIELD] == {"spec": "test_vit", "weights": "random", "seed": 0,
@@ -129,3 +130,43 @@ def test_zero_shot_records_keep_clip_benchmark_names():
         "zeroshot_classification", {"mean_average_precision": 0.7})
     timm = clip_benchmark_record(replace(record, backbone={"spec": "timm:resnet18.a1_in1k"}))
     assert (timm["model"], timm["pretrained"]) == ("timm:resnet18", "a1_in1k")
+
+
+def test_a_folder_is_named_as_it_was_read_and_a_template_names_the_files(run, shapes, tmp_path):
+    import shutil
+
+    pets = tmp_path / "pets"
+    shutil.copytree(shapes, pets)
+    out = run("get", "result", "-b", "test_vit", "--weights", "random", "--input-size", "32",
+              "-t", "knn", "-d", str(pets / "val"), "--train-data", str(pets),
+              "--train-split", "train", "--json")
+    assert out.exit_code == 0, out.output
+    template = "benchmark_{dataset}_{pretrained}_{model}_{language}_{task}.json"
+    out = run("export", "results", "--format", "clip-benchmark", "-o",
+              str(tmp_path / "cb" / template), "--json")
+    assert out.exit_code == 0, out.output
+    written = json.loads(out.stdout)
+    # the split folder's parent names the data; the same images in another folder, the newest
+    assert [d["file"] for d in written] == ["benchmark_pets_random-seed0_test_vit_en_knn.json"]
+    assert (tmp_path / "cb" / written[0]["file"]).is_file()
+    for bad, words in (("{dataset}_{split}.json", "no field 'split'"),
+                       ("{dataset}/../../{task}.json", "leaves the export folder")):
+        out = run("export", "results", "--format", "clip-benchmark", "-o",
+                  str(tmp_path / "cb2" / bad))
+        assert out.exit_code == 2, out.output
+        assert words in out.output
+    assert not (tmp_path / "cb2").exists()  # refused before anything is written
+
+
+def test_a_clip_benchmark_dataset_list_names_cb_data(tmp_path):
+    from vbstore.interop import clip_benchmark_datasets
+
+    folder = tmp_path / "pets"
+    folder.mkdir()
+    listing = tmp_path / "webdatasets.txt"
+    listing.write_text(f"cifar10\nwds/vtab/cifar100\n\n{folder}\nhf:beans\nshapes\n")
+    assert clip_benchmark_datasets(listing) == [
+        "cb:cifar10", "cb:wds/vtab/cifar100", str(folder), "hf:beans", "shapes"]
+    listing.write_text("# nothing\n")
+    with pytest.raises(UsageError, match="lists no datasets"):
+        clip_benchmark_datasets(listing)

@@ -23,3 +23,19 @@ def test_zero_shot_classification_and_retrieval_with_the_text_tower(store, shape
     with pytest.raises(UsageError, match="zero-shot"):
         vbstore.get_result(CLIP, "zeroshot_classification", shapes, shapes, split="val",
                            train_split="train", **kw)
+
+
+@pytest.mark.slow
+def test_linear_probe_trains_on_the_image_embedding_and_shares_it(store, shapes):
+    kw = dict(weights="random", input_size=64, store=store, progress=False)
+    zero = vbstore.get_result(CLIP, "zeroshot_classification", shapes, split="val", **kw)
+    result = vbstore.get_result(CLIP, "linear_probe", shapes, shapes, split="val",
+                                train_split="train", params={"fewshot_k": 2}, **kw)
+    assert set(result.metrics) == {"lp_acc1", "lp_acc5", "lp_mean_per_class_recall"}
+    assert result.record.train_metrics == {"weight_decay": 0.0}
+    # the same backbone (projected) and the same eval features as the zero-shot run
+    assert result.record.inputs["backbone"] == zero.record.inputs["backbone"]
+    assert result.record.inputs["eval_features"] == zero.record.inputs["eval_features"]
+    with pytest.raises(UsageError, match="needs a CLIP backbone"):
+        vbstore.get_result("test_vit", "linear_probe", shapes, shapes, split="val",
+                           train_split="train", **kw)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import WeightsRecord  # the one weights record, re-exported for adapters
 from . import _builtins, _lite, _pixels, _testing  # noqa: F401 - register the built-ins
 from ._build import BuildRequest, build_backbone, spec_params
+from ._clip_loaders import clip_sources, model_types, register_clip_loader, with_model_type
 from ._errors import (
     AmbiguousBackbone,
     BackboneAlreadyRegistered,
@@ -66,16 +67,20 @@ __all__ = [
     "check_blocks",
     "check_seed",
     "check_split",
+    "clip_sources",
     "file_digest",
     "get_entry",
     "list_backbones",
     "model_rows",
+    "model_types",
     "parse_spec",
     "preprocess",
     "register_backbone",
+    "register_clip_loader",
     "run_prefix",
     "run_suffix",
     "spec_params",
+    "with_model_type",
 ]
 
 _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import tensor_identity
+from ._clip_loaders import clip_sources
 from ._errors import InvalidSpec, NoPretrainedWeights
 from ._registry import BackboneEntry, get_entry
 from ._spec import BackboneSpec, parse_spec
@@ -56,9 +57,10 @@ def _request(
     entry = get_entry(parsed.name)
     text = str(parsed)
     choice = parse_weights(weights, seed=seed, tag=parsed.tag, spec=text)
-    if use_projection and parsed.source != "open_clip":
+    if use_projection and parsed.source not in clip_sources():
         raise InvalidSpec(
-            text, "use_projection applies to open_clip backbones only", hint="drop --use-projection"
+            text, "use_projection applies to CLIP backbones only (open_clip and registered "
+            "model types)", hint="drop --use-projection"
         )
     if input_size is not None and (
         isinstance(input_size, bool) or not isinstance(input_size, int) or input_size < 1

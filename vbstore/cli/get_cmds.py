@@ -21,12 +21,28 @@ def get() -> None:
     """Get an artifact, computing only what the store lacks."""
 
 
+def _remember_model_type(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    ctx.meta["model_type"] = value
+
+
+def _typed_backbone(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from ..backbones import with_model_type
+
+    return with_model_type(value, ctx.meta.get("model_type"))
+
+
 def backbone_options(func):
     """The flags that choose a backbone and its weights."""
     for option in reversed([
-        click.option("--backbone", "-b", required=True,
+        click.option("--backbone", "-b", required=True, callback=_typed_backbone,
                      help="Backbone spec: torchvision:resnet18, timm:NAME, dinov2:dinov2_vits14, "
                           "open_clip:MODEL@TAG, or a registered name (vbstore list backbones)."),
+        # eager, and consumed by --backbone's callback: no command signature changes
+        click.option("--model-type", default=None, is_eager=True, expose_value=False,
+                     callback=_remember_model_type,
+                     help="CLIP_benchmark's --model_type: read -b MODEL@TAG (or MODEL,TAG) as "
+                          "a model of this registered type (open_clip, or a "
+                          "register_clip_loader plugin's)."),
         click.option("--weights", default="default", show_default=True,
                      help="default (pinned pretrained), a pretrained tag, a checkpoint path, "
                           "or random."),

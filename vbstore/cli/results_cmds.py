@@ -62,7 +62,9 @@ def export_group() -> None:
               default=None,
               help="Only results with this kind of weights.")
 @click.option("--output", "-o", type=click.Path(), default=None,
-              help="Write here instead of stdout (a folder for clip-benchmark).")
+              help="Write here instead of stdout. clip-benchmark: a folder, or CLIP_benchmark's "
+              "--output template, e.g. 'out/benchmark_{dataset}_{pretrained}_{model}_"
+              "{language}_{task}.json'.")
 @json_option
 @with_store
 def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
@@ -99,22 +101,36 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
 def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
                            as_json: bool) -> None:
     """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
-    from ..interop import clip_benchmark_export
+    from ..interop import DEFAULT_TEMPLATE, clip_benchmark_export
 
-    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows])
-    if output is None:
+    folder, template = _folder_and_template(output) if output else (None, DEFAULT_TEMPLATE)
+    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template)
+    if folder is None:
         if as_json:
             emit(True, docs)
         else:
             click.echo("".join(json.dumps(d["record"]) + "\n" for d in docs), nl=False)
         return
-    folder = Path(output)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder} is a file", hint="clip-benchmark export writes into a folder")
     folder.mkdir(parents=True, exist_ok=True)
     for doc in docs:
-        (folder / doc["file"]).write_text(json.dumps(doc["record"]))
+        path = folder / doc["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc["record"]))
     emit(as_json, docs, f"wrote {len(docs)} CLIP_benchmark result files to {folder}")
+
+
+def _folder_and_template(output: str) -> tuple[Path, str]:
+    """``-o``: a folder (files get CLIP_benchmark's default names), or a path whose parts from
+    the first ``{`` on are its ``--output`` template."""
+    from ..interop import DEFAULT_TEMPLATE
+
+    parts = Path(output).parts
+    first = next((i for i, part in enumerate(parts) if "{" in part), None)
+    if first is None:
+        return Path(output), DEFAULT_TEMPLATE
+    return Path(*parts[:first]) if first else Path("."), "/".join(parts[first:])
 
 
 def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -> str:
@@ -130,7 +146,12 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
               help="File with one backbone spec per line (optionally weights=, seed=, "
               "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines.")
 @click.option("--tasks", required=True, help="Comma-separated tasks.")
-@click.option("--data", "-d", required=True, help="Evaluation data.")
+@click.option("--data", "-d", default=None, help="Evaluation data.")
+@click.option("--datasets", "datasets_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="Instead of --data: CLIP_benchmark's dataset list, one dataset per line "
+              "(a name is cb:NAME, read with --dataset-root; a folder or source as is); "
+              "with --train-split, each dataset trains on its own train split.")
 @click.option("--split", default=None, help="Split of --data to evaluate on.")
 @click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
@@ -141,6 +162,9 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A parameter for every task.")
+@click.option("--model-type", default=None,
+              help="CLIP_benchmark's --model_type: read the file's MODEL,PRETRAINED lines as "
+              "models of this registered type (default open_clip).")
 # get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
 @click.option("--weights", "line_weights", default=None, hidden=True)
 @click.option("--backbone-seed", "line_seed", default=None, hidden=True)
@@ -149,8 +173,9 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @executor_options
 @json_option
 @with_store
-def sweep(store, backbones_file, tasks, data, split, train_data, train_split, limit, train_limit,
-          seed, params, line_weights, line_seed, line_size, data_options, executor,
+def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, train_split, limit,
+          train_limit,
+          seed, params, model_type, line_weights, line_seed, line_size, data_options, executor,
           as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
@@ -168,19 +193,34 @@ def sweep(store, backbones_file, tasks, data, split, train_data, train_split, li
             raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line of "
                              "the --backbones file",
                              hint=f"write it there, e.g. 'test_cnn {key}={value}'")
+    if (data is None) == (datasets_file is None):
+        raise UsageError("sweep evaluates on --data or on --datasets FILE",
+                         hint="give exactly one of them")
+    if datasets_file is not None:
+        from ..interop import clip_benchmark_datasets
+
+        if train_data is not None:
+            raise UsageError("--datasets trains each dataset on its own train split",
+                             hint="drop --train-data; name the split with --train-split")
+        units = [(d, d if train_split else None) for d in clip_benchmark_datasets(datasets_file)]
+    else:
+        units = [(data, train_data)]
+    entries = read_backbones_file(backbones_file, model_type)
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
-    for row in run_sweep(read_backbones_file(backbones_file),
-                         [t.strip() for t in tasks.split(",") if t.strip()], data, train_data,
-                         params=parse_params(params), store=store, split=split,
-                         train_split=train_split, limit=limit, train_limit=train_limit, seed=seed,
-                         progress=not as_json, data_options=data_options,
-                         executor=executor):
+    grid = (row for evaluated, trained in units for row in run_sweep(
+        entries, [t.strip() for t in tasks.split(",") if t.strip()], evaluated, trained,
+        params=parse_params(params), store=store, split=split, train_split=train_split,
+        limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
+        data_options=data_options, executor=executor))
+    for row in grid:
         rows.append(row)
         failures += "error" in row
         if as_json:
             continue
         where = f"[{row['done']}/{row['total']}] " if executor is not None else ""
+        if datasets_file is not None:
+            where += f"{row['data']:<20} "
         if "error" in row:
             click.echo(f"{where}{row['label']:<40} {row['task']:<22} error: {row['error']}")
         else:

@@ -134,11 +134,15 @@ class Listing:
         scan: The layout's listing of the split.
         source: The external source it came from, if any.
         limit: The per-class (or overall) limit the manifest will record.
+        name: What a reader calls the data (its folder, list or generated source), recorded
+            beside the manifest (``Store.name_data``); None for an external source, whose
+            manifest names itself.
     """
 
     scan: Scan
     source: Source | None
     limit: int | None
+    name: str | None = None
 
     @cached_property  # listed once however many checks read it
     def targets(self) -> TargetsSeen:
@@ -161,7 +165,29 @@ def list_split(store, data: str | Path, split: str | None = None, limit: int | N
     """The first half of :func:`load_manifest`: list the split, hash and store nothing (a
     named source is still materialised). Same arguments and errors as it."""
     scan, source = _scan_data(store, data, split, limit, layout_options)
-    return Listing(scan, source, limit)
+    return Listing(scan, source, limit, None if source is not None else data_name(data, split))
+
+
+# folder names that say which split, not which data: the dataset is the folder above
+SPLIT_FOLDERS = frozenset({"train", "training", "val", "valid", "validation", "test", "testing",
+                           "eval", "dev"})
+
+
+def data_name(data: str | Path, split: str | None = None) -> str:
+    """What a reader calls a folder, list or generated source: ``pets`` for ``~/data/pets``
+    read with ``--split test``, or for ``~/data/pets/test``; a list file's stem; a generated
+    source's own name (``shapes``, ``digits``)."""
+    parsed = parse_source(data) if isinstance(data, str) else None
+    if parsed is not None:
+        name, params = parsed
+        return params if params and "=" not in params else name
+    path = Path(data).expanduser()
+    if path.suffix in (".csv", ".jsonl", ".txt"):
+        return path.stem
+    path = path.resolve()
+    if split is None and path.name.lower() in SPLIT_FOLDERS and path.parent.name:
+        return path.parent.name
+    return path.name
 
 
 def store_listing(store, listing: Listing, *, touch: bool = True,
@@ -172,6 +198,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
     the hash of its document, as storing it would name it.
     """
     scan, source, limit = listing.scan, listing.source, listing.limit
+    name = listing.name if write else None
     entries = kept_entries(scan, limit)
     files = file_states(scan, entries)
     key = None if files is None else state_key(scan, limit, entries, files)
@@ -189,6 +216,8 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
             # the same listing over unchanged files: the same manifest, read when first used
             if touch:
                 store.touch([known])  # in use: gc's grace period must see it
+            if name:
+                store.name_data(known, name)
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries), files=files)
     doc = build()
@@ -197,6 +226,8 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
     oid = store_document(store, doc)
     if alias is not None:
         store.set_alias(alias, oid)
+    if name:
+        store.name_data(oid, name)
     return ManifestView(scan.root, oid, doc, files=files)
 
 

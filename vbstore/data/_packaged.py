@@ -56,8 +56,9 @@ _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)\Z")
 SOURCES = ("sklearn:digits", "skimage:lfw_subset", "skimage:samples", "shapes", "scenes",
            "triplets")
 _GENERATED = ("shapes", "scenes", "triplets")
-# datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH)
-EXTERNAL = ("hf", "torchvision", "wds")
+# datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH,
+# cb:NAME through CLIP_benchmark's builder)
+EXTERNAL = ("hf", "torchvision", "wds", "cb")
 # the options those sources take (_sources checks which source takes which)
 SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column")
 

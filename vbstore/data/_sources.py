@@ -33,12 +33,13 @@ from ._png import png_bytes
 # Local imports: PIL, numpy and tarfile load when a source's files are written; _hf and _tvdata
 # build on this module (an import cycle) and load with their source.
 
-SOURCE_KINDS = ("hf", "torchvision", "wds")
+SOURCE_KINDS = ("hf", "torchvision", "wds", "cb")
 # which source options each source takes; anything else is refused, never ignored
 _APPLIES = {
     "hf": ("download", "image_column", "label_column"),
     "torchvision": ("dataset_root", "download"),
     "wds": (),
+    "cb": ("dataset_root", "download"),
 }
 _FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "BMP": ".bmp", "GIF": ".gif",
             "TIFF": ".tif", "PPM": ".ppm"}
@@ -105,6 +106,10 @@ def open_source(store, kind: str, rest: str, split: str | None,
         from ._tvdata import open_torchvision
 
         return open_torchvision(store, rest, split, options)
+    if kind == "cb":
+        from ._cbdata import open_cb
+
+        return open_cb(store, rest, split, options)
     return _open_wds(store, rest, split)
 
 

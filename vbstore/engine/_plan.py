@@ -200,7 +200,7 @@ def backbone_of(store, request: ResultRequest | HeadRequest, task: Task, *, buil
     b = request.backbone
     find = resolve_backbone if build else find_backbone
     return find(store, b.spec, weights=b.weights, seed=b.seed, input_size=b.input_size,
-                use_projection=runner_for(task).text_tower, touch=False)
+                use_projection=runner_for(task).embedding, touch=False)
 
 
 def result_spec(

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..backbones import parse_spec
+from ..backbones import clip_sources, parse_spec
 from ..errors import UsageError
 from ..tasks import Task
 from ._requests import param_files
@@ -90,11 +90,14 @@ class Runner(ABC):
         text_tower: The backbone must bring its text tower (and image projection).
         frozen_features: The plan reads the frozen backbone's featuresets (off: the runner's
             own steps name what it reads, as fine-tuning does).
+        embedding: The pooled features are the CLIP image embedding (``encode_image``): the
+            backbone is built with its image projection.
     """
 
     shape: ClassVar[str] = ""
     text_tower: ClassVar[bool] = False
     frozen_features: ClassVar[bool] = True
+    embedding: ClassVar[bool] = False
 
     def check(self, task: Task, request: ResultRequest) -> None:
         """Refuse, before anything is read, a request this shape cannot run.
@@ -228,6 +231,33 @@ class PooledRunner(_Trained):
         return metrics, head_draws(plan, run, state, feats, targets)
 
 
+def check_clip(task: Task, request: ResultRequest) -> None:
+    """Refuse a backbone without a CLIP image embedding and text tower.
+
+    Raises:
+        UsageError: naming a CLIP backbone to use instead.
+    """
+    spec = request.backbone.spec
+    if isinstance(spec, str) and parse_spec(spec).source not in clip_sources():
+        raise UsageError(
+            f"task {task.name!r} needs a CLIP backbone (an image embedding and a text "
+            f"tower), not {spec!r}",
+            hint="use an open_clip:MODEL@TAG backbone, or a model type's "
+                 f"({', '.join(clip_sources())}): -b MODEL@TAG --model-type NAME",
+        )
+
+
+class EmbeddingRunner(PooledRunner):
+    """``embedding``: a head on a CLIP model's image embeddings (CLIP_benchmark's linear
+    probe)."""
+
+    shape = "embedding"
+    embedding = True
+
+    def check(self, task: Task, request: ResultRequest) -> None:
+        check_clip(task, request)
+
+
 class PairsRunner(PooledRunner):
     """``pairs``: a head on each image's dense map average-pooled to a grid of cells; the
     targets' rows index those vectors."""
@@ -292,7 +322,9 @@ class ZeroShotRunner(Runner):
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
         return {"class_names": plan.eval_m.classes,
                 "captions": [s.get("captions", []) for s in plan.eval_m.samples],
-                "files": files}
+                "files": files,
+                # the templates a cb: source recorded (--templates dataset)
+                "dataset_templates": (plan.eval_m.doc.get("source") or {}).get("templates")}
 
     def score(self, plan, run, evaluation, fresh_heads=False):
         from ._compute import zero_shot_draws
@@ -313,15 +345,10 @@ class TextRunner(ZeroShotRunner):
 
     shape = "text"
     text_tower = True
+    embedding = True
 
     def check(self, task: Task, request: ResultRequest) -> None:
-        spec = request.backbone.spec
-        if isinstance(spec, str) and parse_spec(spec).source != "open_clip":
-            raise UsageError(
-                f"task {task.name!r} compares images with text and needs a CLIP "
-                f"backbone, not {spec!r}",
-                hint="use an open_clip:MODEL@TAG backbone (vbstore list backbones 'open_clip*')",
-            )
+        check_clip(task, request)
 
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
         return {**super().context(plan, files),
@@ -381,8 +408,8 @@ class KeypointViewsRunner(Runner):
 
 
 RUNNERS: dict[str, Runner] = {r.shape: r for r in (
-    PooledRunner(), PairsRunner(), DenseRunner(), BoxesRunner(), ZeroShotRunner(),
-    TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
+    PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
+    ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
 
 
 def runner_for(task: Task) -> Runner:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..backbones import check_seed
+from ..backbones import check_seed, with_model_type
 from ..errors import UsageError, VbstoreError
 from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
@@ -46,10 +46,10 @@ class SweepEntry:
         return " ".join([self.backbone, *options])
 
 
-def read_backbones_file(path: str | Path) -> list[SweepEntry]:
+def read_backbones_file(path: str | Path, model_type: str | None = None) -> list[SweepEntry]:
     """The entries of a backbones file: ``SPEC [weights=W] [seed=N] [input_size=N]`` lines, or
-    CLIP_benchmark's ``MODEL,PRETRAINED`` (an open_clip model); blank lines and ``#`` comments
-    skipped.
+    CLIP_benchmark's ``MODEL,PRETRAINED`` (an open_clip model, or one of ``model_type``, as
+    its ``--model_type`` reads them); blank lines and ``#`` comments skipped.
 
     Raises:
         UsageError: a line that cannot be read (file:line named), or no backbone at all.
@@ -63,6 +63,8 @@ def read_backbones_file(path: str | Path) -> list[SweepEntry]:
         if "," in spec and ":" not in spec:  # CLIP_benchmark's models.txt
             try:
                 spec = clip_benchmark_spec(spec)
+                if model_type is not None:
+                    spec = with_model_type(spec.removeprefix("open_clip:"), model_type)
             except UsageError as exc:
                 raise UsageError(f"{path}:{number}: {exc.args[0]}", hint=exc.hint) from None
         fields: dict[str, Any] = {}
@@ -141,6 +143,7 @@ def sweep(
                 "backbone": entry.backbone,
                 "label": entry.label,
                 "task": task.name,
+                "data": str(data),  # which data, when a sweep runs several (--datasets)
             }
             try:
                 request = result_request(

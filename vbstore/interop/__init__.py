@@ -9,8 +9,11 @@ clip_benchmark_spec("ViT-B-32-quickgelu,laion400m_e32")
 
 from .clip_benchmark import (
     CLIP_BENCHMARK_FIELDS,
+    DEFAULT_TEMPLATE,
     IDENTITY_FIELD,
     WeightsIdentity,
+    check_template,
+    clip_benchmark_datasets,
     clip_benchmark_export,
     clip_benchmark_filename,
     clip_benchmark_identity,
@@ -20,8 +23,11 @@ from .clip_benchmark import (
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
+    "DEFAULT_TEMPLATE",
     "IDENTITY_FIELD",
     "WeightsIdentity",
+    "check_template",
+    "clip_benchmark_datasets",
     "clip_benchmark_export",
     "clip_benchmark_filename",
     "clip_benchmark_identity",

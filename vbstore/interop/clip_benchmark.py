@@ -3,9 +3,13 @@
 CLIP_benchmark (LAION, MIT) reads model lists whose lines are ``MODEL,PRETRAINED`` (an
 OpenCLIP model name and pretrained tag) and writes, per run, a JSON object with exactly the
 fields ``dataset``, ``model``, ``pretrained``, ``task``, ``metrics`` and ``language``, named
-``{dataset}_{pretrained}_{model}_{language}_{task}.json``. Its linear probe is vbstore's
-``classification`` task, whose ``top1``/``top5`` it calls ``lp_acc1``/``lp_acc5``; its zero-shot
-tasks share vbstore's task and metric names.
+``{dataset}_{pretrained}_{model}_{language}_{task}.json`` (its ``--output`` template). Its
+linear probe is vbstore's ``linear_probe`` task, whose metrics keep its names and come with
+the settings it writes beside them (``weight_decay``, ``epochs``, ``seed``, ``fewshot_k``,
+``normalized``); vbstore's own ``classification`` probe is exported under that task too, its
+``top1``/``top5`` as ``lp_acc1``/``lp_acc5``. Its zero-shot tasks share vbstore's task and
+metric names. ``dataset`` is the dataset's name: a named source's (``cifar10``,
+``wds/NAME``), else the name the data was read under (a folder's, ``Store.data_names``).
 
 Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag. A vbstore
 export adds one field CLIP_benchmark ignores, ``vbstore``: the :class:`WeightsIdentity` (spec,
@@ -18,8 +22,10 @@ never relabelled pretrained.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backbones import list_backbones, parse_spec
@@ -33,6 +39,9 @@ CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "l
 IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_benchmark ignores it
 WEIGHTS_KINDS = ("pretrained", "fixed", "checkpoint", "random")
 _HASH = re.compile(r"[0-9a-f]{64}")
+# data a dataset list may name as vbstore reads it, not as a CLIP_benchmark dataset name
+_DATA_PREFIXES = ("cb", "hf", "torchvision", "wds", "sklearn", "skimage", "shapes", "scenes",
+                  "triplets")
 # `pretrained` values only vbstore writes: weights that are not an open_clip tag's
 _VBSTORE_MARK = re.compile(r"(random|fixed|checkpoint|default)(-seed[0-9]+|-[0-9a-f]{12})?")
 # open_clip also takes a file as `pretrained`: a checkpoint, not a published tag
@@ -43,6 +52,33 @@ _METRICS = {
     "classification": {"top1": "lp_acc1", "top5": "lp_acc5",
                        "mean_per_class_recall": "lp_mean_per_class_recall"},
 }
+
+
+def clip_benchmark_datasets(path: str | Path) -> list[str]:
+    """The data of a CLIP_benchmark dataset list (its ``--dataset FILE``: one dataset per line),
+    as vbstore data: a name CLIP_benchmark builds is ``cb:NAME``; a line that already is
+    vbstore data (a folder or list that exists, ``hf:``, ``torchvision:``, ``cb:``...) is kept.
+
+    Raises:
+        UsageError: the file cannot be read, or lists nothing.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the dataset list {path}: {exc}",
+                         hint="one CLIP_benchmark dataset name per line, e.g. cifar10") from None
+    out = []
+    for line in lines:
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        prefix = name.partition(":")[0]
+        keep = (Path(name).expanduser().exists() or name in _DATA_PREFIXES
+                or (":" in name and prefix in _DATA_PREFIXES))
+        out.append(name if keep else f"cb:{name}")
+    if not out:
+        raise UsageError(f"{path} lists no datasets", hint="one dataset name per line")
+    return out
 
 
 def clip_benchmark_spec(line: str) -> str:
@@ -59,11 +95,19 @@ def clip_benchmark_spec(line: str) -> str:
     return f"open_clip:{model}@{pretrained}"
 
 
-def _dataset(manifest: ManifestRecord | None, manifest_id: str) -> str:
+# CLIP_benchmark's --output template, and the fields it fills it with
+DEFAULT_TEMPLATE = "{dataset}_{pretrained}_{model}_{language}_{task}.json"
+TEMPLATE_FIELDS = ("dataset", "pretrained", "pretrained_full_path", "model", "language", "task")
+# what its linear probe writes beside its metrics: from the record's params and seed
+_LP_SETTINGS = ("epochs", "fewshot_k")
+
+
+def _dataset(manifest: ManifestRecord | None, manifest_id: str, named: str | None) -> str:
     source = (manifest.extra.get("source") if manifest is not None else None) or {}
     name = source.get("name")
     if not name:
-        return manifest_id[:12]  # a folder has no name of its own: its content id names it
+        # a folder: the name it was read under, else (a store from before names) its content id
+        return named or manifest_id[:12]
     if source.get("kind") == "torchvision":
         return name.lower()  # CLIP_benchmark's names for torchvision sets: cifar10, mnist...
     if source.get("kind") == "wds":
@@ -160,29 +204,45 @@ def _model(spec: str) -> tuple[str, str | None]:
     return model, tag
 
 
+def _linear_probe_settings(record: ResultRecord) -> dict[str, Any]:
+    """What CLIP_benchmark's linear probe writes beside its three metrics."""
+    out: dict[str, Any] = {k: record.params[k] for k in _LP_SETTINGS if k in record.params}
+    decay = (record.train_metrics or {}).get("weight_decay")
+    if isinstance(decay, (int, float)):
+        out["weight_decay"] = decay
+    if record.seed is not None:
+        out["seed"] = record.seed
+    out["normalized"] = True
+    return out
+
+
 def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None = None,
-                          weights: WeightsRecord | None = None) -> dict[str, Any]:
+                          weights: WeightsRecord | None = None, *,
+                          dataset: str | None = None) -> dict[str, Any]:
     """A vbstore ``result`` record as the JSON CLIP_benchmark writes for one run.
 
     Args:
         record: The result record.
-        manifest: Its evaluation manifest (names the dataset when it has a ``source``;
-            otherwise the manifest id stands for it).
+        manifest: Its evaluation manifest (names the dataset when it has a ``source``).
         weights: Its ``weights`` record: with it the row carries the ``vbstore`` field that
             an import reads the weights back from; without it an import refuses the row
             (unless it is a pretrained open_clip model's).
+        dataset: The name the eval data was read under (``Store.data_names``), for a manifest
+            with no source; without one its id's first 12 characters stand in.
     """
     task = record.task
     rename = _METRICS.get(task, {})
     metrics = {rename.get(k, k): v for k, v in record.metrics.items()
                if isinstance(v, (int, float))}
+    if task == "linear_probe":
+        metrics.update(_linear_probe_settings(record))
     identity = WeightsIdentity.of(record, weights)
     model, tag = _model(record.spec)
     pretrained = (identity or WeightsIdentity(record.spec, record.weights_kind or "pretrained")
                   ).pretrained_tag(tag)
     manifest_id = record.eval_data.get("manifest") or record.inputs.get("eval_manifest", "")
     doc = {
-        "dataset": _dataset(manifest, manifest_id),
+        "dataset": _dataset(manifest, manifest_id, dataset),
         "model": model,
         "pretrained": pretrained,
         "task": _TASKS.get(task, task),
@@ -253,22 +313,60 @@ def _agrees(identity: WeightsIdentity, model: Any, pretrained: Any) -> bool:
     return isinstance(pretrained, str) and (pretrained == "default" or pretrained in identity.spec)
 
 
-def clip_benchmark_filename(doc: Mapping[str, Any]) -> str:
-    """CLIP_benchmark's default file name, ``{dataset}_{pretrained}_{model}_{language}_{task}``."""
-    parts = [doc["dataset"], doc["pretrained"], doc["model"], doc["language"], doc["task"]]
-    return "_".join(str(p).replace("/", "_").replace(":", "-") for p in parts) + ".json"
+def check_template(template: str) -> str:
+    """``template`` if it is a CLIP_benchmark ``--output`` template vbstore can fill.
+
+    Raises:
+        UsageError: an unknown or positional field, or a path that leaves the folder.
+    """
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise UsageError(f"bad file name template {template!r}: {exc}",
+                         hint=f"e.g. benchmark_{DEFAULT_TEMPLATE}") from None
+    unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
+    if unknown:
+        raise UsageError(f"the file name template {template!r} has no field {unknown[0]!r}",
+                         hint="fields: " + ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS))
+    parts = template.replace("\\", "/").split("/")
+    if template.startswith("/") or ".." in parts:
+        raise UsageError(f"the file name template {template!r} leaves the export folder",
+                         hint="name files inside it, e.g. " + DEFAULT_TEMPLATE)
+    return template
 
 
-def clip_benchmark_export(store: Store, result_ids: Iterable[str]) -> list[dict[str, Any]]:
+def clip_benchmark_filename(doc: Mapping[str, Any], template: str = DEFAULT_TEMPLATE) -> str:
+    """The file CLIP_benchmark names a run's JSON by: its ``--output`` template filled with the
+    row's fields (``/`` in a value read as ``_``, ``:`` as ``-``, so one value is one name).
+
+    Raises:
+        UsageError: a template :func:`check_template` refuses.
+    """
+    def slug(value: Any) -> str:
+        return str(value).replace("/", "_").replace(":", "-")
+
+    values = {name: slug(doc[name]) for name in ("dataset", "pretrained", "model", "language",
+                                                  "task")}
+    values["pretrained_full_path"] = values["pretrained"]
+    return check_template(template).format(**values)
+
+
+def clip_benchmark_export(store: Store, result_ids: Iterable[str],
+                          template: str = DEFAULT_TEMPLATE) -> list[dict[str, Any]]:
     """One CLIP_benchmark row per stored result: ``{"id", "file", "record"}``, in id order.
 
-    ``file`` is CLIP_benchmark's name for the row; two results it would name alike (seeds,
-    limits...) get their id's first 12 characters appended.
+    ``file`` is CLIP_benchmark's name for the row, from its ``--output`` ``template``; two
+    results it would name alike (seeds, limits...) get their id's first 12 characters
+    appended.
+
+    Raises:
+        UsageError: a template :func:`check_template` refuses.
 
     ```python
     rows = clip_benchmark_export(store, [info.id for info in store.ls("result")])
     ```
     """
+    check_template(template)
     out, names = [], set()
     for oid in sorted(result_ids):
         record = ResultRecord.from_dict(store.read_json(oid))
@@ -278,10 +376,13 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str]) -> list[dict[
         weights_id = record.inputs.get("weights")
         weights = (WeightsRecord.from_dict(store.read_json(weights_id))
                    if weights_id and store.has(weights_id) else None)
-        row = clip_benchmark_record(record, manifest, weights)
-        name = clip_benchmark_filename(row)
+        named = store.data_names(manifest_id) if manifest_id else []
+        row = clip_benchmark_record(record, manifest, weights,
+                                    dataset=named[0] if named else None)
+        name = clip_benchmark_filename(row, template)
         if name in names:
-            name = name.removesuffix(".json") + f"_{oid[:12]}.json"
+            stem, dot, suffix = name.rpartition(".")
+            name = f"{stem}_{oid[:12]}.{suffix}" if dot else f"{name}_{oid[:12]}"
         names.add(name)
         out.append({"id": oid, "file": name, "record": row})
     return out

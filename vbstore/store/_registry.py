@@ -177,6 +177,13 @@ def _m7_board_variants(db) -> None:
                "(suite, evidence, checkpoint, variant, ranked, recorded, id)")
 
 
+def _m8_data_names(db) -> None:
+    # The names a manifest's data was read under (vbstore/store/_names.py): a plain folder's
+    # name is no part of its content. A log: gc deletes a manifest's rows with it.
+    db.execute("CREATE TABLE data_names (object BLOB NOT NULL, name TEXT NOT NULL, "
+               "recorded FLOAT NOT NULL, PRIMARY KEY (object, name)) WITHOUT ROWID")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -191,6 +198,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (5, "run log", _m5_runs),
     (6, "derivation origins", _m6_origins),
     (7, "board variants and corrections", _m7_board_variants),
+    (8, "data names", _m8_data_names),
 ]
 if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
     raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "

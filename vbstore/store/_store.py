@@ -30,6 +30,7 @@ from ._filestate import FileStateMixin
 from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._ids import db_id, hex_id, prefix_range
+from ._names import DataNamesMixin
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
@@ -76,7 +77,8 @@ class ObjectInfo:
         return dict(self.__dict__)
 
 
-class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, AnswersMixin, GcMixin,
+class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesMixin,
+            AnswersMixin, GcMixin,
             FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 

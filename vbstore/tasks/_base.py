@@ -184,12 +184,15 @@ class ZeroShotContext(TypedDict, total=False):
         class_names: Class names, indexed by the class-index targets.
         captions: For image-caption data: captions[i] are the captions of image row i.
         files: The entries of each file parameter (:class:`FileParam`), by parameter name.
+        dataset_templates: The prompt templates the data names itself (a ``cb:`` source's),
+            used by ``templates="dataset"``.
     """
 
     text_encoder: Callable[[list[str]], torch.Tensor]
     class_names: Sequence[str]
     captions: Sequence[Sequence[str]]
     files: Mapping[str, Sequence[str]]
+    dataset_templates: Sequence[str] | None
 
 
 class Task:

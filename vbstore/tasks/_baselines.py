@@ -122,7 +122,10 @@ def _majority(train: list[int], evals: list[int], class_count: int | None) -> di
     top = _top_classes(train, min(TOPK, classes))
     hits1 = sum(1 for y in evals if top and y == top[0])
     hits5 = sum(1 for y in evals if y in top)
-    return {"top1": hits1 / n, "top5": hits5 / n}
+    present = set(evals)
+    recall = (1 / len(present)) if top and top[0] in present else 0.0  # one class all right
+    return {"top1": hits1 / n, "top5": hits5 / n, "lp_acc1": hits1 / n, "lp_acc5": hits5 / n,
+            "lp_mean_per_class_recall": recall}
 
 
 def _chance(classes: int) -> dict[str, float]:

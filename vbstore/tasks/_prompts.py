@@ -109,13 +109,16 @@ def read_classnames(text: str) -> list[str]:
     return names
 
 
+# the templates the data names itself (a cb: source's, CLIP_benchmark's for that dataset)
+DATASET_TEMPLATES = "dataset"
+
 LANGUAGE_PARAM = Param("en", "language of the prompts and class names (CLIP_benchmark's "
                              "--language: en, fr, jp...); non-English needs --templates FILE")
 PROMPT_PARAMS: Mapping[str, Param] = MappingProxyType({
     "language": LANGUAGE_PARAM,
     "templates": Param("ensemble", "prompt templates: a built-in set (" + ", ".join(BUILTIN_SETS)
                        + ") or a file of templates with {c}, one per line or a JSON list",
-                       file=FileParam(read_templates, BUILTIN_SETS)),
+                       file=FileParam(read_templates, (*BUILTIN_SETS, DATASET_TEMPLATES))),
     "classnames": Param("", "a file of class names, one per class in the data's class order "
                         "(default: the data's own names)", file=FileParam(read_classnames, ("",))),
 })
@@ -178,7 +181,13 @@ def prompt_sets(params: Mapping[str, Any], context: Mapping[str, Any],
             not the data's class count.
     """
     language, template = params["language"], params["templates"]
-    if template in TEMPLATES.get(language, {}):
+    if template == DATASET_TEMPLATES:
+        templates = [str(t) for t in context.get("dataset_templates") or []]
+        if not templates:
+            raise UsageError("--templates dataset: the data names no templates",
+                             hint="read it as cb:NAME (CLIP_benchmark's templates), or pass a "
+                                  "built-in set or a templates file")
+    elif template in TEMPLATES.get(language, {}):
         templates = list(TEMPLATES[language][template])
     else:
         templates = file_entries(params, context, "templates")

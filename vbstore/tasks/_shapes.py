@@ -12,6 +12,7 @@ task whether it is dense or zero-shot.
 | `pooled` | (N, C) | yes | `_fit`, `_evaluate` (`_per_sample`) | knn |
 | `zero_shot` | (N, C) | no | `_evaluate_zero_shot` | retrieval, similarity |
 | `text` | (N, C) | no | `_evaluate_zero_shot`, with a text tower | zeroshot_* |
+| `embedding` | CLIP image embeddings (N, D) | yes | `_fit`, `_evaluate` | linear_probe |
 | `dense` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | depth |
 | `dense_zero_shot` | (N, C, H, W) | no | `_evaluate_split` (head None) | (plugins) |
 | `boxes` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | detection |
@@ -105,6 +106,8 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("text", "scores pooled (N, C) vectors against a CLIP text tower, no training",
           "pooled", False, ("_evaluate_zero_shot",), needs_text=True,
           sample_ci_skip="each draw would run the text tower again (cost)"),
+    Shape("embedding", "trains a head on a CLIP model's image embeddings (encode_image), one "
+          "target per image", "pooled", True, _FIT),
     Shape("dense", "trains a head on dense (N, C, H, W) maps, per-pixel targets in batches",
           "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI),
     Shape("dense_zero_shot", "scores dense (N, C, H, W) maps with no training", "dense",

@@ -1,0 +1,160 @@
+"""Any CLIP-like model: a loader registered through the public API is a backbone every zero-shot
+task and the linear probe accept, with the weights identity and caching of every backbone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+from torchvision import transforms
+
+import vbstore
+from vbstore.backbones import (
+    BackboneAlreadyRegistered,
+    InvalidSpec,
+    model_types,
+    register_clip_loader,
+    with_model_type,
+)
+from vbstore.cli import cli
+from vbstore.errors import UsageError
+
+SIZE = 16
+
+
+class TinyClip(torch.nn.Module):
+    """A random CLIP-like model: a linear image tower and a bag-of-tokens text tower."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
+        self.words = torch.nn.Embedding(64, 8)
+
+    def encode_image(self, images: torch.Tensor) -> torch.Tensor:
+        return self.visual(images.flatten(1))
+
+    def encode_text(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.words(tokens).mean(dim=1)
+
+
+def tokenize(texts: list[str]) -> torch.Tensor:
+    # deterministic across processes (str hashes are salted)
+    ids = [[sum(map(ord, w)) % 64 for w in text.split()][:6] for text in texts]
+    return torch.tensor([row + [0] * (6 - len(row)) for row in ids])
+
+
+LOADS: list[tuple[str, str | None]] = []
+
+
+def load_tiny_clip(model_name, pretrained, cache_dir=None, device="cpu"):
+    LOADS.append((model_name, pretrained))
+    if pretrained is not None:  # "weights" of a tag: a fixed draw per tag
+        torch.manual_seed(sum(map(ord, pretrained)))
+    model = TinyClip()
+    transform = transforms.Compose([
+        transforms.Resize(SIZE, interpolation=transforms.InterpolationMode.BICUBIC),
+        transforms.CenterCrop(SIZE), transforms.ToTensor(),
+        transforms.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))])
+    return model.to(device), transform, tokenize
+
+
+@pytest.fixture(autouse=True, scope="module")
+def tiny_clip():
+    """``tiny_clip`` registered through the public API for this module's tests only."""
+    from vbstore.backbones import _clip_loaders
+    from vbstore.backbones._registry import unregister_backbone
+
+    register_clip_loader("tiny_clip")(load_tiny_clip)
+    yield
+    unregister_backbone("tiny_clip")
+    _clip_loaders._LOADERS.pop("tiny_clip")
+
+
+def test_a_model_type_is_a_backbone_source():
+    assert "tiny_clip" in model_types()
+    assert model_types()[0] == "open_clip"
+    assert with_model_type("tiny@v1", "tiny_clip") == "tiny_clip:tiny@v1"
+    assert with_model_type("tiny,v1", "tiny_clip") == "tiny_clip:tiny@v1"  # CLIP_benchmark's
+    assert with_model_type("ViT-B-32@openai", "open_clip") == "open_clip:ViT-B-32@openai"
+    with pytest.raises(UsageError, match="names the source 'timm'"):
+        with_model_type("timm:resnet18", "tiny_clip")
+    with pytest.raises(BackboneAlreadyRegistered):
+        register_clip_loader("tiny_clip")(load_tiny_clip)
+
+
+def test_zero_shot_tasks_and_the_linear_probe_run_on_it(store, shapes):
+    kw = dict(store=store, progress=False, split="val")
+    zero = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, **kw)
+    assert set(zero.metrics) == {"acc1", "acc5", "mean_per_class_recall"}
+    backbone = store.read_json(zero.record.inputs["backbone"])
+    assert (backbone["source"], backbone["architecture"]) == ("tiny_clip", "tiny")
+    assert backbone["preprocessing"]["input_size"] == SIZE
+    assert backbone["preprocessing"]["std"] == [0.25, 0.25, 0.25]
+    weights = store.read_json(backbone["weights"])
+    assert weights["origin"] == "pretrained"
+    assert weights["upstream"] == "tiny_clip:tiny@v1"
+    probe = vbstore.get_result("tiny_clip:tiny@v1", "linear_probe", shapes, shapes,
+                               train_split="train", **kw)
+    assert probe.record.inputs["eval_features"] == zero.record.inputs["eval_features"]
+    loads = len(LOADS)
+    again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, **kw)
+    assert again.id == zero.id
+    assert len(LOADS) == loads  # cached: the loader is not called again
+    # other weights are another backbone, never the same numbers under one id
+    other = vbstore.get_result("tiny_clip:tiny@v2", "zeroshot_classification", shapes, **kw)
+    assert other.record.inputs["backbone"] != zero.record.inputs["backbone"]
+    random = vbstore.get_result("tiny_clip:tiny", "zeroshot_classification", shapes,
+                                weights="random", **kw)
+    assert random.record.weights_kind == "random"
+    assert LOADS[-1] == ("tiny", None)
+
+
+def test_the_cli_takes_model_type_and_refuses_what_it_cannot_read(shapes, tmp_path):
+    runner = CliRunner()
+
+    def run(*args):
+        return runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
+
+    out = run("get", "result", "-b", "tiny,v1", "--model-type", "tiny_clip", "-t",
+              "zeroshot_classification", "-d", shapes, "--split", "val", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["record"]["backbone"]["spec"] == "tiny_clip:tiny@v1"
+    out = run("get", "result", "-b", "tiny", "--model-type", "nope_clip", "-t",
+              "zeroshot_classification", "-d", shapes, "--split", "val")
+    assert out.exit_code != 0
+    assert "nope_clip" in out.output
+    out = run("get", "result", "-b", "tiny_clip:tiny", "-t", "zeroshot_classification", "-d",
+              shapes, "--split", "val")
+    assert out.exit_code != 0
+    assert "named by a tag" in out.output
+
+
+def test_a_transform_vbstore_cannot_reproduce_is_refused():
+    from vbstore.backbones.clip_model import cfg_from_transform
+
+    flip = transforms.Compose([transforms.Resize(SIZE), transforms.RandomHorizontalFlip()])
+    with pytest.raises(InvalidSpec, match="RandomHorizontalFlip"):
+        cfg_from_transform(flip, "tiny_clip:tiny")
+    cfg = cfg_from_transform(transforms.Compose([transforms.Resize((24, 24)),
+                                                 transforms.ToTensor()]), "tiny_clip:tiny")
+    assert (cfg.crop, cfg.input_size, cfg.mean) == ("squash", 24, (0.0, 0.0, 0.0))
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    from vbstore.data import make_shapes
+
+    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=6, seed=3,
+                           size=32))
+
+
+def test_a_clip_benchmark_model_list_takes_the_model_type(tmp_path):
+    from vbstore.engine import read_backbones_file
+
+    models = tmp_path / "models.txt"
+    models.write_text("tiny,v1\ntiny,v2\ntest_cnn\n")
+    assert [e.backbone for e in read_backbones_file(models, "tiny_clip")] == [
+        "tiny_clip:tiny@v1", "tiny_clip:tiny@v2", "test_cnn"]
+    assert read_backbones_file(models)[0].backbone == "open_clip:tiny@v1"

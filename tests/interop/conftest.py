@@ -1,0 +1,53 @@
+"""CLIP_benchmark 1.6.2 as a yardstick: installed for the test session, never imported by vbstore.
+
+``VBSTORE_PEERS_SITE`` may name the folders (``os.pathsep``-separated) that already hold it and
+pycocoevalcap, which its command line imports; otherwise pip installs both, without their
+dependencies (torch, open_clip, sklearn, pycocotools come with the test extras), into a temp
+folder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PEERS = ("clip_benchmark==1.6.2", "pycocoevalcap==1.2")
+
+
+@pytest.fixture(scope="session")
+def clip_benchmark_site(tmp_path_factory) -> list[Path]:
+    """Folders that hold ``clip_benchmark`` 1.6.2 and pycocoevalcap."""
+    given = os.environ.get("VBSTORE_PEERS_SITE")
+    if given:
+        return [Path(p) for p in given.split(os.pathsep) if p]
+    target = tmp_path_factory.mktemp("peers")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "--target", str(target), *PEERS], check=True)
+    return [target]
+
+
+@pytest.fixture
+def clip_benchmark(clip_benchmark_site, monkeypatch):
+    """The ``clip_benchmark`` package, importable for this test only."""
+    for site in reversed(clip_benchmark_site):
+        monkeypatch.syspath_prepend(str(site))
+    for name in [m for m in sys.modules if m.split(".")[0] == "clip_benchmark"]:
+        monkeypatch.delitem(sys.modules, name)
+    module = importlib.import_module("clip_benchmark")
+    assert module.__file__ is not None
+    assert any(Path(module.__file__).is_relative_to(site) for site in clip_benchmark_site)
+    return module
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    """A small shapes dataset (train and val splits) as image folders."""
+    from vbstore.data import make_shapes
+
+    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=4, seed=1,
+                           size=32))

@@ -1,0 +1,100 @@
+"""``cb:NAME[@LANG]``: a dataset CLIP_benchmark names, read through its own builder.
+
+The installed ``clip_benchmark`` (``pip install 'vbstore[clip-benchmark]'``) is asked for the
+dataset (``build_dataset``), its class names and its zero-shot templates in ``LANG`` (its
+``--language``; ``en`` by default), with ``--dataset-root`` a folder or a template with
+``{dataset}`` / ``{dataset_cleaned}`` as its ``--dataset_root`` is. The samples become an
+ordinary sample list in the store (pixels as vbstore's deterministic PNG), so the manifest is
+content-addressed like any other and the same images read from a folder share their features.
+The class names are the manifest's classes; the templates go into its ``source`` record, where
+the zero-shot tasks find them (``--templates dataset``).
+
+Nothing is downloaded unless ``--download`` is given: offline, a missing dataset root or files
+the builder cannot find stop the run with one line naming the folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ._sources import Record, Source, file_states, folder_key, write_list
+
+_CB_EXTRA = "pip install 'vbstore[clip-benchmark]' (CLIP_benchmark 1.6.2 and pycocoevalcap)"
+
+
+def _builder() -> Any:
+    try:  # heavy (torch, torchvision, CLIP_benchmark's dataset modules): only for cb: data
+        from clip_benchmark.datasets import builder
+    except ImportError as exc:
+        raise UsageError(f"cb: data is read through CLIP_benchmark, which is not importable "
+                         f"({exc.name or exc})", hint=_CB_EXTRA) from None
+    return builder
+
+
+def parse_name(rest: str) -> tuple[str, str]:
+    """``(dataset, language)`` of ``NAME[@LANG]``."""
+    name, _, language = rest.partition("@")
+    return name, language or "en"
+
+
+def dataset_root(template: str, name: str) -> Path:
+    """CLIP_benchmark's ``--dataset_root`` for ``name``: a folder, or a template."""
+    return Path(template.format(dataset=name, dataset_cleaned=name.replace("/", "-"))).expanduser()
+
+
+def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Source:
+    """Read one split of ``cb:NAME[@LANG]`` through CLIP_benchmark's ``build_dataset``.
+
+    Raises:
+        UsageError: CLIP_benchmark missing, no dataset root, a dataset or split it refuses, or
+            its files missing (and no ``download``).
+    """
+    name, language = parse_name(rest)
+    if options.get("dataset_root") is None:
+        raise UsageError(f"cb:{name} reads its files from a dataset root",
+                         hint="pass --dataset-root DIR or a template such as 'data/{dataset}' "
+                              "(add --download to fetch them there)")
+    root = dataset_root(str(options["dataset_root"]), name)
+    download = bool(options.get("download"))
+    if not download and not root.is_dir():  # some builders would fetch a missing root anyway
+        raise UsageError(f"cb:{name} is not on disk: {root} does not exist",
+                         hint="point --dataset-root at it, or add --download to fetch it there")
+    builder = _builder()
+    try:
+        dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
+                                        split=split or "test", download=download,
+                                        language=language, task="zeroshot_classification")
+    except (RuntimeError, FileNotFoundError, OSError) as exc:
+        raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {root}: "
+                         f"{str(exc).splitlines()[0][:200]}",
+                         hint="point --dataset-root at the folder that holds it, or add "
+                              "--download") from None
+    except (AssertionError, ValueError, KeyError) as exc:
+        raise UsageError(f"CLIP_benchmark refuses cb:{name} split {split or 'test'}: "
+                         f"{str(exc)[:200] or type(exc).__name__}",
+                         hint="see CLIP_benchmark's dataset list; splits are usually train, "
+                              "test") from None
+    classes = [str(c) for c in getattr(dataset, "classes", None) or []] or None
+    templates = getattr(dataset, "templates", None)
+    if isinstance(templates, dict) or not isinstance(templates, (list, type(None))):
+        templates = None  # class-specific prompts (CuPL): not a template set
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    key = folder_key("cb", 1, name, language, split, file_states(files))
+
+    def records():
+        from ._tvdata import _images  # numpy: only when the samples are written
+
+        width = max(6, len(str(len(dataset) - 1)))
+        for index, (pixels, target) in enumerate(_images(dataset)):
+            label = classes[target] if classes is not None else str(target)
+            yield Record(f"{index:0{width}d}", pixels, label)
+
+    list_path = write_list(store, f"cb-v1-{key}", records())
+    record: dict[str, Any] = {"kind": "cb", "name": name, "language": language}
+    if templates:
+        record["templates"] = [str(t) for t in templates]
+    json.dumps(record)  # canonical JSON later: fail here on anything odd
+    return Source(list_path, classes, record)
