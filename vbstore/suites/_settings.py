@@ -92,6 +92,13 @@ RESULT_FIELDS: dict[str, str] = {
     "timings": "provenance",
     "features_from_cache": "provenance",
     "warnings": "provenance",
+    # VisBench's fields (issue 23's record, schema version 2)
+    "schema_version": "provenance: the document's shape",
+    "dataset": "pinned: data(content)/data(names); the name labels the data the manifest is",
+    "dataset_params": "pinned: data(content)/data(names); options that change the samples "
+                      "change the manifest",
+    "pooling_requested": "setting: pooling (resolved per backbone into extractor.pooling)",
+    "notes": "provenance: free text",
 }
 # the extractor's keys (features/_params.py ExtractorParams.to_dict)
 EXTRACTOR_FIELDS: dict[str, str] = {
