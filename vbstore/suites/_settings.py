@@ -118,6 +118,9 @@ INPUT_ROLES: dict[str, str] = {
             "head that does not match: not-comparable)",
     "views_manifest": "pinned: data (the views of the eval samples)",
     "views_features": "follows from the backbone, the views and the extractor settings",
+    # fine-tuning (issue 25): the frozen part's features and the trained blocks' weights
+    "prefix": "follows from the backbone, a manifest and the finetune setting",
+    "finetuned": "setting: finetune (its blocks' weights follow from it, the train data, seeds)",
 }
 
 
