@@ -252,3 +252,18 @@ def test_one_evaluation_is_one_configuration(run, shapes, tmp_path):
     mixed = run("evaluate", f"a={first}", f"b={second}", "--suite", "two@1")
     assert mixed.exit_code == 2
     assert "other settings (layers)" in mixed.output
+
+
+def test_sample_counts_file_and_classes_flags(run, files, tmp_path):
+    _, results, weights = files
+    counts = tmp_path / "counts.json"
+    counts.write_text(json.dumps({"day": 1200, "night": 800}))
+    evaluation = _evaluate(run, results, "--checkpoint", str(weights), "--sample-counts",
+                           str(counts), "--classes-scored", "road, car", "--dry-run")
+    assert evaluation["verdict"]["state"] == "eligible"
+    assert evaluation["sample_counts"] == {"day": 1200, "night": 800}
+    assert evaluation["classes"] == {"scored": ["road", "car"], "ignored": []}
+    lone = run("evaluate", str(results), "--suite", "road-test@1", "--checkpoint", str(weights),
+               "--classes-ignored", "sky")
+    assert lone.exit_code == 2
+    assert "--classes-scored" in lone.output

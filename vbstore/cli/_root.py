@@ -24,7 +24,7 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "diff": ("suite_cmds:diff", ()),
     "draw": ("draw_cmd:draw", ()),
     "du": ("store_cmds:du", ()),
-    "evaluate": ("suite_cmds:evaluate", ()),
+    "evaluate": ("evaluate_cmd:evaluate", ()),
     "evaluations": ("suite_cmds:evaluations", ()),
     "export": ("results_cmds:export_group", ("head_cmds", "suite_cmds")),
     "fsck": ("store_cmds:fsck", ()),

@@ -92,11 +92,12 @@ RESULT_FIELDS: dict[str, str] = {
     "timings": "provenance",
     "features_from_cache": "provenance",
     "warnings": "provenance",
-    "schema_version": "provenance: the record format's version",
-    "dataset": "provenance: the data's name as VisBench records it (the manifest is pinned)",
-    "dataset_params": "provenance: how the data was made; the images it made are the manifest "
-                      "pinned as data(content)",
-    "pooling_requested": "provenance: what was asked; the pooling used is extractor.pooling",
+    # VisBench's fields (issue 23's record, schema version 2)
+    "schema_version": "provenance: the document's shape",
+    "dataset": "pinned: data(content)/data(names); the name labels the data the manifest is",
+    "dataset_params": "pinned: data(content)/data(names); options that change the samples "
+                      "change the manifest",
+    "pooling_requested": "setting: pooling (resolved per backbone into extractor.pooling)",
     "notes": "provenance: free text",
 }
 # the extractor's keys (features/_params.py ExtractorParams.to_dict)
@@ -117,6 +118,9 @@ INPUT_ROLES: dict[str, str] = {
             "head that does not match: not-comparable)",
     "views_manifest": "pinned: data (the views of the eval samples)",
     "views_features": "follows from the backbone, the views and the extractor settings",
+    # fine-tuning (issue 25): the frozen part's features and the trained blocks' weights
+    "prefix": "follows from the backbone, a manifest and the finetune setting",
+    "finetuned": "setting: finetune (its blocks' weights follow from it, the train data, seeds)",
 }
 
 
