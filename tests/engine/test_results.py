@@ -13,7 +13,7 @@ KW = dict(split="val", train_split="train", weights="random", input_size=32, pro
 def test_cached_result_and_second_task_share_features(store, shapes, forwards):
     first = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, **KW)
     assert not first.from_cache
-    assert set(first.metrics) == {"top1", "top5"}
+    assert set(first.metrics) == {"top1"}  # five classes: no top5 (VisBench's rule)
     assert 0 <= first.metrics["top1"] <= 1
     assert "train_top1" in first.record.train_metrics
     assert first.record.weights_kind == "random"
