@@ -150,8 +150,9 @@ def make_data(root: Path) -> dict[str, Path]:
     lines = []
     for shape in SHAPES:
         for path in sorted((shapes / "val" / shape).glob("*.png"))[:4]:
-            lines.append({"image": str(path), "captions": [f"a drawing of a {shape}.",
-                                                            f"a {shape} on a plain ground."]})
+            lines.append({"image": path.relative_to(root).as_posix(),
+                          "captions": [f"a drawing of a {shape}.",
+                                       f"a {shape} on a plain ground."]})
     captions = root / "captions.jsonl"
     captions.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return {"shapes": shapes, "scenes": scenes, "captions": captions}
@@ -216,7 +217,8 @@ def peer_plan(data: dict[str, Path], seeds: list[int], checkpoint: Path, cache: 
                          recall_k=[1, 5])
             if run.data == "captions":
                 entry["captions"] = [
-                    {"file": line["image"], "captions": line["captions"]}
+                    {"file": str(data["captions"].parent / line["image"]),
+                     "captions": line["captions"]}
                     for line in map(json.loads, data["captions"].read_text().splitlines())]
         runs.append(entry)
     return {"runs": runs, "threads": threads, "cache": str(cache)}
@@ -238,7 +240,10 @@ def verdict(run: Run, row: Row, mine: list[dict], theirs: list[dict]) -> dict[st
                              "vbstore": statistics.fmean(a) if a else None,
                              "peer_value": statistics.fmean(b) if b else None,
                              "vbstore_spread": spread(a), "peer_spread": spread(b)}
-    if not a and not b:
+    errors = [m["error"] for m in mine if "error" in m]
+    if errors:
+        entry.update(status="differ", why=f"vbstore failed: {errors[0]}")
+    elif not a and not b:
         entry.update(status="agree", why="reported by neither")
     elif not a or not b:
         entry.update(status="differ", why=f"{'vbstore' if not a else run.peer} does not "
@@ -283,7 +288,12 @@ def compare(peers: Path, work: Path, seeds: int, threads: int) -> dict[str, Any]
     mine = {}
     with Store(work / "store") as store:
         for run in RUNS.values():
-            mine[run.id] = ours(run, data, seed_list if run.trained else [0], store, checkpoint)
+            try:
+                mine[run.id] = ours(run, data, seed_list if run.trained else [0], store,
+                                    checkpoint)
+            except Exception as exc:  # one failing probe is a row of the table, not its end
+                mine[run.id] = [{"seed": None, "metrics": {}, "error": f"{type(exc).__name__}: "
+                                                                     f"{exc}"[:300]}]
     ours_seconds = time.perf_counter() - begin
     rows = [verdict(RUNS[row.run], row, mine[row.run], theirs[row.run]) for row in ROWS]
     return {"rows": rows, "seeds": seeds, "seconds": {"vbstore": ours_seconds,

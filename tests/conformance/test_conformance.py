@@ -1,6 +1,6 @@
 """vbstore beside VisBench 0.27.0 and CLIP_benchmark 1.6.2 on the same data and weights.
 
-The slow tier: the peers are installed here, by this test (``pip install --no-deps --target
+The slow tier (the rows; two cheap checks run in the fast one): the peers are installed here, by this test (``pip install --no-deps --target
 TMP``; the package index must be reachable), or read from ``VBSTORE_CONFORMANCE_PEERS`` (a folder
 holding both, e.g. one filled by ``benchmarks/conformance.py --install --work DIR``). They run in
 their own process, never imported by vbstore or by this test (``benchmarks/conformance_peer.py``).
@@ -20,8 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.slow
 
 HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "conformance.py"
 
@@ -57,6 +55,7 @@ def _params():
         yield pytest.param(row, id=f"{row.run}-{row.ours}", marks=marks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", _params())
 def test_row_agrees_with_the_peer(report, row):
     entry = report[(row.run, row.ours)]
