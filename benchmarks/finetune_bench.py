@@ -70,7 +70,8 @@ def main() -> None:
           f"{second.extracted}   ({first.extracted - second.extracted} forward passes "
           f"avoided)")
     print(f"  second / first          {warm_s / cold_s:8.3f}")
-    print(f"  frozen probe (cold)     {frozen_s:8.2f} s   (data read too; top1 {frozen.metrics['top1']:.3f}; "
+    print(f"  frozen probe (cold)     {frozen_s:8.2f} s   (data read too; "
+          f"top1 {frozen.metrics['top1']:.3f}; "
           f"fine-tuned {first.metrics['top1']:.3f} at lr 1e-4, "
           f"{second.metrics['top1']:.3f} at 1e-3)")
     tuned = head_record(store, first.record.inputs["head"])["finetune"]["weights"]
