@@ -123,7 +123,7 @@ def _command(task: Task) -> click.Command:
                           + (" The head's batch is --train-batch-size."
                              if "batch_size" in task.params else "")),
     ]
-    if task.feature_mode == "pooled":  # a dense task's maps have no pooling to choose
+    if task.shape_spec.pools:  # a dense task's maps have no pooling to choose
         options.append(click.option(
             "--pooling", type=click.Choice(POOLINGS), default=None,
             help="Pooled vector to read (default: the backbone's own)."))

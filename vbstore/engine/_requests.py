@@ -309,11 +309,8 @@ class HeadRequest:
 
 
 def _check_pooling(backbone: BackboneRequest, task: Task) -> None:
-    """Refuse a pooling for a task that reads dense maps: it would key new features that hold
-    the same numbers."""
-    if backbone.pooling is not None and task.feature_mode != "pooled":
-        raise UsageError(f"task {task.name!r} reads dense feature maps; a pooling does not "
-                         "apply to it", hint="drop --pooling")
+    """Refuse a pooling the task's shape does not read (see Shape.check_pooling)."""
+    task.shape_spec.check_pooling(task.name, backbone.pooling)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ def new_suite(
             raise UsageError(f"condition {condition!r} ({source}) has no samples")
         classes.update(view.classes)
         samples[condition] = view.names
-        manifests[condition] = (view.doc.get("split"), ManifestRecord.from_dict(view.doc))
+        manifest = ManifestRecord.from_dict(view.doc)
+        manifests[condition] = (manifest.split, manifest)
         counts.append({"name": condition, "sampleCount": len(view.names)})
         splits[condition] = source
     metrics = [

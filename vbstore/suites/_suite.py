@@ -89,7 +89,7 @@ class Suite:
 
     @property
     def extension(self) -> dict[str, Any]:
-        return self.doc[EXTENSION]
+        return self.record.extra[EXTENSION]  # filled in when the suite is read
 
     @property
     def extension_digest(self) -> str:
