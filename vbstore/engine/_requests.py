@@ -211,7 +211,7 @@ class ResultRequest:
         # the task's shape says whether it takes training data and a head
         self.probe.spec.check_inputs(train=self.train is not None,
                                      head=self.probe.head is not None)
-        _check_pooling(self.backbone, self.probe.spec)
+        self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
 
 
 @dataclass(frozen=True)
@@ -232,15 +232,7 @@ class HeadRequest:
         self.probe.spec.shape_spec.check_trains(self.probe.task)
         if self.probe.head is not None:
             raise UsageError("a head request trains a head; it applies none", hint="drop --head")
-        _check_pooling(self.backbone, self.probe.spec)
-
-
-def _check_pooling(backbone: BackboneRequest, task: Task) -> None:
-    """Refuse a pooling for a task that reads dense maps: it would key new features that hold
-    the same numbers."""
-    if backbone.pooling is not None and task.feature_mode != "pooled":
-        raise UsageError(f"task {task.name!r} reads dense feature maps; a pooling does not "
-                         "apply to it", hint="drop --pooling")
+        self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
 
 
 def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,10 +24,6 @@ from ..tasks import get_task
 from ._plan import data_options_for
 from ._targets import check_targets
 
-# the kinds drawn as a picture beside each image, and how
-_MAPS = {"label_map": "labels", "depth_map": "scalar", "scalar_map": "scalar",
-         "normal_map": "rgb", "boxes": "boxes", "instances": "boxes"}
-
 
 @dataclass
 class Frame:
@@ -131,17 +127,18 @@ def show_data(store, data: Any, task: str, *, split: str | None = None,
     names = manifest.classes
     positions = range(start, min(len(manifest), start + frames))
     out: list[Frame] = []
-    if kind.name in ("triplets", "pairs"):
-        out = _tuples(reader, manifest, kind.name, start, frames)
+    rows = next((k for k in ("triplets", "pairs") if manifest.doc.get(k)), None)
+    if rows is not None:  # images named by rows of the manifest: drawn row by row
+        out = _tuples(reader, manifest, rows, start, frames)
     else:
         for position in positions:
             image = reader.image(position).transpose(1, 2, 0)
             name = manifest.samples[position]["name"]
-            how = _MAPS.get(kind.name)
-            if how is None:  # a label per image (or the image alone): the label as a caption
+            how = kind.drawn
+            if not how:  # a label per image (or the image alone): the label as a caption
                 out.append(Frame(name, [image], caption=_label(manifest, position)))
                 continue
-            assert kind.read is not None  # every kind of _MAPS is per pixel
+            assert kind.read is not None  # a kind drawn beside its image is per pixel
             target = np.asarray(kind.read(reader, position))
             out.append(Frame(name, [image], _drawn(target, how, resolved), how))
     return DataView(task, manifest.id, len(manifest), out, names)

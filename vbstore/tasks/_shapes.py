@@ -89,6 +89,22 @@ class Shape:
         (a sweep over several tasks passes one train split to those that take it)."""
         return train if self.trains_head else None
 
+    def pooled_input(self, value: T) -> T | None:
+        """``value`` for a shape that reads pooled vectors, None for one that reads dense maps
+        (a pooling is offered only where it chooses the features)."""
+        return value if self.feature_mode == "pooled" else None
+
+    def check_pooling(self, task: str, pooling: str | None) -> None:
+        """Refuse a pooling for a task that reads dense maps: it would key new features that
+        hold the same numbers.
+
+        Raises:
+            UsageError: a pooling given to a dense shape.
+        """
+        if pooling is not None and self.feature_mode != "pooled":
+            raise UsageError(f"task {task!r} reads dense feature maps; a pooling does not "
+                             "apply to it", hint="drop --pooling")
+
     @property
     def kind(self) -> str:
         """``trains a head`` or ``zero-shot``, for help texts and tables."""
