@@ -123,10 +123,10 @@ def _command(task: Task) -> click.Command:
                           + (" The head's batch is --train-batch-size."
                              if "batch_size" in task.params else "")),
     ]
-    if task.shape_spec.pools:  # a dense task's maps have no pooling to choose
-        options.append(click.option(
-            "--pooling", type=click.Choice(POOLINGS), default=None,
-            help="Pooled vector to read (default: the backbone's own)."))
+    # a dense task's maps have no pooling to choose
+    options += shape.pooled_input([click.option(
+        "--pooling", type=click.Choice(POOLINGS), default=None,
+        help="Pooled vector to read (default: the backbone's own).")]) or []
     # the training flags, for a shape that takes training data
     options += shape.train_input([
         click.option("--train-data", default=None,

@@ -70,8 +70,9 @@ class TargetKind:
             cannot be read with these options (a depth PNG without its scale); None: any.
         layout_options: ``(options, source) -> options``: the layout options a split of this
             kind is read with by default (``images``: the images alone).
-        drawn: How ``vbstore show`` draws a per-pixel target beside its image (``labels``,
-            ``scalar``, ``rgb``, ``boxes``); None: a label per image, drawn as a caption.
+        drawn: How ``vbstore show DATA --task T`` draws a per-pixel target beside its image:
+            ``labels`` (class indices), ``scalar`` (a map), ``rgb`` ((3, H, W) unit vectors),
+            ``boxes`` (rows ``x0, y0, x1, y1, class, difficult``); empty: the image alone.
     """
 
     name: str
@@ -88,7 +89,7 @@ class TargetKind:
     check: Callable[[list[Path], Mapping[str, Any]], None] | None = None
     layout_options: Callable[[dict[str, Any], Any], dict[str, Any]] = field(
         default=lambda options, source: options)
-    drawn: str | None = None
+    drawn: str = ""
 
     def reads(self, data_kind: str) -> bool:
         """Whether a task declaring this kind reads targets of ``data_kind``."""

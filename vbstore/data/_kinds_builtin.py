@@ -133,13 +133,13 @@ for _kind in (
                _DENSE_LAYOUT.format(what="label PNGs read as raw palette indices"),
                folders=("labels", "masks", "segmentationclass", "segmentationclassaug",
                         "segment_semantic"), prefixes=("labels_",), per_pixel=True,
-               read=_map("label_map"), drawn="labels", options=(_IGNORE,)),
+               read=_map("label_map"), options=(_IGNORE,), drawn="labels"),
     TargetKind("depth_map", "depth maps",
                _DENSE_LAYOUT.format(what="16-bit depth PNGs (with -p target_scale) or .npy "
                                          "metres"),
                folders=("depth", "depth_zbuffer", "depth_euclidean"), prefixes=("depth_",),
-               per_pixel=True, read=_map("depth_map"), drawn="scalar", options=(_SCALE,),
-               check=_depth_check),
+               per_pixel=True, read=_map("depth_map"), options=(_SCALE,), check=_depth_check,
+               drawn="scalar"),
     TargetKind("normal_map", "surface-normal maps",
                _DENSE_LAYOUT.format(what="RGB normal PNGs or .npy (H, W, 3) arrays"),
                folders=("normals", "normal"), per_pixel=True, read=_map("normal_map"),
@@ -148,7 +148,7 @@ for _kind in (
                _DENSE_LAYOUT.format(what="one-channel PNGs or .npy maps"),
                folders=("edges", "edge_texture", "occlusion_edges", "edge_occlusion",
                         "keypoints", "keypoints2d"), per_pixel=True, read=_map("scalar_map"),
-               drawn="scalar", options=(_SCALE,)),
+               options=(_SCALE,), drawn="scalar"),
     TargetKind("image", "images alone",
                "root/<split>/images/<image>, other folders beside it ignored (the target is "
                "computed from the pixels)", folders=("image", "images"), also_reads=("*",),
@@ -159,7 +159,7 @@ for _kind in (
                "(annotations/instances_<split>.json and <split>/), or root/<split>/{images,boxes} "
                "with one JSON box file per image and root/classes.txt (what scenes writes; "
                "docs/data.md)", folders=("boxes",), per_pixel=True, read=_boxes(False),
-               drawn="boxes", layout_options=_voc_when_listed),
+               layout_options=_voc_when_listed, drawn="boxes"),
     TargetKind("instances", "instance masks",
                "COCO (annotations/instances_<split>.json with polygon or RLE masks, and "
                "<split>/), or root/<split>/{images,boxes} with one JSON box file per image "

@@ -284,7 +284,7 @@ class ResultRequest:
         # the task's shape says whether it takes training data and a head
         self.probe.spec.check_inputs(train=self.train is not None,
                                      head=self.probe.head is not None)
-        _check_pooling(self.backbone, self.probe.spec)
+        self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
 
 
 @dataclass(frozen=True)
@@ -305,32 +305,7 @@ class HeadRequest:
         self.probe.spec.shape_spec.check_trains(self.probe.task)
         if self.probe.head is not None:
             raise UsageError("a head request trains a head; it applies none", hint="drop --head")
-        _check_pooling(self.backbone, self.probe.spec)
-
-
-def _check_pooling(backbone: BackboneRequest, task: Task) -> None:
-    """Refuse a pooling the task's shape does not read (see Shape.check_pooling)."""
-    task.shape_spec.check_pooling(task.name, backbone.pooling)
-
-
-@dataclass(frozen=True)
-class FeaturesRequest:
-    """The features of a data split under a backbone: everything ``plan_features`` needs.
-
-    Attributes:
-        backbone: The backbone request (its ``layers``, ``pooling``, ``precision`` and
-            ``input_size`` are the extractor's settings; pooling None: the backbone's own).
-        data: The split to extract.
-        mode: ``pooled`` vectors, ``dense`` maps, or ``both``.
-        dense_dtype: How dense maps are stored (``float16`` unless asked otherwise).
-        use_projection: A CLIP backbone's pooled vector through its image projection.
-    """
-
-    backbone: BackboneRequest
-    data: DataRef
-    mode: str = "pooled"
-    dense_dtype: str = "float16"
-    use_projection: bool = False
+        self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
 
 
 def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, Any]:

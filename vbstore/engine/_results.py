@@ -400,9 +400,8 @@ def result_request(
     ``data``: the stems list names the training split in the same folder.
     """
     options = data_options or {}
-    if head is None:
-        train_data = get_task(task).shape_spec.stems_train_data(data, train_data,
-                                                                options.get("train_stems"))
+    if train_data is None and head is None and options.get("train_stems") is not None:
+        train_data = get_task(task).shape_spec.train_input(data)  # None for a zero-shot task
     return ResultRequest(
         BackboneRequest(
             backbone,

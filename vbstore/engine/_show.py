@@ -127,17 +127,18 @@ def show_data(store, data: Any, task: str, *, split: str | None = None,
     names = manifest.classes
     positions = range(start, min(len(manifest), start + frames))
     out: list[Frame] = []
-    if kind.rows_index_features:  # triplets, pairs: a row draws its images side by side
-        out = _tuples(reader, manifest, kind.name, start, frames)
+    rows = next((k for k in ("triplets", "pairs") if manifest.doc.get(k)), None)
+    if rows is not None:  # images named by rows of the manifest: drawn row by row
+        out = _tuples(reader, manifest, rows, start, frames)
     else:
         for position in positions:
             image = reader.image(position).transpose(1, 2, 0)
             name = manifest.samples[position]["name"]
             how = kind.drawn
-            if how is None:  # a label per image (or the image alone): the label as a caption
+            if not how:  # a label per image (or the image alone): the label as a caption
                 out.append(Frame(name, [image], caption=_label(manifest, position)))
                 continue
-            assert kind.read is not None  # a kind drawn as a map is read per pixel
+            assert kind.read is not None  # a kind drawn beside its image is per pixel
             target = np.asarray(kind.read(reader, position))
             out.append(Frame(name, [image], _drawn(target, how, resolved), how))
     return DataView(task, manifest.id, len(manifest), out, names)

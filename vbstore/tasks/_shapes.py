@@ -85,33 +85,26 @@ class Shape:
             raise UsageError(f"task {task!r} is zero-shot and has no head",
                              hint="use `vbstore get result` for it")
 
-    def check_pooling(self, task: str, pooling: str | None) -> None:
-        """Refuse a pooling for a shape that reads dense maps: it would key new features that
-        hold the same numbers.
-
-        Raises:
-            UsageError: naming the flag to drop.
-        """
-        if pooling is not None and self.feature_mode != "pooled":
-            raise UsageError(f"task {task!r} reads dense feature maps; a pooling does not "
-                             "apply to it", hint="drop --pooling")
-
-    @property
-    def pools(self) -> bool:
-        """Whether the shape reads pooled vectors (a pooling is a setting of it)."""
-        return self.feature_mode == "pooled"
-
-    def stems_train_data(self, data: T, train_data: T | None, train_stems: object) -> T | None:
-        """VisBench's reading of ``--train-stems`` without training data: a shape that trains
-        a head trains on the stems listed in the eval data's own folder."""
-        if train_data is None and train_stems is not None and self.trains_head:
-            return data
-        return train_data
-
     def train_input(self, train: T) -> T | None:
         """``train`` for a shape that trains a head, None for one that takes no training data
         (a sweep over several tasks passes one train split to those that take it)."""
         return train if self.trains_head else None
+
+    def pooled_input(self, value: T) -> T | None:
+        """``value`` for a shape that reads pooled vectors, None for one that reads dense maps
+        (a pooling is offered only where it chooses the features)."""
+        return value if self.feature_mode == "pooled" else None
+
+    def check_pooling(self, task: str, pooling: str | None) -> None:
+        """Refuse a pooling for a task that reads dense maps: it would key new features that
+        hold the same numbers.
+
+        Raises:
+            UsageError: a pooling given to a dense shape.
+        """
+        if pooling is not None and self.feature_mode != "pooled":
+            raise UsageError(f"task {task!r} reads dense feature maps; a pooling does not "
+                             "apply to it", hint="drop --pooling")
 
     @property
     def kind(self) -> str:
