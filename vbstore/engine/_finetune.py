@@ -133,6 +133,7 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
     featureset under them: each stored, to compute, or not needed."""
     status = "unneeded" if ctx.unneeded else "compute"
     blocks = ctx.finetune["blocks"] if ctx.finetune else 0
+    tuned = f"last {blocks} block{'s' if blocks > 1 else ''} fine-tuned"
     steps = []
     for role, manifest in (("train", ctx.train_m), ("eval", ctx.eval_m)):
         if manifest is None:
@@ -144,14 +145,14 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
     for seed in ctx.seeds if ctx.head is None else ctx.seeds[:1]:
         if ctx.head is not None:
             head: str | None = ctx.head
-            steps.append(Step("head", f"given, {blocks} blocks fine-tuned", "stored", head))
+            steps.append(Step("head", f"given, {tuned}", "stored", head))
         else:
             work = {"samples": len(ctx.train_m), "epochs": ctx.task_params.get("epochs", 1)}
             head = None if ctx.ref is None or ctx.finetune is None else _lookup(
                 ctx.store, finetune_head_spec(ctx.task, ctx.task_params, ctx.ref.id,
                                               ctx.train_m.id, ctx.extractor, ctx.finetune, seed),
                 ctx)
-            steps.append(Step("head", f"seed {seed}, {blocks} blocks fine-tuned",
+            steps.append(Step("head", f"seed {seed}, {tuned}",
                               "stored" if head and not ctx.unneeded else status, head,
                               {} if head else work))
         if ctx.eval_m is None:
