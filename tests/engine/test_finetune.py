@@ -155,6 +155,18 @@ def test_why_gc_and_fsck_know_the_chain(tuned):
     assert not report.registry_errors
 
 
+def test_multilabel_fine_tunes_on_the_same_stored_prefix(tuned):
+    store, result = tuned
+    labels = vbstore.get_result("test_vit", "multilabel", "sklearn:digits", "sklearn:digits",
+                                split="val", train_split="train", limit=LIMIT,
+                                train_limit=LIMIT, weights="random", params=QUICK, store=store,
+                                progress=False, finetune_blocks=1)
+    assert labels.record.finetune == {"blocks": 1, "backbone_lr": 1e-4}
+    assert 0.0 <= labels.metrics["mean_average_precision"] <= 1.0
+    assert labels.extracted == 0  # the prefix belongs to backbone, data and blocks, not a task
+    assert labels.record.inputs["train_prefix"] == result.record.inputs["train_prefix"]
+
+
 @pytest.mark.parametrize(("kw", "words"), [
     ({"backbone_lr": 1e-3, "finetune_blocks": 0}, "without argument finetune_blocks"),
     ({"finetune_blocks": 4}, "test_vit has 3 blocks"),

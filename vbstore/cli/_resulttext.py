@@ -43,6 +43,11 @@ def result_lines(doc: Mapping[str, Any], oid: str, origin: str, seconds: float,
                    f"{origin} in {seconds:.2f} s  [{oid[:12]}]")]
     if not from_cache and reused_features:
         out.append((False, "  reused stored features (no forward pass)"))
+    tuned = doc.get("finetune")
+    if tuned:  # another measurement than a frozen probe's: said before any number
+        out.append((False, f"  fine-tuned: the last {tuned['blocks']} blocks trained with the "
+                           f"head (backbone_lr {tuned['backbone_lr']:g}); not comparable with "
+                           "frozen probes"))
     aggregate, sample = doc.get("aggregate") or {}, doc.get("sample_ci") or {}
     baseline = doc.get("baseline") or {}
     for name, value in metrics:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..heads import head_record  # the safetensors header only: no tensor, no torch
 from ..store import derivation_key, derivation_spec
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
@@ -36,7 +35,8 @@ if TYPE_CHECKING:
     from ._requests import HeadRequest, ResultRequest
     from ._run import Run
 
-# Local imports: the compute path (._finetune_compute: torch, heads) loads in run, on a miss.
+# Local imports: the compute path (._finetune_compute: torch; heads) loads in run, on a miss,
+# and where a stored head is read.
 
 PREFIX_OP_VERSION = 1
 FINETUNE_OP_VERSION = 1
@@ -96,6 +96,8 @@ def finetune_head_spec(task: Task, task_params: dict[str, Any], backbone_id: str
 
 def finetuned_weights(store, head_id: str) -> str:
     """The fine-tuned weights a head was trained with (read from its record, no tensors)."""
+    from ..heads import head_record  # heads: the compute path, off a cached answer's
+
     return head_record(store, head_id)["finetune"]["weights"]
 
 
@@ -105,6 +107,8 @@ def given_finetune(store, head_id: str) -> dict[str, Any] | None:
     Raises:
         UsageError: its fine-tuned weights are not in this store (pushed without them).
     """
+    from ..heads import head_record  # only a given head is read: off a cached answer's path
+
     if not store.has(head_id) or store.info(head_id).kind != "head":
         return None  # not a head: applying it is refused where heads are loaded
     tuned = head_record(store, head_id).get("finetune")
@@ -129,6 +133,7 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
     featureset under them: each stored, to compute, or not needed."""
     status = "unneeded" if ctx.unneeded else "compute"
     blocks = ctx.finetune["blocks"] if ctx.finetune else 0
+    tuned = f"last {blocks} block{'s' if blocks > 1 else ''} fine-tuned"
     steps = []
     for role, manifest in (("train", ctx.train_m), ("eval", ctx.eval_m)):
         if manifest is None:
@@ -140,20 +145,20 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
     for seed in ctx.seeds if ctx.head is None else ctx.seeds[:1]:
         if ctx.head is not None:
             head: str | None = ctx.head
-            steps.append(Step("head", f"given, {blocks} blocks fine-tuned", "stored", head))
+            steps.append(Step("head", f"given, {tuned}", "stored", head))
         else:
             work = {"samples": len(ctx.train_m), "epochs": ctx.task_params.get("epochs", 1)}
             head = None if ctx.ref is None or ctx.finetune is None else _lookup(
                 ctx.store, finetune_head_spec(ctx.task, ctx.task_params, ctx.ref.id,
                                               ctx.train_m.id, ctx.extractor, ctx.finetune, seed),
                 ctx)
-            steps.append(Step("head", f"seed {seed}, {blocks} blocks fine-tuned",
+            steps.append(Step("head", f"seed {seed}, {tuned}",
                               "stored" if head and not ctx.unneeded else status, head,
                               {} if head else work))
         if ctx.eval_m is None:
             continue
         features = None
-        if head is not None and ctx.store.has(head):
+        if head is not None and not ctx.unneeded and ctx.store.has(head):
             spec = featureset_spec(finetuned_weights(ctx.store, head), ctx.eval_m.id,
                                    ctx.extractor)
             features = _lookup(ctx.store, spec, ctx, lambda o: packs_present(ctx.store, o))

@@ -108,6 +108,9 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
     if derived.computed:
         run.computed.append(derivation_key(prefix_spec(plan.backbone.id, manifest.id, blocks)))
     run.from_cache[f"{role}_prefix"] = not derived.computed
+    run.features[f"{role} prefix"] = {"id": derived.id, "stored": not derived.computed,
+                                      "extracted": len(manifest) if derived.computed else 0,
+                                      "reused": 0}
     run.timings[f"{role}_prefix_s"] = round(time.perf_counter() - start, 4)
     return derived.id
 
@@ -210,8 +213,10 @@ def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str,
     if derived.computed:
         run.computed.append(derivation_key(spec))
     run.from_cache[f"{role}_features"] = not derived.computed
-    run.features[role] = {"id": derived.id, "extracted": 0, "reused": len(manifest),
-                          "stored": not derived.computed}
+    # computed: every image through the fine-tuned blocks only, from its stored prefix
+    run.features[f"{role} fine-tuned"] = {"id": derived.id, "stored": not derived.computed,
+                                          "extracted": len(manifest) if derived.computed else 0,
+                                          "reused": 0}
     return derived.id
 
 
