@@ -36,6 +36,7 @@ class TinyClip(torch.nn.Module):
         return self.visual(images.flatten(1))
 
     def encode_text(self, tokens: torch.Tensor) -> torch.Tensor:
+        TEXTS.append(len(tokens))
         return self.words(tokens).mean(dim=1)
 
 
@@ -46,6 +47,7 @@ def tokenize(texts: list[str]) -> torch.Tensor:
 
 
 LOADS: list[tuple[str, str | None]] = []
+TEXTS: list[int] = []  # the batch size of each call of a text tower
 
 
 def load_tiny_clip(model_name, pretrained, cache_dir=None, device="cpu"):
@@ -158,3 +160,23 @@ def test_a_clip_benchmark_model_list_takes_the_model_type(tmp_path):
     assert [e.backbone for e in read_backbones_file(models, "tiny_clip")] == [
         "tiny_clip:tiny@v1", "tiny_clip:tiny@v2", "test_cnn"]
     assert read_backbones_file(models)[0].backbone == "open_clip:tiny@v1"
+
+
+def test_text_tower_outputs_are_stored_and_reused(store, shapes):
+    kw = dict(store=store, progress=False)
+    TEXTS.clear()
+    first = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                               split="val", **kw)
+    prompts = sum(TEXTS)
+    assert prompts == 5 * 7  # five classes x the seven-prompt ensemble, embedded once
+    # another split of the same classes, and another task on the same prompts: no text tower
+    vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, split="train",
+                       **kw)
+    vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, split="val",
+                       params={"classnames": ""}, seeds=2, **kw)
+    assert sum(TEXTS) == prompts
+    # other templates are other texts: embedded once more
+    again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                               split="val", params={"templates": "photo"}, **kw)
+    assert sum(TEXTS) == prompts + 5
+    assert again.id != first.id

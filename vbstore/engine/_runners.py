@@ -351,8 +351,11 @@ class TextRunner(ZeroShotRunner):
         check_clip(task, request)
 
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
+        from ._textcache import StoredTextEncoder  # the compute path only
+
+        # each batch of texts embedded once per backbone, read back by later tasks and data
         return {**super().context(plan, files),
-                "text_encoder": plan.backbone.load().encode_text}
+                "text_encoder": StoredTextEncoder(plan.store, plan.backbone)}
 
 
 class DenseZeroShotRunner(Runner):

@@ -1,0 +1,52 @@
+"""Text-tower outputs, stored: a CLIP text embedding is computed once per backbone and text.
+
+A zero-shot task asks its ``text_encoder`` for batches of texts (prompts filled with class
+names, captions). Each batch is a derivation ``text-embeddings(backbone, texts digest)`` whose
+output is a ``tensors`` object (safetensors, ``embeddings`` (n, D) float32): a second task, split
+or dataset with the same prompts on the same backbone reads it instead of running the text tower,
+and a hit never builds the model. The objects are recomputable caches: nothing roots them, so gc
+collects them once unused for its grace period.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import canonical
+from ..store import derivation_key, derivation_spec, to_safetensors_bytes
+
+TEXT_OP_VERSION = 1
+
+
+class StoredTextEncoder:
+    """A ``text_encoder`` that reads each batch's embeddings from the store, else computes and
+    stores them.
+
+    Attributes:
+        computed: Texts the text tower embedded here (0 when every batch was stored).
+    """
+
+    def __init__(self, store: Any, backbone: Any) -> None:
+        self.store = store
+        self.backbone = backbone  # a BackboneRef: built only on a miss
+        self.computed = 0
+
+    def __call__(self, texts: list[str]) -> Any:
+        import torch  # the compute path: a text encoder is only called on a result miss
+        from safetensors.torch import load as load_tensors
+
+        texts = [str(t) for t in texts]
+        spec = derivation_spec("text-embeddings", TEXT_OP_VERSION,
+                               {"backbone": self.backbone.id},
+                               {"texts": canonical.digest(canonical.dumps(texts)),
+                                "count": len(texts)})
+        found = self.store.lookup(derivation_key(spec))
+        if found is not None:
+            return load_tensors(self.store.read_bytes(found))["embeddings"]
+        out = self.backbone.load().encode_text(texts)
+        embeddings = out.detach().to("cpu", torch.float32).contiguous()
+        oid = self.store.put_bytes(
+            to_safetensors_bytes({"embeddings": embeddings}, "tensors", {}), "tensors")
+        self.store.record(spec, oid)
+        self.computed += len(texts)
+        return embeddings
