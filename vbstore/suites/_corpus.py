@@ -4,15 +4,16 @@ Every probe runs on small data so that the whole corpus builds on a laptop's CPU
 ``lfw_subset`` (100 faces, 100 non-faces) for the pooled probes, generated ``scenes`` (32 train
 and 32 val rooms of 64 px, exact per-pixel targets, second views) for the dense, box and pair
 probes, generated ``triplets`` for 2AFC similarity, and scikit-image's captioned photos for
-zero-shot retrieval. What no packaged source carries in the layout a probe reads is written here
-from them, deterministically (:func:`write_inputs`): lfw under noise (a second condition), scenes
-images with multi-hot labels, and scenes pairs as SPair keypoint pairs.
+zero-shot retrieval and caption selection. What no packaged source carries in the layout a probe
+reads is written here from them, deterministically (:func:`write_inputs`): lfw under noise (a
+second condition), scenes images with multi-hot labels, scenes pairs as SPair keypoint pairs, and
+the captioned photos as SugarCrepe and Winoground instances.
 
 Backbones: the three pretrained EfficientNet-Lites rank on each suite; ``test_pixels`` (fixed
 filters) and two random-weight baselines (EfficientNet-Lite0's architecture and the tiny
 ``test_cnn``, seed 0) are evaluated on the same suite and shown beside them, never ranked with
-them. Probes that compare images with text need a text tower: they run on a random-weight CLIP
-on suites of their own.
+them. Probes that compare images with text need a text tower, and CLIP_benchmark's linear probe
+reads a CLIP model's image embeddings: they run on a random-weight CLIP on suites of their own.
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ CLIP = [("open_clip:ViT-B-32@laion2b_s34b_b79k", "random", 0, 64)]
 
 def _probe(task: str, level: str, data: str, name: str, *, train: bool = True,
            params: dict[str, Any] | None = None, target: str | None = None,
-           conditions: dict[str, str] | None = None, text: bool = False,
+           conditions: dict[str, str] | None = None, clip: bool = False,
            listing: dict[str, str] | None = None) -> dict[str, Any]:
     options = {"target": target} if target else None
     return {"slug": f"ref-{task.replace('_', '-')}", "task": task, "level": level, "data": data,
             "name": name, "train": train, "params": params or {}, "data_options": options,
             "listing": listing or options, "conditions": conditions,
-            "backbones": "clip" if text else "vision"}
+            "backbones": "clip" if clip else "vision"}
 
 
 # how the suite lists scenes samples for a probe that reads the images alone (or their pairs):
@@ -78,11 +79,16 @@ PROBES: list[dict[str, Any]] = [
     _probe("instance_segmentation", "high", SCENES, "Instance masks in generated scenes",
            params=LONGER, target="boxes"),
     _probe("zeroshot_classification", "high", LFW, "Zero-shot classification, faces vs non-faces",
-           train=False, text=True),
+           train=False, clip=True),
     _probe("zeroshot_multilabel", "high", "@scenes-multilabel-val.csv",
-           "Zero-shot multi-label on generated scenes", train=False, text=True),
+           "Zero-shot multi-label on generated scenes", train=False, clip=True),
     _probe("zeroshot_retrieval", "high", "skimage:samples",
-           "Zero-shot image-caption retrieval, scikit-image photos", train=False, text=True),
+           "Zero-shot image-caption retrieval, scikit-image photos", train=False, clip=True),
+    _probe("linear_probe", "high", LFW,
+           "CLIP_benchmark linear probe, faces vs non-faces (skimage lfw_subset)", clip=True),
+    _probe("image_caption_selection", "high", "@captions.jsonl",
+           "Caption selection: each scikit-image photo's caption against another photo's",
+           train=False, clip=True),
     _probe("depth", "mid", SCENES, "Depth of generated scenes",
            params={"target_scale": 1000.0, **LONGER}, target="depth"),
     _probe("surface_normal", "mid", SCENES, "Surface normals of generated scenes", params=LONGER,
@@ -117,6 +123,7 @@ def write_inputs(store: Store, root: str | Path) -> Path:
     _write_noisy(store, root)
     _write_multilabel(store, root)
     _write_spair(store, root)
+    _write_captions(store, root)
     return root
 
 
@@ -193,3 +200,28 @@ def _write_spair(store: Store, root: Path, per_pair: int = 16) -> None:
                "trg_bndbox": [0, 0, w, h]}
         (tree / "PairAnnotation" / "test" / f"{image.stem}-{a}-{b}:scene.json").write_text(
             json.dumps(doc, sort_keys=True))
+
+
+def _write_captions(store: Store, root: Path) -> None:
+    """``captions.jsonl``: scikit-image's captioned photos as caption-selection instances, the
+    next photo's caption (in name order, wrapping) the negative. SugarCrepe's layout, one photo
+    per instance with its caption first; then Winoground's, consecutive photos paired, both
+    with the pair's two captions."""
+    view = load_manifest(store, "skimage:samples")
+    photos = [(Path(view.image_path(i)), caps[0]) for i, caps in enumerate(view.captions())]
+    rows = []  # (copy's name, source image, captions)
+    for i, (image, caption) in enumerate(photos):
+        negative = photos[(i + 1) % len(photos)][1]
+        rows.append((f"sugarcrepe/{i:03d}{image.suffix}", image, [caption, negative]))
+    for k in range(len(photos) // 2):
+        pair = photos[2 * k:2 * k + 2]
+        rows += [(f"winoground/{k:03d}_{j}{image.suffix}", image, [c for _, c in pair])
+                 for j, (image, _) in enumerate(pair)]
+    lines = []
+    for name, image, captions in rows:
+        copy = root / "captions" / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(image, copy)
+        lines.append(json.dumps({"image": f"captions/{name}", "captions": captions},
+                                sort_keys=True) + "\n")
+    (root / "captions.jsonl").write_text("".join(lines), encoding="utf-8")

@@ -14,6 +14,7 @@ boards that never share a suite:
   results`` runs) onto the suites written beside them, each naming its source and what it lacks.
 
     python -m vbstore.suites.reference build registry.db   # compute (see docs/suites.md: long)
+    python -m vbstore.suites.reference build registry.db --work DIR   # keep the store in DIR
     python -m vbstore.suites.reference readme README.md registry.db   # rewrite the README tables
 """
 
@@ -88,17 +89,31 @@ def build(
     progress: bool = False,
     reference: str | Path = REFERENCE_DIR,
 ) -> Path:
-    """Compute the observed results and import the reported ones in a fresh store, then write
-    them to ``path``."""
+    """Compute the observed results and import the reported ones, then write them to ``path``.
+
+    Without ``work`` the store is a fresh temporary one. With ``work`` it persists there, so a
+    later build reuses every feature, head and result whose derivation is unchanged (only what
+    changed recomputes); its suites and evaluations are indexed anew each time, so the file
+    written equals a cold build's.
+    """
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(work or scratch)
         store = Store(root / "store")
         try:
+            _forget_boards(store)
             clock = _compute(store, root / "inputs", progress)
             _import_reported(store, Path(reference), clock)
             return write_registry(store, path)
         finally:
             store.close()
+
+
+def _forget_boards(store: Store) -> None:
+    """Drop the suite and evaluation index of a reused work store (the stored objects stay):
+    the build indexes them again, with its own clock, as a fresh store would."""
+    with store.db.write() as conn:
+        conn.execute("DELETE FROM evaluations")
+        conn.execute("DELETE FROM suites")
 
 
 def _where(value: str, inputs: Path) -> str:
@@ -445,8 +460,8 @@ def splice(readme: str, tables: str) -> str:
 
 def main(argv: Iterable[str]) -> int:
     args = list(argv)
-    if len(args) == 2 and args[0] == "build":
-        build(args[1], progress=True)
+    if args[:1] == ["build"] and len(args) in (2, 4) and args[2:3] in ([], ["--work"]):
+        build(args[1], work=args[3] if len(args) == 4 else None, progress=True)
         return 0
     if len(args) == 3 and args[0] == "readme":
         readme = Path(args[1])
