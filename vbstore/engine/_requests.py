@@ -308,6 +308,26 @@ class HeadRequest:
         self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
 
 
+@dataclass(frozen=True)
+class FeaturesRequest:
+    """The features of a data split under a backbone: everything ``plan_features`` needs.
+
+    Attributes:
+        backbone: The backbone request (its ``layers``, ``pooling``, ``precision`` and
+            ``input_size`` are the extractor's settings; pooling None: the backbone's own).
+        data: The split to extract.
+        mode: ``pooled`` vectors, ``dense`` maps, or ``both``.
+        dense_dtype: How dense maps are stored (``float16`` unless asked otherwise).
+        use_projection: A CLIP backbone's pooled vector through its image projection.
+    """
+
+    backbone: BackboneRequest
+    data: DataRef
+    mode: str = "pooled"
+    dense_dtype: str = "float16"
+    use_projection: bool = False
+
+
 def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` with every file a file parameter names replaced by the id of its entries.
 
