@@ -1,9 +1,10 @@
 """vbstore beside VisBench 0.27.0 and CLIP_benchmark 1.6.2 on the same data and weights.
 
-The slow tier (the rows; two cheap checks run in the fast one): the peers are installed here, by this test (``pip install --no-deps --target
-TMP``; the package index must be reachable), or read from ``VBSTORE_CONFORMANCE_PEERS`` (a folder
-holding both, e.g. one filled by ``benchmarks/conformance.py --install --work DIR``). They run in
-their own process, never imported by vbstore or by this test (``benchmarks/conformance_peer.py``).
+The rows are the slow tier (two cheap checks run in the fast one). The peers are installed here,
+by this test (``pip install --no-deps --target TMP``; the package index must be reachable), or
+read from ``VBSTORE_CONFORMANCE_PEERS`` (a folder holding both, e.g. one filled by
+``benchmarks/conformance.py --install --work DIR``). They run in their own process, never
+imported by vbstore or by this test (``benchmarks/conformance_peer.py``).
 
 One row of ``benchmarks/conformance.py``'s :data:`ROWS` is one test: a row expected to agree must
 agree, and a known difference is a strict xfail naming the #23 item that fixes it, so a fix
