@@ -72,7 +72,8 @@ def test_a_reused_work_store_indexes_its_boards_anew(store, tmp_path):
     assert ("| 1 | model-a | pretrained | observed | 0.6500 | 0.6000 | 0.7000 | day 0.6000 | "
             "0.0500 | 1 |") in text
     assert "0.7500" not in text
-    assert first.id is not None and store.has(first.id)
+    assert first.id is not None
+    assert store.has(first.id)
 
 
 def test_build_command_takes_a_work_directory_and_refuses_other_flags(monkeypatch, tmp_path):

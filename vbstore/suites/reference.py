@@ -294,13 +294,15 @@ def write_registry(store: Store, path: str | Path) -> Path:
 _LACKING = {"data": "no manifest", "protocol": "unknown protocol", "evaluator": "unknown evaluator"}
 _OBSERVED_NOTE = (
     "_Computed by vbstore on data any machine has or generates (scikit-image's lfw_subset faces "
-    "vs non-faces, generated scenes, triplets and pairs; `vbstore/suites/_corpus.py`): one suite "
+    "vs non-faces, generated scenes, triplets and pairs, captioned photos; "
+    "`vbstore/suites/_corpus.py`): one suite "
     "per built-in probe. The three EfficientNet-Lites (ImageNet weights from the `weights` "
     "extra) rank; below them, unranked, the same suite's baselines: `test_pixels` (fixed "
     "filters, nothing learned) and two random-weight backbones (EfficientNet-Lite0's "
     "architecture and `test_cnn`, seed 0). Probes that compare images with text, and "
-    "CLIP_benchmark's linear probe, run on a random-weight CLIP, on random-weight suites. Small data: these figures show what each probe "
-    "reads from each backbone here, not how the backbones rank on real benchmarks._"
+    "CLIP_benchmark's linear probe, run on a random-weight CLIP, on random-weight suites. "
+    "Small data: these figures show what each probe reads from each backbone here, not how the "
+    "backbones rank on real benchmarks._"
 )
 _REPORTED_NOTE = (
     "_Published figures of other tools, imported as **reported** evidence from "
