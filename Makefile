@@ -47,9 +47,10 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/store_bench.py
 
-# the reference registry and the README tables generated from it (docs/suites.md)
+# the reference registry and the README tables generated from it (docs/suites.md);
+# REGISTRY_WORK=DIR keeps the build's store there, so a rebuild recomputes only what changed
 registry: $(STAMP)
-	$(BIN)/python -m vbstore.suites.reference build registry.db
+	$(BIN)/python -m vbstore.suites.reference build registry.db $(if $(REGISTRY_WORK),--work $(REGISTRY_WORK))
 	$(BIN)/python -m vbstore.suites.reference readme README.md registry.db
 
 lint: $(STAMP)

@@ -53,6 +53,40 @@ def test_written_registry_round_trips_a_board(store, tmp_path):
     )
 
 
+def test_a_reused_work_store_indexes_its_boards_anew(store, tmp_path):
+    """``build --work``: a changed protocol is a new suite, not a conflict, and the registry
+    holds only this build's evaluations (attempts as a cold build counts them); the stored
+    objects stay for the next build to reuse."""
+    from suites_support import evidence, road_test
+
+    from vbstore.suites import build, push_suite, record
+
+    suite = push_suite(store, road_test())[0]
+    first = record(store, build(suite, **evidence()), recorded=1.0)
+    reference._forget_boards(store)
+    changed = road_test(params={"lr": 0.01})
+    suite = push_suite(store, changed)[0]  # without the reset: SuiteConflict
+    record(store, build(suite, **evidence(day=0.6, protocol={
+        "task": "segmentation", "params": {"lr": 0.01}})), recorded=2.0)
+    text = reference.render(reference.write_registry(store, tmp_path / "r.db"))
+    assert ("| 1 | model-a | pretrained | observed | 0.6500 | 0.6000 | 0.7000 | day 0.6000 | "
+            "0.0500 | 1 |") in text
+    assert "0.7500" not in text
+    assert first.id is not None
+    assert store.has(first.id)
+
+
+def test_build_command_takes_a_work_directory_and_refuses_other_flags(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(reference, "build", lambda path, work=None, progress=False:
+                        calls.append((path, work)))
+    assert reference.main(["build", "r.db", "--work", str(tmp_path)]) == 0
+    assert reference.main(["build", "r.db"]) == 0
+    assert calls == [("r.db", str(tmp_path)), ("r.db", None)]
+    assert reference.main(["build", "r.db", "--wrk", str(tmp_path)]) == 2
+    assert reference.main(["build", "r.db", "--work"]) == 2
+
+
 def _registry():
     return sqlite3.connect(f"file:{ROOT / 'registry.db'}?mode=ro", uri=True)
 

@@ -2,13 +2,15 @@
 
 ``registry.db`` is a small standalone SQLite file: suites, result records and evaluations (no
 features, no blobs), the boards as rows, and views for browsing (``datasette registry.db``). It
-is rebuilt by ``make registry`` in a fresh store with a fixed clock, and holds two kinds of
+is rebuilt by ``make registry`` with a fixed clock (in a fresh store, or in a kept one where only
+what changed recomputes), and holds two kinds of
 boards that never share a suite:
 
 - **observed**: the reference corpus (:mod:`._corpus`): one suite per built-in probe on data any
   machine has or generates, the three EfficientNet-Lites ranked and ``test_pixels`` and two
   random-weight baselines evaluated beside them (unranked: untrained weights never rank on a
-  pretrained suite); the text probes on a random-weight CLIP, on random-weight suites.
+  pretrained suite); the text probes and CLIP_benchmark's linear probe on a random-weight CLIP,
+  on random-weight suites.
 - **reported**: published reference figures of the seed projects, imported from the VisBench
   JSONL files in ``suites/reference/`` through :func:`import_results` (what ``vbstore import
   results`` runs) onto the suites written beside them, each naming its source and what it lacks.
@@ -292,13 +294,15 @@ def write_registry(store: Store, path: str | Path) -> Path:
 _LACKING = {"data": "no manifest", "protocol": "unknown protocol", "evaluator": "unknown evaluator"}
 _OBSERVED_NOTE = (
     "_Computed by vbstore on data any machine has or generates (scikit-image's lfw_subset faces "
-    "vs non-faces, generated scenes, triplets and pairs; `vbstore/suites/_corpus.py`): one suite "
+    "vs non-faces, generated scenes, triplets and pairs, captioned photos; "
+    "`vbstore/suites/_corpus.py`): one suite "
     "per built-in probe. The three EfficientNet-Lites (ImageNet weights from the `weights` "
     "extra) rank; below them, unranked, the same suite's baselines: `test_pixels` (fixed "
     "filters, nothing learned) and two random-weight backbones (EfficientNet-Lite0's "
-    "architecture and `test_cnn`, seed 0). Probes that compare images with text run on a "
-    "random-weight CLIP, on random-weight suites. Small data: these figures show what each probe "
-    "reads from each backbone here, not how the backbones rank on real benchmarks._"
+    "architecture and `test_cnn`, seed 0). Probes that compare images with text, and "
+    "CLIP_benchmark's linear probe, run on a random-weight CLIP, on random-weight suites. "
+    "Small data: these figures show what each probe reads from each backbone here, not how the "
+    "backbones rank on real benchmarks._"
 )
 _REPORTED_NOTE = (
     "_Published figures of other tools, imported as **reported** evidence from "
