@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data import label_values
-
 
 @dataclass(frozen=True)
 class SplitCounts:
@@ -42,8 +40,12 @@ class DataCounts:
 
 def counts(listing) -> SplitCounts:
     """The counts of a listed split (``vbstore.data.Listing``), without hashing a file."""
-    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()),
-                       lambda: label_values(listing.target_files()))
+    def labels() -> frozenset[int]:
+        from ..data import label_values  # numpy: only when a task reads the labels, never cached
+
+        return label_values(listing.target_files())
+
+    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()), labels)
 
 
 def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any],
