@@ -43,9 +43,10 @@ def tuned(tmp_path_factory):
 
 def _ask(store, **kw):
     kw.setdefault("finetune_blocks", 1)
+    kw.setdefault("params", QUICK)
     return vbstore.get_result("test_vit", "classification", "sklearn:digits", "sklearn:digits",
                               split="val", train_split="train", limit=LIMIT, train_limit=LIMIT,
-                              weights="random", params=QUICK, store=store, progress=False, **kw)
+                              weights="random", store=store, progress=False, **kw)
 
 
 @pytest.fixture
@@ -167,6 +168,49 @@ def test_multilabel_fine_tunes_on_the_same_stored_prefix(tuned):
     assert labels.record.inputs["train_prefix"] == result.record.inputs["train_prefix"]
 
 
+def test_a_cached_answer_with_notes_and_pooling_builds_no_model(tuned, monkeypatch):
+    """The blocks check looks the answer up under the same key the plan does: notes and a
+    requested pooling included, so a stored answer never builds the backbone to check it."""
+    from vbstore.engine import _plan
+
+    store, _ = tuned
+    first = _ask(store, notes="run A", pooling="mean")
+    built = []
+    monkeypatch.setattr(_plan, "check_backbone_blocks", lambda *a: built.append(a))
+    again = _ask(store, notes="run A", pooling="mean")
+    assert again.from_cache
+    assert again.id == first.id
+    assert built == []
+
+
+def _head_stats(store, result):
+    from safetensors.torch import load
+
+    state = load(store.read_bytes(result.record.inputs["head"]))
+    return state["mean"], state["std"]
+
+
+def test_finetuning_standardises_as_the_frozen_probe_does(tuned):
+    """Classification's ``standardize`` (off by default) reaches the fine-tuned head, as it
+    does the frozen one's; multilabel standardises, as its frozen probe always does."""
+    store, result = tuned
+    assert result.record.params["standardize"] is False
+    mean, std = _head_stats(store, result)
+    assert bool((mean == 0).all())
+    assert bool((std == 1).all())
+    on = _ask(store, params={**QUICK, "standardize": True})
+    mean, std = _head_stats(store, on)
+    assert not bool((mean == 0).all())
+    assert not bool((std == 1).all())
+    assert on.id != result.id
+    labels = vbstore.get_result("test_vit", "multilabel", "sklearn:digits", "sklearn:digits",
+                                split="val", train_split="train", limit=LIMIT,
+                                train_limit=LIMIT, weights="random", params=QUICK, store=store,
+                                progress=False, finetune_blocks=1)
+    mean, std = _head_stats(store, labels)
+    assert not bool((std == 1).all())
+
+
 @pytest.mark.parametrize(("kw", "words"), [
     ({"backbone_lr": 1e-3, "finetune_blocks": 0}, "without argument finetune_blocks"),
     ({"finetune_blocks": 4}, "test_vit has 3 blocks"),
@@ -218,18 +262,20 @@ def test_a_finetuned_head_is_applied_through_its_blocks_never_on_frozen_features
 
 @pytest.mark.slow
 def test_finetuning_the_last_block_beats_the_frozen_probe_where_features_are_weak(tmp_path):
-    """A random test_vit on 10-class digits: its frozen last layer is weak (about 0.50 top1);
-    training the last of its three blocks with the head lifts it (0.59 measured, +0.08 on
-    450 eval digits, bootstrap low 0.54)."""
+    """A random test_vit on 10-class digits: its frozen last layer is weak (0.35 top1);
+    training the last of its three blocks with the head lifts it (0.57 measured, +0.22 on
+    450 eval digits, bootstrap low 0.52). Like for like: both heads on raw features
+    (classification's ``standardize`` off, its default, reaches the fine-tuned head too)."""
     store = Store(tmp_path / "s")
     common = {"split": "val", "train_split": "train", "limit": 50, "train_limit": 50,
-              "weights": "random", "params": {"epochs": 30, "batch_size": 50}, "store": store,
-              "progress": False}
+              "weights": "random", "store": store, "progress": False,
+              "params": {"epochs": 30, "batch_size": 50, "standardize": False}}
     frozen = vbstore.get_result("test_vit", "classification", "sklearn:digits", "sklearn:digits",
                                 **common)
     tuned = vbstore.get_result("test_vit", "classification", "sklearn:digits", "sklearn:digits",
                                finetune_blocks=1, backbone_lr=3e-3, **common)
+    assert frozen.record.params["standardize"] is tuned.record.params["standardize"] is False
     margin = tuned.metrics["top1"] - frozen.metrics["top1"]
-    assert frozen.metrics["top1"] < 0.6  # weak frozen features
-    assert margin > 0.05, (frozen.metrics, tuned.metrics)
+    assert frozen.metrics["top1"] < 0.5  # weak frozen features
+    assert margin > 0.1, (frozen.metrics, tuned.metrics)
     assert tuned.record.sample_ci["top1"]["ci_low"] > frozen.metrics["top1"]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 # and where a stored head is read.
 
 PREFIX_OP_VERSION = 1
-FINETUNE_OP_VERSION = 1
+FINETUNE_OP_VERSION = 2  # 2: the task's standardize is honoured (1 always standardised)
 TRAIN_PARAMS = ("epochs", "lr", "weight_decay", "batch_size")
 
 

@@ -145,7 +145,8 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
         state, loss, feats = finetune(
             rows, y, blocks, model.forward, n_out=n_out, loss=cast(Loss, task.finetune_loss),
             **{k: params[k] for k in TRAIN_PARAMS}, backbone_lr=_tuning(plan)["backbone_lr"],
-            seed=seed, task=task.name, device=resolve_device(run.device))
+            standardize=bool(params.get("standardize", True)), seed=seed, task=task.name,
+            device=resolve_device(run.device))
         trained = [p.detach() for block in blocks for p in block.parameters()]
         changed = {name: after.cpu().contiguous()
                    for name, before, after in zip(names, parent, trained, strict=True)

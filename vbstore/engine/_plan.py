@@ -247,8 +247,19 @@ def result_spec(
     )
 
 
+def _request_spec(task: Task, task_params: dict[str, Any], request: ResultRequest,
+                  ref: BackboneRef, eval_id: str, train_id: str | None, head: str | None,
+                  finetune: dict[str, Any] | None) -> dict[str, Any]:
+    """The result spec of ``request`` (every key it names: the one source for the blocks check
+    before anything is stored and the plan's own lookup, so both hit or miss together)."""
+    return result_spec(task, task_params, ref.id, eval_id, train_id, head,
+                       request.probe.seed_list, extractor_for(task, request, ref),
+                       request.probe.strict, finetune,
+                       pooling_requested=request.backbone.pooling, notes=request.notes)
+
+
 def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
-                        eval_l: Listing, train_l: Listing | None,
+                        eval_l: Listing, train_l: Listing | None, head: str | None,
                         finetune: dict[str, Any]) -> BackboneRef | None:
     """Refuse a fine-tuning request whose backbone cannot be cut into blocks before anything
     (a manifest, a prefix) is stored; a stored result is answered without building a model.
@@ -257,9 +268,7 @@ def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: 
            for listing in (eval_l, train_l)]
     ref = backbone_of(store, request, task, build=False)
     if ref is not None and ids[0] is not None:
-        spec = result_spec(task, task_params, ref.id, ids[0], ids[1], None,
-                           request.probe.seed_list, extractor_for(task, request, ref),
-                           request.probe.strict, finetune)
+        spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune)
         if store.lookup(derivation_key(spec), touch=False) is not None:
             return ref
     ref = ref or backbone_of(store, request, task, build=True)
@@ -312,9 +321,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     finetune = request.probe.finetune(task_params)
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
+    head = store.resolve(request.probe.head) if request.probe.head is not None else None
     checked = None
     if finetune and not dry_run:
-        checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l,
+        checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l, head,
                                       finetune)
     # a dry run writes no manifest: it names each by its document's hash
     eval_m = store_listing(store, eval_l, touch=False, write=not dry_run)
@@ -322,7 +332,6 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
                if train_l is not None else None)
     # a fine-tuning request's backbone, checked (and built) above, is not built twice
     ref = checked or backbone_of(store, request, task, build=not dry_run)
-    head = store.resolve(request.probe.head) if request.probe.head is not None else None
     tuned = given_finetune(store, head) if head is not None else None
     if tuned is not None:  # a head trained with fine-tuned blocks is applied through them
         finetune, runner = tuned, FINETUNE_RUNNER
@@ -344,20 +353,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         extractor, spec = None, None
     else:
         extractor = extractor_for(task, request, ref)
-        spec = result_spec(
-            task,
-            task_params,
-            ref.id,
-            eval_m.id,
-            train_m.id if train_m else None,
-            head,
-            seeds,
-            extractor,
-            request.probe.strict,
-            finetune,
-            pooling_requested=request.backbone.pooling,
-            notes=request.notes,
-        )
+        spec = _request_spec(task, task_params, request, ref, eval_m.id,
+                             train_m.id if train_m else None, head, finetune)
     key = derivation_key(spec) if spec is not None else None  # made once: execute uses it
     result_id = store.lookup(key, touch=False) if key is not None else None
     # a dry run names the remote whose binary cache has the result: execute would fetch it and

@@ -5,8 +5,10 @@ The recipe is ``._linear``'s, extended to the blocks (fixed; a change bumps the 
 
 - the blocks start from the parent weights and stay in eval mode (BatchNorm's running
   statistics and dropout as in a frozen forward; their affine parameters do train);
-- features are standardised with the train split's mean and std under the *parent* blocks
-  (computed in float64 over one pass), kept fixed in the head;
+- with ``standardize`` (as the task's frozen probe: classification when asked, multilabel
+  always), features are standardised with the train split's mean and std under the *parent*
+  blocks (computed in float64 over one pass), kept fixed in the head; else the head holds mean
+  0 and std 1;
 - head weights drawn like ``torch.nn.Linear`` from a generator seeded by the run's seed, which
   also shuffles the minibatches; bias zero;
 - one AdamW over the head (``lr``, weight decay on the weights only) and the blocks
@@ -59,6 +61,7 @@ def finetune(
     backbone_lr: float,
     seed: int,
     task: str,
+    standardize: bool = True,
     device: Any = "cpu",
 ) -> tuple[dict[str, torch.Tensor], float, torch.Tensor]:
     """Train a linear head and ``blocks`` (modified in place) on stored prefix ``rows``.
@@ -68,6 +71,8 @@ def finetune(
         y: (N,) class indices for ``cross_entropy``; (N, K) 0/1 for ``binary_cross_entropy``.
         blocks: The trainable blocks, on ``device``.
         forward: Pooled features of a batch of activations through the blocks.
+        standardize: Standardise with the train split's statistics under the parent blocks
+            (else mean 0, std 1: the identity), as the task's frozen probe does.
 
     Returns:
         (head, final loss over the whole train split, the split's pooled features under the
@@ -86,7 +91,11 @@ def finetune(
     params = [p for block in blocks for p in block.parameters()]
     for block in blocks:
         block.eval()
-    mean, std = standardisation(pooled(rows, blocks, forward, batch_size, device).cpu())
+    first = pooled(rows, blocks, forward, batch_size, device).cpu()
+    if standardize:
+        mean, std = standardisation(first)
+    else:
+        mean, std = torch.zeros(first.shape[1]), torch.ones(first.shape[1])
     mean, std = mean.to(device), std.to(device)
     dim = mean.shape[0]
     bound = 1.0 / math.sqrt(dim)
