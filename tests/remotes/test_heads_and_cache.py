@@ -531,3 +531,21 @@ def test_push_results_says_what_it_sends(vb, vbj, shapes, team, tmp_path):
     bad = vb("a", "push", "results", "--to", "team", "--with", "everything")
     assert bad.exit_code == 2
     assert "features, heads, images" in bad.stderr
+
+
+def test_a_finetuned_result_pushed_with_heads_is_pulled_and_its_head_applies(vb, vbj, shapes,
+                                                                              team):
+    """``--with heads`` carries the fine-tuned weights a head is applied through (and
+    ``--with features`` the stored prefixes): the pulled head applies in another store."""
+    data = ("-d", shapes, "--split", "val")
+    made = vbj("a", "get", "result", *BACKBONE, "-t", "classification", *data, "--train-data",
+               shapes, "--train-split", "train", "-p", "epochs=2", "-p", "batch_size=8",
+               "--finetune-blocks", "1")
+    pushed = vbj("a", "push", "results", "--to", "team", "--with", "heads")
+    assert pushed["sent"]["finetuned"]["objects"] == 1
+    assert "prefix" in pushed["left_out"]  # activations: --with features
+    vbj("b", "pull", "ref", f"team/results/{made['id'][:16]}")
+    applied = vbj("b", "get", "result", *BACKBONE, "-t", "classification", *data, "--head",
+                  made["record"]["inputs"]["head"])
+    assert applied["record"]["finetune"] == made["record"]["finetune"]
+    assert applied["record"]["metrics"]["top1"] == made["record"]["metrics"]["top1"]

@@ -117,7 +117,8 @@ def given_finetune(store, head_id: str) -> dict[str, Any] | None:
     if not store.has(str(tuned.get("weights"))):
         raise UsageError(f"head {head_id[:12]} was trained with fine-tuned weights "
                          f"{str(tuned.get('weights'))[:12]}, which are not in this store",
-                         hint="pull the head again from a remote it was pushed to with them")
+                         hint="push it with `push results --with heads` or `push head` (both "
+                              "carry its fine-tuned weights) and pull it again")
     return {"blocks": tuned["blocks"], "backbone_lr": tuned["backbone_lr"]}
 
 
