@@ -135,7 +135,7 @@ def test_a_pinned_setting_that_differs_is_incompatible_naming_both_values(store,
     same = build(suite, **evidence(settings=settings()))["verdict"]
     assert same["state"] == "eligible"
     assert same["variant"] == {k: v for k, v in settings().items()
-                               if k not in (name, "params") and v is not None}
+                               if k not in (name, "params") and (v is not None or k == "finetune")}
     verdict = build(suite, **evidence(settings=settings(**{name: other})))["verdict"]
     assert verdict["state"] == "incompatible"
     reason = next(r for r in verdict["reasons"] if r.startswith(f"{name}("))
@@ -153,6 +153,36 @@ def test_reasons_print_values_as_the_issue_reads_them(store):
         "precision(bf16 != fp32)",
         'finetune({"backbone_lr":1e-05,"blocks":2} != none)',
     ]
+
+
+def test_pin_finetune_none_is_frozen_and_suite_new_pins_it(store, tmp_path):
+    """``--pin finetune=none`` is null (the string would refuse every frozen result), and
+    ``suite new`` pins frozen by default: a fine-tuned result never ranks beside frozen ones."""
+    from vbstore.data import make_shapes
+    from vbstore.suites import new_suite
+
+    suite = pinned_suite(store, finetune="none")
+    frozen = build(suite, **evidence(settings=settings()))["verdict"]
+    assert frozen["state"] == "eligible", frozen["reasons"]
+    tuned = build(suite, **evidence(settings=settings(
+        finetune={"blocks": 1, "backbone_lr": 1e-4})))["verdict"]
+    assert tuned["state"] == "incompatible"
+    data = str(make_shapes(tmp_path / "shapes", per_class=2, seed=1, size=32))
+    for pin in ({}, {"finetune": "none"}):
+        doc = new_suite(store, slug="shapes", task="classification", data=data, split="val",
+                        pin=pin)
+        assert doc["vbstore"]["settings"]["finetune"] is None
+
+
+def test_a_frozen_variant_names_finetune_null_and_its_label_says_none(store):
+    suite = push_suite(store, road_test())[0]  # leaves finetune open
+    verdict = build(suite, **evidence(settings=settings()))["verdict"]
+    assert verdict["variant"]["finetune"] is None
+    _attempt(store, suite, 1.0)
+    _attempt(store, suite, 2.0, finetune={"blocks": 1, "backbone_lr": 0.001})
+    labels = sorted(r["label"] for r in leaderboard(store, "road-test@1").rows)
+    assert labels == ["model-a [finetune.backbone_lr=0.001 finetune.blocks=1]",
+                      "model-a [finetune=none]"]
 
 
 def test_evidence_from_elsewhere_without_settings_is_not_judged_on_them(store):

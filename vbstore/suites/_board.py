@@ -168,9 +168,19 @@ def _shown(flat: dict[str, dict[str, Any]]) -> dict[str, str]:
         if len({json.dumps(v.get(k, _UNKNOWN), sort_keys=True) for v in flat.values()}) > 1
     ]
     return {
-        key: " ".join(f"{k}={'?' if k not in v else show(v[k])}" for k in differ)
+        key: " ".join(f"{k}={part}" for k in differ if (part := _part(k, v)) is not None)
         for key, v in flat.items()
     }
+
+
+def _part(name: str, flat: dict[str, Any]) -> str | None:
+    """One setting of a label: its value, '?' when the variant does not name it, or nothing
+    when the variant names it whole (``finetune=none`` beside ``finetune.blocks=1``)."""
+    if name in flat:
+        return show(flat[name])
+    if name.partition(".")[0] in flat or any(k.startswith(name + ".") for k in flat):
+        return None
+    return "?"
 
 
 def _flat(variant: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from ..records import ManifestRecord
 from ..store import Store, validate
 from ..tasks import get_task
 from ._manifest import manifest_sha256
-from ._settings import NAMES, content_sha256
+from ._settings import NAMES, content_sha256, pin_value
 from ._suite import EXTENSION, normalize
 
 _LIST_SUFFIXES = (".csv", ".jsonl")
@@ -52,7 +52,8 @@ def new_suite(
 ) -> dict[str, Any]:
     """A suite document for ``task`` on ``data``: every condition's samples hashed into the
     manifest digest (Visin's, of names) and the content digest (what each sample is), sample
-    counts counted, the task's metrics, its op_version and resolved params pinned.
+    counts counted, the task's metrics, its op_version and resolved params pinned, and
+    ``finetune`` pinned null (frozen backbones) unless ``pin`` names it.
 
     ``conditions`` maps a condition name to a split of ``data`` or a sample list; without it the
     suite has one condition, named after ``split``. ``pin`` pins more settings (``layers``,
@@ -112,7 +113,9 @@ def new_suite(
         EXTENSION: {  # what only vbstore reads, under its own digest
             "params": pinned,
             "weights": weights,
-            "settings": {"op_version": task_obj.op_version, **dict(pin or {})},
+            # frozen unless pinned otherwise: a fine-tuned result never ranks beside frozen ones
+            "settings": {"op_version": task_obj.op_version, "finetune": None,
+                         **{k: pin_value(k, v) for k, v in (pin or {}).items()}},
             "splits": splits,
             "contentSha256": content_sha256(manifests),
         },

@@ -180,15 +180,27 @@ def compare(
     for name in NAMES:
         value = given.get(name)
         if name in pinned:
-            if _norm(value) != _norm(pinned[name]):
+            if _norm(value) != _norm(pin_value(name, pinned[name])):
                 reasons.append(f"{name}({show(value)} != {show(pinned[name])})")
-        elif value is not None:
-            variant[name] = value
+        elif value is not None or name in NULLABLE:
+            variant[name] = value  # a frozen result's finetune is null, not unknown
     ran = given.get(PARAMS) or {}
     for key, value in sorted(ran.items()):
         if key not in params:
             variant[f"{PARAMS}.{key}"] = value
     return reasons, variant
+
+
+# settings whose null is a value (frozen), recorded in a variant and pinned by ``none``
+NULLABLE = ("finetune",)
+
+
+def pin_value(name: str, value: Any) -> Any:
+    """A pinned value as compared: ``finetune`` ``none``/``frozen`` (as ``--pin`` writes it)
+    is null, the frozen backbone."""
+    if name in NULLABLE and isinstance(value, str) and value.lower() in ("none", "frozen"):
+        return None
+    return value
 
 
 def _norm(value: Any) -> Any:
