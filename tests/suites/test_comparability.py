@@ -10,6 +10,7 @@ from suites_support import evidence, road_test
 
 from vbstore.errors import UsageError
 from vbstore.features import ExtractorParams
+from vbstore.heads import head_record
 from vbstore.records import ManifestRecord, ResultRecord
 from vbstore.suites import (
     build,
@@ -119,6 +120,18 @@ def test_a_stored_result_has_no_field_or_input_the_rules_miss(store, tmp_path):
     assert "input_size" not in read["preprocessing"]
     assert read["finetune"] is None  # no finetune field: frozen
     assert read["train_data"] == doc["data"]["train"]["manifest"]
+    # a fine-tuned result (two seeds): its prefixes and per-seed fine-tuned weights are inputs
+    tuned = get_result("test_cnn", "classification", data, data, store=store, split="val",
+                       train_split="train", weights="random", progress=False,
+                       params={"epochs": 1}, finetune_blocks=1, seeds=2)
+    doc = store.read_json(tuned.id)
+    assert set(doc) - {"extra"} <= set(RESULT_FIELDS)
+    roles = {role.split(".")[0] for role in doc["inputs"]}
+    assert {"train_prefix", "eval_prefix", "finetuned"} <= roles <= set(INPUT_ROLES)
+    assert {doc["inputs"]["finetuned.0"], doc["inputs"]["finetuned.1"]} == {
+        head_record(store, doc["inputs"][f"head.{i}"])["finetune"]["weights"] for i in (0, 1)}
+    assert settings_of(store, ResultRecord.from_dict(doc))["finetune"] == {
+        "blocks": 1, "backbone_lr": 1e-4}
 
 
 def test_the_docs_print_the_rule_table():

@@ -279,9 +279,10 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     store, seeds = plan.store, plan.request.probe.seed_list
     weights = store.read_json(plan.backbone.doc["weights"])
     inputs = {k: v for k, v in edges.items() if isinstance(v, str)}
-    if "head" in edges:
-        inputs.update({f"head.{i}": h for i, h in enumerate(edges["head"])}
-                      if len(edges["head"]) > 1 else {"head": edges["head"][0]})
+    for role in ("head", "finetuned"):  # one per seed (fine-tuned weights: a seed's head's)
+        if edges.get(role):
+            inputs.update({f"{role}.{i}": h for i, h in enumerate(edges[role])}
+                          if len(edges[role]) > 1 else {role: edges[role][0]})
     inputs["weights"] = plan.backbone.doc["weights"]
     data = {"eval": {"manifest": plan.eval_m.id, "split": plan.eval_m.split,
                      "samples": len(plan.eval_m)}}

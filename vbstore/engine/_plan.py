@@ -27,6 +27,7 @@ from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
 from ._finetune import (
+    FINETUNE_OP_VERSION,
     FINETUNE_RUNNER,
     check_backbone_blocks,
     check_finetune,
@@ -242,7 +243,9 @@ def result_spec(
             **({"strict": strict} if head else {}),
             **({"pooling_requested": pooling_requested} if pooling_requested else {}),
             **({"notes": notes} if notes else {}),
-            **({"finetune": finetune} if finetune else {}),
+            # the fine-tuning recipe's version: a result made under another is not this one
+            **({"finetune": finetune, "finetune_op_version": FINETUNE_OP_VERSION}
+               if finetune else {}),
         },
     )
 

@@ -119,7 +119,8 @@ INPUT_ROLES: dict[str, str] = {
     "views_manifest": "pinned: data (the views of the eval samples)",
     "views_features": "follows from the backbone, the views and the extractor settings",
     # fine-tuning (issue 25): the frozen part's features and the trained blocks' weights
-    "prefix": "follows from the backbone, a manifest and the finetune setting",
+    "train_prefix": "follows from the backbone, the train manifest and the finetune setting",
+    "eval_prefix": "follows from the backbone, the eval manifest and the finetune setting",
     "finetuned": "setting: finetune (its blocks' weights follow from it, the train data, seeds)",
 }
 
