@@ -1,6 +1,8 @@
 """``--finetune-blocks`` and ``--backbone-lr`` on get result, get head and run: one request,
 one record field, and a refusal in one line."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -33,7 +35,7 @@ def test_get_result_and_run_ask_the_same_finetuned_result(run, shapes):
     assert got.exit_code == 0, got.output
     record = json.loads(got.output)
     assert record["record"]["finetune"] == {"blocks": 1, "backbone_lr": 0.001}
-    again = run("run", "classification", *TINY, *data, "--epochs", "2", "--batch-size", "8",
+    again = run("run", "classification", *TINY, *data, "--epochs", "2", "--train-batch-size", "8",
                 "--finetune-blocks", "1", "--backbone-lr", "0.001", "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["id"] == record["id"]
@@ -83,3 +85,24 @@ def test_a_finetuned_head_travels_with_its_weights_onto_the_same_parent_only(tmp
                "--json")
     assert there.exit_code == 0, there.output
     assert json.loads(there.output)["record"]["metrics"] == here["metrics"]
+
+
+def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, shapes):
+    """``export results`` and ``ls results`` tell a fine-tuned result from a frozen one; the
+    CLIP_benchmark export, whose rows are frozen probes, refuses it in one line."""
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    for extra in ([], ["--finetune-blocks", "1", "--backbone-lr", "0.001"]):
+        got = run("get", "result", *TINY, "-t", "classification", *data, *QUICK, *extra)
+        assert got.exit_code == 0, got.output
+    table = run("export", "results", "--format", "csv")
+    assert table.exit_code == 0, table.output
+    rows = list(csv.DictReader(io.StringIO(table.output)))
+    assert sorted(r["finetune"] for r in rows) == ["blocks=1 backbone_lr=0.001", "frozen"]
+    assert {r["pooling"] for r in rows} == {"gap"}
+    listed = json.loads(run("ls", "results", "--json").output)
+    assert sorted(r["finetune"] for r in listed) == ["blocks=1 backbone_lr=0.001", "frozen"]
+    assert "blocks=1 backbone_lr=0.001" in run("ls", "results").output
+    refused = run("export", "results", "--format", "clip-benchmark")
+    assert refused.exit_code == 2, refused.output
+    assert "fine-tuned blocks" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1

@@ -67,7 +67,8 @@ def _summary(store, kind: str, doc: dict[str, Any]) -> str:
         task, _, metrics = result.summary().partition(": ")
         if result.backbone and result.data:  # which backbone on which data, then the numbers
             columns = result_columns(store, result)
-            task = (f"{task} on {columns['backbone']} ({columns['weights']})  "
+            tuned = "" if result.finetune is None else f", {columns['finetune']}"
+            task = (f"{task} on {columns['backbone']} ({columns['weights']}{tuned})  "
                     f"{columns['data']}")
         return f"{task}: {metrics}"
     if kind == "manifest":
@@ -117,16 +118,26 @@ def data_label(store, part: dict[str, Any]) -> str:
     return f"{' '.join(words) or (manifest or '')[:12]} ({part.get('samples', '?')})"
 
 
+def finetune_label(record: ResultRecord) -> str:
+    """``frozen``, or ``blocks=N backbone_lr=LR``: a fine-tuned result is never a frozen one."""
+    tuned = record.finetune
+    if not tuned:
+        return "frozen"
+    return f"blocks={tuned.get('blocks')} backbone_lr={tuned.get('backbone_lr')}"
+
+
 def result_columns(store, record: ResultRecord) -> dict[str, Any]:
-    """What tells two results apart in a listing: backbone, weights, and data (eval, and train
-    when a head was trained), with the manifest ids."""
+    """What tells two results apart in a listing: backbone, weights, data (eval, and train
+    when a head was trained) with the manifest ids, pooling and fine-tuning."""
     data = record.data or {}
     label = data_label(store, data.get("eval", {}))
     if "train" in data:
         label += f" <- {data_label(store, data['train'])}"
     return {"backbone": record.spec, "weights": record.weights_kind or "",
             "data": label, "eval_manifest": data.get("eval", {}).get("manifest"),
-            "train_manifest": data.get("train", {}).get("manifest")}
+            "train_manifest": data.get("train", {}).get("manifest"),
+            "pooling": (record.extractor or {}).get("pooling"),
+            "finetune": finetune_label(record)}
 
 
 def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None) -> dict[str, Any]:

@@ -622,7 +622,9 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(
         head.id,
-        head.made if head.computed else head_compat(the_plan.store, head.id),  # trained: as made
+        # trained: as made (a fine-tuned head is read back: its derivation keeps no record)
+        head.made if head.computed and head.made is not None
+        else head_compat(the_plan.store, head.id),
         not head.computed,
         time.perf_counter() - the_plan.started,
         source=head.source,

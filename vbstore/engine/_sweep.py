@@ -14,7 +14,7 @@ from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
 from ..store import Store
 from ..tasks import get_task, ordered_metrics
-from ._lineage import data_name
+from ._lineage import data_name, finetune_label
 from ._plan import plan
 from ._raysweep import Unit, result_fields, sweep_on_ray
 from ._results import execute, result_request
@@ -189,6 +189,8 @@ BASE_COLUMNS = [
     "backbone",
     "weights",
     "input_size",
+    "pooling",
+    "finetune",
     "data",
     "split",
     "samples",
@@ -263,6 +265,8 @@ def result_rows(
             "samples": evaluation.get("samples"),
             "seeds": len(record.seeds or [record.seed]),
             "input_size": (record.extractor or {}).get("input_size"),
+            "pooling": (record.extractor or {}).get("pooling"),
+            "finetune": finetune_label(record),  # frozen, or blocks=N backbone_lr=LR
             "params": " ".join(f"{k}={v}" for k, v in sorted(record.params.items())),
         }
         baseline = record.baseline or {}

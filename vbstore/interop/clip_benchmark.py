@@ -229,7 +229,16 @@ def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None 
             (unless it is a pretrained open_clip model's).
         dataset: The name the eval data was read under (``Store.data_names``), for a manifest
             with no source; without one its id's first 12 characters stand in.
+
+    Raises:
+        UsageError: a fine-tuned result: CLIP_benchmark's rows are frozen probes, and its
+            format has no field that would keep it from being read (and ranked) as one.
     """
+    if record.finetune:
+        raise UsageError(
+            f"a {record.task} result with fine-tuned blocks ({record.finetune}) cannot be a "
+            "CLIP_benchmark row: the format has only frozen probes, and it would read as one",
+            hint="export it with --format jsonl or csv (they carry the finetune column)")
     task = record.task
     rename = _METRICS.get(task, {})
     metrics = {rename.get(k, k): v for k, v in record.metrics.items()
