@@ -63,3 +63,14 @@ def test_a_split_that_does_not_hold_is_refused():
     split, cut = check_blocks(wrong, 2)
     with pytest.raises(UsageError, match="does not give its own last layer back"):
         check_split(wrong, split, cut, "gap")
+
+
+def test_a_split_naming_a_block_the_forward_never_runs_is_a_usage_error():
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, 2, 1), torch.nn.ReLU())
+    stray = torch.nn.Conv2d(4, 4, 3, 2, 1)  # named as a block, never called by the forward
+    wrong = CustomBackbone(net, BackboneCfg(input_size=16), name="stray",
+                           block_split=lambda m: BlockSplit([m[0], stray], "nchw"))
+    split, cut = check_blocks(wrong, 1)
+    with pytest.raises(UsageError, match="never ran in its forward pass") as refused:
+        run_prefix(wrong, split, cut, torch.zeros(1, 3, 16, 16))
+    assert "block_split=" in (refused.value.hint or "")

@@ -83,7 +83,11 @@ def run_prefix(backbone: Backbone, split: BlockSplit, cut: int,
     finally:
         handle.remove()
     if not captured:
-        raise RuntimeError(f"block {cut} of {backbone.name} never ran in its forward pass")
+        raise UsageError(
+            f"block {cut} of {backbone.name}'s block split never ran in its forward pass, so "
+            "the backbone cannot be cut there",
+            hint="make block_split= name modules its forward runs, in order, or drop "
+                 "--finetune-blocks")
     return captured[0].detach()
 
 
