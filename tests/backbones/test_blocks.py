@@ -55,6 +55,9 @@ def test_the_number_of_blocks_is_checked(built):
 
 
 def test_a_split_that_does_not_hold_is_refused():
+    # seeded: on check_split's zero image the skipped ReLU shows only where a first-conv bias
+    # is negative, which an unseeded draw misses once in 16 (test order changed the draw)
+    torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, 2, 1), torch.nn.ReLU(),
                               torch.nn.Conv2d(4, 4, 3, 2, 1))
     # the ReLU between the two convolutions is in no block: the suffix would skip it
