@@ -161,7 +161,8 @@ def test_suite_new_writes_the_protocol_as_visin_does(run, tmp_path):
     assert protocol["data"]["kind"] == "external"
     assert not {"params", "weights"} & set(protocol)
     assert all(set(c) == {"name", "sampleCount"} for c in protocol["conditions"])
-    assert doc["vbstore"]["settings"] == {"layers": -1, "precision": "fp32", "op_version": 1}
+    assert doc["vbstore"]["settings"] == {"layers": -1, "precision": "fp32", "op_version": 1,
+                                          "finetune": None}  # frozen unless pinned
     assert doc["vbstore"]["splits"] == {"val": "val"}
     assert len(doc["vbstore"]["contentSha256"]) == 64
     digests = json.loads(run("suite", "digest", str(out), "--json").stdout)
