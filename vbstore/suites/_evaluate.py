@@ -258,9 +258,9 @@ def list_evaluations(
 ) -> list[dict[str, Any]]:
     """Evaluation rows (newest first), optionally of one suite ref and one verdict state."""
     superseded_by = "superseded_by" if store.db.version >= VARIANTS_FROM else "NULL"
-    sql = (
-        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons, "
-        f"{superseded_by} FROM evaluations"  # noqa: S608 - a column name or NULL
+    sql = (  # the f-string adds a column name or NULL
+        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons, "  # noqa: S608
+        f"{superseded_by} FROM evaluations"
     )
     where, params = [], []
     if suite is not None:
