@@ -43,7 +43,8 @@ def test_a_file_becomes_the_id_of_its_entries(store, tmp_path):
     ("content", "message"),
     [
         (None, r"templates '.*missing.txt' is neither a built-in set "
-               r"\(ensemble, photo, dataset\) nor a readable UTF-8 file \(No such file or directory\)"),
+               r"\(ensemble, photo, dataset\) nor a readable UTF-8 file "
+               r"\(No such file or directory\)"),
         ("", "the templates file is empty"),
         ("une photo.\n", "template 1 'une photo.' has no {c} placeholder"),
         (b"\xff\xfe{c}", "nor a readable UTF-8 file"),
