@@ -104,26 +104,19 @@ RUNS = {r.id: r for r in (
         "captions", trained=False),
 )}
 
-# Known differences on this branch, named by the #23 item fixing them (the lead flips them to
-# "agree" as the fixes merge).
-MAP_KEY = "#23 metrics: retrieval's mAP is stored as mean_average_precision"
-CLS_DEFAULTS = ("#23 metrics: classification defaults (VisBench: 200 epochs, wd 1e-4, "
-                "no standardize)")
-TOP5 = "#23 metrics: top5 omitted with <= 5 classes (VisBench)"
-PER_IMAGE = "#23 metrics: per-image reductions for generic segmentation (and depth, normals)"
-
+# Every row agrees since issue 23's numbers merged (the mAP key, VisBench's classification
+# defaults, no top5 on 5 classes, per-image reductions); a row that should not agree names why.
 ROWS = (
     Row("retrieval", "recall@1", "recall@1"),
     Row("retrieval", "recall@5", "recall@5"),
     Row("retrieval", "recall@10", "recall@10"),
-    Row("retrieval", "mAP", "mAP", MAP_KEY, ours_before="mean_average_precision"),
-    Row("classification", "top1", "top1", CLS_DEFAULTS),
-    Row("classification", "top5", "top5", TOP5),
+    Row("retrieval", "mAP", "mAP"),
+    Row("classification", "top1", "top1"),
+    Row("classification", "top5", "top5"),  # neither tool reports it on 5 classes
     Row("semantic_segmentation", "miou", "miou"),
     Row("semantic_segmentation", "miou_per_image", "miou_per_image"),
     Row("semantic_segmentation", "pixel_acc", "pixel_acc"),
-    # pooled here, per image in VisBench (PER_IMAGE), but 3 seeds of 24 images spread wider
-    # than that: measured within the spread, so these agree today and after the fix
+    # per image in both tools (issue 23); 3 seeds of 24 images: compared within their spread
     Row("generic_segmentation", "iou", "iou"),
     Row("generic_segmentation", "f1", "f1"),
     Row("generic_segmentation", "pixel_acc", "pixel_acc"),

@@ -42,8 +42,9 @@ def test_a_file_becomes_the_id_of_its_entries(store, tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, r"templates '.*missing.txt' is neither a built-in set \(ensemble, photo, dataset\) nor a "
-               r"readable UTF-8 file \(No such file or directory\)"),
+        (None, r"templates '.*missing.txt' is neither a built-in set "
+               r"\(ensemble, photo, dataset\) nor a readable UTF-8 file "
+               r"\(No such file or directory\)"),
         ("", "the templates file is empty"),
         ("une photo.\n", "template 1 'une photo.' has no {c} placeholder"),
         (b"\xff\xfe{c}", "nor a readable UTF-8 file"),

@@ -52,10 +52,28 @@ def test_notes_and_a_named_pooling_are_recorded_and_make_their_own_result(tmp_pa
     assert not noted.from_cache
     assert noted.record.metrics == plain.record.metrics  # the same computation
     assert get(request(notes="rerun for the paper"), progress=False).from_cache
-    named = get(request(pooling=plain.record.extractor["pooling"]), progress=False)
-    assert named.record.pooling_requested == plain.record.extractor["pooling"]
+    other = "mean" if plain.record.extractor["pooling"] != "mean" else "gap"
+    named = get(request(pooling=other), progress=False)
+    assert named.record.pooling_requested == named.record.extractor["pooling"] == other
     assert named.id != plain.id
-    assert named.record.metrics == plain.record.metrics
+
+
+def test_a_pooling_equal_to_the_backbone_default_is_the_same_result(tmp_path):
+    """Issue #27: a setting equal to its default is the same identity as leaving it out."""
+    from vbstore.data import make_shapes
+
+    folder = str(make_shapes(tmp_path / "s", per_class=2, seed=0, size=32))
+
+    def request(**kw):
+        return ResultRequest(BackboneRequest("test_vit", weights="random", input_size=32, **kw),
+                             ProbeRequest("retrieval"), DataRef(folder, split="val"))
+
+    plain = get(request(), progress=False)
+    assert plain.record.extractor["pooling"] == "cls"
+    named = get(request(pooling="cls"), progress=False)
+    assert named.id == plain.id
+    assert named.from_cache
+    assert named.record.pooling_requested == "default"
 
 
 def test_a_record_filed_under_other_notes_or_pooling_does_not_answer():

@@ -31,7 +31,8 @@ def test_linear_probe_trains_on_the_image_embedding_and_shares_it(store, shapes)
     zero = vbstore.get_result(CLIP, "zeroshot_classification", shapes, split="val", **kw)
     result = vbstore.get_result(CLIP, "linear_probe", shapes, shapes, split="val",
                                 train_split="train", params={"fewshot_k": 2}, **kw)
-    assert set(result.metrics) == {"lp_acc1", "lp_acc5", "lp_mean_per_class_recall"}
+    # five shapes: no lp_acc5 (CLIP_benchmark writes NaN there)
+    assert set(result.metrics) == {"lp_acc1", "lp_mean_per_class_recall"}
     assert result.record.train_metrics == {"weight_decay": 0.0}
     # the same backbone (projected) and the same eval features as the zero-shot run
     assert result.record.inputs["backbone"] == zero.record.inputs["backbone"]

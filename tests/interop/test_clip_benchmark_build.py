@@ -24,7 +24,8 @@ CLIP = "open_clip:ViT-B-32@laion2b_s34b_b79k"
 # the keys CLIP_benchmark's run() dumps, and those its linear probe and zero-shot
 # classification put in `metrics` (clip_benchmark/metrics/*.py), plus build's own column
 ROW = {"dataset", "model", "pretrained", "task", "language", "model_fullname"}
-LINEAR_PROBE = {"lp_acc1", "lp_acc5", "lp_mean_per_class_recall", "weight_decay", "epochs",
+# (no lp_acc5: the five shapes are where CLIP_benchmark writes NaN and vbstore nothing)
+LINEAR_PROBE = {"lp_acc1", "lp_mean_per_class_recall", "weight_decay", "epochs",
                 "seed", "fewshot_k", "normalized"}
 ZERO_SHOT = {"acc1", "acc5", "mean_per_class_recall"}
 
@@ -66,7 +67,7 @@ def test_clip_benchmark_build_reads_a_vbstore_export(clip_benchmark, clip_benchm
     probe, zero = rows["linear_probe"], rows["zeroshot_classification"]
     assert probe["model_fullname"] == "ViT-B-32 random-seed0"
     assert (probe["dataset"], probe["language"]) == ("shapes", "en")
-    for key in ("lp_acc1", "lp_acc5", "lp_mean_per_class_recall"):
+    for key in ("lp_acc1", "lp_mean_per_class_recall"):
         assert float(probe[key]) == results["linear_probe"]["metrics"][key]
     assert (probe["fewshot_k"], probe["epochs"], probe["seed"], probe["weight_decay"],
             probe["normalized"]) == ("2", "10", "0", "0.0", "True")

@@ -355,3 +355,15 @@ def test_a_listing_over_its_limit_is_not_read(stores, team, monkeypatch):
     with pytest.raises(RemoteError, match="larger than 100 bytes"):
         pull_board(b, "team", "road-test@1")
     assert list_evaluations(b) == []
+
+
+def test_a_pulled_correction_takes_the_replaced_evaluation_off_the_board(stores, team):
+    a, b = stores
+    first = evaluate(a, "alpha", 0.8, 0.7)
+    fix = evaluate(a, "alpha", 0.6, 0.5, supersedes=first.id)
+    push_board(a, "team", "road-test@1")
+    pull_board(b, "team", "road-test@1")
+    rows = {r["id"]: r for r in list_evaluations(b, "road-test@1")}
+    assert rows[first.id]["superseded_by"] == fix.id
+    assert not rows[first.id]["ranked"]
+    assert [r["evaluation"] for r in leaderboard(b, "road-test@1").rows] == [fix.id]

@@ -183,3 +183,57 @@ def test_a_registry_from_a_newer_vbstore_is_refused_not_misread(tmp_path):
     conn.close()
     with pytest.raises(StoreIOError, match=f"newer vbstore .registry version {newer}"):
         Store(root).ls()
+
+
+READ_BOARD = r"""
+import json, sys
+from vbstore import Store
+from vbstore.suites import leaderboard, list_evaluations
+store = Store(sys.argv[1])
+board = leaderboard(store, "road-test@1")
+print(json.dumps({"read_only": store.read_only, "version": store.db.version,
+                  "rows": [[r["evaluation"], r["variant"]] for r in board.rows],
+                  "listed": [[r["id"], r["superseded_by"]] for r in list_evaluations(store)],
+                  "names": store.data_names(sys.argv[2])}))
+"""
+
+
+def _downgraded(root, version: int) -> str:
+    """A store with one ranked evaluation whose registry is rolled back to ``version`` (6: before
+    board variants and corrections; 7: before data names); return the evaluation's id."""
+    from vbstore.suites import build, push_suite, record
+
+    with Store(root) as store:
+        suite = push_suite(store, {
+            "slug": "road-test", "version": 1, "name": "Road test", "protocol": {
+                "task": "segmentation", "data": {"kind": "external", "manifestSha256": "a" * 64},
+                "conditions": [{"name": "day", "sampleCount": 10}],
+                "metrics": [{"key": "miou", "direction": "max", "headline": True}]}})[0]
+        oid = record(store, build(
+            suite, checkpoint={"id": "c" * 64, "label": "alpha", "weights": "pretrained"},
+            results={"day": {"overall": {"miou": 0.5}}}, sample_counts={"day": 10},
+            data={"kind": "external", "manifestSha256": "a" * 64},
+            protocol={"task": "segmentation", "params": {}},
+            evaluator={"package": "vbstore", "version": "0.1.0"}), recorded=1.0).id
+    conn = sqlite3.connect(root / "registry.db")
+    conn.execute("DROP TABLE data_names")  # as migration 8 found it
+    if version < 7:  # as migration 7 found it
+        conn.execute("DROP INDEX idx_evaluations_board")
+        conn.execute("ALTER TABLE evaluations DROP COLUMN variant")
+        conn.execute("ALTER TABLE evaluations DROP COLUMN superseded_by")
+        conn.execute("CREATE INDEX idx_evaluations_suite_evidence_checkpoint_ranked_recorded_id "
+                     "ON evaluations(suite, evidence, checkpoint, ranked, recorded, id)")
+    conn.execute(f"PRAGMA user_version={version}")
+    conn.commit()
+    conn.close()
+    return oid
+
+
+@pytest.mark.parametrize("version", [6, 7])
+def test_a_read_only_store_before_variants_and_names_serves_its_board(tmp_path, version):
+    root = tmp_path / "shared"
+    oid = _downgraded(root, version)
+    assert registry_module.READABLE_FROM <= version
+    assert run_read_only(root, READ_BOARD, str(root), oid) == {
+        "read_only": True, "version": version, "rows": [[oid, {}]], "listed": [[oid, None]],
+        "names": []}

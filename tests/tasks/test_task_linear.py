@@ -66,6 +66,21 @@ def test_top5_is_left_out_over_five_classes_or_fewer(blobs, n_classes, has_top5)
     assert ("top5" in task.per_sample(head, x, y)) is has_top5
 
 
+@pytest.mark.parametrize(("n_classes", "has_acc5"), [(3, False), (5, False), (6, True)])
+def test_linear_probe_leaves_lp_acc5_out_where_clip_benchmark_writes_nan(blobs, n_classes,
+                                                                        has_acc5):
+    """CLIP_benchmark's lp_acc5 is NaN when the eval labels stop below 5 (top-5 of five classes
+    or fewer is 1.0 by construction); vbstore leaves it out, as classification's top5."""
+    x, y = blobs(n=60, n_classes=n_classes, sep=0.2)
+    task = get_task("linear_probe")
+    head, _ = task.fit(x, y, {"epochs": 2}, seed=0)
+    metrics = task.evaluate(head, x, y)
+    assert ("lp_acc5" in metrics) is has_acc5
+    assert {"lp_acc1", "lp_mean_per_class_recall"} <= set(metrics)
+    if has_acc5:
+        assert metrics["lp_acc1"] <= metrics["lp_acc5"] <= 1.0
+
+
 def test_classification_defaults_are_visbenchs():
     """upstream tasks/high_level/classification.py: epochs 200, lr 1e-2, weight decay 1e-4,
     batch 256, standardize off (op_version 2; 100 epochs, 0.01, always standardised before)."""

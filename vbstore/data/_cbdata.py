@@ -26,7 +26,8 @@ _CB_EXTRA = "pip install 'vbstore[clip-benchmark]' (CLIP_benchmark 1.6.2 and pyc
 
 
 def _builder() -> Any:
-    try:  # heavy (torch, torchvision, CLIP_benchmark's dataset modules): only for cb: data
+    try:
+        # heavy (torch, torchvision, CLIP_benchmark's dataset modules): only for cb: data
         from clip_benchmark.datasets import builder
     except ImportError as exc:
         raise UsageError(f"cb: data is read through CLIP_benchmark, which is not importable "

@@ -26,7 +26,7 @@ from ._baseline import baseline_fields
 from ._cache import Derived, derive
 from ._device import resolve_device
 from ._features import derive_featureset, featureset_spec
-from ._plan import Plan
+from ._plan import Plan, named_pooling
 from ._requests import ResultRequest
 from ._run import Run
 from ._runners import RUNNERS
@@ -320,7 +320,7 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         protocol=getattr(plan.task, "protocol", None),
         extra={"kind": "result"},  # as the store writes it: the record returned is the one stored
         schema_version=RESULT_SCHEMA_VERSION, dataset=dataset, dataset_params=dataset_params,
-        pooling_requested=request.backbone.pooling or "default",
+        pooling_requested=named_pooling(plan.task, request, plan.backbone) or "default",
         notes=request.notes,
         finetune=plan.finetune,
     )

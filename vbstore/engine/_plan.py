@@ -153,12 +153,24 @@ class Plan:
         return [s.describe() for s in self.steps]
 
 
+def _default_pooling(task: Task, ref: BackboneRef) -> str:
+    """The pooling ``task`` reads from ``ref`` when the request names none."""
+    return ref.default_pooling if task.pooling == "default" else task.pooling
+
+
+def named_pooling(task: Task, request: ResultRequest | HeadRequest, ref: BackboneRef
+                  ) -> str | None:
+    """The pooling the request named, None when it names none or the one ``task`` reads
+    without it: a setting equal to its default is the same identity as leaving it out (as
+    :meth:`BackboneRef.keyed_input_size`)."""
+    named = request.backbone.pooling
+    return None if named == _default_pooling(task, ref) else named
+
+
 def extractor_for(task: Task, request: ResultRequest | HeadRequest, ref: BackboneRef
                   ) -> ExtractorParams:
     """The feature settings a task reads, from the backbone request and its resolved backbone."""
-    pooling = request.backbone.pooling or (
-        ref.default_pooling if task.pooling == "default" else task.pooling
-    )
+    pooling = request.backbone.pooling or _default_pooling(task, ref)
     return ExtractorParams(
         layers=request.backbone.layers,
         pooling=pooling,
@@ -221,7 +233,8 @@ def result_spec(
 ) -> dict[str, Any]:
     """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
 
-    ``pooling_requested`` (a pooling the request named, not the task's default), ``notes`` and
+    ``pooling_requested`` (a pooling the request named other than the one the task reads without
+    it: see :func:`named_pooling`), ``notes`` and
     ``finetune`` join the key only when given, so the keys of requests without them (a frozen
     probe's among them) are as they were: the record carries them, and one key has one record."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
@@ -258,7 +271,7 @@ def _request_spec(task: Task, task_params: dict[str, Any], request: ResultReques
     return result_spec(task, task_params, ref.id, eval_id, train_id, head,
                        request.probe.seed_list, extractor_for(task, request, ref),
                        request.probe.strict, finetune,
-                       pooling_requested=request.backbone.pooling, notes=request.notes)
+                       pooling_requested=named_pooling(task, request, ref), notes=request.notes)
 
 
 def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],

@@ -32,7 +32,8 @@ class StoredTextEncoder:
         self.computed = 0
 
     def __call__(self, texts: list[str]) -> Any:
-        import torch  # the compute path: a text encoder is only called on a result miss
+        # the compute path (torch): a text encoder is only called on a result miss
+        import torch
         from safetensors.torch import load as load_tensors
 
         texts = [str(t) for t in texts]

@@ -83,7 +83,8 @@ class ResultRecord(Record):
             source's) and its parameters (a source's options, layout options, limit), as
             VisBench records them. Labels: the manifest id in ``data`` is the data's identity.
         pooling_requested: The pooling the request named (``default``: the task's choice,
-            resolved per backbone in ``extractor.pooling``), as VisBench records it.
+            resolved per backbone in ``extractor.pooling``, also when the request named that
+            one), as VisBench records it.
         notes: Free text given with the request.
         finetune: ``{"blocks", "backbone_lr"}`` when the backbone's last blocks were trained
             with the head (docs/finetune.md); absent: a frozen probe. The two are different

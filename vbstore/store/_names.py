@@ -2,7 +2,7 @@
 
 A manifest is named by its content, so the same images in two folders are one manifest, and a
 plain folder records no name in it. What a reader calls the data -- ``pets`` for
-``-d ~/data/pets --split test`` -- is a row of the ``data_names`` table (registry migration 7),
+``-d ~/data/pets --split test`` -- is a row of the ``data_names`` table (registry migration 8),
 one per name the manifest was listed under, the newest first. Exports (CLIP_benchmark's
 ``dataset`` field) and listings read it; it is a log, not content: gc deletes a manifest's rows
 with it, and a pushed manifest travels without them.
@@ -14,7 +14,7 @@ from ._base import _StoreBase
 from ._ids import db_id
 from ._registry import now
 
-NAMES_FROM = 7  # the registry migration that made the data_names table
+NAMES_FROM = 8  # the registry migration that made the data_names table
 
 
 class DataNamesMixin(_StoreBase):
@@ -34,7 +34,7 @@ class DataNamesMixin(_StoreBase):
 
     def data_names(self, oid: str) -> list[str]:
         """Every name manifest ``oid`` was read under, newest first (none before migration
-        7)."""
+        8)."""
         if self.db.version < NAMES_FROM:
             return []
         return [row[0] for row in self.db.query(

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
+from ._evaluate import VARIANTS_FROM
 from ._settings import show
 from ._suite import Suite, get_suite
 from ._verdict import EVIDENCE_LEVELS
@@ -74,15 +75,18 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     # ranks; listing every evidence level lets both steps walk the (suite, evidence,
     # checkpoint, ranked, recorded, id) index instead of sorting the scan
     # one row per checkpoint and variant (the settings the suite leaves open)
+    # a read-only store made before the variant column reads every variant as ''
+    variant, e_variant = (("variant", "e.variant") if store.db.version >= VARIANTS_FROM
+                          else ("''", "''"))
     rows = store.db.query(  # the f-strings add only placeholders and constant column lists
         f"SELECT e.id, e.checkpoint, e.label, e.weights, e.ranked, e.evidence, e.recorded, "  # noqa: S608
-        f"e.state, e.reasons, g.attempts, e.variant, {columns} FROM (SELECT checkpoint, variant, "
-        f"COUNT(*) AS attempts, MAX(ranked) AS ever FROM evaluations WHERE {pool} "
-        f"GROUP BY checkpoint, variant) g "
+        f"e.state, e.reasons, g.attempts, {e_variant}, {columns} FROM (SELECT checkpoint, "
+        f"{variant} AS variant, COUNT(*) AS attempts, MAX(ranked) AS ever FROM evaluations "
+        f"WHERE {pool} GROUP BY checkpoint, variant) g "
         f"JOIN evaluations e ON e.id = (SELECT id FROM evaluations WHERE {pool} AND "
-        "checkpoint=g.checkpoint AND variant=g.variant AND ranked=g.ever "
+        f"checkpoint=g.checkpoint AND {variant}=g.variant AND ranked=g.ever "
         "ORDER BY recorded DESC, id DESC LIMIT 1) "
-        "ORDER BY e.label, e.checkpoint, e.variant",  # the order ties keep (see _rank)
+        f"ORDER BY e.label, e.checkpoint, {e_variant}",  # the order ties keep (see _rank)
         (
             *([_json_path(p) for p in paths] if in_sql else []),
             suite.ref,

@@ -167,6 +167,11 @@ def _check_supersedes(store: Store, doc: dict[str, Any]) -> str | None:
     return old.id
 
 
+# the registry migration that added ``evaluations.variant`` and ``superseded_by``: a read-only
+# store made before it is read as having no variants and no corrections
+VARIANTS_FROM = 7
+
+
 def supersede(conn, old: str, new: str) -> None:
     """``old`` leaves the ranking (even when ``new`` cannot be ranked yet) and stays stored as an
     attempt."""
@@ -252,9 +257,10 @@ def list_evaluations(
     store: Store, suite: str | None = None, state: str | None = None
 ) -> list[dict[str, Any]]:
     """Evaluation rows (newest first), optionally of one suite ref and one verdict state."""
-    sql = (
-        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons, "
-        "superseded_by FROM evaluations"
+    superseded_by = "superseded_by" if store.db.version >= VARIANTS_FROM else "NULL"
+    sql = (  # the f-string adds a column name or NULL
+        "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons, "  # noqa: S608
+        f"{superseded_by} FROM evaluations"
     )
     where, params = [], []
     if suite is not None:

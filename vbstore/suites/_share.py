@@ -39,7 +39,7 @@ from ..remotes import (
     sizes,
 )
 from ..store import Store, hex_id
-from ._evaluate import index_evaluation
+from ._evaluate import index_evaluation, supersede
 from ._suite import Suite, get_suite, normalize, protocol_digest, push_suite
 from ._verdict import evidence_of, judge
 
@@ -215,9 +215,15 @@ def pull_board(store: Store, remote: str, suite_ref: str, revision: str | None =
                                 "now": again["verdict"]["state"], "reasons":
                                 again["verdict"]["reasons"], "evidence": [
                                     doc["evidence"], again["evidence"]]})
+    # a correction replaces what its original is ranked as here: a re-judged one's local copy
+    copies = {hex_id(child): hex_id(parent) for parent, child in store.db.query(
+        "SELECT parent, child FROM edges WHERE role=?", (REJUDGED,))}
     with store.db.write() as conn:
         for oid, doc, when in rows:
             result.added += index_evaluation(conn, oid, EvaluationRecord.from_dict(doc), when)
+        for oid, doc, _ in rows:  # once every pulled evaluation is indexed, as reindex does
+            if doc.get("supersedes"):
+                supersede(conn, copies.get(doc["supersedes"], doc["supersedes"]), oid)
         # one evaluation recorded in two stores is dated by its first recording in both, so
         # every store orders a checkpoint's attempts alike
         conn.executemany("UPDATE evaluations SET recorded=? WHERE id=? AND recorded>?",

@@ -10,7 +10,9 @@ together; a few-shot layer trains on its shots alone.
 
 Metrics as CLIP_benchmark names them: ``lp_acc1``, ``lp_acc5`` and ``lp_mean_per_class_recall``
 (balanced accuracy over the classes present in the eval split). CLIP_benchmark writes ``lp_acc5``
-as NaN when the eval labels stop below 5; vbstore never writes NaN, so there it is top-min(5, K).
+as NaN when the eval labels stop below 5 (top-5 over 5 classes or fewer is 1.0 by construction);
+vbstore never writes NaN, so there ``lp_acc5`` is absent (``Metric.min_classes``, the rule
+classification's ``top5`` follows).
 ``weight_decay`` (the one chosen) comes with the head.
 
 Head state: ``weight`` (K, C), ``bias`` (K,) float32, applied to normalised embeddings; K is the
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import HeadState, Metric, Param, Task
 from ._registry import register_task
+from .classification import TOPK
 
 if TYPE_CHECKING:
     import torch
@@ -53,7 +56,8 @@ class LinearProbe(Task):
     })
     metrics = (
         Metric("lp_acc1", "higher", "fraction of eval images whose best-scored class is right"),
-        Metric("lp_acc5", "higher", "fraction whose class is among the top min(5, classes)"),
+        Metric("lp_acc5", "higher", "fraction whose class is among the top 5 (absent when the "
+               "eval labels stop below 5, where CLIP_benchmark writes NaN)", min_classes=TOPK + 1),
         Metric("lp_mean_per_class_recall", "higher",
                "top-1 recall averaged over the classes present in the eval split"),
     )
@@ -105,9 +109,11 @@ class LinearProbe(Task):
         bias = _checks.head_tensor(head, "bias", self.name, 1)
         head = {"weight": weight.to(feats.device), "bias": bias.to(feats.device)}
         scores = cb.logits(head, feats)
-        k = min(5, scores.shape[1])
+        k = min(TOPK, scores.shape[1])
         top = scores.topk(k, 1, True, True)[1].t()
         hits = top.eq(targets.view(1, -1))
-        return {"lp_acc1": float(hits[:1].reshape(-1).float().sum()) / len(targets),
-                "lp_acc5": float(hits[:k].reshape(-1).float().sum()) / len(targets),
-                "lp_mean_per_class_recall": cb.balanced_accuracy(scores.argmax(dim=1), targets)}
+        out = {"lp_acc1": float(hits[:1].reshape(-1).float().sum()) / len(targets),
+               "lp_mean_per_class_recall": cb.balanced_accuracy(scores.argmax(dim=1), targets)}
+        if int(targets.max()) >= TOPK:  # CLIP_benchmark's condition for a number, not NaN
+            out["lp_acc5"] = float(hits[:k].reshape(-1).float().sum()) / len(targets)
+        return out
