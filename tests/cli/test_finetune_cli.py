@@ -5,27 +5,12 @@ import csv
 import io
 import json
 
-import pytest
 from click.testing import CliRunner
 
 from vbstore.cli import cli
 
 TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
 QUICK = ["-p", "epochs=2", "-p", "batch_size=8"]
-
-
-@pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    folder = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(folder, per_class=3, seed=2, size=32))
-
-
-@pytest.fixture
-def run(tmp_path):
-    runner = CliRunner()
-    return lambda *args: runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
 
 
 def test_get_result_and_run_ask_the_same_finetuned_result(run, shapes):

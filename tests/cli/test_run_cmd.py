@@ -2,26 +2,7 @@
 
 import json
 
-import pytest
-from click.testing import CliRunner
-
-from vbstore.cli import cli
-
 TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
-
-
-@pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    folder = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(folder, per_class=3, seed=2, size=32))
-
-
-@pytest.fixture
-def run(tmp_path):
-    runner = CliRunner()
-    return lambda *args: runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
 
 
 def test_help_shows_the_layout_and_only_the_tasks_flags(run):
