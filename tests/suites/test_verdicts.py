@@ -139,3 +139,14 @@ def test_judging_is_pure_and_recording_is_idempotent(store, suite):
     assert not again.new
     assert again.id == first.id
     assert again.recorded == 100.0
+
+
+def test_a_parameter_added_after_results_were_stored_reads_as_its_default(store):
+    """A result leaves out a parameter added later at its default (Task.keyed_params): a suite
+    pinning that default takes it; another value is still a mismatch."""
+    pinned = {"lr": 0.001, "n_bins": 256}  # depth's n_bins: added, default 256
+    suite = push_suite(store, road_test(task="depth", params=pinned))[0]
+    ran = {"task": "depth", "params": {"lr": 0.001}}
+    assert verdict(suite, protocol=ran)["state"] == "eligible"
+    ran = {"task": "depth", "params": {"lr": 0.001, "n_bins": 128}}
+    assert "protocol-mismatch(n_bins)" in verdict(suite, protocol=ran)["reasons"]

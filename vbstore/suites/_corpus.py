@@ -113,8 +113,8 @@ PROBES: list[dict[str, Any]] = [
     _probe("orientation", "low", SCENES, "Local orientation of scenes images", params=LONGER,
            listing=IMAGES),
 ]
-# the split each source is scored on; ``triplets`` and ``skimage:samples`` have one split
-EVAL_SPLIT = {TRIPLETS: "test", "skimage:samples": None, "@scenes-spair": "test"}
+# the split each source is scored on (the suite's condition; a list's every row is its split)
+EVAL_SPLIT = {TRIPLETS: "test", "@scenes-spair": "test"}
 
 
 def write_inputs(store: Store, root: str | Path) -> Path:

@@ -68,6 +68,19 @@ def task_name(name: str | None) -> str:
     return str(name or "").strip().lower().replace("-", "_")
 
 
+def _as_run(task: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A result's params as it ran: a parameter added after results of its task were stored is
+    left out of them at its default (``Task.keyed_params``), so it reads back as that default."""
+    from ..errors import UnknownTask
+    from ..tasks import get_task  # the task registry (no torch)
+
+    try:
+        declared = get_task(task_name(task)).params
+    except UnknownTask:
+        return params
+    return {**{k: p.default for k, p in declared.items() if p.added}, **params}
+
+
 def _incompatible(suite: Suite, doc: dict[str, Any], checked: list[str]
                   ) -> tuple[list[str], dict[str, Any]]:
     reasons = []
@@ -83,7 +96,7 @@ def _incompatible(suite: Suite, doc: dict[str, Any], checked: list[str]
         if "task" in ran and not same_task(ran.get("task"), protocol["task"]):
             reasons.append("protocol-mismatch(task)")
         if "params" in ran or "task" in ran:  # evidence that names what it ran
-            params = ran.get("params") or {}
+            params = _as_run(protocol["task"], ran.get("params") or {})
             reasons += [
                 f"protocol-mismatch({key})"
                 for key, value in sorted(suite.params.items())

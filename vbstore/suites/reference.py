@@ -155,12 +155,21 @@ def probe_results(store: Store, spec: dict[str, Any], inputs: Path,
         results[condition] = get_result(
             name, spec["task"], source if as_list else plan["data"],
             plan["train"] if spec["train"] else None, store=store,
-            split=None if as_list or plan["listed"] else plan["split"],
+            split=None if as_list else plan["split"],
             train_split=("train" if not plan["listed"] else None) if spec["train"] else None,
             weights=weights, backbone_seed=seed, input_size=size, progress=progress,
             params=spec["params"], data_options=spec.get("data_options"),
         ).id
     return results
+
+
+def _reading(spec: dict[str, Any], data: str) -> dict[str, Any]:
+    """The listing options the probe's results read the data with (the task's reading), so the
+    suite pins the samples its results hold (data(content))."""
+    from ..engine._plan import data_options_for
+    from ..tasks import get_task
+
+    return data_options_for(get_task(spec["task"]), spec.get("data_options") or {}, data)
 
 
 def _compute(store: Store, inputs: Path, progress: bool, only: Iterable[str] = ()) -> float:
@@ -174,7 +183,7 @@ def _compute(store: Store, inputs: Path, progress: bool, only: Iterable[str] = (
                         conditions=None if split is None else plan["where"],
                         name=spec["name"], params=spec["params"],
                         weights="random" if spec["backbones"] == "clip" else "pretrained",
-                        data_options=spec["listing"])
+                        data_options=_reading(spec, plan["data"]))
         # a written input is recorded by its name, never by where this build wrote it
         doc[EXTENSION]["splits"] = {c: Path(where).name
                                     for c, where in doc[EXTENSION]["splits"].items()}
