@@ -14,7 +14,7 @@ from safetensors import safe_open
 import vbstore
 from vbstore import Store
 from vbstore.engine import lineage
-from vbstore.errors import HeadMismatch, UsageError
+from vbstore.errors import CorruptObject, HeadMismatch, UsageError
 from vbstore.heads import head_record, load_head
 
 LIMIT = 3  # per class: 30 train and 30 eval digits
@@ -209,6 +209,19 @@ def test_finetuning_standardises_as_the_frozen_probe_does(tuned):
                                 progress=False, finetune_blocks=1)
     mean, std = _head_stats(store, labels)
     assert not bool((std == 1).all())
+
+
+def test_a_damaged_prefix_is_found_by_fsck_and_never_trained_on(tmp_path):
+    store = Store(tmp_path / "s")
+    prefix = _ask(store).record.inputs["train_prefix"]
+    path = store.path(prefix)
+    path.chmod(0o644)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # one activation changed
+    path.write_bytes(bytes(data))
+    assert prefix in store.fsck().corrupt
+    with pytest.raises(CorruptObject):
+        _ask(store, backbone_lr=1e-3)  # verified before a row is read
 
 
 @pytest.mark.parametrize(("kw", "words"), [
