@@ -119,9 +119,9 @@ def test_an_actor_killed_mid_extraction_changes_nothing(tmp_path, ray_cluster, s
         ref = resolve_backbone(there, "test_vit", **BB)
         params = ExtractorParams(pooling=ref.default_pooling)
         try:  # the manifest read before the swap: reading it again would hash the FIFO
-            remote_id, _, _ = derive_featureset(
+            remote_id = derive_featureset(
                 there, ref, manifest, params, progress=False, batch_size=small_packs,
-                executor=RayExecutor(address=ray_cluster["address"]))
+                executor=RayExecutor(address=ray_cluster["address"])).id
         finally:
             thread.join(5)
             if os.path.exists(real):

@@ -20,6 +20,7 @@ _LAZY = {
     "lineage": "._lineage", "summary": "._lineage", "weights_of_tensor_hash": "._lineage",
     "result_columns": "._lineage", "head_rows": "._lineage",
     "Plan": "._plan", "Step": "._plan", "plan": "._plan", "plan_head": "._plan",
+    "data_options_for": "._plan",
     "BackboneRequest": "._requests", "DataRef": "._requests", "HeadRequest": "._requests",
     "ProbeRequest": "._requests",
     "ResultRequest": "._requests", "store_param_files": "._requests",
@@ -66,7 +67,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         open_dense_result,
     )
     from ._lineage import head_rows, lineage, result_columns, summary, weights_of_tensor_hash
-    from ._plan import Plan, Step, plan, plan_head
+    from ._plan import Plan, Step, data_options_for, plan, plan_head
     from ._requests import (
         BackboneRequest,
         DataRef,
@@ -125,6 +126,7 @@ __all__ = [
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
+    "data_options_for",
     "demo_setup",
     "demo_tasks",
     "demo_trivial",

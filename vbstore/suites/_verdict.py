@@ -71,8 +71,9 @@ def task_name(name: str | None) -> str:
 def _as_run(task: str, params: dict[str, Any]) -> dict[str, Any]:
     """A result's params as it ran: a parameter added after results of its task were stored is
     left out of them at its default (``Task.keyed_params``), so it reads back as that default."""
+    # the errors and the task registry (no torch): read only for a result's params
     from ..errors import UnknownTask
-    from ..tasks import get_task  # the task registry (no torch)
+    from ..tasks import get_task
 
     try:
         declared = get_task(task_name(task)).params

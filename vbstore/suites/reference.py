@@ -166,7 +166,8 @@ def probe_results(store: Store, spec: dict[str, Any], inputs: Path,
 def _reading(spec: dict[str, Any], data: str) -> dict[str, Any]:
     """The listing options the probe's results read the data with (the task's reading), so the
     suite pins the samples its results hold (data(content))."""
-    from ..engine._plan import data_options_for
+    # the engine and the task registry: read only when the corpus is built
+    from ..engine import data_options_for
     from ..tasks import get_task
 
     return data_options_for(get_task(spec["task"]), spec.get("data_options") or {}, data)
