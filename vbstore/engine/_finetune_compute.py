@@ -19,8 +19,7 @@ from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store
 from ..features import write_prefix as write_prefix_blob
 from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
-from ..tasks._finetune import finetune
-from ..tasks._linear import Loss
+from ..tasks import Loss, finetune
 from ._cache import Derived, derive
 from ._compute import Feed, head_draws
 from ._device import resolve_device

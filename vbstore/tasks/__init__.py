@@ -31,6 +31,8 @@ from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSp
 if TYPE_CHECKING:
     from ._baselines import Baseline, keep_declared, targets_baseline
     from ._dense import DenseTask, as_dense
+    from ._finetune import finetune
+    from ._linear import Loss
     from .aggregate import aggregate_seeds
     from .correspondence import KeypointPairs, WarpPairs
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
          "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
          "Baseline": "_baselines", "keep_declared": "_baselines",
-         "targets_baseline": "_baselines"}
+         "targets_baseline": "_baselines", "finetune": "_finetune", "Loss": "_linear"}
 
 __all__ = [
     "BOX_TARGETS",
@@ -52,6 +54,7 @@ __all__ = [
     "FileParam",
     "HeadState",
     "KeypointPairs",
+    "Loss",
     "Metric",
     "Param",
     "Shape",
@@ -65,6 +68,7 @@ __all__ = [
     "ZeroShotContext",
     "aggregate_seeds",
     "as_dense",
+    "finetune",
     "get_shape",
     "get_task",
     "keep_declared",
