@@ -180,3 +180,47 @@ def test_text_tower_outputs_are_stored_and_reused(store, shapes):
                                split="val", params={"templates": "photo"}, **kw)
     assert sum(TEXTS) == prompts + 5
     assert again.id != first.id
+
+
+def test_gc_keeps_the_text_tower_outputs_a_stored_result_used(store, shapes):
+    from vbstore.engine._textcache import StoredTextEncoder
+
+    kw = dict(store=store, progress=False, split="val")
+    first = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, **kw)
+    used = [child for role, child in store.children(first.id) if role == "text_embeddings"]
+    assert used
+    assert {store.info(oid).kind for oid in used} == {"tensors"}
+    # an edge, not a record input: the result document (and its id) is as it was
+    assert not any(key.startswith("text") for key in first.record.inputs)
+    # `vbstore why` shows them, with their shape and the derivation that made them
+    from vbstore.engine import lineage
+
+    shown = [n for n in lineage(store, first.id, depth=1)["inputs"]
+             if n["role"] == "text_embeddings"]
+    assert [n["id"] for n in shown] == used
+    assert shown[0]["op"] == "text-embeddings v1"
+    assert shown[0]["summary"].startswith("embeddings [")
+    store.gc(grace=0)
+    assert all(store.has(oid) for oid in used)
+    # computed afresh (features and text read back): the text tower does not run
+    TEXTS.clear()
+    again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                               recompute=True, **kw)
+    assert (again.id, TEXTS) == (first.id, [])
+
+    # an output no stored result used is a cache: collected, unless a ref pins it
+    ref = type("Ref", (), {"id": first.record.inputs["backbone"],
+                           "load": staticmethod(lambda: _TextOnly())})()
+    encoder = StoredTextEncoder(store, ref)
+    encoder(["a loose text"])
+    encoder(["a pinned text"])
+    loose, pinned = encoder.used
+    store.tag("pinned-text", pinned)
+    store.gc(grace=0)
+    assert (store.has(loose), store.has(pinned)) == (False, True)
+    assert all(store.has(oid) for oid in used)
+
+
+class _TextOnly:
+    def encode_text(self, texts):
+        return torch.full((len(texts), 8), float(len(texts[0])))  # other texts, other bytes

@@ -30,7 +30,7 @@ def summary(store, oid: str, kind: str) -> str:
                  f"({head.finetune['weights'][:12]})" if head.finetune else "")
         return (f"{head.task} on backbone {head.backbone[:12]}  pooling {head.pooling}  "
                 f"layers {head.layers}{tuned}")
-    if kind in ("prefix", "finetuned") and store.has(oid):
+    if kind in ("prefix", "finetuned", "tensors") and store.has(oid):
         return _tensor_summary(store, oid, kind)
     if encoding(kind) != "json" or not store.has(oid):
         return ""
@@ -51,6 +51,9 @@ def _tensor_summary(store, oid: str, kind: str) -> str:
     except VbstoreError:
         return "CORRUPT"
     meta = header.get("__metadata__") or {}
+    if kind == "tensors":  # a text-tower output (engine/_textcache.py), or a user's tensors
+        return "  ".join(f"{name} {header[name].get('shape')}" for name in sorted(header)
+                         if name != "__metadata__")
     if kind == "prefix":
         shape = header.get("activations", {}).get("shape", [])
         return (f"frozen prefix of backbone {meta.get('backbone', '?')[:12]} for the last "

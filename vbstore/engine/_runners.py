@@ -331,10 +331,14 @@ class ZeroShotRunner(Runner):
 
         task, params = plan.task, plan.task_params
         files = param_files(plan.store, task, params)
+        context = self.context(plan, files)
         metrics = task.evaluate_zero_shot(evaluation.vectors(), evaluation.targets(), params,
-                                          self.context(plan, files))
+                                          context)
         scored = Scored([metrics] * len(plan.request.probe.seed_list),
                         edges={key: params[key] for key in files})  # gc keeps them
+        used = getattr(context.get("text_encoder"), "used", None)
+        if used:  # the stored text-tower outputs it read: a list, so not a record input
+            scored.edges["text_embeddings"] = sorted(set(used))
         if not task.ci_skip_reason:
             scored.draws.append(zero_shot_draws(plan, run, evaluation))
         return scored

@@ -4,8 +4,10 @@ A zero-shot task asks its ``text_encoder`` for batches of texts (prompts filled 
 names, captions). Each batch is a derivation ``text-embeddings(backbone, texts digest)`` whose
 output is a ``tensors`` object (safetensors, ``embeddings`` (n, D) float32): a second task, split
 or dataset with the same prompts on the same backbone reads it instead of running the text tower,
-and a hit never builds the model. The objects are recomputable caches: nothing roots them, so gc
-collects them once unused for its grace period.
+and a hit never builds the model. A result records an edge (role ``text_embeddings``) to each
+object its texts were read from, so ``vbstore why`` shows them and gc keeps them while the result
+stays; one no stored result used is a recomputable cache, collected once unused for gc's grace
+period unless a ref (``vbstore tag``) pins it.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ class StoredTextEncoder:
 
     Attributes:
         computed: Texts the text tower embedded here (0 when every batch was stored).
+        used: The ``tensors`` object of each batch, read or written here, in call order (the
+            result's ``text_embeddings`` edges).
     """
 
     def __init__(self, store: Any, backbone: Any) -> None:
         self.store = store
         self.backbone = backbone  # a BackboneRef: built only on a miss
         self.computed = 0
+        self.used: list[str] = []
 
     def __call__(self, texts: list[str]) -> Any:
         # the compute path (torch): a text encoder is only called on a result miss
@@ -43,11 +48,13 @@ class StoredTextEncoder:
                                 "count": len(texts)})
         found = self.store.lookup(derivation_key(spec))
         if found is not None:
+            self.used.append(found)
             return load_tensors(self.store.read_bytes(found))["embeddings"]
         out = self.backbone.load().encode_text(texts)
         embeddings = out.detach().to("cpu", torch.float32).contiguous()
         oid = self.store.put_bytes(
             to_safetensors_bytes({"embeddings": embeddings}, "tensors", {}), "tensors")
         self.store.record(spec, oid)
+        self.used.append(oid)
         self.computed += len(texts)
         return embeddings
