@@ -28,6 +28,9 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
                 "detection: per-class NMS IoU (-p nms_iou)."),
     "max-detections": ("max_detections", click.IntRange(min=1),
                        "detection: boxes kept per image (-p max_detections)."),
+    "fewshot-k": ("fewshot_k", click.IntRange(min=-1),
+                  "linear_probe: training samples per class, -1 every one (CLIP_benchmark's "
+                  "--fewshot_k; -p fewshot_k)."),
 }
 POOLINGS = ("cls", "mean", "gap")
 

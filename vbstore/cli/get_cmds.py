@@ -99,6 +99,9 @@ def parse_layers(text: str | None) -> list[int] | None:
                    "the result is never ranked with a frozen one (docs/finetune.md).")
 @click.option("--backbone-lr", type=float, default=None,
               help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
+@click.option("--language", default=None,
+              help="CLIP_benchmark's --language: of cb: data (its class names, templates, "
+                   "captions) and of a zero-shot task's prompts (-p language).")
 @click.option("--head", default=None,
               help="Apply this stored head (id or ref) instead of training one.")
 @click.option("--no-strict", is_flag=True,
@@ -122,7 +125,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 @with_store
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
-                   params, finetune_blocks, backbone_lr, head, no_strict, recompute, dry_run,
+                   params, finetune_blocks, backbone_lr, language, head, no_strict, recompute,
+                   dry_run,
                    suite_ref, plugins, data_options, executor, as_json, batch_size, pooling,
                    **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
@@ -146,7 +150,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
             input_size=input_size, layers=parse_layers(layers), precision=precision,
             data_options=data_options, pooling=pooling, finetune_blocks=finetune_blocks,
-            backbone_lr=backbone_lr)
+            backbone_lr=backbone_lr, language=language)
 
     def compute(data, split):
         return execute(plan(request_for(data, split), store), device=device,

@@ -162,6 +162,12 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A parameter for every task.")
+@click.option("--fewshot-k", type=click.IntRange(min=-1), default=None,
+              help="linear_probe: training samples per class, -1 every one (CLIP_benchmark's "
+                   "--fewshot_k; -p fewshot_k).")
+@click.option("--language", default=None,
+              help="CLIP_benchmark's --language: of cb: data and of the zero-shot tasks' "
+                   "prompts (-p language).")
 @click.option("--model-type", default=None,
               help="CLIP_benchmark's --model_type: read the file's MODEL,PRETRAINED lines as "
               "models of this registered type (default open_clip).")
@@ -175,8 +181,8 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @with_store
 def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, train_split, limit,
           train_limit,
-          seed, params, model_type, line_weights, line_seed, line_size, data_options, executor,
-          as_json) -> None:
+          seed, params, fewshot_k, language, model_type, line_weights, line_seed, line_size,
+          data_options, executor, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
     With --executor ray each combination missing from the store runs as a Ray task (one GPU, or
@@ -205,14 +211,20 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
         units = [(d, d if train_split else None) for d in clip_benchmark_datasets(datasets_file)]
     else:
         units = [(data, train_data)]
+    given = parse_params(params)
+    if fewshot_k is not None:  # the flag and -p set one parameter: they must agree
+        if given.get("fewshot_k", fewshot_k) != fewshot_k:
+            raise UsageError(f"--fewshot-k {fewshot_k} and -p fewshot_k={given['fewshot_k']} "
+                             "disagree", hint="give fewshot_k once: the flag or -p")
+        given["fewshot_k"] = fewshot_k
     entries = read_backbones_file(backbones_file, model_type)
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
     grid = (row for evaluated, trained in units for row in run_sweep(
         entries, [t.strip() for t in tasks.split(",") if t.strip()], evaluated, trained,
-        params=parse_params(params), store=store, split=split, train_split=train_split,
+        params=given, store=store, split=split, train_split=train_split,
         limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
-        data_options=data_options, executor=executor))
+        data_options=data_options, executor=executor, language=language))
     for row in grid:
         rows.append(row)
         failures += "error" in row

@@ -79,6 +79,8 @@ def _command(task: Task) -> click.Command:
         from ..engine import execute, plan, result_request
 
         given = parse_params(params)
+        # --language is the engine's (cb: data and the prompts), whether or not the task has one
+        language = kw.pop("task__language", None)
         for key in [k for k in kw if k.startswith("task__")]:
             if kw[key] is not None:
                 name = key.removeprefix("task__")
@@ -92,7 +94,7 @@ def _command(task: Task) -> click.Command:
             backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
             layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options,
             pooling=kw.get("pooling"), finetune_blocks=kw.get("finetune_blocks", 0),
-            backbone_lr=kw.get("backbone_lr"))
+            backbone_lr=kw.get("backbone_lr"), language=language)
         the_plan = plan(request, store, dry_run=kw["dry_run"])
         if kw["dry_run"]:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
@@ -150,6 +152,9 @@ def _command(task: Task) -> click.Command:
             click.option("--backbone-lr", type=float, default=None,
                          help="Peak learning rate of the fine-tuned blocks [default: lr / 100]."),
         ]
+    if "language" not in task.params:  # the language of cb: data (a zero-shot task's: its own)
+        options.append(click.option("--language", "task__language", default=None,
+                                    help="Language of cb: data (CLIP_benchmark's --language)."))
     func = data_layout_options(with_store(run))
     func = json_option(executor_options(func))
     for option in reversed(options):

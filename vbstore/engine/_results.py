@@ -22,6 +22,7 @@ from ..store import Made, Store
 from ..tasks import get_task
 from ._cache import Derived, answer_check, derive
 from ._getfeatures import FeatureResult, execute_features, plan_features
+from ._language import with_language
 from ._plan import Plan, plan, plan_head
 from ._requests import (
     BackboneRequest,
@@ -393,15 +394,20 @@ def result_request(
     notes: str | None = None,
     finetune_blocks: int = 0,
     backbone_lr: float | None = None,
+    language: str | None = None,
 ) -> ResultRequest:
     """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same).
 
     As in VisBench, a trained task given ``train_stems`` and no ``train_data`` trains on
-    ``data``: the stems list names the training split in the same folder.
+    ``data``: the stems list names the training split in the same folder. ``language``
+    (CLIP_benchmark's ``--language``) is the language of ``cb:`` data and of a zero-shot task's
+    prompts (see :func:`with_language`); ``cb:NAME@LANG`` data states it too.
     """
     options = data_options or {}
     if train_data is None and head is None and options.get("train_stems") is not None:
         train_data = get_task(task).shape_spec.train_input(data)  # None for a zero-shot task
+    params, data, train_data = with_language(get_task(task), params or {}, data, train_data,
+                                             language)
     return ResultRequest(
         BackboneRequest(
             backbone,
@@ -501,6 +507,7 @@ def get_result(
     notes: str | None = None,
     finetune_blocks: int = 0,
     backbone_lr: float | None = None,
+    language: str | None = None,
 ) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
@@ -511,7 +518,8 @@ def get_result(
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
     the record carries (a result with notes is its own record). ``finetune_blocks=N`` trains
     the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
-    docs/finetune.md), a measurement kept apart from the frozen probe's.
+    docs/finetune.md), a measurement kept apart from the frozen probe's. ``language``:
+    CLIP_benchmark's ``--language``, of ``cb:`` data and of a zero-shot task's prompts.
 
     ```python
     r = vbstore.get_result("torchvision:resnet18", "knn", "data/", split="val",
@@ -550,6 +558,7 @@ def get_result(
         notes=notes,
         finetune_blocks=finetune_blocks,
         backbone_lr=backbone_lr,
+        language=language,
     )
     return get(request, store=store, device=device, progress=progress, recompute=recompute,
                executor=executor, batch_size=batch_size)

@@ -14,6 +14,7 @@ from ..interop import clip_benchmark_spec
 from ..records import ResultRecord
 from ..store import Store
 from ..tasks import get_task, ordered_metrics
+from ._language import applies
 from ._lineage import data_name, finetune_label
 from ._plan import plan
 from ._raysweep import Unit, result_fields, sweep_on_ray
@@ -109,6 +110,7 @@ def sweep(
     progress: bool = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    language: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
@@ -122,13 +124,18 @@ def sweep(
     GPU, or CPUs, each) on the Ray workers of the store's machine; rows then come as units
     finish, and two drivers sweeping one grid compute each derivation once (the store's leases).
 
+    ``language`` (``--language``), like a parameter, goes where it reaches: to ``cb:`` data and
+    to the tasks with a ``language`` parameter.
+
     Raises:
         UnknownTask: before any work, for a task name nobody registered.
-        UsageError: a parameter no task of the sweep takes.
+        UsageError: a parameter (or ``language``) no task of the sweep takes.
     """
     task_objs = [get_task(name) for name in tasks]  # unknown tasks fail before any work
     given = dict(params or {})
     unused = sorted(k for k in given if not any(k in t.params for t in task_objs))
+    if language is not None and not any(applies(t, data, train_data) for t in task_objs):
+        unused.append("--language")
     if unused:
         raise UsageError(
             f"no task of this sweep takes {', '.join(unused)}",
@@ -161,6 +168,7 @@ def sweep(
                     input_size=entry.input_size,
                     data_options=data_options,
                     params={k: v for k, v in given.items() if k in task.params},
+                    language=language if applies(task, data, takes(train_data)) else None,
                 )
             except VbstoreError as exc:
                 units.append(Unit(row, None, str(exc)))

@@ -102,8 +102,13 @@ TEMPLATE_FIELDS = ("dataset", "pretrained", "pretrained_full_path", "model", "la
 _LP_SETTINGS = ("epochs", "fewshot_k")
 
 
+def _source(manifest: ManifestRecord | None) -> dict[str, Any]:
+    """The manifest's ``source`` record (where a named source read it from), or {}."""
+    return (manifest.extra.get("source") if manifest is not None else None) or {}
+
+
 def _dataset(manifest: ManifestRecord | None, manifest_id: str, named: str | None) -> str:
-    source = (manifest.extra.get("source") if manifest is not None else None) or {}
+    source = _source(manifest)
     name = source.get("name")
     if not name:
         # a folder: the name it was read under, else (a store from before names) its content id
@@ -256,7 +261,8 @@ def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None 
         "pretrained": pretrained,
         "task": _TASKS.get(task, task),
         "metrics": metrics,
-        "language": record.params.get("language", "en"),
+        # a task's prompts' language, else the language cb: data was read in (linear_probe)
+        "language": record.params.get("language") or _source(manifest).get("language") or "en",
     }
     if identity is not None:
         doc[IDENTITY_FIELD] = identity.as_dict()

@@ -149,8 +149,9 @@ class Multilingual(Task):
             known = ", ".join(sorted(TEMPLATES))
             raise UsageError(f"no built-in {template!r} templates for language {language!r} "
                              f"(built-in: {known})",
-                             hint="pass --templates FILE (one template with {c} per line), or "
-                                  "keep the default language 'en'")
+                             hint="pass --templates FILE (one template with {c} per line), "
+                                  "--templates dataset (cb: data: CLIP_benchmark's in that "
+                                  "language), or keep the default language 'en'")
         return params
 
 
