@@ -7,7 +7,9 @@ dataset (``build_dataset``), its class names and its zero-shot templates in ``LA
 ordinary sample list in the store (pixels as vbstore's deterministic PNG), so the manifest is
 content-addressed like any other and the same images read from a folder share their features.
 The class names are the manifest's classes; the templates go into its ``source`` record, where
-the zero-shot tasks find them (``--templates dataset``).
+the zero-shot tasks find them (``--templates dataset``). Caption and compositionality sets
+(``mscoco_captions``, ``flickr30k``, ``sugar_crepe/...``, ``winoground``...) become lists with a
+``captions`` column instead (:mod:`._cbtext`).
 
 Nothing is downloaded unless ``--download`` is given: offline, a missing dataset root or files
 the builder cannot find stop the run with one line naming the folder.
@@ -16,10 +18,12 @@ the builder cannot find stop the run with one line naming the folder.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
 from ._sources import Record, Source, file_states, folder_key, write_list
 
 _CB_EXTRA = "pip install 'vbstore[clip-benchmark]' (CLIP_benchmark 1.6.2 and pycocoevalcap)"
@@ -64,26 +68,33 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         raise UsageError(f"cb:{name} is not on disk: {root} does not exist",
                          hint="point --dataset-root at it, or add --download to fetch it there")
     builder = _builder()
+    text = is_text_set(name)
+    if text and not download:  # its builder would fetch a missing file, whatever download says
+        check_on_disk(name, root, split or "test", language)
     try:
         dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
                                         split=split or "test", download=download,
-                                        language=language, task="zeroshot_classification")
+                                        language=language, task=builder_task(name))
     except (RuntimeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {root}: "
                          f"{str(exc).splitlines()[0][:200]}",
                          hint="point --dataset-root at the folder that holds it, or add "
                               "--download") from None
-    except (AssertionError, ValueError, KeyError) as exc:
+    except (AssertionError, ValueError, KeyError, TypeError) as exc:
+        # TypeError: no templates file in that language (CLIP_benchmark indexes None)
         raise UsageError(f"CLIP_benchmark refuses cb:{name} split {split or 'test'}: "
                          f"{str(exc)[:200] or type(exc).__name__}",
                          hint="see CLIP_benchmark's dataset list; splits are usually train, "
                               "test") from None
+    if text:
+        key = folder_key("cb", 1, name, language, split, file_states(_files(root)))
+        list_path = write_list(store, f"cb-v1-{key}", _checked(text_records(dataset), root))
+        return Source(list_path, None, {"kind": "cb", "name": name, "language": language})
     classes = [str(c) for c in getattr(dataset, "classes", None) or []] or None
     templates = getattr(dataset, "templates", None)
     if isinstance(templates, dict) or not isinstance(templates, (list, type(None))):
         templates = None  # class-specific prompts (CuPL): not a template set
-    files = sorted(p for p in root.rglob("*") if p.is_file())
-    key = folder_key("cb", 1, name, language, split, file_states(files))
+    key = folder_key("cb", 1, name, language, split, file_states(_files(root)))
 
     def records():
         from ._tvdata import _images  # numpy: only when the samples are written
@@ -99,3 +110,19 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         record["templates"] = [str(t) for t in templates]
     json.dumps(record)  # canonical JSON later: fail here on anything odd
     return Source(list_path, classes, record)
+
+
+def _files(root: Path) -> list[Path]:
+    """Every file under the root: their states key the sample list written from them."""
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def _checked(records: Iterator[Record], root: Path) -> Iterator[Record]:
+    """``records``, with an image file CLIP_benchmark's annotations name but the root lacks
+    refused in one line."""
+    try:
+        yield from records
+    except FileNotFoundError as exc:
+        raise UsageError(f"an image the annotations name is not in {root}: "
+                         f"{exc.filename or exc}",
+                         hint="complete the image folder (or fix the annotation file)") from None
