@@ -235,3 +235,57 @@ def test_offline_a_missing_file_is_named_in_one_line_and_nothing_is_fetched(no_f
     with pytest.raises(UsageError, match="an image the annotations name is not in"):
         load_manifest(store, "cb:sugar_crepe/add_att", split="test",
                       dataset_root=str(tmp_path / "sc"))
+
+
+def _winoground(root, pairs=9, seed=3, tmp=None):
+    """``facebook/winoground`` in a datasets cache at the root, as the Hub leaves it (written by
+    the real parquet builder, then filed under a commit)."""
+    import shutil
+
+    import datasets
+
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list] = {"image_0": [], "image_1": [], "caption_0": [], "caption_1": []}
+    for _ in range(pairs):
+        words = _caption(rng).split()
+        swapped = [words[-1], *words[1:-1], words[0]]
+        rows["caption_0"].append(" ".join(words))
+        rows["caption_1"].append(" ".join(swapped))
+        for j in (0, 1):
+            pixels = rng.integers(0, 256, size=(SIZE, SIZE, 3), dtype=np.uint8)
+            rows[f"image_{j}"].append(Image.fromarray(pixels))
+    features = datasets.Features({"image_0": datasets.Image(), "image_1": datasets.Image(),
+                                  "caption_0": datasets.Value("string"),
+                                  "caption_1": datasets.Value("string")})
+    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(tmp / "w.parquet"))
+    built = tmp / "built"
+    datasets.load_dataset("parquet", data_files={"test": str(tmp / "w.parquet")},
+                          cache_dir=str(built))
+    source = next(p for p in (built / "parquet").glob("default-*/0.0.0/*") if p.is_dir())
+    target = root / "facebook___winoground" / "default" / "0.0.0" / ("0" * 40)
+    target.mkdir(parents=True)
+    for file in source.iterdir():
+        shutil.copy(file, target / file.name.replace("parquet-", "winoground-"))
+
+
+def test_winoground_is_two_samples_per_instance_scored_as_clip_benchmark_scores_it(
+        no_fetch, store, tmp_path):
+    root = tmp_path / "wino"
+    _winoground(root, tmp=tmp_path)
+    options = {"dataset_root": str(root)}
+    doc = load_manifest(store, "cb:winoground", split="test", **options).doc
+    assert [s["name"].rsplit("/", 1)[-1][:8] for s in doc["samples"][:2]] == ["000000_0",
+                                                                              "000000_1"]
+    assert doc["samples"][0]["captions"] == doc["samples"][1]["captions"]
+    result = vbstore.get_result(CLIP, "image_caption_selection", "cb:winoground", split="test",
+                                data_options=options, store=store, progress=False)
+    model, transform, tokenizer = _load("tiny", "v1")
+    model.eval()
+    metric = importlib.import_module("clip_benchmark.metrics.image_caption_selection")
+    from vbstore.data._hf import _offline
+
+    with _offline(True):
+        loader = _their_loader(no_fetch, "winoground", root, transform)
+        expected = metric.evaluate(model, loader, tokenizer, device="cpu", amp=False)
+    assert result.metrics == expected
+    assert result.metrics["acc"] < 1  # the data tells the metrics apart

@@ -17,6 +17,7 @@ the builder cannot find stop the run with one line naming the folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,10 +72,16 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     text = is_text_set(name)
     if text and not download:  # its builder would fetch a missing file, whatever download says
         check_on_disk(name, root, split or "test", language)
+    hub = contextlib.nullcontext()
+    if name == "winoground":  # from the Hub through `datasets`: its cache at the root, offline
+        from ._hf import _offline
+
+        hub = _offline(not download)
     try:
-        dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
-                                        split=split or "test", download=download,
-                                        language=language, task=builder_task(name))
+        with hub:
+            dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
+                                            split=split or "test", download=download,
+                                            language=language, task=builder_task(name))
     except (RuntimeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {root}: "
                          f"{str(exc).splitlines()[0][:200]}",
