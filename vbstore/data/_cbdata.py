@@ -72,7 +72,7 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     text = is_text_set(name)
     if text and not download:  # its builder would fetch a missing file, whatever download says
         check_on_disk(name, root, split or "test", language)
-    hub = contextlib.nullcontext()
+    hub: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if name == "winoground":  # from the Hub through `datasets`: its cache at the root, offline
         from ._hf import _offline
 
