@@ -37,7 +37,14 @@ from ._weights import check_seed, file_digest
 
 if TYPE_CHECKING:
     from ._base import Backbone, LayerOut  # noqa: F401 - lazy: not in __all__, as before
-    from ._blocks import BlockSplit, check_blocks, check_split, run_prefix, run_suffix
+    from ._blocks import (
+        BlockSplit,
+        check_blocks,
+        check_split,
+        run_prefix,
+        run_suffix,
+        run_suffix_layer,
+    )
     from ._catalog import bare_rows, catalog_rows, model_rows
     from ._cfg import BackboneCfg, preprocess
     from .custom import CustomBackbone
@@ -79,6 +86,7 @@ __all__ = [
     "register_clip_loader",
     "run_prefix",
     "run_suffix",
+    "run_suffix_layer",
     "spec_params",
     "with_model_type",
 ]
@@ -87,7 +95,7 @@ _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"
          "bare_rows": "._catalog", "catalog_rows": "._catalog", "model_rows": "._catalog",
          "BackboneCfg": "._cfg", "preprocess": "._cfg", "BlockSplit": "._blocks",
          "check_blocks": "._blocks", "check_split": "._blocks", "run_prefix": "._blocks",
-         "run_suffix": "._blocks"}
+         "run_suffix": "._blocks", "run_suffix_layer": "._blocks"}
 
 
 def __getattr__(name: str) -> Any:

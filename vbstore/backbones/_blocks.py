@@ -91,14 +91,22 @@ def run_prefix(backbone: Backbone, split: BlockSplit, cut: int,
     return captured[0].detach()
 
 
-def run_suffix(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.Module],
-               x: torch.Tensor, pooling: str) -> torch.Tensor:
-    """The pooled last-layer features of prefix activations ``x`` through ``blocks`` (the
-    trainable blocks, or a fine-tuned copy of them); gradients flow when enabled."""
+def run_suffix_layer(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.Module],
+                     x: torch.Tensor) -> LayerOut:
+    """The last layer (dense map and class token, as ``extract`` reads it) of prefix
+    activations ``x`` through ``blocks`` (the trainable blocks, or a fine-tuned copy of them);
+    gradients flow when enabled."""
     for block in blocks:
         x = block(x)
-    out: LayerOut = to_layer(x, split.layout, num_prefix_tokens=backbone.num_prefix_tokens,
-                             has_cls_token=backbone.has_cls_token, norm=split.norm)
+    return to_layer(x, split.layout, num_prefix_tokens=backbone.num_prefix_tokens,
+                    has_cls_token=backbone.has_cls_token, norm=split.norm)
+
+
+def run_suffix(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.Module],
+               x: torch.Tensor, pooling: str) -> torch.Tensor:
+    """The pooled last-layer features of prefix activations ``x`` through ``blocks`` (see
+    :func:`run_suffix_layer`)."""
+    out = run_suffix_layer(backbone, split, blocks, x)
     pooled = Backbone._pool(out, pooling)
     if pooled is None:
         raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
@@ -113,11 +121,16 @@ def check_split(backbone: Backbone, split: BlockSplit, cut: int, pooling: str) -
     """
     size = backbone.cfg.input_size
     images = torch.zeros(1, 3, size, size)
-    want = backbone.extract(images, layers=-1, pooling=pooling)["pooled"].float()
+    want = backbone.extract(images, layers=-1, pooling=pooling)
     with torch.inference_mode():
-        got = run_suffix(backbone, split, split.blocks[cut:],
-                         run_prefix(backbone, split, cut, images), pooling).float()
-    if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-3, atol=1e-4):
+        out = run_suffix_layer(backbone, split, split.blocks[cut:],
+                               run_prefix(backbone, split, cut, images))
+    # the pooled vector a pooled probe reads and the map a dense probe reads
+    pairs = [(Backbone._pool(out, pooling), want["pooled"]), (out.dense, want["dense"])]
+    if not all((got is None and wanted is None) or (
+            got is not None and wanted is not None and got.shape == wanted.shape
+            and torch.allclose(got.float(), wanted.float(), rtol=1e-3, atol=1e-4))
+            for got, wanted in pairs):
         raise UsageError(
             f"{backbone.name} cut at block {cut} does not give its own last layer back, so its "
             "blocks cannot be fine-tuned as the split says",

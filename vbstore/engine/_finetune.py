@@ -49,17 +49,21 @@ def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     Raises:
         UsageError: naming what to change.
     """
-    if task.finetune_loss is None or runner_for(task).shape != "pooled":
+    if not task.finetunes:  # declared by the task layer (its shape and head recipe)
         raise UsageError(
-            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains a linear head on "
-            "pooled features with the blocks (classification, multilabel)",
+            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains the blocks with a "
+            "head whose recipe trains them too (classification, multilabel, the trained dense "
+            "and box probes)",
             hint="drop --finetune-blocks, or probe with a task that fine-tunes")
     backbone = request.backbone
     if backbone.precision != "fp32":
         raise UsageError("fine-tuning trains in fp32", hint="drop --precision bf16")
     if backbone.layers != (-1,):
-        raise UsageError("fine-tuning trains the last blocks, whose output is the last layer",
-                         hint="drop --layers")
+        # an earlier layer (a dpt head's) lies in the frozen prefix, or inside the trainable
+        # blocks, whose outputs no split names yet (docs/finetune.md)
+        raise UsageError("fine-tuning trains the last blocks, whose output is the last layer, "
+                         f"the only layer a fine-tuned probe reads (not {list(backbone.layers)})",
+                         hint="drop --layers (a dense probe: -p head=linear)")
     if backbone.pooling == "none":
         raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
 
@@ -170,8 +174,9 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
 
 
 class FinetuneRunner(Runner):
-    """A pooled probe whose head trains with the backbone's last blocks (``--finetune-blocks``):
-    it reads stored prefix activations, never the frozen backbone's featuresets."""
+    """A probe whose head trains with the backbone's last blocks (``--finetune-blocks``): it
+    reads stored prefix activations, never the frozen backbone's featuresets, and trains and
+    scores through the runner of the task's shape (``Runner.finetune``, ``evaluate``)."""
 
     shape = "finetune"
     frozen_features = False
@@ -179,6 +184,13 @@ class FinetuneRunner(Runner):
     def check(self, task: Task, request: ResultRequest) -> None:
         runner_for(task).check(task, request)
         check_finetune(task, request)
+
+    def prepare(self, plan: Plan) -> None:
+        runner_for(plan.task).prepare(plan)  # the shape's own checks (box class lists)
+
+    def baseline(self, plan: Plan, evaluation: Feed, scored: Scored) -> Any:
+        # the trivial predictor of the task's shape, on the same eval split
+        return runner_for(plan.task).baseline(plan, evaluation, scored)
 
     def steps(self, ctx: StepContext) -> list[Step]:
         return finetune_steps(ctx)
