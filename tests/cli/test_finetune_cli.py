@@ -119,10 +119,11 @@ def test_a_dense_and_a_box_probe_fine_tune_through_the_cli(run):
     assert "prefix" in why.output
 
 
-def test_a_dense_probe_over_several_layers_is_refused_in_one_line(run):
+def test_a_dense_layer_in_the_frozen_blocks_is_refused_in_one_line(run):
     out = run("get", "result", *VIT, "-t", "depth", "-d", SCENES, "--split", "val",
               "--train-data", SCENES, "--train-split", "train", "--target", "depth",
               "--layers", "1,2", "-p", "head=dpt", "--finetune-blocks", "1")
     assert out.exit_code != 0
-    assert "the only layer a fine-tuned probe reads" in out.output
+    assert "layer 1 lies in the frozen blocks (0..1)" in out.output
+    assert "--finetune-blocks 2" in out.output
     assert len(out.output.strip().splitlines()) == 1

@@ -180,8 +180,26 @@ def test_a_cnn_dense_map_fine_tunes_too(tmp_path):
     assert result.metrics["d1"] >= 0.0
 
 
+def test_a_dpt_head_fuses_layers_of_the_trainable_blocks(tuned):
+    """--layers 1 2 with the last two blocks trained: both maps come through the fine-tuned
+    blocks, in the eval featureset too; the second block's prefix is its own artifact."""
+    store, first = tuned
+    result = _seg(store, finetune_blocks=2, layers=[1, 2], backbone_lr=1e-3,
+                  params={"num_classes": 5, "epochs": 1, "head": "dpt", "hidden_dim": 16})
+    assert result.record.finetune == {"blocks": 2, "backbone_lr": 1e-3}
+    assert result.record.extractor["layers"] == [1, 2]
+    assert result.record.inputs["train_prefix"] != first.record.inputs["train_prefix"]
+    weights = head_record(store, result.record.inputs["head"])["finetune"]["weights"]
+    with safe_open(store.path(weights), "pt") as tensors:
+        assert {name.split(".")[1] for name in tensors.keys()} == {"1", "2"}
+    packs = store.read_json(result.record.inputs["eval_features"])["packs"]
+    with safe_open(store.path(packs[0]), "pt") as pack:
+        assert {"dense.1", "dense.2"} <= set(pack.keys())
+
+
 @pytest.mark.parametrize(("kw", "match"), [
-    ({"layers": [1, 2], "params": {"num_classes": 5, "head": "dpt"}}, "last layer"),
+    ({"layers": [1, 2], "params": {"num_classes": 5, "head": "dpt"}},
+     "layer 1 lies in the frozen blocks"),
     ({"finetune_blocks": 4}, "test_vit has 3 blocks"),
 ])
 def test_what_cannot_be_fine_tuned_is_refused_before_anything_is_stored(tmp_path, kw, match):

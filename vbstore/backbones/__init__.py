@@ -44,6 +44,8 @@ if TYPE_CHECKING:
         run_prefix,
         run_suffix,
         run_suffix_layer,
+        run_suffix_layers,
+        suffix_taps,
     )
     from ._catalog import bare_rows, catalog_rows, model_rows
     from ._cfg import BackboneCfg, preprocess
@@ -87,7 +89,9 @@ __all__ = [
     "run_prefix",
     "run_suffix",
     "run_suffix_layer",
+    "run_suffix_layers",
     "spec_params",
+    "suffix_taps",
     "with_model_type",
 ]
 
@@ -95,7 +99,8 @@ _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"
          "bare_rows": "._catalog", "catalog_rows": "._catalog", "model_rows": "._catalog",
          "BackboneCfg": "._cfg", "preprocess": "._cfg", "BlockSplit": "._blocks",
          "check_blocks": "._blocks", "check_split": "._blocks", "run_prefix": "._blocks",
-         "run_suffix": "._blocks", "run_suffix_layer": "._blocks"}
+         "run_suffix": "._blocks", "run_suffix_layer": "._blocks",
+         "run_suffix_layers": "._blocks", "suffix_taps": "._blocks"}
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..store import derivation_key, derivation_spec
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
-from ._runners import RUNNERS, Runner, Scored, StepContext, runner_for
+from ._runners import RUNNERS, Runner, Scored, StepContext, runner_for, trained_runner
 from ._steps import Step
 
 if TYPE_CHECKING:
@@ -58,25 +58,25 @@ def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     backbone = request.backbone
     if backbone.precision != "fp32":
         raise UsageError("fine-tuning trains in fp32", hint="drop --precision bf16")
-    if backbone.layers != (-1,):
-        # an earlier layer (a dpt head's) lies in the frozen prefix, or inside the trainable
-        # blocks, whose outputs no split names yet (docs/finetune.md)
-        raise UsageError("fine-tuning trains the last blocks, whose output is the last layer, "
-                         f"the only layer a fine-tuned probe reads (not {list(backbone.layers)})",
-                         hint="drop --layers (a dense probe: -p head=linear)")
+    if backbone.layers != (-1,) and not trained_runner(task).finetune_layers:
+        raise UsageError(f"a fine-tuned {task.name} head reads the last layer only, the "
+                         f"output of the last block (not {list(backbone.layers)})",
+                         hint="drop --layers")
     if backbone.pooling == "none":
         raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
 
 
-def check_backbone_blocks(ref: Any, blocks: int) -> None:
-    """Refuse a backbone that cannot be cut before its last ``blocks`` (builds the model).
+def check_backbone_blocks(ref: Any, blocks: int, layers: tuple[int, ...]) -> None:
+    """Refuse a backbone that cannot be cut before its last ``blocks`` with every one of
+    ``layers`` an output of the trainable blocks (builds the model).
 
     Raises:
-        UsageError: it says nothing of its blocks, or has fewer.
+        UsageError: it says nothing of its blocks, or has fewer; a layer lies in the frozen
+            blocks.
     """
     from ..backbones import check_blocks  # torch: only a fine-tuning request not yet answered
 
-    check_blocks(ref.load(), blocks)
+    check_blocks(ref.load(), blocks, layers)
 
 
 def prefix_spec(backbone_id: str, manifest_id: str, blocks: int) -> dict[str, Any]:

@@ -14,7 +14,14 @@ from typing import Any, cast
 
 import torch
 
-from ..backbones import check_blocks, check_split, run_prefix, run_suffix, run_suffix_layer
+from ..backbones import (
+    check_blocks,
+    check_split,
+    run_prefix,
+    run_suffix,
+    run_suffix_layers,
+    suffix_taps,
+)
 from ..errors import UsageError
 from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
 from ..features import write_prefix as write_prefix_blob
@@ -51,14 +58,17 @@ class Model:
         self.plan, self.run = plan, run
         self._built: Any = None
         self.checked = False
+        self.taps: list[int] = []  # the requested layers among the trainable blocks
 
     def get(self) -> tuple[Any, Any, int]:
         """``(backbone, split, cut)``, on the run's device."""
         if self._built is None:
             backbone = self.plan.backbone.load()
             backbone.to(resolve_device(self.run.device))
-            split, cut = check_blocks(backbone, _tuning(self.plan)["blocks"])
+            layers = self.plan.settings.layers
+            split, cut = check_blocks(backbone, _tuning(self.plan)["blocks"], layers)
             self._built = backbone, split, cut
+            self.taps = suffix_taps(backbone, split, cut, layers)
         return self._built
 
     def forward(self, x: torch.Tensor, blocks) -> torch.Tensor:
@@ -66,16 +76,17 @@ class Model:
         backbone, split, _ = self.get()
         return run_suffix(backbone, split, blocks, x, _pooling(self.plan))
 
-    def dense(self, x: torch.Tensor, blocks) -> torch.Tensor:
-        """The last layer's dense map of prefix activations through ``blocks``."""
+    def dense(self, x: torch.Tensor, blocks) -> list[torch.Tensor]:
+        """The dense maps of the requested layers (all outputs of ``blocks``), in request
+        order, from prefix activations through ``blocks``."""
         backbone, split, _ = self.get()
-        return run_suffix_layer(backbone, split, blocks, x).dense
+        return [out.dense for out in run_suffix_layers(backbone, split, blocks, x, self.taps)]
 
-    def layer(self, x: torch.Tensor, blocks) -> dict[str, Any]:
-        """The last layer through ``blocks`` as ``extract`` gives a layer: dense and pooled."""
+    def layers(self, x: torch.Tensor, blocks) -> list[dict[str, Any]]:
+        """The requested layers through ``blocks`` as ``extract`` gives them: dense, pooled."""
         backbone, split, _ = self.get()
-        out = run_suffix_layer(backbone, split, blocks, x)
-        return {"dense": out.dense, "pooled": backbone._pool(out, _pooling(self.plan))}
+        return [{"dense": out.dense, "pooled": backbone._pool(out, _pooling(self.plan))}
+                for out in run_suffix_layers(backbone, split, blocks, x, self.taps)]
 
     def trainable(self, weights: str | None = None) -> tuple[list[str], list[torch.nn.Module]]:
         """A copy of the last blocks (the built ones stay the parent's), with the fine-tuned
@@ -105,7 +116,7 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
     def compute() -> str:
         backbone, split, cut = model.get()
         if not model.checked:  # one zero image: refuse a family the split does not describe
-            check_split(backbone, split, cut, _pooling(plan))
+            check_split(backbone, split, cut, _pooling(plan), plan.settings.layers)
             model.checked = True
 
         def frozen(images: torch.Tensor) -> torch.Tensor:
@@ -172,16 +183,16 @@ class PrefixSplit(PackSplit):
         for block in tuning.blocks:
             block.eval()  # BatchNorm statistics and dropout as in a frozen forward
         with torch.no_grad():
-            first = self._feats([0])[-1] if len(tuning.rows) else torch.zeros(1, 0, 0, 0)
-        self.channels = (int(first.shape[1]),)
-        self.grid_hw = (int(first.shape[2]), int(first.shape[3]))
+            first = self._feats([0]) if len(tuning.rows) else [torch.zeros(1, 0, 0, 0)]
+        self.channels = tuple(int(f.shape[1]) for f in first)
+        self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3]))  # as PackSplit reads it
 
     def __len__(self) -> int:
         return len(self._tuning.rows)
 
     def _feats(self, positions: list[int]) -> list[torch.Tensor]:
         x = self._tuning.rows.rows(positions, self.device)
-        return [self._tuning.model.dense(x, self._tuning.blocks).float()]
+        return [f.float() for f in self._tuning.model.dense(x, self._tuning.blocks)]
 
 
 def fit_pooled(plan: Plan, tuning: Tuning, train: Feed, seed: int
@@ -286,9 +297,9 @@ def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str,
                             getattr(torch, ext.dense_dtype))
         with torch.no_grad():
             for index, x in rows.batches(run.batch_size, device):
-                out = model.layer(x, blocks)
+                outs = model.layers(x, blocks)
                 writer.add([rows.images[i] for i in index],
-                           {"layers": {layer: out for layer in ext.layers}})
+                           {"layers": dict(zip(ext.layers, outs, strict=True))})
         writer.flush()
         found = ExtractPlan(rows.images, dict(writer.rows), [], 0)
         return store_featureset(store, manifest, weights, ext, found,

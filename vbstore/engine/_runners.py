@@ -92,12 +92,15 @@ class Runner(ABC):
             own steps name what it reads, as fine-tuning does).
         embedding: The pooled features are the CLIP image embedding (``encode_image``): the
             backbone is built with its image projection.
+        finetune_layers: A fine-tuned head of this shape may read several layers (those of
+            the trainable blocks); otherwise the last layer only.
     """
 
     shape: ClassVar[str] = ""
     text_tower: ClassVar[bool] = False
     frozen_features: ClassVar[bool] = True
     embedding: ClassVar[bool] = False
+    finetune_layers: ClassVar[bool] = False
 
     def check(self, task: Task, request: ResultRequest) -> None:
         """Refuse, before anything is read, a request this shape cannot run.
@@ -293,6 +296,7 @@ class DenseRunner(_Trained):
     """``dense``: a head on dense maps, per-pixel targets streamed in batches (no bootstrap)."""
 
     shape = "dense"
+    finetune_layers = True  # a dpt head fuses layers of the trainable blocks
 
     def fit(self, task, train, params, seed, classes):
         return task.fit_split(train.split(), params, seed, classes)
