@@ -141,6 +141,18 @@ def test_why_shows_the_chain_and_gc_keeps_it(tuned):
     assert again.id == result.id
 
 
+def test_a_finetuned_dense_head_is_applied_through_its_blocks(tuned):
+    store, result = tuned
+    applied = vbstore.get_result("test_vit", "semantic_segmentation", SCENES, split="val",
+                                 weights="random", head=result.record.inputs["head"],
+                                 store=store, progress=False, data_options={"target": "labels"},
+                                 params={"num_classes": 5, "epochs": 2})
+    assert applied.metrics == result.metrics
+    assert applied.record.finetune == result.record.finetune
+    assert applied.extracted == 0  # the stored eval prefix, through the fine-tuned block
+    assert applied.record.inputs["eval_features"] == result.record.inputs["eval_features"]
+
+
 def test_a_finetuned_dense_result_never_ranks_beside_a_frozen_one(tuned):
     from vbstore.records import ResultRecord
     from vbstore.suites import settings_of
@@ -151,6 +163,20 @@ def test_a_finetuned_dense_result_never_ranks_beside_a_frozen_one(tuned):
     frozen = _seg(store, finetune_blocks=0)
     assert settings_of(store, ResultRecord.from_dict(store.read_json(frozen.id)))[
         "finetune"] is None
+    # a suite made for the task pins finetune null: the frozen result is judged on the rest,
+    # the fine-tuned one is incompatible for that pin alone
+    from vbstore.suites import from_results, new_suite, push_suite
+
+    doc = new_suite(store, slug="scenes-seg", task="semantic_segmentation", data=SCENES,
+                    split="val", weights="random", data_options={"target": "labels"},
+                    params={"num_classes": 5, "epochs": 2})
+    suite, _ = push_suite(store, doc)
+    (condition,) = [c["name"] for c in suite.conditions]
+    verdicts = {name: from_results(store, suite, {condition: oid})["verdict"]
+                for name, oid in (("frozen", frozen.id), ("tuned", result.id))}
+    assert not any(r.startswith("finetune(") for r in verdicts["frozen"]["reasons"])
+    assert verdicts["tuned"]["state"] == "incompatible"
+    assert any(r.startswith("finetune(") for r in verdicts["tuned"]["reasons"])
 
 
 def test_detection_fine_tunes_and_counts_dropped_boxes(tmp_path):

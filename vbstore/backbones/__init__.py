@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         run_suffix,
         run_suffix_layer,
         run_suffix_layers,
+        suffix_features,
         suffix_taps,
     )
     from ._catalog import bare_rows, catalog_rows, model_rows
@@ -91,6 +92,7 @@ __all__ = [
     "run_suffix_layer",
     "run_suffix_layers",
     "spec_params",
+    "suffix_features",
     "suffix_taps",
     "with_model_type",
 ]
@@ -100,7 +102,8 @@ _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"
          "BackboneCfg": "._cfg", "preprocess": "._cfg", "BlockSplit": "._blocks",
          "check_blocks": "._blocks", "check_split": "._blocks", "run_prefix": "._blocks",
          "run_suffix": "._blocks", "run_suffix_layer": "._blocks",
-         "run_suffix_layers": "._blocks", "suffix_taps": "._blocks"}
+         "run_suffix_layers": "._blocks", "suffix_taps": "._blocks",
+         "suffix_features": "._blocks"}
 
 
 def __getattr__(name: str) -> Any:

@@ -11,12 +11,18 @@ cannot be fine-tuned.
 A split must be faithful: ``suffix(prefix(x))`` is the last layer ``extract`` gives.
 :func:`check_split` measures that on one image before any prefix is stored, and refuses a
 family whose forward does more between its blocks than the split knows of.
+
+A dense probe may read several layers (a dpt head): where a split's layers are its blocks one
+for one (``indexes_layers``), layer ``i`` is block ``i``'s output, tapped inside the suffix
+(:func:`suffix_taps`, :func:`run_suffix_layers`); a layer before the cut would be a frozen
+map beside fine-tuned ones, and :func:`check_blocks` refuses it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -136,6 +142,14 @@ def run_suffix_layers(backbone: Backbone, split: BlockSplit,
         outs.append(x)
     return [to_layer(outs[i], split.layout, num_prefix_tokens=backbone.num_prefix_tokens,
                      has_cls_token=backbone.has_cls_token, norm=split.norm) for i in taps]
+
+
+def suffix_features(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.Module],
+                    x: torch.Tensor, taps: Sequence[int], pooling: str) -> list[dict[str, Any]]:
+    """:func:`run_suffix_layers` as ``extract`` gives each layer: ``{"dense", "pooled"}``
+    (``pooled`` None for pooling ``none``), what a feature pack is written from."""
+    return [{"dense": out.dense, "pooled": Backbone._pool(out, pooling)}
+            for out in run_suffix_layers(backbone, split, blocks, x, taps)]
 
 
 def run_suffix_layer(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.Module],

@@ -20,6 +20,7 @@ from ..backbones import (
     run_prefix,
     run_suffix,
     run_suffix_layers,
+    suffix_features,
     suffix_taps,
 )
 from ..errors import UsageError
@@ -85,8 +86,7 @@ class Model:
     def layers(self, x: torch.Tensor, blocks) -> list[dict[str, Any]]:
         """The requested layers through ``blocks`` as ``extract`` gives them: dense, pooled."""
         backbone, split, _ = self.get()
-        return [{"dense": out.dense, "pooled": backbone._pool(out, _pooling(self.plan))}
-                for out in run_suffix_layers(backbone, split, blocks, x, self.taps)]
+        return suffix_features(backbone, split, blocks, x, self.taps, _pooling(self.plan))
 
     def trainable(self, weights: str | None = None) -> tuple[list[str], list[torch.nn.Module]]:
         """A copy of the last blocks (the built ones stay the parent's), with the fine-tuned
