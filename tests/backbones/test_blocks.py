@@ -14,6 +14,8 @@ from vbstore.backbones import (
     check_split,
     run_prefix,
     run_suffix,
+    run_suffix_layers,
+    suffix_taps,
 )
 from vbstore.backbones._cfg import BackboneCfg
 from vbstore.errors import UsageError
@@ -46,6 +48,37 @@ def test_every_family_with_blocks_splits_faithfully(case, built, make_batch):
             got = run_suffix(backbone, split, split.blocks[cut:],
                              run_prefix(backbone, split, cut, images), backbone.default_pooling)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_family_whose_layers_are_its_blocks_gives_every_trained_layer_back(case, built,
+                                                                           make_batch):
+    """A dense probe fine-tuned over several layers reads each from the trainable blocks: a
+    family declaring ``indexes_layers`` gives ``extract``'s maps back at every one of them; a
+    family that does not is refused a layer other than the last, in one line."""
+    backbone = built(case)
+    if case in NO_BLOCKS | UNFAITHFUL:
+        return
+    split = backbone.block_split()
+    depth = len(split.blocks)
+    layers = (0, depth - 1) if depth > 1 else (0,)
+    if not split.indexes_layers:
+        with pytest.raises(UsageError, match="not its blocks one for one"):
+            check_blocks(backbone, depth, layers)
+        return
+    split, cut = check_blocks(backbone, depth, layers)
+    check_split(backbone, split, cut, backbone.default_pooling, layers)
+    images = make_batch(backbone, n=2, seed=5)
+    want = backbone.extract(images, layers=list(layers), pooling=backbone.default_pooling)
+    with torch.inference_mode():
+        outs = run_suffix_layers(backbone, split, split.blocks[cut:],
+                                 run_prefix(backbone, split, cut, images),
+                                 suffix_taps(backbone, split, cut, layers))
+    for out, layer in zip(outs, layers, strict=True):
+        torch.testing.assert_close(out.dense, want["layers"][layer]["dense"], rtol=1e-4,
+                                   atol=1e-5)
+    if depth > 1:  # the first layer lies in the frozen blocks once fewer are trained
+        with pytest.raises(UsageError, match="layer 0 lies in the frozen blocks"):
+            check_blocks(backbone, depth - 1, layers)
 
 
 def test_the_number_of_blocks_is_checked(built):

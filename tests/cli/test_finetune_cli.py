@@ -91,3 +91,39 @@ def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, s
     assert refused.exit_code == 2, refused.output
     assert "fine-tuned blocks" in refused.output
     assert len(refused.output.strip().splitlines()) == 1
+
+
+SCENES = "scenes:per_split=4,size=32"
+VIT = ["-b", "test_vit", "--weights", "random"]
+
+
+def test_a_dense_and_a_box_probe_fine_tune_through_the_cli(run):
+    data = ["-d", SCENES, "--split", "val", "--train-data", SCENES, "--train-split", "train"]
+    seg = run("get", "result", *VIT, "-t", "semantic_segmentation", *data, "--target", "labels",
+              "-p", "num_classes=5", "-p", "epochs=1", "--finetune-blocks", "1",
+              "--backbone-lr", "0.001", "--json")
+    assert seg.exit_code == 0, seg.output
+    record = json.loads(seg.output)["record"]
+    assert record["finetune"] == {"blocks": 1, "backbone_lr": 0.001}
+    assert {"train_prefix", "eval_prefix", "finetuned"} <= set(record["inputs"])
+    assert "--finetune-blocks" in run("run", "detection", "--help").output
+    boxes = run("run", "detection", *VIT, *data, "--target", "boxes", "--epochs", "1",
+                "--finetune-blocks", "1", "--backbone-lr", "0.001", "--json")
+    assert boxes.exit_code == 0, boxes.output
+    record = json.loads(boxes.output)["record"]
+    assert record["finetune"] == {"blocks": 1, "backbone_lr": 0.001}
+    assert record["data"]["eval"]["boxes_dropped"] == 0
+    why = run("why", json.loads(boxes.output)["id"])
+    assert why.exit_code == 0, why.output
+    assert "finetuned" in why.output
+    assert "prefix" in why.output
+
+
+def test_a_dense_layer_in_the_frozen_blocks_is_refused_in_one_line(run):
+    out = run("get", "result", *VIT, "-t", "depth", "-d", SCENES, "--split", "val",
+              "--train-data", SCENES, "--train-split", "train", "--target", "depth",
+              "--layers", "1,2", "-p", "head=dpt", "--finetune-blocks", "1")
+    assert out.exit_code != 0
+    assert "layer 1 lies in the frozen blocks (0..1)" in out.output
+    assert "--finetune-blocks 2" in out.output
+    assert len(out.output.strip().splitlines()) == 1

@@ -37,7 +37,17 @@ from ._weights import check_seed, file_digest
 
 if TYPE_CHECKING:
     from ._base import Backbone, LayerOut  # noqa: F401 - lazy: not in __all__, as before
-    from ._blocks import BlockSplit, check_blocks, check_split, run_prefix, run_suffix
+    from ._blocks import (
+        BlockSplit,
+        check_blocks,
+        check_split,
+        run_prefix,
+        run_suffix,
+        run_suffix_layer,
+        run_suffix_layers,
+        suffix_features,
+        suffix_taps,
+    )
     from ._catalog import bare_rows, catalog_rows, model_rows
     from ._cfg import BackboneCfg, preprocess
     from .custom import CustomBackbone
@@ -79,7 +89,11 @@ __all__ = [
     "register_clip_loader",
     "run_prefix",
     "run_suffix",
+    "run_suffix_layer",
+    "run_suffix_layers",
     "spec_params",
+    "suffix_features",
+    "suffix_taps",
     "with_model_type",
 ]
 
@@ -87,7 +101,9 @@ _LAZY = {"Backbone": "._base", "LayerOut": "._base", "CustomBackbone": ".custom"
          "bare_rows": "._catalog", "catalog_rows": "._catalog", "model_rows": "._catalog",
          "BackboneCfg": "._cfg", "preprocess": "._cfg", "BlockSplit": "._blocks",
          "check_blocks": "._blocks", "check_split": "._blocks", "run_prefix": "._blocks",
-         "run_suffix": "._blocks"}
+         "run_suffix": "._blocks", "run_suffix_layer": "._blocks",
+         "run_suffix_layers": "._blocks", "suffix_taps": "._blocks",
+         "suffix_features": "._blocks"}
 
 
 def __getattr__(name: str) -> Any:

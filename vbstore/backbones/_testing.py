@@ -111,7 +111,8 @@ def test_vit(*, pretrained: bool = False, input_size: int | None = None) -> Any:
         patch_size=VIT_PATCH,
         has_cls_token=True,
         feature_fn=lambda module, x: module.forward_blocks(x),
-        block_split=lambda module: BlockSplit(list(module.blocks), "tokens", module.norm),
+        block_split=lambda module: BlockSplit(list(module.blocks), "tokens", module.norm,
+                                              indexes_layers=True),
     )
 
 
@@ -126,5 +127,5 @@ def test_cnn(*, pretrained: bool = False, input_size: int | None = None) -> Any:
         _cfg(input_size),
         name="test_cnn",
         feature_fn=lambda module, x: module.forward_stages(x),
-        block_split=lambda module: BlockSplit(list(module.stages), "nchw"),
+        block_split=lambda module: BlockSplit(list(module.stages), "nchw", indexes_layers=True),
     )

@@ -75,7 +75,8 @@ class Dinov2Backbone(Backbone):
         # chunked blocks (FSDP's BlockChunk) would not be the blocks layers index
         if getattr(self.module, "chunked_blocks", False):
             return None
-        return BlockSplit(list(self.module.blocks), "tokens", self.module.norm)
+        return BlockSplit(list(self.module.blocks), "tokens", self.module.norm,
+                          indexes_layers=True)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         outs = self.module.get_intermediate_layers(

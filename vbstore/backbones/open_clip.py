@@ -99,7 +99,8 @@ class OpenClipBackbone(Backbone):
     def block_split(self) -> BlockSplit:
         # ln_post is what normalize_intermediates applies to every block's tokens
         visual = self.module.visual
-        return BlockSplit(list(visual.transformer.resblocks), "tokens", visual.ln_post)
+        return BlockSplit(list(visual.transformer.resblocks), "tokens", visual.ln_post,
+                          indexes_layers=True)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         last = self.num_blocks - 1

@@ -98,9 +98,15 @@ class TimmBackbone(Backbone):
 
     def _split(self, blocks: list[torch.nn.Module]) -> BlockSplit:
         # a family this does not describe (Swin's channels-last stages) fails check_split
+        named = {id(m): n for n, m in self.module.named_modules()}
+        # layer i is block i's output when feature_info names the blocks one for one (ViTs,
+        # ConvNeXt stages; not an EfficientNet's 5 levels over 7 stages, nor ResNet's stem)
+        one_for_one = [info["module"] for info in self._info] == [named.get(id(b))
+                                                                  for b in blocks]
         if self.patch_size:  # tokens after the final norm, as forward_intermediates(norm=True)
-            return BlockSplit(blocks, "tokens", getattr(self.module, "norm", None))
-        return BlockSplit(blocks, "nchw")
+            return BlockSplit(blocks, "tokens", getattr(self.module, "norm", None),
+                              indexes_layers=one_for_one)
+        return BlockSplit(blocks, "nchw", indexes_layers=one_for_one)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         if not self._native:

@@ -94,7 +94,7 @@ class TorchvisionBackbone(Backbone):
 
     def block_split(self) -> BlockSplit:
         # the blocks layers index; run_prefix stops the hooked forward at the first trainable
-        return BlockSplit(self._blocks, self._layout, self._norm)
+        return BlockSplit(self._blocks, self._layout, self._norm, indexes_layers=True)
 
     def _forward(self, images: torch.Tensor, indices: tuple[int, ...]) -> dict[int, LayerOut]:
         raw = run_hooked(self.module, self._blocks, indices, images)

@@ -94,9 +94,10 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
 @click.option("--finetune-blocks", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Train the backbone's last N blocks with the head (a trained pooled probe: "
-                   "classification, multilabel); the frozen blocks' output is stored once, and "
-                   "the result is never ranked with a frozen one (docs/finetune.md).")
+              help="Train the backbone's last N blocks with the head (classification, "
+                   "multilabel, the trained dense and box probes); the frozen blocks' output is "
+                   "stored once, and the result is never ranked with a frozen one "
+                   "(docs/finetune.md).")
 @click.option("--backbone-lr", type=float, default=None,
               help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
 @click.option("--language", default=None,
@@ -267,9 +268,10 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="A task parameter.")
 @click.option("--finetune-blocks", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Train the backbone's last N blocks with the head (a trained pooled probe: "
-                   "classification, multilabel); the frozen blocks' output is stored once, and "
-                   "the result is never ranked with a frozen one (docs/finetune.md).")
+              help="Train the backbone's last N blocks with the head (classification, "
+                   "multilabel, the trained dense and box probes); the frozen blocks' output is "
+                   "stored once, and the result is never ranked with a frozen one "
+                   "(docs/finetune.md).")
 @click.option("--backbone-lr", type=float, default=None,
               help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")

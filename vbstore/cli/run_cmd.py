@@ -143,7 +143,7 @@ def _command(task: Task) -> click.Command:
         click.option("--no-strict", is_flag=True,
                      help="Apply a mismatched head anyway (warns)."),
     ]) or []
-    if task.finetune_loss is not None:  # a task whose linear head can train with the blocks
+    if task.finetunes:  # a task whose head can train with the blocks (declared in tasks/)
         options += [
             click.option("--finetune-blocks", type=click.IntRange(min=0), default=0,
                          show_default=True,

@@ -46,6 +46,18 @@ class PackSplit:
                  target_kind: str, target_scale: float | None, device: str) -> None:
         doc = store.read_json(featureset_id)
         self.layers = tuple(doc["extractor"]["layers"])
+        self._init_targets(store, manifest, preprocessing, target_kind, target_scale, device)
+        self._rows = [tuple(r) for r in doc["rows"]]
+        self._packs = doc["packs"]
+        self._maps: dict[int, list[np.ndarray]] = {}
+        first = self._pack(self._rows[0][0]) if self._rows else []
+        self.channels = tuple(int(m.shape[1]) for m in first)
+        self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
+
+    def _init_targets(self, store, manifest, preprocessing: dict[str, Any], target_kind: str,
+                      target_scale: float | None, device: str) -> None:
+        """What reading and aligning the targets needs (a split over features made another
+        way, fine-tuning's, shares it)."""
         self.target_kind = target_kind
         # None for a kind that is not per pixel: its feature maps are read alone (pairs)
         self._read_target = get_target_kind(target_kind).read
@@ -54,17 +66,11 @@ class PackSplit:
         self._cfg = BackboneCfg(**{**preprocessing, "mean": tuple(preprocessing["mean"]),
                                    "std": tuple(preprocessing["std"])})
         self.target_hw = (self._cfg.input_size, self._cfg.input_size)
-        self._rows = [tuple(r) for r in doc["rows"]]
-        self._packs = doc["packs"]
-        self._maps: dict[int, list[np.ndarray]] = {}
         # file states already checked against the manifest: training reads every file once per
         # epoch, and only a file whose state changed is hashed again
         self._checked: dict[str, tuple[int, ...]] = {}
         self.dropped: dict[int, int] = {}  # boxes the crop left without area, per row
         self.cache: dict[Any, Any] = {}  # a kind's reader keeps what it indexed once here
-        first = self._pack(self._rows[0][0]) if self._rows else []
-        self.channels = tuple(int(m.shape[1]) for m in first)
-        self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3])) if first else (0, 0)
 
     def __len__(self) -> int:
         return len(self._rows)

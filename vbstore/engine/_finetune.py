@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..store import derivation_key, derivation_spec
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
-from ._runners import RUNNERS, Runner, Scored, StepContext, runner_for
+from ._runners import RUNNERS, Runner, Scored, StepContext, runner_for, trained_runner
 from ._steps import Step
 
 if TYPE_CHECKING:
@@ -49,30 +49,34 @@ def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     Raises:
         UsageError: naming what to change.
     """
-    if task.finetune_loss is None or runner_for(task).shape != "pooled":
+    if not task.finetunes:  # declared by the task layer (its shape and head recipe)
         raise UsageError(
-            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains a linear head on "
-            "pooled features with the blocks (classification, multilabel)",
+            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains the blocks with a "
+            "head whose recipe trains them too (classification, multilabel, the trained dense "
+            "and box probes)",
             hint="drop --finetune-blocks, or probe with a task that fine-tunes")
     backbone = request.backbone
     if backbone.precision != "fp32":
         raise UsageError("fine-tuning trains in fp32", hint="drop --precision bf16")
-    if backbone.layers != (-1,):
-        raise UsageError("fine-tuning trains the last blocks, whose output is the last layer",
+    if backbone.layers != (-1,) and not trained_runner(task).finetune_layers:
+        raise UsageError(f"a fine-tuned {task.name} head reads the last layer only, the "
+                         f"output of the last block (not {list(backbone.layers)})",
                          hint="drop --layers")
     if backbone.pooling == "none":
         raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
 
 
-def check_backbone_blocks(ref: Any, blocks: int) -> None:
-    """Refuse a backbone that cannot be cut before its last ``blocks`` (builds the model).
+def check_backbone_blocks(ref: Any, blocks: int, layers: tuple[int, ...]) -> None:
+    """Refuse a backbone that cannot be cut before its last ``blocks`` with every one of
+    ``layers`` an output of the trainable blocks (builds the model).
 
     Raises:
-        UsageError: it says nothing of its blocks, or has fewer.
+        UsageError: it says nothing of its blocks, or has fewer; a layer lies in the frozen
+            blocks.
     """
     from ..backbones import check_blocks  # torch: only a fine-tuning request not yet answered
 
-    check_blocks(ref.load(), blocks)
+    check_blocks(ref.load(), blocks, layers)
 
 
 def prefix_spec(backbone_id: str, manifest_id: str, blocks: int) -> dict[str, Any]:
@@ -170,8 +174,9 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
 
 
 class FinetuneRunner(Runner):
-    """A pooled probe whose head trains with the backbone's last blocks (``--finetune-blocks``):
-    it reads stored prefix activations, never the frozen backbone's featuresets."""
+    """A probe whose head trains with the backbone's last blocks (``--finetune-blocks``): it
+    reads stored prefix activations, never the frozen backbone's featuresets, and trains and
+    scores through the runner of the task's shape (``Runner.finetune``, ``evaluate``)."""
 
     shape = "finetune"
     frozen_features = False
@@ -179,6 +184,13 @@ class FinetuneRunner(Runner):
     def check(self, task: Task, request: ResultRequest) -> None:
         runner_for(task).check(task, request)
         check_finetune(task, request)
+
+    def prepare(self, plan: Plan) -> None:
+        runner_for(plan.task).prepare(plan)  # the shape's own checks (box class lists)
+
+    def baseline(self, plan: Plan, evaluation: Feed, scored: Scored) -> Any:
+        # the trivial predictor of the task's shape, on the same eval split
+        return runner_for(plan.task).baseline(plan, evaluation, scored)
 
     def steps(self, ctx: StepContext) -> list[Step]:
         return finetune_steps(ctx)

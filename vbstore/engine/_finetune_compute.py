@@ -14,20 +14,30 @@ from typing import Any, cast
 
 import torch
 
-from ..backbones import check_blocks, check_split, run_prefix, run_suffix
+from ..backbones import (
+    check_blocks,
+    check_split,
+    run_prefix,
+    run_suffix,
+    run_suffix_layers,
+    suffix_features,
+    suffix_taps,
+)
+from ..errors import UsageError
 from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
 from ..features import write_prefix as write_prefix_blob
 from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
-from ..tasks import Loss, finetune
+from ..tasks import Loss, Trainable, finetune
 from ._cache import Derived, derive
-from ._compute import Feed, head_draws
+from ._compute import Feed
+from ._dense import PackSplit
 from ._device import resolve_device
 from ._features import featureset_spec, packs_present
 from ._finetune import TRAIN_PARAMS, finetune_head_spec, finetuned_weights, prefix_spec
 from ._plan import Plan
 from ._run import Run
-from ._runners import Scored
+from ._runners import Scored, trained_runner
 
 FINETUNED_FORMAT = "vbstore.finetuned.v1"
 
@@ -49,20 +59,34 @@ class Model:
         self.plan, self.run = plan, run
         self._built: Any = None
         self.checked = False
+        self.taps: list[int] = []  # the requested layers among the trainable blocks
 
     def get(self) -> tuple[Any, Any, int]:
         """``(backbone, split, cut)``, on the run's device."""
         if self._built is None:
             backbone = self.plan.backbone.load()
             backbone.to(resolve_device(self.run.device))
-            split, cut = check_blocks(backbone, _tuning(self.plan)["blocks"])
+            layers = self.plan.settings.layers
+            split, cut = check_blocks(backbone, _tuning(self.plan)["blocks"], layers)
             self._built = backbone, split, cut
+            self.taps = suffix_taps(backbone, split, cut, layers)
         return self._built
 
     def forward(self, x: torch.Tensor, blocks) -> torch.Tensor:
         """Pooled last-layer features of prefix activations through ``blocks``."""
         backbone, split, _ = self.get()
         return run_suffix(backbone, split, blocks, x, _pooling(self.plan))
+
+    def dense(self, x: torch.Tensor, blocks) -> list[torch.Tensor]:
+        """The dense maps of the requested layers (all outputs of ``blocks``), in request
+        order, from prefix activations through ``blocks``."""
+        backbone, split, _ = self.get()
+        return [out.dense for out in run_suffix_layers(backbone, split, blocks, x, self.taps)]
+
+    def layers(self, x: torch.Tensor, blocks) -> list[dict[str, Any]]:
+        """The requested layers through ``blocks`` as ``extract`` gives them: dense, pooled."""
+        backbone, split, _ = self.get()
+        return suffix_features(backbone, split, blocks, x, self.taps, _pooling(self.plan))
 
     def trainable(self, weights: str | None = None) -> tuple[list[str], list[torch.nn.Module]]:
         """A copy of the last blocks (the built ones stay the parent's), with the fine-tuned
@@ -92,7 +116,7 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
     def compute() -> str:
         backbone, split, cut = model.get()
         if not model.checked:  # one zero image: refuse a family the split does not describe
-            check_split(backbone, split, cut, _pooling(plan))
+            check_split(backbone, split, cut, _pooling(plan), plan.settings.layers)
             model.checked = True
 
         def frozen(images: torch.Tensor) -> torch.Tensor:
@@ -127,6 +151,81 @@ def compat(plan: Plan, weights: str, width: int) -> dict[str, Any]:
             "finetune": {"weights": weights, **_tuning(plan)}}
 
 
+class Tuning:
+    """One head's training with the last blocks: the stored train prefix, a trainable copy of
+    the blocks (the parent's stay untouched) and their learning rate. The runner of the task's
+    shape trains with it (``Runner.finetune``: :func:`fit_pooled`, :func:`fit_dense`)."""
+
+    def __init__(self, plan: Plan, run: Run, model: Model, prefix_id: str) -> None:
+        self.plan, self.model = plan, model
+        self.names, self.blocks = model.trainable()
+        self.rows = PrefixRows(plan.store, prefix_id)
+        self.backbone_lr = float(_tuning(plan)["backbone_lr"])
+        self.device = resolve_device(run.device)
+
+    @property
+    def params(self) -> list[torch.nn.Parameter]:
+        return [p for block in self.blocks for p in block.parameters()]
+
+
+class PrefixSplit(PackSplit):
+    """A dense split whose feature maps are stored prefix rows run through trainable blocks,
+    batch by batch (gradients reach the blocks while training); targets are read and aligned
+    exactly as a featureset's split reads them (:class:`PackSplit`)."""
+
+    def __init__(self, tuning: Tuning, manifest, preprocessing: dict[str, Any],
+                 target_kind: str, target_scale: float | None) -> None:
+        self._init_targets(tuning.plan.store, manifest, preprocessing, target_kind,
+                           target_scale, str(tuning.device))
+        self.layers = tuple(tuning.plan.settings.layers)
+        self._tuning = tuning
+        self.trainable = Trainable(tuning.params, tuning.backbone_lr)
+        for block in tuning.blocks:
+            block.eval()  # BatchNorm statistics and dropout as in a frozen forward
+        with torch.no_grad():
+            first = self._feats([0]) if len(tuning.rows) else [torch.zeros(1, 0, 0, 0)]
+        self.channels = tuple(int(f.shape[1]) for f in first)
+        self.grid_hw = (int(first[0].shape[2]), int(first[0].shape[3]))  # as PackSplit reads it
+
+    def __len__(self) -> int:
+        return len(self._tuning.rows)
+
+    def _feats(self, positions: list[int]) -> list[torch.Tensor]:
+        x = self._tuning.rows.rows(positions, self.device)
+        return [f.float() for f in self._tuning.model.dense(x, self._tuning.blocks)]
+
+
+def fit_pooled(plan: Plan, tuning: Tuning, train: Feed, seed: int
+               ) -> tuple[dict[str, torch.Tensor], dict[str, float], int]:
+    """A pooled task's linear head trained with the blocks (``tasks.finetune``): its state,
+    train metrics and feature width."""
+    task, params = plan.task, plan.task_params
+    classes = plan.train_m.doc.get("classes") or None
+    y = train.targets()
+    n_out = len(classes) if task.finetune_loss == "cross_entropy" and classes else (
+        int(y.max()) + 1 if y.ndim == 1 else int(y.shape[1]))
+    state, loss, feats = finetune(
+        tuning.rows, y, tuning.blocks, tuning.model.forward, n_out=n_out,
+        loss=cast(Loss, task.finetune_loss), **{k: params[k] for k in TRAIN_PARAMS},
+        backbone_lr=tuning.backbone_lr, standardize=bool(params.get("standardize", True)),
+        seed=seed, task=task.name, device=tuning.device)
+    state = {k: v.cpu() for k, v in state.items()}
+    scored = task.evaluate(state, feats.cpu(), y, params)
+    train_metrics = {f"train_{task.headline}": scored[task.headline], "train_loss": loss}
+    return state, train_metrics, int(state["weight"].shape[1])
+
+
+def fit_dense(plan: Plan, tuning: Tuning, train: Feed, seed: int
+              ) -> tuple[dict[str, torch.Tensor], dict[str, float], int]:
+    """A dense or box task's head trained with the blocks: the task's own dense recipe on a
+    :class:`PrefixSplit` (the blocks join its optimiser); its state, train metrics and width."""
+    split = PrefixSplit(tuning, train.manifest, plan.backbone.doc["preprocessing"],
+                        plan.task.target_kind, plan.task_params.get("target_scale"))
+    state, train_metrics = plan.task.fit_split(split, plan.task_params, seed,
+                                               plan.train_m.classes or None)
+    return dict(state), train_metrics, int(split.channels[-1])
+
+
 def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, seed: int,
          fresh: bool) -> Derived:
     """One seed's head trained with the last blocks, and its fine-tuned weights."""
@@ -136,20 +235,18 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
     classes = plan.train_m.doc.get("classes") or None
 
     def compute() -> str:
-        names, blocks = model.trainable()
-        parent = [p.detach().clone() for block in blocks for p in block.parameters()]
-        rows, y = PrefixRows(store, train_prefix), train.targets()
-        n_out = len(classes) if task.finetune_loss == "cross_entropy" and classes else (
-            int(y.max()) + 1 if y.ndim == 1 else int(y.shape[1]))
-        state, loss, feats = finetune(
-            rows, y, blocks, model.forward, n_out=n_out, loss=cast(Loss, task.finetune_loss),
-            **{k: params[k] for k in TRAIN_PARAMS}, backbone_lr=_tuning(plan)["backbone_lr"],
-            standardize=bool(params.get("standardize", True)), seed=seed, task=task.name,
-            device=resolve_device(run.device))
-        trained = [p.detach() for block in blocks for p in block.parameters()]
-        changed = {name: after.cpu().contiguous()
-                   for name, before, after in zip(names, parent, trained, strict=True)
-                   if not torch.equal(before, after)}
+        tuning = Tuning(plan, run, model, train_prefix)
+        parent = [p.detach().clone() for p in tuning.params]
+        # the runner of the task's shape trains (one home per shape: ._runners)
+        state, train_metrics, width = trained_runner(task).finetune(plan, tuning, train, seed)
+        changed = {name: after.detach().cpu().contiguous()
+                   for name, before, after in zip(tuning.names, parent, tuning.params,
+                                                  strict=True)
+                   if not torch.equal(before, after.detach())}
+        if not changed:
+            raise UsageError(f"task {task.name!r}: training changed none of the last blocks' "
+                             "weights, so its head recipe does not fine-tune them",
+                             hint="drop --finetune-blocks, or raise --backbone-lr")
         weights_id = plan.backbone.doc["weights"]
         inputs = {"weights": weights_id, "backbone": plan.backbone.id,
                   "train_manifest": plan.train_m.id, "prefix": train_prefix}
@@ -159,9 +256,7 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
              "backbone_lr": json.dumps(_tuning(plan)["backbone_lr"]), **inputs},
             edges=inputs)
         state = {k: v.cpu() for k, v in state.items()}
-        scored = task.evaluate(state, feats.cpu(), y, params)
-        train_metrics = {f"train_{task.headline}": scored[task.headline], "train_loss": loss}
-        record = {**compat(plan, weights, int(state["weight"].shape[1])), "params": params,
+        record = {**compat(plan, weights, width), "params": params,
                   "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
                   "train_metrics": train_metrics}
         return save_head(store, state, record, edges={"finetuned": weights,
@@ -197,13 +292,14 @@ def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str,
         _, blocks = model.trainable(weights)
         rows = PrefixRows(store, eval_prefix)
         device = resolve_device(run.device)
+        # what the features' mode keeps (pooled vectors, dense maps), as extraction writes it
         writer = PackWriter(store, extractor_key(weights, ext), ext.layers, ext.mode,
-                            torch.float16)
+                            getattr(torch, ext.dense_dtype))
         with torch.no_grad():
             for index, x in rows.batches(run.batch_size, device):
-                pooled = model.forward(x, blocks)
+                outs = model.layers(x, blocks)
                 writer.add([rows.images[i] for i in index],
-                           {"layers": {layer: {"pooled": pooled} for layer in ext.layers}})
+                           {"layers": dict(zip(ext.layers, outs, strict=True))})
         writer.flush()
         found = ExtractPlan(rows.images, dict(writer.rows), [], 0)
         return store_featureset(store, manifest, weights, ext, found,
@@ -223,7 +319,7 @@ def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str,
 def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
     """Every seed's head trained with the last blocks, scored on the eval split's features
     under its fine-tuned weights; the first seed's feed is the result's eval feed."""
-    model, store = Model(plan, run), plan.store
+    model, store, inner = Model(plan, run), plan.store, trained_runner(plan.task)
     given = plan.head
     train_prefix = None if given else prefix(plan, run, model, plan.train_m, "train")
     eval_prefix = prefix(plan, run, model, plan.eval_m, "eval")
@@ -247,13 +343,14 @@ def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
         role = "eval" if not feeds else f"eval_seed_{seed}"
         feed = Feed(plan, run, features(plan, run, model, tuned, eval_prefix, plan.eval_m, role),
                     plan.eval_m)
-        targets = feed.targets(classes)
-        expected = compat(plan, tuned, int(feed.vectors().shape[1]))
+        # scored as the frozen probe of the task's shape scores a head on its featureset
+        targets = inner.targets(feed, classes)
+        expected = compat(plan, tuned, inner.width(feed))
         state, record, ok = load_head(store, head_id, expected, strict=plan.request.probe.strict)
         scored.comparable = scored.comparable and ok
-        metrics = plan.task.evaluate(state, feed.vectors(), targets, plan.task_params)
-        if not plan.task.ci_skip_reason:
-            scored.draws.append(head_draws(plan, run, state, feed.vectors(), targets))
+        metrics, draws = inner.evaluate(plan, run, state, feed, targets)
+        scored.draws.extend([draws] if draws is not None else [])
+        scored.eval_data.update(inner.eval_data(feed))
         scored.per_seed.append(metrics)
         scored.train_metrics.append(record.get("train_metrics", {}))
         scored.targets = scored.targets if scored.targets is not None else targets

@@ -289,7 +289,7 @@ def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: 
             return ref
     ref = ref or backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
-    check_backbone_blocks(ref, finetune["blocks"])
+    check_backbone_blocks(ref, finetune["blocks"], request.backbone.layers)
     return ref
 
 
@@ -452,7 +452,7 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
     ref = backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
     if finetune:  # refused before the train manifest is stored
-        check_backbone_blocks(ref, finetune["blocks"])
+        check_backbone_blocks(ref, finetune["blocks"], request.backbone.layers)
     train_m = store_listing(store, train_l, touch=False)
     extractor = extractor_for(task, request, ref)
     store.touch([ref.id, train_m.id])

@@ -92,12 +92,15 @@ class Runner(ABC):
             own steps name what it reads, as fine-tuning does).
         embedding: The pooled features are the CLIP image embedding (``encode_image``): the
             backbone is built with its image projection.
+        finetune_layers: A fine-tuned head of this shape may read several layers (those of
+            the trainable blocks); otherwise the last layer only.
     """
 
     shape: ClassVar[str] = ""
     text_tower: ClassVar[bool] = False
     frozen_features: ClassVar[bool] = True
     embedding: ClassVar[bool] = False
+    finetune_layers: ClassVar[bool] = False
 
     def check(self, task: Task, request: ResultRequest) -> None:
         """Refuse, before anything is read, a request this shape cannot run.
@@ -165,6 +168,21 @@ class _Trained(Runner):
         """The eval targets the task scores against (None: they come with the split)."""
         return None
 
+    def eval_data(self, evaluation: Feed) -> dict[str, Any]:
+        """Facts about the eval split the record keeps, once its heads are scored."""
+        return {}
+
+    def finetune(self, plan: Plan, tuning: Any, train: Feed, seed: int
+                 ) -> tuple[dict[str, Any], dict[str, float], int]:
+        """A head trained with the backbone's last blocks (``tuning``: the stored train prefix
+        and a trainable copy of the blocks, ``._finetune_compute.Tuning``): its state, train
+        metrics and the feature width it reads (a shape whose tasks fine-tune).
+
+        Raises:
+            UsageError: this shape does not fine-tune (refused at plan time before this).
+        """
+        raise UsageError(f"a {self.shape} probe cannot fine-tune", hint="drop --finetune-blocks")
+
     @abstractmethod
     def evaluate(self, plan: Plan, run: Run, state: Any, evaluation: Feed, targets: Any
                  ) -> tuple[dict[str, float], dict[str, Any] | None]:
@@ -200,6 +218,7 @@ class _Trained(Runner):
         if plan.head is not None:
             scored.per_seed = scored.per_seed * len(seeds)
         scored.edges["head"] = heads
+        scored.eval_data.update(self.eval_data(evaluation))
         return scored
 
 
@@ -220,6 +239,11 @@ class PooledRunner(_Trained):
 
     def targets(self, evaluation: Feed, classes: list[str] | None) -> Any:
         return evaluation.targets(classes)
+
+    def finetune(self, plan, tuning, train, seed):
+        from ._finetune_compute import fit_pooled  # the compute path only
+
+        return fit_pooled(plan, tuning, train, seed)
 
     def evaluate(self, plan, run, state, evaluation, targets):
         from ._compute import head_draws
@@ -272,6 +296,7 @@ class DenseRunner(_Trained):
     """``dense``: a head on dense maps, per-pixel targets streamed in batches (no bootstrap)."""
 
     shape = "dense"
+    finetune_layers = True  # a dpt head fuses layers of the trainable blocks
 
     def fit(self, task, train, params, seed, classes):
         return task.fit_split(train.split(), params, seed, classes)
@@ -281,6 +306,11 @@ class DenseRunner(_Trained):
 
     def evaluate(self, plan, run, state, evaluation, targets):
         return plan.task.evaluate_split(state, evaluation.split(), plan.task_params), None
+
+    def finetune(self, plan, tuning, train, seed):
+        from ._finetune_compute import fit_dense  # the compute path only
+
+        return fit_dense(plan, tuning, train, seed)
 
     def baseline(self, plan, evaluation, scored):
         from ._baseline import dense_baseline  # the compute path only
@@ -308,10 +338,8 @@ class BoxesRunner(DenseRunner):
                 f"{list(classes)[:5]}: box class indices would not agree",
                 hint="train and evaluate with one class list (--classes FILE)")
 
-    def score(self, plan, run, evaluation, fresh_heads=False):
-        scored = super().score(plan, run, evaluation, fresh_heads)
-        scored.eval_data["boxes_dropped"] = evaluation.split().boxes_dropped
-        return scored
+    def eval_data(self, evaluation: Feed) -> dict[str, Any]:
+        return {"boxes_dropped": evaluation.split().boxes_dropped}
 
 
 class ZeroShotRunner(Runner):
@@ -417,6 +445,19 @@ class KeypointViewsRunner(Runner):
 RUNNERS: dict[str, Runner] = {r.shape: r for r in (
     PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
     ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
+
+
+def trained_runner(task: Task) -> _Trained:
+    """The runner of ``task``'s shape, one that trains heads (what fine-tuning trains with).
+
+    Raises:
+        UsageError: the shape trains no head.
+    """
+    runner = runner_for(task)
+    if not isinstance(runner, _Trained):
+        raise UsageError(f"task {task.name!r} trains no head, so it cannot fine-tune",
+                         hint="drop --finetune-blocks")
+    return runner
 
 
 def runner_for(task: Task) -> Runner:

@@ -26,7 +26,7 @@ from ._registry import (
     register_task,
 )
 from ._shapes import SHAPES, Shape, get_shape
-from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit
+from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit, Trainable
 
 if TYPE_CHECKING:
     from ._baselines import Baseline, keep_declared, targets_baseline
@@ -61,6 +61,7 @@ __all__ = [
     "Task",
     "TaskInputError",
     "TensorSplit",
+    "Trainable",
     "TrainingDiverged",
     "UndefinedMetric",
     "UnknownTask",

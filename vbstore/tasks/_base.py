@@ -292,6 +292,13 @@ class Task:
         self.shape_spec.check_inputs(self.name, train=train, head=head)
 
     @property
+    def finetunes(self) -> bool:
+        """Whether ``--finetune-blocks`` can train the backbone's last blocks with this task's
+        head: its shape's runner fine-tunes (``Shape.finetune``) and its head recipe trains the
+        blocks too (a pooled task's ``finetune_loss``; the dense recipe, ``DenseTask``)."""
+        return self.shape_spec.finetune and self.finetune_loss is not None
+
+    @property
     def ci_skip_reason(self) -> str:
         """Why the engine's bootstrap over eval samples does not apply; empty when it does.
 

@@ -83,6 +83,12 @@ class DenseTask(Task, ABC):
                "mean training loss over the last epoch; high = not converged"),
     )
 
+    @property
+    def finetunes(self) -> bool:
+        """Every trained dense and box probe fine-tunes: the shared recipe trains the blocks a
+        split's features come through (``DenseSplit.trainable``) with the head."""
+        return self.shape_spec.finetune
+
     def _fit_split(
         self, train: DenseSplit, params: dict[str, Any], seed: int, class_names: list[str] | None
     ) -> tuple[HeadState, dict[str, float]]:

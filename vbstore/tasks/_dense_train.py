@@ -181,8 +181,16 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
     head = build_head(params, split.channels, n_out, seed, task.name)
     task._init_head(output_layer(head), params)
     head = head.to(split.device)
-    optimiser = torch.optim.AdamW(head.parameters(), lr=params["lr"],
-                                  weight_decay=params["weight_decay"])
+    # fine-tuning: the blocks the features come through train too, at their own peak rate on
+    # the same schedule (docs/finetune.md); a frozen split's optimiser is the head's alone
+    trainable = getattr(split, "trainable", None)
+    blocks = list(trainable.params) if trainable is not None else []
+    groups: list[dict[str, Any]] = [{"params": list(head.parameters())}]
+    if trainable is not None:
+        groups.append({"params": blocks, "lr": trainable.lr})
+    for p in blocks:
+        p.requires_grad_(True)
+    optimiser = torch.optim.AdamW(groups, lr=params["lr"], weight_decay=params["weight_decay"])
     per_epoch = math.ceil(len(split) / params["batch_size"])
     total = params["epochs"] * per_epoch
     warmup = params["warmup_epochs"] * per_epoch
@@ -220,11 +228,14 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
                 raise TaskInputError(
                     f"task {task.name!r}: every pixel of the train split is invalid or ignored",
                     hint="check the targets (and target_scale / ignore_index)")
-            if not all(torch.isfinite(p).all() for p in head.parameters()):
+            if not all(torch.isfinite(p).all() for p in (*head.parameters(), *blocks)):
                 raise TrainingDiverged(
                     f"task {task.name!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
-                    hint=f"lower lr (now {params['lr']:g})")
+                    hint=f"lower lr (now {params['lr']:g})" + (
+                        f" or --backbone-lr (now {trainable.lr:g})" if trainable else ""))
             shown.update(1, loss=loss_sum / rows)
+    for p in blocks:
+        p.requires_grad_(False)
     return dict(head.state_dict()), {"train_loss": loss_sum / rows}
 
 

@@ -48,6 +48,9 @@ class Shape:
             pairs of the manifest), for a task scored on image pairs.
         sample_ci_skip: Why the engine's bootstrap over eval samples does not apply to any task
             of this shape; empty when it may (a task can still give its own reason).
+        finetune: The engine's runner of this shape can train the backbone's last blocks with
+            the head (``--finetune-blocks``), for a task whose head recipe trains them too
+            (``Task.finetunes``).
     """
 
     name: str
@@ -58,6 +61,7 @@ class Shape:
     needs_text: bool = False
     views: str | None = None
     sample_ci_skip: str = ""
+    finetune: bool = False
 
     def check_inputs(self, task: str, *, train: bool, head: bool) -> None:
         """Refuse training data or a head that a task of this shape cannot take, or their
@@ -116,7 +120,7 @@ _FIT = ("_fit", "_evaluate")
 _SPLIT = ("_fit_split", "_evaluate_split")
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("pooled", "trains a head on pooled (N, C) vectors, one target per image", "pooled",
-          True, _FIT),
+          True, _FIT, finetune=True),
     Shape("zero_shot", "scores pooled (N, C) vectors with no training", "pooled", False,
           ("_evaluate_zero_shot",)),
     Shape("text", "scores pooled (N, C) vectors against a CLIP text tower, no training",
@@ -125,11 +129,11 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("embedding", "trains a head on a CLIP model's image embeddings (encode_image), one "
           "target per image", "pooled", True, _FIT),
     Shape("dense", "trains a head on dense (N, C, H, W) maps, per-pixel targets in batches",
-          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI),
+          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI, finetune=True),
     Shape("dense_zero_shot", "scores dense (N, C, H, W) maps with no training", "dense",
           False, ("_evaluate_split",), sample_ci_skip=_DENSE_CI),
     Shape("boxes", "trains a head on dense maps to predict boxes (and instance masks)",
-          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI),
+          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI, finetune=True),
     Shape("pairs", "trains a head on grid-pooled dense maps of image pairs (rows of the "
           "features)", "dense", True, _FIT),
     Shape("views", "scores dense maps of each image against a warped copy's, no training",

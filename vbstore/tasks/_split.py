@@ -61,9 +61,26 @@ class DenseBatch(NamedTuple):
     index: torch.Tensor  # type: ignore[assignment]  # a field may shadow tuple.index
 
 
+class Trainable(NamedTuple):
+    """The backbone blocks a split's features are computed through, trained with the head
+    (``--finetune-blocks``; docs/finetune.md).
+
+    Attributes:
+        params: The blocks' parameters (their gradients flow through ``DenseBatch.feats``).
+        lr: Their peak learning rate (``--backbone-lr``), on the head's schedule.
+    """
+
+    params: Sequence[torch.nn.Parameter]
+    lr: float
+
+
 @runtime_checkable
 class DenseSplit(Protocol):
     """A split a dense task trains or is scored on.
+
+    A split may also carry ``trainable`` (a :class:`Trainable`): its features come through
+    backbone blocks computed per batch, which the dense recipe trains with the head. Without it
+    (the frozen splits: packs, :class:`TensorSplit`) the features are fixed.
 
     Attributes:
         layers: The requested layer indices, the order of ``DenseBatch.feats``.
