@@ -147,11 +147,13 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
     if inputs is None or result.as_dict() != stored_answer(
             result.id, store.read_json(result.id), run, result.seconds, result.recorded):
         return
+    record = result.record
     store.record_answer(pending.key, result.id, started_ns=pending.started_ns,
                         folders=inputs.folders, samples=inputs.samples, used=inputs.used,
                         files=inputs.files,
-                        extra={"metric_order": metric_order(result.record.task), "json": as_json,
-                               "origin": result.origin, "recorded": result.recorded})
+                        extra={"metric_order": metric_order(record.task, record.params),
+                               "json": as_json, "origin": result.origin,
+                               "recorded": result.recorded})
 
 
 def watch(store, pending: Pending | None) -> None:

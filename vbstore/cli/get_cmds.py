@@ -184,7 +184,7 @@ def print_result(result) -> None:
 
     record = result.record
     lines = result_lines(record.to_dict(), result.id, result.origin, result.seconds,
-                         metric_order(record.task),
+                         metric_order(record.task, record.params),
                          # per feature set below instead of one line for all
                          from_cache=result.from_cache or bool(result.features),
                          reproduced=result.reproduced)

@@ -66,8 +66,11 @@ def _agree(task: Task, name: str, given: dict, flag_value) -> None:
     """Refuse a flag and ``-p`` that set one parameter to different values (neither wins)."""
     if name not in given:
         return
-    spec = task.params[name]
-    if spec.normalise(task.name, name, given[name]) != spec.normalise(task.name, name, flag_value):
+
+    def value(given_value):  # as the task resolves it: "1 2" and "1,2" are one threshold list
+        return task.resolve_params({name: given_value})[name]
+
+    if value(given[name]) != value(flag_value):
         raise UsageError(
             f"{f'-{name}' if len(name) == 1 else _flag(name)} {flag_value} and "
             f"-p {name}={given[name]} disagree",

@@ -42,7 +42,8 @@ class Unit:
 def result_fields(task: str, result: Result) -> dict[str, Any]:
     """What a sweep row says about a result."""
     return {"id": result.id, "from_cache": result.from_cache,
-            "metrics": ordered_metrics(task, result.metrics), "computed": list(result.computed),
+            "metrics": ordered_metrics(task, result.metrics, result.record.params),
+            "computed": list(result.computed),
             "extracted": result.extracted}
 
 

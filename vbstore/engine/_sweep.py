@@ -271,7 +271,7 @@ def result_rows(
         }
         baseline = record.baseline or {}
         row["baseline"] = baseline.get("value")  # the headline's trivial predictor
-        metrics = ordered_metrics(record.task, record.metrics)
+        metrics = ordered_metrics(record.task, record.metrics, record.params)
         row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         row.update(run_fields(store, info.id, record))
         row.update(_spread(record))

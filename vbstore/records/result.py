@@ -168,6 +168,6 @@ class ResultRecord(Record):
 
         shown = ", ".join(
             f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
-            for k, v in list(ordered_metrics(self.task, self.metrics).items())[:count]
+            for k, v in list(ordered_metrics(self.task, self.metrics, self.params).items())[:count]
         )
         return f"{self.task}: {shown}"
