@@ -9,7 +9,7 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._resulttext import result_lines
-from ._visflags import flag_params, merge, probe_flag_options
+from ._visflags import POOLINGS, flag_params, merge, probe_flag_options
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -269,13 +269,19 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
 @click.option("--backbone-lr", type=float, default=None,
               help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
+@click.option("--pooling", type=click.Choice(POOLINGS), default=None,
+              help="Pooled vector a pooled task trains on (default: the backbone's own; the "
+                   "same head as leaving it out when equal).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Images per forward pass (extraction; changes no id). The head's batch is "
+                   "-p batch_size.")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                  task, train_data, train_split, train_limit, seed, params, finetune_blocks,
-                 backbone_lr, tag_name, data_options, executor, as_json):
+                 backbone_lr, tag_name, pooling, batch_size, data_options, executor, as_json):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
@@ -285,7 +291,8 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=progress_for(executor, as_json),
                       data_options=data_options, executor=executor, params=parse_params(params),
-                      finetune_blocks=finetune_blocks, backbone_lr=backbone_lr)
+                      finetune_blocks=finetune_blocks, backbone_lr=backbone_lr, pooling=pooling,
+                      batch_size=batch_size)
     if tag_name:
         store.tag(tag_name, result.id)
 

@@ -576,22 +576,27 @@ def get_head(
     executor: Any = None,
     finetune_blocks: int = 0,
     backbone_lr: float | None = None,
+    pooling: str | None = None,
+    batch_size: int = 32,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
     or trained now (with ``finetune_blocks``, trained with the backbone's last blocks, its
-    record naming the fine-tuned weights).
+    record naming the fine-tuned weights). ``pooling`` and ``batch_size`` mean what they mean
+    for :func:`get_result`: a pooling equal to the one the task reads without it is the same
+    head, and the extraction batch changes no id.
 
     Raises:
         UsageError: the task is zero-shot (it has no head).
     """
     request = HeadRequest(
         BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
-                        layers=layers_arg(layers), precision=precision),
+                        layers=layers_arg(layers), precision=precision, pooling=pooling),
         ProbeRequest(task, params=params or {}, seed=seed, finetune_blocks=finetune_blocks,
                      backbone_lr=backbone_lr),
         DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
     )
-    return get(request, store=store, device=device, progress=progress, executor=executor)
+    return get(request, store=store, device=device, progress=progress, executor=executor,
+               batch_size=batch_size)
 
 
 def execute_head(the_plan: Plan, *, device: str | None = None,

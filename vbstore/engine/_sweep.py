@@ -109,13 +109,17 @@ def sweep(
     progress: bool = True,
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
+    pooling: str | None = None,
+    batch_size: int = 32,
 ) -> Iterator[dict[str, Any]]:
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
     Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
-    declare it. Each row says how far the sweep is (``done`` of ``total``), which derivations
-    it computed (``computed``: their keys) and how many images it sent through a backbone
-    (``extracted``).
+    declare it, and ``pooling`` to the tasks that read pooled vectors (as on ``get result``:
+    one equal to the backbone's own is the same result as none). ``batch_size`` is the
+    extraction batch and changes no id. Each row says how far the sweep is (``done`` of
+    ``total``), which derivations it computed (``computed``: their keys) and how many images
+    it sent through a backbone (``extracted``).
 
     Without ``executor`` the combinations run one after another here, in order. With a
     :class:`vbstore.features.RayExecutor` each one missing from the store is a Ray task (one
@@ -161,13 +165,14 @@ def sweep(
                     input_size=entry.input_size,
                     data_options=data_options,
                     params={k: v for k, v in given.items() if k in task.params},
+                    pooling=task.shape_spec.pooled_input(pooling),
                 )
             except VbstoreError as exc:
                 units.append(Unit(row, None, str(exc)))
                 continue
             units.append(Unit(row, request))
     if executor is not None:
-        yield from sweep_on_ray(executor, store, units)
+        yield from sweep_on_ray(executor, store, units, batch_size)
         return
     for done, unit in enumerate(units, 1):
         row = {**unit.row, "done": done, "total": len(units)}
@@ -176,7 +181,8 @@ def sweep(
             yield row
             continue
         try:
-            result = execute(plan(unit.request, store), progress=progress)
+            result = execute(plan(unit.request, store), progress=progress,
+                             batch_size=batch_size)
             row.update(result_fields(unit.request.probe.task, result))
         except VbstoreError as exc:
             row["error"] = str(exc)
