@@ -112,6 +112,10 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--suite", "suite_ref", default=None,
               help="Compute one result per condition of this suite (slug@version) and record "
                    "the evaluation.")
+@click.option("--notes", default=None, metavar="TEXT",
+              help="Free text to attach to the result (VisBench's --notes): kept in the "
+                   "registry, shown by show, why and export results; no part of the result's "
+                   "id, so a stored result takes it without computing again.")
 @click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
@@ -123,8 +127,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
                    params, finetune_blocks, backbone_lr, head, no_strict, recompute, dry_run,
-                   suite_ref, plugins, data_options, executor, as_json, batch_size, pooling,
-                   **flags) -> None:
+                   suite_ref, notes, plugins, data_options, executor, as_json, batch_size,
+                   pooling, **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -146,7 +150,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
             input_size=input_size, layers=parse_layers(layers), precision=precision,
             data_options=data_options, pooling=pooling, finetune_blocks=finetune_blocks,
-            backbone_lr=backbone_lr)
+            backbone_lr=backbone_lr, notes=notes)
 
     def compute(data, split):
         return execute(plan(request_for(data, split), store), device=device,

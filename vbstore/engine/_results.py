@@ -169,10 +169,16 @@ def execute(
     """
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
-        return _execute(the_plan, device, progress, recompute, executor, lease_timeout,
-                        batch_size)
-    return _replanning(the_plan, lambda p: _execute(p, device, progress, recompute, executor,
-                                                    lease_timeout, batch_size))
+        result = _execute(the_plan, device, progress, recompute, executor, lease_timeout,
+                          batch_size)
+    else:
+        result = _replanning(the_plan, lambda p: _execute(p, device, progress, recompute,
+                                                          executor, lease_timeout, batch_size))
+    request = the_plan.request
+    if isinstance(request, ResultRequest) and request.notes:
+        # the registry's, never the document's: a cached answer takes them too
+        the_plan.store.add_note(result.id, request.notes)
+    return result
 
 
 def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
@@ -509,7 +515,8 @@ def get_result(
     docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
-    the record carries (a result with notes is its own record). ``finetune_blocks=N`` trains
+    attached to the result in the registry (``Store.notes``; no part of its id, so a stored
+    result takes them without computing again). ``finetune_blocks=N`` trains
     the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
     docs/finetune.md), a measurement kept apart from the frozen probe's.
 

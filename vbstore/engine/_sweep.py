@@ -207,16 +207,20 @@ BASE_COLUMNS = [
 ]
 # when, how long and where each result was last computed: the run log (store.last_run), or the
 # record itself for a result stored before it; after the metric columns in csv and jsonl
-RUN_COLUMNS = ["computed_at", "seconds", "device"]
+RUN_COLUMNS = ["computed_at", "seconds", "device", "notes"]
 
 
 def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
-    """``RUN_COLUMNS`` of a stored result (None where nothing says)."""
+    """``RUN_COLUMNS`` of a stored result (None where nothing says); ``notes``: the notes
+    attached to it (``Store.notes``, newest first, joined by ``; ``), or those a document
+    stored before notes left it carries."""
+    notes = "; ".join(store.notes(oid)) or record.notes
     run = store.last_run(oid)
     if run is not None:
-        return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device}
+        return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device,
+                "notes": notes}
     return {"computed_at": None, "seconds": (record.timings or {}).get("total_s"),
-            "device": record.device}
+            "device": record.device, "notes": notes}
 
 
 def utc(when: float) -> str:
