@@ -418,3 +418,17 @@ def test_the_states_the_listing_took_are_those_a_stat_gives(data, tmp_path):
 def make_copy(data, to):
     shutil.copytree(data, to)
     return to
+
+
+def test_a_command_line_with_notes_is_never_answered_here(store_dir, data):
+    """--notes writes the registry (Store.add_note): the full command answers, every time."""
+    from vbstore import Store
+
+    args = args_for(store_dir, data, "--notes", "for the paper")
+    run(args)
+    settled()
+    assert [run(args)[2], run(args)[2]] == ["full", "full"]
+    assert answers(store_dir) == []
+    with Store(store_dir) as store:
+        (oid,) = [o.id for o in store.ls("result")]
+        assert store.notes(oid) == ["for the paper"]

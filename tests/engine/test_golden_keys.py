@@ -115,15 +115,17 @@ def test_result_keys_of_the_bumped_defaults():
         assert derivation_key(spec) == key, name
 
 
-def test_notes_and_a_named_pooling_enter_the_key_only_when_given():
+def test_a_named_pooling_enters_the_key_only_when_given_and_notes_never():
+    """Notes are the registry's (Store.add_note): the key and the document hold only what was
+    computed and from what."""
+    import inspect
+
     knn = get_task("knn")
     params = knn.resolve_params({"k": 3})
-    plain = result_spec(knn, params, A, B, C, None, [0], EXT, True,
-                        pooling_requested=None, notes=None)
+    plain = result_spec(knn, params, A, B, C, None, [0], EXT, True, pooling_requested=None)
     assert derivation_key(plain) == (  # test_result_keys' key: unchanged
         "6b99d1dff944592c07a08166f1d9ea09fda87b5dcca551e645cc007a18012c5f"
     )
-    noted = result_spec(knn, params, A, B, C, None, [0], EXT, True, notes="x")
-    assert derivation_key(noted) == (
-        "85e4dce660207b74145b225d5277d8513165f8dd34a08566495dd7dc00904fc7"
-    )
+    named = result_spec(knn, params, A, B, C, None, [0], EXT, True, pooling_requested="mean")
+    assert derivation_key(named) != derivation_key(plain)
+    assert "notes" not in inspect.signature(result_spec).parameters

@@ -34,10 +34,14 @@ def test_a_named_source_names_itself_and_its_options():
     assert DataRef("sklearn:digits").described() == ("sklearn:digits", {})
 
 
-def test_notes_and_a_named_pooling_are_recorded_and_make_their_own_result(tmp_path):
+def test_notes_go_to_the_registry_and_a_named_pooling_makes_its_own_result(tmp_path):
+    """Notes are no part of what was computed: the same computation with notes is the same
+    result (answered from the store, nothing computed again), and the notes are the registry's,
+    newest first, deleted with the result by gc."""
     from vbstore.data import make_shapes
 
     folder = str(make_shapes(tmp_path / "s", per_class=2, seed=0, size=32))
+    store = vbstore.Store()
 
     def request(**kw):
         notes = kw.pop("notes", None)
@@ -45,13 +49,19 @@ def test_notes_and_a_named_pooling_are_recorded_and_make_their_own_result(tmp_pa
                              ProbeRequest("retrieval"), DataRef(folder, split="val"),
                              notes=notes)
 
-    plain = get(request(), progress=False)
-    noted = get(request(notes="rerun for the paper"), progress=False)
-    assert noted.record.notes == "rerun for the paper"
-    assert noted.id != plain.id  # its own record, not the plain one's
-    assert not noted.from_cache
-    assert noted.record.metrics == plain.record.metrics  # the same computation
-    assert get(request(notes="rerun for the paper"), progress=False).from_cache
+    plain = get(request(), store=store, progress=False)
+    assert store.notes(plain.id) == []
+    noted = get(request(notes="rerun for the paper"), store=store, progress=False)
+    assert (noted.id, noted.from_cache) == (plain.id, True)  # the same computation, stored
+    assert noted.record.notes is None  # the document holds no notes
+    assert store.notes(plain.id) == ["rerun for the paper"]
+    get(request(notes="second look"), store=store, progress=False)
+    get(request(notes="  "), store=store, progress=False)  # empty notes say nothing
+    assert store.notes(plain.id) == ["second look", "rerun for the paper"]
+    from vbstore.engine import run_fields
+
+    assert run_fields(store, plain.id, plain.record)["notes"] == (
+        "second look; rerun for the paper")
     other = "mean" if plain.record.extractor["pooling"] != "mean" else "gap"
     named = get(request(pooling=other), progress=False)
     assert named.record.pooling_requested == named.record.extractor["pooling"] == other
@@ -77,8 +87,8 @@ def test_a_pooling_equal_to_the_backbone_default_is_the_same_result(tmp_path):
 
 
 def test_a_record_filed_under_other_notes_or_pooling_does_not_answer():
-    """The answer check (records/answer.py) compares the notes and the named pooling a key
-    holds with what the record says."""
+    """The answer check (records/answer.py) compares the notes (a key made before notes left
+    it) and the named pooling a key holds with what the record says."""
     from vbstore.records import StoreReader, answer_differences
 
     doc = {"kind": "result", "op_version": 1, "notes": "first", "pooling_requested": "cls"}

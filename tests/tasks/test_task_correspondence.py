@@ -145,3 +145,172 @@ def test_keypoint_pck_against_a_hand_computation():
     assert metrics["num_keypoints"] == 3.0
     assert metrics["pck@0.1"] == pytest.approx(2 / 3)
     assert metrics["pck@0.05"] == pytest.approx(2 / 3)
+
+
+# units and thresholds (VisBench's --units, --thresholds)
+
+def test_patch_units_measure_errors_in_patch_widths():
+    """The half-patch offset of the test above: every error is 4 px, half an 8 px patch."""
+    a = torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(1))
+    metrics = get_task("correspondence").evaluate_views(
+        pairs_of(a, shifted(a, 1), translation(1.5 * PATCH, 0)), {"units": "patch"})
+    # VisBench's names: thresholds 0.5 1 2 4 patch widths, suffix p
+    assert [k for k in metrics if k.startswith("recall@")] == [
+        "recall@0.5p", "recall@1p", "recall@2p", "recall@4p"]
+    for prefix in ("", "ceiling_"):
+        assert metrics[f"{prefix}recall@0.5p"] == 1.0  # 4 / 8 = 0.5, within 0.5 inclusive
+        assert metrics[f"{prefix}auc@4p"] == pytest.approx(1 - 0.5 / 4)
+    shown = get_task("correspondence").evaluate_views(
+        pairs_of(a, shifted(a, 1), translation(1.5 * PATCH, 0)),
+        {"units": "patch", "thresholds": "0.25,0.75"})
+    assert shown["recall@0.25p"] == 0.0
+    assert shown["recall@0.75p"] == 1.0
+    assert shown["auc@0.75p"] == pytest.approx(1 - 0.5 / 0.75)
+
+
+def test_a_patch_is_measured_in_the_original_image_s_pixels():
+    """A 64 px image the backbone sees at 32 px: a grid cell (8 input px) is 16 px of the
+    image. A shift of 1.5 cells (24 px) leaves each match 8 px, half a patch, off."""
+    size = 64
+
+    def halved(width, height):
+        return (width // 2, height // 2), None
+
+    a = torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(1))
+    pairs = WarpPairs(TensorSplit([a], torch.zeros(1, 3, 32, 32), target_kind="image"),
+                      TensorSplit([shifted(a, 1)], torch.zeros(1, 3, 32, 32), target_kind="image"),
+                      np.stack([translation(24.0, 0)]), np.array([[size, size]]), halved, 32)
+    task = get_task("correspondence")
+    pixels = task.evaluate_views(pairs)
+    assert (pixels["recall@5px"], pixels["recall@10px"]) == (0.0, 1.0)  # 8 px
+    patches = task.evaluate_views(pairs, {"units": "patch", "thresholds": "0.4,0.5"})
+    assert (patches["recall@0.4p"], patches["recall@0.5p"]) == (0.0, 1.0)  # 8 / 16 = 0.5
+
+
+def test_thresholds_name_the_metrics_and_the_headline():
+    a = torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(1))
+    task = get_task("correspondence")
+    params = {"thresholds": "4.5 3"}
+    metrics = task.evaluate_views(pairs_of(a, shifted(a, 1), translation(1.5 * PATCH, 0)), params)
+    assert list(metrics) == ["recall@3px", "recall@4.5px", "auc@4.5px", "ceiling_recall@3px",
+                             "ceiling_recall@4.5px", "ceiling_auc@4.5px", "num_matches"]
+    assert (metrics["recall@3px"], metrics["recall@4.5px"]) == (0.0, 1.0)  # every error 4 px
+    assert metrics["auc@4.5px"] == pytest.approx(1 - 4 / 4.5)
+    assert task.headline_for(task.resolve_params(params)) == "recall@3px"
+    assert task.headline_for({"units": "patch"}) == "recall@0.5p"
+    # the defaults: the declared metrics and headline, unchanged
+    assert task.metrics_for({}) == task.metrics
+    assert task.headline_for({}) == task.headline == "recall@1px"
+
+
+def test_recall_at_any_threshold_against_a_hand_computation():
+    errors = np.array([0.25, 0.5, 0.75, 3.0, np.nan])
+    out = recall_auc(errors, (0.5, 2.0), "p")
+    assert out == pytest.approx({"recall@0.5p": 2 / 5, "recall@2p": 3 / 5,
+                                 "auc@2p": (0.875 + 0.75 + 0.625) / 5})
+
+
+@pytest.mark.parametrize(("given", "canonical"), [
+    ("1,2,5,10", ""), ("10 5 2 1", ""), ([1, 2, 5, 10.0], ""), ("3", "3"), (3, "3"),
+    ("0.5, 7", "0.5,7"), ([2.5, 1], "1,2.5"), ("1e-1", "0.1"), ("", "")])
+def test_thresholds_have_one_canonical_form(given, canonical):
+    """The unit's defaults, however written, are the same question as none (the same id)."""
+    task = get_task("correspondence")
+    params = task.resolve_params({"thresholds": given})
+    assert params["thresholds"] == canonical
+    assert ("thresholds" in task.keyed_params(params)) == bool(canonical)
+    assert task.resolve_params({"units": "patch", "thresholds": "4 2 1 0.5"})["thresholds"] == ""
+    assert task.resolve_params({"units": "patch", "thresholds": "1,2,5,10"})["thresholds"] \
+        == "1,2,5,10"
+
+
+def test_keys_leave_units_and_thresholds_out_at_their_defaults():
+    task = get_task("correspondence")
+    keyed = task.keyed_params(task.resolve_params({"units": "pixel", "thresholds": "1 2 5 10"}))
+    assert keyed == {"max_matches": 1000, "max_warp": 0.2, "mutual": False, "ratio": 0.9,
+                     "warp_seed": 0}
+    assert task.keyed_params(task.resolve_params({"units": "patch"}))["units"] == "patch"
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "a", "1,1", "nan", "inf", " , ", "1,,x", "1.0000001",
+                                 [], [True], None])
+def test_bad_thresholds_are_refused_in_one_line(bad):
+    from vbstore.errors import UsageError
+
+    task = get_task("correspondence")
+    with pytest.raises(UsageError) as err:
+        task.resolve_params({"thresholds": bad})
+    assert "\n" not in str(err.value)
+    assert "threshold" in str(err.value)
+
+
+def test_units_must_be_pixel_or_patch():
+    from vbstore.errors import UsageError
+
+    with pytest.raises(UsageError, match="'pixel', 'patch'"):
+        get_task("correspondence").resolve_params({"units": "inch"})
+
+
+_PEER = """
+import json, sys, torch
+from visbench.metrics.correspondence import correspondence_recall, error_auc
+from visbench.tasks.mid_level.correspondence import patch_spacing
+errors, thresholds, unit = json.loads(sys.stdin.read())
+e = torch.tensor(errors, dtype=torch.float64)
+print(json.dumps({"recall": correspondence_recall(e, thresholds, unit=unit),
+                  "auc": error_auc(e, thresholds, unit=unit),
+                  "spacing": [patch_spacing((4, 4), (32, 32)), patch_spacing((4, 2), (32, 32))]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def visbench_site(tmp_path_factory):
+    """A folder holding VisBench 0.27.0: ``VBSTORE_CONFORMANCE_PEERS``, or installed here."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
+    if given:
+        return Path(given)
+    target = tmp_path_factory.mktemp("visbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "--target", str(target), "visbench==0.27.0"],
+                   check=True)
+    return target
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("thresholds", "unit"), [((1, 2, 5, 10), "px"), ((0.5, 1, 2, 4), "p"),
+                                                  ((0.25, 3, 7.5), "px")])
+def test_recall_names_and_values_are_visbenchs(visbench_site, thresholds, unit):
+    """VisBench's own metric functions, run in their own process on the same errors: the same
+    recall names and numbers to the last digit, the same patch spacing; its AUC interpolates
+    the recall curve linearly where vbstore's steps, and the two differ by exactly
+    ``e_k / (2 n T)`` (``e_k`` the largest error within ``T``, ``n`` the matches: below 1 / 2n).
+    Its recall is a float32 mean: equal to 1e-7."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from vbstore.tasks._matching import patch_spacing
+
+    errors = np.random.default_rng(0).gamma(2.0, 2.0, 500)
+    peer = subprocess.run(
+        [sys.executable, "-c", _PEER], input=json.dumps([errors.tolist(), thresholds, unit]),
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(visbench_site)})
+    theirs = json.loads(peer.stdout)
+    ours = recall_auc(errors, tuple(float(t) for t in thresholds), unit)
+    recall = {k: v for k, v in ours.items() if k.startswith("recall@")}
+    assert list(recall) == list(theirs["recall"])
+    assert recall == pytest.approx(theirs["recall"], abs=1e-7)  # VisBench means in float32
+    top = max(thresholds)
+    name = f"auc@{top:g}{unit}"
+    largest = errors[errors <= top].max()
+    assert ours[name] == pytest.approx(theirs["auc"][name] - largest / (2 * len(errors) * top),
+                                       abs=1e-7)
+    assert theirs["spacing"] == [patch_spacing((4, 4), 32, (32, 32), identity_geometry),
+                                 patch_spacing((4, 2), 32, (32, 32), identity_geometry)]

@@ -38,9 +38,9 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
 
-def _headline(task: str) -> str | None:
+def _headline(task: str, params: dict[str, Any]) -> str | None:
     try:
-        return get_task(task).headline
+        return get_task(task).headline_for(params)
     except VbstoreError:  # a task no longer registered: its record still shows
         return None
 
@@ -55,7 +55,7 @@ def _level(task: str) -> str | None:
 def _result_row(store, info) -> tuple:
     record = ResultRecord.from_dict(store.read_json(info.id))
     evaluation = record.eval_data
-    metric = _headline(record.task)
+    metric = _headline(record.task, record.params)
     run = run_fields(store, info.id, record)
     return (info.id, record.task, record.level or _level(record.task), record.spec or None,
             record.weights_kind, (record.extractor or {}).get("input_size"),

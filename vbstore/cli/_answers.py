@@ -11,7 +11,8 @@ the :class:`Pending` key through click's context object.
 
 Nothing is recorded for a read-only store, for ``--head``, ``--suite``, ``--recompute`` or
 ``--dry-run`` (the command does not ask), or when the printed answer is not what the stored
-document would print.
+document would print; a command line with ``--notes`` is never answered here (the full command
+attaches the notes in the registry).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def answer(args: list[str]) -> Pending | bool:
     """
     started, started_ns = time.perf_counter(), time.time_ns()
     root = _store_root(args)
-    if root is None:
-        return False
+    if root is None or any(a == "--notes" or a.startswith("--notes=") for a in args):
+        return False  # notes are written to the registry: the full command attaches them
     try:
         pending = Pending(answer_key(args), started_ns)  # OSError: a working directory removed
         found = cache.lookup(root, pending.key)
@@ -147,11 +148,13 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
     if inputs is None or result.as_dict() != stored_answer(
             result.id, store.read_json(result.id), run, result.seconds, result.recorded):
         return
+    record = result.record
     store.record_answer(pending.key, result.id, started_ns=pending.started_ns,
                         folders=inputs.folders, samples=inputs.samples, used=inputs.used,
                         files=inputs.files,
-                        extra={"metric_order": metric_order(result.record.task), "json": as_json,
-                               "origin": result.origin, "recorded": result.recorded})
+                        extra={"metric_order": metric_order(record.task, record.params),
+                               "json": as_json, "origin": result.origin,
+                               "recorded": result.recorded})
 
 
 def watch(store, pending: Pending | None) -> None:

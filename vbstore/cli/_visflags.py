@@ -31,6 +31,11 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "fewshot-k": ("fewshot_k", click.IntRange(min=-1),
                   "linear_probe: training samples per class, -1 every one (CLIP_benchmark's "
                   "--fewshot_k; -p fewshot_k)."),
+    "units": ("units", click.Choice(("pixel", "patch")),
+              "correspondence: unit of the errors and thresholds (-p units)."),
+    "thresholds": ("thresholds", click.STRING,
+                   "correspondence: error thresholds, e.g. 1,2,5,10; they name the metrics "
+                   "(-p thresholds)."),
 }
 POOLINGS = ("cls", "mean", "gap")
 
@@ -89,9 +94,8 @@ def merge(task_name: str, given: dict[str, Any], flags: dict[str, Any]) -> dict[
             valid = ", ".join(sorted(task.params)) or "none"
             raise UsageError(f"{flag} does not apply to task {task_name!r} (its parameters: "
                              f"{valid})", hint=f"drop {flag}")
-        spec = task.params[name]
-        if name in out and (spec.normalise(task_name, name, out[name])
-                            != spec.normalise(task_name, name, value)):
+        if name in out and (task.resolve_params({name: out[name]})[name]
+                            != task.resolve_params({name: value})[name]):
             raise UsageError(f"{flag} {value} and -p {name}={out[name]} disagree",
                              hint=f"give {name} once: the flag or -p")
         out[name] = value

@@ -9,7 +9,7 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._resulttext import result_lines
-from ._visflags import flag_params, merge, probe_flag_options
+from ._visflags import POOLINGS, flag_params, merge, probe_flag_options
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -116,6 +116,10 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--suite", "suite_ref", default=None,
               help="Compute one result per condition of this suite (slug@version) and record "
                    "the evaluation.")
+@click.option("--notes", default=None, metavar="TEXT",
+              help="Free text to attach to the result (VisBench's --notes): kept in the "
+                   "registry, shown by show, why and export results; no part of the result's "
+                   "id, so a stored result takes it without computing again.")
 @click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
@@ -127,9 +131,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
                    params, finetune_blocks, backbone_lr, language, head, no_strict, recompute,
-                   dry_run,
-                   suite_ref, plugins, data_options, executor, as_json, batch_size, pooling,
-                   **flags) -> None:
+                   dry_run, suite_ref, notes, plugins, data_options, executor, as_json,
+                   batch_size, pooling, **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -151,7 +154,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
             input_size=input_size, layers=parse_layers(layers), precision=precision,
             data_options=data_options, pooling=pooling, finetune_blocks=finetune_blocks,
-            backbone_lr=backbone_lr, language=language)
+            backbone_lr=backbone_lr, language=language, notes=notes)
 
     def compute(data, split):
         return execute(plan(request_for(data, split), store), device=device,
@@ -189,7 +192,7 @@ def print_result(result) -> None:
 
     record = result.record
     lines = result_lines(record.to_dict(), result.id, result.origin, result.seconds,
-                         metric_order(record.task),
+                         metric_order(record.task, record.params),
                          # per feature set below instead of one line for all
                          from_cache=result.from_cache or bool(result.features),
                          reproduced=result.reproduced)
@@ -275,13 +278,19 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
 @click.option("--backbone-lr", type=float, default=None,
               help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
+@click.option("--pooling", type=click.Choice(POOLINGS), default=None,
+              help="Pooled vector a pooled task trains on (default: the backbone's own; the "
+                   "same head as leaving it out when equal).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Images per forward pass (extraction; changes no id). The head's batch is "
+                   "-p batch_size.")
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                  task, train_data, train_split, train_limit, seed, params, finetune_blocks,
-                 backbone_lr, tag_name, data_options, executor, as_json):
+                 backbone_lr, tag_name, pooling, batch_size, data_options, executor, as_json):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
@@ -291,7 +300,8 @@ def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, pr
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=progress_for(executor, as_json),
                       data_options=data_options, executor=executor, params=parse_params(params),
-                      finetune_blocks=finetune_blocks, backbone_lr=backbone_lr)
+                      finetune_blocks=finetune_blocks, backbone_lr=backbone_lr, pooling=pooling,
+                      batch_size=batch_size)
     if tag_name:
         store.tag(tag_name, result.id)
 

@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
+from ._visflags import POOLINGS
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -171,6 +172,11 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @click.option("--model-type", default=None,
               help="CLIP_benchmark's --model_type: read the file's MODEL,PRETRAINED lines as "
               "models of this registered type (default open_clip).")
+@click.option("--pooling", type=click.Choice(POOLINGS), default=None,
+              help="Pooled vector the pooled tasks read (default: each backbone's own; dense "
+                   "tasks read their maps), as on get result.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Images per forward pass (extraction; changes no id).")
 # get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
 @click.option("--weights", "line_weights", default=None, hidden=True)
 @click.option("--backbone-seed", "line_seed", default=None, hidden=True)
@@ -181,7 +187,8 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @with_store
 def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, train_split, limit,
           train_limit,
-          seed, params, fewshot_k, language, model_type, line_weights, line_seed, line_size,
+          seed, params, fewshot_k, language, model_type, pooling, batch_size, line_weights,
+          line_seed, line_size,
           data_options, executor, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
@@ -224,7 +231,8 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
         entries, [t.strip() for t in tasks.split(",") if t.strip()], evaluated, trained,
         params=given, store=store, split=split, train_split=train_split,
         limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
-        data_options=data_options, executor=executor, language=language))
+        data_options=data_options, executor=executor, language=language, pooling=pooling,
+        batch_size=batch_size))
     for row in grid:
         rows.append(row)
         failures += "error" in row

@@ -30,7 +30,7 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "min_votes",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
-             "finetune_blocks", "backbone_lr"}
+             "finetune_blocks", "backbone_lr", "notes"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -66,8 +66,11 @@ def _agree(task: Task, name: str, given: dict, flag_value) -> None:
     """Refuse a flag and ``-p`` that set one parameter to different values (neither wins)."""
     if name not in given:
         return
-    spec = task.params[name]
-    if spec.normalise(task.name, name, given[name]) != spec.normalise(task.name, name, flag_value):
+
+    def value(given_value):  # as the task resolves it: "1 2" and "1,2" are one threshold list
+        return task.resolve_params({name: given_value})[name]
+
+    if value(given[name]) != value(flag_value):
         raise UsageError(
             f"{f'-{name}' if len(name) == 1 else _flag(name)} {flag_value} and "
             f"-p {name}={given[name]} disagree",
@@ -94,7 +97,7 @@ def _command(task: Task) -> click.Command:
             backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
             layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options,
             pooling=kw.get("pooling"), finetune_blocks=kw.get("finetune_blocks", 0),
-            backbone_lr=kw.get("backbone_lr"), language=language)
+            backbone_lr=kw.get("backbone_lr"), language=language, notes=kw["notes"])
         the_plan = plan(request, store, dry_run=kw["dry_run"])
         if kw["dry_run"]:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
@@ -120,6 +123,9 @@ def _command(task: Task) -> click.Command:
         click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
                      help="A task parameter as KEY=VALUE (for scripts; same as the flags)."),
         click.option("--dry-run", is_flag=True, help="Print the plan and compute nothing."),
+        click.option("--notes", default=None, metavar="TEXT",
+                     help="Free text to attach to the result (kept in the registry; no part "
+                          "of its id)."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
                      help="Images per forward pass (extraction; changes no id)."
                           + (" The head's batch is --train-batch-size."

@@ -121,6 +121,9 @@ def show(store, ref: str, as_json: bool, task: str | None, data_options: dict[st
     runs = store.runs(oid)
     if runs:  # when, where and how long it was computed: the run log, not the content
         data["runs"] = [run.as_dict() for run in runs]
+    notes = store.notes(oid)
+    if notes:  # what a user attached to it (--notes): the registry's, not the content
+        data["notes"] = notes
     if data["present"]:
         if encoding(info["kind"]) == "json":
             data["content"] = store.read_json(oid)
@@ -147,6 +150,8 @@ def show(store, ref: str, as_json: bool, task: str | None, data_options: dict[st
             click.echo(f"ref: {name}")
         for run in runs:
             click.echo(f"computed {run_line(run)}")
+        for text_ in notes:
+            click.echo(f"notes: {text_}")
         for edge in data["inputs"]:
             click.echo(f"input {edge['role']}: {edge['id'][:12]}")
         if "content" in data:

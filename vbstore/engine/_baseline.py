@@ -63,9 +63,10 @@ def baseline_fields(plan, found: Baseline | str | None, metrics: dict[str, Any],
             out["baseline"] = {"skipped": found}
         return out
     task = plan.task
-    headline = task.headline
+    headline = task.headline_for(plan.task_params)
     value, base = float(metrics[headline]), float(found.metrics[headline])
-    lower = next(m.direction for m in task.metrics if m.name == headline) == "lower"
+    lower = next(m.direction for m in task.metrics_for(plan.task_params)
+                 if m.name == headline) == "lower"
     beaten = value < base if lower else value > base
     field = {"predictor": found.predictor, "metrics": found.metrics, "headline": headline,
              "value": base, "margin": value - base, "beaten": beaten}

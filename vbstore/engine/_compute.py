@@ -321,7 +321,6 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         extra={"kind": "result"},  # as the store writes it: the record returned is the one stored
         schema_version=RESULT_SCHEMA_VERSION, dataset=dataset, dataset_params=dataset_params,
         pooling_requested=named_pooling(plan.task, request, plan.backbone) or "default",
-        notes=request.notes,
         finetune=plan.finetune,
     )
 

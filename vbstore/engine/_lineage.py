@@ -164,6 +164,9 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
     run = store.last_run(oid) if kind == "result" else None
     if run is not None:  # when, where and how long: the run log
         node["run"] = run.as_dict()
+    notes = store.notes(oid) if kind == "result" else []
+    if notes:  # what a user attached to it: the registry's, not the content
+        node["notes"] = notes
     if oid in seen:
         node["repeated"] = True
         return node

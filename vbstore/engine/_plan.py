@@ -229,14 +229,14 @@ def result_spec(
     finetune: dict[str, Any] | None = None,
     *,
     pooling_requested: str | None = None,
-    notes: str | None = None,
 ) -> dict[str, Any]:
     """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
 
     ``pooling_requested`` (a pooling the request named other than the one the task reads without
-    it: see :func:`named_pooling`), ``notes`` and
+    it: see :func:`named_pooling`) and
     ``finetune`` join the key only when given, so the keys of requests without them (a frozen
-    probe's among them) are as they were: the record carries them, and one key has one record."""
+    probe's among them) are as they were: the record carries them, and one key has one record.
+    A request's notes are no part of it: they are the registry's (``Store.add_note``)."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -255,7 +255,6 @@ def result_spec(
             "record_version": RECORD_VERSION,
             **({"strict": strict} if head else {}),
             **({"pooling_requested": pooling_requested} if pooling_requested else {}),
-            **({"notes": notes} if notes else {}),
             # the fine-tuning recipe's version: a result made under another is not this one
             **({"finetune": finetune, "finetune_op_version": FINETUNE_OP_VERSION}
                if finetune else {}),
@@ -271,7 +270,7 @@ def _request_spec(task: Task, task_params: dict[str, Any], request: ResultReques
     return result_spec(task, task_params, ref.id, eval_id, train_id, head,
                        request.probe.seed_list, extractor_for(task, request, ref),
                        request.probe.strict, finetune,
-                       pooling_requested=named_pooling(task, request, ref), notes=request.notes)
+                       pooling_requested=named_pooling(task, request, ref))
 
 
 def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],

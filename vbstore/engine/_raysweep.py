@@ -42,7 +42,8 @@ class Unit:
 def result_fields(task: str, result: Result) -> dict[str, Any]:
     """What a sweep row says about a result."""
     return {"id": result.id, "from_cache": result.from_cache,
-            "metrics": ordered_metrics(task, result.metrics), "computed": list(result.computed),
+            "metrics": ordered_metrics(task, result.metrics, result.record.params),
+            "computed": list(result.computed),
             "extracted": result.extracted}
 
 
@@ -55,11 +56,12 @@ def machine() -> str:
     return f"{socket.gethostname()}/{boot}"
 
 
-def run_unit(root: str, request: ResultRequest, wait: bool, driver: str | None = None
-             ) -> dict[str, Any]:
-    """One unit on a Ray worker; ``{"busy": True}`` when another process computes its result
-    and ``wait`` is False. ``driver`` is the driver's :func:`machine`: the registry (SQLite in
-    WAL mode) and the leases (``flock``) hold only among processes of one kernel."""
+def run_unit(root: str, request: ResultRequest, wait: bool, driver: str | None = None,
+             batch_size: int = 32) -> dict[str, Any]:
+    """One unit on a Ray worker (``batch_size`` images per forward pass); ``{"busy": True}``
+    when another process computes its result and ``wait`` is False. ``driver`` is the
+    driver's :func:`machine`: the registry (SQLite in WAL mode) and the leases (``flock``)
+    hold only among processes of one kernel."""
     if driver is not None and machine() != driver:
         return {"error": f"the Ray worker on {socket.gethostname()} is not on the store's "
                          f"machine ({driver.split('/')[0]}); a sweep's units run where its "
@@ -72,7 +74,7 @@ def run_unit(root: str, request: ResultRequest, wait: bool, driver: str | None =
     with Store(root) as store:
         try:
             result = execute(plan(request, store), progress=False,
-                             lease_timeout=None if wait else 0)
+                             lease_timeout=None if wait else 0, batch_size=batch_size)
         except LeaseTimeout:
             return {"busy": True}
         except VbstoreError as exc:
@@ -80,8 +82,10 @@ def run_unit(root: str, request: ResultRequest, wait: bool, driver: str | None =
     return result_fields(request.probe.task, result)
 
 
-def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict[str, Any]]:
-    """Yield one row per unit as it finishes (stored results first), with ``done``/``total``.
+def sweep_on_ray(executor, store: Store, units: Sequence[Unit], batch_size: int = 32
+                 ) -> Iterator[dict[str, Any]]:
+    """Yield one row per unit as it finishes (stored results first), with ``done``/``total``;
+    each computed on a worker with ``batch_size`` images per forward pass.
 
     ``executor.workers`` caps the units running at once (default: all queued, Ray schedules
     them on the resources free). On Ctrl-C (or any error) the unfinished tasks are cancelled,
@@ -127,7 +131,7 @@ def sweep_on_ray(executor, store: Store, units: Sequence[Unit]) -> Iterator[dict
         while queue or running:
             while queue and len(running) < (executor.workers or len(todo)):
                 row, request, wait = queue.pop()
-                running[task.remote(root, request, wait, here)] = (row, request)
+                running[task.remote(root, request, wait, here, batch_size)] = (row, request)
             ready, _ = ray.wait(list(running), num_returns=1)
             row, request = running.pop(ready[0])
             try:

@@ -266,8 +266,9 @@ class ResultRequest:
         probe: The probe request.
         data: The evaluation split.
         train: The training split (tasks that fit a head, unless ``probe.head`` is given).
-        notes: Free text the record carries (VisBench's ``notes``); a result with notes is
-            another record than one without, so its key names them.
+        notes: Free text attached to the result (VisBench's ``notes``): a row of the
+            registry (``Store.notes``), never part of the result's document or key, so the same
+            computation with other notes is the same result, answered from the store.
     """
 
     backbone: BackboneRequest

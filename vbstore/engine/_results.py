@@ -170,10 +170,16 @@ def execute(
     """
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
-        return _execute(the_plan, device, progress, recompute, executor, lease_timeout,
-                        batch_size)
-    return _replanning(the_plan, lambda p: _execute(p, device, progress, recompute, executor,
-                                                    lease_timeout, batch_size))
+        result = _execute(the_plan, device, progress, recompute, executor, lease_timeout,
+                          batch_size)
+    else:
+        result = _replanning(the_plan, lambda p: _execute(p, device, progress, recompute,
+                                                          executor, lease_timeout, batch_size))
+    request = the_plan.request
+    if isinstance(request, ResultRequest) and request.notes:
+        # the registry's, never the document's: a cached answer takes them too
+        the_plan.store.add_note(result.id, request.notes)
+    return result
 
 
 def _replanning(the_plan: Plan, attempt: Callable[[Plan], _T]) -> _T:
@@ -516,7 +522,8 @@ def get_result(
     docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
-    the record carries (a result with notes is its own record). ``finetune_blocks=N`` trains
+    attached to the result in the registry (``Store.notes``; no part of its id, so a stored
+    result takes them without computing again). ``finetune_blocks=N`` trains
     the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
     docs/finetune.md), a measurement kept apart from the frozen probe's. ``language``:
     CLIP_benchmark's ``--language``, of ``cb:`` data and of a zero-shot task's prompts.
@@ -585,22 +592,27 @@ def get_head(
     executor: Any = None,
     finetune_blocks: int = 0,
     backbone_lr: float | None = None,
+    pooling: str | None = None,
+    batch_size: int = 32,
 ) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
     or trained now (with ``finetune_blocks``, trained with the backbone's last blocks, its
-    record naming the fine-tuned weights).
+    record naming the fine-tuned weights). ``pooling`` and ``batch_size`` mean what they mean
+    for :func:`get_result`: a pooling equal to the one the task reads without it is the same
+    head, and the extraction batch changes no id.
 
     Raises:
         UsageError: the task is zero-shot (it has no head).
     """
     request = HeadRequest(
         BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
-                        layers=layers_arg(layers), precision=precision),
+                        layers=layers_arg(layers), precision=precision, pooling=pooling),
         ProbeRequest(task, params=params or {}, seed=seed, finetune_blocks=finetune_blocks,
                      backbone_lr=backbone_lr),
         DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
     )
-    return get(request, store=store, device=device, progress=progress, executor=executor)
+    return get(request, store=store, device=device, progress=progress, executor=executor,
+               batch_size=batch_size)
 
 
 def execute_head(the_plan: Plan, *, device: str | None = None,

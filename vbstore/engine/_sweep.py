@@ -111,13 +111,17 @@ def sweep(
     data_options: Mapping[str, Any] | None = None,
     executor: Any = None,
     language: str | None = None,
+    pooling: str | None = None,
+    batch_size: int = 32,
 ) -> Iterator[dict[str, Any]]:
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
     Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
-    declare it. Each row says how far the sweep is (``done`` of ``total``), which derivations
-    it computed (``computed``: their keys) and how many images it sent through a backbone
-    (``extracted``).
+    declare it, and ``pooling`` to the tasks that read pooled vectors (as on ``get result``:
+    one equal to the backbone's own is the same result as none). ``batch_size`` is the
+    extraction batch and changes no id. Each row says how far the sweep is (``done`` of
+    ``total``), which derivations it computed (``computed``: their keys) and how many images
+    it sent through a backbone (``extracted``).
 
     Without ``executor`` the combinations run one after another here, in order. With a
     :class:`vbstore.features.RayExecutor` each one missing from the store is a Ray task (one
@@ -169,13 +173,14 @@ def sweep(
                     data_options=data_options,
                     params={k: v for k, v in given.items() if k in task.params},
                     language=language if applies(task, data, takes(train_data)) else None,
+                    pooling=task.shape_spec.pooled_input(pooling),
                 )
             except VbstoreError as exc:
                 units.append(Unit(row, None, str(exc)))
                 continue
             units.append(Unit(row, request))
     if executor is not None:
-        yield from sweep_on_ray(executor, store, units)
+        yield from sweep_on_ray(executor, store, units, batch_size)
         return
     for done, unit in enumerate(units, 1):
         row = {**unit.row, "done": done, "total": len(units)}
@@ -184,7 +189,8 @@ def sweep(
             yield row
             continue
         try:
-            result = execute(plan(unit.request, store), progress=progress)
+            result = execute(plan(unit.request, store), progress=progress,
+                             batch_size=batch_size)
             row.update(result_fields(unit.request.probe.task, result))
         except VbstoreError as exc:
             row["error"] = str(exc)
@@ -209,16 +215,20 @@ BASE_COLUMNS = [
 ]
 # when, how long and where each result was last computed: the run log (store.last_run), or the
 # record itself for a result stored before it; after the metric columns in csv and jsonl
-RUN_COLUMNS = ["computed_at", "seconds", "device"]
+RUN_COLUMNS = ["computed_at", "seconds", "device", "notes"]
 
 
 def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
-    """``RUN_COLUMNS`` of a stored result (None where nothing says)."""
+    """``RUN_COLUMNS`` of a stored result (None where nothing says); ``notes``: the notes
+    attached to it (``Store.notes``, newest first, joined by ``; ``), or those a document
+    stored before notes left it carries."""
+    notes = "; ".join(store.notes(oid)) or record.notes
     run = store.last_run(oid)
     if run is not None:
-        return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device}
+        return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device,
+                "notes": notes}
     return {"computed_at": None, "seconds": (record.timings or {}).get("total_s"),
-            "device": record.device}
+            "device": record.device, "notes": notes}
 
 
 def utc(when: float) -> str:
@@ -279,7 +289,7 @@ def result_rows(
         }
         baseline = record.baseline or {}
         row["baseline"] = baseline.get("value")  # the headline's trivial predictor
-        metrics = ordered_metrics(record.task, record.metrics)
+        metrics = ordered_metrics(record.task, record.metrics, record.params)
         row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         row.update(run_fields(store, info.id, record))
         row.update(_spread(record))

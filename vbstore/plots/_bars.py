@@ -118,7 +118,8 @@ def backbone_bars(store, backbone: str, data: str | None = None) -> list[Bar]:
     by_task: dict[str, list[Bar]] = {}
     for oid, record in _one_dataset(mine, data, f"backbone {backbone}"):
         task = get_task(record.task)
-        bar = _bar(oid, record, task.headline, f"{task.name}\n{task.headline}", task.level)
+        headline = task.headline_for(record.params)
+        bar = _bar(oid, record, headline, f"{task.name}\n{headline}", task.level)
         if bar is not None:
             by_task.setdefault(task.name, []).append(bar)
     bars = [_best(group) for group in by_task.values()]

@@ -85,7 +85,9 @@ class ResultRecord(Record):
         pooling_requested: The pooling the request named (``default``: the task's choice,
             resolved per backbone in ``extractor.pooling``, also when the request named that
             one), as VisBench records it.
-        notes: Free text given with the request.
+        notes: Free text given with the request, in documents written while notes were keyed
+            (before registry migration 9); vbstore keeps notes in the registry now
+            (``Store.notes``), so it writes none.
         finetune: ``{"blocks", "backbone_lr"}`` when the backbone's last blocks were trained
             with the head (docs/finetune.md); absent: a frozen probe. The two are different
             measurements and never ranked together.
@@ -168,6 +170,6 @@ class ResultRecord(Record):
 
         shown = ", ".join(
             f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}=…"
-            for k, v in list(ordered_metrics(self.task, self.metrics).items())[:count]
+            for k, v in list(ordered_metrics(self.task, self.metrics, self.params).items())[:count]
         )
         return f"{self.task}: {shown}"

@@ -91,6 +91,7 @@ class _Walked:
         forget_pack_rows(conn, packs)
         conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
         conn.execute(f"DELETE FROM data_names WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
+        conn.execute(f"DELETE FROM result_notes WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
         parents = [key for key in keys if key in self.parents] if self.parents else []
         if parents:
             conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(parents)})", parents)  # noqa: S608

@@ -184,6 +184,13 @@ def _m8_data_names(db) -> None:
                "recorded FLOAT NOT NULL, PRIMARY KEY (object, name)) WITHOUT ROWID")
 
 
+def _m9_result_notes(db) -> None:
+    # Free text a user attached to a result (vbstore/store/_notes.py, VisBench's ``notes``): no
+    # part of the hashed document. A log: gc deletes an object's rows with it.
+    db.execute("CREATE TABLE result_notes (object BLOB NOT NULL, text TEXT NOT NULL, "
+               "recorded FLOAT NOT NULL, PRIMARY KEY (object, text)) WITHOUT ROWID")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -199,6 +206,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (6, "derivation origins", _m6_origins),
     (7, "board variants and corrections", _m7_board_variants),
     (8, "data names", _m8_data_names),
+    (9, "result notes", _m9_result_notes),
 ]
 if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
     raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "

@@ -31,6 +31,7 @@ from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._ids import db_id, hex_id, prefix_range
 from ._names import DataNamesMixin
+from ._notes import NotesMixin
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
 from ._rebuild import RebuildMixin
 from ._registry import Registry, now
@@ -78,7 +79,7 @@ class ObjectInfo:
 
 
 class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesMixin,
-            AnswersMixin, GcMixin,
+            NotesMixin, AnswersMixin, GcMixin,
             FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 

@@ -88,10 +88,10 @@ def new_suite(
         {
             "key": m.name,
             "direction": "max" if m.direction == "higher" else "min",
-            "headline": m.name == task_obj.headline,
+            "headline": m.name == task_obj.headline_for(pinned),
         }
         # a metric the task leaves out on this many classes (top5 over 5) is not asked for
-        for m in task_obj.metrics if m.reported(len(classes) or None)
+        for m in task_obj.metrics_for(pinned) if m.reported(len(classes) or None)
     ]
     doc = {
         "slug": slug,

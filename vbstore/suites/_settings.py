@@ -98,7 +98,7 @@ RESULT_FIELDS: dict[str, str] = {
     "dataset_params": "pinned: data(content)/data(names); options that change the samples "
                       "change the manifest",
     "pooling_requested": "setting: pooling (resolved per backbone into extractor.pooling)",
-    "notes": "provenance: free text",
+    "notes": "provenance: free text (older documents; notes are the registry's now)",
 }
 # the extractor's keys (features/_params.py ExtractorParams.to_dict)
 EXTRACTOR_FIELDS: dict[str, str] = {

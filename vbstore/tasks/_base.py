@@ -362,6 +362,17 @@ class Task:
         return {key: value for key, value in self.keyed_params(params).items()
                 if not (key in self.params and self.params[key].scoring)}
 
+    def metrics_for(self, params: Mapping[str, Any] | None = None) -> tuple[Metric, ...]:
+        """The metrics the task reports under ``params`` (resolved, or a record's, where an
+        ``added`` parameter at its default is absent): :attr:`metrics`, unless a parameter
+        names them (``correspondence``'s ``units`` and ``thresholds``)."""
+        return self.metrics
+
+    def headline_for(self, params: Mapping[str, Any] | None = None) -> str:
+        """The headline among :meth:`metrics_for` ``params``: :attr:`headline` unless a
+        parameter names the metrics."""
+        return self.headline
+
     @property
     def data_layout(self) -> str:
         """The data layout this task reads, in words."""
@@ -463,7 +474,8 @@ class Task:
         feats = _checks.features(eval_feats, "eval")
         targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
         head = _checks.head_in(head_state)
-        return _checks.metrics_out(self, self._evaluate(head, feats, targets, params), self.metrics)
+        return _checks.metrics_out(self, self._evaluate(head, feats, targets, params),
+                                   self.metrics_for(params))
 
     def per_sample(
         self,
@@ -495,7 +507,7 @@ class Task:
         values = self._per_sample(_checks.head_in(head_state), feats, targets, params)
         if values is None:
             return None
-        names = [m.name for m in self.metrics if m.name in values or not m.min_classes]
+        names = [m.name for m in self.metrics_for(params) if m.name in values or not m.min_classes]
         if sorted(values) != sorted(names):
             raise TaskInputError(f"task {self.display_name!r} gave per-sample values for "
                                  f"{sorted(values)}, not its metrics {sorted(names)}")
@@ -536,7 +548,7 @@ class Task:
         feats = _checks.features(eval_feats, "eval")
         targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
         metrics = self._evaluate_zero_shot(feats, targets, params, context)
-        return _checks.metrics_out(self, metrics, self.metrics)
+        return _checks.metrics_out(self, metrics, self.metrics_for(params))
 
     def fit_split(
         self,
@@ -582,7 +594,8 @@ class Task:
         self._check_split(split, "eval", trained=self.trains_head)
         params = self.resolve_params(params)
         head = _checks.head_in(head_state) if self.trains_head else None
-        return _checks.metrics_out(self, self._evaluate_split(head, split, params), self.metrics)
+        return _checks.metrics_out(self, self._evaluate_split(head, split, params),
+                                   self.metrics_for(params))
 
     def evaluate_views(self, views: Any, params: Mapping[str, Any] | None = None
                        ) -> dict[str, float]:
@@ -601,7 +614,8 @@ class Task:
             raise UsageError(f"task {self.display_name!r} scores no derived views",
                              hint="call evaluate_split or evaluate_zero_shot")
         params = self.resolve_params(params)
-        return _checks.metrics_out(self, self._evaluate_views(views, params), self.metrics)
+        return _checks.metrics_out(self, self._evaluate_views(views, params),
+                                   self.metrics_for(params))
 
     def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
         raise NotImplementedError(f"task {self.name!r} scores no derived views")

@@ -164,7 +164,7 @@ class DenseTask(Task, ABC):
         for batch in split.batches(params["batch_size"]):
             target = self.prepare_batch(split, batch, params, "eval")
             scorer.update(self._trivial_predict(total, target, params), target)
-        return _checks.metrics_out(self, scorer.result(), self.metrics)
+        return _checks.metrics_out(self, scorer.result(), self.metrics_for(params))
 
     def prepare_batch(self, split: Any, batch: Any, params: dict[str, Any], role: str
                       ) -> torch.Tensor:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..data import apply_homography
 from ._errors import TaskInputError, UndefinedMetric
+from .correspondence import UNITS, name_of, thresholds_of
 
 if TYPE_CHECKING:
     import torch
@@ -19,8 +20,7 @@ if TYPE_CHECKING:
 
 # Local imports: torch loads when features are matched.
 
-THRESHOLDS = (1, 2, 5, 10)
-AUC_PX = 10
+THRESHOLDS: tuple[float, ...] = (1, 2, 5, 10)
 
 
 def patch_centres(grid_hw: tuple[int, int], input_size: int, size: tuple[int, int],
@@ -86,14 +86,27 @@ def select(ratio: np.ndarray, nn: np.ndarray, back: np.ndarray, query: np.ndarra
     return rows, nn[rows]
 
 
-def recall_auc(errors: np.ndarray) -> dict[str, float]:
-    """``recall@Tpx`` and ``auc@10px`` of one set of errors (NaN = no correspondence)."""
+def recall_auc(errors: np.ndarray, thresholds: tuple[float, ...] = THRESHOLDS,
+               unit: str = "px") -> dict[str, float]:
+    """``recall@T`` at each threshold and ``auc@`` the largest of one set of errors (NaN = no
+    correspondence), the errors in ``unit`` (``px`` or ``p``, which only names them)."""
     e = np.nan_to_num(np.asarray(errors, np.float64), nan=np.inf)
+    top = max(thresholds)
     if not len(e):
-        return {**{f"recall@{t}px": 0.0 for t in THRESHOLDS}, f"auc@{AUC_PX}px": 0.0}
-    out = {f"recall@{t}px": float(np.mean(e <= t)) for t in THRESHOLDS}
-    out[f"auc@{AUC_PX}px"] = float(np.mean(np.clip(1 - e / AUC_PX, 0, None)))
+        return {**{f"recall@{name_of(t, unit)}": 0.0 for t in thresholds},
+                f"auc@{name_of(top, unit)}": 0.0}
+    out = {f"recall@{name_of(t, unit)}": float(np.mean(e <= t)) for t in thresholds}
+    out[f"auc@{name_of(top, unit)}"] = float(np.mean(np.clip(1 - e / top, 0, None)))
     return out
+
+
+def patch_spacing(grid_hw: tuple[int, int], input_size: int, size: tuple[int, int],
+                  geometry: Geometry) -> float:
+    """The distance between neighbouring patch centres, in pixels of an image of ``size``: the
+    mean of the two axes' (VisBench's patch unit, in the original image's pixels)."""
+    (new_w, new_h), _ = geometry(*size)
+    gh, gw = grid_hw
+    return float((input_size / gw * size[0] / new_w + input_size / gh * size[1] / new_h) / 2)
 
 
 def pair_errors(ratio: np.ndarray, nn: np.ndarray, back_nn: np.ndarray, homography: np.ndarray,
@@ -120,11 +133,13 @@ def pair_errors(ratio: np.ndarray, nn: np.ndarray, back_nn: np.ndarray, homograp
     return errors, best, int(query.sum())
 
 
-def summarise(errors: list[np.ndarray], best: list[np.ndarray]) -> dict[str, float]:
+def summarise(errors: list[np.ndarray], best: list[np.ndarray],
+              thresholds: tuple[float, ...] = THRESHOLDS, unit: str = "px") -> dict[str, float]:
     """The metrics of the matches of every pair, pooled (probe3d's convention: a pair with more
     matches weighs more); no match at all scores 0."""
-    out = recall_auc(np.concatenate(errors))
-    out.update({f"ceiling_{k}": v for k, v in recall_auc(np.concatenate(best)).items()})
+    out = recall_auc(np.concatenate(errors), thresholds, unit)
+    out.update({f"ceiling_{k}": v
+                for k, v in recall_auc(np.concatenate(best), thresholds, unit).items()})
     out["num_matches"] = float(sum(len(e) for e in errors))
     return out
 
@@ -153,8 +168,10 @@ def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
     if tuple(pairs.a.grid_hw) != tuple(pairs.b.grid_hw):
         raise TaskInputError(f"images have a {pairs.a.grid_hw} patch grid, views "
                              f"{pairs.b.grid_hw}")
+    thresholds, unit = thresholds_of(params)
     errors, best = [], []
     grids: dict[tuple[int, int], tuple[np.ndarray, tuple[float, ...]]] = {}
+    spacing: dict[tuple[int, int], float] = {}  # 1 in pixels: errors stay in pixels
     for start in range(0, n, batch_size):
         rows = list(range(start, min(start + batch_size, n)))
         fa, fb = _normalised(pairs.a.feats(rows)[-1]), _normalised(pairs.b.feats(rows)[-1])
@@ -165,15 +182,18 @@ def score_pairs(pairs: WarpPairs, params: dict[str, Any], batch_size: int = 32
                 grid_hw = (int(pairs.a.grid_hw[0]), int(pairs.a.grid_hw[1]))
                 grids[size] = (patch_centres(grid_hw, pairs.input_size, size,
                                              pairs.geometry), seen_box(size, pairs.geometry))
+                spacing[size] = (patch_spacing(grid_hw, pairs.input_size, size, pairs.geometry)
+                                 if unit == UNITS["patch"] else 1.0)
             e, b, queries = pair_errors(ratio[k], nn[k], back[k], pairs.homographies[row],
                                         size, *grids[size], params)
             if queries:  # a pair whose B shows none of A's patches has nothing to score
-                errors.append(e)
-                best.append(b)
+                # per pair, before pooling: images of other sizes have other spacings
+                errors.append(e / spacing[size])
+                best.append(b / spacing[size])
     if not errors:
-        raise UndefinedMetric("correspondence", "recall@1px",
+        raise UndefinedMetric("correspondence", f"recall@{name_of(min(thresholds), unit)}",
                               "no view shows any patch of its image: lower max_warp")
-    return summarise(errors, best)
+    return summarise(errors, best, thresholds, unit)
 
 
 PCK_ALPHAS = (0.1, 0.05)

@@ -219,16 +219,19 @@ def _made_for(kind: Any, data_kind: str) -> bool:
     return "*" not in kind.also_reads and data_kind in kind.reads_strictly()
 
 
-def metric_order(task: str) -> list[str]:
-    """The metric names ``task`` declares, in its order; none for a task no longer registered."""
+def metric_order(task: str, params: Mapping[str, Any] | None = None) -> list[str]:
+    """The metric names ``task`` declares (under ``params``, a record's: see
+    ``Task.metrics_for``), in its order; none for a task no longer registered."""
     known = task in _TASKS or task in BUILTIN
-    return [m.name for m in get_task(task).metrics] if known else []
+    return [m.name for m in get_task(task).metrics_for(params or {})] if known else []
 
 
-def ordered_metrics(task: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """``metrics`` in the order ``task`` declares them (records store keys sorted).
+def ordered_metrics(task: str, metrics: Mapping[str, Any],
+                    params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``metrics`` in the order ``task`` declares them under ``params`` (records store keys
+    sorted).
 
     A task no longer registered keeps the stored order.
     """
-    rank = {name: i for i, name in enumerate(metric_order(task))}
+    rank = {name: i for i, name in enumerate(metric_order(task, params))}
     return dict(sorted(metrics.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))

@@ -19,7 +19,14 @@ it: no annotation is needed.
 - ``recall@Tpx`` is the share of matches within T pixels, the matches of every pair pooled
   (probe3d's and VisBench's convention: a pair with more matches weighs more; no match at all
   scores 0); ``auc@10px`` is the area under that recall curve for T in [0, 10], divided by 10
-  (the mean of ``max(0, 1 - error / 10)``).
+  (the mean of ``max(0, 1 - error / 10)``): the AUC up to the largest threshold.
+- ``units`` and ``thresholds`` are VisBench's: ``units="patch"`` measures each error in the
+  backbone's patch spacing (in pixels of the original image, the mean of the two axes' spacing),
+  thresholds default to 0.5, 1, 2, 4 patch widths then, and the names end in ``p``
+  (``recall@0.5p``); ``thresholds`` (ascending, written ``%g``) replace the unit's defaults, and
+  the metric names follow them (``recall@3px``). The headline is the recall at the smallest
+  threshold. Patch units answer "how close, for what this grid resolves": one backbone against
+  itself, never a ranking of two.
 - ``ceiling_*`` are the same figures for the best the patch grid allows: each match's A patch
   paired with the B patch whose centre lands nearest it (the true correspondence snapped to the
   grid), so ``ceiling_recall@T >= recall@T``. They give context (a coarse grid cannot reach
@@ -28,11 +35,13 @@ it: no annotation is needed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import UsageError
 from ._base import Metric, Param, Task
 from ._errors import TaskInputError
 from ._registry import register_task
@@ -44,8 +53,10 @@ if TYPE_CHECKING:
 # Local imports: torch, numpy and the matching code load when the probe scores; the task
 # registry imports this module on every cached `get`.
 
-THRESHOLDS = (1, 2, 5, 10)  # as _matching's: the declaration must not import numpy
-AUC_PX = 10
+THRESHOLDS = (1, 2, 5, 10)  # the pixel defaults (_matching reads them from here)
+# VisBench's units: a metric name's suffix, and the thresholds used when none are given
+UNITS = {"pixel": "px", "patch": "p"}
+DEFAULT_THRESHOLDS: dict[str, tuple[float, ...]] = {"pixel": THRESHOLDS, "patch": (0.5, 1, 2, 4)}
 Geometry = Callable[[int, int], "tuple[tuple[int, int], tuple[int, int, int, int] | None]"]
 
 
@@ -80,17 +91,84 @@ class WarpPairs:
     input_size: int
 
 
-_METRICS = (
-    *(Metric(f"recall@{t}px", "higher", f"share of matches within {t} px of the true "
-             "correspondence (pixels of the original image), all pairs' matches pooled")
-      for t in THRESHOLDS),
-    Metric(f"auc@{AUC_PX}px", "higher", "area under recall@T px for T in [0, 10], over 10"),
-    *(Metric(f"ceiling_recall@{t}px", "higher", f"recall@{t}px of the matches snapped to the "
-             "patch grid's best cell (context, never ranked)") for t in THRESHOLDS),
-    Metric(f"ceiling_auc@{AUC_PX}px", "higher", "auc@10px the patch grid allows (context)"),
-    Metric("num_matches", "higher", "matches kept after the ratio test, over all pairs "
-                                    "(diagnostic)"),
-)
+def parse_thresholds(value: Any) -> str:
+    """A ``thresholds`` value (``"1,2,5"``, ``"1 2 5"``, a number or a list of numbers) in its
+    canonical form: ascending, each written ``%g`` (as its metric name writes it), comma
+    separated; ``""`` (the unit's defaults) stays ``""``.
+
+    Raises:
+        UsageError: none given (an empty list), a threshold that is not a finite number > 0,
+            one whose ``%g`` form is not its value (two would share a name), or one given
+            twice.
+    """
+    if isinstance(value, str):
+        parts: list[Any] = value.replace(",", " ").split()
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        parts = [value]
+    if value == "":
+        return ""
+    if not parts:
+        raise UsageError(f"correspondence thresholds {value!r} name no threshold",
+                         hint="give at least one, e.g. --thresholds 1,2,5,10, or leave them out")
+    out: list[float] = []
+    for part in parts:
+        try:
+            number = float(part) if not isinstance(part, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise UsageError(f"correspondence threshold {part!r} is not a number > 0",
+                             hint="give thresholds as numbers > 0, e.g. --thresholds 1,2,5,10")
+        if float(f"{number:g}") != number:
+            raise UsageError(f"correspondence threshold {part!r} has more digits than its metric "
+                             f"name keeps ({number:g})",
+                             hint="give each threshold in at most 6 significant digits")
+        if number in out:
+            raise UsageError(f"correspondence threshold {number:g} is given twice",
+                             hint="give each threshold once")
+        out.append(number)
+    return ",".join(f"{t:g}" for t in sorted(out))
+
+
+def thresholds_of(params: Mapping[str, Any]) -> tuple[tuple[float, ...], str]:
+    """``(thresholds, unit suffix)`` of resolved params or a record's (where ``units`` and
+    ``thresholds`` at their defaults are absent)."""
+    units = str(params.get("units", "pixel"))
+    given = str(params.get("thresholds", ""))
+    if not given:
+        return tuple(float(t) for t in DEFAULT_THRESHOLDS[units]), UNITS[units]
+    return tuple(float(t) for t in given.split(",")), UNITS[units]
+
+
+def name_of(threshold: float, unit: str) -> str:
+    """A threshold's metric-name suffix, as VisBench writes it: ``5px``, ``0.5p``."""
+    return f"{threshold:g}{unit}"
+
+
+def correspondence_metrics(thresholds: tuple[float, ...], unit: str) -> tuple[Metric, ...]:
+    """The metrics scored at ``thresholds`` in ``unit`` (``px`` or ``p``)."""
+    words = "px" if unit == "px" else "patch widths"
+    where = ("pixels of the original image" if unit == "px"
+             else "the backbone's patch spacing in the original image")
+    top = name_of(max(thresholds), unit)
+    return (
+        *(Metric(f"recall@{name_of(t, unit)}", "higher", f"share of matches within {t:g} "
+                 f"{words} of the true correspondence ({where}), all pairs' matches pooled")
+          for t in thresholds),
+        Metric(f"auc@{top}", "higher", f"area under recall@T for T in [0, {max(thresholds):g}] "
+                                       f"{words}, over {max(thresholds):g}"),
+        *(Metric(f"ceiling_recall@{name_of(t, unit)}", "higher", f"recall@{name_of(t, unit)} "
+                 "of the matches snapped to the patch grid's best cell (context, never ranked)")
+          for t in thresholds),
+        Metric(f"ceiling_auc@{top}", "higher", f"auc@{top} the patch grid allows (context)"),
+        Metric("num_matches", "higher", "matches kept after the ratio test, over all pairs "
+                                        "(diagnostic)"),
+    )
+
+
+_METRICS = correspondence_metrics(tuple(float(t) for t in THRESHOLDS), "px")
 
 
 @dataclass(frozen=True)
@@ -136,9 +214,40 @@ class Correspondence(Task):
                        maximum=1.0),
         "max_matches": Param(1000, "matches kept per pair, lowest ratio first", minimum=1),
         "mutual": Param(False, "also require the A patch to be its match's nearest neighbour"),
+        "units": Param("pixel", "unit of the errors and thresholds: pixel (of the original "
+                       "image) or patch (this backbone's patch spacing: one backbone against "
+                       "itself, never to rank two)", choices=tuple(UNITS), added=True),
+        "thresholds": Param("", "error thresholds, e.g. 1,2,5,10 (default: 1,2,5,10 pixels, or "
+                            "0.5,1,2,4 patch widths); they name the metrics", added=True),
     })
     metrics = _METRICS
     headline = "recall@1px"
+
+    def resolve_params(self, user_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """See :meth:`Task.resolve_params`; ``thresholds`` in canonical form, ``""`` when they
+        are the unit's defaults (the same question as leaving them out, the same id).
+
+        Raises:
+            UsageError: also a threshold that is not a number > 0, or is given twice.
+        """
+        given = dict(user_params or {})
+        if "thresholds" in given:
+            given["thresholds"] = parse_thresholds(given["thresholds"])
+        params = super().resolve_params(given)
+        units = params["units"]
+        if params["thresholds"] and thresholds_of(params)[0] == tuple(
+                float(t) for t in DEFAULT_THRESHOLDS[units]):
+            params["thresholds"] = ""
+        return params
+
+    def metrics_for(self, params: Mapping[str, Any] | None = None) -> tuple[Metric, ...]:
+        """The metrics ``units`` and ``thresholds`` name (the defaults: :attr:`metrics`)."""
+        return correspondence_metrics(*thresholds_of(params or {}))
+
+    def headline_for(self, params: Mapping[str, Any] | None = None) -> str:
+        """The recall at the smallest threshold (the defaults: ``recall@1px``)."""
+        thresholds, unit = thresholds_of(params or {})
+        return f"recall@{name_of(min(thresholds), unit)}"
 
     def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
         if not isinstance(views, WarpPairs):

@@ -1,0 +1,70 @@
+"""``--pooling`` and ``--batch-size`` on ``get head`` and ``sweep``, with ``get result``'s
+meanings (issue 23): a pooling equal to the backbone's own is the same identity as none, another
+one other features; the extraction batch never changes an id."""
+
+import json
+
+import vbstore
+
+TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
+
+
+def test_get_head_pooling_and_batch_size(run, shapes):
+    head = ["get", "head", *TINY, "-t", "knn", "--train-data", shapes, "--train-split", "train",
+            "--json"]
+    default = run(*head)
+    assert default.exit_code == 0, default.output
+    plain = json.loads(default.stdout)
+    assert plain["record"]["pooling"] == "gap"  # a CNN's own
+    for extra in (["--pooling", "gap"], ["--batch-size", "3"], ["--pooling", "gap",
+                                                                  "--batch-size", "5"]):
+        same = json.loads(run(*head, *extra).stdout)
+        assert same["id"] == plain["id"]
+        assert same["from_cache"]
+    other = json.loads(run(*head, "--pooling", "mean").stdout)
+    assert other["record"]["pooling"] == "mean"
+    assert other["id"] != plain["id"]
+    # the head get result trains with the same pooling is this one
+    result = json.loads(run("get", "result", *TINY, "-t", "knn", "-d", shapes, "--split", "val",
+                            "--train-data", shapes, "--train-split", "train", "--pooling",
+                            "mean", "--json").stdout)
+    assert result["record"]["inputs"]["head"] == other["id"]
+
+
+def test_get_head_pooling_is_refused_for_a_dense_task(run, shapes, tmp_path):
+    out = run("get", "head", *TINY, "-t", "generic_segmentation", "--train-data",
+              "scenes:per_split=2,size=32", "--train-split", "train", "--pooling", "mean")
+    assert out.exit_code == 2
+    assert "a pooling does not apply" in out.output
+    assert not [p for p in (tmp_path / "s" / "objects").rglob("*") if p.is_file()]
+
+
+def test_get_head_in_python_takes_pooling_and_batch_size(shapes):
+    kw = dict(weights="random", input_size=32, train_split="train", progress=False)
+    plain = vbstore.get_head("test_cnn", "knn", shapes, **kw)
+    assert vbstore.get_head("test_cnn", "knn", shapes, pooling="gap", batch_size=2, **kw).id \
+        == plain.id
+    assert vbstore.get_head("test_cnn", "knn", shapes, pooling="mean", **kw).record.pooling \
+        == "mean"
+
+
+def test_sweep_pooling_goes_to_the_pooled_tasks_and_batch_size_changes_no_id(run, shapes,
+                                                                           tmp_path):
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("test_cnn weights=random input_size=32\n")
+    sweep = ["sweep", "--backbones", str(backbones), "--tasks", "knn,correspondence", "-d", shapes,
+             "--split", "val", "--train-data", shapes, "--train-split", "train", "--json"]
+    first = run(*sweep, "--pooling", "mean", "--batch-size", "3")
+    assert first.exit_code == 0, first.output
+    rows = {row["task"]: row for row in json.loads(first.stdout)}
+    assert "error" not in rows["correspondence"]  # a dense task reads its maps: no pooling
+    knn = json.loads(run("get", "result", *TINY, "-t", "knn", "-d", shapes, "--split", "val",
+                         "--train-data", shapes, "--train-split", "train", "--pooling", "mean",
+                         "--json").stdout)
+    assert knn["id"] == rows["knn"]["id"]
+    again = {row["task"]: row for row in json.loads(run(*sweep, "--pooling", "mean").stdout)}
+    assert {t: (r["id"], r["from_cache"]) for t, r in again.items()} == {
+        t: (r["id"], True) for t, r in rows.items()}
+    plain = {row["task"]: row for row in json.loads(run(*sweep, "--pooling", "gap").stdout)}
+    assert plain["knn"]["id"] != rows["knn"]["id"]
+    assert plain["correspondence"]["id"] == rows["correspondence"]["id"]

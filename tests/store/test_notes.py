@@ -1,0 +1,54 @@
+"""Notes attached to a result live in the registry (migration 9), never in its document."""
+
+import sqlite3
+
+import torch
+from store_support import run_read_only
+from test_gc import _old, put_pack
+
+from vbstore import Store
+
+
+def test_notes_newest_first_again_bumps_and_gc_deletes_them_with_their_object(store):
+    pack = put_pack(store, {"pooled": torch.zeros(2, 3)})
+    store.add_note(pack, "first")
+    store.add_note(pack, "second")
+    assert store.notes(pack) == ["second", "first"]
+    store.add_note(pack, "first")  # given again: the newest
+    assert store.notes(pack) == ["first", "second"]
+    store.add_note(pack, "   ")  # empty text says nothing
+    assert store.notes(pack) == ["first", "second"]
+    _old(store, pack)
+    store.gc(grace=0)  # an unreachable pack goes, and its rows with it
+    assert not store.has(pack)
+    assert store.notes(pack) == []
+    assert store.db.query("SELECT count(*) FROM result_notes") == [(0,)]
+
+
+READ_NOTES = """
+import json, sys
+from vbstore import Store
+store = Store(sys.argv[1])
+store.add_note(sys.argv[2], "not kept")  # skipped on a read-only store, as a run row is
+print(json.dumps({"read_only": store.read_only, "version": store.db.version,
+                  "notes": store.notes(sys.argv[2])}))
+"""
+
+
+def test_a_read_only_store_writes_no_note_and_an_old_registry_has_none(tmp_path):
+    root = tmp_path / "s"
+    with Store(root) as store:
+        pack = put_pack(store, {"pooled": torch.zeros(1, 1)})
+        store.add_note(pack, "kept")
+    assert run_read_only(root, READ_NOTES, str(root), pack) == {
+        "read_only": True, "version": 9, "notes": ["kept"]}
+    conn = sqlite3.connect(root / "registry.db")
+    conn.execute("DROP TABLE result_notes")  # as migration 9 found it
+    conn.execute("PRAGMA user_version=8")
+    conn.commit()
+    conn.close()
+    assert run_read_only(root, READ_NOTES, str(root), pack) == {
+        "read_only": True, "version": 8, "notes": []}
+    with Store(root) as store:  # migrated again on a writable open
+        assert store.db.version == 9
+        assert store.notes(pack) == []

@@ -1,0 +1,39 @@
+"""Notes a user attached to a result: ``result_notes`` rows beside the blobs.
+
+VisBench's records carry ``notes``, free text a user gives with a run (``--notes "rerun for the
+paper"``). A result is named by what was computed and from what, so a note is no part of it:
+the same computation with another note is the same result, answered from the store, and one
+computation is one id in any store. A note is a row of the ``result_notes`` table (registry
+migration 9), one per distinct text attached to the object, the newest first. ``show``,
+``why`` and ``export results`` read them; they are a log, not content: gc deletes
+an object's rows with it, and a pushed result travels without them.
+"""
+
+from __future__ import annotations
+
+from ._base import _StoreBase
+from ._ids import db_id
+from ._registry import now
+
+NOTES_FROM = 9  # the registry migration that made the result_notes table
+
+
+class NotesMixin(_StoreBase):
+    """Result-note methods of :class:`vbstore.Store`."""
+
+    def add_note(self, oid: str, text: str) -> None:
+        """Attach ``text`` to object ``oid`` (again: it becomes the newest); skipped on a
+        read-only store and for empty text."""
+        if self.read_only or not text.strip() or self.db.version < NOTES_FROM:
+            return
+        with self.db.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO result_notes(object, text, recorded) "
+                         "VALUES (?,?,?)", (db_id(oid), text, now()))
+
+    def notes(self, oid: str) -> list[str]:
+        """Every note attached to ``oid``, newest first (none before migration 9)."""
+        if self.db.version < NOTES_FROM:
+            return []
+        return [row[0] for row in self.db.query(
+            "SELECT text FROM result_notes WHERE object=? ORDER BY recorded DESC, text",
+            (db_id(oid),))]
