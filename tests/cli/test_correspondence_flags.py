@@ -78,3 +78,48 @@ def test_units_on_another_task_is_refused(run, flat, tmp_path):
     assert out.exit_code == 2
     assert "--units does not apply to task 'retrieval'" in out.output
     assert _objects(tmp_path) == []
+
+
+def test_a_visbench_record_in_patch_units_imports_under_its_own_names(run, tmp_path):
+    """A suite made from correspondence in patch units names VisBench's patch metrics (its
+    headline the recall at the smallest threshold), and VisBench's record of such a run imports
+    with every metric as written: none missing."""
+    suite_file = tmp_path / "corr.json"
+    made = run("suite", "new", "--slug", "corr-patch", "-t", "correspondence", "-d",
+               "scenes:per_split=3,size=32", "--split", "val", "--condition", "val=val",
+               "--weights", "random", "-p", "units=patch", "-o", str(suite_file))
+    assert made.exit_code == 0, made.output
+    metrics = json.loads(suite_file.read_text())["protocol"]["metrics"]
+    assert [m["key"] for m in metrics if m["headline"]] == ["recall@0.5p"]
+    assert {m["key"] for m in metrics} == {
+        "recall@0.5p", "recall@1p", "recall@2p", "recall@4p", "auc@4p", "ceiling_recall@0.5p",
+        "ceiling_recall@1p", "ceiling_recall@2p", "ceiling_recall@4p", "ceiling_auc@4p",
+        "num_matches"}
+    assert run("suite", "push", str(suite_file)).exit_code == 0
+    names = [f"{k}@{t}p" for k in ("recall", "auc") for t in ("0.5", "1", "2", "4")]
+    scores = {name: 0.5 for name in names} | {"num_matches": 900.0}
+    record = {  # the fields VisBench 0.27 writes for `correspondence --units patch`
+        "backbone": "dinov2_vits14", "task": "correspondence", "level": "mid_level",
+        "dataset": "scenes", "split": "val", "pooling": "mean", "pooling_requested": "default",
+        "feature_mode": "dense", "metrics": scores | {f"ceiling_{n}": 0.9 for n in names},
+        "timestamp": "2026-01-01T00:00:00+00:00", "visbench_version": "0.27.0",
+        "schema_version": 9, "dataset_size": 3, "dataset_params": {}, "seed": 0, "notes": None,
+        "task_params": {"num_corr": 1000, "ratio_threshold": 0.9,
+                        "thresholds": [0.5, 1, 2, 4], "threshold_units": "patch"},
+    }
+    (tmp_path / "vb.jsonl").write_text(json.dumps(record) + "\n")
+    out = run("import", "results", str(tmp_path / "vb.jsonl"), "--suite", "corr-patch@1",
+              "--json")
+    assert out.exit_code == 0, out.output
+    vb = json.loads(out.output)[0]
+    assert not [r for r in vb["verdict"]["reasons"] if r.startswith("metric-missing")], vb
+    assert vb["results"]["val"]["overall"]["recall@0.5p"] == 0.5
+    # vbstore's own result on the suite: the same samples (suite new reads the data as the task
+    # does), the same settings and names: no reason against it
+    ours = run("get", "result", *TINY, "-t", "correspondence", "-d",
+               "scenes:per_split=3,size=32", "--units", "patch", "--suite", "corr-patch@1")
+    assert ours.exit_code == 0, ours.output
+    evaluation = json.loads(ours.stdout)
+    verdict = evaluation["verdict"]
+    assert (verdict["state"], verdict["reasons"]) == ("eligible", []), verdict
+    assert verdict["scores"]["overall"]["recall@0.5p"] >= 0.0

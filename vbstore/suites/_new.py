@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..data import load_manifest
-from ..engine import store_param_files
+from ..engine import data_options_for, store_param_files
 from ..errors import UsageError
 from ..records import ManifestRecord
 from ..store import Store, validate
@@ -75,7 +75,11 @@ def new_suite(
     samples, counts, manifests, splits = {}, [], {}, {}
     classes: set[str] = set()
     for condition, source in where.items():
-        view = condition_manifest(store, data, source, data_options)
+        # read as the task reads it (correspondence: a dense split's images alone), so the
+        # suite pins the samples its results hold (data(content))
+        reading = data_options_for(task_obj, dict(data_options or {}),
+                                   condition_source(data, source)[0])
+        view = condition_manifest(store, data, source, reading)
         if not view.samples:
             raise UsageError(f"condition {condition!r} ({source}) has no samples")
         classes.update(view.classes)
