@@ -27,23 +27,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from suites_bench import SUITE  # the same suite (this script's folder is on the path)
+
 from vbstore import Store, canonical
 from vbstore.records import EvaluationRecord
 from vbstore.remotes import add_remote
 from vbstore.suites import build, leaderboard, pull_board, push_board, push_suite
 from vbstore.suites._evaluate import index_evaluation  # the set-up indexes as `record` does
-
-SUITE = {
-    "slug": "bench",
-    "version": 1,
-    "name": "bench",
-    "protocol": {
-        "task": "knn",
-        "data": {"kind": "external"},
-        "conditions": [{"name": "day", "sampleCount": 100}, {"name": "night", "sampleCount": 100}],
-        "metrics": [{"key": "top1", "headline": True}, {"key": "top5"}],
-    },
-}
 
 
 def fill(store: Store, name: str, count: int, attempts: int, seed: int) -> float:

@@ -31,6 +31,20 @@ def store(tmp_path):
         yield s
 
 
+@pytest.fixture(scope="session")
+def shapes_folder(tmp_path_factory):
+    """``shapes_folder(per_class, seed)``: a fresh generated `shapes` folder (train and val
+    splits of five classes, ``per_class`` images each, 32 px); a folder's `shapes` fixture says
+    how many."""
+    from vbstore.data import make_shapes
+
+    def make(per_class: int, seed: int) -> str:
+        folder = tmp_path_factory.mktemp("data") / "shapes"
+        return str(make_shapes(folder, per_class=per_class, seed=seed, size=32))
+
+    return make
+
+
 # The Ray cluster tests run only inside a loopback-only network namespace; outside, the runner
 # tests/engine/test_executor.py::test_ray_suite_in_loopback_namespace starts them there.
 collect_ignore = [] if os.environ.get("VBSTORE_RAY_NETNS") else ["ray_cluster"]

@@ -7,12 +7,9 @@ from vbstore.cli import cli
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
+def shapes(shapes_folder):
     """A `shapes` folder of 3 images per class and split, 32 px (seed 2)."""
-    from vbstore.data import make_shapes
-
-    folder = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(folder, per_class=3, seed=2, size=32))
+    return shapes_folder(3, 2)
 
 
 @pytest.fixture

@@ -8,31 +8,16 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
 import vbstore
-from vbstore.cli import cli
 
 TINY = ["--weights", "random", "--input-size", "32"]
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    folder = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(folder, per_class=4, seed=1, size=32))
-
-
-@pytest.fixture
-def run(tmp_path):
-    runner = CliRunner()
-
-    def invoke(*args):
-        result = runner.invoke(cli, ["--store", str(tmp_path / "s"), *args])
-        return result
-
-    return invoke
+def shapes(shapes_folder):
+    """4 images per class and split (seed 1); ``run`` is the folder's (conftest.py)."""
+    return shapes_folder(4, 1)
 
 
 DEMO = ("demo", "--backbone", "test_cnn", "--input-size", "32")

@@ -2,12 +2,9 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def shapes(tmp_path_factory):
-    """A small generated shapes dataset: train and val splits of five classes."""
-    from vbstore.data import make_shapes
-
-    folder = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(folder, per_class=6, seed=3, size=32))
+def shapes(shapes_folder):
+    """A small generated shapes dataset: train and val splits of five classes, 6 images each."""
+    return shapes_folder(6, 3)
 
 
 @pytest.fixture

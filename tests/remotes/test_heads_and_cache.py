@@ -28,12 +28,9 @@ HUB_REPO = "user/heads"
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
+def shapes(shapes_folder):
     """Generated data D: ``D/{train,val}/<shape>/*.png``, four images per class and split."""
-    from vbstore.data import make_shapes
-
-    root = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(root, per_class=4, seed=0, size=32))
+    return shapes_folder(4, 0)
 
 
 @pytest.fixture

@@ -10,12 +10,14 @@ manifest and the block count, so a second fine-tuning run (another lr, another s
 and runs only the last blocks.
 
 The blob is written as the forward passes stream (header first, then each batch's bytes), and
-read back through a memory map, a batch of rows at a time: memory stays flat in dataset size.
+read back a batch of rows at a time (``pread``, never the whole tensor): memory stays flat in
+dataset size.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -77,7 +79,12 @@ def write_prefix(store, manifest, backbone_id: str, blocks: int,
 
 
 class PrefixRows:
-    """A stored prefix, verified against its id once, read a batch of rows at a time."""
+    """A stored prefix, verified against its id once, read a batch of rows at a time.
+
+    Rows are read with ``pread`` into a fresh array, not through a memory map: mapped pages
+    would stay in the process's resident set once touched, so after one epoch it would hold
+    the whole blob; read, they stay in the page cache only.
+    """
 
     def __init__(self, store, oid: str) -> None:
         path = store.path(oid)
@@ -88,19 +95,53 @@ class PrefixRows:
         self.metadata: dict[str, str] = header.get("__metadata__") or {}
         self.images: list[str] = json.loads(self.metadata["images"])
         self.shape = tuple(int(n) for n in entry["shape"])
-        self._rows = np.memmap(path, dtype=np.float32, mode="r",
-                               offset=offset + int(entry["data_offsets"][0]), shape=self.shape)
+        self.rows_read = 0  # what this reader has read, counted for tests and benchmarks
+        self._oid, self._path = oid, path
+        self._start = offset + int(entry["data_offsets"][0])
+        self._row_bytes = int(np.prod(self.shape[1:], dtype=np.int64)) * 4
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def rows(self, index: Sequence[int] | torch.Tensor, device: Any = "cpu") -> torch.Tensor:
-        """The activations of rows ``index`` (any order), as a float32 tensor on ``device``."""
-        picked = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index)
-        return torch.from_numpy(np.ascontiguousarray(self._rows[picked])).to(device)
+        """The activations of rows ``index`` (any order), as a float32 tensor on ``device``.
+
+        Raises:
+            CorruptObject: the blob is shorter than its header says (changed since verified).
+        """
+        picked = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index,
+                            dtype=np.int64).reshape(-1)
+        if picked.size and not (0 <= picked.min() and picked.max() < len(self)):
+            raise IndexError(f"prefix rows {picked.min()}..{picked.max()} of {len(self)}")
+        out = np.empty((len(picked), *self.shape[1:]), dtype=np.float32)
+        view = out.reshape(-1).data.cast("B")
+        size, k = self._row_bytes, 0
+        with open(self._path, "rb", buffering=0) as handle:
+            while k < len(picked):  # one read per run of consecutive rows
+                end = k + 1
+                while end < len(picked) and picked[end] == picked[end - 1] + 1:
+                    end += 1
+                _read_into(handle.fileno(), view[k * size:end * size],
+                           self._start + int(picked[k]) * size, self._oid, self._path)
+                k = end
+        self.rows_read += len(picked)
+        return torch.from_numpy(out).to(device)
 
     def batches(self, batch_size: int, device: Any = "cpu") -> Iterator[tuple[range, torch.Tensor]]:
         """Every row in order, ``batch_size`` at a time."""
         for start in range(0, len(self), batch_size):
             rows = range(start, min(start + batch_size, len(self)))
             yield rows, self.rows(list(rows), device)
+
+
+def _read_into(fd: int, view: memoryview, offset: int, oid: str, path) -> None:
+    """Fill ``view`` from ``fd`` at ``offset``.
+
+    Raises:
+        CorruptObject: the file ends first (it changed since it was verified).
+    """
+    while view:
+        got = os.preadv(fd, [view], offset)
+        if got <= 0:
+            raise CorruptObject(oid, str(path))
+        view, offset = view[got:], offset + got

@@ -29,7 +29,7 @@ from ..errors import CorruptObject, VbstoreError
 from ..store import validate
 from . import _limits
 from ._base import Remote
-from ._closure import BOARD_FORMAT
+from ._closure import BOARD_FORMAT, load_document, refuse
 from ._errors import TamperedBlob
 from ._paths import check_oid, check_ref, object_path
 
@@ -66,10 +66,6 @@ def board_limit() -> int:
     return _limits.MAX_BOARD_BYTES
 
 
-def _refuse(remote: str, what: str, reason: str) -> TamperedBlob:
-    return TamperedBlob(remote, what, reason, what=what)
-
-
 def parse_board(remote: str, suite_ref: str, data: bytes) -> BoardListing:
     """Check a downloaded board listing of ``suite_ref``.
 
@@ -78,35 +74,27 @@ def parse_board(remote: str, suite_ref: str, data: bytes) -> BoardListing:
         UnsafeRemotePath: an id that is not a 64-hex id.
     """
     what = f"board {suite_ref}"
-    _limits.check_values(remote, what, data, _limits.MAX_BOARD_VALUES)
-    try:
-        doc = json.loads(data, parse_constant=_no_constants)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _refuse(remote, what, f"not a JSON document ({exc})") from None
-    except RecursionError:
-        raise _refuse(remote, what, "nested too deeply") from None
-    if not isinstance(doc, dict) or doc.get("format") != BOARD_FORMAT:
-        raise _refuse(remote, what, f"not a {BOARD_FORMAT} document")
+    doc = load_document(remote, what, data, BOARD_FORMAT, _limits.MAX_BOARD_VALUES)
     if doc.get("suite") != suite_ref:
-        raise _refuse(remote, what, f"the file lists suite {doc.get('suite')!r}")
+        raise refuse(remote, what, f"the file lists suite {doc.get('suite')!r}")
     size, digest = doc.get("suite_size"), doc.get("protocol_digest")
     if not (isinstance(size, int) and _size(size) and isinstance(digest, str)
             and len(digest) == 64):
-        raise _refuse(remote, what, "bad suite size or protocol digest")
+        raise refuse(remote, what, "bad suite size or protocol digest")
     raw = doc.get("evaluations")
     if not isinstance(raw, list):
-        raise _refuse(remote, what, "its evaluations are not a list")
+        raise refuse(remote, what, "its evaluations are not a list")
     evaluations: dict[str, tuple[int, float]] = {}
     for item in raw:
         if not (isinstance(item, list) and len(item) == 3):
-            raise _refuse(remote, what, "an evaluation entry is not [id, size, recorded]")
+            raise refuse(remote, what, "an evaluation entry is not [id, size, recorded]")
         oid, length, recorded = check_oid(item[0], "evaluation id"), item[1], item[2]
         if not (_size(length) and isinstance(recorded, (int, float))
                 and not isinstance(recorded, bool) and math.isfinite(recorded)
                 and recorded >= 0):
-            raise _refuse(remote, what, f"bad size or time for evaluation {oid[:12]}")
+            raise refuse(remote, what, f"bad size or time for evaluation {oid[:12]}")
         if oid in evaluations:
-            raise _refuse(remote, what, f"evaluation {oid[:12]} is listed twice")
+            raise refuse(remote, what, f"evaluation {oid[:12]} is listed twice")
         evaluations[oid] = (length, float(recorded))
     return BoardListing(suite_ref, check_oid(doc.get("suite_id"), "suite id"), size, digest,
                         evaluations)
@@ -197,7 +185,3 @@ def sizes(files: Mapping[str, Path | bytes]) -> int:
 
 def _size(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _no_constants(token: str) -> None:
-    raise ValueError(f"{token} is not allowed")

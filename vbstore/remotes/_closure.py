@@ -103,27 +103,36 @@ def derivation_document(entry: Entry, entries: Iterable[Entry]) -> bytes:
     })
 
 
-def _refuse(remote: str, what: str, reason: str) -> TamperedBlob:
+def refuse(remote: str, what: str, reason: str) -> TamperedBlob:
+    """The error for a downloaded document ``what`` that is not what it claims."""
     return TamperedBlob(remote, what, reason, what=what)
 
 
-def _load(remote: str, what: str, data: bytes, fmt: str) -> dict[str, Any]:
+def load_document(remote: str, what: str, data: bytes, fmt: str,
+                  max_values: int = _limits.MAX_DOCUMENT_VALUES) -> dict[str, Any]:
+    """The JSON object of format ``fmt`` a remote's ``data`` holds (``what`` names it in errors).
+
+    Raises:
+        TamperedBlob: not JSON (a NaN or Infinity included), too many values or nested too
+            deeply, or not a ``fmt`` document.
+        UsageError: a shared board where another format was asked for (naming the pull).
+    """
     def no_constants(token: str) -> None:
         raise ValueError(f"{token} is not allowed")
 
-    _limits.check_values(remote, what, data, _limits.MAX_DOCUMENT_VALUES)
+    _limits.check_values(remote, what, data, max_values)
     try:
         doc = json.loads(data, parse_constant=no_constants)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _refuse(remote, what, f"not a JSON document ({exc})") from None
+        raise refuse(remote, what, f"not a JSON document ({exc})") from None
     except RecursionError:
-        raise _refuse(remote, what, "nested too deeply") from None
+        raise refuse(remote, what, "nested too deeply") from None
     if isinstance(doc, dict) and doc.get("format") == BOARD_FORMAT != fmt:
         raise UsageError(f"{what} on remote {remote!r} is a shared board, not an object",
                          hint=f"pull it with: vbstore pull board {doc.get('suite')} "
                               f"--from {remote}")
     if not isinstance(doc, dict) or doc.get("format") != fmt:
-        raise _refuse(remote, what, f"not a {fmt} document")
+        raise refuse(remote, what, f"not a {fmt} document")
     return doc
 
 
@@ -131,42 +140,42 @@ def _check_spec(remote: str, key: str, spec: object) -> dict[str, Any]:
     if not (isinstance(spec, dict) and isinstance(spec.get("op"), str)
             and isinstance(spec.get("op_version"), int) and isinstance(spec.get("inputs"), dict)
             and isinstance(spec.get("params"), dict)):
-        raise _refuse(remote, f"derivation {key[:12]}", "malformed derivation spec")
+        raise refuse(remote, f"derivation {key[:12]}", "malformed derivation spec")
     for role, child in spec["inputs"].items():
         check_oid(child, f"input {role!r} of derivation {key[:12]}")
     try:
         actual = derivation_key(spec)
     except NonCanonical as exc:
-        raise _refuse(remote, f"derivation {key[:12]}", str(exc)) from None
+        raise refuse(remote, f"derivation {key[:12]}", str(exc)) from None
     if actual != key:
-        raise _refuse(remote, f"derivation {key[:12]}", "its spec does not hash to its key")
+        raise refuse(remote, f"derivation {key[:12]}", "its spec does not hash to its key")
     return spec
 
 
 def _entries(remote: str, what: str, raw: object) -> list[Entry]:
     if not isinstance(raw, list):
-        raise _refuse(remote, what, "closure is not a list")
+        raise refuse(remote, what, "closure is not a list")
     if len(raw) > _limits.MAX_CLOSURE_ENTRIES:
-        raise _refuse(remote, what, f"its closure lists {len(raw)} objects, over the "
+        raise refuse(remote, what, f"its closure lists {len(raw)} objects, over the "
                                     f"{_limits.MAX_CLOSURE_ENTRIES} allowed")
     entries = []
     for item in raw:
         if not isinstance(item, dict):
-            raise _refuse(remote, what, "closure entry is not an object")
+            raise refuse(remote, what, "closure entry is not an object")
         oid = check_oid(item.get("id"))
         kind, size = item.get("kind"), item.get("size")
         if kind not in KINDS or not isinstance(size, int) or size < 0:
-            raise _refuse(remote, what, f"bad kind or size for {oid[:12]}")
+            raise refuse(remote, what, f"bad kind or size for {oid[:12]}")
         edges = []
         for edge in item.get("edges") or []:
             if not (isinstance(edge, list) and len(edge) == 2 and isinstance(edge[0], str)
                     and 0 < len(edge[0]) <= _MAX_ROLE and edge[0].isprintable()):
-                raise _refuse(remote, what, f"bad edge on {oid[:12]}")
+                raise refuse(remote, what, f"bad edge on {oid[:12]}")
             edges.append((edge[0], check_oid(edge[1], "edge target")))
         derivation = item.get("derivation")
         if derivation is not None:
             if not isinstance(derivation, dict):
-                raise _refuse(remote, what, f"bad derivation on {oid[:12]}")
+                raise refuse(remote, what, f"bad derivation on {oid[:12]}")
             key = check_oid(derivation.get("key"), "derivation key")
             derivation = {"key": key, "spec": _check_spec(remote, key, derivation.get("spec"))}
         entries.append(Entry(oid, kind, size, tuple(edges), derivation))
@@ -181,14 +190,14 @@ def parse_ref(remote: str, name: str, data: bytes) -> tuple[str, str, list[Entry
         UnsafeRemotePath: an id in it is not a 64-hex id.
     """
     what = f"ref {name!r}"
-    doc = _load(remote, what, data, REF_FORMAT)
+    doc = load_document(remote, what, data, REF_FORMAT)
     if doc.get("name") != check_ref(name):
-        raise _refuse(remote, what, f"the file names ref {doc.get('name')!r}")
+        raise refuse(remote, what, f"the file names ref {doc.get('name')!r}")
     oid = check_oid(doc.get("id"))
     entries = _entries(remote, what, doc.get("closure"))
     root = next((e for e in entries if e.id == oid), None)
     if root is None or root.kind != doc.get("kind"):
-        raise _refuse(remote, what, "its object is missing from its own closure")
+        raise refuse(remote, what, "its object is missing from its own closure")
     return oid, root.kind, entries
 
 
@@ -199,13 +208,13 @@ def parse_derivation(remote: str, key: str, data: bytes) -> tuple[dict[str, Any]
         TamperedBlob: malformed, or its spec does not hash to ``key``.
     """
     what = f"derivation {key[:12]}"
-    doc = _load(remote, what, data, DERIVATION_FORMAT)
+    doc = load_document(remote, what, data, DERIVATION_FORMAT)
     if doc.get("key") != key:
-        raise _refuse(remote, what, "the file is for another key")
+        raise refuse(remote, what, "the file is for another key")
     spec = _check_spec(remote, key, doc.get("spec"))
     output = check_oid(doc.get("output"))
     entries = _entries(remote, what, doc.get("closure"))
     if not any(e.id == output and e.kind == doc.get("kind") for e in entries):
-        raise _refuse(remote, what, "its output is missing from its own closure")
+        raise refuse(remote, what, "its output is missing from its own closure")
     return spec, output, entries
 

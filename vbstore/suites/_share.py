@@ -48,18 +48,14 @@ ATTEMPTS = 5  # conditional swaps a push tries before it gives up on a busy boar
 
 
 @dataclass
-class BoardPush:
-    """What one board push sent."""
+class _Transfer:
+    """What a board push or pull has in common: where, which suite, what it moved."""
 
     remote: str
     suite: str
     listed: int = 0
     added: int = 0
-    uploaded: int = 0
-    already_there: int = 0
     bytes: int = 0
-    changed: bool = True
-    retries: int = 0
     revision: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -67,22 +63,23 @@ class BoardPush:
 
 
 @dataclass
-class BoardPull:
+class BoardPush(_Transfer):
+    """What one board push sent."""
+
+    uploaded: int = 0
+    already_there: int = 0
+    changed: bool = True
+    retries: int = 0
+
+
+@dataclass
+class BoardPull(_Transfer):
     """What one board pull brought in."""
 
-    remote: str
-    suite: str
-    listed: int = 0
     downloaded: int = 0
     already_present: int = 0
-    added: int = 0
-    bytes: int = 0
     suite_added: bool = False
     rejudged: list[dict[str, Any]] = field(default_factory=list)
-    revision: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def local_board(store: Store, suite: Suite) -> dict[str, tuple[int, float]]:

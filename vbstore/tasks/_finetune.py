@@ -42,7 +42,9 @@ def pooled(rows: Any, blocks: Sequence[torch.nn.Module], forward: Forward, batch
     out = []
     with torch.no_grad():
         for _, x in rows.batches(batch_size, device):
-            out.append(forward(x, blocks).float())
+            # a copy: a pooled row can be a view (the class token) of the batch's whole output,
+            # and keeping the view would keep every batch's tokens until the concatenation
+            out.append(forward(x, blocks).float().clone(memory_format=torch.contiguous_format))
     return torch.cat(out)
 
 
