@@ -291,8 +291,15 @@ def test_winoground_is_two_samples_per_instance_scored_as_clip_benchmark_scores_
     assert result.metrics["acc"] < 1  # the data tells the metrics apart
 
 
+def _accuracy(output, target, topk=(1,)):
+    # clip_benchmark.metrics.zeroshot_classification.accuracy, its float() on numpy 2
+    pred = output.topk(max(topk), 1, True, True)[1].t()
+    correct = pred.eq(target.view(1, -1).expand_as(pred))
+    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
+
+
 def test_the_language_of_a_classification_set_reaches_its_names_templates_and_keys(
-        no_fetch, store, tmp_path):
+        no_fetch, store, tmp_path, monkeypatch):
     root = tmp_path / "imagenet"
     for split, seed in (("train", 4), ("val", 5)):  # CLIP_benchmark's test split is val/
         for wnid in ("n01440764", "n01443537", "n01484850"):
@@ -313,6 +320,18 @@ def test_the_language_of_a_classification_set_reaches_its_names_templates_and_ke
     assert docs[0]["source"]["classnames"].count("missile") == 2
     assert "missile (2)" in docs[0]["classes"]
     assert (japanese.record.params["language"], japanese.id != english.id) == ("jp", True)
+    # in either language, CLIP_benchmark's own evaluation on its own dataset object
+    model, transform, tokenizer = _load("tiny", "v1")
+    model.eval()
+    metric = importlib.import_module("clip_benchmark.metrics.zeroshot_classification")
+    monkeypatch.setattr(metric, "accuracy", _accuracy)
+    for result, language in ((english, "en"), (japanese, "jp")):
+        theirs = no_fetch.build_dataset("imagenet1k-unverified", root=str(root), split="test",
+                                        transform=transform, download=False, language=language)
+        loader = torch.utils.data.DataLoader(theirs, batch_size=4, shuffle=False)
+        expected = metric.evaluate(model, loader, tokenizer, theirs.classes, theirs.templates,
+                                   "cpu", amp=False)
+        assert result.metrics == expected, language
     # the same images: the same image ids, and no forward pass for the second language
     assert [s["image"] for s in docs[0]["samples"]] == [s["image"] for s in docs[1]["samples"]]
     assert japanese.features["eval"]["extracted"] == 0
