@@ -227,6 +227,8 @@ def test_offline_a_missing_file_is_named_in_one_line_and_nothing_is_fetched(no_f
                                              rf".*empty: {missing}") as caught:
             load_manifest(store, f"cb:{name}", split="test", dataset_root=str(root))
         assert "--download" in caught.value.hint
+    with pytest.raises(UsageError, match="CLIP_benchmark refuses cb:sugar_crepe/nope"):
+        load_manifest(store, "cb:sugar_crepe/nope", split="test", dataset_root=str(root))
     with pytest.raises(UsageError, match="cb:mscoco_captions has English captions only"):
         load_manifest(store, "cb:mscoco_captions@fr", split="test", dataset_root=str(root))
     # an image the annotations name but the root lacks

@@ -73,10 +73,17 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     if text and not download:  # its builder would fetch a missing file, whatever download says
         check_on_disk(name, root, split or "test", language)
     hub: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-    if name == "winoground":  # from the Hub through `datasets`: its cache at the root, offline
-        from ._hf import _offline
+    try:
+        if name == "winoground":  # from the Hub through `datasets`: its cache at the root
+            import datasets  # noqa: F401  heavy (pyarrow): only for this set; named if missing
 
-        hub = _offline(not download)
+            from ._hf import _offline
+
+            hub = _offline(not download)
+    except ImportError as exc:
+        raise UsageError(f"cb:{name} is read through the datasets package, which is not "
+                         f"importable ({exc.name or exc})",
+                         hint="pip install 'vbstore[hf]'") from None
     try:
         with hub:
             dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
