@@ -221,6 +221,18 @@ def test_gc_keeps_the_text_tower_outputs_a_stored_result_used(store, shapes):
     assert all(store.has(oid) for oid in used)
 
 
+def test_a_results_push_with_features_carries_the_text_tower_outputs(store, shapes, tmp_path):
+    from vbstore.remotes import add_remote, push_results
+
+    result = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                                split="val", store=store, progress=False)
+    add_remote(store, "team", str(tmp_path / "team"))
+    assert "tensors" in push_results(store, "team", [result.id]).left_out
+    pushed = push_results(store, "team", [result.id], with_=("features",))
+    used = [child for role, child in store.children(result.id) if role == "text_embeddings"]
+    assert pushed.sent["tensors"]["objects"] == len(used)
+
+
 class _TextOnly:
     def encode_text(self, texts):
         return torch.full((len(texts), 8), float(len(texts[0])))  # other texts, other bytes

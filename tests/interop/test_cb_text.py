@@ -227,6 +227,8 @@ def test_offline_a_missing_file_is_named_in_one_line_and_nothing_is_fetched(no_f
                                              rf".*empty: {missing}") as caught:
             load_manifest(store, f"cb:{name}", split="test", dataset_root=str(root))
         assert "--download" in caught.value.hint
+    with pytest.raises(UsageError, match="CLIP_benchmark refuses cb:sugar_crepe/nope"):
+        load_manifest(store, "cb:sugar_crepe/nope", split="test", dataset_root=str(root))
     with pytest.raises(UsageError, match="cb:mscoco_captions has English captions only"):
         load_manifest(store, "cb:mscoco_captions@fr", split="test", dataset_root=str(root))
     # an image the annotations name but the root lacks
@@ -289,3 +291,67 @@ def test_winoground_is_two_samples_per_instance_scored_as_clip_benchmark_scores_
         expected = metric.evaluate(model, loader, tokenizer, device="cpu", amp=False)
     assert result.metrics == expected
     assert result.metrics["acc"] < 1  # the data tells the metrics apart
+
+
+def _accuracy(output, target, topk=(1,)):
+    # clip_benchmark.metrics.zeroshot_classification.accuracy, its float() on numpy 2
+    pred = output.topk(max(topk), 1, True, True)[1].t()
+    correct = pred.eq(target.view(1, -1).expand_as(pred))
+    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
+
+
+def test_the_language_of_a_classification_set_reaches_its_names_templates_and_keys(
+        no_fetch, store, tmp_path, monkeypatch):
+    root = tmp_path / "imagenet"
+    for split, seed in (("train", 4), ("val", 5)):  # CLIP_benchmark's test split is val/
+        for wnid in ("n01440764", "n01443537", "n01484850"):
+            _jpegs(root / split / wnid, [f"{wnid}_{i}.jpg" for i in range(3)], seed)
+            seed += 1
+    kw = dict(split="test", data_options={"dataset_root": str(root)}, store=store,
+              progress=False)
+    name = "cb:imagenet1k-unverified"
+    english = vbstore.get_result(CLIP, "zeroshot_classification", name,
+                                 params={"templates": "dataset"}, **kw)
+    japanese = vbstore.get_result(CLIP, "zeroshot_classification", name, language="jp",
+                                  params={"templates": "dataset"}, **kw)
+    docs = [store.read_json(r.record.inputs["eval_manifest"]) for r in (english, japanese)]
+    assert docs[0]["classes"][:2] == ["tench", "goldfish"]
+    assert docs[1]["classes"][:2] == ["テンチ", "金魚"]
+    assert docs[1]["source"]["templates"][0] == "{c}の悪い写真"
+    # CLIP_benchmark names two classes "missile": told apart as labels, verbatim in the prompts
+    assert docs[0]["source"]["classnames"].count("missile") == 2
+    assert "missile (2)" in docs[0]["classes"]
+    assert (japanese.record.params["language"], japanese.id != english.id) == ("jp", True)
+    # in either language, CLIP_benchmark's own evaluation on its own dataset object
+    model, transform, tokenizer = _load("tiny", "v1")
+    model.eval()
+    metric = importlib.import_module("clip_benchmark.metrics.zeroshot_classification")
+    monkeypatch.setattr(metric, "accuracy", _accuracy)
+    for result, language in ((english, "en"), (japanese, "jp")):
+        theirs = no_fetch.build_dataset("imagenet1k-unverified", root=str(root), split="test",
+                                        transform=transform, download=False, language=language)
+        loader = torch.utils.data.DataLoader(theirs, batch_size=4, shuffle=False)
+        expected = metric.evaluate(model, loader, tokenizer, theirs.classes, theirs.templates,
+                                   "cpu", amp=False)
+        assert result.metrics == expected, language
+    # the same images: the same image ids, and no forward pass for the second language
+    assert [s["image"] for s in docs[0]["samples"]] == [s["image"] for s in docs[1]["samples"]]
+    assert japanese.features["eval"]["extracted"] == 0
+    texts = [{c for role, c in store.children(r.id) if role == "text_embeddings"}
+             for r in (english, japanese)]
+    assert texts[0].isdisjoint(texts[1])
+    # CLIP_benchmark's Japanese templates are the data's: the English built-ins are refused
+    with pytest.raises(UsageError, match="no built-in 'ensemble' templates for language 'jp'"
+                       ) as caught:
+        vbstore.get_result(CLIP, "zeroshot_classification", name, language="jp", **kw)
+    assert "--templates dataset" in caught.value.hint
+    # a task that reads no text takes the language only as the data's: the export names it
+    probe = vbstore.get_result(CLIP, "linear_probe", f"{name}@jp", f"{name}@jp",
+                               train_split="train", **kw)
+    assert "language" not in probe.record.params
+    from vbstore.interop import clip_benchmark_record
+    from vbstore.records import ManifestRecord
+
+    manifest = ManifestRecord.from_dict(store.read_json(probe.record.inputs["eval_manifest"]))
+    row = clip_benchmark_record(probe.record, manifest)
+    assert (row["dataset"], row["language"]) == ("imagenet1k-unverified", "jp")

@@ -73,10 +73,17 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     if text and not download:  # its builder would fetch a missing file, whatever download says
         check_on_disk(name, root, split or "test", language)
     hub: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-    if name == "winoground":  # from the Hub through `datasets`: its cache at the root, offline
-        from ._hf import _offline
+    try:
+        if name == "winoground":  # from the Hub through `datasets`: its cache at the root
+            import datasets  # noqa: F401  heavy (pyarrow): only for this set; named if missing
 
-        hub = _offline(not download)
+            from ._hf import _offline
+
+            hub = _offline(not download)
+    except ImportError as exc:
+        raise UsageError(f"cb:{name} is read through the datasets package, which is not "
+                         f"importable ({exc.name or exc})",
+                         hint="pip install 'vbstore[hf]'") from None
     try:
         with hub:
             dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
@@ -98,6 +105,9 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         list_path = write_list(store, f"cb-v1-{key}", _checked(text_records(dataset), root))
         return Source(list_path, None, {"kind": "cb", "name": name, "language": language})
     classes = [str(c) for c in getattr(dataset, "classes", None) or []] or None
+    named = classes
+    if classes is not None and len(set(classes)) < len(classes):
+        classes = _distinct(classes)  # imagenet1k names two classes "missile" (jp: nine pairs)
     templates = getattr(dataset, "templates", None)
     if isinstance(templates, dict) or not isinstance(templates, (list, type(None))):
         templates = None  # class-specific prompts (CuPL): not a template set
@@ -115,6 +125,8 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     record: dict[str, Any] = {"kind": "cb", "name": name, "language": language}
     if templates:
         record["templates"] = [str(t) for t in templates]
+    if named != classes:  # the prompts' names, CLIP_benchmark's verbatim
+        record["classnames"] = named
     json.dumps(record)  # canonical JSON later: fail here on anything odd
     return Source(list_path, classes, record)
 
@@ -133,3 +145,16 @@ def _checked(records: Iterator[Record], root: Path) -> Iterator[Record]:
         raise UsageError(f"an image the annotations name is not in {root}: "
                          f"{exc.filename or exc}",
                          hint="complete the image folder (or fix the annotation file)") from None
+
+
+def _distinct(names: list[str]) -> list[str]:
+    """``names`` with a repeated one told apart (``missile``, then ``missile (2)``): a manifest's
+    class names label its samples, so each must be one class; the prompts keep the originals."""
+    out: list[str] = []
+    for name in names:
+        label, k = name, 1
+        while label in out:
+            k += 1
+            label = f"{name} ({k})"
+        out.append(label)
+    return out

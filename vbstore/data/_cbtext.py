@@ -31,6 +31,8 @@ RETRIEVAL = ("mscoco_captions", "flickr30k", "flickr8k", "multilingual_mscoco_ca
 _MULTILINGUAL = {"multilingual_mscoco_captions": "multilingual_mscoco",
                  "flickr30k-200": "flickr30k_200", "crossmodal3600": "crossmodal3600",
                  "xtd10": "xtd10", "xtd200": "xtd200"}
+_SUGAR_CREPE = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att",
+                "swap_obj")
 # sets whose captions exist in one language: CLIP_benchmark reads no other
 _ENGLISH_ONLY = ("mscoco_captions", "winoground")
 
@@ -76,7 +78,10 @@ def _needed(name: str, split: str, language: str) -> list[str]:
         suffix = {"en": "karpathy", "zh": "zh"}.get(language)
         return [f"{name}_{split}_{suffix}.txt"] if suffix else []  # else the builder refuses it
     if name.startswith("sugar_crepe/"):
-        return ["val2017/", f"{name.partition('/')[2]}.json"]
+        subset = name.partition("/")[2]
+        if split != "test" or subset not in _SUGAR_CREPE:
+            return []  # the builder refuses it in its own words, before fetching anything
+        return ["val2017/", f"{subset}.json"]
     if name == "winoground":  # the Hub's facebook/winoground in a datasets cache at the root
         return ["facebook___winoground/"]
     if name in _MULTILINGUAL:

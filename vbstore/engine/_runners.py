@@ -348,11 +348,14 @@ class ZeroShotRunner(Runner):
     shape = "zero_shot"
 
     def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
+        source = plan.eval_m.doc.get("source") or {}
         return {"class_names": plan.eval_m.classes,
+                # a cb: source's own names, where the manifest's had to tell two apart
+                "prompt_names": source.get("classnames"),
                 "captions": [s.get("captions", []) for s in plan.eval_m.samples],
                 "files": files,
                 # the templates a cb: source recorded (--templates dataset)
-                "dataset_templates": (plan.eval_m.doc.get("source") or {}).get("templates")}
+                "dataset_templates": source.get("templates")}
 
     def score(self, plan, run, evaluation, fresh_heads=False):
         from ._compute import zero_shot_draws

@@ -22,8 +22,10 @@ from ._push import push
 # What `push results` sends by default: the results and the documents of their lineage.
 LINEAGE_KINDS = ("result", "manifest", "backbone", "weights")
 # What ``with_`` may add, by name: a fine-tuned head travels with the fine-tuned weights it is
-# applied through (``finetuned``), and features with the stored prefix activations.
-EXTRA_KINDS = {"features": ("featureset", "pack", "prefix"), "heads": ("head", "finetuned"),
+# applied through (``finetuned``), and features with the stored prefix activations and the
+# text-tower outputs a zero-shot result read (``tensors``).
+EXTRA_KINDS = {"features": ("featureset", "pack", "prefix", "tensors"),
+               "heads": ("head", "finetuned"),
                "images": ("blob",)}
 
 

@@ -174,8 +174,9 @@ def prompt_sets(params: Mapping[str, Any], context: Mapping[str, Any],
                 class_names: Sequence[str]) -> tuple[list[str], list[str]]:
     """``(templates, names)``: the templates, and each class's name as the prompts write it.
 
-    Manifest class names read underscores as spaces (they often come from folder names); a
-    classnames file is used verbatim.
+    Manifest class names (or ``context["prompt_names"]``, the data's own where they differ) read
+    underscores as spaces (they often come from folder names); a classnames file is used
+    verbatim.
 
     Raises:
         UsageError: a file parameter without its entries, or a classnames file whose length is
@@ -193,7 +194,13 @@ def prompt_sets(params: Mapping[str, Any], context: Mapping[str, Any],
     else:
         templates = file_entries(params, context, "templates")
     if params["classnames"] == "":
-        return templates, [name.replace("_", " ") for name in class_names]
+        # the data's own names for the prompts (a cb: source's, verbatim: imagenet1k's two
+        # "missile"), where its class names had to tell them apart
+        own = context.get("prompt_names") or class_names
+        if len(own) != len(class_names):
+            raise UsageError(f"the data names {len(own)} prompt names for {len(class_names)} "
+                             "classes", hint="read the data again (vbstore get manifest)")
+        return templates, [name.replace("_", " ") for name in own]
     names = file_entries(params, context, "classnames")
     if len(names) != len(class_names):
         order = ", ".join(class_names[:5]) + (" ..." if len(class_names) > 5 else "")
