@@ -215,6 +215,14 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     assert again.record.inputs["captions"] == record.inputs["captions"]
     assert again.metrics == first.metrics
 
+    # exported as CLIP_benchmark writes its captioning results
+    from vbstore.interop.clip_benchmark import clip_benchmark_export
+
+    row = clip_benchmark_export(store, [first.id])[0]["record"]
+    assert row["task"] == "captioning"
+    assert row["metrics"] == first.metrics
+    assert row["language"] == "en"
+
     # another decoding: written again
     longer = plan(_request(captions_list, spice=False, seq_len=12), store)
     assert [s.status for s in longer.steps if s.op == "captions"] == ["compute"]
@@ -249,6 +257,17 @@ def test_a_backbone_without_a_text_decoder_family_is_refused_at_plan(captions_li
         plan(ResultRequest(BackboneRequest("timm:vit_tiny_patch16_224"),
                            ProbeRequest("captioning"), DataRef(captions_list)), store,
              dry_run=True)
+
+
+@pytest.mark.parametrize(("setting", "flag"), [({"pooling": "mean"}, "--pooling"),
+                                               ({"layers": (-2,)}, "--layers"),
+                                               ({"precision": "bf16"}, "--precision")])
+def test_feature_settings_are_refused(captions_list, store, setting, flag):
+    request = ResultRequest(BackboneRequest("cap_tiny:tiny@v1", **setting),
+                            ProbeRequest("captioning"), DataRef(captions_list))
+    with pytest.raises(UsageError, match="reads no features") as info:
+        plan(request, store, dry_run=True)
+    assert flag in info.value.hint
 
 
 def test_pretrained_coca_fails_fast_offline(captions_list, store, monkeypatch):

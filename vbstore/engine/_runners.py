@@ -423,6 +423,16 @@ class GenerateRunner(Runner):
 
     def check(self, task: Task, request: ResultRequest) -> None:
         check_clip(task, request)
+        # the model writes in its own precision from its own output: no feature setting applies
+        backbone = request.backbone
+        named = [flag for flag, given in (("--pooling", backbone.pooling is not None),
+                                          ("--layers", tuple(backbone.layers) != (-1,)),
+                                          ("--precision bf16", backbone.precision != "fp32"))
+                 if given]
+        if named:
+            raise UsageError(f"task {task.name!r} reads no features (the model writes "
+                             f"captions); {', '.join(named)} does not apply to it",
+                             hint=f"drop {', '.join(named)}")
 
     def steps(self, ctx: StepContext) -> list[Step]:
         return captions_steps(ctx.store, ctx.ref, ctx.task, ctx.task_params, ctx.eval_m,
