@@ -281,3 +281,19 @@ def test_pretrained_coca_fails_fast_offline(captions_list, store, monkeypatch):
     assert time.monotonic() - start < 10
     assert info.value.exit_code == 6
     assert "coca_ViT-B-32" in str(info.value)
+
+
+def test_a_captions_answer_must_declare_its_question(store):
+    from vbstore import canonical
+    from vbstore.engine._captions import captions_spec
+    from vbstore.errors import MisfiledAnswer
+    from vbstore.records import StoreReader, check_answer
+
+    a, b = "a" * 64, "b" * 64
+    doc = {"backbone": a, "manifest": b, "decoding": {"seq_len": 30}, "captions": ["a dog"]}
+    oid = store.put_bytes(canonical.dumps(doc), "blob")
+    check_answer(captions_spec(a, b, {"seq_len": 30}), oid, StoreReader(store), "here")
+    with pytest.raises(MisfiledAnswer, match="decoding"):
+        check_answer(captions_spec(a, b, {"seq_len": 12}), oid, StoreReader(store), "here")
+    with pytest.raises(MisfiledAnswer, match="manifest"):
+        check_answer(captions_spec(a, a, {"seq_len": 30}), oid, StoreReader(store), "here")
