@@ -10,6 +10,7 @@ import shutil
 import time
 
 import numpy as np
+import open_clip
 import pytest
 import torch
 from open_clip.tokenizer import _tokenizer
@@ -297,3 +298,30 @@ def test_a_captions_answer_must_declare_its_question(store):
         check_answer(captions_spec(a, b, {"seq_len": 12}), oid, StoreReader(store), "here")
     with pytest.raises(MisfiledAnswer, match="manifest"):
         check_answer(captions_spec(a, a, {"seq_len": 30}), oid, StoreReader(store), "here")
+
+
+@pytest.mark.skipif(open_clip.coca_model._has_transformers,
+                    reason="transformers is installed: CoCa.generate runs (tests/interop)")
+def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_path, monkeypatch):
+    from vbstore.tasks import captioning
+
+    config = {
+        "embed_dim": 32,
+        "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16,
+                       "patch_size": 16, "attentional_pool": True, "attn_pooler_heads": 2,
+                       "attn_pooler_queries": 4, "output_tokens": True},
+        "text_cfg": {"context_length": 76, "vocab_size": 49408, "width": 32, "heads": 2,
+                     "layers": 1, "embed_cls": True, "output_tokens": True},
+        "multimodal_cfg": {"context_length": 76, "vocab_size": 49408, "width": 32, "heads": 2,
+                           "layers": 1, "attn_pooler_heads": 2},
+        "custom_text": True,
+    }
+    (tmp_path / "vbstore_test_coca.json").write_text(json.dumps(config))
+    open_clip.add_model_config(tmp_path)
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    with pytest.raises(MissingDependency, match="transformers") as info:
+        vbstore.get_result("open_clip:vbstore_test_coca", "captioning", captions_list,
+                           weights="random", store=store, params={"spice": False},
+                           progress=False)
+    assert "vbstore[captioning]" in info.value.hint
+    assert not store.ls("result")
