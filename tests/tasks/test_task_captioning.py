@@ -133,6 +133,8 @@ def test_declaration_names_clip_benchmarks_metrics_and_open_clips_decoding():
         "top_p": 0.1}
     sampled = task.resolve_params({"generation_type": "top_k"})
     assert task.decoding(sampled, seed=3)["seed"] == 3  # sampling draws from the seed
+    assert task.uses_seed(sampled)
+    assert not task.uses_seed(params)
     assert "SPICE" not in [m.name for m in task.reported_metrics({**params, "spice": False})]
     assert task.check_data({**params, "spice": False}, {}, None)  # the record says so
     with pytest.raises(UsageError, match="generation_type"):

@@ -638,6 +638,11 @@ class Task:
         leaves one out (captioning's ``spice=false``)."""
         return self.metrics
 
+    def uses_seed(self, params: Mapping[str, Any]) -> bool:
+        """Whether the seed changes the numbers of a run with ``params`` (``stochastic``, unless
+        a parameter decides it: captioning samples only with ``top_k``/``top_p``)."""
+        return self.stochastic
+
     def decoding(self, params: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
         """The keyword arguments a ``generate`` task passes to the model's ``generate`` (the
         generated captions' key), and ``seed`` when the decoding samples; none for other

@@ -167,11 +167,13 @@ class Captioning(Task):
         return ["SPICE not computed (spice=false): the record holds Bleu_1..4, METEOR, ROUGE_L "
                 "and CIDEr"]
 
+    def uses_seed(self, params: Any) -> bool:
+        return params["generation_type"] != "beam_search"  # sampling draws from the seed
+
     def decoding(self, params: Any, seed: int = 0) -> dict[str, Any]:
         settings = {key: params[key] for key in DECODING}
         # beam search is deterministic: every seed reads the same captions
-        return settings if settings["generation_type"] == "beam_search" else {**settings,
-                                                                              "seed": seed}
+        return {**settings, "seed": seed} if self.uses_seed(params) else settings
 
     def check_tools(self, params: Any) -> None:
         """Refuse before generating: no pycocoevalcap, no ``java``, or SPICE without its jars.
