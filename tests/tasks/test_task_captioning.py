@@ -327,3 +327,20 @@ def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_pat
                            progress=False)
     assert "vbstore[captioning]" in info.value.hint
     assert not store.ls("result")
+
+
+@needs_scorers
+def test_sampling_writes_captions_per_seed_and_beam_search_once(captions_list, store):
+    TinyCaptioner.calls = 0
+    sampled = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                 params={"spice": False, "generation_type": "top_k"}, seeds=2,
+                                 progress=False)
+    assert TinyCaptioner.calls == 12  # one set of captions per seed's draws
+    inputs = sampled.record.inputs
+    assert inputs["captions.0"] != inputs["captions.1"]
+    assert not any("ignores the seed" in w for w in sampled.record.warnings or [])
+    beams = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, seeds=2, progress=False)
+    assert TinyCaptioner.calls == 18  # beam search: one set for both seeds
+    assert "captions" in beams.record.inputs
+    assert any("ignores the seed" in w for w in beams.record.warnings or [])
