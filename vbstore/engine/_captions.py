@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import canonical
-from ..store import derivation_spec
+from ..store import derivation_key, derivation_spec
 from ._steps import Step
 
 if TYPE_CHECKING:
@@ -65,15 +66,12 @@ def captions_steps(store: Any, ref: Any, task: Any, task_params: Mapping[str, An
         planned = Step.of(captions_spec(ref.id, eval_m.id, decoding), "captions", role,
                           work=work)
         assert planned.key is not None
+        # under a stored result nothing here is read: its record is shown, unchecked
         oid = store.lookup(planned.key, check=not unneeded)
-        if unneeded:
-            steps.append(Step(planned.op, role, "unneeded", oid, {}, None, planned.spec,
-                              planned.key))
-        elif oid is not None:
-            steps.append(Step(planned.op, role, "stored", oid, {}, None, planned.spec,
-                              planned.key))
-        else:
-            steps.append(planned)
+        if unneeded or oid is not None:
+            planned = replace(planned, status="unneeded" if unneeded else "stored", id=oid,
+                              work={})
+        steps.append(planned)
     return steps
 
 
@@ -89,6 +87,7 @@ def generated_captions(plan: Plan, run: Run, decoding: Mapping[str, Any]) -> tup
     store, ref, manifest = plan.store, plan.backbone, plan.eval_m
     spec = captions_spec(ref.id, manifest.id, decoding)
     step = next((s for s in plan.steps if s.op == "captions" and s.spec == spec), None)
+    key = step.key if step is not None and step.key else derivation_key(spec)
     start = time.perf_counter()
 
     def compute() -> str:
@@ -98,9 +97,9 @@ def generated_captions(plan: Plan, run: Run, decoding: Mapping[str, Any]) -> tup
         return store.put_bytes(canonical.dumps(doc), "blob",
                                edges={"backbone": ref.id, "manifest": manifest.id})
 
-    derived = derive(store, spec, compute, key=step.key if step is not None else None)
+    derived = derive(store, spec, compute, key=key)
     if derived.computed:
-        run.computed.append(step.key if step is not None and step.key else "captions")
+        run.computed.append(key)
         run.extracted += len(manifest)
     run.from_cache["captions"] = run.from_cache.get("captions", True) and not derived.computed
     run.timings["captions_s"] = round(run.timings.get("captions_s", 0.0)
