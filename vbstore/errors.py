@@ -599,6 +599,12 @@ class MissingDependency(VbstoreError, ImportError):
         self.module, self.extra = module, extra
 
 
+class MissingTool(VbstoreError, FileNotFoundError):
+    """A program or file a scorer runs (java, SPICE's CoreNLP jars) is not installed."""
+
+    exit_code = 2
+
+
 # -- budgets ---------------------------------------------------------------------------------------
 
 

@@ -88,7 +88,7 @@ OP_VERSIONS = {
     "multilabel": 1, "orientation": 1, "relative_pose": 1, "retrieval": 1,
     "semantic_segmentation": 1, "similarity": 1, "zeroshot_classification": 1,
     "zeroshot_multilabel": 1, "zeroshot_retrieval": 1,
-    "linear_probe": 1, "image_caption_selection": 1,  # issue 26's, new at 1
+    "linear_probe": 1, "image_caption_selection": 1, "captioning": 1,  # issue 26's, new at 1
 }
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +153,34 @@ class Backbone(ABC):
     def preprocess(self, image: Any) -> torch.Tensor:
         """A PIL image (or HxWx3 uint8 array) as a normalized CHW float tensor for this model."""
         return preprocess(self.cfg, image)
+
+    def generate_captions(self, images: torch.Tensor, decoding: Mapping[str, Any]) -> list[str]:
+        """A caption per image from the model's ``generate`` (CoCa's, or a loader model's with
+        the same contract: token ids (B, L) in open_clip's vocabulary), decoded as
+        CLIP_benchmark decodes them: the text before ``<end_of_text>``, without
+        ``<start_of_text>``, stripped.
+
+        Args:
+            images: A preprocessed batch (B, 3, H, W).
+            decoding: Keyword arguments of ``generate`` (open_clip's CoCa: ``generation_type``,
+                ``seq_len``, ``num_beams``...).
+
+        Raises:
+            UsageError: the model has no ``generate`` (it writes no text).
+        """
+        generate = getattr(self.module, "generate", None)
+        if not callable(generate):
+            raise UsageError(f"backbone {self.name} writes no captions: its model has no "
+                             "generate method",
+                             hint="captioning needs a captioning model, e.g. "
+                                  "open_clip:coca_ViT-B-32@laion2b_s13b_b90k")
+        from open_clip.tokenizer import _tokenizer  # open_clip's vocabulary, as CLIP_benchmark
+
+        self.module.eval()
+        with torch.inference_mode():
+            tokens = generate(images.to(self.device, self.dtype), **dict(decoding))
+        return [_tokenizer.decode(row).split("<end_of_text>")[0]
+                .replace("<start_of_text>", "").strip() for row in tokens.cpu().numpy()]
 
     def resolve_layers(self, layers: int | Sequence[int] | None = None) -> tuple[int, ...]:
         """Requested layers as non-negative block indices, in request order.

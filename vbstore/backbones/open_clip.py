@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import open_clip
 import torch
 
+from ..errors import MissingDependency
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
@@ -140,6 +141,19 @@ class OpenClipBackbone(Backbone):
         self.module.eval()
         with torch.inference_mode():
             return self.module.encode_text(tokens, normalize=normalize)
+
+
+    def generate_captions(self, images: torch.Tensor, decoding: Mapping[str, Any]) -> list[str]:
+        """CoCa's captions (see :meth:`Backbone.generate_captions`).
+
+        Raises:
+            MissingDependency: open_clip's ``generate`` needs transformers, not installed (or a
+                release whose beam search open_clip cannot import).
+        """
+        if isinstance(self.module, open_clip.CoCa) and not open_clip.coca_model._has_transformers:
+            raise MissingDependency("transformers 4.x (before 4.57: open_clip's CoCa.generate "
+                                    "imports its beam search)", "captioning")
+        return super().generate_captions(images, decoding)
 
 
 def _weights_file(arch: str, tag: str) -> tuple[Any, str, str | None, dict[str, Any]]:

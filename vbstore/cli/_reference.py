@@ -15,7 +15,7 @@ EXIT_CODES = [
     (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input "
         "files, an annotation outside its image, a head with NaN values, an imported result "
         "that does not say which weights made it, a class count or size over the memory limit "
-        "(`VBSTORE_MAX_MEMORY`)"),
+        "(`VBSTORE_MAX_MEMORY`), a missing optional library or program (java for captioning)"),
     (3, "not ranked: `evaluate --require-ranked` recorded an evaluation its suite cannot rank "
         "(Visin's code)"),
     (4, "dropped: `diff` found a score that fell by more than --max-drop (Visin's code)"),

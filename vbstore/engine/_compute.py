@@ -178,9 +178,11 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> Made[Resu
     runner.prepare(plan)
     evaluation, scored = runner.run(plan, run, fresh_heads)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
-                             "eval_features": evaluation.id, **scored.edges}
+                             **({"eval_features": evaluation.id} if evaluation else {}),
+                             **scored.edges}
     start = time.perf_counter()
-    found = runner.baseline(plan, evaluation, scored)
+    # no feed, no baseline: a shape that reads no features has no trivial predictor of them
+    found = runner.baseline(plan, evaluation, scored) if evaluation is not None else None
     run.timings["baseline_s"] = round(time.perf_counter() - start, 4)
     result = _record(plan, scored.per_seed, scored.train_metrics, scored.comparable, edges)
     warnings = [*plan.notes, *(result.warnings or [])] or None
@@ -279,7 +281,8 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     store, seeds = plan.store, plan.request.probe.seed_list
     weights = store.read_json(plan.backbone.doc["weights"])
     inputs = {k: v for k, v in edges.items() if isinstance(v, str)}
-    for role in ("head", "finetuned"):  # one per seed (fine-tuned weights: a seed's head's)
+    # one per seed (fine-tuned weights: a seed's head's; captions: a sampling decoding's)
+    for role in ("head", "finetuned", "captions"):
         if edges.get(role):
             inputs.update({f"{role}.{i}": h for i, h in enumerate(edges[role])}
                           if len(edges[role]) > 1 else {role: edges[role][0]})
@@ -296,7 +299,7 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     same = plan.train_m is not None and plan.train_m.id == plan.eval_m.id
     warnings = (["trained and evaluated on the same samples: the metrics are train metrics"]
                 if same else [])
-    if len(seeds) > 1 and not plan.task.stochastic:
+    if len(seeds) > 1 and not plan.task.uses_seed(plan.task_params):
         warnings.append(f"{plan.task.name} ignores the seed: the {len(seeds)} seeds ran the same "
                         "computation, so their spread is 0 by construction")
     request = plan.request

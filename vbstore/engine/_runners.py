@@ -16,9 +16,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import canonical
 from ..backbones import clip_sources, parse_spec
 from ..errors import UsageError
 from ..tasks import Task
+from ._captions import captions_steps, decodings
 from ._requests import param_files
 from ._steps import Step, head_step, views_steps
 
@@ -127,8 +129,9 @@ class Runner(ABC):
               ) -> Scored:
         """Every seed's metrics on the eval featureset (computing what is missing)."""
 
-    def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed, Scored]:
-        """The eval feed and every seed's metrics: the frozen eval featureset, then ``score``."""
+    def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed | None, Scored]:
+        """The eval feed and every seed's metrics: the frozen eval featureset, then ``score``
+        (no feed: a shape that reads no features)."""
         from ._compute import Feed, featureset
 
         evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
@@ -445,9 +448,62 @@ class KeypointViewsRunner(Runner):
         return Scored([metrics] * len(plan.request.probe.seed_list))
 
 
+class GenerateRunner(Runner):
+    """``generate``: the model writes each eval image's caption (``vbstore.engine._captions``:
+    stored once per backbone, data and decoding), scored against the references; no features
+    are extracted."""
+
+    shape = "generate"
+    frozen_features = False
+
+    def check(self, task: Task, request: ResultRequest) -> None:
+        check_clip(task, request)
+        # the model writes in its own precision from its own output: no feature setting applies
+        backbone = request.backbone
+        named = [flag for flag, given in (("--pooling", backbone.pooling is not None),
+                                          ("--layers", tuple(backbone.layers) != (-1,)),
+                                          ("--precision bf16", backbone.precision != "fp32"))
+                 if given]
+        if named:
+            raise UsageError(f"task {task.name!r} reads no features (the model writes "
+                             f"captions); {', '.join(named)} does not apply to it",
+                             hint=f"drop {', '.join(named)}")
+
+    def steps(self, ctx: StepContext) -> list[Step]:
+        return captions_steps(ctx.store, ctx.ref, ctx.task, ctx.task_params, ctx.eval_m,
+                              ctx.seeds, ctx.unneeded)
+
+    def prepare(self, plan: Plan) -> None:
+        # the scorers' programs before the model writes a word (a miss only)
+        plan.task.check_tools(plan.task_params)
+
+    def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed | None, Scored]:
+        start = time.perf_counter()
+        scored = self.score(plan, run, None, fresh_heads)
+        run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
+        return None, scored
+
+    def score(self, plan: Plan, run: Run, evaluation: Feed | None, fresh_heads: bool = False
+              ) -> Scored:
+        from ._captions import generated_captions  # the compute path only
+
+        task, params = plan.task, plan.task_params
+        references = [list(s.get("captions") or []) for s in plan.eval_m.samples]
+        scored, done = Scored([]), {}
+        for decoding in decodings(task, params, plan.request.probe.seed_list):
+            key = canonical.dumps(decoding)
+            if key not in done:  # a deterministic decoding: one set of captions for every seed
+                oid, captions = generated_captions(plan, run, decoding)
+                done[key] = task.evaluate_captions(captions, references, params)
+                scored.edges.setdefault("captions", []).append(oid)
+            scored.per_seed.append(done[key])
+        return scored
+
+
 RUNNERS: dict[str, Runner] = {r.shape: r for r in (
     PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
-    ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner())}
+    ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner(),
+    GenerateRunner())}
 
 
 def trained_runner(task: Task) -> _Trained:

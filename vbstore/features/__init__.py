@@ -13,7 +13,7 @@ from ._params import OP_VERSION, ExtractorParams, extractor_doc, extractor_key
 
 if TYPE_CHECKING:
     from ._executor import ExtractProgress, RayExecutor, make_executor
-    from ._extract import ExtractionStats, extract_featureset, store_featureset
+    from ._extract import ExtractionStats, decode_image, extract_featureset, store_featureset
     from ._extract import Plan as ExtractPlan
     from ._packs import PackWriter
     from ._prefix import PrefixRows, write_prefix
@@ -22,13 +22,15 @@ if TYPE_CHECKING:
 # loaded on first use: extraction and reading need torch; the executors only a command given
 # --executor (a cached `get` needs none of them)
 _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read",
+         "decode_image": "._extract",
          "store_featureset": "._extract", "ExtractPlan": "._extract", "PackWriter": "._packs",
          "PrefixRows": "._prefix", "write_prefix": "._prefix",
          "ExtractProgress": "._executor", "RayExecutor": "._executor",
          "make_executor": "._executor"}
 
 __all__ = ["OP_VERSION", "ExtractPlan", "ExtractProgress", "ExtractionStats", "ExtractorParams",
-           "Features", "PackWriter", "PrefixRows", "RayExecutor", "extract_featureset",
+           "Features", "PackWriter", "PrefixRows", "RayExecutor", "decode_image",
+           "extract_featureset",
            "extractor_doc", "extractor_key", "make_executor", "store_featureset", "write_prefix"]
 
 

@@ -202,7 +202,19 @@ def _views(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[st
     return out
 
 
+def _captions(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
+    # a canonical JSON blob (vbstore.engine._captions) naming what wrote it, from what
+    doc = json.loads(reader.path(output).read_bytes())
+    out: list[str] = []
+    for role in ("backbone", "manifest"):
+        _differ(out, role, doc.get(role), spec["inputs"][role])
+    _differ(out, "decoding", doc.get("decoding"), spec["params"]["decoding"])
+    if not isinstance(doc.get("captions"), list):
+        out.append("it holds no caption list")
+    return out
+
+
 _CHECKS: dict[str, Callable[[Mapping[str, Any], str, StoreReader], list[str]]] = {
     "result": _result, "featureset": _featureset, "head": _head, "backbone": _backbone,
-    "warp_views": _views,
+    "warp_views": _views, "captions": _captions,
 }

@@ -620,6 +620,65 @@ class Task:
     def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
         raise NotImplementedError(f"task {self.name!r} scores no derived views")
 
+    def evaluate_captions(self, generated: Sequence[str], references: Sequence[Sequence[str]],
+                          params: Mapping[str, Any] | None = None) -> dict[str, float]:
+        """Score the caption the model generated for each image against its references (a
+        task of the ``generate`` shape).
+
+        Returns:
+            The metrics :meth:`reported_metrics` names, as finite floats, in declared order.
+
+        Raises:
+            UsageError: the task scores no generated captions, or a bad param.
+            TaskInputError: not one caption and at least one reference per image.
+            UndefinedMetric: a metric would be NaN (the message names why).
+        """
+        from . import _checks
+
+        if "_evaluate_captions" not in self.shape_spec.hooks:
+            raise UsageError(f"task {self.display_name!r} scores no generated captions",
+                             hint="call evaluate_zero_shot or evaluate")
+        params = self.resolve_params(params)
+        if len(generated) != len(references) or not generated:
+            raise TaskInputError(f"{len(generated)} generated captions for {len(references)} "
+                                 "images: one each, at least one image")
+        empty = next((i for i, refs in enumerate(references) if not list(refs)), None)
+        if empty is not None:
+            raise TaskInputError(f"image {empty} has no reference caption",
+                                 hint="give every image at least one caption")
+        metrics = self._evaluate_captions([str(g) for g in generated],
+                                          [[str(r) for r in refs] for refs in references], params)
+        return _checks.metrics_out(self, metrics, self.reported_metrics(params))
+
+    def _evaluate_captions(self, generated: list[str], references: list[list[str]],
+                           params: dict[str, Any]) -> dict[str, float]:
+        raise NotImplementedError(f"task {self.name!r} scores no generated captions")
+
+    def reported_metrics(self, params: Mapping[str, Any]) -> tuple[Metric, ...]:
+        """The metrics a run with ``params`` reports: all declared ones, unless a parameter
+        leaves one out (captioning's ``spice=false``)."""
+        return self.metrics
+
+    def uses_seed(self, params: Mapping[str, Any]) -> bool:
+        """Whether the seed changes the numbers of a run with ``params`` (``stochastic``, unless
+        a parameter decides it: captioning samples only with ``top_k``/``top_p``)."""
+        return self.stochastic
+
+    def decoding(self, params: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+        """The keyword arguments a ``generate`` task passes to the model's ``generate`` (the
+        generated captions' key), and ``seed`` when the decoding samples; none for other
+        tasks."""
+        return {}
+
+    def check_tools(self, params: Mapping[str, Any]) -> None:
+        """Refuse, before anything is computed, a run whose scorers cannot run here (a program
+        or a file they need is missing). Nothing to check by default.
+
+        Raises:
+            MissingDependency: naming what to install.
+        """
+        return None
+
     def _check_split(self, split: Any, role: str, *, trained: bool) -> None:
         if self.feature_mode != "dense":
             raise UsageError(f"task {self.display_name!r} reads pooled features, not a dense split",

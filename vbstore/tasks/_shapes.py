@@ -19,6 +19,7 @@ task whether it is dense or zero-shot.
 | `pairs` | grid-pooled | yes | `_fit`, `_evaluate`; rows index features | relative_pose |
 | `views` | (N, C, H, W) | no | `_evaluate_views`, warped copies | correspondence |
 | `keypoint_views` | (N, C, H, W) | no | `_evaluate_views`, keypoint pairs | keypoint_corr. |
+| `generate` | none: the model writes a caption per image | no | `_evaluate_captions` | captioning |
 """
 
 from __future__ import annotations
@@ -140,6 +141,11 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           "dense", False, ("_evaluate_views",), views="homography"),
     Shape("keypoint_views", "scores dense maps on annotated keypoint pairs, no training",
           "dense", False, ("_evaluate_views",), views="keypoints"),
+    # reads no features: the model generates a caption per image, stored once per decoding
+    Shape("generate", "scores the captions the model generates for each image (CoCa's "
+          "generate) against the references, no training", "pooled", False,
+          ("_evaluate_captions",),
+          sample_ci_skip="each draw would run the caption scorers (Java) again (cost)"),
 )}
 
 

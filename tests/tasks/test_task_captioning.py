@@ -1,0 +1,346 @@
+"""``captioning``: generated captions stored once per backbone, data and decoding, scored with
+pycocoevalcap; refusals before the model writes a word. The scores equal CLIP_benchmark's own
+evaluation in tests/interop/test_captioning_conformance.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import time
+
+import numpy as np
+import open_clip
+import pytest
+import torch
+from open_clip.tokenizer import _tokenizer
+from PIL import Image
+from torchvision import transforms
+
+import vbstore
+from vbstore.backbones import register_clip_loader
+from vbstore.engine import BackboneRequest, DataRef, ProbeRequest, ResultRequest, plan
+from vbstore.errors import MissingDependency, MissingTool, TaskInputError, UsageError
+from vbstore.tasks import get_task
+
+SIZE = 16
+WORDS = ["a", "red", "dog", "on", "blue", "cat", "under", "green", "table", "the", "big", "box"]
+needs_scorers = pytest.mark.skipif(
+    shutil.which("java") is None or importlib.util.find_spec("pycocoevalcap") is None,
+    reason="needs pycocoevalcap (vbstore[captioning]) and java")
+
+
+class TinyCaptioner(torch.nn.Module):
+    """A CLIP-like model that also writes: each image's four best words, in open_clip's
+    vocabulary (start and end tokens around them, zero padding), as CoCa's generate returns."""
+
+    calls = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 4 * len(WORDS))
+        self.text = torch.nn.Embedding(64, 8)
+        self.project = torch.nn.Linear(4 * len(WORDS), 8)
+
+    def encode_image(self, images):
+        return self.project(self.visual(images.flatten(1)))
+
+    def encode_text(self, tokens):
+        return self.text(tokens).mean(dim=1)
+
+    def generate(self, images, seq_len=30, **decoding):
+        TinyCaptioner.calls += len(images)
+        scores = self.visual(images.flatten(1)).view(len(images), 4, len(WORDS))
+        rows = []
+        for words in scores.argmax(dim=-1).tolist():
+            ids = [49406, *(t for w in words for t in _tokenizer.encode(WORDS[w])), 49407]
+            rows.append((ids + [0] * seq_len)[:seq_len])
+        return torch.tensor(rows)
+
+
+class Mute(torch.nn.Module):
+    """A CLIP-like model that writes nothing (no generate)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
+
+    def encode_image(self, images):
+        return self.visual(images.flatten(1))
+
+    def encode_text(self, tokens):
+        return torch.zeros(len(tokens), 8)
+
+
+def _tokenize(texts):
+    return torch.zeros(len(texts), 4, dtype=torch.long)
+
+
+def _transform():
+    return transforms.Compose([transforms.Resize(SIZE), transforms.CenterCrop(SIZE),
+                               transforms.ToTensor(),
+                               transforms.Normalize((0.5,) * 3, (0.25,) * 3)])
+
+
+def load_captioner(model_name, pretrained, cache_dir=None, device="cpu"):
+    torch.manual_seed(sum(map(ord, pretrained or "random")))
+    model = Mute() if model_name == "mute" else TinyCaptioner()
+    return model.to(device), _transform(), _tokenize
+
+
+@pytest.fixture(scope="module", autouse=True)
+def captioner():
+    from vbstore.backbones import _clip_loaders
+    from vbstore.backbones._registry import unregister_backbone
+
+    register_clip_loader("cap_tiny")(load_captioner)
+    yield
+    unregister_backbone("cap_tiny")
+    _clip_loaders._LOADERS.pop("cap_tiny")
+
+
+@pytest.fixture
+def captions_list(tmp_path):
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(6):
+        pixels = rng.integers(0, 256, size=(SIZE, SIZE, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(tmp_path / f"{i}.png")
+        refs = [" ".join(rng.choice(WORDS, size=4)) for _ in range(3)]
+        lines.append(json.dumps({"image": f"{i}.png", "captions": refs}))
+    (tmp_path / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    return str(tmp_path / "samples.jsonl")
+
+
+def _request(data, **params):
+    return ResultRequest(BackboneRequest("cap_tiny:tiny@v1"),
+                         ProbeRequest("captioning", params=params), DataRef(data))
+
+
+# -- the declaration ------------------------------------------------------------------------
+
+
+def test_declaration_names_clip_benchmarks_metrics_and_open_clips_decoding():
+    task = get_task("captioning")
+    assert task.shape_spec.name == "generate"
+    assert [m.name for m in task.metrics] == ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR",
+                                              "ROUGE_L", "CIDEr", "SPICE"]
+    params = task.resolve_params({})
+    # open_clip's CoCa.generate defaults: what CLIP_benchmark's model.generate(images) uses
+    assert task.decoding(params, seed=3) == {
+        "generation_type": "beam_search", "seq_len": 30, "min_seq_len": 5, "num_beams": 6,
+        "num_beam_groups": 3, "repetition_penalty": 1.0, "temperature": 1.0, "top_k": 1,
+        "top_p": 0.1}
+    sampled = task.resolve_params({"generation_type": "top_k"})
+    assert task.decoding(sampled, seed=3)["seed"] == 3  # sampling draws from the seed
+    assert task.uses_seed(sampled)
+    assert not task.uses_seed(params)
+    assert "SPICE" not in [m.name for m in task.reported_metrics({**params, "spice": False})]
+    assert task.check_data({**params, "spice": False}, {}, None)  # the record says so
+    with pytest.raises(UsageError, match="generation_type"):
+        task.resolve_params({"generation_type": "greedy"})
+
+
+def test_no_java_is_refused_in_one_line(monkeypatch):
+    task = get_task("captioning")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(MissingTool, match="java") as info:
+        task.check_tools(task.resolve_params({"spice": False}))
+    assert info.value.exit_code == 2
+    assert "Java runtime" in info.value.hint
+
+
+def test_spice_without_its_jars_names_the_download_and_the_way_around(monkeypatch):
+    from vbstore.tasks import captioning
+
+    task = get_task("captioning")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java")
+    monkeypatch.setattr(captioning, "SPICE_JARS", ("no-such-corenlp.jar",))
+    with pytest.raises(MissingTool, match="CoreNLP") as info:
+        task.check_tools(task.resolve_params({}))
+    assert "get_stanford_models" in info.value.hint
+    assert "spice=false" in info.value.hint
+    task.check_tools(task.resolve_params({"spice": False}))  # without SPICE: nothing missing
+
+
+def test_missing_pycocoevalcap_names_the_extra(monkeypatch):
+    from vbstore.tasks import captioning
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MissingDependency, match="pycocoevalcap") as info:
+        captioning.spice_ready()
+    assert "vbstore[captioning]" in info.value.hint
+
+
+def test_one_caption_per_image_or_refused():
+    task = get_task("captioning")
+    with pytest.raises(TaskInputError, match="2 generated captions for 1 images"):
+        task.evaluate_captions(["a", "b"], [["a dog"]], {"spice": False})
+    with pytest.raises(TaskInputError, match="no reference"):
+        task.evaluate_captions(["a"], [[]], {"spice": False})
+
+
+@needs_scorers
+def test_perfect_captions_score_one():
+    refs = [["a red dog on the table"], ["the big blue box under a cat"]]
+    metrics = get_task("captioning").evaluate_captions([r[0] for r in refs], refs,
+                                                       {"spice": False})
+    assert list(metrics) == ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr"]
+    for name in ("Bleu_1", "Bleu_4", "ROUGE_L", "METEOR"):
+        assert metrics[name] == pytest.approx(1.0, abs=1e-6), name
+
+
+# -- stored and reused --------------------------------------------------------------------
+
+
+@needs_scorers
+def test_captions_are_written_once_and_scored_again_without_the_model(captions_list, store):
+    TinyCaptioner.calls = 0
+    first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    assert TinyCaptioner.calls == 6
+    record = first.record
+    assert set(record.metrics) == {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR",
+                                   "ROUGE_L", "CIDEr"}
+    assert any("SPICE not computed" in w for w in record.warnings or [])
+    assert "eval_features" not in record.inputs  # the model wrote; nothing was extracted
+    doc = json.loads(store.read_bytes(record.inputs["captions"]))
+    assert doc["manifest"] == record.inputs["eval_manifest"]
+    assert len(doc["captions"]) == 6
+    assert all(doc["captions"])
+    assert set(doc["captions"][0].split()) <= set(WORDS)
+
+    # another scoring setting: a new result, the same captions, no generate call
+    again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False, "language": "fr"}, progress=False)
+    assert TinyCaptioner.calls == 6
+    assert again.id != first.id
+    assert again.record.inputs["captions"] == record.inputs["captions"]
+    assert again.metrics == first.metrics
+
+    # exported as CLIP_benchmark writes its captioning results
+    from vbstore.interop.clip_benchmark import clip_benchmark_export
+
+    row = clip_benchmark_export(store, [first.id])[0]["record"]
+    assert row["task"] == "captioning"
+    assert row["metrics"] == first.metrics
+    assert row["language"] == "en"
+
+    # another decoding: written again
+    longer = plan(_request(captions_list, spice=False, seq_len=12), store)
+    assert [s.status for s in longer.steps if s.op == "captions"] == ["compute"]
+    same = plan(_request(captions_list, spice=False, language="de"), store)
+    assert [(s.status, s.id) for s in same.steps if s.op == "captions"] == [
+        ("stored", record.inputs["captions"])]
+    assert not [s for s in same.steps if s.op == "featureset"]
+
+
+def test_a_model_that_writes_nothing_is_refused(captions_list, store, monkeypatch):
+    from vbstore.tasks import captioning
+
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    with pytest.raises(UsageError, match="writes no captions") as info:
+        vbstore.get_result("cap_tiny:mute@v1", "captioning", captions_list, store=store,
+                           params={"spice": False}, progress=False)
+    assert "coca_ViT-B-32" in info.value.hint
+    assert not store.ls("result")
+
+
+def test_no_java_refused_before_the_model_writes(captions_list, store, monkeypatch):
+    TinyCaptioner.calls = 0
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(MissingTool, match="java"):
+        vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                           params={"spice": False}, progress=False)
+    assert TinyCaptioner.calls == 0
+
+
+def test_a_backbone_without_a_text_decoder_family_is_refused_at_plan(captions_list, store):
+    with pytest.raises(UsageError, match="CLIP backbone"):
+        plan(ResultRequest(BackboneRequest("timm:vit_tiny_patch16_224"),
+                           ProbeRequest("captioning"), DataRef(captions_list)), store,
+             dry_run=True)
+
+
+@pytest.mark.parametrize(("setting", "flag"), [({"pooling": "mean"}, "--pooling"),
+                                               ({"layers": (-2,)}, "--layers"),
+                                               ({"precision": "bf16"}, "--precision")])
+def test_feature_settings_are_refused(captions_list, store, setting, flag):
+    request = ResultRequest(BackboneRequest("cap_tiny:tiny@v1", **setting),
+                            ProbeRequest("captioning"), DataRef(captions_list))
+    with pytest.raises(UsageError, match="reads no features") as info:
+        plan(request, store, dry_run=True)
+    assert flag in info.value.hint
+
+
+def test_pretrained_coca_fails_fast_offline(captions_list, store, monkeypatch):
+    from vbstore.backbones import WeightsUnavailable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    with pytest.raises(WeightsUnavailable) as info:
+        vbstore.get_result("open_clip:coca_ViT-B-32@mscoco_finetuned_laion2b_s13b_b90k",
+                           "captioning", captions_list, store=store, progress=False)
+    assert time.monotonic() - start < 10
+    assert info.value.exit_code == 6
+    assert "coca_ViT-B-32" in str(info.value)
+
+
+def test_a_captions_answer_must_declare_its_question(store):
+    from vbstore import canonical
+    from vbstore.engine._captions import captions_spec
+    from vbstore.errors import MisfiledAnswer
+    from vbstore.records import StoreReader, check_answer
+
+    a, b = "a" * 64, "b" * 64
+    doc = {"backbone": a, "manifest": b, "decoding": {"seq_len": 30}, "captions": ["a dog"]}
+    oid = store.put_bytes(canonical.dumps(doc), "blob")
+    check_answer(captions_spec(a, b, {"seq_len": 30}), oid, StoreReader(store), "here")
+    with pytest.raises(MisfiledAnswer, match="decoding"):
+        check_answer(captions_spec(a, b, {"seq_len": 12}), oid, StoreReader(store), "here")
+    with pytest.raises(MisfiledAnswer, match="manifest"):
+        check_answer(captions_spec(a, a, {"seq_len": 30}), oid, StoreReader(store), "here")
+
+
+@pytest.mark.skipif(open_clip.coca_model._has_transformers,
+                    reason="transformers is installed: CoCa.generate runs (tests/interop)")
+def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_path, monkeypatch):
+    from vbstore.tasks import captioning
+
+    config = {
+        "embed_dim": 32,
+        "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16,
+                       "patch_size": 16, "attentional_pool": True, "attn_pooler_heads": 2,
+                       "attn_pooler_queries": 4, "output_tokens": True},
+        "text_cfg": {"context_length": 76, "vocab_size": 49408, "width": 32, "heads": 2,
+                     "layers": 1, "embed_cls": True, "output_tokens": True},
+        "multimodal_cfg": {"context_length": 76, "vocab_size": 49408, "width": 32, "heads": 2,
+                           "layers": 1, "attn_pooler_heads": 2},
+        "custom_text": True,
+    }
+    (tmp_path / "vbstore_test_coca.json").write_text(json.dumps(config))
+    open_clip.add_model_config(tmp_path)
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    with pytest.raises(MissingDependency, match="transformers") as info:
+        vbstore.get_result("open_clip:vbstore_test_coca", "captioning", captions_list,
+                           weights="random", store=store, params={"spice": False},
+                           progress=False)
+    assert "vbstore[captioning]" in info.value.hint
+    assert not store.ls("result")
+
+
+@needs_scorers
+def test_sampling_writes_captions_per_seed_and_beam_search_once(captions_list, store):
+    TinyCaptioner.calls = 0
+    sampled = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                 params={"spice": False, "generation_type": "top_k"}, seeds=2,
+                                 progress=False)
+    assert TinyCaptioner.calls == 12  # one set of captions per seed's draws
+    inputs = sampled.record.inputs
+    assert inputs["captions.0"] != inputs["captions.1"]
+    assert not any("ignores the seed" in w for w in sampled.record.warnings or [])
+    beams = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, seeds=2, progress=False)
+    assert TinyCaptioner.calls == 18  # beam search: one set for both seeds
+    assert "captions" in beams.record.inputs
+    assert any("ignores the seed" in w for w in beams.record.warnings or [])
