@@ -122,3 +122,30 @@ def test_a_visbench_record_in_patch_units_imports_under_its_own_names(run, tmp_p
     verdict = evaluation["verdict"]
     assert (verdict["state"], verdict["reasons"]) == ("eligible", []), verdict
     assert verdict["scores"]["overall"]["recall@0.5p"] >= 0.0
+
+
+def test_a_suite_pinning_op_version_1_never_ranks_a_result_of_op_version_2(run, tmp_path):
+    """correspondence op_version 2 (VisBench's auc@T): a suite made before it (op_version 1
+    pinned, as the reference registry's ref-correspondence@1 is) judges today's result
+    incompatible, naming both versions; a suite made today pins 2 and names auc at every
+    threshold."""
+    data = ["-d", "scenes:per_split=3,size=32", "--split", "val", "--condition", "val=val",
+            "--weights", "random"]
+    for slug, pin in (("corr-old", ["--pin", "op_version=1"]), ("corr-new", [])):
+        made = run("suite", "new", "--slug", slug, "-t", "correspondence", *data, *pin,
+                   "-o", str(tmp_path / f"{slug}.json"))
+        assert made.exit_code == 0, made.output
+        assert run("suite", "push", str(tmp_path / f"{slug}.json")).exit_code == 0
+    new = json.loads((tmp_path / "corr-new.json").read_text())
+    assert new["vbstore"]["settings"]["op_version"] == 2
+    assert {"auc@1px", "auc@2px", "auc@5px", "auc@10px"} <= {
+        m["key"] for m in new["protocol"]["metrics"]}
+    verdicts = {}
+    for slug in ("corr-old", "corr-new"):
+        out = run("get", "result", *TINY, "-t", "correspondence", "-d",
+                  "scenes:per_split=3,size=32", "--suite", f"{slug}@1")
+        assert out.exit_code == 0, out.output
+        verdicts[slug] = json.loads(out.stdout)["verdict"]
+    assert verdicts["corr-old"]["state"] == "incompatible"
+    assert "op_version(2 != 1)" in verdicts["corr-old"]["reasons"]
+    assert (verdicts["corr-new"]["state"], verdicts["corr-new"]["reasons"]) == ("eligible", [])
