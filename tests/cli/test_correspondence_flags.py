@@ -46,8 +46,8 @@ def test_units_and_thresholds_name_the_metrics_and_key_the_result(run, flat):
     assert record["params"]["units"] == "patch"
     assert record["params"]["thresholds"] == "0.5,1"
     assert sorted(record["metrics"]) == sorted([
-        "recall@0.5p", "recall@1p", "auc@1p", "ceiling_recall@0.5p", "ceiling_recall@1p",
-        "ceiling_auc@1p", "num_matches"])
+        "recall@0.5p", "recall@1p", "auc@0.5p", "auc@1p", "ceiling_recall@0.5p",
+        "ceiling_recall@1p", "ceiling_auc@0.5p", "ceiling_auc@1p", "num_matches"])
     assert record["metrics"]["num_matches"] == plain["record"]["metrics"]["num_matches"]
     again = json.loads(run("get", "result", *TINY, "-t", "correspondence", "-d", flat,
                            "--units", "patch", "-p", "thresholds=0.5,1").stdout)
@@ -91,12 +91,11 @@ def test_a_visbench_record_in_patch_units_imports_under_its_own_names(run, tmp_p
     assert made.exit_code == 0, made.output
     metrics = json.loads(suite_file.read_text())["protocol"]["metrics"]
     assert [m["key"] for m in metrics if m["headline"]] == ["recall@0.5p"]
-    assert {m["key"] for m in metrics} == {
-        "recall@0.5p", "recall@1p", "recall@2p", "recall@4p", "auc@4p", "ceiling_recall@0.5p",
-        "ceiling_recall@1p", "ceiling_recall@2p", "ceiling_recall@4p", "ceiling_auc@4p",
-        "num_matches"}
-    assert run("suite", "push", str(suite_file)).exit_code == 0
     names = [f"{k}@{t}p" for k in ("recall", "auc") for t in ("0.5", "1", "2", "4")]
+    # VisBench's names: auc at every threshold, as its record carries them
+    assert {m["key"] for m in metrics} == {*names, *(f"ceiling_{n}" for n in names),
+                                           "num_matches"}
+    assert run("suite", "push", str(suite_file)).exit_code == 0
     scores = {name: 0.5 for name in names} | {"num_matches": 900.0}
     record = {  # the fields VisBench 0.27 writes for `correspondence --units patch`
         "backbone": "dinov2_vits14", "task": "correspondence", "level": "mid_level",
@@ -123,3 +122,30 @@ def test_a_visbench_record_in_patch_units_imports_under_its_own_names(run, tmp_p
     verdict = evaluation["verdict"]
     assert (verdict["state"], verdict["reasons"]) == ("eligible", []), verdict
     assert verdict["scores"]["overall"]["recall@0.5p"] >= 0.0
+
+
+def test_a_suite_pinning_op_version_1_never_ranks_a_result_of_op_version_2(run, tmp_path):
+    """correspondence op_version 2 (VisBench's auc@T): a suite made before it (op_version 1
+    pinned, as the reference registry's ref-correspondence@1 is) judges today's result
+    incompatible, naming both versions; a suite made today pins 2 and names auc at every
+    threshold."""
+    data = ["-d", "scenes:per_split=3,size=32", "--split", "val", "--condition", "val=val",
+            "--weights", "random"]
+    for slug, pin in (("corr-old", ["--pin", "op_version=1"]), ("corr-new", [])):
+        made = run("suite", "new", "--slug", slug, "-t", "correspondence", *data, *pin,
+                   "-o", str(tmp_path / f"{slug}.json"))
+        assert made.exit_code == 0, made.output
+        assert run("suite", "push", str(tmp_path / f"{slug}.json")).exit_code == 0
+    new = json.loads((tmp_path / "corr-new.json").read_text())
+    assert new["vbstore"]["settings"]["op_version"] == 2
+    assert {"auc@1px", "auc@2px", "auc@5px", "auc@10px"} <= {
+        m["key"] for m in new["protocol"]["metrics"]}
+    verdicts = {}
+    for slug in ("corr-old", "corr-new"):
+        out = run("get", "result", *TINY, "-t", "correspondence", "-d",
+                  "scenes:per_split=3,size=32", "--suite", f"{slug}@1")
+        assert out.exit_code == 0, out.output
+        verdicts[slug] = json.loads(out.stdout)["verdict"]
+    assert verdicts["corr-old"]["state"] == "incompatible"
+    assert "op_version(2 != 1)" in verdicts["corr-old"]["reasons"]
+    assert (verdicts["corr-new"]["state"], verdicts["corr-new"]["reasons"]) == ("eligible", [])

@@ -84,7 +84,8 @@ OP_VERSIONS = {
     "corner": 2, "edge": 2, "keypoints2d": 2, "occlusion_edge": 2,  # per image; visbench_* names
     "depth": 2, "surface_normal": 2, "generic_segmentation": 2,  # per image; non-zero = foreground
     "detection": 2,  # protocol visbench_anchor_free_det
-    "correspondence": 1, "instance_segmentation": 1, "keypoint_correspondence": 1, "knn": 1,
+    "correspondence": 2,  # VisBench's auc@T: the recall curve interpolated, at every threshold
+    "instance_segmentation": 1, "keypoint_correspondence": 1, "knn": 1,
     "multilabel": 1, "orientation": 1, "relative_pose": 1, "retrieval": 1,
     "semantic_segmentation": 1, "similarity": 1, "zeroshot_classification": 1,
     "zeroshot_multilabel": 1, "zeroshot_retrieval": 1,
@@ -113,6 +114,23 @@ def test_result_keys_of_the_bumped_defaults():
         task = get_task(name)
         spec = result_spec(task, task.resolve_params({}), A, B, C, None, [0], extractor, True)
         assert derivation_key(spec) == key, name
+
+
+def test_correspondence_result_key_moved_with_its_op_version():
+    """correspondence's op_version 2 (VisBench's ``auc@T``, docs/formats.md): a default request
+    is a new derivation (the first key); the key an op_version 1 store holds its result under
+    (the second, computed before the bump) is another, so that result is never read as op_version
+    2's numbers."""
+    dense = ExtractorParams(layers=(-1,), pooling="mean", mode="dense", precision="fp32",
+                            input_size=32)
+    task = get_task("correspondence")
+    spec = result_spec(task, task.resolve_params({}), A, B, None, None, [0], dense, True)
+    assert derivation_key(spec) == (
+        "50e936172139459f884092f0b3b18f4c53094b7bb0e0daf0644f2192bc699ae4"
+    )
+    assert derivation_key({**spec, "op_version": 1}) == (  # the key before the bump
+        "859dccd8bed81843b4fdd9c1e18744290bb031a2ce173d33fa98556c1df3e4c7"
+    )
 
 
 def test_a_named_pooling_enters_the_key_only_when_given_and_notes_never():

@@ -42,7 +42,7 @@ def test_an_exact_translation_by_whole_patches_is_matched_exactly():
     for t in (1, 2, 5, 10):
         assert metrics[f"recall@{t}px"] == 1.0
         assert metrics[f"ceiling_recall@{t}px"] == 1.0
-    assert metrics["auc@10px"] == 1.0
+        assert metrics[f"auc@{t}px"] == 1.0
     assert metrics["num_matches"] == 24.0  # 3 of 4 columns of A are in view in B, two pairs
 
 
@@ -51,12 +51,16 @@ def test_a_half_patch_offset_is_the_grid_s_ceiling():
     a = torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(1))
     metrics = get_task("correspondence").evaluate_views(
         pairs_of(a, shifted(a, 1), translation(1.5 * PATCH, 0)))
-    assert metrics["num_matches"] > 0
+    n = metrics["num_matches"]
+    assert n > 0
     for prefix in ("", "ceiling_"):
         assert metrics[f"{prefix}recall@1px"] == 0.0
         assert metrics[f"{prefix}recall@2px"] == 0.0
         assert metrics[f"{prefix}recall@5px"] == 1.0
-        assert metrics[f"{prefix}auc@10px"] == pytest.approx(0.6)  # 1 - 4 / 10
+        # the curve: straight from (0, 0) to (4, 1 / n), up to 1 at 4, flat to 10
+        assert metrics[f"{prefix}auc@10px"] == pytest.approx((4 / n / 2 + 6) / 10)
+        assert metrics[f"{prefix}auc@5px"] == pytest.approx((4 / n / 2 + 1) / 5)
+        assert metrics[f"{prefix}auc@2px"] == 0.0
 
 
 def test_random_features_rarely_match_and_ceiling_bounds_recall():
@@ -84,16 +88,50 @@ def test_ratio_test_and_match_cap():
     assert task.evaluate_views(pairs_of(a, twice, translation(PATCH, 0)))["num_matches"] == 0.0
 
 
-def test_recall_and_auc_against_a_hand_computation_and_numeric_integration():
+def test_recall_and_auc_against_a_hand_computation():
+    """``auc@T`` is VisBench's: the area under the recall curve drawn straight from (0, 0)
+    through each error at the recall it reaches, flat from the last error within T to T, over
+    T; at every threshold."""
     errors = np.array([0.5, 1.0, 1.5, 3.0, 7.0, 12.0, np.nan])
     out = recall_auc(errors)
+    assert list(out) == ["recall@1px", "recall@2px", "recall@5px", "recall@10px",
+                         "auc@1px", "auc@2px", "auc@5px", "auc@10px"]
     assert out["recall@1px"] == pytest.approx(2 / 7)
     assert out["recall@2px"] == pytest.approx(3 / 7)
     assert out["recall@5px"] == pytest.approx(4 / 7)
     assert out["recall@10px"] == pytest.approx(5 / 7)
-    grid = np.linspace(0, 10, 100001)
-    curve = [(np.nan_to_num(errors, nan=np.inf) <= t).mean() for t in grid]
-    assert out["auc@10px"] == pytest.approx(np.trapezoid(curve, grid) / 10, abs=1e-4)
+    # trapezoids of the curve through (0, 0), (0.5, 1/7), (1, 2/7), (1.5, 3/7), (3, 4/7),
+    # (7, 5/7), then flat: each width times its mean height, in sevenths
+    assert out["auc@1px"] == pytest.approx((0.5 * 0.5 + 0.5 * 1.5) / 7 / 1)
+    assert out["auc@2px"] == pytest.approx((0.25 + 0.75 + 0.5 * 2.5 + 0.5 * 3) / 7 / 2)
+    assert out["auc@5px"] == pytest.approx((0.25 + 0.75 + 1.25 + 1.5 * 3.5 + 2 * 4) / 7 / 5)
+    assert out["auc@10px"] == pytest.approx((0.25 + 0.75 + 1.25 + 5.25 + 4 * 4.5 + 3 * 5)
+                                            / 7 / 10)
+    # VisBench's own example: one 2 px error under a 4 px threshold is 0.75 (0.5 in steps)
+    assert recall_auc(np.array([2.0]), (4.0,))["auc@4px"] == 0.75
+
+
+def test_auc_against_the_trapezoid_rule_with_ties_and_an_error_on_the_threshold():
+    """An independent integration: NumPy's trapezoid rule over the curve's own points."""
+    rng = np.random.default_rng(7)
+    errors = np.concatenate([rng.gamma(2.0, 2.0, 300).round(1), [0.0, 0.0, 5.0, 5.0, np.inf]])
+    thresholds = (0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
+    out = recall_auc(errors, thresholds)
+    ordered = np.sort(errors)
+    recall = np.arange(1, len(ordered) + 1) / len(ordered)
+    for t in thresholds:
+        k = int(np.sum(ordered <= t))  # an error equal to T counts, as in recall@T
+        xs = np.concatenate([[0.0], ordered[:k], [t]])
+        ys = np.concatenate([[0.0], recall[:k], [recall[k - 1]]])
+        assert out[f"auc@{t:g}px"] == pytest.approx(np.trapezoid(ys, xs) / t, abs=1e-12), t
+        # above op_version 1's step curve by e / 2nT, e the largest error within T: <= 1 / 2n
+        step = np.mean(np.clip(1 - ordered / t, 0, None))
+        gap = ordered[k - 1] / (2 * len(errors) * t)
+        assert out[f"auc@{t:g}px"] - step == pytest.approx(gap, abs=1e-12)
+        assert gap <= 1 / (2 * len(errors))
+    assert recall_auc(np.array([3.0, np.nan]), (1.0, 2.0)) == {
+        "recall@1px": 0.0, "recall@2px": 0.0, "auc@1px": 0.0, "auc@2px": 0.0}
+    assert recall_auc(np.zeros(0), (1.0,)) == {"recall@1px": 0.0, "auc@1px": 0.0}
 
 
 def test_warp_image_of_a_whole_pixel_translation_is_a_shift():
@@ -157,15 +195,18 @@ def test_patch_units_measure_errors_in_patch_widths():
     # VisBench's names: thresholds 0.5 1 2 4 patch widths, suffix p
     assert [k for k in metrics if k.startswith("recall@")] == [
         "recall@0.5p", "recall@1p", "recall@2p", "recall@4p"]
+    n = metrics["num_matches"]
     for prefix in ("", "ceiling_"):
         assert metrics[f"{prefix}recall@0.5p"] == 1.0  # 4 / 8 = 0.5, within 0.5 inclusive
-        assert metrics[f"{prefix}auc@4p"] == pytest.approx(1 - 0.5 / 4)
+        assert metrics[f"{prefix}auc@4p"] == pytest.approx((0.5 / n / 2 + 3.5) / 4)
+        assert metrics[f"{prefix}auc@0.5p"] == pytest.approx(1 / n / 2)
     shown = get_task("correspondence").evaluate_views(
         pairs_of(a, shifted(a, 1), translation(1.5 * PATCH, 0)),
         {"units": "patch", "thresholds": "0.25,0.75"})
     assert shown["recall@0.25p"] == 0.0
     assert shown["recall@0.75p"] == 1.0
-    assert shown["auc@0.75p"] == pytest.approx(1 - 0.5 / 0.75)
+    assert shown["auc@0.25p"] == 0.0
+    assert shown["auc@0.75p"] == pytest.approx((0.5 / n / 2 + 0.25) / 0.75)
 
 
 def test_a_patch_is_measured_in_the_original_image_s_pixels():
@@ -192,10 +233,12 @@ def test_thresholds_name_the_metrics_and_the_headline():
     task = get_task("correspondence")
     params = {"thresholds": "4.5 3"}
     metrics = task.evaluate_views(pairs_of(a, shifted(a, 1), translation(1.5 * PATCH, 0)), params)
-    assert list(metrics) == ["recall@3px", "recall@4.5px", "auc@4.5px", "ceiling_recall@3px",
-                             "ceiling_recall@4.5px", "ceiling_auc@4.5px", "num_matches"]
+    assert list(metrics) == ["recall@3px", "recall@4.5px", "auc@3px", "auc@4.5px",
+                             "ceiling_recall@3px", "ceiling_recall@4.5px", "ceiling_auc@3px",
+                             "ceiling_auc@4.5px", "num_matches"]
     assert (metrics["recall@3px"], metrics["recall@4.5px"]) == (0.0, 1.0)  # every error 4 px
-    assert metrics["auc@4.5px"] == pytest.approx(1 - 4 / 4.5)
+    assert metrics["auc@3px"] == 0.0
+    assert metrics["auc@4.5px"] == pytest.approx((4 / metrics["num_matches"] / 2 + 0.5) / 4.5)
     assert task.headline_for(task.resolve_params(params)) == "recall@3px"
     assert task.headline_for({"units": "patch"}) == "recall@0.5p"
     # the defaults: the declared metrics and headline, unchanged
@@ -206,8 +249,10 @@ def test_thresholds_name_the_metrics_and_the_headline():
 def test_recall_at_any_threshold_against_a_hand_computation():
     errors = np.array([0.25, 0.5, 0.75, 3.0, np.nan])
     out = recall_auc(errors, (0.5, 2.0), "p")
+    # auc: the curve through (0, 0), (0.25, 0.2), (0.5, 0.4), (0.75, 0.6), flat to T
     assert out == pytest.approx({"recall@0.5p": 2 / 5, "recall@2p": 3 / 5,
-                                 "auc@2p": (0.875 + 0.75 + 0.625) / 5})
+                                 "auc@0.5p": (0.25 * 0.1 + 0.25 * 0.3) / 0.5,
+                                 "auc@2p": (0.025 + 0.075 + 0.25 * 0.5 + 1.25 * 0.6) / 2})
 
 
 @pytest.mark.parametrize(("given", "canonical"), [
@@ -284,12 +329,11 @@ def visbench_site(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize(("thresholds", "unit"), [((1, 2, 5, 10), "px"), ((0.5, 1, 2, 4), "p"),
                                                   ((0.25, 3, 7.5), "px")])
-def test_recall_names_and_values_are_visbenchs(visbench_site, thresholds, unit):
-    """VisBench's own metric functions, run in their own process on the same errors: the same
-    recall names and numbers to the last digit, the same patch spacing; its AUC interpolates
-    the recall curve linearly where vbstore's steps, and the two differ by exactly
-    ``e_k / (2 n T)`` (``e_k`` the largest error within ``T``, ``n`` the matches: below 1 / 2n).
-    Its recall is a float32 mean: equal to 1e-7."""
+def test_recall_and_auc_names_and_values_are_visbenchs(visbench_site, thresholds, unit):
+    """VisBench's own metric functions, run in their own process on the same errors (ties, and
+    errors on a threshold, among them): the same recall and AUC names, at every threshold, and
+    the same numbers, the same patch spacing. VisBench means and sorts in float32: equal to
+    1e-6."""
     import json
     import os
     import subprocess
@@ -297,7 +341,8 @@ def test_recall_names_and_values_are_visbenchs(visbench_site, thresholds, unit):
 
     from vbstore.tasks._matching import patch_spacing
 
-    errors = np.random.default_rng(0).gamma(2.0, 2.0, 500)
+    rng = np.random.default_rng(0)
+    errors = np.concatenate([rng.gamma(2.0, 2.0, 500), np.repeat(thresholds, 2), [0.0, 0.0]])
     peer = subprocess.run(
         [sys.executable, "-c", _PEER], input=json.dumps([errors.tolist(), thresholds, unit]),
         capture_output=True, text=True, check=True,
@@ -305,12 +350,10 @@ def test_recall_names_and_values_are_visbenchs(visbench_site, thresholds, unit):
     theirs = json.loads(peer.stdout)
     ours = recall_auc(errors, tuple(float(t) for t in thresholds), unit)
     recall = {k: v for k, v in ours.items() if k.startswith("recall@")}
+    auc = {k: v for k, v in ours.items() if k.startswith("auc@")}
     assert list(recall) == list(theirs["recall"])
-    assert recall == pytest.approx(theirs["recall"], abs=1e-7)  # VisBench means in float32
-    top = max(thresholds)
-    name = f"auc@{top:g}{unit}"
-    largest = errors[errors <= top].max()
-    assert ours[name] == pytest.approx(theirs["auc"][name] - largest / (2 * len(errors) * top),
-                                       abs=1e-7)
+    assert list(auc) == list(theirs["auc"])
+    assert recall == pytest.approx(theirs["recall"], abs=1e-6)
+    assert auc == pytest.approx(theirs["auc"], abs=1e-6)
     assert theirs["spacing"] == [patch_spacing((4, 4), 32, (32, 32), identity_geometry),
                                  patch_spacing((4, 2), 32, (32, 32), identity_geometry)]

@@ -88,16 +88,30 @@ def select(ratio: np.ndarray, nn: np.ndarray, back: np.ndarray, query: np.ndarra
 
 def recall_auc(errors: np.ndarray, thresholds: tuple[float, ...] = THRESHOLDS,
                unit: str = "px") -> dict[str, float]:
-    """``recall@T`` at each threshold and ``auc@`` the largest of one set of errors (NaN = no
+    """``recall@T`` and ``auc@T`` at each threshold of one set of errors (NaN = no
     correspondence), the errors in ``unit`` (``px`` or ``p``, which only names them)."""
-    e = np.nan_to_num(np.asarray(errors, np.float64), nan=np.inf)
-    top = max(thresholds)
+    e = np.nan_to_num(np.asarray(errors, np.float64).ravel(), nan=np.inf)
     if not len(e):
-        return {**{f"recall@{name_of(t, unit)}": 0.0 for t in thresholds},
-                f"auc@{name_of(top, unit)}": 0.0}
+        return {f"{kind}@{name_of(t, unit)}": 0.0 for kind in ("recall", "auc") for t in thresholds}
     out = {f"recall@{name_of(t, unit)}": float(np.mean(e <= t)) for t in thresholds}
-    out[f"auc@{name_of(top, unit)}"] = float(np.mean(np.clip(1 - e / top, 0, None)))
+    out.update({f"auc@{name_of(t, unit)}": interpolated_auc(e, t) for t in thresholds})
     return out
+
+
+def interpolated_auc(errors: np.ndarray, threshold: float) -> float:
+    """VisBench's (and probe3d's) ``auc@T``: the area under the recall curve over [0, T], over T,
+    the curve drawn straight from (0, 0) through each error at the recall it reaches, then flat
+    at ``recall@T`` to T; 0 when no error is within T.
+
+    That is the step curve's area (the mean of ``max(0, 1 - e / T)``, op_version 1's ``auc@T``)
+    plus the triangle each straight segment adds above its step: each 1 / n high, their widths
+    adding up to the largest error within T.
+    """
+    within = errors[errors <= threshold]
+    if not len(within):
+        return 0.0
+    n = len(errors)
+    return float((np.sum(threshold - within) + within.max() / 2) / (n * threshold))
 
 
 def patch_spacing(grid_hw: tuple[int, int], input_size: int, size: tuple[int, int],

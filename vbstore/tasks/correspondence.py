@@ -18,8 +18,11 @@ it: no annotation is needed.
   centres are mapped through the backbone's own resize and crop.
 - ``recall@Tpx`` is the share of matches within T pixels, the matches of every pair pooled
   (probe3d's and VisBench's convention: a pair with more matches weighs more; no match at all
-  scores 0); ``auc@10px`` is the area under that recall curve for T in [0, 10], divided by 10
-  (the mean of ``max(0, 1 - error / 10)``): the AUC up to the largest threshold.
+  scores 0); ``auc@Tpx`` is the area under that recall curve over [0, T], divided by T, at
+  every threshold, as VisBench computes it (probe3d's convention): the curve runs straight from
+  (0, 0) through each error at the recall it reaches, not in steps. op_version 2; op_version 1
+  integrated the step curve (the mean of ``max(0, 1 - error / T)``, lower by ``e / (2 n T)``,
+  ``e`` the largest error within T, ``n`` the matches) and only at the largest threshold.
 - ``units`` and ``thresholds`` are VisBench's: ``units="patch"`` measures each error in the
   backbone's patch spacing (in pixels of the original image, the mean of the two axes' spacing),
   thresholds default to 0.5, 1, 2, 4 patch widths then, and the names end in ``p``
@@ -152,17 +155,17 @@ def correspondence_metrics(thresholds: tuple[float, ...], unit: str) -> tuple[Me
     words = "px" if unit == "px" else "patch widths"
     where = ("pixels of the original image" if unit == "px"
              else "the backbone's patch spacing in the original image")
-    top = name_of(max(thresholds), unit)
     return (
         *(Metric(f"recall@{name_of(t, unit)}", "higher", f"share of matches within {t:g} "
                  f"{words} of the true correspondence ({where}), all pairs' matches pooled")
           for t in thresholds),
-        Metric(f"auc@{top}", "higher", f"area under recall@T for T in [0, {max(thresholds):g}] "
-                                       f"{words}, over {max(thresholds):g}"),
+        *(Metric(f"auc@{name_of(t, unit)}", "higher", f"area under the recall curve (straight "
+                 f"between errors) over [0, {t:g}] {words}, over {t:g}") for t in thresholds),
         *(Metric(f"ceiling_recall@{name_of(t, unit)}", "higher", f"recall@{name_of(t, unit)} "
                  "of the matches snapped to the patch grid's best cell (context, never ranked)")
           for t in thresholds),
-        Metric(f"ceiling_auc@{top}", "higher", f"auc@{top} the patch grid allows (context)"),
+        *(Metric(f"ceiling_auc@{name_of(t, unit)}", "higher", f"auc@{name_of(t, unit)} the "
+                 "patch grid allows (context)") for t in thresholds),
         Metric("num_matches", "higher", "matches kept after the ratio test, over all pairs "
                                         "(diagnostic)"),
     )
@@ -196,7 +199,7 @@ class Correspondence(Task):
     """Zero-shot homography correspondence: dense patches matched to a warped view (probe3d)."""
 
     level = "mid"
-    op_version = 1
+    op_version = 2  # VisBench's auc@T, at every threshold (1: the step curve's, at the largest)
     shape = "views"
     target_kind = "image"
     stochastic = False
