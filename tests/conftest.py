@@ -6,6 +6,12 @@ import os
 
 import pytest
 
+# Tiny tensors: torch's intra-op thread pool only costs time here. On a 2-core machine shared
+# with other jobs, a 20-sample head's 200 epochs spent seconds synchronising threads (the fast
+# tier's three slowest files: 92 s with torch's default, 38 s with one thread). Set before torch
+# loads; the subprocesses tests start inherit it; a run that wants more threads sets it itself.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory, monkeypatch):

@@ -227,7 +227,7 @@ def test_cached_features_and_heads_do_not_import_torch(tmp_path, shapes):
     commands = [
         ["get", "features", "-b", "test_cnn", *TINY, "-d", shapes, "--split", "val"],
         ["get", "head", "-b", "test_cnn", *TINY, "-t", "classification", "--train-data", shapes,
-         "--train-split", "train"],
+         "--train-split", "train", "-p", "epochs=10"],
     ]
     code = ("import sys, vbstore.cli\n"
             "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
@@ -264,7 +264,7 @@ def test_a_library_warning_is_one_line_in_the_command(shapes, tmp_path):
     with vbstore.Store(tmp_path / "s") as store:
         head = vbstore.get_head("test_cnn", "classification", shapes, store=store,
                                 train_split="train", weights="random", input_size=32,
-                                progress=False)
+                                progress=False, params={"epochs": 10})
     proc = subprocess.run(
         [sys.executable, "-m", "vbstore", "--store", str(tmp_path / "s"), "get", "result", "-b",
          "test_cnn",

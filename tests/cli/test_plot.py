@@ -23,8 +23,10 @@ def store_with_results(tmp_path_factory):
     shapes = str(make_shapes(root / "shapes", per_class=4, seed=2, size=32))
     runner = CliRunner()
     data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
-    for args in (["-b", "test_cnn", "-t", "classification", "--seeds", "3"],
-                 ["-b", "test_cnn", "-t", "knn"], ["-b", "test_vit", "-t", "classification"]):
+    quick = ["-p", "epochs=10"]  # the bars read what is stored, whatever the epochs
+    for args in (["-b", "test_cnn", "-t", "classification", "--seeds", "3", *quick],
+                 ["-b", "test_cnn", "-t", "knn"],
+                 ["-b", "test_vit", "-t", "classification", *quick]):
         out = runner.invoke(cli, ["--store", str(root / "s"), "get", "result", *args, *TINY,
                                   *data, "--json"])
         assert out.exit_code == 0, out.output

@@ -8,6 +8,7 @@ import vbstore
 from vbstore.errors import UsageError
 
 KW = dict(split="val", train_split="train", weights="random", input_size=32, progress=False)
+QUICK = {"epochs": 10}  # classification's 200-epoch default is not what these tests test
 
 
 def test_cached_result_and_second_task_share_features(store, shapes, forwards):
@@ -65,14 +66,14 @@ def test_data_argument_errors(store, shapes):
 
 def test_seeds_aggregate_and_recompute(store, shapes):
     result = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store,
-                                seeds=3, **KW)
+                                seeds=3, params=QUICK, **KW)
     agg = result.record.aggregate["top1"]
     assert agg["n"] == 3
     assert agg["ci_low"] <= agg["mean"] <= agg["ci_high"]
     assert result.record.seeds == [0, 1, 2]
     assert len(result.record.inputs) >= 9
     again = vbstore.get_result("test_cnn", "classification", shapes, shapes, store=store, seeds=3,
-                               recompute=True, **KW)
+                               params=QUICK, recompute=True, **KW)
     assert again.reproduced["previous"] == result.id
     assert again.reproduced["reproduced"], again.reproduced
 
@@ -81,7 +82,8 @@ def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
     args = [sys.executable, "-m", "vbstore", "--store", str(tmp_path), "get", "result",
             "-b", "test_cnn", "-t", "classification", "-d", shapes, "--split", "val",
             "--train-data", shapes,
-            "--train-split", "train", "--weights", "random", "--input-size", "32", "--json"]
+            "--train-split", "train", "--weights", "random", "--input-size", "32", "-p",
+            "epochs=10", "--json"]
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     outs = [p.communicate(timeout=300) for p in procs]
