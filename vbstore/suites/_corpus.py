@@ -14,6 +14,7 @@ filters) and two random-weight baselines (EfficientNet-Lite0's architecture and 
 ``test_cnn``, seed 0) are evaluated on the same suite and shown beside them, never ranked with
 them. Probes that compare images with text need a text tower, and CLIP_benchmark's linear probe
 reads a CLIP model's image embeddings: they run on a random-weight CLIP on suites of their own.
+The probes it cannot run anywhere are named, with why, in :data:`NOT_IN_CORPUS`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ BASELINES = [("test_pixels", "default", None, None),
              ("efficientnet_lite0", "random", 0, None),
              ("test_cnn", "random", 0, 64)]
 CLIP = [("open_clip:ViT-B-32@laion2b_s34b_b79k", "random", 0, 64)]
+# built-in probes the corpus cannot run on any machine, and why (the README table says so)
+NOT_IN_CORPUS = {
+    "captioning": "needs a model that writes captions (CoCa: open_clip's generate needs "
+                  "transformers<4.57, the `captioning` extra), java, and SPICE's jars fetched "
+                  "online; no generating model installs offline, and a random one writes noise",
+}
 
 
 def _probe(task: str, level: str, data: str, name: str, *, train: bool = True,

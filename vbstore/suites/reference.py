@@ -351,7 +351,9 @@ def render(path: str | Path) -> str:
         observed = [s for s in suites if _evidence_of(conn, s[0]) == "observed"]
         reported = [s for s in suites if _evidence_of(conn, s[0]) == "reported"]
         if observed:
-            parts += ["### Observed: computed here", "", _OBSERVED_NOTE, ""]
+            missing = "; ".join(f"`{task}`: {why}" for task, why in _corpus.NOT_IN_CORPUS.items())
+            parts += ["### Observed: computed here", "", _OBSERVED_NOTE, "",
+                      f"_Not in the corpus: {missing}._", ""]
         for level, title in LEVELS:
             chosen = [s for s in observed if _level(s[2]) == level]
             if chosen:
