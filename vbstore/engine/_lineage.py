@@ -71,6 +71,8 @@ def _summary(store, kind: str, doc: dict[str, Any]) -> str:
         if result.backbone and result.data:  # which backbone on which data, then the numbers
             columns = result_columns(store, result)
             tuned = "" if result.finetune is None else f", {columns['finetune']}"
+            if result.pooling_requested not in (None, "default"):  # not the backbone's own
+                tuned += f", pooling={result.pooling_requested}"
             task = (f"{task} on {columns['backbone']} ({columns['weights']}{tuned})  "
                     f"{columns['data']}")
         return f"{task}: {metrics}"
