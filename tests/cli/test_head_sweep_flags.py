@@ -31,6 +31,20 @@ def test_get_head_pooling_and_batch_size(run, shapes):
     assert result["record"]["inputs"]["head"] == other["id"]
 
 
+def test_a_head_trained_with_another_pooling_names_the_flag_that_reads_its_features(run,
+                                                                                     shapes):
+    head = run("get", "head", *TINY, "-t", "classification", "--train-data", shapes,
+               "--train-split", "train", "--pooling", "mean", "-p", "epochs=1", "--tag", "m")
+    assert head.exit_code == 0, head.output
+    apply = ["get", "result", *TINY, "-t", "classification", "-d", shapes, "--split", "val",
+             "--head", "m"]
+    refused = run(*apply)
+    assert refused.exit_code == 11
+    assert "pooling is 'mean' in the head, 'gap' here" in refused.output
+    assert "pass --pooling mean to read the features it was trained on" in refused.output
+    assert run(*apply, "--pooling", "mean").exit_code == 0
+
+
 def test_get_head_pooling_is_refused_for_a_dense_task(run, shapes, tmp_path):
     out = run("get", "head", *TINY, "-t", "generic_segmentation", "--train-data",
               "scenes:per_split=2,size=32", "--train-split", "train", "--pooling", "mean")
