@@ -262,8 +262,8 @@ def test_ls_results_names_backbone_and_data(run, tmp_path):
     assert run(*args, "knn", "-p", "k=3").exit_code == 0
     assert run(*args, "knn", "-p", "k=3", "--split", "train").exit_code == 0
     text = run("ls", "results").output
-    assert "knn on test_cnn (random)  image_folder val (10) <- image_folder train (10): " in text
-    assert "knn on test_cnn (random)  image_folder train (10) <- image_folder train (10): " in text
+    assert "knn on test_cnn (random)  shapes val (10) <- shapes train (10): " in text
+    assert "knn on test_cnn (random)  shapes train (10) <- shapes train (10): " in text
     rows = json.loads(run("ls", "results", "--json").output)
     assert {(r["backbone"], r["weights"]) for r in rows} == {("test_cnn", "random")}
     assert all(len(r["eval_manifest"]) == 64 for r in rows)
