@@ -77,7 +77,7 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         if name == "winoground":  # from the Hub through `datasets`: its cache at the root
             import datasets  # noqa: F401  heavy (pyarrow): only for this set; named if missing
 
-            from ._hf import _offline
+            from ._hf import _offline  # with datasets: its Hub switch
 
             hub = _offline(not download)
     except ImportError as exc:
