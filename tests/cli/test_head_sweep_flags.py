@@ -82,3 +82,16 @@ def test_sweep_pooling_goes_to_the_pooled_tasks_and_batch_size_changes_no_id(run
     plain = {row["task"]: row for row in json.loads(run(*sweep, "--pooling", "gap").stdout)}
     assert plain["knn"]["id"] != rows["knn"]["id"]
     assert plain["correspondence"]["id"] == rows["correspondence"]["id"]
+
+
+def test_a_sweep_with_a_refused_combination_says_to_fix_it_before_rerunning(run, shapes,
+                                                                            tmp_path):
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("test_cnn weights=random input_size=32\n")
+    out = run("sweep", "--backbones", str(backbones), "--tasks", "knn", "-d", shapes, "--split",
+              "val", "--train-data", shapes, "--train-split", "train", "--pooling", "cls")
+    assert out.exit_code == 1
+    assert "error: test_cnn has no pooling 'cls'" in out.output
+    # the same command again fails the same way: resuming alone would not help
+    assert "1 of 1 combinations failed; fix what each error names, then rerun (finished " \
+           "combinations are answered from the store)" in out.output
