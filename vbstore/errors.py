@@ -524,13 +524,15 @@ class HeadMismatch(VbstoreError, ValueError):
 
     exit_code = 11
 
-    def __init__(self, differences: list[str]) -> None:
+    def __init__(self, differences: list[str], flags: str | None = None) -> None:
         other_task = any(d.startswith("task is ") for d in differences)
+        strict = "--no-strict to apply it anyway (its results are then comparable with nothing)"
         super().__init__(
             "head does not fit: " + "; ".join(differences),
             hint="use a head trained by this task (list them with: vbstore ls heads)" if other_task
-            else "use a head trained for this backbone, or --no-strict to apply it anyway "
-                 "(its results are then comparable with nothing)",
+            # the same backbone, read with other settings: the flags that read what it read
+            else f"pass {flags} to read the features it was trained on, or {strict}" if flags
+            else f"use a head trained for this backbone, or {strict}",
         )
         self.differences = differences
 

@@ -30,7 +30,7 @@ def test_multi_seed_rows_keep_std_intervals_and_name_their_data(tmp_path):
     assert (row["top1_ci_low"], row["top1_ci_high"]) == (
         record["sample_ci"]["top1"]["ci_low"], record["sample_ci"]["top1"]["ci_high"])
     assert row["baseline"] == record["baseline"]["value"]
-    assert (row["data"], row["split"]) == ("image_folder", "val")
+    assert (row["data"], row["split"]) == ("shapes", "val")  # the name it was read under
     assert row["manifest"] == record["data"]["eval"]["manifest"][:12]
     header = run("export", "results", "--format", "csv").stdout.splitlines()[0].split(",")
     assert {"top1_std", "top1_ci_low", "top1_ci_high", "baseline", "manifest"} <= set(header)

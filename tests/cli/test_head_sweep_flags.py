@@ -31,6 +31,20 @@ def test_get_head_pooling_and_batch_size(run, shapes):
     assert result["record"]["inputs"]["head"] == other["id"]
 
 
+def test_a_head_trained_with_another_pooling_names_the_flag_that_reads_its_features(run,
+                                                                                     shapes):
+    head = run("get", "head", *TINY, "-t", "classification", "--train-data", shapes,
+               "--train-split", "train", "--pooling", "mean", "-p", "epochs=1", "--tag", "m")
+    assert head.exit_code == 0, head.output
+    apply = ["get", "result", *TINY, "-t", "classification", "-d", shapes, "--split", "val",
+             "--head", "m"]
+    refused = run(*apply)
+    assert refused.exit_code == 11
+    assert "pooling is 'mean' in the head, 'gap' here" in refused.output
+    assert "pass --pooling mean to read the features it was trained on" in refused.output
+    assert run(*apply, "--pooling", "mean").exit_code == 0
+
+
 def test_get_head_pooling_is_refused_for_a_dense_task(run, shapes, tmp_path):
     out = run("get", "head", *TINY, "-t", "generic_segmentation", "--train-data",
               "scenes:per_split=2,size=32", "--train-split", "train", "--pooling", "mean")
@@ -68,3 +82,16 @@ def test_sweep_pooling_goes_to_the_pooled_tasks_and_batch_size_changes_no_id(run
     plain = {row["task"]: row for row in json.loads(run(*sweep, "--pooling", "gap").stdout)}
     assert plain["knn"]["id"] != rows["knn"]["id"]
     assert plain["correspondence"]["id"] == rows["correspondence"]["id"]
+
+
+def test_a_sweep_with_a_refused_combination_says_to_fix_it_before_rerunning(run, shapes,
+                                                                            tmp_path):
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("test_cnn weights=random input_size=32\n")
+    out = run("sweep", "--backbones", str(backbones), "--tasks", "knn", "-d", shapes, "--split",
+              "val", "--train-data", shapes, "--train-split", "train", "--pooling", "cls")
+    assert out.exit_code == 1
+    assert "error: test_cnn has no pooling 'cls'" in out.output
+    # the same command again fails the same way: resuming alone would not help
+    assert "1 of 1 combinations failed; fix what each error names, then rerun (finished " \
+           "combinations are answered from the store)" in out.output

@@ -43,7 +43,7 @@ def test_list_heads_names_task_backbone_weights_and_data(tmp_path, shapes):
     assert "knn" in knn_line
     assert "custom:test_cnn" in knn_line
     assert "random" in knn_line
-    assert re.search(r"image_folder train \(\d+\)", knn_line)  # the training split, its size
+    assert re.search(r"shapes train \(\d+\)", knn_line)  # the training split, its size
     assert "[mine]" in knn_line
     assert any(" classification " in line for line in lines)
     rows = json.loads(run("list", "heads", "knn", "--json").stdout)

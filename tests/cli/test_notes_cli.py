@@ -22,6 +22,8 @@ def test_notes_attach_to_the_stored_result_without_computing_again(run, shapes):
     assert "notes: second look" in run("show", plain["id"]).output
     why = json.loads(run("why", plain["id"], "--json").stdout)
     assert why["notes"] == ["second look", "rerun for the paper"]
+    tree = run("why", plain["id"]).output.splitlines()
+    assert tree[1:3] == ["notes: second look", "notes: rerun for the paper"]
     rows = json.loads(run("export", "results", "--format", "jsonl").stdout.splitlines()[0])
     assert rows["notes"] == "second look; rerun for the paper"
     # the same command line with notes again: attached again (newest), never the cache's alone

@@ -262,8 +262,23 @@ def test_ls_results_names_backbone_and_data(run, tmp_path):
     assert run(*args, "knn", "-p", "k=3").exit_code == 0
     assert run(*args, "knn", "-p", "k=3", "--split", "train").exit_code == 0
     text = run("ls", "results").output
-    assert "knn on test_cnn (random)  image_folder val (10) <- image_folder train (10): " in text
-    assert "knn on test_cnn (random)  image_folder train (10) <- image_folder train (10): " in text
+    assert "knn on test_cnn (random)  shapes val (10) <- shapes train (10): " in text
+    assert "knn on test_cnn (random)  shapes train (10) <- shapes train (10): " in text
     rows = json.loads(run("ls", "results", "--json").output)
     assert {(r["backbone"], r["weights"]) for r in rows} == {("test_cnn", "random")}
     assert all(len(r["eval_manifest"]) == 64 for r in rows)
+
+
+def test_ls_results_tells_a_requested_pooling_from_the_backbones_own(run, tmp_path):
+    from vbstore.data import make_shapes
+
+    shapes = str(make_shapes(tmp_path / "shapes", per_class=2, seed=1, size=32))
+    args = ["get", "result", "-b", "test_vit", "--weights", "random", "-d", shapes, "--split",
+            "val", "--train-data", shapes, "--train-split", "train", "-t", "knn", "-p", "k=3"]
+    assert run(*args).exit_code == 0
+    assert run(*args, "--pooling", "cls").exit_code == 0  # its own: the same result
+    assert run(*args, "--pooling", "mean").exit_code == 0
+    lines = [line for line in run("ls", "results").output.splitlines() if " knn on " in line]
+    assert len(lines) == 2
+    assert sum("knn on test_vit (random)  " in line for line in lines) == 1
+    assert sum("knn on test_vit (random, pooling=mean)  " in line for line in lines) == 1

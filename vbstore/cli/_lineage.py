@@ -44,5 +44,8 @@ def render_lineage(node: dict[str, Any], prefix: str = "", role: str | None = No
     click.echo(head + (f"{role}: " if role else "") + label)
     children = node.get("inputs", [])
     child_prefix = "" if top else prefix + ("   " if last else "│  ")
+    pad = child_prefix if top else child_prefix + ("│  " if children else "   ")
+    for text in node.get("notes", []):  # what a user attached (--notes), newest first
+        click.echo(f"{pad}notes: {text}")
     for i, child in enumerate(children):
         render_lineage(child, child_prefix, child["role"], i == len(children) - 1, top=False)

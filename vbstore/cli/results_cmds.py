@@ -253,5 +253,6 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
                                            time.perf_counter() - started), err=True)
     emit(as_json, rows)
     if failures:
-        click.echo(f"{failures} of {len(rows)} combinations failed; rerun to resume", err=True)
+        click.echo(f"{failures} of {len(rows)} combinations failed; fix what each error names, "
+                   "then rerun (finished combinations are answered from the store)", err=True)
         sys.exit(1)

@@ -91,7 +91,7 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
                                             language=language, task=builder_task(name))
     except (RuntimeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {root}: "
-                         f"{str(exc).splitlines()[0][:200]}",
+                         f"{str(exc).splitlines()[0][:200].rstrip('. ')}",
                          hint="point --dataset-root at the folder that holds it, or add "
                               "--download") from None
     except (AssertionError, ValueError, KeyError, TypeError) as exc:

@@ -71,6 +71,8 @@ def _summary(store, kind: str, doc: dict[str, Any]) -> str:
         if result.backbone and result.data:  # which backbone on which data, then the numbers
             columns = result_columns(store, result)
             tuned = "" if result.finetune is None else f", {columns['finetune']}"
+            if result.pooling_requested not in (None, "default"):  # not the backbone's own
+                tuned += f", pooling={result.pooling_requested}"
             task = (f"{task} on {columns['backbone']} ({columns['weights']}{tuned})  "
                     f"{columns['data']}")
         return f"{task}: {metrics}"
@@ -90,13 +92,15 @@ def _summary(store, kind: str, doc: dict[str, Any]) -> str:
     return ""
 
 
-# manifest id -> its name: an id names one content, so the answer never changes, and a listing
-# of many results on one large manifest reads its document once
+# manifest id -> its name, per process: a listing of many results on one large manifest reads
+# its document once
 _NAMES: dict[str, str] = {}
 
 
 def data_name(store, manifest: str | None) -> str:
-    """The data a manifest lists, by name: its named source (``scenes``), else its layout."""
+    """The data a manifest lists, by name: its named source (``hf:NAME``, ``cb:NAME``...), else
+    the name it was last read under (``-d scenes``, a folder's name: ``Store.data_names``), else
+    its layout."""
     if not manifest:
         return ""
     if manifest in _NAMES:
@@ -107,7 +111,9 @@ def data_name(store, manifest: str | None) -> str:
         doc = store.read_json(manifest)
     except VbstoreError:
         return ""
-    _NAMES[manifest] = (doc.get("source") or {}).get("name") or doc.get("layout") or ""
+    named = store.data_names(manifest)
+    _NAMES[manifest] = ((doc.get("source") or {}).get("name") or (named[0] if named else None)
+                        or doc.get("layout") or "")
     return _NAMES[manifest]
 
 

@@ -171,6 +171,24 @@ def name_backbones(store, record: Mapping[str, Any], expected: Mapping[str, Any]
                        f"come from {backbone_name(store, theirs)}"]
 
 
+# the head's settings a command-line flag chooses for the features it is applied to
+FLAGS = (("pooling", "--pooling"), ("input_size", "--input-size"), ("layers", "--layers"))
+
+
+def reading_flags(record: Mapping[str, Any], expected: Mapping[str, Any],
+                  differences: list[str]) -> str | None:
+    """``--pooling mean``: the flags that read the features a head was trained on, when they
+    are all that differ (None otherwise: another backbone, task or weights)."""
+    words = []
+    for name, flag in FLAGS:
+        if name in expected and record.get(name) is not None \
+                and record[name] != expected[name]:
+            value = record[name]
+            said = ",".join(map(str, value)) if isinstance(value, list) else value
+            words.append(f"{flag} {said}")
+    return " ".join(words) if words and len(words) == len(differences) else None
+
+
 def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
               strict: bool = True) -> tuple[dict[str, Any], dict[str, Any], bool]:
     """Load a head's tensors after checking it fits ``expected`` features.
@@ -187,9 +205,10 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
     from safetensors.torch import load
 
     record = head_record(store, head_id)
-    problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
+    differences = check_compat(record, expected or {})
+    problems = name_backbones(store, record, expected or {}, differences)
     if problems and strict:
-        raise HeadMismatch(problems)
+        raise HeadMismatch(problems, reading_flags(record, expected or {}, differences))
     if problems:
         warnings.warn("applying a mismatched head: " + "; ".join(problems), HeadMismatchWarning,
                       stacklevel=2)
