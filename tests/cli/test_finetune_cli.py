@@ -74,11 +74,17 @@ def test_a_finetuned_head_travels_with_its_weights_onto_the_same_parent_only(tmp
 
 def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, shapes):
     """``export results`` and ``ls results`` tell a fine-tuned result from a frozen one; the
-    CLIP_benchmark export, whose rows are frozen probes, refuses it in one line."""
+    CLIP_benchmark export, whose rows are frozen probes, leaves it out of a mixed selection (named
+    in a warning) and refuses it alone in one line."""
     data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
-    for extra in ([], ["--finetune-blocks", "1", "--backbone-lr", "0.001"]):
+    for extra in (["--finetune-blocks", "1", "--backbone-lr", "0.001"], []):
         got = run("get", "result", *TINY, "-t", "classification", *data, *QUICK, *extra)
         assert got.exit_code == 0, got.output
+        if extra:  # a fine-tuned result alone: the CLIP_benchmark export refuses it
+            refused = run("export", "results", "--format", "clip-benchmark")
+            assert refused.exit_code == 2, refused.output
+            assert "fine-tuned blocks" in refused.output
+            assert len(refused.output.strip().splitlines()) == 1
     table = run("export", "results", "--format", "csv")
     assert table.exit_code == 0, table.output
     rows = list(csv.DictReader(io.StringIO(table.output)))
@@ -87,10 +93,12 @@ def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, s
     listed = json.loads(run("ls", "results", "--json").output)
     assert sorted(r["finetune"] for r in listed) == ["blocks=1 backbone_lr=0.001", "frozen"]
     assert "blocks=1 backbone_lr=0.001" in run("ls", "results").output
-    refused = run("export", "results", "--format", "clip-benchmark")
-    assert refused.exit_code == 2, refused.output
-    assert "fine-tuned blocks" in refused.output
-    assert len(refused.output.strip().splitlines()) == 1
+    # among frozen results a fine-tuned one is left out, and named
+    mixed = run("export", "results", "--format", "clip-benchmark")
+    assert mixed.exit_code == 0, mixed.output
+    assert "left out 1 fine-tuned result(s)" in mixed.output
+    exported = [json.loads(line) for line in mixed.output.splitlines() if line.startswith("{")]
+    assert len(exported) == 1
 
 
 SCENES = "scenes:per_split=4,size=32"

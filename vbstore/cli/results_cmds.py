@@ -105,6 +105,14 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
     from ..interop import DEFAULT_TEMPLATE, clip_benchmark_export
 
     folder, template = _folder_and_template(output) if output else (None, DEFAULT_TEMPLATE)
+    # CLIP_benchmark's rows are frozen probes: a fine-tuned result among others is left out
+    # (named), and only a selection of fine-tuned results alone is refused (by the export)
+    frozen = [row for row in rows if row.get("finetune", "frozen") == "frozen"]
+    if frozen and len(frozen) < len(rows):
+        click.echo(f"warning: left out {len(rows) - len(frozen)} fine-tuned result(s): "
+                   "CLIP_benchmark's rows are frozen probes (--format jsonl or csv carries "
+                   "them)", err=True)
+        rows = frozen
     docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template)
     if folder is None:
         if as_json:
