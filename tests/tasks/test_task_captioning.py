@@ -135,10 +135,25 @@ def test_declaration_names_clip_benchmarks_metrics_and_open_clips_decoding():
     assert task.decoding(sampled, seed=3)["seed"] == 3  # sampling draws from the seed
     assert task.uses_seed(sampled)
     assert not task.uses_seed(params)
-    assert "SPICE" not in [m.name for m in task.reported_metrics({**params, "spice": False})]
+    assert "SPICE" not in [m.name for m in task.metrics_for({**params, "spice": False})]
     assert task.check_data({**params, "spice": False}, {}, None)  # the record says so
     with pytest.raises(UsageError, match="generation_type"):
         task.resolve_params({"generation_type": "greedy"})
+
+
+def test_spice_false_leaves_spice_out_of_what_suites_and_listings_read(captions_list, store):
+    # metrics_for is what suites, boards, listings and the answer cache read: a suite pinned to
+    # spice=false must not ask for a SPICE its results never hold
+    from vbstore.suites._new import new_suite
+    from vbstore.tasks import metric_order
+
+    assert "SPICE" not in metric_order("captioning", {"spice": False})
+    assert metric_order("captioning", {})[-1] == "SPICE"  # a record with SPICE keeps it
+    doc = new_suite(store, slug="cap", task="captioning", data=captions_list, split="samples",
+                    params={"spice": False})
+    keys = [m["key"] for m in doc["protocol"]["metrics"]]
+    assert "SPICE" not in keys
+    assert [m["key"] for m in doc["protocol"]["metrics"] if m["headline"]] == ["CIDEr"]
 
 
 def test_no_java_is_refused_in_one_line(monkeypatch):
