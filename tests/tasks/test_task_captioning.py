@@ -359,3 +359,26 @@ def test_sampling_writes_captions_per_seed_and_beam_search_once(captions_list, s
     assert TinyCaptioner.calls == 18  # beam search: one set for both seeds
     assert "captions" in beams.record.inputs
     assert any("ignores the seed" in w for w in beams.record.warnings or [])
+
+
+@needs_scorers
+def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captions_list, store):
+    # sweep --pooling goes "to the tasks that read pooled vectors"; captioning reads none, so
+    # it runs as without --pooling (as run captioning offers no --pooling), not as an error row
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+    from vbstore.engine import sweep
+    from vbstore.engine._sweep import SweepEntry
+
+    rows = list(sweep([SweepEntry("cap_tiny:tiny@v1")], ["captioning"], captions_list,
+                      params={"spice": False}, pooling="mean", store=store, progress=False))
+    assert [row.get("error") for row in rows] == [None]
+    alone = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    assert rows[0]["id"] == alone.id
+    assert alone.from_cache
+    shown = CliRunner().invoke(cli, ["run", "captioning", "--help"])
+    assert shown.exit_code == 0
+    assert "--batch-size" in shown.output
+    assert "--pooling" not in shown.output
