@@ -382,3 +382,30 @@ def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captions_list,
     assert shown.exit_code == 0
     assert "--batch-size" in shown.output
     assert "--pooling" not in shown.output
+
+
+@needs_scorers
+def test_a_results_push_with_features_carries_the_captions(captions_list, store, tmp_path):
+    # the captions are the model's output, as features and text-tower outputs are: they travel
+    # with --with features (a teammate then scores them again without the model), not with
+    # --with images (the files behind manifests), and the summary names them
+    from vbstore import Store
+    from vbstore.remotes import add_remote, push_results
+
+    TinyCaptioner.calls = 0
+    result = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                params={"spice": False}, progress=False)
+    captions = result.record.inputs["captions"]
+    add_remote(store, "team", str(tmp_path / "team"))
+    assert push_results(store, "team", [result.id]).left_out["captions"]["objects"] == 1
+    assert "captions" not in push_results(store, "team", [result.id], with_=("images",)).sent
+    pushed = push_results(store, "team", [result.id], with_=("features",))
+    assert pushed.sent["captions"] == {"objects": 1, "bytes": store.info(captions).size}
+
+    with Store(tmp_path / "mate") as mate:  # the remote as a cache: its derivations answer
+        add_remote(mate, "team", str(tmp_path / "team"))
+        again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=mate,
+                                   params={"spice": False, "language": "fr"}, progress=False)
+        assert again.record.inputs["captions"] == captions
+    assert TinyCaptioner.calls == 6  # scored again from the pushed captions: no model ran
+    assert again.metrics == result.metrics
