@@ -81,14 +81,23 @@ def _best(candidates: list[Bar]) -> Bar:
 def task_bars(store, task: str, metric: str | None = None, data: str | None = None) -> list[Bar]:
     """One bar per backbone for ``task``'s headline (or ``metric``), sorted by backbone.
 
+    The headline is the one the results name (``Task.headline_for`` their params).
+
     Raises:
         UnknownTask: no such task.
-        UsageError: no result of the task, or results on several datasets without ``data``.
+        UsageError: no result of the task, results on several datasets without ``data``, or
+            results naming different headlines without ``metric``.
     """
     spec = get_task(task)
-    metric = metric or spec.headline
     chosen = _one_dataset([(o, r) for o, r in _records(store) if r.task == task], data,
                           f"task {task}")
+    if metric is None:  # the headline the results name (correspondence's follows its units)
+        named = sorted({spec.headline_for(r.params) for _, r in chosen}) or [spec.headline]
+        if len(named) > 1:
+            raise UsageError(f"the stored {task} results name different headlines: "
+                             f"{', '.join(named)}",
+                             hint=f"choose one with --metric (e.g. --metric {named[0]})")
+        metric = named[0]
     by_backbone: dict[str, list[Bar]] = {}
     for oid, record in chosen:
         label = record.spec or record.inputs["backbone"][:12]
