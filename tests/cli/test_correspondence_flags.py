@@ -157,7 +157,7 @@ def test_plot_task_reads_the_headline_the_results_name(run, flat, tmp_path):
     # leave some out
     from vbstore import Store
     from vbstore.errors import UsageError
-    from vbstore.plots import task_bars
+    from vbstore.plots import backbone_bars, task_bars
 
     patch = run("run", "correspondence", *TINY, "-d", flat, "--units", "patch")
     assert patch.exit_code == 0, patch.output
@@ -172,3 +172,6 @@ def test_plot_task_reads_the_headline_the_results_name(run, flat, tmp_path):
         assert "--metric" in info.value.hint
         (bar,) = task_bars(store, "correspondence", metric="recall@1px")
         assert bar.metric == "recall@1px"
+        # one backbone's bars: one per headline, never the larger of two different metrics
+        bars = backbone_bars(store, "test_vit")
+        assert sorted(b.metric for b in bars) == ["recall@0.5p", "recall@1px"]

@@ -124,13 +124,15 @@ def backbone_bars(store, backbone: str, data: str | None = None) -> list[Bar]:
     if not mine:
         raise UsageError(f"no stored result for backbone {backbone!r}",
                          hint="give its spec as `vbstore ls results` shows it")
+    # one bar per task and headline: results whose params name another headline
+    # (correspondence's units) are another bar, never a candidate for this one
     by_task: dict[str, list[Bar]] = {}
     for oid, record in _one_dataset(mine, data, f"backbone {backbone}"):
         task = get_task(record.task)
         headline = task.headline_for(record.params)
         bar = _bar(oid, record, headline, f"{task.name}\n{headline}", task.level)
         if bar is not None:
-            by_task.setdefault(task.name, []).append(bar)
+            by_task.setdefault(bar.label, []).append(bar)
     bars = [_best(group) for group in by_task.values()]
     return sorted(bars, key=lambda b: (LEVELS.index(b.group) if b.group in LEVELS else 3,
                                        b.label))
