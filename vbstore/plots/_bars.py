@@ -113,8 +113,9 @@ def task_bars(store, task: str, metric: str | None = None, data: str | None = No
 
 
 def backbone_bars(store, backbone: str, data: str | None = None) -> list[Bar]:
-    """One bar per task for ``backbone`` (a spec, or a backbone id prefix): each task's
-    headline, grouped by level (high, mid, low), then by task name.
+    """One bar per task and headline for ``backbone`` (a spec, or a backbone id prefix): each
+    task's headline (the one its results name), grouped by level (high, mid, low), then by
+    task name.
 
     Raises:
         UsageError: no result of this backbone, or results on several datasets without ``data``.
