@@ -149,3 +149,29 @@ def test_a_suite_pinning_op_version_1_never_ranks_a_result_of_op_version_2(run, 
     assert verdicts["corr-old"]["state"] == "incompatible"
     assert "op_version(2 != 1)" in verdicts["corr-old"]["reasons"]
     assert (verdicts["corr-new"]["state"], verdicts["corr-new"]["reasons"]) == ("eligible", [])
+
+
+def test_plot_task_reads_the_headline_the_results_name(run, flat, tmp_path):
+    # correspondence's headline follows --units/--thresholds (headline_for): a plot of the task
+    # draws the one its results name, and refuses results that name different ones rather than
+    # leave some out
+    from vbstore import Store
+    from vbstore.errors import UsageError
+    from vbstore.plots import backbone_bars, task_bars
+
+    patch = run("run", "correspondence", *TINY, "-d", flat, "--units", "patch")
+    assert patch.exit_code == 0, patch.output
+    with Store(tmp_path / "s") as store:
+        (bar,) = task_bars(store, "correspondence")
+        assert bar.metric == "recall@0.5p"
+        assert bar.value == json.loads(patch.stdout)["record"]["metrics"]["recall@0.5p"]
+    assert run("run", "correspondence", *TINY, "-d", flat).exit_code == 0  # recall@1px
+    with Store(tmp_path / "s") as store:
+        with pytest.raises(UsageError, match=r"recall@0\.5p, recall@1px") as info:
+            task_bars(store, "correspondence")
+        assert "--metric" in info.value.hint
+        (bar,) = task_bars(store, "correspondence", metric="recall@1px")
+        assert bar.metric == "recall@1px"
+        # one backbone's bars: one per headline, never the larger of two different metrics
+        bars = backbone_bars(store, "test_vit")
+        assert sorted(b.metric for b in bars) == ["recall@0.5p", "recall@1px"]

@@ -135,10 +135,25 @@ def test_declaration_names_clip_benchmarks_metrics_and_open_clips_decoding():
     assert task.decoding(sampled, seed=3)["seed"] == 3  # sampling draws from the seed
     assert task.uses_seed(sampled)
     assert not task.uses_seed(params)
-    assert "SPICE" not in [m.name for m in task.reported_metrics({**params, "spice": False})]
+    assert "SPICE" not in [m.name for m in task.metrics_for({**params, "spice": False})]
     assert task.check_data({**params, "spice": False}, {}, None)  # the record says so
     with pytest.raises(UsageError, match="generation_type"):
         task.resolve_params({"generation_type": "greedy"})
+
+
+def test_spice_false_leaves_spice_out_of_what_suites_and_listings_read(captions_list, store):
+    # metrics_for is what suites, boards, listings and the answer cache read: a suite pinned to
+    # spice=false must not ask for a SPICE its results never hold
+    from vbstore.suites._new import new_suite
+    from vbstore.tasks import metric_order
+
+    assert "SPICE" not in metric_order("captioning", {"spice": False})
+    assert metric_order("captioning", {})[-1] == "SPICE"  # a record with SPICE keeps it
+    doc = new_suite(store, slug="cap", task="captioning", data=captions_list, split="samples",
+                    params={"spice": False})
+    keys = [m["key"] for m in doc["protocol"]["metrics"]]
+    assert "SPICE" not in keys
+    assert [m["key"] for m in doc["protocol"]["metrics"] if m["headline"]] == ["CIDEr"]
 
 
 def test_no_java_is_refused_in_one_line(monkeypatch):
@@ -344,3 +359,53 @@ def test_sampling_writes_captions_per_seed_and_beam_search_once(captions_list, s
     assert TinyCaptioner.calls == 18  # beam search: one set for both seeds
     assert "captions" in beams.record.inputs
     assert any("ignores the seed" in w for w in beams.record.warnings or [])
+
+
+@needs_scorers
+def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captions_list, store):
+    # sweep --pooling goes "to the tasks that read pooled vectors"; captioning reads none, so
+    # it runs as without --pooling (as run captioning offers no --pooling), not as an error row
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+    from vbstore.engine import sweep
+    from vbstore.engine._sweep import SweepEntry
+
+    rows = list(sweep([SweepEntry("cap_tiny:tiny@v1")], ["captioning"], captions_list,
+                      params={"spice": False}, pooling="mean", store=store, progress=False))
+    assert [row.get("error") for row in rows] == [None]
+    alone = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    assert rows[0]["id"] == alone.id
+    assert alone.from_cache
+    shown = CliRunner().invoke(cli, ["run", "captioning", "--help"])
+    assert shown.exit_code == 0
+    assert "--batch-size" in shown.output
+    assert "--pooling" not in shown.output
+
+
+@needs_scorers
+def test_a_results_push_with_features_carries_the_captions(captions_list, store, tmp_path):
+    # the captions are the model's output, as features and text-tower outputs are: they travel
+    # with --with features (a teammate then scores them again without the model), not with
+    # --with images (the files behind manifests), and the summary names them
+    from vbstore import Store
+    from vbstore.remotes import add_remote, push_results
+
+    TinyCaptioner.calls = 0
+    result = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                params={"spice": False}, progress=False)
+    captions = result.record.inputs["captions"]
+    add_remote(store, "team", str(tmp_path / "team"))
+    assert push_results(store, "team", [result.id]).left_out["captions"]["objects"] == 1
+    assert "captions" not in push_results(store, "team", [result.id], with_=("images",)).sent
+    pushed = push_results(store, "team", [result.id], with_=("features",))
+    assert pushed.sent["captions"] == {"objects": 1, "bytes": store.info(captions).size}
+
+    with Store(tmp_path / "mate") as mate:  # the remote as a cache: its derivations answer
+        add_remote(mate, "team", str(tmp_path / "team"))
+        again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=mate,
+                                   params={"spice": False, "language": "fr"}, progress=False)
+        assert again.record.inputs["captions"] == captions
+    assert TinyCaptioner.calls == 6  # scored again from the pushed captions: no model ran
+    assert again.metrics == result.metrics

@@ -218,10 +218,10 @@ def import_head_cmd(store, file, as_name, force, backbone, weights, backbone_see
 @click.option("--backbone", default=None, help="Only backbones whose spec contains this.")
 @click.option("--with", "with_", default="", metavar="KINDS",
               help="Also send these, comma-separated: features (featuresets and their packs, "
-                   "fine-tuning's prefixes, text-tower outputs), heads (with their fine-tuned "
-                   "weights), images (the files behind manifests). By default only the "
-                   "results and their lineage documents (weights, backbone, manifest records) "
-                   "go.")
+                   "fine-tuning's prefixes, text-tower outputs, captions), heads (with their "
+                   "fine-tuned weights), images (the files behind manifests). By default only "
+                   "the results and their lineage documents (weights, backbone, manifest "
+                   "records) go.")
 @json_option
 @with_store
 def push_results_cmd(store, to: str, task: str | None, backbone: str | None, with_: str,

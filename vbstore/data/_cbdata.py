@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
+from ._hf import _offline
 from ._sources import Record, Source, file_states, folder_key, write_list
 
 _CB_EXTRA = "pip install 'vbstore[clip-benchmark]' (CLIP_benchmark 1.6.2 and pycocoevalcap)"
@@ -76,8 +77,6 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     try:
         if name == "winoground":  # from the Hub through `datasets`: its cache at the root
             import datasets  # noqa: F401  heavy (pyarrow): only for this set; named if missing
-
-            from ._hf import _offline  # the hf: source, loaded only for this Hub-read set
 
             hub = _offline(not download)
     except ImportError as exc:

@@ -81,14 +81,23 @@ def _best(candidates: list[Bar]) -> Bar:
 def task_bars(store, task: str, metric: str | None = None, data: str | None = None) -> list[Bar]:
     """One bar per backbone for ``task``'s headline (or ``metric``), sorted by backbone.
 
+    The headline is the one the results name (``Task.headline_for`` their params).
+
     Raises:
         UnknownTask: no such task.
-        UsageError: no result of the task, or results on several datasets without ``data``.
+        UsageError: no result of the task, results on several datasets without ``data``, or
+            results naming different headlines without ``metric``.
     """
     spec = get_task(task)
-    metric = metric or spec.headline
     chosen = _one_dataset([(o, r) for o, r in _records(store) if r.task == task], data,
                           f"task {task}")
+    if metric is None:  # the headline the results name (correspondence's follows its units)
+        named = sorted({spec.headline_for(r.params) for _, r in chosen}) or [spec.headline]
+        if len(named) > 1:
+            raise UsageError(f"the stored {task} results name different headlines: "
+                             f"{', '.join(named)}",
+                             hint=f"choose one with --metric (e.g. --metric {named[0]})")
+        metric = named[0]
     by_backbone: dict[str, list[Bar]] = {}
     for oid, record in chosen:
         label = record.spec or record.inputs["backbone"][:12]
@@ -104,8 +113,9 @@ def task_bars(store, task: str, metric: str | None = None, data: str | None = No
 
 
 def backbone_bars(store, backbone: str, data: str | None = None) -> list[Bar]:
-    """One bar per task for ``backbone`` (a spec, or a backbone id prefix): each task's
-    headline, grouped by level (high, mid, low), then by task name.
+    """One bar per task and headline for ``backbone`` (a spec, or a backbone id prefix): each
+    task's headline (the one its results name), grouped by level (high, mid, low), then by
+    task name.
 
     Raises:
         UsageError: no result of this backbone, or results on several datasets without ``data``.
@@ -115,13 +125,15 @@ def backbone_bars(store, backbone: str, data: str | None = None) -> list[Bar]:
     if not mine:
         raise UsageError(f"no stored result for backbone {backbone!r}",
                          hint="give its spec as `vbstore ls results` shows it")
+    # one bar per task and headline: results whose params name another headline
+    # (correspondence's units) are another bar, never a candidate for this one
     by_task: dict[str, list[Bar]] = {}
     for oid, record in _one_dataset(mine, data, f"backbone {backbone}"):
         task = get_task(record.task)
         headline = task.headline_for(record.params)
         bar = _bar(oid, record, headline, f"{task.name}\n{headline}", task.level)
         if bar is not None:
-            by_task.setdefault(task.name, []).append(bar)
+            by_task.setdefault(bar.label, []).append(bar)
     bars = [_best(group) for group in by_task.values()]
     return sorted(bars, key=lambda b: (LEVELS.index(b.group) if b.group in LEVELS else 3,
                                        b.label))

@@ -16,17 +16,26 @@ from typing import Any
 
 from .._progress import progress
 from ..errors import UsageError
-from ._closure import closure
+from ._closure import Entry, closure
 from ._push import push
 
 # What `push results` sends by default: the results and the documents of their lineage.
 LINEAGE_KINDS = ("result", "manifest", "backbone", "weights")
 # What ``with_`` may add, by name: a fine-tuned head travels with the fine-tuned weights it is
-# applied through (``finetuned``), and features with the stored prefix activations and the
-# text-tower outputs a zero-shot result read (``tensors``).
-EXTRA_KINDS = {"features": ("featureset", "pack", "prefix", "tensors"),
+# applied through (``finetuned``), and features with the stored prefix activations, the
+# text-tower outputs a zero-shot result read (``tensors``) and the captions a model wrote
+# (``captions``: a blob, counted apart from the images, see :func:`sent_kind`).
+EXTRA_KINDS = {"features": ("featureset", "pack", "prefix", "tensors", "captions"),
                "heads": ("head", "finetuned"),
                "images": ("blob",)}
+
+
+def sent_kind(entry: Entry) -> str:
+    """What ``entry`` counts as in a results push: its kind, or ``captions`` for the captions
+    blob a ``generate`` task stored (vbstore.engine._captions), which is the model's output
+    and no file behind a manifest."""
+    spec = (entry.derivation or {}).get("spec") or {}
+    return "captions" if entry.kind == "blob" and spec.get("op") == "captions" else entry.kind
 
 
 @dataclass
@@ -84,7 +93,7 @@ def push_results(store, remote: str, ids: Iterable[str], with_: Iterable[str] = 
     with progress(f"pushing results to {remote}", len(ids), "result") as shown:
         for oid in ids:
             entries = closure(store, oid)
-            keep = [e.id for e in entries if e.kind in kinds]
+            keep = [e.id for e in entries if sent_kind(e) in kinds]
             result = push(store, remote, oid, name=f"results/{oid[:16]}", include=keep)
             summary.results.append(oid)
             summary.derivations += result.derivations
@@ -92,12 +101,12 @@ def push_results(store, remote: str, ids: Iterable[str], with_: Iterable[str] = 
             for sent in result.uploaded:
                 if sent not in counted:
                     counted.add(sent)
-                    _count(summary.sent, by_id[sent].kind, by_id[sent].size)
+                    _count(summary.sent, sent_kind(by_id[sent]), by_id[sent].size)
             there.update(i for i in keep if i not in result.uploaded and i not in result.skipped)
             for entry in entries:
-                if entry.kind not in kinds and entry.id not in counted:
+                if sent_kind(entry) not in kinds and entry.id not in counted:
                     counted.add(entry.id)
-                    _count(summary.left_out, entry.kind, entry.size)
+                    _count(summary.left_out, sent_kind(entry), entry.size)
             shown.update(1)
     summary.already_there = len(there - counted)
     return summary

@@ -365,7 +365,8 @@ class Task:
     def metrics_for(self, params: Mapping[str, Any] | None = None) -> tuple[Metric, ...]:
         """The metrics the task reports under ``params`` (resolved, or a record's, where an
         ``added`` parameter at its default is absent): :attr:`metrics`, unless a parameter
-        names them (``correspondence``'s ``units`` and ``thresholds``)."""
+        names them (``correspondence``'s ``units`` and ``thresholds``) or leaves one out
+        (``captioning``'s ``spice=false``)."""
         return self.metrics
 
     def headline_for(self, params: Mapping[str, Any] | None = None) -> str:
@@ -626,7 +627,7 @@ class Task:
         task of the ``generate`` shape).
 
         Returns:
-            The metrics :meth:`reported_metrics` names, as finite floats, in declared order.
+            The metrics :meth:`metrics_for` names, as finite floats, in declared order.
 
         Raises:
             UsageError: the task scores no generated captions, or a bad param.
@@ -648,16 +649,11 @@ class Task:
                                  hint="give every image at least one caption")
         metrics = self._evaluate_captions([str(g) for g in generated],
                                           [[str(r) for r in refs] for refs in references], params)
-        return _checks.metrics_out(self, metrics, self.reported_metrics(params))
+        return _checks.metrics_out(self, metrics, self.metrics_for(params))
 
     def _evaluate_captions(self, generated: list[str], references: list[list[str]],
                            params: dict[str, Any]) -> dict[str, float]:
         raise NotImplementedError(f"task {self.name!r} scores no generated captions")
-
-    def reported_metrics(self, params: Mapping[str, Any]) -> tuple[Metric, ...]:
-        """The metrics a run with ``params`` reports: all declared ones, unless a parameter
-        leaves one out (captioning's ``spice=false``)."""
-        return self.metrics
 
     def uses_seed(self, params: Mapping[str, Any]) -> bool:
         """Whether the seed changes the numbers of a run with ``params`` (``stochastic``, unless

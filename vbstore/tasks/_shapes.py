@@ -52,6 +52,8 @@ class Shape:
         finetune: The engine's runner of this shape can train the backbone's last blocks with
             the head (``--finetune-blocks``), for a task whose head recipe trains them too
             (``Task.finetunes``).
+        reads_features: Its runner reads the backbone's features (``generate``: the model
+            writes captions instead, so no pooling chooses anything).
     """
 
     name: str
@@ -63,6 +65,7 @@ class Shape:
     views: str | None = None
     sample_ci_skip: str = ""
     finetune: bool = False
+    reads_features: bool = True
 
     def check_inputs(self, task: str, *, train: bool, head: bool) -> None:
         """Refuse training data or a head that a task of this shape cannot take, or their
@@ -97,8 +100,8 @@ class Shape:
 
     def pooled_input(self, value: T) -> T | None:
         """``value`` for a shape that reads pooled vectors, None for one that reads dense maps
-        (a pooling is offered only where it chooses the features)."""
-        return value if self.feature_mode == "pooled" else None
+        or no features (a pooling is offered only where it chooses the features)."""
+        return value if self.feature_mode == "pooled" and self.reads_features else None
 
     def check_pooling(self, task: str, pooling: str | None) -> None:
         """Refuse a pooling for a task that reads dense maps: it would key new features that
@@ -145,7 +148,8 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("generate", "scores the captions the model generates for each image (CoCa's "
           "generate) against the references, no training", "pooled", False,
           ("_evaluate_captions",),
-          sample_ci_skip="each draw would run the caption scorers (Java) again (cost)"),
+          sample_ci_skip="each draw would run the caption scorers (Java) again (cost)",
+          reads_features=False),
 )}
 
 

@@ -152,8 +152,10 @@ class Captioning(Task):
     )
     headline = "CIDEr"
 
-    def reported_metrics(self, params: Any) -> tuple[Metric, ...]:
-        return tuple(m for m in self.metrics if params.get("spice", True) or m.name != "SPICE")
+    def metrics_for(self, params: Any = None) -> tuple[Metric, ...]:
+        # spice=false: SPICE is not computed, so no suite, listing or check asks for it
+        return tuple(m for m in self.metrics
+                     if (params or {}).get("spice", True) or m.name != "SPICE")
 
     def check_data(self, params: dict[str, Any], given: dict[str, Any], data: Any) -> list[str]:
         """Refuse a caption shorter at most than it must be long; a run without SPICE says so
