@@ -25,30 +25,37 @@ def test_notes_newest_first_again_bumps_and_gc_deletes_them_with_their_object(st
     assert store.db.query("SELECT count(*) FROM result_notes") == [(0,)]
 
 
+REFUSED = "attach notes (they are rows of its registry; without notes the result is read as usual)"
 READ_NOTES = """
 import json, sys
 from vbstore import Store
+from vbstore.errors import StoreReadOnly
 store = Store(sys.argv[1])
-store.add_note(sys.argv[2], "not kept")  # skipped on a read-only store, as a run row is
+try:  # asked for, so refused on a read-only store rather than dropped
+    store.add_note(sys.argv[2], "not kept")
+    refused = None
+except StoreReadOnly as exc:
+    refused = exc.doing
+store.add_note(sys.argv[2], "  ")  # empty text says nothing, so writes nothing
 print(json.dumps({"read_only": store.read_only, "version": store.db.version,
-                  "notes": store.notes(sys.argv[2])}))
+                  "notes": store.notes(sys.argv[2]), "refused": refused}))
 """
 
 
-def test_a_read_only_store_writes_no_note_and_an_old_registry_has_none(tmp_path):
+def test_a_read_only_store_refuses_a_note_and_an_old_registry_has_none(tmp_path):
     root = tmp_path / "s"
     with Store(root) as store:
         pack = put_pack(store, {"pooled": torch.zeros(1, 1)})
         store.add_note(pack, "kept")
     assert run_read_only(root, READ_NOTES, str(root), pack) == {
-        "read_only": True, "version": 9, "notes": ["kept"]}
+        "read_only": True, "version": 9, "notes": ["kept"], "refused": REFUSED}
     conn = sqlite3.connect(root / "registry.db")
     conn.execute("DROP TABLE result_notes")  # as migration 9 found it
     conn.execute("PRAGMA user_version=8")
     conn.commit()
     conn.close()
     assert run_read_only(root, READ_NOTES, str(root), pack) == {
-        "read_only": True, "version": 8, "notes": []}
+        "read_only": True, "version": 8, "notes": [], "refused": REFUSED}
     with Store(root) as store:  # migrated again on a writable open
         assert store.db.version == 9
         assert store.notes(pack) == []

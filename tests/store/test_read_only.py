@@ -118,6 +118,8 @@ def test_cli_serves_reads_from_a_read_only_store(cached):
         ("tag", [*store, "tag", "mine", result[:12]]),
         ("gc", [*store, "gc", "--grace", "0"]),
         ("compute", [*store, *get[:-2], "--split", "train"]),
+        ("notes", [*store, *get, "--notes", "rerun for the paper"]),
+        ("notes-compute", [*store, *get[:-2], "--split", "train", "--notes", "new"]),
     ]
     out = run_read_only(root, CLI, json.dumps(commands))
     for name in ("get", "dry", "ls", "show", "why", "du", "fsck"):
@@ -127,8 +129,10 @@ def test_cli_serves_reads_from_a_read_only_store(cached):
     assert result[:12] in out["ls"]["output"]
     assert not out["torch"]  # a cached answer from a read-only store still needs no torch...
     assert "store is intact" in out["fsck"]["output"]  # checked, without any housekeeping
-    for name in ("tag", "gc", "compute", "repair"):  # ...and a write is refused in one line
+    # notes a user asked for are never dropped: refused in one line, cached or not
+    for name in ("tag", "gc", "compute", "repair", "notes", "notes-compute"):
         assert out[name]["code"] == 7, (name, out[name])
         assert not out[name]["traceback"]
         assert "read-only" in out[name]["output"]
         assert len(out[name]["output"].strip().splitlines()) == 1, out[name]["output"]
+    assert "cannot attach notes" in out["notes"]["output"]  # a cached answer is not enough

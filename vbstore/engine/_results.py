@@ -169,13 +169,15 @@ def execute(
         LeaseTimeout: another process still computes this result after ``lease_timeout``.
     """
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
+    request = the_plan.request
+    if isinstance(request, ResultRequest) and request.notes:
+        the_plan.store.check_notes()  # asked for, so refused before computing, never dropped
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
         result = _execute(the_plan, device, progress, recompute, executor, lease_timeout,
                           batch_size)
     else:
         result = _replanning(the_plan, lambda p: _execute(p, device, progress, recompute,
                                                           executor, lease_timeout, batch_size))
-    request = the_plan.request
     if isinstance(request, ResultRequest) and request.notes:
         # the registry's, never the document's: a cached answer takes them too
         the_plan.store.add_note(result.id, request.notes)

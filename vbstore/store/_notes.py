@@ -6,7 +6,10 @@ the same computation with another note is the same result, answered from the sto
 computation is one id in any store. A note is a row of the ``result_notes`` table (registry
 migration 9), one per distinct text attached to the object, the newest first. ``show``,
 ``why`` and ``export results`` read them; they are a log, not content: gc deletes
-an object's rows with it, and a pushed result travels without them.
+an object's rows with it, and a pushed result travels without them. A note is asked for, so it
+is never dropped: a read-only store (a read-only mount, or a registry older than migration 9,
+which is opened read-only) refuses it with :class:`~vbstore.errors.StoreReadOnly`, and a run
+asks :meth:`NotesMixin.check_notes` before it computes anything.
 """
 
 from __future__ import annotations
@@ -16,16 +19,27 @@ from ._ids import db_id
 from ._registry import now
 
 NOTES_FROM = 9  # the registry migration that made the result_notes table
+_ATTACH = ("attach notes (they are rows of its registry; without notes the result is read as "
+           "usual)")
 
 
 class NotesMixin(_StoreBase):
     """Result-note methods of :class:`vbstore.Store`."""
 
+    def check_notes(self) -> None:
+        """Raise :class:`~vbstore.errors.StoreReadOnly` where :meth:`add_note` could not write."""
+        self.writable(_ATTACH)
+
     def add_note(self, oid: str, text: str) -> None:
-        """Attach ``text`` to object ``oid`` (again: it becomes the newest); skipped on a
-        read-only store and for empty text."""
-        if self.read_only or not text.strip() or self.db.version < NOTES_FROM:
+        """Attach ``text`` to object ``oid`` (again: it becomes the newest); empty text says
+        nothing.
+
+        Raises:
+            StoreReadOnly: the store is read-only (a writable one is always at migration 9).
+        """
+        if not text.strip():
             return
+        self.check_notes()
         with self.db.write() as conn:
             conn.execute("INSERT OR REPLACE INTO result_notes(object, text, recorded) "
                          "VALUES (?,?,?)", (db_id(oid), text, now()))
