@@ -221,6 +221,28 @@ def test_gc_keeps_the_text_tower_outputs_a_stored_result_used(store, shapes):
     assert all(store.has(oid) for oid in used)
 
 
+def test_a_registry_rebuild_loses_the_text_tower_edges_as_documented(store, shapes):
+    # docs/store.md (fsck --rebuild, what is lost): no blob names the text-tower outputs a
+    # result read (an edge, not a record input, and a tensors object names no result), so a
+    # rebuilt registry has no such edge; gc may then collect them, and a rerun recomputes them
+    kw = dict(store=store, progress=False, split="val")
+    first = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, **kw)
+    used = [child for role, child in store.children(first.id) if role == "text_embeddings"]
+    assert used
+    store.rebuild_registry(force=True)
+    assert store.has(first.id)
+    assert not [c for role, c in store.children(first.id) if role == "text_embeddings"]
+    store.gc(grace=0)
+    assert not any(store.has(oid) for oid in used)
+    TEXTS.clear()
+    again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                               recompute=True, **kw)
+    assert again.id == first.id
+    assert sum(TEXTS) == 5 * 7  # the text tower ran again, to the same result
+    assert sorted(c for role, c in store.children(again.id) if role == "text_embeddings") \
+        == sorted(used)
+
+
 def test_a_results_push_with_features_carries_the_text_tower_outputs(store, shapes, tmp_path):
     from vbstore.remotes import add_remote, push_results
 

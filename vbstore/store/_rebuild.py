@@ -6,7 +6,9 @@ result's backbone, manifests, feature sets and heads; a feature set's packs and 
 backbone's weights...), a head's compatibility record, and a pack's rows give back the feature-row
 index. What no blob records cannot come back: refs, aliases, derivation records (so the next
 ``get`` recomputes what it asks for, and finds the same bytes already stored), the file-state
-cache and leases. The damaged file is kept aside, never deleted.
+cache and leases, the registry's logs (notes, runs, data names), and the edges no document
+names: a zero-shot result's ``text_embeddings`` (gc may then collect those text-tower outputs;
+a rerun computes them again). The damaged file is kept aside, never deleted.
 """
 
 from __future__ import annotations
