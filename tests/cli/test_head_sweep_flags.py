@@ -95,3 +95,38 @@ def test_a_sweep_with_a_refused_combination_says_to_fix_it_before_rerunning(run,
     # the same command again fails the same way: resuming alone would not help
     assert "1 of 1 combinations failed; fix what each error names, then rerun (finished " \
            "combinations are answered from the store)" in out.output
+
+
+def test_train_batch_size_on_get_head_and_sweep_is_get_results(run, shapes, tmp_path):
+    # the head's training batch (the task parameter batch_size): part of the head's identity,
+    # the same on get head, sweep and get result as -p batch_size
+    quick = ["-t", "classification", "--train-data", shapes, "--train-split", "train", "-p",
+             "epochs=1", "--json"]
+    head = run("get", "head", *TINY, *quick, "--train-batch-size", "4")
+    assert head.exit_code == 0, head.output
+    four = json.loads(head.stdout)
+    same = json.loads(run("get", "head", *TINY, *quick, "-p", "batch_size=4").stdout)
+    assert (same["id"], same["from_cache"]) == (four["id"], True)
+    assert json.loads(run("get", "head", *TINY, *quick).stdout)["id"] != four["id"]
+    result = json.loads(run("get", "result", *TINY, *quick, "-d", shapes, "--split", "val",
+                            "--train-batch-size", "4").stdout)
+    assert result["record"]["params"]["batch_size"] == 4
+    assert result["record"]["inputs"]["head"] == four["id"]
+    both = run("get", "head", *TINY, *quick, "--train-batch-size", "4", "-p", "batch_size=8")
+    assert both.exit_code == 2
+    assert "--train-batch-size 4 and -p batch_size=8 disagree" in both.output
+
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("test_cnn weights=random input_size=32\n")
+    sweep = ["sweep", "--backbones", str(backbones), "--tasks", "classification", "-d", shapes,
+             "--split", "val", "--train-data", shapes, "--train-split", "train", "-p",
+             "epochs=1", "--json"]
+    swept = run(*sweep, "--train-batch-size", "4")
+    assert swept.exit_code == 0, swept.output
+    row = json.loads(swept.stdout)[0]
+    assert (row["id"], row["from_cache"]) == (result["id"], True)
+    other = json.loads(run(*sweep, "--train-batch-size", "8").stdout)[0]
+    assert (other["from_cache"], other["id"] != result["id"]) == (False, True)
+    refused = run(*sweep, "--train-batch-size", "4", "-p", "batch_size=8")
+    assert refused.exit_code == 2
+    assert "--train-batch-size 4 and -p batch_size=8 disagree" in refused.output

@@ -9,7 +9,7 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._resulttext import result_lines
-from ._visflags import POOLINGS, flag_params, merge, probe_flag_options
+from ._visflags import FLAGS, POOLINGS, flag_params, merge, probe_flag_options
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -283,23 +283,29 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
                    "same head as leaving it out when equal).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
               help="Images per forward pass (extraction; changes no id). The head's batch is "
-                   "-p batch_size.")
+                   "--train-batch-size.")
+@click.option("--train-batch-size", type=FLAGS["train-batch-size"][1], default=None,
+              help=FLAGS["train-batch-size"][2])
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                  task, train_data, train_split, train_limit, seed, params, finetune_blocks,
-                 backbone_lr, tag_name, pooling, batch_size, data_options, executor, as_json):
+                 backbone_lr, tag_name, pooling, batch_size, train_batch_size, data_options,
+                 executor, as_json):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
+    # a task parameter, as on get result: in the head's key, refused where -p disagrees
+    head_params = merge(task, parse_params(params), {} if train_batch_size is None
+                        else {"batch_size": train_batch_size})
     result = get_head(backbone, task, train_data, store=store, train_split=train_split,
                       train_limit=train_limit, seed=seed, weights=weights,
                       backbone_seed=backbone_seed,
                       input_size=input_size, layers=parse_layers(layers), precision=precision,
                       device=device, progress=progress_for(executor, as_json),
-                      data_options=data_options, executor=executor, params=parse_params(params),
+                      data_options=data_options, executor=executor, params=head_params,
                       finetune_blocks=finetune_blocks, backbone_lr=backbone_lr, pooling=pooling,
                       batch_size=batch_size)
     if tag_name:

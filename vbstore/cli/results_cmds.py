@@ -17,7 +17,7 @@ from ..errors import UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
-from ._visflags import POOLINGS
+from ._visflags import FLAGS, POOLINGS, flag_of
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -184,7 +184,10 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
               help="Pooled vector the pooled tasks read (default: each backbone's own; dense "
                    "tasks read their maps), as on get result.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Images per forward pass (extraction; changes no id).")
+              help="Images per forward pass (extraction; changes no id). The head's batch is "
+                   "--train-batch-size.")
+@click.option("--train-batch-size", type=FLAGS["train-batch-size"][1], default=None,
+              help=FLAGS["train-batch-size"][2] + " For every task that trains with one.")
 # get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
 @click.option("--weights", "line_weights", default=None, hidden=True)
 @click.option("--backbone-seed", "line_seed", default=None, hidden=True)
@@ -195,7 +198,8 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @with_store
 def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, train_split, limit,
           train_limit,
-          seed, params, fewshot_k, language, model_type, pooling, batch_size, line_weights,
+          seed, params, fewshot_k, language, model_type, pooling, batch_size, train_batch_size,
+          line_weights,
           line_seed, line_size,
           data_options, executor, as_json) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
@@ -227,11 +231,13 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
     else:
         units = [(data, train_data)]
     given = parse_params(params)
-    if fewshot_k is not None:  # the flag and -p set one parameter: they must agree
-        if given.get("fewshot_k", fewshot_k) != fewshot_k:
-            raise UsageError(f"--fewshot-k {fewshot_k} and -p fewshot_k={given['fewshot_k']} "
-                             "disagree", hint="give fewshot_k once: the flag or -p")
-        given["fewshot_k"] = fewshot_k
+    for name, value in (("fewshot_k", fewshot_k), ("batch_size", train_batch_size)):
+        if value is None:
+            continue
+        if given.get(name, value) != value:  # the flag and -p set one parameter: they must agree
+            raise UsageError(f"{flag_of(name)} {value} and -p {name}={given[name]} disagree",
+                             hint=f"give {name} once: the flag or -p")
+        given[name] = value
     entries = read_backbones_file(backbones_file, model_type)
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
