@@ -254,6 +254,24 @@ def test_a_results_push_with_features_carries_the_text_tower_outputs(store, shap
     used = [child for role, child in store.children(result.id) if role == "text_embeddings"]
     assert pushed.sent["tensors"]["objects"] == len(used)
 
+    # what carrying them gives the receiver (docs/remotes.md): the result's lineage, whole...
+    from vbstore import Store
+
+    with Store(tmp_path / "b") as receiver:
+        add_remote(receiver, "team", str(tmp_path / "team"))
+        kw = dict(store=receiver, progress=False)
+        hit = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                                 split="val", **kw)
+        assert (hit.id, hit.from_cache) == (result.id, True)
+        assert sorted(c for role, c in receiver.children(hit.id)
+                      if role == "text_embeddings") == sorted(used)
+        # ...not a cache: no derivation names them there, so the same prompts on another
+        # split run the receiver's text tower again
+        TEXTS.clear()
+        vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                           split="train", **kw)
+        assert sum(TEXTS) == 5 * 7
+
 
 class _TextOnly:
     def encode_text(self, texts):
