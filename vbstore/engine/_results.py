@@ -167,6 +167,7 @@ def execute(
         UsageError: the plan was made by a dry run with a backbone never built.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
         LeaseTimeout: another process still computes this result after ``lease_timeout``.
+        StoreReadOnly: the request has notes and the store is read-only (before computing).
     """
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     request = the_plan.request
@@ -525,7 +526,8 @@ def get_result(
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
     attached to the result in the registry (``Store.notes``; no part of its id, so a stored
-    result takes them without computing again). ``finetune_blocks=N`` trains
+    result takes them without computing again; a read-only store refuses them with
+    ``StoreReadOnly`` before anything is computed). ``finetune_blocks=N`` trains
     the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
     docs/finetune.md), a measurement kept apart from the frozen probe's. ``language``:
     CLIP_benchmark's ``--language``, of ``cb:`` data and of a zero-shot task's prompts.
