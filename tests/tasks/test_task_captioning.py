@@ -270,6 +270,39 @@ def test_no_java_refused_before_the_model_writes(captions_list, store, monkeypat
     assert TinyCaptioner.calls == 0
 
 
+def _counts(store):
+    """The store's objects and every registry table's rows."""
+    tables = [t for (t,) in store.db.query("SELECT name FROM sqlite_master WHERE type='table'")]
+    return len(store.ls()), {t: store.db.one(f"SELECT COUNT(*) FROM {t}")[0]  # noqa: S608
+                             for t in tables}
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_missing_scorers_refused_at_plan_before_anything_is_stored_or_built(
+        captions_list, store, monkeypatch, dry_run):
+    built = []
+    init = TinyCaptioner.__init__
+    monkeypatch.setattr(TinyCaptioner, "__init__", lambda self: (built.append(1), init(self))[1])
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    before = _counts(store)
+    with pytest.raises(MissingTool, match="java"):
+        plan(_request(captions_list, spice=False), store, dry_run=dry_run)
+    assert _counts(store) == before
+    assert built == []
+
+
+@needs_scorers
+def test_a_stored_result_is_answered_without_the_scorers(captions_list, store, monkeypatch):
+    first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    assert again.id == first.id
+    assert [s.status for s in plan(_request(captions_list, spice=False), store,
+                                   dry_run=True).steps][-1] == "stored"
+
+
 def test_a_backbone_without_a_text_decoder_family_is_refused_at_plan(captions_list, store):
     with pytest.raises(UsageError, match="CLIP backbone"):
         plan(ResultRequest(BackboneRequest("timm:vit_tiny_patch16_224"),
@@ -290,7 +323,10 @@ def test_feature_settings_are_refused(captions_list, store, setting, flag):
 
 def test_pretrained_coca_fails_fast_offline(captions_list, store, monkeypatch):
     from vbstore.backbones import WeightsUnavailable
+    from vbstore.tasks import captioning
 
+    # the scorers are checked first (plan time): here they are there, the weights are not
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.monotonic()
     with pytest.raises(WeightsUnavailable) as info:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..data import Listing, get_target_kind, list_split, store_listing
-from ..errors import UsageError
+from ..errors import UsageError, VbstoreError
 from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams
 from ..store import Store, derivation_key, derivation_spec
@@ -273,19 +273,49 @@ def _request_spec(task: Task, task_params: dict[str, Any], request: ResultReques
                        pooling_requested=named_pooling(task, request, ref))
 
 
+def _stored_already(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
+                    eval_l: Listing, train_l: Listing | None, head: str | None,
+                    finetune: dict[str, Any] | None) -> tuple[BackboneRef | None, bool]:
+    """The backbone as the store knows it (None: only building could name it) and whether the
+    result is stored, found without storing a manifest or building a model."""
+    ref = backbone_of(store, request, task, build=False)
+    if ref is None:  # a backbone never seen has no result: no file is hashed for it
+        return ref, False
+    ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
+           for listing in (eval_l, train_l)]
+    if ids[0] is None:
+        return ref, False
+    spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune)
+    return ref, store.lookup(derivation_key(spec), touch=False) is not None
+
+
+def _check_tools_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
+                       eval_l: Listing, train_l: Listing | None, head: str | None,
+                       finetune: dict[str, Any] | None) -> None:
+    """Refuse a run whose scorers cannot run here (:meth:`Task.check_tools`) before anything is
+    stored or built, a dry run too; a stored result, answered without them, is not refused.
+
+    Raises:
+        MissingTool, MissingDependency: what ``check_tools`` names.
+    """
+    try:
+        task.check_tools(task_params)
+    except VbstoreError:
+        if not _stored_already(store, request, task, task_params, eval_l, train_l, head,
+                               finetune)[1]:
+            raise
+
+
 def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
                         eval_l: Listing, train_l: Listing | None, head: str | None,
                         finetune: dict[str, Any]) -> BackboneRef | None:
     """Refuse a fine-tuning request whose backbone cannot be cut into blocks before anything
     (a manifest, a prefix) is stored; a stored result is answered without building a model.
     Returns the backbone it resolved (built when it was checked), for the plan to keep."""
-    ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
-           for listing in (eval_l, train_l)]
-    ref = backbone_of(store, request, task, build=False)
-    if ref is not None and ids[0] is not None:
-        spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune)
-        if store.lookup(derivation_key(spec), touch=False) is not None:
-            return ref
+    ref, stored = _stored_already(store, request, task, task_params, eval_l, train_l, head,
+                                  finetune)
+    if stored:
+        return ref
     ref = ref or backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
     check_backbone_blocks(ref, finetune["blocks"], request.backbone.layers)
@@ -337,6 +367,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
+    # the scorers' programs (java, jars) before a manifest is stored or a model built
+    _check_tools_first(store, request, task, task_params, eval_l, train_l, head, finetune)
     checked = None
     if finetune and not dry_run:
         checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l, head,

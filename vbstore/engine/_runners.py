@@ -473,10 +473,6 @@ class GenerateRunner(Runner):
         return captions_steps(ctx.store, ctx.ref, ctx.task, ctx.task_params, ctx.eval_m,
                               ctx.seeds, ctx.unneeded)
 
-    def prepare(self, plan: Plan) -> None:
-        # the scorers' programs before the model writes a word (a miss only)
-        plan.task.check_tools(plan.task_params)
-
     def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed | None, Scored]:
         start = time.perf_counter()
         scored = self.score(plan, run, None, fresh_heads)
