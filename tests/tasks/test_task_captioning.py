@@ -187,6 +187,21 @@ def test_missing_pycocoevalcap_names_the_extra(monkeypatch):
     assert "vbstore[captioning]" in info.value.hint
 
 
+def test_a_language_reaches_captioning_only_through_cb_data(captions_list):
+    # the scorers read the captions as they are: a language changes the numbers only by
+    # choosing which captions cb: data holds, so elsewhere it is refused, not keyed
+    from vbstore.engine._language import with_language
+
+    task = get_task("captioning")
+    assert "language" not in task.params
+    with pytest.raises(UsageError, match="--language fr reaches nothing"):
+        with_language(task, {}, captions_list, None, "fr")
+    with pytest.raises(UsageError, match="language"):
+        task.resolve_params({"language": "fr"})
+    assert with_language(task, {}, "cb:mscoco_captions", None, "fr") == (
+        {}, "cb:mscoco_captions@fr", None)
+
+
 def test_one_caption_per_image_or_refused():
     task = get_task("captioning")
     with pytest.raises(TaskInputError, match="2 generated captions for 1 images"):
@@ -225,9 +240,9 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     assert all(doc["captions"])
     assert set(doc["captions"][0].split()) <= set(WORDS)
 
-    # another scoring setting: a new result, the same captions, no generate call
+    # another seed: a new result, the same captions (beam search ignores it), no generate call
     again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
-                               params={"spice": False, "language": "fr"}, progress=False)
+                               params={"spice": False}, seed=1, progress=False)
     assert TinyCaptioner.calls == 6
     assert again.id != first.id
     assert again.record.inputs["captions"] == record.inputs["captions"]
@@ -244,7 +259,10 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     # another decoding: written again
     longer = plan(_request(captions_list, spice=False, seq_len=12), store)
     assert [s.status for s in longer.steps if s.op == "captions"] == ["compute"]
-    same = plan(_request(captions_list, spice=False, language="de"), store)
+    same = plan(ResultRequest(BackboneRequest("cap_tiny:tiny@v1"),
+                              ProbeRequest("captioning", params={"spice": False}, seed=2),
+                              DataRef(captions_list)), store)
+    assert same.steps[-1].status == "compute"
     assert [(s.status, s.id) for s in same.steps if s.op == "captions"] == [
         ("stored", record.inputs["captions"])]
     assert not [s for s in same.steps if s.op == "featureset"]
@@ -441,7 +459,7 @@ def test_a_results_push_with_features_carries_the_captions(captions_list, store,
     with Store(tmp_path / "mate") as mate:  # the remote as a cache: its derivations answer
         add_remote(mate, "team", str(tmp_path / "team"))
         again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=mate,
-                                   params={"spice": False, "language": "fr"}, progress=False)
+                                   params={"spice": False}, seed=1, progress=False)
         assert again.record.inputs["captions"] == captions
     assert TinyCaptioner.calls == 6  # scored again from the pushed captions: no model ran
     assert again.metrics == result.metrics
