@@ -268,6 +268,24 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     assert not [s for s in same.steps if s.op == "featureset"]
 
 
+def test_no_extractor_is_keyed_or_recorded(captions_list, store, monkeypatch):
+    # nothing is extracted, so no pooling/layers/mode names the result (export, suite variants)
+    from vbstore.tasks import captioning
+
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    monkeypatch.setattr(captioning.Captioning, "_evaluate_captions",
+                        lambda self, generated, references, params: {
+                            name: 0.5 for name in ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4",
+                                                   "METEOR", "ROUGE_L", "CIDEr")})
+    planned = plan(_request(captions_list, spice=False), store)
+    assert "extractor" not in planned.spec["params"]
+    assert "features_op_version" not in planned.spec["params"]
+    result = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                params={"spice": False}, progress=False)
+    assert result.record.extractor is None
+    assert "extractor" not in store.read_json(result.id)
+
+
 def test_a_model_that_writes_nothing_is_refused(captions_list, store, monkeypatch):
     from vbstore.tasks import captioning
 

@@ -55,7 +55,8 @@ class Plan:
         ref: The backbone, or None when only building it could name it (dry run).
         eval_m, train_m: The manifests (train None for zero-shot tasks or a given head; eval
             None in a plan of one head).
-        extractor: Feature settings the task needs.
+        extractor: Feature settings the task needs (None also for a shape that reads no
+            features: nothing is extracted, and no extractor is keyed or recorded).
         head: The resolved id of a given head.
         spec: The derivation spec of what is asked, the result or the head (None when the
             backbone is unresolved).
@@ -224,7 +225,7 @@ def result_spec(
     train_id: str | None,
     head: str | None,
     seeds: list[int],
-    extractor: ExtractorParams,
+    extractor: ExtractorParams | None,
     strict: bool,
     finetune: dict[str, Any] | None = None,
     *,
@@ -250,8 +251,9 @@ def result_spec(
             "task": plan_task.name,
             "task_params": plan_task.keyed_params(task_params),
             "seeds": seeds,
-            "extractor": extractor.to_dict(),
-            "features_op_version": FEATURES_VERSION,
+            # a shape that reads no features (generate) keys no extractor
+            **({"extractor": extractor.to_dict(), "features_op_version": FEATURES_VERSION}
+               if extractor is not None else {}),
             "record_version": RECORD_VERSION,
             **({"strict": strict} if head else {}),
             **({"pooling_requested": pooling_requested} if pooling_requested else {}),
@@ -262,13 +264,19 @@ def result_spec(
     )
 
 
+def _result_extractor(task: Task, request: ResultRequest, ref: BackboneRef
+                      ) -> ExtractorParams | None:
+    """The feature settings a result reads: None for a shape that reads no features."""
+    return task.shape_spec.features_input(extractor_for(task, request, ref))
+
+
 def _request_spec(task: Task, task_params: dict[str, Any], request: ResultRequest,
                   ref: BackboneRef, eval_id: str, train_id: str | None, head: str | None,
                   finetune: dict[str, Any] | None) -> dict[str, Any]:
     """The result spec of ``request`` (every key it names: the one source for the blocks check
     before anything is stored and the plan's own lookup, so both hit or miss together)."""
     return result_spec(task, task_params, ref.id, eval_id, train_id, head,
-                       request.probe.seed_list, extractor_for(task, request, ref),
+                       request.probe.seed_list, _result_extractor(task, request, ref),
                        request.probe.strict, finetune,
                        pooling_requested=named_pooling(task, request, ref))
 
@@ -399,7 +407,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if ref is None:
         extractor, spec = None, None
     else:
-        extractor = extractor_for(task, request, ref)
+        extractor = _result_extractor(task, request, ref)
         spec = _request_spec(task, task_params, request, ref, eval_m.id,
                              train_m.id if train_m else None, head, finetune)
     key = derivation_key(spec) if spec is not None else None  # made once: execute uses it
