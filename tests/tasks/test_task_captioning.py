@@ -327,6 +327,27 @@ def test_missing_scorers_refused_at_plan_before_anything_is_stored_or_built(
     assert built == []
 
 
+def test_open_clip_without_transformers_refused_at_plan_before_anything_is_stored(
+        captions_list, store, monkeypatch):
+    from vbstore.backbones import _clip_loaders
+    from vbstore.tasks import captioning
+
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    monkeypatch.setattr(_clip_loaders, "coca_generate_ready", lambda: False)
+    before = _counts(store)
+    request = ResultRequest(BackboneRequest("open_clip:coca_ViT-B-32", weights="random"),
+                            ProbeRequest("captioning", params={"spice": False}),
+                            DataRef(captions_list))
+    start = time.monotonic()
+    with pytest.raises(MissingDependency, match="transformers") as info:
+        plan(request, store)
+    assert time.monotonic() - start < 5  # no CoCa was built
+    assert "vbstore[captioning]" in info.value.hint
+    assert _counts(store) == before
+    # a loader's model brings its own generate: nothing to refuse
+    plan(_request(captions_list, spice=False), store, dry_run=True)
+
+
 @needs_scorers
 def test_a_stored_result_is_answered_without_the_scorers(captions_list, store, monkeypatch):
     first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
@@ -358,11 +379,13 @@ def test_feature_settings_are_refused(captions_list, store, setting, flag):
 
 
 def test_pretrained_coca_fails_fast_offline(captions_list, store, monkeypatch):
-    from vbstore.backbones import WeightsUnavailable
+    from vbstore.backbones import WeightsUnavailable, _clip_loaders
     from vbstore.tasks import captioning
 
-    # the scorers are checked first (plan time): here they are there, the weights are not
+    # the scorers and transformers are checked first (plan time): here they are there, the
+    # weights are not
     monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    monkeypatch.setattr(_clip_loaders, "coca_generate_ready", lambda: True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.monotonic()
     with pytest.raises(WeightsUnavailable) as info:
@@ -392,6 +415,7 @@ def test_a_captions_answer_must_declare_its_question(store):
 @pytest.mark.skipif(open_clip.coca_model._has_transformers,
                     reason="transformers is installed: CoCa.generate runs (tests/interop)")
 def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_path, monkeypatch):
+    from vbstore.backbones import _clip_loaders
     from vbstore.tasks import captioning
 
     config = {
@@ -408,6 +432,9 @@ def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_pat
     (tmp_path / "vbstore_test_coca.json").write_text(json.dumps(config))
     open_clip.add_model_config(tmp_path)
     monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    # past the plan's check (transformers found), the built CoCa still refuses without it
+    monkeypatch.setattr(_clip_loaders, "coca_generate_ready", lambda: True)
+    monkeypatch.setattr(open_clip.coca_model, "_has_transformers", False)
     with pytest.raises(MissingDependency, match="transformers") as info:
         vbstore.get_result("open_clip:vbstore_test_coca", "captioning", captions_list,
                            weights="random", store=store, params={"spice": False},

@@ -35,7 +35,7 @@ from ._finetune import (
     given_finetune,
 )
 from ._requests import HeadRequest, ResultRequest, store_param_files
-from ._runners import StepContext, runner_for
+from ._runners import Runner, StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
 from ._targets import check_data_options, check_targets, data_options, explain_mismatch
 
@@ -297,17 +297,18 @@ def _stored_already(store, request: ResultRequest, task: Task, task_params: dict
     return ref, store.lookup(derivation_key(spec), touch=False) is not None
 
 
-def _check_tools_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
-                       eval_l: Listing, train_l: Listing | None, head: str | None,
-                       finetune: dict[str, Any] | None) -> None:
-    """Refuse a run whose scorers cannot run here (:meth:`Task.check_tools`) before anything is
-    stored or built, a dry run too; a stored result, answered without them, is not refused.
+def _check_tools_first(store, runner: Runner, request: ResultRequest, task: Task,
+                       task_params: dict[str, Any], eval_l: Listing, train_l: Listing | None,
+                       head: str | None, finetune: dict[str, Any] | None) -> None:
+    """Refuse a run whose scorers or libraries are missing here (:meth:`Runner.check_tools`)
+    before anything is stored or built, a dry run too; a stored result, answered without them,
+    is not refused.
 
     Raises:
         MissingTool, MissingDependency: what ``check_tools`` names.
     """
     try:
-        task.check_tools(task_params)
+        runner.check_tools(task, task_params, request)
     except VbstoreError:
         if not _stored_already(store, request, task, task_params, eval_l, train_l, head,
                                finetune)[1]:
@@ -376,7 +377,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
     # the scorers' programs (java, jars) before a manifest is stored or a model built
-    _check_tools_first(store, request, task, task_params, eval_l, train_l, head, finetune)
+    _check_tools_first(store, runner, request, task, task_params, eval_l, train_l, head,
+                       finetune)
     checked = None
     if finetune and not dry_run:
         checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l, head,
