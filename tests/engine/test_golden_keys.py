@@ -31,6 +31,23 @@ def test_result_keys():
     )
 
 
+def test_captioning_keys():
+    """captioning (issue 26, new in this release): the model writes, nothing is extracted, so
+    its result key names no extractor; its captions are keyed by backbone, data and decoding."""
+    from vbstore.engine._captions import captions_spec
+
+    task = get_task("captioning")
+    params = task.resolve_params({})
+    spec = result_spec(task, params, A, B, None, None, [0], None, False)
+    assert not {"extractor", "features_op_version"} & set(spec["params"])
+    assert derivation_key(spec) == (
+        "3b3c61cb2ad8a58604f7783b2fccec7bb729d14b93a491927418035572c39e8e"
+    )
+    assert derivation_key(captions_spec(A, B, task.decoding(params))) == (
+        "619d451752d1c943e72d4b7177e2bfce46d8a32ac88e849987ee5a25484e0848"
+    )
+
+
 def test_head_and_featureset_keys():
     knn = get_task("knn")
     head = head_spec(knn, knn.resolve_params({}), C, 0)

@@ -187,6 +187,21 @@ def test_missing_pycocoevalcap_names_the_extra(monkeypatch):
     assert "vbstore[captioning]" in info.value.hint
 
 
+def test_a_language_reaches_captioning_only_through_cb_data(captions_list):
+    # the scorers read the captions as they are: a language changes the numbers only by
+    # choosing which captions cb: data holds, so elsewhere it is refused, not keyed
+    from vbstore.engine._language import with_language
+
+    task = get_task("captioning")
+    assert "language" not in task.params
+    with pytest.raises(UsageError, match="--language fr reaches nothing"):
+        with_language(task, {}, captions_list, None, "fr")
+    with pytest.raises(UsageError, match="language"):
+        task.resolve_params({"language": "fr"})
+    assert with_language(task, {}, "cb:mscoco_captions", None, "fr") == (
+        {}, "cb:mscoco_captions@fr", None)
+
+
 def test_one_caption_per_image_or_refused():
     task = get_task("captioning")
     with pytest.raises(TaskInputError, match="2 generated captions for 1 images"):
@@ -225,9 +240,9 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     assert all(doc["captions"])
     assert set(doc["captions"][0].split()) <= set(WORDS)
 
-    # another scoring setting: a new result, the same captions, no generate call
+    # another seed: a new result, the same captions (beam search ignores it), no generate call
     again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
-                               params={"spice": False, "language": "fr"}, progress=False)
+                               params={"spice": False}, seed=1, progress=False)
     assert TinyCaptioner.calls == 6
     assert again.id != first.id
     assert again.record.inputs["captions"] == record.inputs["captions"]
@@ -244,10 +259,31 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     # another decoding: written again
     longer = plan(_request(captions_list, spice=False, seq_len=12), store)
     assert [s.status for s in longer.steps if s.op == "captions"] == ["compute"]
-    same = plan(_request(captions_list, spice=False, language="de"), store)
+    same = plan(ResultRequest(BackboneRequest("cap_tiny:tiny@v1"),
+                              ProbeRequest("captioning", params={"spice": False}, seed=2),
+                              DataRef(captions_list)), store)
+    assert same.steps[-1].status == "compute"
     assert [(s.status, s.id) for s in same.steps if s.op == "captions"] == [
         ("stored", record.inputs["captions"])]
     assert not [s for s in same.steps if s.op == "featureset"]
+
+
+def test_no_extractor_is_keyed_or_recorded(captions_list, store, monkeypatch):
+    # nothing is extracted, so no pooling/layers/mode names the result (export, suite variants)
+    from vbstore.tasks import captioning
+
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    monkeypatch.setattr(captioning.Captioning, "_evaluate_captions",
+                        lambda self, generated, references, params: {
+                            name: 0.5 for name in ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4",
+                                                   "METEOR", "ROUGE_L", "CIDEr")})
+    planned = plan(_request(captions_list, spice=False), store)
+    assert "extractor" not in planned.spec["params"]
+    assert "features_op_version" not in planned.spec["params"]
+    result = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                params={"spice": False}, progress=False)
+    assert result.record.extractor is None
+    assert "extractor" not in store.read_json(result.id)
 
 
 def test_a_model_that_writes_nothing_is_refused(captions_list, store, monkeypatch):
@@ -270,6 +306,60 @@ def test_no_java_refused_before_the_model_writes(captions_list, store, monkeypat
     assert TinyCaptioner.calls == 0
 
 
+def _counts(store):
+    """The store's objects and every registry table's rows."""
+    tables = [t for (t,) in store.db.query("SELECT name FROM sqlite_master WHERE type='table'")]
+    return len(store.ls()), {t: store.db.one(f"SELECT COUNT(*) FROM {t}")[0]  # noqa: S608
+                             for t in tables}
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_missing_scorers_refused_at_plan_before_anything_is_stored_or_built(
+        captions_list, store, monkeypatch, dry_run):
+    built = []
+    init = TinyCaptioner.__init__
+    monkeypatch.setattr(TinyCaptioner, "__init__", lambda self: (built.append(1), init(self))[1])
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    before = _counts(store)
+    with pytest.raises(MissingTool, match="java"):
+        plan(_request(captions_list, spice=False), store, dry_run=dry_run)
+    assert _counts(store) == before
+    assert built == []
+
+
+def test_open_clip_without_transformers_refused_at_plan_before_anything_is_stored(
+        captions_list, store, monkeypatch):
+    from vbstore.backbones import _clip_loaders
+    from vbstore.tasks import captioning
+
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    monkeypatch.setattr(_clip_loaders, "coca_generate_ready", lambda: False)
+    before = _counts(store)
+    request = ResultRequest(BackboneRequest("open_clip:coca_ViT-B-32", weights="random"),
+                            ProbeRequest("captioning", params={"spice": False}),
+                            DataRef(captions_list))
+    start = time.monotonic()
+    with pytest.raises(MissingDependency, match="transformers") as info:
+        plan(request, store)
+    assert time.monotonic() - start < 5  # no CoCa was built
+    assert "vbstore[captioning]" in info.value.hint
+    assert _counts(store) == before
+    # a loader's model brings its own generate: nothing to refuse
+    plan(_request(captions_list, spice=False), store, dry_run=True)
+
+
+@needs_scorers
+def test_a_stored_result_is_answered_without_the_scorers(captions_list, store, monkeypatch):
+    first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                               params={"spice": False}, progress=False)
+    assert again.id == first.id
+    assert [s.status for s in plan(_request(captions_list, spice=False), store,
+                                   dry_run=True).steps][-1] == "stored"
+
+
 def test_a_backbone_without_a_text_decoder_family_is_refused_at_plan(captions_list, store):
     with pytest.raises(UsageError, match="CLIP backbone"):
         plan(ResultRequest(BackboneRequest("timm:vit_tiny_patch16_224"),
@@ -289,8 +379,13 @@ def test_feature_settings_are_refused(captions_list, store, setting, flag):
 
 
 def test_pretrained_coca_fails_fast_offline(captions_list, store, monkeypatch):
-    from vbstore.backbones import WeightsUnavailable
+    from vbstore.backbones import WeightsUnavailable, _clip_loaders
+    from vbstore.tasks import captioning
 
+    # the scorers and transformers are checked first (plan time): here they are there, the
+    # weights are not
+    monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    monkeypatch.setattr(_clip_loaders, "coca_generate_ready", lambda: True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.monotonic()
     with pytest.raises(WeightsUnavailable) as info:
@@ -320,6 +415,7 @@ def test_a_captions_answer_must_declare_its_question(store):
 @pytest.mark.skipif(open_clip.coca_model._has_transformers,
                     reason="transformers is installed: CoCa.generate runs (tests/interop)")
 def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_path, monkeypatch):
+    from vbstore.backbones import _clip_loaders
     from vbstore.tasks import captioning
 
     config = {
@@ -336,6 +432,9 @@ def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_pat
     (tmp_path / "vbstore_test_coca.json").write_text(json.dumps(config))
     open_clip.add_model_config(tmp_path)
     monkeypatch.setattr(captioning.Captioning, "check_tools", lambda self, params: None)
+    # past the plan's check (transformers found), the built CoCa still refuses without it
+    monkeypatch.setattr(_clip_loaders, "coca_generate_ready", lambda: True)
+    monkeypatch.setattr(open_clip.coca_model, "_has_transformers", False)
     with pytest.raises(MissingDependency, match="transformers") as info:
         vbstore.get_result("open_clip:vbstore_test_coca", "captioning", captions_list,
                            weights="random", store=store, params={"spice": False},
@@ -405,7 +504,7 @@ def test_a_results_push_with_features_carries_the_captions(captions_list, store,
     with Store(tmp_path / "mate") as mate:  # the remote as a cache: its derivations answer
         add_remote(mate, "team", str(tmp_path / "team"))
         again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=mate,
-                                   params={"spice": False, "language": "fr"}, progress=False)
+                                   params={"spice": False}, seed=1, progress=False)
         assert again.record.inputs["captions"] == captions
     assert TinyCaptioner.calls == 6  # scored again from the pushed captions: no model ran
     assert again.metrics == result.metrics

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 from ..records import WeightsRecord  # the one weights record, re-exported for adapters
 from . import _builtins, _lite, _pixels, _testing  # noqa: F401 - register the built-ins
 from ._build import BuildRequest, build_backbone, spec_params
-from ._clip_loaders import clip_sources, model_types, register_clip_loader, with_model_type
+from ._clip_loaders import (
+    check_generate,
+    clip_sources,
+    model_types,
+    register_clip_loader,
+    with_model_type,
+)
 from ._errors import (
     AmbiguousBackbone,
     BackboneAlreadyRegistered,
@@ -75,6 +81,7 @@ __all__ = [
     "build_backbone",
     "catalog_rows",
     "check_blocks",
+    "check_generate",
     "check_seed",
     "check_split",
     "clip_sources",

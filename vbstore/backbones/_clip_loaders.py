@@ -27,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import MissingDependency, UsageError
 from ._registry import register_backbone
+from ._spec import parse_spec
 
 Loader = Callable[..., tuple[Any, Any, Any]]
 
@@ -83,6 +84,36 @@ def register_clip_loader(name: str) -> Callable[[Loader], Loader]:
 def clip_sources() -> tuple[str, ...]:
     """The backbone sources with a CLIP text tower and image embedding."""
     return (*_OWN_ADAPTER, *_LOADERS)
+
+
+def coca_generate_ready() -> bool:
+    """Whether open_clip's ``CoCa.generate`` can import its beam search (transformers 4.x
+    before 4.57), found without importing torch or transformers."""
+    # email, zipfile, csv...: a captioning plan only, never a cached get
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        return False
+    try:
+        major, minor, *_ = [*importlib.metadata.version("transformers").split("."), "0"]
+    except importlib.metadata.PackageNotFoundError:  # importable, but no release to read
+        return False
+    return major == "4" and minor.isdigit() and int(minor) < 57
+
+
+def check_generate(spec: Any) -> None:
+    """Refuse, before a model is built or anything stored, an ``open_clip`` backbone asked to
+    write captions where its ``generate`` cannot run (a loader's model brings its own).
+
+    Raises:
+        MissingDependency: transformers, which open_clip's CoCa beam search imports, is missing
+            or a release it cannot import from.
+    """
+    if isinstance(spec, str) and parse_spec(spec).source in _OWN_ADAPTER and not (
+            coca_generate_ready()):
+        raise MissingDependency("transformers 4.x (before 4.57: open_clip's CoCa.generate "
+                                "imports its beam search)", "captioning")
 
 
 def model_types() -> tuple[str, ...]:

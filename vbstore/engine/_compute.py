@@ -314,7 +314,9 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
         backbone={"spec": plan.backbone.request.get("spec") or plan.backbone.doc["architecture"],
                   "source": plan.backbone.doc["source"],
                   "architecture": plan.backbone.doc["architecture"]},
-        weights_kind=weights["origin"], extractor=plan.settings.to_dict(), data=data,
+        weights_kind=weights["origin"], data=data,
+        # a shape that reads no features (generate) records no extractor
+        extractor=plan.extractor.to_dict() if plan.extractor is not None else None,
         versions=versions(), comparable=comparable,
         warnings=warnings or None,
         train_metrics=train_metrics[0] if train_metrics and train_metrics[0] else None,

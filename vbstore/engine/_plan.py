@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..data import Listing, get_target_kind, list_split, store_listing
-from ..errors import UsageError
+from ..errors import UsageError, VbstoreError
 from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams
 from ..store import Store, derivation_key, derivation_spec
@@ -35,7 +35,7 @@ from ._finetune import (
     given_finetune,
 )
 from ._requests import HeadRequest, ResultRequest, store_param_files
-from ._runners import StepContext, runner_for
+from ._runners import Runner, StepContext, runner_for
 from ._steps import Step, featureset_step, head_spec
 from ._targets import check_data_options, check_targets, data_options, explain_mismatch
 
@@ -55,7 +55,8 @@ class Plan:
         ref: The backbone, or None when only building it could name it (dry run).
         eval_m, train_m: The manifests (train None for zero-shot tasks or a given head; eval
             None in a plan of one head).
-        extractor: Feature settings the task needs.
+        extractor: Feature settings the task needs (None also for a shape that reads no
+            features: nothing is extracted, and no extractor is keyed or recorded).
         head: The resolved id of a given head.
         spec: The derivation spec of what is asked, the result or the head (None when the
             backbone is unresolved).
@@ -224,7 +225,7 @@ def result_spec(
     train_id: str | None,
     head: str | None,
     seeds: list[int],
-    extractor: ExtractorParams,
+    extractor: ExtractorParams | None,
     strict: bool,
     finetune: dict[str, Any] | None = None,
     *,
@@ -250,8 +251,9 @@ def result_spec(
             "task": plan_task.name,
             "task_params": plan_task.keyed_params(task_params),
             "seeds": seeds,
-            "extractor": extractor.to_dict(),
-            "features_op_version": FEATURES_VERSION,
+            # a shape that reads no features (generate) keys no extractor
+            **({"extractor": extractor.to_dict(), "features_op_version": FEATURES_VERSION}
+               if extractor is not None else {}),
             "record_version": RECORD_VERSION,
             **({"strict": strict} if head else {}),
             **({"pooling_requested": pooling_requested} if pooling_requested else {}),
@@ -262,15 +264,55 @@ def result_spec(
     )
 
 
+def _result_extractor(task: Task, request: ResultRequest, ref: BackboneRef
+                      ) -> ExtractorParams | None:
+    """The feature settings a result reads: None for a shape that reads no features."""
+    return task.shape_spec.features_input(extractor_for(task, request, ref))
+
+
 def _request_spec(task: Task, task_params: dict[str, Any], request: ResultRequest,
                   ref: BackboneRef, eval_id: str, train_id: str | None, head: str | None,
                   finetune: dict[str, Any] | None) -> dict[str, Any]:
     """The result spec of ``request`` (every key it names: the one source for the blocks check
     before anything is stored and the plan's own lookup, so both hit or miss together)."""
     return result_spec(task, task_params, ref.id, eval_id, train_id, head,
-                       request.probe.seed_list, extractor_for(task, request, ref),
+                       request.probe.seed_list, _result_extractor(task, request, ref),
                        request.probe.strict, finetune,
                        pooling_requested=named_pooling(task, request, ref))
+
+
+def _stored_already(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
+                    eval_l: Listing, train_l: Listing | None, head: str | None,
+                    finetune: dict[str, Any] | None) -> tuple[BackboneRef | None, bool]:
+    """The backbone as the store knows it (None: only building could name it) and whether the
+    result is stored, found without storing a manifest or building a model."""
+    ref = backbone_of(store, request, task, build=False)
+    if ref is None:  # a backbone never seen has no result: no file is hashed for it
+        return ref, False
+    ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
+           for listing in (eval_l, train_l)]
+    if ids[0] is None:
+        return ref, False
+    spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune)
+    return ref, store.lookup(derivation_key(spec), touch=False) is not None
+
+
+def _check_tools_first(store, runner: Runner, request: ResultRequest, task: Task,
+                       task_params: dict[str, Any], eval_l: Listing, train_l: Listing | None,
+                       head: str | None, finetune: dict[str, Any] | None) -> None:
+    """Refuse a run whose scorers or libraries are missing here (:meth:`Runner.check_tools`)
+    before anything is stored or built, a dry run too; a stored result, answered without them,
+    is not refused.
+
+    Raises:
+        MissingTool, MissingDependency: what ``check_tools`` names.
+    """
+    try:
+        runner.check_tools(task, task_params, request)
+    except VbstoreError:
+        if not _stored_already(store, request, task, task_params, eval_l, train_l, head,
+                               finetune)[1]:
+            raise
 
 
 def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
@@ -279,13 +321,10 @@ def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: 
     """Refuse a fine-tuning request whose backbone cannot be cut into blocks before anything
     (a manifest, a prefix) is stored; a stored result is answered without building a model.
     Returns the backbone it resolved (built when it was checked), for the plan to keep."""
-    ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
-           for listing in (eval_l, train_l)]
-    ref = backbone_of(store, request, task, build=False)
-    if ref is not None and ids[0] is not None:
-        spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune)
-        if store.lookup(derivation_key(spec), touch=False) is not None:
-            return ref
+    ref, stored = _stored_already(store, request, task, task_params, eval_l, train_l, head,
+                                  finetune)
+    if stored:
+        return ref
     ref = ref or backbone_of(store, request, task, build=True)
     assert ref is not None  # built when never seen
     check_backbone_blocks(ref, finetune["blocks"], request.backbone.layers)
@@ -337,6 +376,9 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
     notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
+    # the scorers' programs (java, jars) before a manifest is stored or a model built
+    _check_tools_first(store, runner, request, task, task_params, eval_l, train_l, head,
+                       finetune)
     checked = None
     if finetune and not dry_run:
         checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l, head,
@@ -367,7 +409,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     if ref is None:
         extractor, spec = None, None
     else:
-        extractor = extractor_for(task, request, ref)
+        extractor = _result_extractor(task, request, ref)
         spec = _request_spec(task, task_params, request, ref, eval_m.id,
                              train_m.id if train_m else None, head, finetune)
     key = derivation_key(spec) if spec is not None else None  # made once: execute uses it

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import canonical
-from ..backbones import clip_sources, parse_spec
+from ..backbones import check_generate, clip_sources, parse_spec
 from ..errors import UsageError
 from ..tasks import Task
 from ._captions import captions_steps, decodings
@@ -111,6 +111,17 @@ class Runner(ABC):
             UsageError: naming what to change.
         """
         return None  # a shape with nothing to refuse
+
+    def check_tools(self, task: Task, task_params: dict[str, Any], request: ResultRequest
+                    ) -> None:
+        """Refuse a run whose programs or libraries are missing here (the task's scorers:
+        :meth:`Task.check_tools`); the plan calls it before anything is stored or built, and
+        lets a stored result through.
+
+        Raises:
+            MissingTool, MissingDependency: naming what to install.
+        """
+        task.check_tools(task_params)
 
     def steps(self, ctx: StepContext) -> list[Step]:
         """The steps this shape adds under the featuresets (heads, derived views)."""
@@ -469,13 +480,14 @@ class GenerateRunner(Runner):
                              f"captions); {', '.join(named)} does not apply to it",
                              hint=f"drop {', '.join(named)}")
 
+    def check_tools(self, task: Task, task_params: dict[str, Any], request: ResultRequest
+                    ) -> None:
+        super().check_tools(task, task_params, request)
+        check_generate(request.backbone.spec)  # transformers, for a CoCa's beam search
+
     def steps(self, ctx: StepContext) -> list[Step]:
         return captions_steps(ctx.store, ctx.ref, ctx.task, ctx.task_params, ctx.eval_m,
                               ctx.seeds, ctx.unneeded)
-
-    def prepare(self, plan: Plan) -> None:
-        # the scorers' programs before the model writes a word (a miss only)
-        plan.task.check_tools(plan.task_params)
 
     def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed | None, Scored]:
         start = time.perf_counter()

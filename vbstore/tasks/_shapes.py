@@ -103,6 +103,11 @@ class Shape:
         or no features (a pooling is offered only where it chooses the features)."""
         return value if self.feature_mode == "pooled" and self.reads_features else None
 
+    def features_input(self, value: T) -> T | None:
+        """``value`` (the feature settings) for a shape that reads features, None for one that
+        reads none: no extractor is keyed or recorded where nothing is extracted."""
+        return value if self.reads_features else None
+
     def check_pooling(self, task: str, pooling: str | None) -> None:
         """Refuse a pooling for a task that reads dense maps: it would key new features that
         hold the same numbers.

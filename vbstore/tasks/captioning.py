@@ -14,7 +14,9 @@ first use: without them a run refuses before generating, naming the download or
 ``spice=false`` (SPICE then absent from the record, which says so).
 
 Data: images with reference captions, as zero-shot retrieval reads them (a list with a
-``captions`` column, or a ``cb:`` caption dataset).
+``captions`` column, or a ``cb:`` caption dataset). The task has no ``language`` parameter:
+``--language`` reaches it only through ``cb:`` data, whose manifest holds the captions of that
+language (CLIP_benchmark's export reads the language there); on other data it is refused.
 """
 
 from __future__ import annotations
@@ -136,8 +138,9 @@ class Captioning(Task):
     stochastic = False
     protocol = "clip_benchmark_captioning"
     layout = "images with reference captions (a .csv/.jsonl list with a captions column)"
+    # no language: the scorers read the captions as they are, so a language changes a number
+    # only by choosing which captions cb: data holds (--language, cb:NAME@LANG: the manifest)
     params = MappingProxyType({
-        "language": Param("en", "language of the captions (CLIP_benchmark's --language)"),
         "spice": Param(True, "compute SPICE (needs Stanford CoreNLP's jars; false: leave it "
                        "out, the record says so)"),
         **DECODING,
