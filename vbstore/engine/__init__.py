@@ -27,6 +27,7 @@ _LAZY = {
     "HeadResult": "._results", "Result": "._results", "execute": "._results",
     "execute_head": "._results", "get": "._results",
     "get_head": "._results", "get_result": "._results", "result_request": "._results",
+    "stored_result": "._results",
     "BASE_COLUMNS": "._sweep", "RUN_COLUMNS": "._sweep", "SweepEntry": "._sweep",
     "read_backbones_file": "._sweep",
     "result_rows": "._sweep", "run_fields": "._sweep", "sweep": "._sweep",
@@ -86,6 +87,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_head,
         get_result,
         result_request,
+        stored_result,
     )
     from ._show import DataView, Frame, show_data
     from ._sweep import (
@@ -155,6 +157,7 @@ __all__ = [
     "show_data",
     "store_param_files",
     "summary",
+    "stored_result",
     "sweep",
     "weights_of_tensor_hash",
 ]
