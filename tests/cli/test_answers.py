@@ -122,7 +122,7 @@ def test_every_spelling_of_the_question_is_answered_from_the_cache(store_dir, da
             (["--store", os.path.relpath(store_dir)], None, None),
             ([], None, {"VBSTORE_HOME": str(store_dir)}),
             (["-q"], None, {"VBSTORE_HOME": str(store_dir)})):
-        out, err, by = run([*spelling, *words], cwd=cwd, env=env)
+        out, _, by = run([*spelling, *words], cwd=cwd, env=env)
         assert by == "cache", spelling
         text = text or out
         assert same_answer(out, text)

@@ -14,7 +14,6 @@ from typing import Any, TextIO
 import click
 
 from ..errors import UsageError, VbstoreError
-from ..tasks import ordered_metrics  # noqa: F401 - re-exported for the command modules
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)

@@ -156,8 +156,8 @@ __all__ = [
     "scenes_setup",
     "show_data",
     "store_param_files",
-    "summary",
     "stored_result",
+    "summary",
     "sweep",
     "weights_of_tensor_hash",
 ]
