@@ -126,7 +126,8 @@ torch.set_num_threads(int(sys.argv[2]))
 preprocess = transforms.Compose([transforms.Resize(256, transforms.InterpolationMode.BICUBIC),
                                  transforms.CenterCrop(224), transforms.ToTensor(),
                                  transforms.Normalize([0.5] * 3, [0.5] * 3)])
-images = [preprocess(Image.open(f).convert("RGB")) for f in sorted(Path(sys.argv[1]).rglob("*.png"))]
+files = sorted(Path(sys.argv[1]).rglob("*.png"))
+images = [preprocess(Image.open(f).convert("RGB")) for f in files]
 model = lite0()
 begin = time.perf_counter()
 with torch.inference_mode():
@@ -148,7 +149,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads),
            "MKL_NUM_THREADS": str(args.threads), "VBSTORE_PROGRESS": "0"}
     env.pop("VBSTORE_HOME", None)
-    sides = [("vbstore", HERE.parent), *((label, Path(path).resolve()) for label, path in args.code)]
+    sides = [("vbstore", HERE.parent),
+             *((label, Path(path).resolve()) for label, path in args.code)]
     names = [label for label, _ in sides] + ["VisBench"]
     for label, code in sides:  # each side imports its own checkout
         _, where = timed([sys.executable, "-c", "import vbstore; print(vbstore.__file__)"],
@@ -192,7 +194,7 @@ def report(result: dict[str, Any]) -> str:
              "|---" * (2 * len(names) - 1 + len(names) - 2) + "|"]
     for step, by_side in result["seconds"].items():
         if step == "bare forward":
-            lines.append(f"| bare forward (decoded in memory) | "
+            lines.append("| bare forward (decoded in memory) | "
                          + ", ".join(f"{s:.2f}" for s in by_side["forward"]) + " |")
             continue
         median = {n: statistics.median(v) for n, v in by_side.items() if v}
