@@ -486,9 +486,11 @@ def cold_classification(root: Path, args, device: str) -> dict:
     with Store(root / "cls-store") as store:
         result = get_result(args.cls_backbone, "classification", str(data), str(data),
                             split="val", train_split="train", precision="bf16", device=device,
-                            batch_size=args.batch_size, store=store, progress=False)
+                            batch_size=args.batch_size, store=store, progress=False,
+                            **({"weights": args.cls_weights} if args.cls_weights else {}))
     seconds = time.perf_counter() - start
-    backbone = build_backbone(args.cls_backbone).in_bfloat16().to(device)
+    backbone = build_backbone(args.cls_backbone, weights=args.cls_weights or "default")
+    backbone = backbone.in_bfloat16().to(device)
     bare = {layout: bare_forward_s(backbone, data, device, args.batch_size, layout)
             for layout in (False, True)}
     return {"backbone": args.cls_backbone, "images": args.cls_images,
@@ -579,6 +581,8 @@ def main() -> None:
                         help="--gpu: decode threads of the Ray actor and the local extractor")
     parser.add_argument("--cls-backbone", default="efficientnet_lite0",
                         help="--gpu: the backbone of the cold classification (d)")
+    parser.add_argument("--cls-weights", default=None,
+                        help="--gpu: its weights (default: the backbone's own; 'random')")
     parser.add_argument("--cls-images", type=int, default=1000,
                         help="--gpu: images of (d), a quarter of them val")
     parser.add_argument("--tiny-images", type=int, default=20_000,
