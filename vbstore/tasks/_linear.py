@@ -186,6 +186,8 @@ def _adamw(groups: list[tuple[torch.Tensor, float]], lr: float,
         steps = count.item()
         for (param, decay), (exp_avg, exp_avg_sq) in zip(groups, moments, strict=True):
             grad = param.grad
+            if grad is None:  # as torch.optim steps only tensors with a gradient
+                continue
             if decay != 0:
                 param.mul_(1 - rate * decay)
             exp_avg.lerp_(grad, 1 - beta1)
