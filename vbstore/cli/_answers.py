@@ -80,7 +80,7 @@ def command_words(args: list[str]) -> tuple[str, list[str], bool] | None:
             return None
     if args[at:at + 2] != ["get", "result"] or store == "":
         return None
-    root = default_home() if store is None else os.path.abspath(os.path.expanduser(store))
+    root = os.path.abspath(default_home() if store is None else os.path.expanduser(store))
     words, as_json = args[at:at + 2], False
     for word in args[at + 2:]:
         if word == "--json" and not words[-1].startswith("-"):
