@@ -626,7 +626,7 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     extracted first when missing."""
     # the compute path: see execute
     from ..heads import head_compat
-    from ._compute import Feed, featureset, train_head
+    from ._toolbox import Feed, featureset, train_head
 
     seed = the_plan.request.probe.seed
 
@@ -634,7 +634,7 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
         if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
-            from ._finetune_compute import head_of  # the compute path: see execute
+            from ._finetune_run import head_of  # the compute path: see execute
 
             with reporting(progress is True):
                 return the_plan, head_of(the_plan, run)
