@@ -76,7 +76,7 @@ def _check_declaration(task: Task) -> None:
         raise bad(f"unknown target_kind {task.target_kind!r} (kinds: "
                   f"{', '.join(list_target_kinds())}; vbstore.data.register_target_kind adds one)")
     # a pair task may read dense maps, average-pooled to a grid of vectors ("pooled dense")
-    vectors = task.target_kind == "pairs"
+    vectors = get_target_kind(task.target_kind).dense_shape == "pairs"
     per_pixel = get_target_kind(task.target_kind).per_pixel
     if (task.feature_mode == "dense") != per_pixel and not vectors:
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
