@@ -37,6 +37,8 @@ _LAZY = {
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
     "ShapesDemo": "._demo",
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
+    "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
+    "StepContext": "._scored",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -87,6 +89,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_result,
         result_request,
     )
+    from ._runners import Runner, register_runner
+    from ._scored import Scored, StepContext
     from ._show import DataView, Frame, show_data
     from ._sweep import (
         BASE_COLUMNS,
@@ -121,8 +125,11 @@ __all__ = [
     "ProbeRequest",
     "Result",
     "ResultRequest",
+    "Runner",
+    "Scored",
     "ShapesDemo",
     "Step",
+    "StepContext",
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
@@ -146,6 +153,7 @@ __all__ = [
     "plan_features",
     "plan_head",
     "read_backbones_file",
+    "register_runner",
     "resolve_backbone",
     "result_columns",
     "result_request",

@@ -91,7 +91,8 @@ def _check_declaration(task: Task) -> None:
             task.feature_mode, task.trains_head, task.needs_text, task.views):
         raise bad(f"its flags contradict its shape {shape.name!r} (declare the shape alone)")
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
-    missing = [h for h in shape.hooks if getattr(type(task), h) is getattr(Task, h)]
+    # (a plugin shape's own hook, which Task does not know, must be the task's too)
+    missing = [h for h in shape.hooks if getattr(type(task), h, None) is getattr(Task, h, None)]
     if missing:
         raise bad(f"implements no {', '.join(missing)}")
     if task.needs_text and not task.zero_shot:

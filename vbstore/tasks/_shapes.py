@@ -159,6 +159,20 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
 )}
 
 
+def register_shape(shape: Shape) -> Shape:
+    """Register a new probe shape (a plugin's, before the task class that declares it); its
+    runner registers with ``vbstore.engine.register_runner``.
+
+    Raises:
+        UsageError: the name is taken.
+    """
+    if shape.name in SHAPES:
+        raise UsageError(f"probe shape {shape.name!r} is already registered",
+                         hint="register yours under another name")
+    SHAPES[shape.name] = shape
+    return shape
+
+
 def get_shape(name: str) -> Shape:
     """The shape called ``name``.
 
