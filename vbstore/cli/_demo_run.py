@@ -31,7 +31,7 @@ def run_demo(store, task: str, backbone: str, weights: str, per_split: int, size
         return get_result(backbone, task, setup.data, setup.data if setup.train_split else None,
                           store=store, split=setup.split, train_split=setup.train_split,
                           weights=chosen, input_size=input_size, params=setup.params,
-                          data_options=setup.options, progress=not as_json)
+                          data_options=setup.options, progress=True)
 
     try:
         first = run(weights)
