@@ -96,4 +96,4 @@ def test_a_task_parameter_spelled_as_a_flag_is_named_as_one(tmp_path):
     # a flag that is nobody's parameter keeps click's own words
     other = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", "--bogus"])
     assert other.exit_code == 2
-    assert "No such option: --bogus" in other.output
+    assert "No such option '--bogus'" in other.output

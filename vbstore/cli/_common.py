@@ -134,7 +134,7 @@ def _name_task_param(exc: click.NoSuchOption) -> None:
     owners = [t for t in list_tasks() if name in get_task(t).params]
     if owners:
         exc.possibilities = []
-        exc.message = (f"No such option: {exc.option_name}; {name} is a task parameter "
+        exc.message = (f"No such option '{exc.option_name}': {name} is a task parameter "
                        f"({', '.join(owners[:4])}{', ...' if len(owners) > 4 else ''}): "
                        f"give it as -p {name}=VALUE")
 
