@@ -22,8 +22,8 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
-from .._progress import progress as step_progress
 from .._progress import about, reporting
+from .._progress import progress as step_progress
 from ..canonical import digest
 from ..errors import BadInput
 from ..store import pack_index
