@@ -35,7 +35,7 @@ _LAZY = {
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
-    "ShapesDemo": "._demo",
+    "ShapesDemo": "._demo", "DENSE_TRAINING": "._demo",
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
 }
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import (
+        DENSE_TRAINING,
         DemoSetup,
         ShapesDemo,
         demo_setup,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
 
 __all__ = [
     "BASE_COLUMNS",
+    "DENSE_TRAINING",
     "RUN_COLUMNS",
     "AnswerInputs",
     "BackboneDrift",

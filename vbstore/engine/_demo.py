@@ -22,6 +22,13 @@ SCENES_FOLDERS = {
 }
 
 
+# how long a trained dense head learns on the demo's scenes, as the reference board's does
+# (suites/_corpus.py): probe3d's 10 epochs at lr 5e-4 are 40 steps on 32 train images, too few
+# for a head to leave its initialisation, and random weights then look as good as pretrained
+# ones (docs/tasks.md); 200 steps let the features decide
+DENSE_TRAINING: dict[str, Any] = {"epochs": 50, "lr": 5e-3}
+
+
 def dense_tasks() -> list[str]:
     """The registered trained dense tasks, by name."""
     return list_tasks(shapes=("dense", "boxes"))
@@ -139,6 +146,7 @@ def demo_setup(task: str, per_split: int, size: int, seed: int,
         train = "train" if task == "relative_pose" else None
     else:
         data, options, params = scenes_setup(task, per_split, size, seed)
+        params = {**DENSE_TRAINING, **params}
         about = f"scenes: {per_split} train / {per_split} val rooms of {size} px"
     metric = METRIC.get(task, spec.headline)
     direction = next(m.direction for m in spec.metrics if m.name == metric)
