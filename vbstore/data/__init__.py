@@ -38,7 +38,7 @@ from ._load import (
 )
 from ._manifest import manifest_digest
 from ._navi import is_navi
-from ._packaged import SOURCES
+from ._packaged import SOURCES, data_prefixes
 from ._source_kinds import SourceKind, register_source_kind, source_kinds
 from ._view import ManifestView
 from ._views import find_warped_views, warped_views
@@ -76,6 +76,7 @@ __all__ = [
     "apply_homography",
     "coco_index",
     "coco_mask",
+    "data_prefixes",
     "decode_target",
     "describe_kind",
     "find_warped_views",

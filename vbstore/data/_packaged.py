@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
-from ._source_kinds import is_source_kind
+from ._source_kinds import source_kinds
 
 # Local imports: numpy, sklearn, skimage and the generators built on numpy load when a packaged
 # source is materialised, never to parse its name; so do shutil and tempfile (with bz2, lzma,
@@ -59,6 +59,12 @@ SOURCES = ("sklearn:digits", "skimage:lfw_subset", "skimage:samples", "shapes", 
 _GENERATED = ("shapes", "scenes", "triplets")
 
 
+def data_prefixes() -> tuple[str, ...]:
+    """The prefixes of data that is not a path: packaged (``sklearn:``, ``skimage:``),
+    generated (``shapes``...) and the registered data source kinds (``hf:``...)."""
+    return ("sklearn", "skimage", *_GENERATED, *source_kinds())
+
+
 def parse_source(data: str) -> tuple[str, str] | None:
     """``(source, rest)`` for a packaged-data spec, None for anything else (a path).
 
@@ -73,7 +79,7 @@ def parse_source(data: str) -> tuple[str, str] | None:
     source, rest = match.groups()
     # datasets where they already live (hf:NAME, torchvision:NAME, wds:PATH, cb:NAME): the
     # registered data source kinds (._source_kinds)
-    if source not in ("sklearn", "skimage", *_GENERATED) and not is_source_kind(source):
+    if source not in data_prefixes():
         if Path(data).exists():
             return None
         raise UsageError(
