@@ -155,8 +155,8 @@ def suite_document(ds: Dataset, sample_count: int) -> dict[str, Any]:
     return {
         "slug": ds.slug,
         "version": 1,
-        "name": f"{ds.label}: `{ds.task}` as open_clip publishes it (CLIP_benchmark "
-                f"{ds.name!r}; reported figures, or your run of the same dataset)",
+        "name": f"{ds.label}, zero-shot, as open_clip publishes it (CLIP_benchmark's "
+                f"{ds.name!r}; the published figures, and your runs on the same data)",
         "protocol": {
             "task": ds.task,
             "weights": "pretrained",
