@@ -617,6 +617,18 @@ class MissingDependency(VbstoreError, ImportError):
         self.module, self.extra = module, extra
 
 
+class DataUnreachable(VbstoreError, ConnectionError):
+    """Data read from a URL (a CLIP_benchmark webdataset on the Hub) cannot be reached now."""
+
+    exit_code = 6
+
+    def __init__(self, what: str, url: str, reason: str) -> None:
+        super().__init__(f"{what} reads {url}, which cannot be reached: {reason}",
+                         hint="check the network (or unset the offline variable), or copy "
+                              "the shards to a folder and point --dataset-root at it")
+        self.what, self.url, self.reason = what, url, reason
+
+
 class MissingTool(VbstoreError, FileNotFoundError):
     """A program or file a scorer runs (java, SPICE's CoreNLP jars) is not installed."""
 

@@ -54,7 +54,9 @@ def data_layout_options(func: Callable) -> Callable:
         click.option("--splits", type=_EXISTING_FILE, default=None,
                      help="Taskonomy split CSV: building,train,val,test rows of 0/1."),
         click.option("--dataset-root", type=_FOLDER, default=None,
-                     help="Folder a torchvision:NAME dataset reads its files from."),
+                     help="Folder a torchvision:NAME dataset reads its files from; for cb:NAME "
+                          "a folder, a URL (cb:wds/NAME) or a template of either with "
+                          "{dataset} / {dataset_cleaned}, as CLIP_benchmark's --dataset_root."),
         click.option("--download", is_flag=True, default=None,
                      help="Let hf: and torchvision: data fetch what is not on this machine."),
         click.option("--image-column", default=None,
@@ -71,6 +73,8 @@ def data_layout_options(func: Callable) -> Callable:
         gathered = {name: kwargs.pop(name) for name in _NAMES}
         for name in _PATH_OPTIONS:  # relative to the working directory, not to the data
             path = gathered[name]
+            if path is not None and "://" in path:  # a URL root (CLIP_benchmark's wds)
+                continue
             if path is not None and (name not in _UNDER_DATA or Path(path).exists()):
                 gathered[name] = str(Path(path).resolve())
         kwargs["data_options"] = {k: v for k, v in gathered.items() if v is not None}
