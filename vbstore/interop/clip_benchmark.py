@@ -11,8 +11,10 @@ the settings it writes beside them (``weight_decay``, ``epochs``, ``seed``, ``fe
 metric names. ``dataset`` is the dataset's name: a named source's (``cifar10``,
 ``wds/NAME``), else the name the data was read under (a folder's, ``Store.data_names``).
 
-Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag. A vbstore
-export adds one field CLIP_benchmark ignores, ``vbstore``: the :class:`WeightsIdentity` (spec,
+Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag, and neither the
+harness version nor the data. A vbstore export adds ``vbstore_version`` (the vbstore that
+computed the result) and ``vbstore_manifest`` (the id of the manifest of the samples it scored),
+and one field CLIP_benchmark ignores, ``vbstore``: the :class:`WeightsIdentity` (spec,
 weights kind, seed of a random init, tensor hash), which an import reads back exactly. A row
 without it is read as CLIP_benchmark's own (``open_clip:MODEL@PRETRAINED``, pretrained) only
 when nothing in it says otherwise; any other row is refused (:class:`UnidentifiedWeights`),
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 
 CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "language")
 IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_benchmark ignores it
+# what else an export says that CLIP_benchmark's rows lack (the harness version and the dataset
+# revision, the gaps its README admits): the vbstore that computed the result, and the id of the
+# manifest of the samples it scored
+PROVENANCE_FIELDS = ("vbstore_version", "vbstore_manifest")
 WEIGHTS_KINDS = ("pretrained", "fixed", "checkpoint", "random")
 _HASH = re.compile(r"[0-9a-f]{64}")
 # data a dataset list may name as vbstore reads it, not as a CLIP_benchmark dataset name
@@ -266,6 +272,11 @@ def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None 
     }
     if identity is not None:
         doc[IDENTITY_FIELD] = identity.as_dict()
+    version = (record.versions or {}).get("vbstore")
+    if version:
+        doc["vbstore_version"] = version
+    if manifest_id:
+        doc["vbstore_manifest"] = manifest_id
     return doc
 
 
