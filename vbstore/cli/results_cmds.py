@@ -151,15 +151,17 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 
 @click.command()
 @click.option("--backbones", "backbones_file", required=True,
-              type=click.Path(exists=True, dir_okay=False),
               help="File with one backbone spec per line (optionally weights=, seed=, "
-              "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines.")
-@click.option("--tasks", required=True, help="Comma-separated tasks.")
+              "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines, or one of its model "
+              "collections (openai, openclip_base, openclip_multilingual, openclip_all).")
+@click.option("--tasks", required=True,
+              help="Comma-separated tasks; auto: the task CLIP_benchmark's --task auto runs on "
+                   "each dataset (retrieval on caption sets, else zero-shot classification).")
 @click.option("--data", "-d", default=None, help="Evaluation data.")
 @click.option("--datasets", "datasets_file", default=None,
-              type=click.Path(exists=True, dir_okay=False),
               help="Instead of --data: CLIP_benchmark's dataset list, one dataset per line "
-              "(a name is cb:NAME, read with --dataset-root; a folder or source as is); "
+              "(a name is cb:NAME, read with --dataset-root; a folder or source as is), or one "
+              "of its collections (vtab, vtab+, imagenet_robustness, retrieval, sugar_crepe); "
               "with --train-split, each dataset trains on its own train split.")
 @click.option("--split", default=None, help="Split of --data to evaluate on.")
 @click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
@@ -241,8 +243,12 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
     entries = read_backbones_file(backbones_file, model_type)
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
+    from ..interop import clip_benchmark_task
+
+    asked = [t.strip() for t in tasks.split(",") if t.strip()]
     grid = (row for evaluated, trained in units for row in run_sweep(
-        entries, [t.strip() for t in tasks.split(",") if t.strip()], evaluated, trained,
+        entries, list(dict.fromkeys(clip_benchmark_task(str(evaluated)) if t == "auto" else t
+                                    for t in asked)), evaluated, trained,
         params=given, store=store, split=split, train_split=train_split,
         limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
         data_options=data_options, executor=executor, language=language, pooling=pooling,

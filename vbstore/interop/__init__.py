@@ -9,8 +9,10 @@ clip_benchmark_spec("ViT-B-32-quickgelu,laion400m_e32")
 
 from .clip_benchmark import (
     CLIP_BENCHMARK_FIELDS,
+    DATASET_COLLECTIONS,
     DEFAULT_TEMPLATE,
     IDENTITY_FIELD,
+    MODEL_COLLECTIONS,
     PROVENANCE_FIELDS,
     WeightsIdentity,
     check_template,
@@ -18,14 +20,18 @@ from .clip_benchmark import (
     clip_benchmark_export,
     clip_benchmark_filename,
     clip_benchmark_identity,
+    clip_benchmark_models,
     clip_benchmark_record,
     clip_benchmark_spec,
+    clip_benchmark_task,
 )
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
+    "DATASET_COLLECTIONS",
     "DEFAULT_TEMPLATE",
     "IDENTITY_FIELD",
+    "MODEL_COLLECTIONS",
     "PROVENANCE_FIELDS",
     "WeightsIdentity",
     "check_template",
@@ -33,6 +39,8 @@ __all__ = [
     "clip_benchmark_export",
     "clip_benchmark_filename",
     "clip_benchmark_identity",
+    "clip_benchmark_models",
     "clip_benchmark_record",
     "clip_benchmark_spec",
+    "clip_benchmark_task",
 ]
