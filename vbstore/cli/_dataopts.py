@@ -54,9 +54,8 @@ def data_layout_options(func: Callable) -> Callable:
         click.option("--splits", type=_EXISTING_FILE, default=None,
                      help="Taskonomy split CSV: building,train,val,test rows of 0/1."),
         click.option("--dataset-root", type=_FOLDER, default=None,
-                     help="Folder a torchvision:NAME dataset reads its files from; for cb:NAME "
-                          "a folder, a URL (cb:wds/NAME) or a template of either with "
-                          "{dataset} / {dataset_cleaned}, as CLIP_benchmark's --dataset_root."),
+                     help="Folder torchvision:NAME reads its files from; for cb:NAME also a "
+                          "URL or a {dataset_cleaned} template (CLIP_benchmark's)."),
         click.option("--download", is_flag=True, default=None,
                      help="Let hf: and torchvision: data fetch what is not on this machine."),
         click.option("--image-column", default=None,
