@@ -290,6 +290,12 @@ class WeightsUnavailable(VbstoreError, ConnectionError):
         self.upstream = upstream
 
 
+class DataUnavailable(VbstoreError, ConnectionError):
+    """A named dataset (``hf:``...) is not cached here and cannot be fetched now."""
+
+    exit_code = 6
+
+
 class NoPretrainedWeights(WeightsUnavailable):
     """The backbone has no pretrained weights at all: a choice to make, not a network problem."""
 
@@ -615,18 +621,6 @@ class MissingDependency(VbstoreError, ImportError):
         super().__init__(f"this needs {module}, which is not installed",
                          hint=f"install it with: pip install 'vbstore[{extra}]'")
         self.module, self.extra = module, extra
-
-
-class DataUnreachable(VbstoreError, ConnectionError):
-    """Data read from a URL (a CLIP_benchmark webdataset on the Hub) cannot be reached now."""
-
-    exit_code = 6
-
-    def __init__(self, what: str, url: str, reason: str) -> None:
-        super().__init__(f"{what} reads {url}, which cannot be reached: {reason}",
-                         hint="check the network (or unset the offline variable), or copy "
-                              "the shards to a folder and point --dataset-root at it")
-        self.what, self.url, self.reason = what, url, reason
 
 
 class MissingTool(VbstoreError, FileNotFoundError):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from vbstore.cli import cli
 from vbstore.data import load_manifest
 from vbstore.data._cbdata import dataset_root, template_fields
-from vbstore.errors import DataUnreachable, UsageError
+from vbstore.errors import DataUnavailable, UsageError
 
 HUB = "https://huggingface.co/datasets/clip-benchmark/wds_{dataset_cleaned}/tree/main"
 
@@ -48,7 +48,7 @@ def test_a_brace_that_does_not_pair_is_refused(store):
 def test_a_url_root_offline_is_refused_at_once_naming_the_url(store, monkeypatch):
     monkeypatch.setenv("VBSTORE_OFFLINE", "1")
     start = time.monotonic()
-    with pytest.raises(DataUnreachable) as caught:
+    with pytest.raises(DataUnavailable) as caught:
         load_manifest(store, "cb:wds/imagenet1k", split="test", dataset_root=HUB, download=True)
     assert time.monotonic() - start < 5  # one probe, never a client's retries
     assert "https://huggingface.co/datasets/clip-benchmark/wds_imagenet1k/tree/main" in \

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._net import unreachable_reason
-from ..errors import DataUnreachable, MissingDependency, UsageError
+from ..errors import DataUnavailable, MissingDependency, UsageError
 from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
 from ._hf import _offline
 from ._sources import Record, Source, file_states, folder_key, write_list
@@ -109,7 +109,7 @@ def _reachable(name: str, url: str, download: bool) -> None:
 
     Raises:
         UsageError: not ``wds/``, or no ``download``.
-        DataUnreachable: offline, or the host does not answer.
+        DataUnavailable: offline, or the host does not answer.
         MissingDependency: webdataset is not installed.
     """
     if not name.startswith(_WDS):
@@ -121,7 +121,9 @@ def _reachable(name: str, url: str, download: bool) -> None:
                          "without --download", hint="add --download")
     reason = unreachable_reason(url)
     if reason is not None:
-        raise DataUnreachable(f"cb:{name}", url, reason)
+        raise DataUnavailable(f"cb:{name} reads {url}, which cannot be reached: {reason}",
+                              hint="check the network (or unset the offline variable), or copy "
+                                   "the shards to a folder and point --dataset-root at it")
     try:
         import webdataset  # noqa: F401  CLIP_benchmark's wds reader; named here if missing
     except ImportError:
