@@ -66,17 +66,26 @@ def export_group() -> None:
               help="Write here instead of stdout. clip-benchmark: a folder, or CLIP_benchmark's "
               "--output template, e.g. 'out/benchmark_{dataset}_{pretrained}_{model}_"
               "{language}_{task}.json'.")
+@click.option("--dump-classnames", is_flag=True,
+              help="clip-benchmark: add the class names the prompts used (CLIP_benchmark's "
+                   "--dump_classnames).")
+@click.option("--dump-templates", is_flag=True,
+              help="clip-benchmark: add the prompt templates used (its --dump_templates).")
 @json_option
 @with_store
-def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
+def export_results(store, fmt: str, task, backbone, weights, output, dump_classnames,
+                   dump_templates, as_json: bool) -> None:
     """One table of stored results, with each task's own metric columns."""
+    if (dump_classnames or dump_templates) and fmt != "clip-benchmark":
+        raise UsageError("--dump-classnames and --dump-templates add fields to CLIP_benchmark's "
+                         "rows", hint="add --format clip-benchmark")
     rows = result_rows(store, task, backbone, weights)
     if task and not rows:
         from ..tasks import get_task
 
         get_task(task)  # a misspelt task is refused with the closest name, not an empty table
     if fmt == "clip-benchmark":
-        _export_clip_benchmark(store, rows, output, as_json)
+        _export_clip_benchmark(store, rows, output, as_json, dump_classnames, dump_templates)
         return
     if as_json:
         emit(True, rows)
@@ -100,7 +109,8 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
 
 
 def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
-                           as_json: bool) -> None:
+                           as_json: bool, dump_classnames: bool = False,
+                           dump_templates: bool = False) -> None:
     """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
     from ..interop import DEFAULT_TEMPLATE, clip_benchmark_export
 
@@ -113,7 +123,8 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
                    "CLIP_benchmark's rows are frozen probes (--format jsonl or csv carries "
                    "them)", err=True)
         rows = frozen
-    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template)
+    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template,
+                                 dump_classnames=dump_classnames, dump_templates=dump_templates)
     if folder is None:
         if as_json:
             emit(True, docs)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..backbones import list_backbones, parse_spec
 from ..errors import UnidentifiedWeights, UsageError, VbstoreError
 from ..records import ManifestRecord, ResultRecord, WeightsRecord
+from ..tasks import DATASET_TEMPLATES, TEMPLATES
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -463,13 +464,47 @@ def clip_benchmark_filename(doc: Mapping[str, Any], template: str = DEFAULT_TEMP
     return check_template(template).format(**values)
 
 
+def _entries(store: Store, value: Any) -> list[str] | None:
+    """The entries of a template or class-name file a result's parameter names by blob id."""
+    if isinstance(value, str) and _HASH.fullmatch(value) and store.has(value):
+        loaded = store.read_json(value)
+        if isinstance(loaded, list):
+            return [str(v) for v in loaded]
+    return None
+
+
+def prompts_of(store: Store, record: ResultRecord, manifest: ManifestRecord | None
+               ) -> tuple[list[str] | None, list[str] | None]:
+    """The class names and templates a result's prompts were made of, as CLIP_benchmark's
+    ``--dump_classnames`` / ``--dump_templates`` write them: a class-name file's entries, else
+    CLIP_benchmark's own names of ``cb:`` data, else the data's classes; a template file's
+    entries, the data's templates (``templates=dataset``) or the built-in set's. None where the
+    result used none (a task without prompts, data without classes)."""
+    source = _source(manifest)
+    classnames = (_entries(store, record.params.get("classnames"))
+                  or source.get("classnames")
+                  or (list(manifest.classes) if manifest is not None and manifest.classes
+                      else None))
+    chosen = record.params.get("templates")
+    language = str(record.params.get("language") or "en")
+    templates = _entries(store, chosen)
+    if templates is None and chosen == DATASET_TEMPLATES:
+        templates = source.get("templates")
+    if templates is None and isinstance(chosen, str):
+        builtin = TEMPLATES.get(language, {}).get(chosen)
+        templates = list(builtin) if builtin else None
+    return classnames, templates
+
+
 def clip_benchmark_export(store: Store, result_ids: Iterable[str],
-                          template: str = DEFAULT_TEMPLATE) -> list[dict[str, Any]]:
+                          template: str = DEFAULT_TEMPLATE, *, dump_classnames: bool = False,
+                          dump_templates: bool = False) -> list[dict[str, Any]]:
     """One CLIP_benchmark row per stored result: ``{"id", "file", "record"}``, in id order.
 
     ``file`` is CLIP_benchmark's name for the row, from its ``--output`` ``template``; two
     results it would name alike (seeds, limits...) get their id's first 12 characters
-    appended.
+    appended. ``dump_classnames`` / ``dump_templates`` add ``classnames`` / ``templates``
+    (:func:`prompts_of`) where the result has them, as CLIP_benchmark's flags of those names do.
 
     Raises:
         UsageError: a template :func:`check_template` refuses.
@@ -491,6 +526,12 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str],
         named = store.data_names(manifest_id) if manifest_id else []
         row = clip_benchmark_record(record, manifest, weights,
                                     dataset=named[0] if named else None)
+        if dump_classnames or dump_templates:
+            classnames, templates = prompts_of(store, record, manifest)
+            if dump_classnames and classnames:
+                row["classnames"] = classnames
+            if dump_templates and templates:
+                row["templates"] = templates
         name = clip_benchmark_filename(row, template)
         if name in names:
             stem, dot, suffix = name.rpartition(".")
