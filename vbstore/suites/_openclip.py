@@ -280,12 +280,12 @@ def import_table(
             out.left_out[column] = LEFT_OUT.get(column.split(" ")[0] if column.startswith(
                 "WinoGAViL") else column, "not a dataset vbstore knows")
     for ds in present:
-        count = ds.test_size or next((v for k, v in given.items() if dataset(k) == ds), None)
-        if count is None:
+        size = ds.test_size or next((v for k, v in given.items() if dataset(k) == ds), None)
+        if size is None:
             out.left_out[ds.column] = (f"the test split size of {ds.name} is not known to "
                                        f"vbstore; give it: --sample-count {ds.name}=N")
             continue
-        suite = _suite(store, ds, count, dry_run)
+        suite = _suite(store, ds, size, dry_run)
         out.suites.append(suite.ref)
         for row in rows:
             evaluation = _evaluation(store, suite, ds, row, name, commit, dry_run, recorded)

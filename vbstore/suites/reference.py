@@ -483,7 +483,7 @@ def _render_suite(
         "| " + " | ".join([*header, "attempts"]) + " |",
         "|" + "---|" * (len(header) + 1),
     ]
-    sources: list[str] = []
+    sources: list[tuple[str, str, dict[str, Any]]] = []
     ranked = conn.execute(
         "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
         "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
