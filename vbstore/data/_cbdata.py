@@ -18,6 +18,7 @@ the builder cannot find stop the run with one line naming the folder.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import string
 from collections.abc import Iterator
@@ -168,11 +169,13 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         raise UsageError(f"cb:{name} is read through the datasets package, which is not "
                          f"importable ({exc.name or exc})",
                          hint="pip install 'vbstore[hf]'") from None
+    custom = _custom_files(options)
     try:
         with hub:
             dataset = builder.build_dataset(dataset_name=name, root=where, transform=None,
                                             split=split or "test", download=download,
-                                            language=language, task=builder_task(name))
+                                            language=language, task=builder_task(name),
+                                            **{k: v for k, v in custom.items() if v})
     except (RuntimeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {where}: "
                          f"{str(exc).splitlines()[0][:200].rstrip('. ')}",
@@ -193,9 +196,13 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     if classes is not None and len(set(classes)) < len(classes):
         classes = _distinct(classes)  # imagenet1k names two classes "missile" (jp: nine pairs)
     templates = getattr(dataset, "templates", None)
-    if isinstance(templates, dict) or not isinstance(templates, (list, type(None))):
-        templates = None  # class-specific prompts (CuPL): not a template set
-    key = folder_key("cb", 1, name, language, split, _state(where))
+    class_prompts = None
+    if isinstance(templates, dict):  # class-specific prompts (CuPL): one list per class
+        class_prompts = _class_prompts(name, templates, named or [])
+    if not isinstance(templates, list):
+        templates = None
+    key = folder_key("cb", 1, name, language, split, _state(where),
+                     *([_file_states(custom)] if any(custom.values()) else []))
 
     def records():
         from ._tvdata import _images  # numpy: only when the samples are written
@@ -214,8 +221,65 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         record["templates"] = [str(t) for t in templates]
     if named != classes:  # the prompts' names, CLIP_benchmark's verbatim
         record["classnames"] = named
+    if class_prompts is not None:
+        record["class_prompts"] = class_prompts
+    for option, path in custom.items():  # what the classes and prompts came from
+        if path:
+            record[option] = _file_state(path)
     json.dumps(record)  # canonical JSON later: fail here on anything odd
     return Source(list_path, classes, record)
+
+
+def _custom_files(options: dict[str, Any]) -> dict[str, str | None]:
+    """CLIP_benchmark's per-dataset class-name and template files (its ``--custom_*_file``):
+    a path here, or the name of one it ships (``cupl_prompts.json``), which it finds itself.
+
+    Raises:
+        UsageError: a JSON file that is not an object keyed by dataset name.
+    """
+    out: dict[str, str | None] = {}
+    for option in ("custom_template_file", "custom_classname_file"):
+        path = options.get(option)
+        out[option] = str(path) if path else None
+        if path and Path(path).is_file():
+            try:
+                loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise UsageError(f"--{option.replace('_', '-')} {path} is not readable JSON: "
+                                 f"{exc}", hint="CLIP_benchmark's format: a JSON object keyed "
+                                 "by dataset name") from None
+            if not isinstance(loaded, dict):
+                raise UsageError(f"--{option.replace('_', '-')} {path} is not a JSON object",
+                                 hint='keyed by dataset name, e.g. {"cifar10": [...]}')
+    return out
+
+
+def _file_state(path: str) -> str:
+    """A custom file as its content (sha256), or a name CLIP_benchmark resolves itself."""
+    file = Path(path)
+    if file.is_file():
+        return "sha256:" + hashlib.sha256(file.read_bytes()).hexdigest()
+    return path
+
+
+def _file_states(custom: dict[str, str | None]) -> list[tuple[str, str]]:
+    return [(k, _file_state(v)) for k, v in sorted(custom.items()) if v]
+
+
+def _class_prompts(name: str, prompts: dict[str, Any], classes: list[str]) -> list[list[str]]:
+    """CuPL's class -> prompts, as one list per class in the data's class order.
+
+    Raises:
+        UsageError: a class with no prompts, or prompts that are not strings.
+    """
+    out = []
+    for cls in classes:
+        texts = prompts.get(cls)
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            raise UsageError(f"cb:{name}: the templates file gives class {cls!r} no list of "
+                             "prompts", hint="class-specific prompts (CuPL) name every class")
+        out.append([str(t) for t in texts])
+    return out
 
 
 def _state(where: str) -> Any:

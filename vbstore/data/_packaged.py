@@ -60,7 +60,8 @@ _GENERATED = ("shapes", "scenes", "triplets")
 # cb:NAME through CLIP_benchmark's builder)
 EXTERNAL = ("hf", "torchvision", "wds", "cb")
 # the options those sources take (_sources checks which source takes which)
-SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column")
+SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column",
+                  "custom_template_file", "custom_classname_file")
 
 
 def parse_source(data: str) -> tuple[str, str] | None:

@@ -39,7 +39,7 @@ _APPLIES = {
     "hf": ("download", "image_column", "label_column"),
     "torchvision": ("dataset_root", "download"),
     "wds": (),
-    "cb": ("dataset_root", "download"),
+    "cb": ("dataset_root", "download", "custom_template_file", "custom_classname_file"),
 }
 _FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "BMP": ".bmp", "GIF": ".gif",
             "TIFF": ".tif", "PPM": ".ppm"}
