@@ -44,9 +44,13 @@ def import_openclip(store, files, counts, dry_run, as_json) -> None:
             click.echo(f"{table.file} ({commit}): {info['evaluations']} figures on "
                        f"{len(table.suites)} suites, {info['new']} new, {info['ranked']} ranked"
                        + (" (dry run: nothing stored)" if dry_run else ""))
+            by_dataset: dict[str, int] = {}
             for skip in table.skipped:
-                click.echo(f"  skipped   {skip['checkpoint']} {skip['dataset']} (line "
-                           f"{skip['line']}): {skip['why']}")
+                by_dataset[skip["dataset"]] = by_dataset.get(skip["dataset"], 0) + 1
+            if by_dataset:  # each cell, with its line, is in --json
+                cells = "cell" if len(table.skipped) == 1 else "cells"
+                click.echo(f"  skipped   {len(table.skipped)} {cells} of 0.0000, read as not "
+                           "evaluated: " + ", ".join(f"{d} ({n})" for d, n in by_dataset.items()))
             for column, why in table.left_out.items():
                 click.echo(f"  left out  {column}: {why}")
         if out and out[0].suites:
