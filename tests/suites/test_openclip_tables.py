@@ -9,7 +9,15 @@ from click.testing import CliRunner
 
 from vbstore.cli import cli
 from vbstore.errors import NoPublishedFigure, UsageError
-from vbstore.suites import build, get_suite, import_openclip, leaderboard, record, reproduce
+from vbstore.suites import (
+    build,
+    get_suite,
+    import_openclip,
+    import_results,
+    leaderboard,
+    record,
+    reproduce,
+)
 from vbstore.suites._openclip import COMMIT, DATASETS, read_table
 
 REFERENCE = Path(__file__).resolve().parents[2] / "suites" / "reference"
@@ -198,6 +206,12 @@ def test_cli_import_board_and_reproduce(run, tmp_path):
         ok.output
     assert "(openclip_results.csv line" in ok.output
     assert run("reproduce", far[:12], "--tolerance", "0.01").exit_code == 12
+
+
+def test_import_results_names_the_command_for_a_table(store, suite):
+    with pytest.raises(UsageError, match="one of open_clip's results tables") as caught:
+        import_results(store, RESULTS, suite.ref)
+    assert "vbstore import openclip" in caught.value.hint
 
 
 def test_every_dataset_has_a_distinct_slug():
