@@ -271,9 +271,7 @@ def import_table(
                              hint=f"drop --sample-count {key}=...")
     out = TableImport(file=name, commit=commit)
     columns = set(header)
-    present = [ds for ds in DATASETS
-               if all(c in columns for c in ds.metrics().values())
-               and not (ds.task == "zeroshot_retrieval" and ds.column in columns)]
+    present = [ds for ds in DATASETS if all(c in columns for c in ds.metrics().values())]
     used = {c for ds in present for c in ds.metrics().values()} | set(_KEY)
     for column in header:
         if column not in used:
