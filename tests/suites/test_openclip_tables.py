@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import vbstore
 from vbstore.cli import cli
 from vbstore.errors import NoPublishedFigure, UsageError
 from vbstore.suites import (
@@ -216,3 +217,30 @@ def test_import_results_names_the_command_for_a_table(store, suite):
 
 def test_every_dataset_has_a_distinct_slug():
     assert len({d.slug for d in DATASETS}) == len(DATASETS)
+
+
+@pytest.mark.slow
+def test_a_vbstore_run_is_judged_on_the_dataset_suite(store, tmp_path):
+    """A computed result evaluated on an open_clip suite: observed evidence, and only what
+    differs from the published run keeps it from ranking (here random weights); its random
+    weights are never matched with the published pretrained figure of the same spec."""
+    from vbstore.data import make_shapes
+    from vbstore.suites import from_results, push_suite
+    from vbstore.suites._openclip import suite_document
+
+    spec = "open_clip:ViT-B-32@laion2b_s34b_b79k"
+    import_openclip(store, _subset(tmp_path, RESULTS, {("ViT-B-32", "laion2b_s34b_b79k")}))
+    shapes = make_shapes(tmp_path / "shapes", per_class=3, seed=1, size=32)
+    result = vbstore.get_result(spec, "zeroshot_classification", str(shapes), split="val",
+                                weights="random", input_size=32, store=store, progress=False)
+    # the suite of the same protocol on this data (the published one pins ImageNet's 50000)
+    doc = suite_document(DATASETS[0], result.record.eval_data["samples"])
+    suite, _ = push_suite(store, {**doc, "slug": "openclip-shapes-check"})
+    mine = record(store, from_results(store, suite, {"test": result.id}))
+    assert mine.record.evidence == "observed"
+    assert mine.record.reasons == ["weights(random)"]
+    published = get_suite(store, "openclip-imagenet1k@1")
+    ours = record(store, from_results(store, published, {"test": result.id}))
+    assert sorted(ours.record.reasons) == ["sample-count(test: 15 != 50000)", "weights(random)"]
+    with pytest.raises(NoPublishedFigure, match=f"{spec} seed=0"):
+        reproduce(store, ours.id)
