@@ -126,7 +126,7 @@ def test_every_spelling_of_the_question_is_answered_from_the_cache(store_dir, da
         assert by == "cache", spelling
         text = text or out
         assert same_answer(out, text)
-    out, _, by = run(["-q", "--store", str(store_dir), *words[:2], "--json", *words[2:]])
+    out, _, by = run(["--store", str(store_dir), *words[:2], "--json", *words[2:], "-q"])
     assert by == "cache"
     assert json.loads(out)["record"]["task"] == "knn"
     assert len(answers(store_dir)) == 1  # one question, one record
@@ -294,6 +294,9 @@ def test_the_lookup_names_the_store_of_the_command_line(monkeypatch):
     assert words(["get", "features", "-d", "result"]) is None
     assert words(["-v", "get", "result"]) is None
     assert words(["--store=", "get", "result"]) is None
+    assert words(["get", "result", "-b", "x", "--quiet", "-q"]) == (
+        "/home-store", ["get", "result", "-b", "x"], False)
+    assert words(["get", "result", "--", "-q"])[1] == ["get", "result", "--", "-q"]
 
 
 def test_constants_follow_the_store():

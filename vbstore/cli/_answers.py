@@ -10,11 +10,11 @@ answered (from the store, or computed and stored just now), asks the store to re
 ``main`` calls :func:`answer` before importing click; the command gets the :class:`Pending` key
 through click's context object.
 
-Every spelling of one question has one key: the root group's options (``--quiet``/``-q``,
-``--store DIR``/``--store=DIR``, or ``VBSTORE_HOME``) are resolved into the store's folder, and
-``--json`` (where it cannot be an option's value: after ``result`` or after a value) only
-chooses how the answer prints. So the first repeat of any spelling after a computation is
-answered here.
+Every spelling of one question has one key: the root group's options (``--quiet``/``-q``
+anywhere, ``--store DIR``/``--store=DIR`` or ``VBSTORE_HOME``) are resolved into the store's
+folder, and ``--json`` (where it cannot be an option's value: after ``result`` or after a
+value) only chooses how the answer prints. So the first repeat of any spelling after a
+computation is answered here.
 
 Nothing is recorded for a read-only store, for ``--head``, ``--suite``, ``--recompute`` or
 ``--dry-run`` (the command does not ask), or when the printed answer is not what the stored
@@ -60,19 +60,22 @@ def answer_key(root: str, words: list[str]) -> str:
 
 
 def command_words(args: list[str]) -> tuple[str, list[str], bool] | None:
-    """The store a ``[--quiet] [--store DIR] get result ...`` command line asks (absolute), its
-    words from ``get`` on without the ``--json`` flags, and whether it had one; None when it
-    is not such a command line (another command, or a root option the cache does not know).
+    """The store a ``[--store DIR] get result ...`` command line asks (absolute), its words from
+    ``get`` on without ``--quiet``/``-q`` (anywhere) and the ``--json`` flags, and whether it
+    had one; None when it is not such a command line (another command, or a root option the
+    cache does not know).
 
     A ``--json`` right after an option name (``--split --json``) may be that option's value:
     it stays in the words, and the recorded answer says how that command line printed.
     """
+    # --quiet/-q anywhere before `--` is the root's flag (``_root.LazyGroup.parse_args``), and
+    # only turns progress off: a cached answer shows none
+    end = args.index("--") if "--" in args else len(args)
+    args = [*(a for a in args[:end] if a not in ("-q", "--quiet")), *args[end:]]
     store, at = None, 0
     while at < len(args) and args[at] != "get":
         word = args[at]
-        if word in ("--quiet", "-q"):  # progress only: a cached answer shows none
-            at += 1
-        elif word == "--store" and at + 1 < len(args):
+        if word == "--store" and at + 1 < len(args):
             store, at = args[at + 1], at + 2
         elif word.startswith("--store="):
             store, at = word[len("--store="):], at + 1

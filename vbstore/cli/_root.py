@@ -44,7 +44,7 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "gc": ("store_cmds:gc", (),
         "Remove what no ref, result or suite needs; optionally shrink to a size."),
     "get": ("get_cmds:get", (), "Get an artifact, computing only what the store lacks."),
-    "import": ("head_cmds:import_group", ("suite_cmds",),
+    "import": ("head_cmds:import_group", ("suite_cmds", "openclip_cmds"),
         "Bring artifacts into the store: heads from `vbstore export head`, other tools' "
         "results."),
     "init": ("store_cmds:init", (), "Create the store (if needed) and print where it is."),
@@ -66,6 +66,10 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "remote": ("remote_cmds:remote", (),
         "Configure where artifacts are shared: a directory, s3://bucket/prefix or "
         "hf://user/repo."),
+    "reproduce": ("openclip_cmds:reproduce", (),
+        "Compare your evaluation with the figure published for the same checkpoint on its suite "
+        "(an imported reported evaluation): exit 0 reproduced, 12 a score differs by more than "
+        "--tolerance, 5 a score one side lacks."),
     "run": ("run_cmd:run_group", (),
         "Run a probe TASK with its settings as flags (`vbstore run TASK --help`)."),
     "show": ("store_cmds:show", (),
@@ -83,9 +87,22 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
 }
 
 
+# the root's flags that read the same anywhere on the line: `vbstore get result ... -q` is
+# `vbstore -q get result ...` (no command has a -q of its own)
+_ANYWHERE = ("-q", "--quiet")
+
+
 class LazyGroup(VbstoreGroup):
     """The root group: a command's module is imported the first time it runs (or its own help
     is asked for); listing the commands imports none of them."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `--` ends the options: what follows it is an argument, whatever it reads
+        end = args.index("--") if "--" in args else len(args)
+        moved = [a for a in args[:end] if a in _ANYWHERE]
+        if moved:
+            args = [*moved[:1], *(a for a in args[:end] if a not in _ANYWHERE), *args[end:]]
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)

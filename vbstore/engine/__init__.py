@@ -36,20 +36,27 @@ _LAZY = {
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
-    "ShapesDemo": "._demo",
+    "ShapesDemo": "._demo", "DENSE_TRAINING": "._demo", "DemoRun": "._demo",
+    "demo_shapes": "._demo", "run_demo": "._demo",
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
+    "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
+    "StepContext": "._scored",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import (
+        DENSE_TRAINING,
+        DemoRun,
         DemoSetup,
         ShapesDemo,
         demo_setup,
+        demo_shapes,
         demo_tasks,
         demo_trivial,
         dense_tasks,
+        run_demo,
         scenes_setup,
     )
     from ._dense import PackSplit
@@ -89,6 +96,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         result_request,
         stored_result,
     )
+    from ._runners import Runner, register_runner
+    from ._scored import Scored, StepContext
     from ._show import DataView, Frame, show_data
     from ._sweep import (
         BASE_COLUMNS,
@@ -102,6 +111,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
 
 __all__ = [
     "BASE_COLUMNS",
+    "DENSE_TRAINING",
     "RUN_COLUMNS",
     "AnswerInputs",
     "BackboneDrift",
@@ -109,6 +119,7 @@ __all__ = [
     "BackboneRequest",
     "DataRef",
     "DataView",
+    "DemoRun",
     "DemoSetup",
     "DenseSample",
     "DenseView",
@@ -123,13 +134,17 @@ __all__ = [
     "ProbeRequest",
     "Result",
     "ResultRequest",
+    "Runner",
+    "Scored",
     "ShapesDemo",
     "Step",
+    "StepContext",
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
     "data_options_for",
     "demo_setup",
+    "demo_shapes",
     "demo_tasks",
     "demo_trivial",
     "dense_samples",
@@ -148,10 +163,12 @@ __all__ = [
     "plan_features",
     "plan_head",
     "read_backbones_file",
+    "register_runner",
     "resolve_backbone",
     "result_columns",
     "result_request",
     "result_rows",
+    "run_demo",
     "run_fields",
     "scenes_setup",
     "show_data",
