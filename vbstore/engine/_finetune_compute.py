@@ -27,7 +27,7 @@ from ..backbones import (
 from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
 from ..features import write_prefix as write_prefix_blob
 from ..store import derivation_key
-from ..tasks import Loss, Trainable, finetune
+from ..tasks import Loss, PooledTask, SplitTask, Trainable, finetune, of_shape
 from ._cache import derive
 from ._dense import PackSplit
 from ._device import resolve_device
@@ -197,7 +197,7 @@ def fit_pooled(plan: Plan, tuning: Tuning, train: Feed, seed: int
                ) -> tuple[dict[str, torch.Tensor], dict[str, float], int]:
     """A pooled task's linear head trained with the blocks (``tasks.finetune``): its state,
     train metrics and feature width."""
-    task, params = plan.task, plan.task_params
+    task, params = of_shape(plan.task, PooledTask), plan.task_params
     classes = plan.train_m.doc.get("classes") or None
     y = train.targets()
     n_out = len(classes) if task.finetune_loss == "cross_entropy" and classes else (
@@ -219,8 +219,8 @@ def fit_dense(plan: Plan, tuning: Tuning, train: Feed, seed: int
     :class:`PrefixSplit` (the blocks join its optimiser); its state, train metrics and width."""
     split = PrefixSplit(tuning, train.manifest, plan.backbone.doc["preprocessing"],
                         plan.task.target_kind, plan.task_params.get("target_scale"))
-    state, train_metrics = plan.task.fit_split(split, plan.task_params, seed,
-                                               plan.train_m.classes or None)
+    state, train_metrics = of_shape(plan.task, SplitTask).fit_split(
+        split, plan.task_params, seed, plan.train_m.classes or None)
     return dict(state), train_metrics, int(split.channels[-1])
 
 

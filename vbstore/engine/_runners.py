@@ -455,9 +455,10 @@ class GenerateRunner(Runner):
 
     def score(self, plan: Plan, run: Run, evaluation: Feed | None, fresh_heads: bool = False
               ) -> Scored:
+        from ..tasks import GenerateTask, of_shape
         from ._captions import generated_captions  # the compute path only
 
-        task, params = plan.task, plan.task_params
+        task, params = of_shape(plan.task, GenerateTask), plan.task_params
         references = [list(s.get("captions") or []) for s in plan.eval_m.samples]
         scored, done = Scored([]), {}
         for decoding in decodings(task, params, plan.request.probe.seed_list):

@@ -17,7 +17,7 @@ from ..data import get_target_kind, warped_views
 from ..heads import save_head
 from ..records import HeadCompat
 from ..store import Made
-from ..tasks import KeypointPairs, WarpPairs
+from ..tasks import KeypointPairs, PooledTask, WarpPairs, ZeroShotTask, of_shape
 from ..tasks.bootstrap import bootstrap_evaluate, bootstrap_per_sample
 from ._cache import Derived, derive
 from ._device import resolve_device
@@ -182,7 +182,7 @@ def keypoint_pairs(plan: Plan, evaluation: Feed) -> KeypointPairs:
 
 def head_draws(plan: Plan, run: Run, state, feats, targets) -> dict[str, Any]:
     """Bootstrap draws of one fitted head: from per-sample values when the task has them."""
-    task, params = plan.task, plan.task_params
+    task, params = of_shape(plan.task, PooledTask), plan.task_params
     start = time.perf_counter()
     values = task.per_sample(state, feats, targets, params)
     if values is not None:
@@ -197,7 +197,7 @@ def head_draws(plan: Plan, run: Run, state, feats, targets) -> dict[str, Any]:
 
 def zero_shot_draws(plan: Plan, run: Run, evaluation: Feed) -> dict[str, Any]:
     """Bootstrap draws of a zero-shot task that needs no text tower."""
-    task, params = plan.task, plan.task_params
+    task, params = of_shape(plan.task, ZeroShotTask), plan.task_params
     start = time.perf_counter()
     context = {"class_names": plan.eval_m.classes}
     out = _redraw(lambda f, t: task.evaluate_zero_shot(f, t, params, context),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
+from ._base import FileParam, HeadState, Metric, Param, Task, of_shape
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._prompts import DATASET_TEMPLATES, TEMPLATES
 from ._registry import (
@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from ._dense import DenseTask, as_dense
     from ._finetune import finetune
     from ._linear import Loss
+    from ._shape_generate import GenerateTask
+    from ._shape_pooled import EmbeddingTask, PairsTask, PooledTask
+    from ._shape_split import BoxesTask, DenseZeroShotTask, SplitTask
+    from ._shape_views import KeypointViewsTask, ViewsTask
+    from ._shape_zero_shot import TextTask, ZeroShotContext, ZeroShotTask
     from .aggregate import aggregate_seeds
     from .correspondence import KeypointPairs, WarpPairs
 
@@ -41,7 +46,14 @@ if TYPE_CHECKING:
 _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
          "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
          "Baseline": "_baselines", "keep_declared": "_baselines",
-         "targets_baseline": "_baselines", "finetune": "_finetune", "Loss": "_linear"}
+         "targets_baseline": "_baselines", "finetune": "_finetune", "Loss": "_linear",
+         # each shape's base class: imported by the tasks of that shape, and a plugin's
+         "PooledTask": "_shape_pooled", "EmbeddingTask": "_shape_pooled",
+         "PairsTask": "_shape_pooled", "ZeroShotTask": "_shape_zero_shot",
+         "TextTask": "_shape_zero_shot", "ZeroShotContext": "_shape_zero_shot",
+         "SplitTask": "_shape_split", "BoxesTask": "_shape_split",
+         "DenseZeroShotTask": "_shape_split", "ViewsTask": "_shape_views",
+         "KeypointViewsTask": "_shape_views", "GenerateTask": "_shape_generate"}
 
 __all__ = [
     "BOX_TARGETS",
@@ -51,25 +63,36 @@ __all__ = [
     "SHAPES",
     "TEMPLATES",
     "Baseline",
+    "BoxesTask",
     "DenseBatch",
     "DenseSplit",
     "DenseTask",
+    "DenseZeroShotTask",
+    "EmbeddingTask",
     "FileParam",
+    "GenerateTask",
     "HeadState",
     "KeypointPairs",
+    "KeypointViewsTask",
     "Loss",
     "Metric",
+    "PairsTask",
     "Param",
+    "PooledTask",
     "Shape",
+    "SplitTask",
     "Task",
     "TaskInputError",
     "TensorSplit",
+    "TextTask",
     "Trainable",
     "TrainingDiverged",
     "UndefinedMetric",
     "UnknownTask",
+    "ViewsTask",
     "WarpPairs",
     "ZeroShotContext",
+    "ZeroShotTask",
     "aggregate_seeds",
     "as_dense",
     "finetune",
@@ -78,6 +101,7 @@ __all__ = [
     "keep_declared",
     "list_tasks",
     "metric_order",
+    "of_shape",
     "ordered_metrics",
     "register_shape",
     "register_task",

@@ -1,205 +1,69 @@
-"""What a probe task declares, and the three calls the engine makes on it.
+"""What every probe task declares, whatever its shape.
 
 A task is a stateless object. Its class attributes are the declaration that goes into derivation
-keys and records (``op_version``, the resolved params, metric directions); its methods are pure
-functions of tensors, params and a seed.
+keys and records (``op_version``, the resolved params, metric directions); the calls the engine
+makes on it are its shape's, and live on the shape's base class beside this module:
 
-The engine calls, with features already loaded:
+| base class (module ``_shape_*``) | shapes | the task implements |
+|---|---|---|
+| `PooledTask` (pooled) | pooled, embedding, pairs | `_fit`, `_evaluate` (`_per_sample`) |
+| `ZeroShotTask` (zero_shot) | zero_shot, text | `_evaluate_zero_shot` |
+| `SplitTask` (split) | dense, boxes, dense_zero_shot | `_fit_split`, `_evaluate_split` |
+| `ViewsTask` (views) | views, keypoint_views | `_evaluate_views` |
+| `GenerateTask` (generate) | generate | `_evaluate_captions` |
 
 ```python
 params = task.resolve_params(user_params)      # defaults filled, unknown keys refused
-# a task that trains a head (task.trains_head):
 head_state, train_metrics = task.fit(train_feats, train_targets, params, seed, class_names)
-metrics = task.evaluate(head_state, eval_feats, eval_targets, params)
-values = task.per_sample(head_state, eval_feats, eval_targets, params)  # optional: or None
-# a zero-shot task (task.zero_shot):
-metrics = task.evaluate_zero_shot(eval_feats, eval_targets, params, context)
+metrics = task.evaluate(head_state, eval_feats, eval_targets, params)   # a PooledTask
 ```
 
-The public methods check their inputs, call the subclass hooks ``_fit``, ``_evaluate`` and
-``_evaluate_zero_shot``, then check the outputs (CPU tensors; finite floats for exactly the
-declared metrics). torch is imported only inside those calls, so reading a task's declaration
-(a cached ``vbstore get``) never imports it.
+A shape's public methods check their inputs, call the task's hooks, then check the outputs
+(CPU tensors; finite floats for exactly the declared metrics). torch is imported only inside
+those calls, so reading a task's declaration (a cached ``vbstore get``) never imports it.
+
+A task written before the shapes had base classes (a plugin's ``class P(Task)`` with
+``shape = "pooled"``, or with the flags alone) still works: made, it is an instance of a
+subclass of both its class and its shape's base (:meth:`Task.__new__`); a method of another
+shape is refused as before, naming the one to call.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ..data import get_target_kind
 from ..errors import UsageError
-from ._errors import TaskInputError
+from ._declare import Direction, FileParam, Metric, Param, ParamValue
 from ._shapes import SHAPES, Shape, get_shape, infer_shape
-from ._split import DenseSplit
 
 if TYPE_CHECKING:
     import torch
 
-    from ._split import DenseSplit
 
-# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
-# load inside the functions that compute; importing a task only declares it, and a cached result
-# reads nothing more.
+__all__ = ["Direction", "FileParam", "HeadState", "Level", "Metric", "Param", "ParamValue",
+           "TargetKind", "Task", "of_shape", "unimplemented"]
 
 Level = Literal["high", "mid", "low"]
-Direction = Literal["higher", "lower"]
 TargetKind = str  # a registered target kind (vbstore.data.list_target_kinds())
-ParamValue = bool | int | float | str
 HeadState = dict[str, "torch.Tensor"]
-
-@dataclass(frozen=True)
-class Metric:
-    """One number a task reports, and which way is better.
-
-    Attributes:
-        min_classes: Reported only when the scored data has at least this many classes, absent
-            otherwise (0: always). VisBench's rule for top-k: top5 over 5 classes or fewer is
-            1.0 by construction, and a number that cannot differ says nothing.
-    """
-
-    name: str
-    direction: Direction
-    description: str
-    min_classes: int = 0
-
-    def reported(self, classes: int | None) -> bool:
-        """Whether the metric is reported on data of ``classes`` classes (None: not known)."""
-        return classes is None or classes >= self.min_classes
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound="Task")
 
 
-@dataclass(frozen=True)
-class FileParam:
-    """How a str parameter may name a file of strings (prompt templates, class names).
-
-    The engine reads a named file with ``parse``, stores the entries as a JSON blob and replaces
-    the path by the blob's id, so a result depends on the file's content and not its path; the
-    task then finds the entries in ``context["files"][key]``.
-
-    Attributes:
-        parse: The file's text -> its entries; raises UsageError on bad content.
-        names: Values that name no file (built-in sets, an empty default).
-    """
-
-    parse: Callable[[str], list[str]]
-    names: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Param:
-    """One task parameter: its default (whose type is the parameter's type) and its bounds.
-
-    Attributes:
-        default: The value used when the user gives none; ``bool``, ``int``, ``float`` or ``str``.
-        help: One line for ``vbstore list tasks`` and the docs.
-        minimum: Inclusive lower bound for numbers.
-        above: Exclusive lower bound for numbers (a learning rate must be > 0).
-        maximum: Inclusive upper bound for numbers.
-        choices: The allowed values of a string parameter.
-        file: Set when a string parameter may name a file whose content the result depends on.
-        added: Set on a parameter added after results of its task were stored: at its default
-            it is left out of derivation keys and records (:meth:`Task.keyed_params`), so those
-            results keep their keys; any other value enters them.
-        scoring: Set on a parameter read only when scoring (detection's decoding): it is left
-            out of head keys and head records (:meth:`Task.head_params`), so another value
-            scores the same head again instead of training a new one.
-    """
-
-    default: ParamValue
-    help: str
-    minimum: float | None = None
-    above: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] | None = None
-    file: FileParam | None = None
-    added: bool = False
-    scoring: bool = False
-
-    def normalise(self, task: str, key: str, value: Any) -> ParamValue:
-        """Check ``value`` and return it in canonical form (an integral float for an int becomes
-        an int; an int for a float becomes a float), so equal settings hash equal.
-
-        Raises:
-            UsageError: the value has the wrong type, is out of bounds or not a choice.
-        """
-
-        def refuse(expected: str) -> UsageError:
-            return UsageError(
-                f"parameter {key!r} of task {task!r} must be {expected}, got {value!r}",
-                hint=f"{key}: {self.help} (default {self.default!r})",
-            )
-
-        kind = type(self.default)
-        if kind is bool:
-            if not isinstance(value, bool):
-                raise refuse("true or false")
-            return value
-        if kind is str:
-            if not isinstance(value, str):
-                raise refuse("a string")
-            if self.choices is not None and value not in self.choices:
-                raise refuse("one of " + ", ".join(repr(c) for c in self.choices))
-            return value
-        # bool is an int subclass; `k=True` is a mistake, never 1.
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise refuse("an integer" if kind is int else "a number")
-        if not math.isfinite(value):
-            raise refuse("a finite number")
-        if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise refuse("an integer")
-            value = int(value)
-        else:
-            value = float(value)
-        if self.minimum is not None and value < self.minimum:
-            raise refuse(f">= {self.minimum:g}")
-        if self.above is not None and value <= self.above:
-            raise refuse(f"> {self.above:g}")
-        if self.maximum is not None and value > self.maximum:
-            raise refuse(f"<= {self.maximum:g}")
-        return value
-
-    def describe(self) -> dict[str, Any]:
-        """The parameter as a JSON-ready dict (bounds only where set)."""
-        out: dict[str, Any] = {"default": self.default, "help": self.help}
-        for field in ("minimum", "above", "maximum"):
-            if getattr(self, field) is not None:
-                out[field] = getattr(self, field)
-        if self.choices is not None:
-            out["choices"] = list(self.choices)
-        if self.file is not None:
-            out["file"] = True
-        return out
-
-
-class ZeroShotContext(TypedDict, total=False):
-    """What a zero-shot task may need beside the image features.
-
-    Attributes:
-        text_encoder: A CLIP text tower: list of N strings -> tensor (N, D) in the image
-            embedding space. Called with at most 1024 strings at a time.
-        class_names: Class names, indexed by the class-index targets.
-        captions: For image-caption data: captions[i] are the captions of image row i.
-        files: The entries of each file parameter (:class:`FileParam`), by parameter name.
-        dataset_templates: The prompt templates the data names itself (a ``cb:`` source's),
-            used by ``templates="dataset"``.
-        dataset_prompts: Class-specific prompts the data names instead (CLIP_benchmark's CuPL
-            file), one list per class, used by ``templates="dataset"``.
-    """
-
-    text_encoder: Callable[[list[str]], torch.Tensor]
-    class_names: Sequence[str]
-    captions: Sequence[Sequence[str]]
-    files: Mapping[str, Sequence[str]]
-    dataset_templates: Sequence[str] | None
-    dataset_prompts: Sequence[Sequence[str]] | None
+def unimplemented(hook: F) -> F:
+    """Mark a shape base's default ``hook``: a task of that shape must override it, and the
+    registry refuses one that does not (naming the hook)."""
+    hook.unimplemented_hook = True  # type: ignore[attr-defined]
+    return hook
 
 
 class Task:
-    """Base class of every probe task. Subclasses set the class attributes and the hooks.
+    """Base class of every probe task: the declaration all shapes share. A task subclasses its
+    shape's base (:class:`PooledTask`, :class:`ZeroShotTask`...), which carries the calls.
 
     Attributes:
         name: The registered name (set by :func:`register_task`).
@@ -207,9 +71,9 @@ class Task:
         op_version: Bumped whenever the numbers the task produces would change.
         shape: How the task meets its features (:mod:`._shapes`: ``pooled``, ``zero_shot``,
             ``text``, ``dense``, ``boxes``, ``pairs``, ``views``...): the engine runs the
-            shape's runner. Declaring it sets ``feature_mode``, ``trains_head``, ``zero_shot``,
-            ``needs_text`` and ``views``; a task that sets those flags instead gets the shape
-            they describe at registration.
+            shape's runner. Its base class declares it; declaring it sets ``feature_mode``,
+            ``trains_head``, ``zero_shot``, ``needs_text`` and ``views``; a task that sets
+            those flags instead gets the shape they describe at registration.
         feature_mode: ``pooled`` (N, C) or ``dense`` (N, C, H, W) features.
         pooling: Which pooled vector; ``default`` is the backbone's own (CLS token for a ViT,
             global average for a CNN).
@@ -220,22 +84,21 @@ class Task:
             tz]`` (rows a and b index the features; the relative pose); a dense task
             (``feature_mode = "dense"``) takes a per-pixel kind, ``label_map``, ``depth_map``,
             ``normal_map``, ``scalar_map`` or ``image``, delivered in a :class:`DenseSplit`.
-        trains_head: Whether the task fits a head on a train split (``fit`` then ``evaluate``).
-        zero_shot: Whether the task takes no train split (``evaluate_zero_shot``).
+        trains_head: Whether the task fits a head on a train split.
+        zero_shot: Whether the task takes no train split.
         needs_text: Whether the context must carry a CLIP ``text_encoder``.
         stochastic: Whether the seed changes the numbers; a task that ignores it gives the same
             result for every seed.
         params: Parameter schema: name -> :class:`Param`.
         metrics: The evaluation metrics, in report order.
-        train_metrics: Metrics ``fit`` reports on the train split.
+        train_metrics: Metrics the head's fit reports on the train split.
         headline: The metric a leaderboard ranks by.
         protocol: The published protocol the numbers follow (``probe3d``...), put in records.
         layout: The data layout the task reads, for help texts (default: by ``target_kind``).
         sample_ci_skip: Why the engine's bootstrap over eval samples does not apply to this
             task (put in the record instead of an interval); empty when it applies.
-        views: For a zero-shot dense task scored on image pairs: ``homography`` (each image
-            against a warped copy the engine derives) or ``keypoints`` (annotated keypoint
-            pairs of the manifest); the engine then calls ``evaluate_views``.
+        views: For a task scored on image pairs: ``homography`` or ``keypoints`` (set by the
+            ``views`` and ``keypoint_views`` shapes).
         finetune_loss: For a pooled task whose head is ``tasks._linear``'s (``weight``,
             ``bias``, ``mean``, ``std``): the loss that head trains with (``cross_entropy`` or
             ``binary_cross_entropy``), so ``--finetune-blocks`` can train the backbone's last
@@ -271,6 +134,14 @@ class Task:
             cls.feature_mode, cls.trains_head = spec.feature_mode, spec.trains_head
             cls.zero_shot, cls.needs_text, cls.views = (not spec.trains_head, spec.needs_text,
                                                         spec.views)
+
+    def __new__(cls: type[T], *args: Any, **kwargs: Any) -> T:
+        """A task of a class that does not derive from its shape's base (one written against
+        the wide ``Task``) is made as a subclass of both, so it has its shape's calls."""
+        base = _shape_base(cls)
+        if base is not None and not issubclass(cls, base):
+            cls = _adapted(cls, base)
+        return super().__new__(cls)
 
     @property
     def shape_spec(self) -> Shape:
@@ -327,6 +198,20 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} task {self.name!r} v{self.op_version}>"
+
+    if not TYPE_CHECKING:  # typed code calls a shape's methods on that shape's base (of_shape)
+
+        def __getattr__(self, name: str) -> Any:
+            """A call of another shape (``fit`` on a zero-shot task...): refused when called,
+            naming the one to call, as the wide ``Task`` refused it."""
+            refusal = _refusal(self, name)
+            if refusal is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+            def refuse(*args: Any, **kwargs: Any) -> Any:
+                raise UsageError(f"task {self.display_name!r} {refusal[0]}", hint=refusal[1])
+
+            return refuse
 
     def resolve_params(self, user_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Fill defaults into ``user_params`` and normalise every value.
@@ -402,272 +287,10 @@ class Task:
             "headline": self.headline,
         }
 
-    def fit(
-        self,
-        train_feats: torch.Tensor,
-        train_targets: torch.Tensor,
-        params: Mapping[str, Any] | None = None,
-        seed: int = 0,
-        class_names: Sequence[str] | None = None,
-    ) -> tuple[HeadState, dict[str, float]]:
-        """Fit the task's head on train features.
-
-        Args:
-            train_feats: (N, C) floating features.
-            train_targets: Targets of ``target_kind``.
-            params: Task params; resolved again here, so partial params are fine.
-            seed: Seeds every random draw (a local generator; global RNG state is untouched).
-            class_names: The manifest's class names; they fix the class count, so a class
-                missing from the train split still gets an output. ``None``: inferred.
-
-        Returns:
-            ``(head_state, train_metrics)``: CPU tensors for safetensors, and finite floats.
-
-        Raises:
-            UsageError: the task is zero-shot (it takes no training data) or a bad param/seed.
-            TaskInputError: features or targets of the wrong shape, dtype or value.
-            TrainingDiverged: the head's weights became NaN or infinite.
-            UndefinedMetric: a train metric would be NaN.
-        """
-        if not self.trains_head:
-            raise UsageError(
-                f"task {self.name!r} is zero-shot and takes no training data",
-                hint="drop the train split (--train-data)",
-            )
-        from . import _checks
-
-        params = self.resolve_params(params)
-        seed = _checks.seed(seed)
-        feats = _checks.features(train_feats, "train")
-        names = None if class_names is None else _checks.class_names(class_names)
-        targets = _checks.targets(
-            self.target_kind,
-            train_targets,
-            len(feats),
-            "train",
-            None if names is None else len(names),
-        )
-        head, train_metrics = self._fit(feats, targets, params, seed, names)
-        return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)
-
-    def evaluate(
-        self,
-        head_state: Mapping[str, torch.Tensor],
-        eval_feats: torch.Tensor,
-        eval_targets: torch.Tensor,
-        params: Mapping[str, Any] | None = None,
-    ) -> dict[str, float]:
-        """Score a fitted head on eval features.
-
-        Returns:
-            Every declared metric, as a finite float, in declaration order.
-
-        Raises:
-            UsageError: the task is zero-shot, or a bad param.
-            TaskInputError: inputs, or a head, that do not fit (shape, dtype, class count).
-            UndefinedMetric: a metric would be NaN (the message names why).
-        """
-        if not self.trains_head:
-            raise UsageError(
-                f"task {self.name!r} is zero-shot and has no head",
-                hint="call evaluate_zero_shot instead",
-            )
-        from . import _checks
-
-        params = self.resolve_params(params)
-        feats = _checks.features(eval_feats, "eval")
-        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
-        head = _checks.head_in(head_state)
-        return _checks.metrics_out(self, self._evaluate(head, feats, targets, params),
-                                   self.metrics_for(params))
-
-    def per_sample(
-        self,
-        head_state: Mapping[str, torch.Tensor],
-        eval_feats: torch.Tensor,
-        eval_targets: torch.Tensor,
-        params: Mapping[str, Any] | None = None,
-    ) -> dict[str, torch.Tensor] | None:
-        """Each metric's value per eval row, for a task whose metrics are means of them.
-
-        ``evaluate`` equals the mean of these values; the engine's bootstrap over eval samples
-        (:mod:`.bootstrap`) then costs one weighted mean per draw instead of an evaluation.
-
-        Returns:
-            ``{metric: (N,) float64}`` for every declared metric, or None when the task has no
-            per-sample form (the bootstrap then calls ``evaluate`` on each draw).
-
-        Raises:
-            TaskInputError: inputs, or a head, that do not fit; or a hook that returned other
-                metrics or shapes.
-        """
-        if not self.trains_head:
-            return None
-        from . import _checks
-
-        params = self.resolve_params(params)
-        feats = _checks.features(eval_feats, "eval")
-        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
-        values = self._per_sample(_checks.head_in(head_state), feats, targets, params)
-        if values is None:
-            return None
-        names = [m.name for m in self.metrics_for(params) if m.name in values or not m.min_classes]
-        if sorted(values) != sorted(names):
-            raise TaskInputError(f"task {self.display_name!r} gave per-sample values for "
-                                 f"{sorted(values)}, not its metrics {sorted(names)}")
-        for name, v in values.items():
-            if tuple(v.shape) != (len(feats),):
-                raise TaskInputError(f"task {self.display_name!r}: per-sample {name!r} has shape "
-                                     f"{tuple(v.shape)}, not ({len(feats)},)")
-        return {name: values[name].detach().to("cpu").double() for name in names}
-
-    def evaluate_zero_shot(
-        self,
-        eval_feats: torch.Tensor,
-        eval_targets: torch.Tensor | None,
-        params: Mapping[str, Any] | None = None,
-        context: ZeroShotContext | Mapping[str, Any] | None = None,
-    ) -> dict[str, float]:
-        """Score eval features with no training data.
-
-        Raises:
-            UsageError: the task trains a head, or needs a text encoder the context lacks.
-            TaskInputError: inputs or context that do not fit.
-            UndefinedMetric: a metric would be NaN (the message names why).
-        """
-        if not self.zero_shot:
-            raise UsageError(
-                f"task {self.name!r} trains a head and needs a train split",
-                hint="call fit, then evaluate",
-            )
-        from . import _checks
-
-        context = dict(context or {})
-        if self.needs_text and not callable(context.get("text_encoder")):
-            raise UsageError(
-                f"task {self.name!r} needs a text encoder",
-                hint="use a CLIP backbone (one with a text tower), e.g. an open_clip model",
-            )
-        params = self.resolve_params(params)
-        feats = _checks.features(eval_feats, "eval")
-        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
-        metrics = self._evaluate_zero_shot(feats, targets, params, context)
-        return _checks.metrics_out(self, metrics, self.metrics_for(params))
-
-    def fit_split(
-        self,
-        train: DenseSplit,
-        params: Mapping[str, Any] | None = None,
-        seed: int = 0,
-        class_names: Sequence[str] | None = None,
-    ) -> tuple[HeadState, dict[str, float]]:
-        """Fit a dense task's head on a split streamed in batches (``feature_mode = "dense"``).
-
-        Returns:
-            ``(head_state, train_metrics)``: CPU tensors for safetensors, and finite floats.
-
-        Raises:
-            UsageError: the task is not a trained dense task, or a bad param/seed.
-            TaskInputError: a split whose targets are not the task's ``target_kind``.
-            TrainingDiverged: the head's weights became NaN or infinite.
-        """
-        from . import _checks
-
-        self._check_split(train, "train", trained=True)
-        params = self.resolve_params(params)
-        seed = _checks.seed(seed)
-        names = None if class_names is None else _checks.class_names(class_names)
-        head, train_metrics = self._fit_split(train, params, seed, names)
-        return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)
-
-    def evaluate_split(
-        self,
-        head_state: Mapping[str, torch.Tensor] | None,
-        split: DenseSplit,
-        params: Mapping[str, Any] | None = None,
-    ) -> dict[str, float]:
-        """Score a dense split: with a fitted head, or ``None`` for a zero-shot dense task.
-
-        Raises:
-            UsageError: the task is not dense, or a bad param.
-            TaskInputError: a split or head that does not fit.
-            UndefinedMetric: a metric would be NaN (the message names why).
-        """
-        from . import _checks
-
-        self._check_split(split, "eval", trained=self.trains_head)
-        params = self.resolve_params(params)
-        head = _checks.head_in(head_state) if self.trains_head else None
-        return _checks.metrics_out(self, self._evaluate_split(head, split, params),
-                                   self.metrics_for(params))
-
-    def evaluate_views(self, views: Any, params: Mapping[str, Any] | None = None
-                       ) -> dict[str, float]:
-        """Score image pairs (a task with ``views``): for ``homography`` views a
-        :class:`vbstore.tasks.WarpPairs` (each image's features, its warped copy's, the exact
-        warp), for ``keypoints`` a :class:`vbstore.tasks.KeypointPairs`.
-
-        Raises:
-            UsageError: the task scores no views, or a bad param.
-            TaskInputError: views that do not fit.
-            UndefinedMetric: a metric would be NaN (the message names why).
-        """
-        from . import _checks
-
-        if self.views is None:
-            raise UsageError(f"task {self.display_name!r} scores no derived views",
-                             hint="call evaluate_split or evaluate_zero_shot")
-        params = self.resolve_params(params)
-        return _checks.metrics_out(self, self._evaluate_views(views, params),
-                                   self.metrics_for(params))
-
-    def _evaluate_views(self, views: Any, params: dict[str, Any]) -> dict[str, float]:
-        raise NotImplementedError(f"task {self.name!r} scores no derived views")
-
-    def evaluate_captions(self, generated: Sequence[str], references: Sequence[Sequence[str]],
-                          params: Mapping[str, Any] | None = None) -> dict[str, float]:
-        """Score the caption the model generated for each image against its references (a
-        task of the ``generate`` shape).
-
-        Returns:
-            The metrics :meth:`metrics_for` names, as finite floats, in declared order.
-
-        Raises:
-            UsageError: the task scores no generated captions, or a bad param.
-            TaskInputError: not one caption and at least one reference per image.
-            UndefinedMetric: a metric would be NaN (the message names why).
-        """
-        from . import _checks
-
-        if "_evaluate_captions" not in self.shape_spec.hooks:
-            raise UsageError(f"task {self.display_name!r} scores no generated captions",
-                             hint="call evaluate_zero_shot or evaluate")
-        params = self.resolve_params(params)
-        if len(generated) != len(references) or not generated:
-            raise TaskInputError(f"{len(generated)} generated captions for {len(references)} "
-                                 "images: one each, at least one image")
-        empty = next((i for i, refs in enumerate(references) if not list(refs)), None)
-        if empty is not None:
-            raise TaskInputError(f"image {empty} has no reference caption",
-                                 hint="give every image at least one caption")
-        metrics = self._evaluate_captions([str(g) for g in generated],
-                                          [[str(r) for r in refs] for refs in references], params)
-        return _checks.metrics_out(self, metrics, self.metrics_for(params))
-
-    def _evaluate_captions(self, generated: list[str], references: list[list[str]],
-                           params: dict[str, Any]) -> dict[str, float]:
-        raise NotImplementedError(f"task {self.name!r} scores no generated captions")
-
     def uses_seed(self, params: Mapping[str, Any]) -> bool:
         """Whether the seed changes the numbers of a run with ``params`` (``stochastic``, unless
         a parameter decides it: captioning samples only with ``top_k``/``top_p``)."""
         return self.stochastic
-
-    def decoding(self, params: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
-        """The keyword arguments a ``generate`` task passes to the model's ``generate`` (the
-        generated captions' key), and ``seed`` when the decoding samples; none for other
-        tasks."""
-        return {}
 
     def check_tools(self, params: Mapping[str, Any]) -> None:
         """Refuse, before anything is computed, a run whose scorers cannot run here (a program
@@ -678,52 +301,79 @@ class Task:
         """
         return None
 
-    def _check_split(self, split: Any, role: str, *, trained: bool) -> None:
-        if self.feature_mode != "dense":
-            raise UsageError(f"task {self.display_name!r} reads pooled features, not a dense split",
-                             hint="call fit/evaluate with (N, C) features")
-        if trained != self.trains_head:
-            raise UsageError(f"task {self.display_name!r} is zero-shot and takes no training data",
-                             hint="call evaluate_split(None, split)")
-        if not isinstance(split, DenseSplit):
-            raise TaskInputError(f"{role} data must be a DenseSplit, got {type(split).__name__}")
-        if split.target_kind != self.target_kind:
-            raise TaskInputError(f"{role} targets are {split.target_kind}, task "
-                                 f"{self.display_name!r} needs {self.target_kind}")
-        if len(split) == 0:
-            raise TaskInputError(f"{role} split is empty")
 
-    def _fit_split(
-        self, train: DenseSplit, params: dict[str, Any], seed: int, class_names: list[str] | None
-    ) -> tuple[HeadState, dict[str, float]]:
-        raise NotImplementedError(f"task {self.name!r} does not train on a dense split")
+def of_shape(task: Task, base: type[T]) -> T:
+    """``task`` as its shape's base class ``base`` (what a runner calls it through).
 
-    def _evaluate_split(
-        self, head: HeadState | None, split: DenseSplit, params: dict[str, Any]
-    ) -> dict[str, float]:
-        raise NotImplementedError(f"task {self.name!r} does not score a dense split")
+    Raises:
+        UsageError: the task is of another shape.
+    """
+    if not isinstance(task, base):
+        raise UsageError(f"task {task.display_name!r} is of shape {task.shape_spec.name!r}, "
+                         f"not a {base.__name__}", hint="run it with its own shape's runner")
+    return task
 
-    def _fit(
-        self,
-        feats: torch.Tensor,
-        targets: Any,
-        params: dict[str, Any],
-        seed: int,
-        class_names: list[str] | None,
-    ) -> tuple[HeadState, dict[str, float]]:
-        raise NotImplementedError(f"task {self.name!r} does not train a head")
 
-    def _evaluate(
-        self, head: HeadState, feats: torch.Tensor, targets: Any, params: dict[str, Any]
-    ) -> dict[str, float]:
-        raise NotImplementedError(f"task {self.name!r} does not evaluate a head")
+def _shape_base(cls: type[Task]) -> type[Task] | None:
+    """The base class of the shape ``cls`` declares (or its flags describe); None for a shape
+    with none (a plugin's shape row alone) or a declaration the registry will refuse."""
+    name = cls.shape
+    if not name:
+        try:
+            name = infer_shape(cls.feature_mode, cls.trains_head, cls.zero_shot, cls.needs_text,
+                               cls.views, cls.target_kind)
+        except (AttributeError, UsageError):
+            return None
+    spec = SHAPES.get(name)
+    return None if spec is None else spec.base_class()
 
-    def _per_sample(
-        self, head: HeadState, feats: torch.Tensor, targets: Any, params: dict[str, Any]
-    ) -> dict[str, torch.Tensor] | None:
-        return None  # no per-sample form: the bootstrap re-evaluates each draw
 
-    def _evaluate_zero_shot(
-        self, feats: torch.Tensor, targets: Any, params: dict[str, Any], context: dict[str, Any]
-    ) -> dict[str, float]:
-        raise NotImplementedError(f"task {self.name!r} is not zero-shot")
+_ADAPTED: dict[tuple[type, type], type] = {}
+
+
+def _adapted(cls: type[T], base: type[Task]) -> type[T]:
+    """``cls`` (written against the wide ``Task``) joined to its shape's ``base``, made once:
+    named and placed like ``cls``, pickled as ``cls``."""
+    if (cls, base) not in _ADAPTED:
+        _ADAPTED[cls, base] = type(cls.__name__, (cls, base), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+            "__reduce__": lambda self: (_remake, (cls, dict(self.__dict__)))})
+    return _ADAPTED[cls, base]
+
+
+def _remake(cls: type[T], state: dict[str, Any]) -> T:
+    task = cls.__new__(cls)
+    task.__dict__.update(state)
+    return task
+
+
+# A call of another shape's base, and what the wide Task answered: (zero-shot task, trained one)
+_OTHER_SHAPES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "fit": (("is zero-shot and takes no training data", "drop the train split (--train-data)"),
+            ("trains its head on a dense split", "call fit_split")),
+    "evaluate": (("is zero-shot and has no head", "call evaluate_zero_shot instead"),
+                 ("scores a dense split", "call evaluate_split")),
+    "per_sample": (("is zero-shot and has no head", "call evaluate_zero_shot instead"),
+                   ("scores a dense split", "call evaluate_split")),
+    "evaluate_zero_shot": (("is not scored on pooled vectors alone",
+                            "call evaluate_split, evaluate_views or evaluate_captions"),
+                           ("trains a head and needs a train split", "call fit, then evaluate")),
+    "fit_split": (("is zero-shot and takes no training data", "call evaluate_zero_shot"),
+                  ("reads pooled features, not a dense split",
+                   "call fit/evaluate with (N, C) features")),
+    "evaluate_split": (("reads no dense split", "call evaluate_zero_shot"),
+                       ("reads pooled features, not a dense split",
+                        "call fit/evaluate with (N, C) features")),
+    "evaluate_views": (("scores no derived views", "call evaluate_split or evaluate_zero_shot"),
+                       ("scores no derived views", "call fit, then evaluate")),
+    "evaluate_captions": (("scores no generated captions", "call evaluate_zero_shot"),
+                          ("scores no generated captions", "call fit, then evaluate")),
+    "decoding": (("generates no captions", "decoding is for a generate task"),
+                 ("generates no captions", "decoding is for a generate task")),
+}
+
+
+def _refusal(task: Task, method: str) -> tuple[str, str] | None:
+    answers = _OTHER_SHAPES.get(method)
+    return None if answers is None else answers[bool(type(task).trains_head)]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import UsageError
 from ._base import HeadState, Metric, Param, Task
 from ._errors import TaskInputError
+from ._shape_split import SplitTask
 
 if TYPE_CHECKING:
     import torch
@@ -67,7 +68,7 @@ def dense_params(**extra: Param) -> Mapping[str, Param]:
     return MappingProxyType({**DENSE_PARAMS, **extra})
 
 
-class DenseTask(Task, ABC):
+class DenseTask(SplitTask, ABC):
     """Base of the trained dense probes: the shared recipe calls the hooks below.
 
     Attributes:

@@ -19,7 +19,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import UsageError
-from ._base import FileParam, Param, Task
+from ._base import FileParam, Param
+from ._shape_zero_shot import TextTask
 
 # The seven-prompt ImageNet ensemble published with CLIP (verbatim, "a origami" included: the
 # text is part of the protocol) and the single "photo" prompt.
@@ -124,7 +125,7 @@ PROMPT_PARAMS: Mapping[str, Param] = MappingProxyType({
 })
 
 
-class Multilingual(Task):
+class Multilingual(TextTask):
     """A zero-shot text task with a ``language`` (and, with templates, built-in sets by language).
 
     ``resolve_params`` checks the language code, and that a language without built-in

@@ -90,9 +90,9 @@ def _check_declaration(task: Task) -> None:
     if (shape.feature_mode, shape.trains_head, shape.needs_text, shape.views) != (
             task.feature_mode, task.trains_head, task.needs_text, task.views):
         raise bad(f"its flags contradict its shape {shape.name!r} (declare the shape alone)")
-    # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
-    # (a plugin shape's own hook, which Task does not know, must be the task's too)
-    missing = [h for h in shape.hooks if getattr(type(task), h, None) is getattr(Task, h, None)]
+    # the hooks the engine will call must be the task's own, not its shape base's unimplemented
+    # defaults (a plugin shape's own hook, which no base knows, must be the task's too)
+    missing = [h for h in shape.hooks if _unimplemented(getattr(type(task), h, None))]
     if missing:
         raise bad(f"implements no {', '.join(missing)}")
     if task.needs_text and not task.zero_shot:
@@ -112,6 +112,11 @@ def _check_declaration(task: Task) -> None:
         raise bad("a metric direction must be higher or lower")
     if task.headline not in [m.name for m in task.metrics]:
         raise bad(f"headline {task.headline!r} is not one of its metrics")
+
+
+def _unimplemented(hook: Any) -> bool:
+    """Whether ``hook`` is absent or a shape base's default (``_base.unimplemented``)."""
+    return hook is None or bool(getattr(hook, "unimplemented_hook", False))
 
 
 @overload

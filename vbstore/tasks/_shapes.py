@@ -7,23 +7,31 @@ bootstrap over eval samples does not apply, when it does not. The engine holds o
 shape (``vbstore.engine``'s runners) and the plan names it: no code outside this package asks a
 task whether it is dense or zero-shot.
 
-| shape | features | head | hooks the engine calls | e.g. |
-|---|---|---|---|---|
-| `pooled` | (N, C) | yes | `_fit`, `_evaluate` (`_per_sample`) | knn |
-| `zero_shot` | (N, C) | no | `_evaluate_zero_shot` | retrieval, similarity |
-| `text` | (N, C) | no | `_evaluate_zero_shot`, with a text tower | zeroshot_* |
-| `embedding` | CLIP image embeddings (N, D) | yes | `_fit`, `_evaluate` | linear_probe |
-| `dense` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | depth |
-| `dense_zero_shot` | (N, C, H, W) | no | `_evaluate_split` (head None) | (plugins) |
-| `boxes` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | detection |
-| `pairs` | grid-pooled | yes | `_fit`, `_evaluate`; rows index features | relative_pose |
-| `views` | (N, C, H, W) | no | `_evaluate_views`, warped copies | correspondence |
-| `keypoint_views` | (N, C, H, W) | no | `_evaluate_views`, keypoint pairs | keypoint_corr. |
-| `generate` | none: the model writes a caption per image | no | `_evaluate_captions` | captioning |
+| shape | task's base | features | head | hooks the engine calls | e.g. |
+|---|---|---|---|---|---|
+| `pooled` | `PooledTask` | (N, C) | yes | `_fit`, `_evaluate` (`_per_sample`) | knn |
+| `zero_shot` | `ZeroShotTask` | (N, C) | no | `_evaluate_zero_shot` | retrieval |
+| `text` | `TextTask` | (N, C) | no | `_evaluate_zero_shot`, a text tower | zeroshot_* |
+| `embedding` | `EmbeddingTask` | CLIP embeddings | yes | `_fit`, `_evaluate` | linear_probe |
+| `dense` | `SplitTask` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | depth |
+| `dense_zero_shot` | `DenseZeroShotTask` | (N, C, H, W) | no | `_evaluate_split` | (plugins) |
+| `boxes` | `BoxesTask` | (N, C, H, W) | yes | `_fit_split`, `_evaluate_split` | detection |
+| `pairs` | `PairsTask` | grid-pooled | yes | `_fit`, `_evaluate`; rows index | relative_pose |
+| `views` | `ViewsTask` | (N, C, H, W) | no | `_evaluate_views`, warped copies | correspondence |
+| `keypoint_views` | `KeypointViewsTask` | (N, C, H, W) | no | `_evaluate_views` | keypoint_corr. |
+| `generate` | `GenerateTask` | none: captions | no | `_evaluate_captions` | captioning |
+
+The calls live on five base classes, one per family of hooks, each in ``_shape_<family>.py``
+beside :mod:`._base` (whose ``Task`` holds only what every shape shares): ``PooledTask``,
+``ZeroShotTask``, ``SplitTask``, ``ViewsTask``, ``GenerateTask``; a shape row's ``base`` names
+its family's, and the other names of the table are their subclasses that declare the shape
+(``class LinearProbe(EmbeddingTask)``). A new shape is a :class:`Shape` row, a base class (or
+an existing family's) and a runner.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -55,6 +63,9 @@ class Shape:
             (``Task.finetunes``).
         reads_features: Its runner reads the backbone's features (``generate``: the model
             writes captions instead, so no pooling chooses anything).
+        base: The base class a task of this shape subclasses, which carries the calls its
+            runner makes (``"module:Class"``, imported when first needed, or the class); None:
+            the task class itself implements the hooks (a plugin's shape row alone).
     """
 
     name: str
@@ -67,6 +78,14 @@ class Shape:
     sample_ci_skip: str = ""
     finetune: bool = False
     reads_features: bool = True
+    base: str | type | None = None
+
+    def base_class(self) -> type | None:
+        """The :attr:`base` class, imported on first use (a cached ``get`` imports none)."""
+        if self.base is None or isinstance(self.base, type):
+            return self.base
+        module, _, name = self.base.partition(":")
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
     def check_inputs(self, task: str, *, train: bool, head: bool) -> None:
         """Refuse training data or a head that a task of this shape cannot take, or their
@@ -128,34 +147,41 @@ class Shape:
 
 _FIT = ("_fit", "_evaluate")
 _SPLIT = ("_fit_split", "_evaluate_split")
+_BASE = "vbstore.tasks._shape_{}:{}"
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("pooled", "trains a head on pooled (N, C) vectors, one target per image", "pooled",
-          True, _FIT, finetune=True),
+          True, _FIT, finetune=True, base=_BASE.format("pooled", "PooledTask")),
     Shape("zero_shot", "scores pooled (N, C) vectors with no training", "pooled", False,
-          ("_evaluate_zero_shot",)),
+          ("_evaluate_zero_shot",), base=_BASE.format("zero_shot", "ZeroShotTask")),
     Shape("text", "scores pooled (N, C) vectors against a CLIP text tower, no training",
           "pooled", False, ("_evaluate_zero_shot",), needs_text=True,
-          sample_ci_skip="each draw would run the text tower again (cost)"),
+          sample_ci_skip="each draw would run the text tower again (cost)",
+          base=_BASE.format("zero_shot", "ZeroShotTask")),
     Shape("embedding", "trains a head on a CLIP model's image embeddings (encode_image), one "
-          "target per image", "pooled", True, _FIT),
+          "target per image", "pooled", True, _FIT, base=_BASE.format("pooled", "PooledTask")),
     Shape("dense", "trains a head on dense (N, C, H, W) maps, per-pixel targets in batches",
-          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI, finetune=True),
+          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI, finetune=True,
+          base=_BASE.format("split", "SplitTask")),
     Shape("dense_zero_shot", "scores dense (N, C, H, W) maps with no training", "dense",
-          False, ("_evaluate_split",), sample_ci_skip=_DENSE_CI),
+          False, ("_evaluate_split",), sample_ci_skip=_DENSE_CI,
+          base=_BASE.format("split", "SplitTask")),
     Shape("boxes", "trains a head on dense maps to predict boxes (and instance masks)",
-          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI, finetune=True),
+          "dense", True, _SPLIT, sample_ci_skip=_DENSE_CI, finetune=True,
+          base=_BASE.format("split", "SplitTask")),
     Shape("pairs", "trains a head on grid-pooled dense maps of image pairs (rows of the "
-          "features)", "dense", True, _FIT),
+          "features)", "dense", True, _FIT, base=_BASE.format("pooled", "PooledTask")),
     Shape("views", "scores dense maps of each image against a warped copy's, no training",
-          "dense", False, ("_evaluate_views",), views="homography"),
+          "dense", False, ("_evaluate_views",), views="homography",
+          base=_BASE.format("views", "ViewsTask")),
     Shape("keypoint_views", "scores dense maps on annotated keypoint pairs, no training",
-          "dense", False, ("_evaluate_views",), views="keypoints"),
+          "dense", False, ("_evaluate_views",), views="keypoints",
+          base=_BASE.format("views", "ViewsTask")),
     # reads no features: the model generates a caption per image, stored once per decoding
     Shape("generate", "scores the captions the model generates for each image (CoCa's "
           "generate) against the references, no training", "pooled", False,
           ("_evaluate_captions",),
           sample_ci_skip="each draw would run the caption scorers (Java) again (cost)",
-          reads_features=False),
+          reads_features=False, base=_BASE.format("generate", "GenerateTask")),
 )}
 
 

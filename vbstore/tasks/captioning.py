@@ -34,8 +34,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import MissingDependency, MissingTool, UsageError
-from ._base import Metric, Param, Task
+from ._base import Metric, Param
 from ._registry import register_task
+from ._shape_generate import GenerateTask
 
 # Local imports: pycocoevalcap loads where captions are scored (a cached result never does).
 
@@ -128,7 +129,7 @@ def coco_scores(generated: list[str], references: list[list[str]], spice: bool
 
 
 @register_task(name="captioning")
-class Captioning(Task):
+class Captioning(GenerateTask):
     """Captions the model generates (CoCa), scored by pycocoevalcap: Bleu, METEOR, CIDEr..."""
 
     level = "high"

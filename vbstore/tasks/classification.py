@@ -20,9 +20,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import HeadState, Metric, Param, Task
+from ._base import HeadState, Metric, Param
 from ._errors import TaskInputError
 from ._registry import register_task
+from ._shape_pooled import PooledTask
 
 if TYPE_CHECKING:
     import torch
@@ -55,7 +56,7 @@ TOPK = 5
 
 
 @register_task(name="classification")
-class LinearClassification(Task):
+class LinearClassification(PooledTask):
     """Linear probe for single-label classification; metrics top1, top5."""
 
     level = "high"

@@ -45,9 +45,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UsageError
-from ._base import Metric, Param, Task
+from ._base import Metric, Param
 from ._errors import TaskInputError
 from ._registry import register_task
+from ._shape_views import KeypointViewsTask, ViewsTask
 
 if TYPE_CHECKING:
     import numpy as np
@@ -195,7 +196,7 @@ class KeypointPairs:
 
 
 @register_task(name="correspondence")
-class Correspondence(Task):
+class Correspondence(ViewsTask):
     """Zero-shot homography correspondence: dense patches matched to a warped view (probe3d)."""
 
     level = "mid"
@@ -261,7 +262,7 @@ class Correspondence(Task):
 
 
 @register_task(name="keypoint_correspondence")
-class KeypointCorrespondence(Task):
+class KeypointCorrespondence(KeypointViewsTask):
     """Zero-shot semantic correspondence on annotated keypoint pairs (SPair-71k): PCK."""
 
     level = "mid"

@@ -24,9 +24,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric, Param, Task
+from ._base import Metric, Param
 from ._errors import TaskInputError
 from ._registry import register_task
+from ._shape_zero_shot import TextTask
 
 if TYPE_CHECKING:
     import torch
@@ -56,7 +57,7 @@ def instances(captions: list[list[str]]) -> list[tuple[list[int], list[str]]]:
 
 
 @register_task(name="image_caption_selection")
-class ImageCaptionSelection(Task):
+class ImageCaptionSelection(TextTask):
     """Choose the true caption among hard negatives (SugarCrepe, Winoground); acc, text_acc."""
 
     level = "high"

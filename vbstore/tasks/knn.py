@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._budget import check_memory
 from ..errors import UsageError
-from ._base import HeadState, Metric, Param, Task
+from ._base import HeadState, Metric, Param
 from ._errors import TaskInputError
 from ._registry import register_task
+from ._shape_pooled import PooledTask
 
 if TYPE_CHECKING:
     import torch
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 
 @register_task(name="knn")
-class KnnClassification(Task):
+class KnnClassification(PooledTask):
     """Weighted k-NN classifier on cosine similarity (k=20, T=0.07); metrics top1, top5."""
 
     level = "high"

@@ -24,8 +24,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import HeadState, Metric, Param, Task
+from ._base import HeadState, Metric, Param
 from ._registry import register_task
+from ._shape_pooled import EmbeddingTask
 from .classification import TOPK
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 
 @register_task(name="linear_probe")
-class LinearProbe(Task):
+class LinearProbe(EmbeddingTask):
     """CLIP_benchmark's linear probe on CLIP image embeddings; metrics lp_acc1, lp_acc5."""
 
     level = "high"

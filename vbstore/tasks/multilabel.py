@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import HeadState, Metric, Task
+from ._base import HeadState, Metric
 from ._errors import TaskInputError, UndefinedMetric
 from ._registry import register_task
+from ._shape_pooled import PooledTask
 from .classification import LINEAR_PARAMS
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def macro_average_precision(scores: torch.Tensor, targets: torch.Tensor) -> floa
 
 
 @register_task(name="multilabel")
-class MultiLabel(Task):
+class MultiLabel(PooledTask):
     """Linear probe with per-label sigmoids; metric mean_average_precision."""
 
     level = "high"

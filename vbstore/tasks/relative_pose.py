@@ -31,9 +31,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._progress import progress
-from ._base import HeadState, Metric, Param, Task
+from ._base import HeadState, Metric, Param
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric
 from ._registry import register_task
+from ._shape_pooled import PairsTask
 
 if TYPE_CHECKING:
     import torch
@@ -212,7 +213,7 @@ def trivial_metrics(train_pairs: torch.Tensor, eval_pairs: torch.Tensor) -> dict
 
 
 @register_task(name="relative_pose")
-class RelativePose(Task):
+class RelativePose(PairsTask):
     """Relative camera rotation and translation direction of view pairs, from pooled dense
     features."""
 

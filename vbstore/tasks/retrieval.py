@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric, Task
+from ._base import Metric
 from ._errors import UndefinedMetric
 from ._registry import register_task
+from ._shape_zero_shot import ZeroShotTask
 
 if TYPE_CHECKING:
     import torch
@@ -37,7 +38,7 @@ RANK_ELEMENTS = 1 << 20
 
 
 @register_task(name="retrieval")
-class Retrieval(Task):
+class Retrieval(ZeroShotTask):
     """Leave-one-out image retrieval by class label; recall@1/5/10 and mAP."""
 
     level = "high"

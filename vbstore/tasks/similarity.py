@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric, Task
+from ._base import Metric
 from ._errors import UndefinedMetric
 from ._registry import register_task
+from ._shape_zero_shot import ZeroShotTask
 
 if TYPE_CHECKING:
     import torch
@@ -58,7 +59,7 @@ def two_afc(ref: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
 
 
 @register_task(name="similarity")
-class Similarity(Task):
+class Similarity(ZeroShotTask):
     """Human 2AFC perceptual similarity (NIGHTS): cosine of pooled features picks a candidate."""
 
     level = "mid"
