@@ -98,3 +98,101 @@ def test_a_runner_needs_its_shape_and_only_one_runner_per_shape():
     with pytest.raises(UsageError, match="has a runner already"):
         _runners.register_runner(_runners.PooledRunner())
     assert "no_such_shape" not in _runners.RUNNERS
+
+
+# the same probe shape with a base class of its own: the base holds the call its runner makes
+# (a checked public method over the task's hook), and tasks of the shape subclass it
+PLUGIN_WITH_BASE = '''
+import torch
+
+from vbstore.engine import Runner, Scored, register_runner
+from vbstore.tasks import Metric, Shape, Task, of_shape, register_shape, register_task
+from vbstore.tasks._base import unimplemented
+
+
+class CentroidTask(Task):
+    """Base of the tasks scored on class centroids: the runner calls evaluate_centroids."""
+
+    shape = "centroids"
+
+    def evaluate_centroids(self, feats, targets, params=None):
+        params = self.resolve_params(params)
+        metrics = self._evaluate_centroids(feats, targets)
+        if sorted(metrics) != sorted(m.name for m in self.metrics):
+            raise ValueError(f"{self.name} gave {sorted(metrics)}")
+        return metrics
+
+    @unimplemented
+    def _evaluate_centroids(self, feats, targets):
+        raise NotImplementedError
+
+
+register_shape(Shape("centroids", "scores pooled vectors by their class centroids, no head",
+                     "pooled", False, ("_evaluate_centroids",), base=CentroidTask))
+
+
+class CentroidRunner(Runner):
+    shape = "centroids"
+
+    def baseline(self, plan, evaluation, scored):
+        return None
+
+    def score(self, plan, run, evaluation, fresh_heads=False):
+        task = of_shape(plan.task, CentroidTask)
+        metrics = task.evaluate_centroids(evaluation.vectors(), evaluation.targets(),
+                                          plan.task_params)
+        return Scored([metrics] * len(plan.request.probe.seed_list))
+
+
+register_runner(CentroidRunner())
+
+
+@register_task(name="centroid_spread")
+class CentroidSpread(CentroidTask):
+    """How far each image lies from its class centroid, relative to the spread of centroids."""
+
+    level = "high"
+    op_version = 1
+    target_kind = "class_index"
+    metrics = (Metric("spread", "lower", "mean distance to the class centroid / centroid spread"),)
+    headline = "spread"
+
+    def _evaluate_centroids(self, feats, targets):
+        classes = targets.unique()
+        centroids = torch.stack([feats[targets == c].mean(0) for c in classes])
+        within = torch.stack([(feats[targets == c] - centroids[i]).norm(dim=1).mean()
+                              for i, c in enumerate(classes)]).mean()
+        between = torch.pdist(centroids).mean() if len(classes) > 1 else torch.tensor(1.0)
+        return {"spread": float(within / between)}
+
+
+class Unfinished(CentroidTask):
+    level, op_version, target_kind, headline = "high", 1, "class_index", "spread"
+    metrics = (Metric("spread", "lower", "-"),)
+
+
+try:
+    register_task(Unfinished, name="unfinished_spread")
+except Exception as refused:  # the registry names the hook the shape's base leaves open
+    REFUSED = str(refused)
+'''
+
+
+@pytest.mark.usefixtures("sandbox")
+def test_a_probe_shape_with_its_own_base_class_runs_a_probe_from_one_file(store, shapes,
+                                                                         tmp_path):
+    plugin = tmp_path / "centroid_base.py"
+    plugin.write_text(textwrap.dedent(PLUGIN_WITH_BASE))
+    module = vbstore.load_plugin(plugin)
+    assert "implements no _evaluate_centroids" in module.REFUSED
+    task = vbstore.tasks.get_task("centroid_spread")
+    assert isinstance(task, module.CentroidTask)
+    assert (task.zero_shot, task.trains_head, task.shape_spec.name) == (True, False, "centroids")
+    result = vbstore.get_result("test_vit", "centroid_spread", shapes, split="val",
+                                weights="random", input_size=32, store=store, progress=False)
+    assert set(result.metrics) == {"spread"}
+    assert result.metrics["spread"] > 0
+    again = vbstore.get_result("test_vit", "centroid_spread", shapes, split="val",
+                               weights="random", input_size=32, store=store, progress=False)
+    assert again.from_cache
+    assert again.id == result.id

@@ -128,8 +128,15 @@ class Task:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls.take_shape_flags()
+
+    @classmethod
+    def take_shape_flags(cls) -> None:
+        """Set the flags of the shape the class declares, for the task's own methods and
+        describe() (again by ``register_shape``, for a plugin's base class that declares its
+        shape before the shape's row names it)."""
         declared = cls.__dict__.get("shape")
-        if declared in SHAPES:  # the shape's flags, for the task's own methods and describe()
+        if declared in SHAPES:
             spec = SHAPES[declared]
             cls.feature_mode, cls.trains_head = spec.feature_mode, spec.trains_head
             cls.zero_shot, cls.needs_text, cls.views = (not spec.trains_head, spec.needs_text,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ..data import get_target_kind
 from ..errors import UsageError
@@ -78,9 +78,9 @@ class Shape:
     sample_ci_skip: str = ""
     finetune: bool = False
     reads_features: bool = True
-    base: str | type | None = None
+    base: str | type[Any] | None = None
 
-    def base_class(self) -> type | None:
+    def base_class(self) -> type[Any] | None:
         """The :attr:`base` class, imported on first use (a cached ``get`` imports none)."""
         if self.base is None or isinstance(self.base, type):
             return self.base
@@ -186,8 +186,8 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
 
 
 def register_shape(shape: Shape) -> Shape:
-    """Register a new probe shape (a plugin's, before the task class that declares it); its
-    runner registers with ``vbstore.engine.register_runner``.
+    """Register a new probe shape (a plugin's, after its base class, before the task classes
+    that subclass it); its runner registers with ``vbstore.engine.register_runner``.
 
     Raises:
         UsageError: the name is taken.
@@ -196,6 +196,8 @@ def register_shape(shape: Shape) -> Shape:
         raise UsageError(f"probe shape {shape.name!r} is already registered",
                          hint="register yours under another name")
     SHAPES[shape.name] = shape
+    if isinstance(shape.base, type) and shape.base.__dict__.get("shape") == shape.name:
+        shape.base.take_shape_flags()  # a base class made before its row: its flags now
     return shape
 
 
