@@ -106,8 +106,8 @@ PLUGIN_WITH_BASE = '''
 import torch
 
 from vbstore.engine import Runner, Scored, register_runner
-from vbstore.tasks import Metric, Shape, Task, of_shape, register_shape, register_task
-from vbstore.tasks._base import unimplemented
+from vbstore.tasks import (Metric, Shape, Task, of_shape, register_shape, register_task,
+                           unimplemented)
 
 
 class CentroidTask(Task):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import FileParam, HeadState, Metric, Param, Task, of_shape
+from ._base import FileParam, HeadState, Metric, Param, Task, of_shape, unimplemented
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
 from ._prompts import DATASET_TEMPLATES, TEMPLATES
 from ._registry import (
@@ -106,6 +106,7 @@ __all__ = [
     "register_shape",
     "register_task",
     "targets_baseline",
+    "unimplemented",
 ]
 
 
