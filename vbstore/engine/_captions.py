@@ -10,7 +10,7 @@ output is a canonical JSON ``blob``::
 one caption per manifest sample, in manifest order. Scoring them again (SPICE on or off, another
 metric set, a later scorer) reads them back and never runs the model; the result's ``captions``
 edge keeps them while the result lives. ``decoding`` is what the task passes to ``generate``
-(:meth:`vbstore.tasks.Task.decoding`); a ``seed`` in it (sampling) seeds the draws and is not
+(:meth:`vbstore.tasks.GenerateTask.decoding`); a ``seed`` in it (sampling) seeds the draws and is not
 passed on.
 """
 

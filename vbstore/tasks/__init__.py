@@ -1,9 +1,11 @@
 """Probe tasks: what a backbone's features are scored on, independent of storage.
 
-A task declares its level, ``op_version``, feature mode, whether it trains a head or is
-zero-shot, its parameters with defaults, and its metrics with directions and a headline (see
-:class:`Task`). The engine resolves params with ``task.resolve_params``, then calls ``fit`` and
-``evaluate`` (trained tasks) or ``evaluate_zero_shot`` (zero-shot tasks) on feature tensors.
+A task declares its level, ``op_version``, its parameters with defaults, and its metrics with
+directions and a headline (:class:`Task`), and subclasses its shape's base class, which carries
+the calls the engine makes: ``fit`` and ``evaluate`` (:class:`PooledTask`),
+``evaluate_zero_shot`` (:class:`ZeroShotTask`), ``fit_split`` and ``evaluate_split``
+(:class:`SplitTask`), ``evaluate_views`` (:class:`ViewsTask`), ``evaluate_captions``
+(:class:`GenerateTask`). The engine resolves params with ``task.resolve_params`` first.
 
 Built-in tasks register through the same decorator a plugin uses, when first asked for by name
 (``get_task``), so a cached result imports only its own task's module; none imports torch: a
