@@ -17,10 +17,21 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
+# The suite on every core (pytest-xdist): whole test files to each worker (--dist loadfile), so
+# a file's module-scoped stores and data are built once; then the tests marked `serial` (they
+# start machinery that must not share the machine: the two-node Ray cluster) on their own. Both
+# passes always run and print pytest's summary line; either one failing fails the target.
+# PYTEST_WORKERS=1 runs the first pass in one process too (e.g. to debug).
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+
 # CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included (the
 # Datasette page in a real headless browser: `browser` installs one where none is found)
 test: lint browser
-	$(BIN)/python -m pytest -q
+	@status=0; \
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || status=$$?; \
+	$(BIN)/python -m pytest -q -m serial || status=$$?; \
+	exit $$status
 
 # a headless Chromium for the browser test: Debian's package, installed only when no browser is
 # found (a `command -v` when one is: idempotent and instant); without root it says what to run,
@@ -39,7 +50,7 @@ browser:
 	fi
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not serial"
 
 demo: $(STAMP)
 	$(BIN)/vbstore demo

@@ -38,17 +38,33 @@ def store(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def shapes_folder(tmp_path_factory):
-    """``shapes_folder(per_class, seed)``: a fresh generated `shapes` folder (train and val
-    splits of five classes, ``per_class`` images each, 32 px); a folder's `shapes` fixture says
-    how many."""
-    from vbstore.data import make_shapes
+def generated(tmp_path_factory):
+    """``generated(kind, **params)``: a generated data folder (``"shapes"`` or ``"scenes"``,
+    32 px unless ``size=`` says otherwise), written once per test session and parameters and
+    shared by every test that asks for the same ones: read it, never write into it (a test that
+    changes its data copies the folder first, ``shutil.copytree``). The folder is named after its
+    kind (``.../shapes``), as a user's would be."""
+    from vbstore.data import make_scenes, make_shapes
 
-    def make(per_class: int, seed: int) -> str:
-        folder = tmp_path_factory.mktemp("data") / "shapes"
-        return str(make_shapes(folder, per_class=per_class, seed=seed, size=32))
+    makers = {"shapes": make_shapes, "scenes": make_scenes}
+    made: dict[tuple, str] = {}
+
+    def make(kind: str, *, size: int = 32, **params) -> str:
+        key = (kind, size, tuple(sorted(params.items())))
+        if key not in made:
+            folder = tmp_path_factory.mktemp(f"data-{kind}") / kind
+            made[key] = str(makers[kind](folder, size=size, **params))
+        return made[key]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def shapes_folder(generated):
+    """``shapes_folder(per_class, seed)``: the generated `shapes` folder (train and val splits of
+    five classes, ``per_class`` images each, 32 px) of :func:`generated`, shared, read only; a
+    folder's `shapes` fixture says how many."""
+    return lambda per_class, seed: generated("shapes", per_class=per_class, seed=seed)
 
 
 # The Ray cluster tests run only inside a loopback-only network namespace; outside, the runner

@@ -145,11 +145,8 @@ def test_a_transform_vbstore_cannot_reproduce_is_refused():
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=6, seed=3,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(6, 3)
 
 
 def test_a_clip_benchmark_model_list_takes_the_model_type(tmp_path):

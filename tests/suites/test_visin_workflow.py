@@ -192,11 +192,8 @@ def test_a_suite_written_before_the_extension_block_reads_the_same(run, tmp_path
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=1,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(3, 1)
 
 
 def _suite(run, tmp_path, shapes, slug, *pins):
