@@ -18,17 +18,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 # The suite on every core (pytest-xdist): whole test files to each worker (--dist loadfile), so
-# a file's module-scoped stores and data are built once; then the tests marked `serial` (they
-# start machinery that must not share the machine: the two-node Ray cluster) on their own. Both
-# passes always run and print pytest's summary line; either one failing fails the target.
-# PYTEST_WORKERS=1 runs the first pass in one process too (e.g. to debug).
+# a file's module-scoped stores and data are built once, the files with the most slow cases
+# first (tests/conftest.py orders them; --no-loadscope-reorder keeps that order); then the
+# tests marked `serial` (machinery that must not share the machine: the two-node Ray cluster)
+# on their own. Both passes always run and print pytest's summary line; either one failing
+# fails the target. PYTEST_WORKERS=N sets the workers (1: the first pass in one process too).
 PYTEST_WORKERS ?= auto
-PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included (the
 # Datasette page in a real headless browser: `browser` installs one where none is found)
 test: lint browser
-	@status=0; \
+	status=0; \
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || status=$$?; \
 	$(BIN)/python -m pytest -q -m serial || status=$$?; \
 	exit $$status
