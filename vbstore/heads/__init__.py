@@ -17,7 +17,13 @@ from typing import Any
 
 from .. import canonical
 from ..errors import BadHead, HeadMismatch, HeadMismatchWarning, NotAHead, SchemaError
-from ..records import BackboneRecord, HeadCompat, WeightsRecord
+from ..records import (
+    BackboneRecord,
+    HeadCompat,
+    StoreReader,
+    WeightsRecord,
+    finetuned_differences,
+)
 from ..store import read_safetensors_header, validate
 
 HEAD_FORMAT = "vbstore.head.v1"
@@ -124,6 +130,7 @@ def head_problems(store, head_id: str, backbone: Mapping[str, Any] | None = None
     if isinstance(tuned, dict) and not store.has(str(tuned.get("weights"))):
         found.append(f"its fine-tuned weights {str(tuned.get('weights'))[:12]} did not come "
                      "with it")
+    found += finetuned_differences(record, StoreReader(store))  # the parent its blocks had
     if backbone is not None:
         found += backbone_differences(store, head_id, backbone, backbone_id)
     return list(dict.fromkeys(found))
@@ -248,3 +255,4 @@ from ._files import (  # noqa: E402, F401
     hub_files,
     import_head,
 )
+from ._share import HeadPush, PulledHead, arrival_problems, pull_head, push_head  # noqa: E402, F401
