@@ -16,7 +16,7 @@ from vbstore import Store
 from vbstore.engine import resolve_backbone
 from vbstore.engine._finetune import prefix_spec
 from vbstore.errors import HeadMismatch, MisfiledAnswer
-from vbstore.heads import head_problems, head_record, save_head
+from vbstore.heads import export_head, head_problems, head_record, import_head, save_head
 from vbstore.remotes import add_remote, push
 from vbstore.store import derivation_key, read_safetensors_header, to_safetensors_bytes
 
@@ -131,13 +131,17 @@ def _moved(store, head_id: str, seed: int) -> str:
     return save_head(store, state, {**record, "backbone": other.id, "weights": weights})
 
 
-def test_a_finetuned_head_cannot_move_onto_another_parent(first):
+def test_a_finetuned_head_cannot_move_onto_another_parent(first, tmp_path):
     """The issue: applied to seed 1, the edited head was recorded comparable while its
     fine-tuned weights name seed 0 as parent."""
     store, result = first
     moved = _moved(store, result.record.inputs["head"], 1)
-    problems = head_problems(store, moved)  # what import head and pull head check
+    problems = head_problems(store, moved)  # what pull head checks
     assert any("parent" in p for p in problems), problems
+    export_head(store, moved, tmp_path / "moved.safetensors")
+    with pytest.raises(HeadMismatch, match="parent backbone"):
+        import_head(store, tmp_path / "moved.safetensors", name="moved")
+    assert "moved" not in store.refs()
     with pytest.raises(HeadMismatch, match="parent backbone"):
         vbstore.get_result("test_vit", "classification", "sklearn:digits", split="val",
                            limit=LIMIT, weights="random", backbone_seed=1, head=moved,

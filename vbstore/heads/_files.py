@@ -20,7 +20,13 @@ from typing import Any
 
 from ..canonical import digest
 from ..errors import UsageError, VbstoreError
-from ..records import BackboneRecord, HeadCompat, ResultRecord
+from ..records import (
+    BackboneRecord,
+    HeadCompat,
+    ResultRecord,
+    StoreReader,
+    finetuned_differences,
+)
 from ..store import parse_safetensors_header, validate
 from . import HEAD_FORMAT, HeadMismatch, check_compat, head_record, name_backbones
 
@@ -96,7 +102,8 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     Raises:
         UsageError: unreadable file, not a vbstore head, or ``name`` taken without ``force``.
         SchemaError: the compatibility record is invalid.
-        HeadMismatch: ``strict`` and the head does not fit ``expected``.
+        HeadMismatch: ``strict`` and the head does not fit ``expected``, or its fine-tuned
+            weights (when here) name another parent than its record.
     """
     path = Path(path)
     try:
@@ -105,6 +112,7 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     record = _read_record(data, path)
     problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
+    problems += finetuned_differences(record, StoreReader(store))  # the parent its blocks had
     if problems and strict:
         raise HeadMismatch(problems)
     taken = store.refs().get(name) if name is not None else None
