@@ -299,17 +299,19 @@ def test_a_text_row_pointed_at_another_prompt_sets_output_is_not_served(store, s
                        params={"templates": str(other)}, **kw)
     rows = store.db.query("SELECT key, spec, output FROM derivations WHERE op = ?",
                           ("text-embeddings",))
-    assert len(rows) == 2 and len({json.loads(r[1])["params"]["count"] for r in rows}) == 1
+    assert len(rows) == 2
+    assert len({json.loads(r[1])["params"]["count"] for r in rows}) == 1
     mine = next(r for r in rows if r[2] in {c for role, c in store.children(photo.id)
                                               if role == "text_embeddings"})
     theirs = next(r for r in rows if r is not mine)
     with store.db.write() as conn:  # the photo prompts' row now names the other set's output
         conn.execute("UPDATE derivations SET output = ? WHERE key = ?", (theirs[2], mine[0]))
     found = CliRunner().invoke(cli, ["--store", str(store.root), "fsck", "--json"])
-    assert found.exit_code == 1 and mine[0] in found.output, found.output
+    assert found.exit_code == 1, found.output
+    assert mine[0] in found.output
     TEXTS.clear()
     again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
                                params={"templates": "photo"}, recompute=True, **kw)
-    assert again.id == photo.id and again.metrics == photo.metrics
+    assert (again.id, again.metrics) == (photo.id, photo.metrics)
     assert sum(TEXTS) == 5  # the photo prompts embedded again, not read from the other set's
     assert store.lookup(mine[0]) == mine[2]

@@ -40,7 +40,8 @@ def test_every_derivation_op_declares_its_question():
     assert not undeclared, f"ops without a check in vbstore.records.gate.QUESTIONS: {undeclared}"
     for question in QUESTIONS.values():
         assert question.makes in KINDS, question
-        assert callable(question.check) and question.declares
+        assert callable(question.check)
+        assert question.declares
 
 
 def test_every_artifact_kind_declares_how_it_is_checked_on_arrival():
@@ -63,4 +64,5 @@ def test_an_op_that_declares_no_question_is_never_an_answer(tmp_path):
     store = Store(tmp_path / "s")
     oid = store.put_bytes(b"anything", "blob")
     differ = answer_differences(derivation_spec("made-up", 1, {}, {}), oid, StoreReader(store))
-    assert differ and "lineage only" in differ[0]
+    assert differ
+    assert "lineage only" in differ[0]
