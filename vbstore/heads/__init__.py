@@ -255,4 +255,4 @@ from ._files import (  # noqa: E402, F401
     hub_files,
     import_head,
 )
-from ._share import HeadPush, PulledHead, arrival_problems, pull_head, push_head  # noqa: E402, F401
+from ._share import HeadPush, PulledHead, pull_head, push_head  # noqa: E402, F401
