@@ -44,14 +44,16 @@ def _eval_spec(store, result):
     return prefix_spec(result.record.inputs["backbone"], result.record.eval_data["manifest"], 1)
 
 
-def _rolled(store, prefix: str) -> str:
-    """The prefix with its rows rolled by one, each row still naming the image it holds."""
+def _rolled(store, prefix: str, names: bool = True) -> str:
+    """The prefix with its rows rolled by one, each row still naming the image it holds
+    (``names=False``: the header's image ids left in the manifest's order)."""
     header, offset = read_safetensors_header(store.path(prefix))
     meta = {k: v for k, v in header["__metadata__"].items() if k != "vbstore.kind"}
     shape = header["activations"]["shape"]
     data = np.frombuffer(store.read_bytes(prefix)[offset:], np.float32).reshape(shape)
-    meta["images"] = json.dumps(list(np.roll(json.loads(meta["images"]), 1)),
-                                separators=(",", ":"))
+    if names:
+        meta["images"] = json.dumps(list(np.roll(json.loads(meta["images"]), 1)),
+                                    separators=(",", ":"))
     return store.put_bytes(to_safetensors_bytes({"activations": np.roll(data, 1, axis=0)},
                                                 "prefix", meta), "prefix")
 
@@ -63,18 +65,19 @@ def first(tmp_path_factory):
     return store, _ask(store)
 
 
-@pytest.mark.parametrize("forged", ["rolled", "train prefix"])
+@pytest.mark.parametrize("forged", ["rolled", "rolled, names kept", "train prefix"])
 def test_a_cache_remote_prefix_that_answers_another_question_is_refused(first, tmp_path,
                                                                         forged):
     """The issue: rolled rows gave 0.36/0.76 under the true result's key; a genuine train
-    prefix served for the eval key was recorded. Both are refused (a cache miss) and the
-    receiver computes the true eval prefix: the true numbers."""
+    prefix served for the eval key was recorded. Each is refused (a cache miss: rows naming
+    other images by the gate, rows holding other activations than their images give by the
+    spot check) and the receiver computes the true eval prefix: the true numbers."""
     honest, result = first
     spec = _eval_spec(honest, result)
     evil = Store(tmp_path / "evil")
     truth = _ask(evil)
-    bad = (_rolled(evil, evil.lookup(derivation_key(spec))) if forged == "rolled"
-           else truth.record.inputs["train_prefix"])
+    bad = (truth.record.inputs["train_prefix"] if forged == "train prefix"
+           else _rolled(evil, evil.lookup(derivation_key(spec)), forged == "rolled"))
     evil.record(spec, bad)  # the remote's derivation file names it as the eval prefix
     evil.tag("evil", bad)
     add_remote(evil, "team", str(tmp_path / "team"))
