@@ -35,7 +35,7 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
     from .._progress import reporting
     from ..heads import push_head
 
-    with reporting(not as_json):  # files pushed so far, on stderr
+    with reporting(True):  # files pushed so far, on stderr (kept under --json)
         pushed = push_head(store, name, to, private=private, metrics_from=metrics_from,
                            with_lineage=with_lineage)
     for oid in pushed.not_here:
@@ -108,7 +108,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
                                input_size=input_size)
         return ref.doc, ref.id
 
-    with reporting(not as_json):  # blobs pulled so far, on stderr
+    with reporting(True):  # blobs pulled so far, on stderr (kept under --json)
         pulled = pull_head(store, target, revision=revision, as_name=as_name, force=force,
                            backbone=resolved if backbone is not None else None,
                            strict=not no_strict)
@@ -208,7 +208,7 @@ def push_results_cmd(store, to: str, task: str | None, backbone: str | None, wit
     extras = [w.strip() for w in with_.split(",") if w.strip()]
     result_kinds(extras)  # an unknown name is refused before anything is read or sent
     ids = [store.resolve(row["id"]) for row in result_rows(store, task, backbone)]
-    with reporting(not as_json):  # results pushed so far, on stderr
+    with reporting(True):  # results pushed so far, on stderr (kept under --json)
         summary = push_results(store, to, ids, extras)
 
     def text() -> None:

@@ -21,8 +21,8 @@ from ..errors import HeadMismatch, UsageError
 from ..records import StoreReader, finetuned_differences
 from ..remotes import PullResult, PushResult, list_remotes, pull, push
 from ..store import read_safetensors_header
-from . import HEAD_FORMAT, head_dependencies, head_problems, head_record, link_backbone
 from ._files import hub_files
+from ._record import HEAD_FORMAT, head_dependencies, head_problems, head_record, link_backbone
 
 # what a head for a backbone is checked against: a stored backbone's id or ref, its record
 # and id, or a function giving them once the head is here (a spec resolved only then)
