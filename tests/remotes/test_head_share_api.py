@@ -82,3 +82,25 @@ def test_a_plain_pull_never_names_a_head_without_its_compatibility_check(tmp_pat
     with pytest.raises(HeadMismatch, match="pooling"):
         plain_pull(b, "d/heads/partial")
     assert b.refs() == {}
+
+
+def test_a_head_whose_named_backbone_gives_other_weights_is_refused_at_the_gate(stores,
+                                                                                 tmp_path):
+    """The gate's head check, on every path in: a record naming a backbone (here, with it)
+    whose weights are not the ones the record says it was trained on contradicts the store."""
+    from safetensors.torch import load
+
+    from vbstore.heads import export_head, head_record, import_head, save_head
+    from vbstore.remotes import TamperedBlob
+
+    a, b, head = stores
+    record = {**head_record(a, head), "weights": "f" * 64}
+    forged = save_head(a, load(a.read_bytes(head)), record)
+    export_head(a, forged, tmp_path / "forged.safetensors")
+    with pytest.raises(HeadMismatch, match="whose weights are not"):
+        import_head(a, tmp_path / "forged.safetensors", name="forged")
+    a.tag("heads/forged", forged)
+    vbstore.push_head(a, "heads/forged", "team")
+    with pytest.raises(TamperedBlob, match="whose weights are not"):
+        plain_pull(b, "team/heads/forged")
+    assert not b.has(forged)
