@@ -44,6 +44,7 @@ from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
+from ._run import SuiteRun, board_place, run_suite, suite_arguments, suite_data
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
 from ._suite import (
@@ -74,8 +75,10 @@ __all__ = [
     "Diff",
     "Evaluation",
     "Suite",
+    "SuiteRun",
     "board_csv",
     "board_markdown",
+    "board_place",
     "board_plot",
     "board_text",
     "build",
@@ -119,9 +122,12 @@ __all__ = [
     "read_visin_results",
     "record",
     "reindex",
+    "run_suite",
     "same_task",
     "settings_of",
     "show",
+    "suite_arguments",
+    "suite_data",
     "task_name",
     "version_tuple",
     "visin_results",

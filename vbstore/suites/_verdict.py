@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._settings import compare
+from ._settings import compare, show
 from ._suite import Suite
 
 EVIDENCE_FIELDS = ("data", "protocol", "evaluator")
@@ -98,8 +98,9 @@ def _incompatible(suite: Suite, doc: dict[str, Any], checked: list[str]
             reasons.append("protocol-mismatch(task)")
         if "params" in ran or "task" in ran:  # evidence that names what it ran
             params = _as_run(protocol["task"], ran.get("params") or {})
+            # both values named: ``protocol-mismatch: k(20 != 5)``, what ran and what is pinned
             reasons += [
-                f"protocol-mismatch({key})"
+                f"protocol-mismatch: {key}({show(params.get(key))} != {show(value)})"
                 for key, value in sorted(suite.params.items())
                 if params.get(key) != value
             ]
