@@ -7,6 +7,12 @@ task: a task that defines ``check_data(params, given, data)`` refuses what the d
 support (raising UsageError naming the fix) and returns warnings for what it will quietly
 adapt (a default ``k`` over a small train split uses every image).
 
+Every task whose targets are class indices is refused data with one class (its train split's
+class list, else its eval split's): every prediction is then that class, so the probe and its
+trivial baseline both score 1.0 and the number says nothing. A check that reads the label
+maps (``SplitCounts.labels``) is not run for a result already stored: its data passed the same
+checks when it was computed, and answering it reads no target file.
+
 Imported by the planner: torch-free.
 """
 
@@ -15,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -38,30 +46,77 @@ class DataCounts:
     train: SplitCounts | None
 
 
-def counts(listing) -> SplitCounts:
-    """The counts of a listed split (``vbstore.data.Listing``), without hashing a file."""
-    def labels() -> frozenset[int]:
-        from ..data import label_values  # numpy: only when a task reads the labels, never cached
+class _Stored(Exception):  # noqa: N818 - a signal, never raised to a caller
+    """A check asked for the label maps of a request whose result is stored: not needed."""
 
-        return label_values(listing.target_files())
+
+def counts(listing, stored: Callable[[], bool] = bool) -> SplitCounts:
+    """The counts of a listed split (``vbstore.data.Listing``), without hashing a file.
+
+    ``stored()`` says whether the result asked for is already stored; then ``labels()`` ends
+    the check instead of reading the files (see :func:`check_against_data`).
+    """
+    read: list[frozenset[int]] = []
+
+    def labels() -> frozenset[int]:
+        if stored():
+            raise _Stored
+        if not read:  # each file decoded once, however many checks ask
+            from ..data import label_values  # numpy: only when a task reads the labels
+
+            read.append(label_values(listing.target_files()))
+        return read[0]
 
     return SplitCounts(listing.samples, tuple(listing.scan.classes or ()), labels)
 
 
 def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any],
-                       eval_listing, train_listing) -> list[str]:
+                       eval_listing, train_listing,
+                       stored: Callable[[], bool] = bool) -> list[str]:
     """Ask ``task`` whether its resolved ``params`` (``given``: what the user set) fit the data.
+
+    ``stored()`` (asked at most once, and only when a check reads label maps) says whether the
+    result is already stored: a check that reads them is then not run.
 
     Returns:
         Warnings the record carries (what the task will adapt).
 
     Raises:
-        UsageError: a parameter the data cannot support, naming the bound.
+        UsageError: a parameter the data cannot support, naming the bound; data of one class.
         BadInput: a label map that cannot be read (when the task reads the labels).
     """
+    known: list[bool] = []
+
+    def once() -> bool:
+        if not known:
+            known.append(bool(stored()))
+        return known[0]
+
+    data = DataCounts(counts(eval_listing, once),
+                      counts(train_listing, once) if train_listing is not None else None)
+    _check_classes(task, data)
     check = getattr(task, "check_data", None)
     if check is None:
         return []
-    data = DataCounts(counts(eval_listing),
-                      counts(train_listing) if train_listing is not None else None)
-    return list(check(dict(params), dict(given), data) or [])
+    try:
+        return list(check(dict(params), dict(given), data) or [])
+    except _Stored:
+        return []
+
+
+def _check_classes(task, data: DataCounts) -> None:
+    """Refuse class-index data with one class (the train split's classes, else the eval
+    split's): the probe and its trivial baseline would both score 1.0.
+
+    Raises:
+        UsageError: naming the class and the fix.
+    """
+    if task.target_kind != "class_index":
+        return
+    split, role = (data.train, "train") if data.train is not None else (data.eval, "eval")
+    if len(split.classes) != 1:  # none listed (unknown here) or several
+        return
+    raise UsageError(
+        f"task {task.name!r}: the {role} data has one class ({split.classes[0]!r}), so every "
+        "prediction is right and the probe scores 1.0 like its trivial baseline",
+        hint="give data with at least two classes (one folder per class)")
