@@ -7,10 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from vbstore import Store
+from vbstore import Store, run_suite
 from vbstore.cli import cli
 from vbstore.errors import UsageError
-from vbstore import run_suite
 from vbstore.suites import get_suite
 
 TINY = ["--weights", "random", "--input-size", "32"]
@@ -138,7 +137,8 @@ def test_without_a_suite_task_and_data_are_still_required(run):
 
 def test_the_python_api_runs_a_suite(run, shapes, k5, tmp_path):
     store = Store(tmp_path / "s")
-    with pytest.raises(UsageError, match=r"params={.k.: 7} contradicts shapes-k5@1, which pins k=5"):
+    said = r"params={.k.: 7} contradicts shapes-k5@1, which pins k=5"
+    with pytest.raises(UsageError, match=said):
         run_suite(store, k5, "test_cnn", given={"params": {"k": 7}},
                   request={"train_data": shapes, "train_split": "train", "backbone_seed": 0})
     done = run_suite(store, k5, "test_cnn", given={"weights": "random", "input_size": 32},

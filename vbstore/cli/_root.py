@@ -27,6 +27,7 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "evaluate": ("evaluate_cmd:evaluate", ()),
     "evaluations": ("suite_cmds:evaluations", ()),
     "export": ("results_cmds:export_group", ("head_cmds", "suite_cmds")),
+    "forget": ("store_cmds:forget", ()),
     "fsck": ("store_cmds:fsck", ()),
     "gc": ("store_cmds:gc", ()),
     "get": ("get_cmds:get", ()),

@@ -46,7 +46,7 @@ class DataCounts:
     train: SplitCounts | None
 
 
-class _Stored(Exception):  # noqa: N818 - a signal, never raised to a caller
+class _Stored(Exception):
     """A check asked for the label maps of a request whose result is stored: not needed."""
 
 
