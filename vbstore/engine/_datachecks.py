@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data import get_target_kind
 from ..errors import UsageError
 
 
@@ -105,18 +106,20 @@ def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any]
 
 
 def _check_classes(task, data: DataCounts) -> None:
-    """Refuse class-index data with one class (the train split's classes, else the eval
-    split's): the probe and its trivial baseline would both score 1.0.
+    """Refuse data listing fewer classes than its target kind needs (``min_classes``: the
+    train split's classes, else the eval split's): with one class, the probe and its trivial
+    baseline would both score 1.0.
 
     Raises:
         UsageError: naming the class and the fix.
     """
-    if task.target_kind != "class_index":
-        return
+    needed = get_target_kind(task.target_kind).min_classes
     split, role = (data.train, "train") if data.train is not None else (data.eval, "eval")
-    if len(split.classes) != 1:  # none listed (unknown here) or several
+    if not 0 < len(split.classes) < needed:  # none listed (unknown here), or enough
         return
+    named = ", ".join(repr(c) for c in split.classes)
     raise UsageError(
-        f"task {task.name!r}: the {role} data has one class ({split.classes[0]!r}), so every "
-        "prediction is right and the probe scores 1.0 like its trivial baseline",
-        hint="give data with at least two classes (one folder per class)")
+        f"task {task.name!r}: the {role} data has {len(split.classes)} class"
+        f"{'es' * (len(split.classes) != 1)} ({named}), so every prediction is right and the "
+        "probe scores 1.0 like its trivial baseline",
+        hint=f"give data with at least {needed} classes (one folder per class)")
