@@ -14,7 +14,7 @@ import vbstore
 import vbstore.data
 from vbstore.data import make_shapes, write_png
 from vbstore.engine import plan, result_request
-from vbstore.errors import UsageError
+from vbstore.errors import BadInput, UsageError, VbstoreError
 
 KW = dict(split="val", train_split="train", weights="random", input_size=32)
 
@@ -38,15 +38,16 @@ def _objects(store) -> list[Path]:
     return sorted(p for p in (store.root / "objects").rglob("*") if p.is_file())
 
 
-def _refused_alike(task: str, data: str, params: dict, match: str) -> str:
+def _refused_alike(task: str, data: str, params: dict, match: str,
+                   error: type[VbstoreError] = UsageError) -> str:
     """The dry run and the run refuse ``params`` on ``data`` with one message, and the run
     stores nothing."""
     store = vbstore.Store()
     request = result_request("test_vit", task, data, data, params=params, **KW)
-    with pytest.raises(UsageError, match=match) as dry:
+    with pytest.raises(error, match=match) as dry:
         plan(request, store, dry_run=True)
     before = _objects(store)
-    with pytest.raises(UsageError, match=match) as run:
+    with pytest.raises(error, match=match) as run:
         vbstore.get_result("test_vit", task, data, data, params=params, progress=False, **KW)
     assert run.value.args[0] == dry.value.args[0]
     assert _objects(store) == before  # refused before a manifest, a backbone or a feature
@@ -123,3 +124,16 @@ def test_a_stored_result_is_answered_without_reading_its_label_maps(four, monkey
         plan(result_request("test_vit", "semantic_segmentation", four, four,
                             params={"num_classes": 5, "epochs": 1}, **KW),
              vbstore.Store(), dry_run=True)
+
+
+def test_an_image_without_its_target_is_refused_alike(tmp_path):
+    data = _labels(tmp_path / "missing", (0, 1, 2, 3))
+    (Path(data) / "train" / "masks" / "s1.png").unlink()
+    _refused_alike("semantic_segmentation", data, {"num_classes": 4, "epochs": 1},
+                   "images and targets that do not pair", BadInput)
+
+
+def test_k_above_the_train_split_is_refused_alike(tmp_path):
+    data = str(make_shapes(tmp_path / "shapes", per_class=2, size=24))
+    said = _refused_alike("knn", data, {"k": 50}, "k=50 neighbours, but the train split has 10")
+    assert "give k at most 10" in said
