@@ -37,7 +37,7 @@ class Setting:
 
 # The table. Task parameters are one family: each parameter is a setting of its own (named by
 # the parameter: a head kind ``head``, its width ``hidden_dim``/``hidden``, ``lr``...), checked
-# with Visin's ``protocol-mismatch(<param>)`` reason.
+# with the ``protocol-mismatch: <param>(<ran> != <pinned>)`` reason.
 SETTINGS: tuple[Setting, ...] = (
     Setting("op_version", "op_version", "the version of the task's numbers"),
     Setting("layers", "extractor.layers", "which blocks the features come from"),
