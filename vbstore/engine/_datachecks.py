@@ -37,6 +37,9 @@ class SplitCounts:
     samples: int
     classes: tuple[str, ...]
     labels: Callable[[], frozenset[int]] = field(default=frozenset, compare=False, repr=False)
+    # the first label map holding a value (after ``labels()``), for an error to name its file
+    holding: Callable[[int], str | None] = field(default=lambda value: None, compare=False,
+                                                 repr=False)
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def counts(listing, stored: Callable[[], bool] = bool) -> SplitCounts:
     ``stored()`` says whether the result asked for is already stored; then ``labels()`` ends
     the check instead of reading the files (see :func:`check_against_data`).
     """
-    read: list[frozenset[int]] = []
+    read: dict[str, frozenset[int]] = {}
 
     def labels() -> frozenset[int]:
         if stored():
@@ -65,10 +68,14 @@ def counts(listing, stored: Callable[[], bool] = bool) -> SplitCounts:
         if not read:  # each file decoded once, however many checks ask
             from ..data import label_values  # numpy: only when a task reads the labels
 
-            read.append(label_values(listing.target_files()))
-        return read[0]
+            read.update((str(path), label_values([path])) for path in listing.target_files())
+            read.setdefault("", frozenset())  # read, even when the split has no label maps
+        return frozenset().union(*read.values())
 
-    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()), labels)
+    def holding(value: int) -> str | None:
+        return next((path for path, seen in read.items() if value in seen), None)
+
+    return SplitCounts(listing.samples, tuple(listing.scan.classes or ()), labels, holding)
 
 
 def check_against_data(task, params: Mapping[str, Any], given: Mapping[str, Any],

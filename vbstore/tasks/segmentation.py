@@ -84,7 +84,7 @@ class SemanticSegmentation(DenseTask):
             if outside:
                 raise UsageError(
                     f"task {self.name!r}: {role} labels hold {outside[-1]}, outside 0..{k - 1} "
-                    f"and not ignore_index {ignore}",
+                    f"and not ignore_index {ignore} (in {split.holding(outside[-1])})",
                     hint=f"the labels run {min(scored)}..{max(scored)}: -p num_classes="
                          f"{max(scored) + 1}, or set ignore_index (an RGB label image is not "
                          "a label map: read the PNG as palette indices)")
