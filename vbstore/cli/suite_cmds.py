@@ -284,7 +284,8 @@ def result_on_suite(store, suite_ref: str, backbone: str, data: str | None, requ
             how = "cached" if result.from_cache else "computed"
             click.echo(f"{condition}: result {result.id[:12]} ({how} in {result.seconds:.2f} s)")
         _print_evaluation(done.evaluation)
-        click.echo(_place_line(done.place))
+        if done.place is not None:
+            click.echo(_place_line(done.place))
 
     emit(as_json, done.as_dict(), text)
 
