@@ -166,3 +166,24 @@ def test_a_pinned_train_manifest_refuses_other_training_data(run, shapes, tmp_pa
     assert out.exit_code == 2, out.output
     assert f"pins train_data={train[:12]}" in out.output
     assert _results(tmp_path) == []
+
+
+def test_other_data_is_refused_before_anything_is_extracted(run, shapes, k5, tmp_path):
+    """--data whose samples are not the suite's: refused once planned, naming both; no feature
+    extracted, no result, no evaluation (the verdict would have said data-mismatch(content))."""
+    from vbstore.data import make_shapes
+
+    other = str(make_shapes(tmp_path / "other", per_class=3, seed=2, size=32))
+    out = run("get", "result", "-b", "test_cnn", *TINY, "-d", other, "--train-data", shapes,
+              "--train-split", "train", "--suite", k5)
+    assert out.exit_code == 2, out.output
+    assert f"the samples of {other} are not those {k5} pins (data-mismatch(content))" \
+        in out.output
+    assert f"give the data {k5} was made from ({shapes}), all of it" in out.output
+    store = Store(tmp_path / "s")
+    assert store.ls("pack") == store.ls("result") == []
+    assert json.loads(run("evaluations", "--json").output) == []
+    limited = run("get", "result", "-b", "test_cnn", *TINY, "--limit", "2", "--train-data",
+                  shapes, "--train-split", "train", "--suite", k5)
+    assert limited.exit_code == 2, limited.output
+    assert "data-mismatch(content)" in limited.output

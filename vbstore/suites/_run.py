@@ -19,12 +19,13 @@ from typing import Any
 
 from ..engine import execute, plan, result_request
 from ..errors import UsageError
+from ..records import ManifestRecord
 from ..store import Store
 from ..tasks import get_task
 from ._board import leaderboard
 from ._evaluate import Evaluation, conditions_to_compute, from_results, record
 from ._new import condition_source
-from ._settings import pin_value, show
+from ._settings import content_sha256, pin_value, show
 from ._suite import Suite, get_suite
 from ._verdict import same_task, task_name
 
@@ -233,6 +234,7 @@ def run_suite(
                                **arguments, **options)
         plans[condition] = plan(asked, store, dry_run=dry_run)
         _check_train_data(suite, plans[condition])
+    _check_content(suite, source, plans)
     if dry_run:
         return SuiteRun(suite, plans)
     results = {c: (compute or (lambda p: execute(p, **dict(run or {}))))(p)
@@ -255,6 +257,30 @@ def _check_train_data(suite: Suite, planned) -> None:
         f"the training data given is manifest {show(planned.train_m.id)}; {suite.ref} pins "
         f"train_data={show(pinned)}",
         hint="give the --train-data and --train-split the suite was made with")
+
+
+def _check_content(suite: Suite, source: Any, plans: Mapping[str, Any]) -> None:
+    """Refuse data whose samples are not those the suite pins (its ``contentSha256``, what
+    ``suite new`` hashed), before anything is extracted: the verdict would say
+    ``data-mismatch(content)`` after the computation.
+
+    Raises:
+        UsageError: naming the data and where the suite's came from.
+    """
+    pinned = suite.extension.get("contentSha256")
+    if not pinned:
+        return
+    manifests = {}
+    for condition, planned in plans.items():
+        manifest = ManifestRecord.from_dict(planned.eval_m.doc)
+        manifests[condition] = (manifest.split, manifest)
+    if content_sha256(manifests) == pinned:
+        return
+    label = (suite.protocol.get("data") or {}).get("label") or "unnamed"
+    raise UsageError(
+        f"the samples of {source} are not those {suite.ref} pins (data-mismatch(content)): "
+        "other files, pixels, labels or a --limit",
+        hint=f"give the data {suite.ref} was made from ({label}), all of it")
 
 
 def board_place(store: Store, suite: Suite, evaluation: Evaluation) -> dict[str, Any]:
