@@ -139,11 +139,16 @@ def test_the_python_api_runs_a_suite(run, shapes, k5, tmp_path):
     store = Store(tmp_path / "s")
     said = r"params={.k.: 7} contradicts shapes-k5@1, which pins k=5"
     with pytest.raises(UsageError, match=said):
-        run_suite(store, k5, "test_cnn", given={"params": {"k": 7}},
-                  request={"train_data": shapes, "train_split": "train", "backbone_seed": 0})
-    done = run_suite(store, k5, "test_cnn", given={"weights": "random", "input_size": 32},
-                     request={"train_data": shapes, "train_split": "train"},
-                     run={"progress": False})
+        run_suite(store, k5, "test_cnn", params={"k": 7}, train_data=shapes,
+                  train_split="train", weights="random")
+    with pytest.raises(TypeError, match="epochs"):
+        run_suite(store, k5, "test_cnn", epochs=3, train_data=shapes, train_split="train")
+    planned = run_suite(store, k5, "test_cnn", weights="random", input_size=32,
+                        train_data=shapes, train_split="train", dry_run=True)
+    assert planned.evaluation is None
+    assert planned.plans["val"].task_params["k"] == 5
+    done = run_suite(store, k5, "test_cnn", weights="random", input_size=32, train_data=shapes,
+                     train_split="train", progress=False)
     assert done.evaluation.verdict["state"] == "eligible"
     assert done.place["rank"] == 1
     assert done.results["val"].record.params["k"] == 5

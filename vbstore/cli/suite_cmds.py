@@ -268,8 +268,8 @@ def result_on_suite(store, suite_ref: str, backbone: str, data: str | None, requ
                     run: dict, dry_run: bool, as_json: bool, given: dict) -> None:
     """``get result --suite``: the suite's task, parameters and settings, every condition
     planned, then computed, then the verdict and the checkpoint's place on the board."""
-    done = suites.run_suite(store, suite_ref, backbone, data=data, given=given,
-                            request=request, run=run, dry_run=dry_run)
+    done = suites.run_suite(store, suite_ref, backbone, data=data, dry_run=dry_run, **given,
+                            **request, **run)
 
     def text() -> None:
         if done.evaluation is None:

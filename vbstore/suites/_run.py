@@ -12,7 +12,7 @@ time, vbstore.engine._datachecks) stops the run before the first feature is extr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,62 +183,64 @@ def suite_data(suite: Suite, data: Any) -> Any:
         hint="give --data: where its samples are here (the suite checks they are the same)")
 
 
-def run_suite(
-    store: Store,
-    suite_ref: str,
-    backbone: Any,
-    *,
-    data: Any = None,
-    given: Mapping[str, Any] | None = None,
-    request: Mapping[str, Any] | None = None,
-    dry_run: bool = False,
-    run: Mapping[str, Any] | None = None,
-    compute: Callable[[Any], Any] | None = None,
-) -> SuiteRun:
-    """Score ``backbone`` on every condition of the suite and record the evaluation.
+# get_result's keywords that the suite decides (a value given must agree with it), and those
+# execute takes; every other one (train_data, train_split, limit, seed, data_options...) is the
+# request's
+DECIDED = ("task", "params", "layers", "pooling", "input_size", "precision", "seeds",
+           "finetune_blocks", "backbone_lr", "weights")
+RUN = ("device", "progress", "recompute", "executor", "batch_size")
 
-    ``given`` holds what the caller chose of what the suite decides (see
-    :func:`suite_arguments`); ``request`` the other keyword arguments of
-    :func:`vbstore.engine.result_request` (``train_data``, ``train_split``, ``limit``,
-    ``seed``, ``data_options``, ``notes``...; not ``split``: the suite names each condition's);
-    ``run`` those of :func:`vbstore.engine.execute` (``device``, ``progress``,
-    ``recompute``, ``executor``, ``batch_size``). Every condition is planned before one is
-    computed; with ``dry_run`` nothing is computed or recorded and the plans are returned.
+
+def run_suite(store: Store, suite_ref: str, backbone: Any, *, data: Any = None,
+              dry_run: bool = False, **arguments: Any) -> SuiteRun:
+    """Score ``backbone`` on every condition of the suite, the suite's way, and record the
+    evaluation.
+
+    ``arguments`` are :func:`vbstore.get_result`'s keywords. What the suite decides (``task``,
+    ``params``, ``layers``, ``pooling``, ``input_size``, ``precision``, ``seeds``,
+    ``finetune_blocks``, ``backbone_lr``) is the suite's when left out, and checked against it
+    when given (see :func:`suite_arguments`); the rest (``train_data``, ``train_split``,
+    ``limit``, ``seed``, ``weights``, ``data_options``, ``notes``, ``device``, ``progress``...)
+    is passed on; ``split`` is refused (the suite names each condition's). ``data`` defaults to
+    the suite's (:func:`suite_data`). Every condition is planned before one is computed; with
+    ``dry_run`` nothing is computed or recorded and the plans are returned.
 
     ```python
     done = vbstore.run_suite(store, "tex-knn@1", "efficientnet_lite0",
-                             request={"train_data": "tex/", "train_split": "train"})
-    done.evaluation.verdict["state"], done.place
+                             train_data="tex/", train_split="train")
+    done.evaluation.verdict["state"], done.place["rank"]
     ```
 
     Raises:
-        UsageError: a given value that contradicts the suite (both named), a split given
-            (the suite names each condition's), the suite's data not here, training data
-            other than the manifest the suite pins; whatever planning refuses.
+        UsageError: a given value that contradicts the suite (both named), a split given,
+            the suite's data not here, training data other than the manifest the suite pins,
+            data whose samples are not the suite's; whatever planning refuses.
         SuiteNotFound: no such suite.
+        TypeError: a keyword get_result does not take.
     """
     suite = get_suite(store, suite_ref)
-    options = dict(request or {})
-    if options.get("split") is not None:
+    if arguments.get("split") is not None:
         raise UsageError("--split and --suite both say where the samples are",
                          hint=f"drop --split: {suite.ref} names each condition's split")
-    options.pop("split", None)
-    arguments = suite_arguments(suite, given or {})
+    arguments.pop("split", None)
+    chosen = {k: arguments.pop(k) for k in DECIDED if k in arguments}
+    given = {k: v for k, v in chosen.items() if v is not None}  # None: the suite's
+    run = {k: arguments.pop(k) for k in RUN if k in arguments}
+    settings = suite_arguments(suite, given)
     source = suite_data(suite, data)
-    task = arguments.pop("task")
-    train_data = options.pop("train_data", None)
+    task = settings.pop("task")
+    train_data = arguments.pop("train_data", None)
     plans = {}
     for condition, where in conditions_to_compute(suite):
         eval_data, split = condition_source(source, where)
         asked = result_request(backbone, task, eval_data, train_data, split=split,
-                               **arguments, **options)
+                               **settings, **arguments)
         plans[condition] = plan(asked, store, dry_run=dry_run)
         _check_train_data(suite, plans[condition])
     _check_content(suite, source, plans)
     if dry_run:
         return SuiteRun(suite, plans)
-    results = {c: (compute or (lambda p: execute(p, **dict(run or {}))))(p)
-               for c, p in plans.items()}
+    results = {c: execute(p, **run) for c, p in plans.items()}
     evaluation = record(store, from_results(store, suite, {c: r.id for c, r in results.items()}))
     return SuiteRun(suite, plans, results, evaluation, board_place(store, suite, evaluation))
 
