@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine import execute, plan, result_request
+from ..engine import execute, plan, result_request, store_param_files
 from ..errors import UsageError
 from ..records import ManifestRecord
 from ..store import Store
@@ -226,6 +226,9 @@ def run_suite(store: Store, suite_ref: str, backbone: Any, *, data: Any = None,
     chosen = {k: arguments.pop(k) for k in DECIDED if k in arguments}
     given = {k: v for k, v in chosen.items() if v is not None}  # None: the suite's
     run = {k: arguments.pop(k) for k in RUN if k in arguments}
+    if given.get("params"):  # a file parameter (templates...) compares by content, as pinned
+        given["params"] = store_param_files(
+            store, get_task(task_name(suite.protocol["task"])), given["params"])
     settings = suite_arguments(suite, given)
     source = suite_data(suite, data)
     task = settings.pop("task")
