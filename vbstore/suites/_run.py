@@ -98,8 +98,7 @@ def suite_arguments(suite: Suite, given: Mapping[str, Any]) -> dict[str, Any]:
             if value is not None and not _same(value, pinned):
                 raise UsageError(f"{flag} {show(value)} contradicts {ref}, which pins "
                                  f"{setting}={show(pinned)}", hint=f"drop {flag}: {ref} sets it")
-            value = list(pinned) if setting == "layers" and isinstance(pinned, list) else (
-                [pinned] if setting == "layers" else pinned)
+            value = _as_argument(setting, pinned)
         if value is not None:
             out[argument] = value
     out.update(_finetune(suite, given))
@@ -109,6 +108,13 @@ def suite_arguments(suite: Suite, given: Mapping[str, Any]) -> dict[str, Any]:
     if weights is not None:
         out["weights"] = weights
     return out
+
+
+def _as_argument(setting: str, pinned: Any) -> Any:
+    """A pinned value as get_result takes it: ``layers`` is a list (a suite may pin ``-1``)."""
+    if setting == "layers":
+        return list(pinned) if isinstance(pinned, (list, tuple)) else [pinned]
+    return pinned
 
 
 def _params(suite: Suite, task, given: dict[str, Any]) -> dict[str, Any]:
@@ -125,9 +131,9 @@ def _params(suite: Suite, task, given: dict[str, Any]) -> dict[str, Any]:
             raise UsageError(
                 f"-p {key}={show(value)} contradicts {suite.ref}, which pins "
                 f"{key}={show(pinned[key])}", hint=f"drop -p {key}: {suite.ref} sets it")
-    declared = task.params
+    declared = task.params  # a parameter this vbstore's task no longer has: the verdict's
     own = {k: v for k, v in pinned.items()
-           if k not in declared or not _same(v, declared[k].default)}
+           if k in declared and not _same(v, declared[k].default)}
     return {**given, **own}
 
 
