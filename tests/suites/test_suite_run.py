@@ -192,3 +192,20 @@ def test_other_data_is_refused_before_anything_is_extracted(run, shapes, k5, tmp
                   shapes, "--train-split", "train", "--suite", k5)
     assert limited.exit_code == 2, limited.output
     assert "data-mismatch(content)" in limited.output
+
+
+def test_default_trained_weights_on_a_random_weights_suite_are_refused(run, shapes, k5,
+                                                                        tmp_path):
+    """efficientnet_lite0's default weights are ImageNet's: on a random-weights suite, leaving
+    out --weights is refused once the backbone is known, before a feature is extracted; given
+    on purpose (--weights default), the check leaves them to the verdict."""
+    args = ["get", "result", "-b", "efficientnet_lite0", "--input-size", "32", "--train-data",
+            shapes, "--train-split", "train", "--suite", k5]
+    out = run(*args)
+    assert out.exit_code == 2, out.output
+    assert ("efficientnet_lite0's default weights are pretrained; shapes-k5@1 ranks untrained "
+            "weights (random or fixed)") in out.output
+    assert "give --weights random" in out.output
+    store = Store(tmp_path / "s")
+    assert store.ls("pack") == store.ls("result") == []
+    assert run(*args, "--weights", "default", "--dry-run").exit_code == 0

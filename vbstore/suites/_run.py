@@ -27,7 +27,7 @@ from ._evaluate import Evaluation, conditions_to_compute, from_results, record
 from ._new import condition_source
 from ._settings import content_sha256, pin_value, show
 from ._suite import Suite, get_suite
-from ._verdict import same_task, task_name
+from ._verdict import UNTRAINED, same_task, task_name
 
 # the settings a request can set, as (setting, argument of get_result, flag of get result)
 _ARGUMENTS = (
@@ -247,6 +247,8 @@ def run_suite(store: Store, suite_ref: str, backbone: Any, *, data: Any = None,
         plans[condition] = plan(asked, store, dry_run=dry_run)
         _check_train_data(suite, plans[condition])
     _check_content(suite, source, plans)
+    if "weights" not in given:
+        _check_weights(suite, backbone, plans)
     if dry_run:
         return SuiteRun(suite, plans)
     results = {c: execute(p, **run) for c, p in plans.items()}
@@ -268,6 +270,28 @@ def _check_train_data(suite: Suite, planned) -> None:
         f"the training data given is manifest {show(planned.train_m.id)}; {suite.ref} pins "
         f"train_data={show(pinned)}",
         hint="give the --train-data and --train-split the suite was made with")
+
+
+def _check_weights(suite: Suite, backbone: Any, plans: Mapping[str, Any]) -> None:
+    """Refuse a backbone's default weights when they are trained and the suite ranks untrained
+    ones (``weights: random``): nothing asked for them, and they could not rank. Weights given
+    on purpose are judged by the verdict (a baseline on the other kind of board).
+
+    Raises:
+        UsageError: naming the weights and the fix.
+    """
+    if suite.weights != "random":
+        return
+    for planned in plans.values():
+        if planned.ref is None:  # a dry run that could not name the backbone
+            continue
+        origin = planned.ref.weights_origin
+        if origin not in UNTRAINED:
+            raise UsageError(
+                f"{backbone}'s default weights are {origin}; {suite.ref} ranks untrained "
+                "weights (random or fixed)",
+                hint="give --weights random (or --weights default to evaluate these on purpose:"
+                     " they will not rank)")
 
 
 def _check_content(suite: Suite, source: Any, plans: Mapping[str, Any]) -> None:
