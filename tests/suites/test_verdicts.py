@@ -44,7 +44,7 @@ def test_complete_evidence_is_eligible_and_observed(suite):
         (
             {"protocol": {"task": "depth", "params": {"lr": 0.001}}},
             "incompatible",
-            "protocol-mismatch(task)",
+            "protocol-mismatch: task(depth != segmentation)",
         ),
         (
             {

@@ -92,7 +92,7 @@ def test_protocol_file_gives_the_digest_visin_would_compare(run, files, tmp_path
     evaluation = _evaluate(run, results, "--checkpoint", str(weights), "--protocol", str(other),
                            "--dry-run")
     assert "protocol-mismatch(digest)" in evaluation["verdict"]["reasons"]
-    assert "protocol-mismatch(task)" in evaluation["verdict"]["reasons"]
+    assert "protocol-mismatch: task(depth != segmentation)" in evaluation["verdict"]["reasons"]
     digest = json.loads(run("suite", "digest", str(suite), "--json").stdout)["protocol_digest"]
     assert digest == protocol_digest(json.loads(run("suite", "show", "road-test@1", "--json")
                                                 .stdout)["protocol"])

@@ -63,7 +63,8 @@ NAMES = tuple(s.name for s in SETTINGS)
 # (pinned or labelled), checked by another verdict rule, the result itself, or provenance.
 RESULT_FIELDS: dict[str, str] = {
     "kind": "provenance: the document kind",
-    "task": "pinned: protocol-mismatch(task) (Visin's names and vbstore's are aliases)",
+    "task": "pinned: protocol-mismatch: task(<ran> != <pinned>) (Visin's names and vbstore's "
+            "are aliases)",
     "op_version": "setting: op_version",
     "params": "setting: params (each parameter)",
     "inputs": "see INPUT_ROLES",
