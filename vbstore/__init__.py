@@ -21,6 +21,7 @@ _EXPORTS = {
     "get_result": "vbstore._api",
     "get_features": "vbstore._api",
     "get_head": "vbstore._api",
+    "run_suite": "vbstore._api",
     "load_manifest": "vbstore.data",
     "register_backbone": "vbstore.backbones",
     "build_backbone": "vbstore.backbones",
