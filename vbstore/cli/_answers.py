@@ -11,8 +11,8 @@ the :class:`Pending` key through click's context object.
 
 Nothing is recorded for a read-only store, for ``--head``, ``--suite``, ``--recompute`` or
 ``--dry-run`` (the command does not ask), or when the printed answer is not what the stored
-document would print; a command line with ``--notes`` is never answered here (the full command
-attaches the notes in the registry).
+document would print; a command line with ``--notes`` or ``--results`` is never answered here
+(the full command attaches the notes in the registry, appends the record to the file).
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ from ._resulttext import result_lines
 TYPE_CHECKING = False  # see vbstore/cli/__init__.py
 if TYPE_CHECKING:
     from typing import Any
+
+
+# options whose command writes beyond printing the answer: never answered here
+_WRITES = ("--notes", "--results")
 
 
 class Pending:
@@ -73,8 +77,9 @@ def answer(args: list[str]) -> Pending | bool:
     """
     started, started_ns = time.perf_counter(), time.time_ns()
     root = _store_root(args)
-    if root is None or any(a == "--notes" or a.startswith("--notes=") for a in args):
-        return False  # notes are written to the registry: the full command attaches them
+    if root is None or any(a in _WRITES or a.startswith(tuple(f"{w}=" for w in _WRITES))
+                           for a in args):
+        return False  # notes go to the registry, --results to a file: the full command writes
     try:
         pending = Pending(answer_key(args), started_ns)  # OSError: a working directory removed
         found = cache.lookup(root, pending.key)

@@ -100,3 +100,30 @@ def merge(task_name: str, given: dict[str, Any], flags: dict[str, Any]) -> dict[
                              hint=f"give {name} once: the flag or -p")
         out[name] = value
     return out
+
+
+def results_option(func):
+    """``--results FILE``: VisBench's flag, one record appended per run (docs/results.md)."""
+    return click.option(
+        "--results", "results_file", type=click.Path(dir_okay=False), default=None,
+        metavar="FILE",
+        help="Append the result as one VisBench 0.27 record (a JSONL line its read_records "
+             "loads) to FILE, also when it came from the store; VisBench's --results.")(func)
+
+
+def append_results(store, result_id: str, path: str | None) -> None:
+    """Append result ``result_id``'s VisBench record to ``path`` (nothing when None), as
+    VisBench's writer does: one line, parent folders made, flushed to disk."""
+    if path is None:
+        return
+    import os
+    from pathlib import Path
+
+    from ..interop import visbench_export, visbench_lines
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(visbench_lines(visbench_export(store, [result_id])))
+        handle.flush()
+        os.fsync(handle.fileno())

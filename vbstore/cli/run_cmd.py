@@ -17,7 +17,7 @@ from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
-from ._visflags import FLAGS, POOLINGS
+from ._visflags import FLAGS, POOLINGS, append_results, results_option
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -30,7 +30,7 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "min_votes",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
-             "finetune_blocks", "backbone_lr", "notes"}
+             "finetune_blocks", "backbone_lr", "notes", "results"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -104,6 +104,7 @@ def _command(task: Task) -> click.Command:
             return
         result = execute(the_plan, device=kw["device"], progress=progress_for(executor, as_json),
                          executor=executor, batch_size=kw["batch_size"])
+        append_results(store, result.id, kw["results_file"])
         emit(as_json, result.as_dict(), lambda: print_result(result))
 
     metrics = ", ".join(m.name for m in task.metrics)
@@ -162,7 +163,7 @@ def _command(task: Task) -> click.Command:
         options.append(click.option("--language", "task__language", default=None,
                                     help="Language of cb: data (CLIP_benchmark's --language)."))
     func = data_layout_options(with_store(run))
-    func = json_option(executor_options(func))
+    func = json_option(executor_options(results_option(func)))
     for option in reversed(options):
         func = option(func)
     command = click.command(task.name, help=doc, short_help=summary)(backbone_options(func))

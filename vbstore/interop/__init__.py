@@ -1,4 +1,5 @@
-"""Other tools' formats: CLIP_benchmark's model lists and result files.
+"""Other tools' formats: CLIP_benchmark's model lists and result files, VisBench's result
+records.
 
 ```python
 from vbstore.interop import clip_benchmark_record, clip_benchmark_spec
@@ -20,11 +21,20 @@ from .clip_benchmark import (
     clip_benchmark_record,
     clip_benchmark_spec,
 )
+from .visbench import (
+    VISBENCH_FIELDS,
+    VISBENCH_SCHEMA_VERSION,
+    visbench_export,
+    visbench_lines,
+    visbench_record,
+)
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
     "DEFAULT_TEMPLATE",
     "IDENTITY_FIELD",
+    "VISBENCH_FIELDS",
+    "VISBENCH_SCHEMA_VERSION",
     "WeightsIdentity",
     "check_template",
     "clip_benchmark_datasets",
@@ -33,4 +43,7 @@ __all__ = [
     "clip_benchmark_identity",
     "clip_benchmark_record",
     "clip_benchmark_spec",
+    "visbench_export",
+    "visbench_lines",
+    "visbench_record",
 ]
