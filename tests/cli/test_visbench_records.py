@@ -106,7 +106,7 @@ def test_the_answer_cache_never_swallows_results(shapes, tmp_path):
     out = tmp_path / "r.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VBSTORE_HOME": str(tmp_path / "s")}
     for _ in range(3):
-        done = subprocess.run([sys.executable, "-m", "vbstore", "-q",
+        done = subprocess.run([sys.executable, "-m", "vbstore",
                                *_get(shapes, "--results", str(out))],
                               capture_output=True, text=True, env=env, check=False)
         assert done.returncode == 0, done.stderr
