@@ -8,7 +8,6 @@ VisBench is installed the way the conformance tier installs its peers (``pip ins
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,7 +20,6 @@ from vbstore.interop import VISBENCH_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
-VISBENCH = ("visbench==0.27.0",)
 
 # VisBench's reader, run by the peer's own interpreter: every record, and the comparability
 # groups its leaderboard would rank within
@@ -34,23 +32,6 @@ groups = group_comparable(records)
 print(json.dumps({"records": [r.to_dict() for r in records], "groups": len(groups),
                   "version": __import__("visbench").__version__}))
 """
-
-
-@pytest.fixture(scope="module")
-def visbench_site(tmp_path_factory) -> Path:
-    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
-    if given:
-        return Path(given)
-    spec = importlib.util.spec_from_file_location("vbstore_conformance_visbench",
-                                                  ROOT / "benchmarks" / "conformance.py")
-    assert spec is not None
-    assert spec.loader is not None
-    harness = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = harness  # its dataclasses look their module up by name
-    spec.loader.exec_module(harness)
-    target = tmp_path_factory.mktemp("visbench")
-    harness.install_peers(target, VISBENCH)
-    return target
 
 
 def _read_with_visbench(site: Path, path: Path) -> dict:

@@ -36,6 +36,10 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "thresholds": ("thresholds", click.STRING,
                    "correspondence: error thresholds, e.g. 1,2,5,10; they name the metrics "
                    "(-p thresholds)."),
+    "metric": ("metric", click.Choice(("cosine", "l2")),
+               "retrieval: rank by cosine similarity or l2 distance (-p metric)."),
+    "topk": ("topk", click.STRING,
+             "retrieval: the k of recall@k, e.g. 1,5,10; they name the metrics (-p topk)."),
 }
 POOLINGS = ("cls", "mean", "gap")
 

@@ -51,7 +51,8 @@ def export_group() -> None:
 
 
 @export_group.command("results")
-@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl", "clip-benchmark", "visbench"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["csv", "md", "jsonl", "clip-benchmark", "visbench"]),
               default="md", show_default=True,
               help="Table format (md: one table per task); clip-benchmark: one JSON per result "
               "as CLIP_benchmark writes it, into the folder -o, plus a `vbstore` field naming "

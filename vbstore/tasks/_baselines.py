@@ -45,7 +45,8 @@ class Baseline:
 
 def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
                      class_count: int | None = None,
-                     captions: Sequence[Sequence[str]] | None = None) -> Baseline | None:
+                     captions: Sequence[Sequence[str]] | None = None,
+                     params: Mapping[str, Any] | None = None) -> Baseline | None:
     """The trivial baseline of ``task`` from its targets (tensors or lists), or None.
 
     Args:
@@ -54,13 +55,17 @@ def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
             from the eval split's own, as for a stored head applied to new data).
         class_count: The number of classes, when the data names them.
         captions: For caption targets, each eval image's captions.
+        params: The task's resolved parameters, where they name the metrics (retrieval's
+            ``topk``).
     """
     kind = task.target_kind
     classes = None
     if kind == "class_index":
         labels = _ints(eval_targets)
         if task.zero_shot and "recall@1" in _names(task):
-            found = _retrieval(labels), "a random ranking (expected value)"
+            ks = tuple(int(m.name.removeprefix("recall@")) for m in task.metrics_for(params)
+                       if m.name.startswith("recall@"))
+            found = _retrieval(labels, ks), "a random ranking (expected value)"
         elif task.zero_shot:
             classes = class_count or (max(labels) + 1 if labels else 0)
             found = _chance(classes), f"chance: a uniform guess over {classes} classes"
@@ -86,16 +91,17 @@ def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
     else:
         return None
     metrics, predictor = found
-    return keep_declared(task, predictor, metrics, classes)
+    return keep_declared(task, predictor, metrics, classes, params=params)
 
 
 def keep_declared(task: Task, predictor: str, metrics: Mapping[str, float],
-                  classes: int | None = None) -> Baseline | None:
-    """The baseline restricted to ``task``'s metrics (those it reports on ``classes`` classes,
-    when known); None unless its headline is among them."""
-    names = {m.name for m in task.metrics if m.reported(classes)}
+                  classes: int | None = None, *,
+                  params: Mapping[str, Any] | None = None) -> Baseline | None:
+    """The baseline restricted to ``task``'s metrics under ``params`` (those it reports on
+    ``classes`` classes, when known); None unless its headline is among them."""
+    names = {m.name for m in task.metrics_for(params) if m.reported(classes)}
     kept = {k: float(v) for k, v in metrics.items() if k in names}
-    return Baseline(predictor, kept) if task.headline in kept else None
+    return Baseline(predictor, kept) if task.headline_for(params) in kept else None
 
 
 def _names(task: Task) -> set[str]:
@@ -154,7 +160,7 @@ def random_ap(gallery: int, relevant: int) -> float:
     return ((relevant - 1) / (gallery - 1) * (gallery - harmonic) + harmonic) / gallery
 
 
-def _retrieval(labels: list[int]) -> dict[str, float]:
+def _retrieval(labels: list[int], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, float]:
     """Leave-one-out retrieval: each query ranks the other N - 1 images; queries whose class has
     no other image are left out, as the task does."""
     counts = Counter(labels)
@@ -164,7 +170,7 @@ def _retrieval(labels: list[int]) -> dict[str, float]:
     if not total or gallery < 1:
         return {}
     out = {f"recall@{k}": sum(n * (1 - miss_all(gallery, r, k)) for n, r in queries) / total
-           for k in (1, 5, 10)}
+           for k in ks}
     out["mAP"] = sum(n * random_ap(gallery, r) for n, r in queries) / total
     return out
 
