@@ -29,6 +29,8 @@ from ._evaluate import (
     open_evaluation,
     record,
     reindex,
+    uuid_names,
+    with_run_metadata,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
 from ._external import (
@@ -43,6 +45,7 @@ from ._external import (
 from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
+from ._pages import MAX_LIMIT, board_page, page_notes
 from ._promote import promote
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
@@ -64,6 +67,7 @@ __all__ = [
     "EVIDENCE_LEVELS",
     "EXTENSION",
     "FORMATS",
+    "MAX_LIMIT",
     "RESULT_FIELDS",
     "SETTINGS",
     "UNTRAINED",
@@ -76,6 +80,7 @@ __all__ = [
     "Suite",
     "board_csv",
     "board_markdown",
+    "board_page",
     "board_plot",
     "board_text",
     "build",
@@ -104,6 +109,7 @@ __all__ = [
     "new_suite",
     "normalize",
     "open_evaluation",
+    "page_notes",
     "parse_assignments",
     "parse_data",
     "parse_ref",
@@ -123,6 +129,8 @@ __all__ = [
     "settings_of",
     "show",
     "task_name",
+    "uuid_names",
     "version_tuple",
     "visin_results",
+    "with_run_metadata",
 ]
