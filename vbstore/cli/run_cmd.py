@@ -30,7 +30,7 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "min_votes",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
-             "finetune_blocks", "backbone_lr", "notes", "results"}
+             "finetune_blocks", "backbone_lr", "notes", "results", "save_probe"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -82,6 +82,9 @@ def _command(task: Task) -> click.Command:
         from ..engine import execute, plan, result_request
 
         given = parse_params(params)
+        save_probe = kw.pop("save_probe", None)
+        if save_probe is not None:
+            _check_save_probe(task, kw)
         # --language is the engine's (cb: data and the prompts), whether or not the task has one
         language = kw.pop("task__language", None)
         for key in [k for k in kw if k.startswith("task__")]:
@@ -106,6 +109,12 @@ def _command(task: Task) -> click.Command:
                          executor=executor, batch_size=kw["batch_size"])
         append_results(store, result.id, kw["results_file"])
         emit(as_json, result.as_dict(), lambda: print_result(result))
+        if save_probe is not None:
+            from ..heads import export_head
+
+            head = export_head(store, result.record.inputs["head"], save_probe)
+            click.echo(f"saved the trained head {head[:12]} to {save_probe} (its backbone's "
+                       "identity inside: `vbstore import head` checks it)", err=True)
 
     metrics = ", ".join(m.name for m in task.metrics)
     shape = task.shape_spec
@@ -127,6 +136,11 @@ def _command(task: Task) -> click.Command:
         click.option("--notes", default=None, metavar="TEXT",
                      help="Free text to attach to the result (kept in the registry; no part "
                           "of its id)."),
+        click.option("--save-probe", type=click.Path(dir_okay=False), default=None,
+                     metavar="PATH",
+                     help="Also write the trained head to PATH (.safetensors, the backbone's "
+                          "identity inside; VisBench's --save-probe); refused for a zero-shot "
+                          "task."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
                      help="Images per forward pass (extraction; changes no id)."
                           + (" The head's batch is --train-batch-size."
@@ -169,6 +183,21 @@ def _command(task: Task) -> click.Command:
     command = click.command(task.name, help=doc, short_help=summary)(backbone_options(func))
     command.params.extend(_option(name, spec) for name, spec in sorted(task.params.items()))
     return command
+
+
+def _check_save_probe(task: Task, kw: dict[str, Any]) -> None:
+    """Refuse ``--save-probe`` before anything runs where there is no one head to save."""
+    if task.zero_shot:  # VisBench's refusal, also before the run
+        raise UsageError(
+            f"{task.name!r} is zero-shot: it trains nothing, so there is no head to save",
+            hint="anyone with the backbone reproduces this number: share the command, not a "
+                 "file")
+    if kw.get("seeds", 1) > 1:
+        raise UsageError("--save-probe writes one head, and --seeds trains one per seed",
+                         hint="drop --seeds, or save a seed's head with `vbstore export head`")
+    if kw.get("head"):
+        raise UsageError("--save-probe saves the head this run trains, and --apply-head trains "
+                         "none", hint="`vbstore export head` writes a stored head")
 
 
 class TaskGroup(VbstoreGroup):
