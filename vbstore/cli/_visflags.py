@@ -36,6 +36,9 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "thresholds": ("thresholds", click.STRING,
                    "correspondence: error thresholds, e.g. 1,2,5,10; they name the metrics "
                    "(-p thresholds)."),
+    "min-box-size": ("min_box_size", click.FloatRange(min=0.0),
+                     "detection: drop target boxes smaller than this on a side, in input pixels "
+                     "after the crop (-p min_box_size)."),
     "metric": ("metric", click.Choice(("cosine", "l2")),
                "retrieval: rank by cosine similarity or l2 distance (-p metric)."),
     "topk": ("topk", click.STRING,
