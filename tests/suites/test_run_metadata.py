@@ -146,7 +146,7 @@ def test_board_pages_keep_global_ranks(store):
 
 
 def test_board_page_flags(run, files, tmp_path):
-    results, weights = files
+    results, _ = files
     for n in range(3):
         w = tmp_path / f"w{n}.pth"
         w.write_bytes(bytes([n]))

@@ -122,7 +122,7 @@ def import_results(
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
-    metadata = {"project": project, "run": run, "epoch": epoch}
+    metadata: dict[str, Any] = {"project": project, "run": run, "epoch": epoch}
     if fmt == "visin":
         return [_visin(store, suite, Path(path), records[0], checkpoint, weights, sample_counts,
                        dry_run, recorded, metadata, uuid)]
