@@ -19,6 +19,7 @@ from ._common import VbstoreGroup
 # command -> (module:attribute, modules that register subcommands on it)
 _COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "browse": ("browse_cmd:browse", ()),
+    "cache": ("cache_cmds:cache_group", ()),
     "cat": ("store_cmds:cat", ()),
     "demo": ("demo_cmd:demo", ()),
     "diff": ("suite_cmds:diff", ()),

@@ -123,6 +123,7 @@ def append_results(store, result_id: str, path: str | None) -> None:
     VisBench's writer does: one line, parent folders made, flushed to disk."""
     if path is None:
         return
+    # the interop code loads only for a command given --results
     import os
     from pathlib import Path
 
