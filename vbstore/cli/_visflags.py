@@ -127,7 +127,7 @@ def append_results(store, result_id: str, path: str | None) -> None:
     import os
     from pathlib import Path
 
-    from ..interop import visbench_export, visbench_lines
+    from ..interop import visbench_export, visbench_lines  # (as above)
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
