@@ -74,6 +74,22 @@ def test_results_appends_one_record_per_run_cached_or_not(run, shapes, tmp_path)
     assert [json.loads(line) for line in exported.stdout.splitlines()] == [retrieval]
 
 
+def test_a_dense_probe_records_mean_pooling_as_visbench_does(run, tmp_path):
+    from vbstore.data import make_scenes
+
+    scenes = str(make_scenes(tmp_path / "scenes", per_split=4, seed=1, size=32))
+    out = tmp_path / "dense.jsonl"
+    done = run("run", "generic_segmentation", *TINY, "-d", scenes, "--split", "val",
+               "--train-data", scenes, "--train-split", "train", "--target", "masks",
+               "--epochs", "1", "--results", str(out))
+    assert done.exit_code == 0, done.output
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()]
+    assert (line["pooling"], line["pooling_requested"], line["level"]) == (
+        "mean", "mean", "mid_level")
+    assert line["task_params"]["protocol"] == "visbench_binary_seg"
+    assert line["dataset_params"]["target"] == "masks"
+
+
 def test_results_with_suite_is_refused(run, shapes, tmp_path):
     refused = run(*_get(shapes, "--suite", "road@1", "--results", str(tmp_path / "r.jsonl")))
     assert refused.exit_code == 2

@@ -15,6 +15,9 @@ fields that have a place for it:
   VisBench's, so the prefix keeps a vbstore record from ever grouping with a VisBench record
   by accident of format; equal prefixes mean the same samples and labels.
 - ``visbench_version`` is ``vbstore <version>``: the tool that made the number, not a VisBench.
+- ``pooling`` is resolved (a CNN's ``gap`` is VisBench's ``mean``); a probe that reads dense
+  maps records ``mean`` for both ``pooling`` and ``pooling_requested``, as VisBench's dense
+  probes do, so the two tools' records of one dense probe key alike.
 - ``timestamp`` and ``duration_seconds`` come from the registry's run log (when the result was
   computed, and how long), ``hardware`` from its device; none of them is in vbstore's hashed
   document, which is why the export reads the store and not the document alone.
@@ -105,7 +108,10 @@ def visbench_record(record: ResultRecord, *, created: float,
     extractor = record.extractor or {}
     eval_data = (record.data or {}).get("eval", {})
     manifest = eval_data.get("manifest") or record.inputs.get("eval_manifest", "")
-    pooling = extractor.get("pooling") or "mean"  # a dense probe's maps: VisBench's "mean"
+    pooling = extractor.get("pooling") or "mean"
+    requested = record.pooling_requested
+    if extractor.get("mode") == "dense":  # VisBench's dense probes name their maps "mean"
+        pooling = requested = "mean"
     task_params: dict[str, Any] = dict(record.params)
     if record.protocol:
         task_params["protocol"] = record.protocol
@@ -131,7 +137,7 @@ def visbench_record(record: ResultRecord, *, created: float,
         "schema_version": VISBENCH_SCHEMA_VERSION,
         "dataset_size": eval_data.get("samples"),
         "dataset_fingerprint": f"vbstore:{manifest[:16]}" if manifest else None,
-        "pooling_requested": record.pooling_requested,
+        "pooling_requested": requested,
         "task_params": task_params,
         "dataset_params": dict(record.dataset_params or {}),
         "layer": None,
