@@ -180,14 +180,14 @@ def record(
         UuidConflict: ``uuid`` names another evaluation already (nothing is stored).
     """
     replaced = _check_supersedes(store, doc)
+    if uuid is not None and not uuid.strip():
+        raise UsageError("--uuid is empty", hint="give the upload's id, or leave it out")
+    if dry_run:  # a check names no upload (Visin's dry run sends no uuid)
+        return Evaluation(None, doc, None, False)
     if uuid is not None:
-        if not uuid.strip():
-            raise UsageError("--uuid is empty", hint="give the upload's id, or leave it out")
         stored = uuid_names(store, uuid)
         if stored is not None and stored != digest(dumps({**doc, "kind": "evaluation"})):
             raise UuidConflict(uuid, stored)
-    if dry_run:
-        return Evaluation(None, doc, None, False)
     typed = EvaluationRecord.from_dict(doc)
     edges: dict[str, str | list[str]] = {"suite": typed.suite_id}
     sources = [
