@@ -14,6 +14,9 @@ VisBench's, recorded in each result as VisBench records them in ``task_params``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import MappingProxyType
+
 from ._registry import register_task
 from .classification import LinearClassification
 from .segmentation import SemanticSegmentation
@@ -49,6 +52,9 @@ class SceneParsing(SemanticSegmentation):
     40 classes by default."""
 
     protocol = "visbench_scene_parsing"
-
-    def __init__(self) -> None:
-        super().__init__(defaults={"num_classes": NYU40_CLASSES})
+    params = MappingProxyType({
+        **SemanticSegmentation.params,
+        "num_classes": replace(SemanticSegmentation.params["num_classes"],
+                               default=NYU40_CLASSES,
+                               help="number of classes (>= 2; NYUv2-40's 40 by default)"),
+    })
