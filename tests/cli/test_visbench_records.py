@@ -140,3 +140,14 @@ def test_visbench_reads_vbstore_records_with_its_own_reader(run, shapes, tmp_pat
                              check=False)
     assert refused.returncode != 0
     assert "schema_version" in refused.stderr
+
+
+def test_an_import_names_vbstore_as_the_evaluator_of_its_own_records():
+    from vbstore.suites._import import _visbench
+
+    item = {"backbone": "test_cnn", "backbone_key": "vbstore:" + "a" * 64, "task": "retrieval",
+            "split": "val", "dataset": "shapes", "metrics": {"mAP": 0.5}}
+    ours = _visbench({**item, "visbench_version": "vbstore 0.1.0"})[3]["evaluator"]
+    theirs = _visbench({**item, "visbench_version": "0.27.0"})[3]["evaluator"]
+    assert (ours, theirs) == ({"package": "vbstore", "version": "0.1.0"},
+                              {"package": "visbench", "version": "0.27.0"})
