@@ -16,7 +16,7 @@ This module is the package's face; the code lives in its rooms:
 
 from __future__ import annotations
 
-from ..errors import HeadMismatch
+from ..errors import HeadMismatch, HeadMismatchWarning
 from ._files import ImportedHead, evaluation_metrics, export_head, hub_files, import_head
 from ._load import check_values, load_head
 from ._record import (
@@ -38,9 +38,9 @@ from ._record import (
 )
 
 __all__ = [
-    "FLAGS", "HEAD_FORMAT", "HeadMismatch", "ImportedHead", "backbone_differences",
-    "backbone_expectation", "backbone_name", "check_compat", "check_values", "evaluation_metrics",
-    "export_head", "head_compat", "head_dependencies", "head_problems", "head_record",
-    "head_summary", "hub_files", "import_head", "link_backbone", "load_head", "name_backbones",
-    "reading_flags", "save_head",
+    "FLAGS", "HEAD_FORMAT", "HeadMismatch", "HeadMismatchWarning", "ImportedHead",
+    "backbone_differences", "backbone_expectation", "backbone_name", "check_compat",
+    "check_values", "evaluation_metrics", "export_head", "head_compat", "head_dependencies",
+    "head_problems", "head_record", "head_summary", "hub_files", "import_head", "link_backbone",
+    "load_head", "name_backbones", "reading_flags", "save_head",
 ]
