@@ -171,3 +171,16 @@ def test_a_uuid_conflict_is_refused_in_the_library(store):
     with pytest.raises(UuidConflict):
         record(store, build(suite, **evidence(day=0.1)), uuid="u")
     assert len(store.ls("evaluation")) == 1
+
+
+def test_a_rebuilt_registry_keeps_projects_and_forgets_uuids(store):
+    from vbstore.suites import reindex, uuid_names
+
+    suite = push_suite(store, road_test())[0]
+    record(store, build(suite, **evidence(), project="road"), uuid="u")
+    assert uuid_names(store, "u") is not None
+    store.rebuild_registry(force=True)
+    reindex(store)
+    assert [r["label"] for r in leaderboard(store, "road-test@1", project="road").rows] == [
+        "model-a"]
+    assert uuid_names(store, "u") is None  # no document holds it (docs/suites.md says so)
