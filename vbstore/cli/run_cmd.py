@@ -28,7 +28,7 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
              "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
-             "min_votes",
+             "min_votes", "partners", "max_angle", "pair_seed", "stride",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
              "finetune_blocks", "backbone_lr", "notes", "results", "save_probe"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
