@@ -70,6 +70,15 @@ def test_a_retried_upload_under_its_uuid_is_the_stored_evaluation(run, files, tm
     assert other["id"] == stored["id"]
 
 
+def test_the_evaluation_shows_its_run_metadata(run, files):
+    results, weights = files
+    out = run("evaluate", str(results), "--suite", "road-test@1", "--checkpoint", str(weights),
+              *FLAGS, "--project", "road", "--run", "train-7", "--epoch", "40")
+    assert out.exit_code == 0, out.output
+    assert "  project   road" in out.output
+    assert "  from      run train-7, epoch 40" in out.output
+
+
 def test_run_metadata_is_absent_unless_given_so_earlier_ids_stay(run, files):
     results, weights = files
     plain = json.loads(_evaluate(run, results, weights).stdout)

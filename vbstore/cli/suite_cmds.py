@@ -45,6 +45,12 @@ def _print_evaluation(evaluation: suites.Evaluation) -> None:
         click.echo("  variant   " + " ".join(f"{k}={suites.show(v)}" for k, v in variant.items()))
     if record.extra.get("supersedes"):
         click.echo(f"  corrects  {record.extra['supersedes'][:12]} (it leaves the ranking)")
+    if record.extra.get("project"):
+        click.echo(f"  project   {record.extra['project']}")
+    source = record.extra.get("run") or {}
+    if source:  # Visin's provenance: where the checkpoint came from
+        click.echo("  from      " + ", ".join(f"{k if k != 'id' else 'run'} {v}"
+                                              for k, v in source.items()))
     missing = f" (missing: {', '.join(record.missing)})" if record.missing else ""
     click.echo(f"  evidence  {record.evidence}{missing}")
     for key, value in record.verdict["scores"]["overall"].items():
