@@ -8,10 +8,17 @@ clip_benchmark_spec("ViT-B-32-quickgelu,laion400m_e32")
 ```
 """
 
+from ._cb_collections import (
+    DATASET_COLLECTIONS,
+    MODEL_COLLECTIONS,
+    clip_benchmark_models,
+    clip_benchmark_task,
+)
 from .clip_benchmark import (
     CLIP_BENCHMARK_FIELDS,
     DEFAULT_TEMPLATE,
     IDENTITY_FIELD,
+    PROVENANCE_FIELDS,
     WeightsIdentity,
     check_template,
     clip_benchmark_datasets,
@@ -31,8 +38,11 @@ from .visbench import (
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
+    "DATASET_COLLECTIONS",
     "DEFAULT_TEMPLATE",
     "IDENTITY_FIELD",
+    "MODEL_COLLECTIONS",
+    "PROVENANCE_FIELDS",
     "VISBENCH_FIELDS",
     "VISBENCH_SCHEMA_VERSION",
     "WeightsIdentity",
@@ -41,8 +51,10 @@ __all__ = [
     "clip_benchmark_export",
     "clip_benchmark_filename",
     "clip_benchmark_identity",
+    "clip_benchmark_models",
     "clip_benchmark_record",
     "clip_benchmark_spec",
+    "clip_benchmark_task",
     "visbench_export",
     "visbench_lines",
     "visbench_record",

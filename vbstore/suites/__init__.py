@@ -45,8 +45,11 @@ from ._external import (
 from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
+from ._openclip import TableImport, is_openclip_table
+from ._openclip import import_table as import_openclip
 from ._pages import MAX_LIMIT, board_page, page_notes
 from ._promote import promote
+from ._reproduce import TOLERANCE, Reproduction, reproduce
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
 from ._suite import (
@@ -70,6 +73,7 @@ __all__ = [
     "MAX_LIMIT",
     "RESULT_FIELDS",
     "SETTINGS",
+    "TOLERANCE",
     "UNTRAINED",
     "Board",
     "BoardPull",
@@ -77,7 +81,9 @@ __all__ = [
     "Change",
     "Diff",
     "Evaluation",
+    "Reproduction",
     "Suite",
+    "TableImport",
     "board_csv",
     "board_markdown",
     "board_page",
@@ -97,7 +103,9 @@ __all__ = [
     "from_results",
     "get_suite",
     "hub_checkpoint",
+    "import_openclip",
     "import_results",
+    "is_openclip_table",
     "judge",
     "leaderboard",
     "list_evaluations",
@@ -125,6 +133,7 @@ __all__ = [
     "read_visin_results",
     "record",
     "reindex",
+    "reproduce",
     "same_task",
     "settings_of",
     "show",
