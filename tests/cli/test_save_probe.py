@@ -39,3 +39,23 @@ def test_save_probe_with_several_seeds_is_refused(run, shapes, tmp_path):
               str(tmp_path / "p.safetensors"))
     assert out.exit_code == 2
     assert "one per seed" in out.output
+
+
+def test_no_cache_is_a_cold_run_that_leaves_the_store_as_it_was(run, shapes, tmp_path):
+    """VisBench's --no-cache: nothing read from or kept in the store; the numbers the same."""
+    warm = json.loads(run("run", "retrieval", *TINY, "-d", shapes, "--split", "val",
+                          "--json").stdout)
+    before = json.loads(run("ls", "--json").stdout)
+    out = tmp_path / "r.jsonl"
+    cold = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--no-cache",
+               "--results", str(out), "--json")
+    assert cold.exit_code == 0, cold.output
+    answer = json.loads(cold.stdout)
+    assert answer["features"]["eval"]["extracted"] > 0  # nothing was read from a cache
+    assert answer["record"]["metrics"] == warm["record"]["metrics"]
+    assert answer["id"] == warm["id"]  # the same question, the same id
+    assert json.loads(run("ls", "--json").stdout) == before  # nothing was written
+    assert len(out.read_text().splitlines()) == 1
+    refused = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--no-cache",
+                  "--notes", "x")
+    assert refused.exit_code == 2

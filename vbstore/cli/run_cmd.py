@@ -30,7 +30,7 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "min_votes", "partners", "max_angle", "pair_seed", "stride",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
-             "finetune_blocks", "backbone_lr", "notes", "results", "save_probe"}
+             "finetune_blocks", "backbone_lr", "notes", "results", "save_probe", "no_cache"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -81,6 +81,18 @@ def _command(task: Task) -> click.Command:
     def run(store, *, data_options, executor, as_json, params, **kw) -> None:
         from ..engine import execute, plan, result_request
 
+        if kw.pop("no_cache", False):  # VisBench's cold run: a scratch store, then gone
+            _check_no_cache(kw)
+            import tempfile
+            from pathlib import Path
+
+            from ..store import Store
+
+            with tempfile.TemporaryDirectory(prefix="vbstore-no-cache-") as tmp, \
+                    Store(Path(tmp) / "store") as scratch:
+                run(scratch, data_options=data_options, executor=executor, as_json=as_json,
+                    params=params, **kw)
+            return
         given = parse_params(params)
         save_probe = kw.pop("save_probe", None)
         if save_probe is not None:
@@ -136,6 +148,10 @@ def _command(task: Task) -> click.Command:
         click.option("--notes", default=None, metavar="TEXT",
                      help="Free text to attach to the result (kept in the registry; no part "
                           "of its id)."),
+        click.option("--no-cache", is_flag=True,
+                     help="A cold run (VisBench's --no-cache): computed in a scratch store "
+                          "removed afterwards, so nothing is read from or kept in this one; "
+                          "--results and --save-probe still write their files."),
         click.option("--save-probe", type=click.Path(dir_okay=False), default=None,
                      metavar="PATH",
                      help="Also write the trained head to PATH (.safetensors, the backbone's "
@@ -198,6 +214,14 @@ def _check_save_probe(task: Task, kw: dict[str, Any]) -> None:
     if kw.get("head"):
         raise UsageError("--save-probe saves the head this run trains, and --apply-head trains "
                          "none", hint="`vbstore export head` writes a stored head")
+
+
+def _check_no_cache(kw: dict[str, Any]) -> None:
+    """Refuse what ``--no-cache`` would read from or leave in the store it does not touch."""
+    for flag, key in (("--notes", "notes"), ("--apply-head", "head"), ("--dry-run", "dry_run")):
+        if kw.get(key):
+            raise UsageError(f"--no-cache computes in a scratch store, and {flag} reads or "
+                             "writes this one", hint=f"drop {flag} or --no-cache")
 
 
 class TaskGroup(VbstoreGroup):
