@@ -543,6 +543,10 @@ class HeadMismatch(VbstoreError, ValueError):
         self.differences = differences
 
 
+class LeftOutWarning(UserWarning):
+    """Some of the results asked for were left out of an export that cannot carry them."""
+
+
 class HeadMismatchWarning(UserWarning):
     """A mismatched head was applied because strict checking was turned off."""
 

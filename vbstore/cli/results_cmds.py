@@ -7,13 +7,14 @@ import io
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..engine import BASE_COLUMNS, RUN_COLUMNS, result_rows
-from ..errors import UsageError
+from ..errors import LeftOutWarning, UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
@@ -120,16 +121,15 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
     from ..interop import DEFAULT_TEMPLATE, clip_benchmark_export
 
     folder, template = _folder_and_template(output) if output else (None, DEFAULT_TEMPLATE)
-    # CLIP_benchmark's rows are frozen probes: a fine-tuned result among others is left out
-    # (named), and only a selection of fine-tuned results alone is refused (by the export)
-    frozen = [row for row in rows if row.get("finetune", "frozen") == "frozen"]
-    if frozen and len(frozen) < len(rows):
-        click.echo(f"warning: left out {len(rows) - len(frozen)} fine-tuned result(s): "
-                   "CLIP_benchmark's rows are frozen probes (--format jsonl or csv carries "
-                   "them)", err=True)
-        rows = frozen
-    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template,
-                                 dump_classnames=dump_classnames, dump_templates=dump_templates)
+    # what the export leaves out (fine-tuned results among frozen ones) it says as a warning,
+    # printed here as the CLI's other warnings are
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", LeftOutWarning)
+        docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template,
+                                     dump_classnames=dump_classnames,
+                                     dump_templates=dump_templates)
+    for warning in said:
+        click.echo(f"warning: {warning.message}", err=True)
     if folder is None:
         if as_json:
             emit(True, docs)

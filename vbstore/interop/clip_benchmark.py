@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import string
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backbones import list_backbones, parse_spec
 from ..data import data_prefixes
-from ..errors import UnidentifiedWeights, UsageError, VbstoreError
+from ..errors import LeftOutWarning, UnidentifiedWeights, UsageError, VbstoreError
 from ..records import ManifestRecord, ResultRecord, WeightsRecord
 from ..tasks import DATASET_TEMPLATES, TEMPLATES
 from ._cb_collections import DATASET_COLLECTIONS
@@ -429,17 +430,27 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str],
     appended. ``dump_classnames`` / ``dump_templates`` add ``classnames`` / ``templates``
     (:func:`prompts_of`) where the result has them, as CLIP_benchmark's flags of those names do.
 
+    CLIP_benchmark's rows are frozen probes: a fine-tuned result among frozen ones is left out
+    with a :class:`~vbstore.errors.LeftOutWarning` naming how many, so a mixed store still
+    exports; fine-tuned results alone are refused (the CLI and the Python API alike).
+
     Raises:
-        UsageError: a template :func:`check_template` refuses.
+        UsageError: a template :func:`check_template` refuses; only fine-tuned results.
 
     ```python
     rows = clip_benchmark_export(store, [info.id for info in store.ls("result")])
     ```
     """
     check_template(template)
+    records = {oid: ResultRecord.from_dict(store.read_json(oid)) for oid in sorted(result_ids)}
+    frozen = {oid: r for oid, r in records.items() if not r.finetune}
+    if frozen and len(frozen) < len(records):
+        warnings.warn(f"left out {len(records) - len(frozen)} fine-tuned result(s): "
+                      "CLIP_benchmark's rows are frozen probes (--format jsonl or csv carries "
+                      "them)", LeftOutWarning, stacklevel=2)
+        records = frozen
     out, names = [], set()
-    for oid in sorted(result_ids):
-        record = ResultRecord.from_dict(store.read_json(oid))
+    for oid, record in records.items():
         manifest_id = record.eval_data.get("manifest")
         manifest = (ManifestRecord.from_dict(store.read_json(manifest_id))
                     if manifest_id and store.has(manifest_id) else None)
