@@ -22,6 +22,8 @@ from ._common import VbstoreGroup
 _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "browse": ("browse_cmd:browse", (),
         "Browse results, heads, refs and lineage in Datasette (needs the browse extra)."),
+    "cache": ("cache_cmds:cache_group", (),
+        "VisBench's feature cache: the store's feature packs (stats, clear)."),
     "cat": ("store_cmds:cat", (), "Write an object's raw bytes to stdout (verified first)."),
     "demo": ("demo_cmd:demo", (),
         "Probe a backbone on data any machine has, beside random weights and a trivial "

@@ -9,7 +9,15 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._resulttext import result_lines
-from ._visflags import FLAGS, POOLINGS, flag_params, merge, probe_flag_options
+from ._visflags import (
+    FLAGS,
+    POOLINGS,
+    append_results,
+    flag_params,
+    merge,
+    probe_flag_options,
+    results_option,
+)
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -126,6 +134,7 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
+@results_option
 @probe_flag_options
 @data_layout_options
 @executor_options
@@ -134,8 +143,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
                    params, finetune_blocks, backbone_lr, language, head, no_strict, recompute,
-                   dry_run, suite_ref, notes, plugins, data_options, executor, as_json,
-                   batch_size, pooling, **flags) -> None:
+                   dry_run, suite_ref, notes, plugins, results_file, data_options, executor,
+                   as_json, batch_size, pooling, **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -151,6 +160,12 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     if suite_ref is not None:  # the suite's task, parameters and settings, then its verdict
         from .suite_cmds import result_on_suite
 
+        if results_file is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--results writes one run's record; --suite runs one per condition",
+                             hint="drop --results, then `vbstore export results --format "
+                                  "visbench` writes every stored result")
         run = {"device": device, "progress": progress_for(executor, as_json),
                "recompute": recompute, "executor": executor, "batch_size": batch_size}
         request = {"train_data": train_data, "split": split, "train_split": train_split,
@@ -187,6 +202,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
         return
     result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
                      recompute=recompute, executor=executor, batch_size=batch_size)
+    append_results(store, result.id, None if dry_run else results_file)
     emit(as_json, result.as_dict(), lambda: print_result(result))
     _answers.record(store, pending, the_plan, result, as_json)
 

@@ -29,6 +29,8 @@ from ._evaluate import (
     open_evaluation,
     record,
     reindex,
+    uuid_names,
+    with_run_metadata,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
 from ._external import (
@@ -45,6 +47,7 @@ from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, 
 from ._new import condition_manifest, condition_source, new_suite
 from ._openclip import TableImport, is_openclip_table
 from ._openclip import import_table as import_openclip
+from ._pages import MAX_LIMIT, board_page, page_notes
 from ._promote import promote
 from ._reproduce import TOLERANCE, Reproduction, reproduce
 from ._run import SuiteRun, board_place, run_suite, suite_arguments, suite_data
@@ -68,6 +71,7 @@ __all__ = [
     "EVIDENCE_LEVELS",
     "EXTENSION",
     "FORMATS",
+    "MAX_LIMIT",
     "RESULT_FIELDS",
     "SETTINGS",
     "TOLERANCE",
@@ -85,6 +89,7 @@ __all__ = [
     "board_csv",
     "board_markdown",
     "board_place",
+    "board_page",
     "board_plot",
     "board_text",
     "build",
@@ -115,6 +120,7 @@ __all__ = [
     "new_suite",
     "normalize",
     "open_evaluation",
+    "page_notes",
     "parse_assignments",
     "parse_data",
     "parse_ref",
@@ -138,6 +144,8 @@ __all__ = [
     "suite_arguments",
     "suite_data",
     "task_name",
+    "uuid_names",
     "version_tuple",
     "visin_results",
+    "with_run_metadata",
 ]
