@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +84,25 @@ def pytest_collection_modifyitems(config, items):
 # The Ray cluster tests run only inside a loopback-only network namespace; outside, the runner
 # tests/engine/test_executor.py::test_ray_suite_in_loopback_namespace starts them there.
 collect_ignore = [] if os.environ.get("VBSTORE_RAY_NETNS") else ["ray_cluster"]
+
+
+@pytest.fixture(scope="session")
+def visbench_site(tmp_path_factory):
+    """A folder holding VisBench 0.27.0 (``PYTHONPATH`` for a peer process; never imported
+    here): ``VBSTORE_CONFORMANCE_PEERS``, else installed as the conformance tier installs its
+    peers (``pip install --no-deps --target``, benchmarks/conformance.py)."""
+    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
+    if given:
+        return Path(given)
+    import importlib.util
+
+    harness_path = Path(__file__).resolve().parents[1] / "benchmarks" / "conformance.py"
+    spec = importlib.util.spec_from_file_location("vbstore_conformance_peers", harness_path)
+    assert spec is not None
+    assert spec.loader is not None
+    harness = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = harness  # its dataclasses look their module up by name
+    spec.loader.exec_module(harness)
+    target = tmp_path_factory.mktemp("visbench")
+    harness.install_peers(target, ("visbench==0.27.0",))
+    return target

@@ -610,6 +610,22 @@ class SuiteConflict(VbstoreError, ValueError):
         self.next_version = next_version
 
 
+class UuidConflict(VbstoreError, ValueError):
+    """A different evaluation sent under an upload uuid that already names one (Visin's
+    ``uuid``: recorded results never change)."""
+
+    exit_code = 11
+
+    def __init__(self, uuid: str, stored: str) -> None:
+        super().__init__(
+            f"uuid {uuid} already names evaluation {stored[:12]}, with other results or "
+            "evidence; recorded results never change",
+            hint=f"send it under a new --uuid, or correct the stored one: --supersedes "
+                 f"{stored[:12]}")
+        self.uuid = uuid
+        self.stored = stored
+
+
 class ExecutorError(VbstoreError, RuntimeError):
     """A distributed executor (Ray) cannot be reached, or its workers did not produce every pack."""
 

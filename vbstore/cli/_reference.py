@@ -28,8 +28,9 @@ EXIT_CODES = [
     (10, "integrity: a blob does not hash to its id (local or downloaded), an answer declares "
          "another question, a cached pretrained file or hub code does not match its pin"),
     (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
-         "a changed protocol pushed under a published suite version, a store whose registry a "
-         "newer vbstore wrote (upgrade vbstore)"),
+         "a changed protocol pushed under a published suite version, another evaluation sent "
+         "under an upload's --uuid, a store whose registry a newer vbstore wrote (upgrade "
+         "vbstore)"),
     (12, "not reproduced: `get result --recompute` gave other numbers than the stored result; "
          "`reproduce` found a score further from the published figure than --tolerance"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),

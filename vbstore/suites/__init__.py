@@ -29,6 +29,8 @@ from ._evaluate import (
     open_evaluation,
     record,
     reindex,
+    uuid_names,
+    with_run_metadata,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
 from ._external import (
@@ -45,8 +47,10 @@ from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, 
 from ._new import condition_manifest, condition_source, new_suite
 from ._openclip import TableImport, is_openclip_table
 from ._openclip import import_table as import_openclip
+from ._pages import MAX_LIMIT, board_page, page_notes
 from ._promote import promote
 from ._reproduce import TOLERANCE, Reproduction, reproduce
+from ._run import SuiteRun, board_place, run_suite, suite_arguments, suite_data
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
 from ._suite import (
@@ -67,6 +71,7 @@ __all__ = [
     "EVIDENCE_LEVELS",
     "EXTENSION",
     "FORMATS",
+    "MAX_LIMIT",
     "RESULT_FIELDS",
     "SETTINGS",
     "TOLERANCE",
@@ -79,9 +84,12 @@ __all__ = [
     "Evaluation",
     "Reproduction",
     "Suite",
+    "SuiteRun",
     "TableImport",
     "board_csv",
     "board_markdown",
+    "board_place",
+    "board_page",
     "board_plot",
     "board_text",
     "build",
@@ -112,6 +120,7 @@ __all__ = [
     "new_suite",
     "normalize",
     "open_evaluation",
+    "page_notes",
     "parse_assignments",
     "parse_data",
     "parse_ref",
@@ -128,10 +137,15 @@ __all__ = [
     "record",
     "reindex",
     "reproduce",
+    "run_suite",
     "same_task",
     "settings_of",
     "show",
+    "suite_arguments",
+    "suite_data",
     "task_name",
+    "uuid_names",
     "version_tuple",
     "visin_results",
+    "with_run_metadata",
 ]

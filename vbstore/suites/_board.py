@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
-from ._evaluate import VARIANTS_FROM
+from ._evaluate import UPLOADS_FROM, VARIANTS_FROM
 from ._settings import show
 from ._suite import Suite, get_suite
 from ._verdict import EVIDENCE_LEVELS
@@ -37,9 +37,14 @@ class Board:
     observed_only: bool = False
     evaluations: int = 0
     baseline: dict[str, Any] | None = None
+    project: str | None = None  # the pool: evaluations recorded in this project (Visin's)
+    pagination: dict[str, dict[str, int]] | None = None  # set on one page (._pages)
 
     def as_dict(self) -> dict[str, Any]:
         headline = self.suite.headline
+        # a board of a project, or one page, says so; a whole board reads as before
+        scoped = {k: v for k, v in (("project", self.project), ("pagination", self.pagination))
+                  if v is not None}
         return {
             "suite": self.suite.ref,
             "headline": headline["key"],
@@ -51,14 +56,17 @@ class Board:
             "unranked": self.unranked,
             "reorders": self.reorders,
             "baseline": self.baseline,
+            **scoped,
         }
 
 
-def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
+def leaderboard(store: Store, ref: str, *, observed: bool = False,
+                project: str | None = None) -> Board:
     """The board of suite ``ref`` (``slug@version``, or the latest version of ``slug``).
 
-    ``observed`` ranks only evaluations vbstore computed itself (complete evidence): the pool and
-    the ranks are those of that subset.
+    ``observed`` ranks only evaluations vbstore computed itself (complete evidence); ``project``
+    only the evaluations recorded in that project (Visin's): the pool and the ranks are those
+    of that subset.
     """
     suite = get_suite(store, ref)
     headline = suite.headline
@@ -71,6 +79,10 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     in_sql = all(_plain(part) for path in paths for part in path)
     columns = ", ".join(["json_extract(e.scores, ?)"] * len(paths)) if in_sql else "e.scores"
     pool = f"suite=? AND evidence IN ({','.join('?' * len(levels))})"
+    scope: tuple[str, ...] = ()
+    if project is not None:  # a store made before projects has none: an empty pool
+        pool += " AND project=?" if store.db.version >= UPLOADS_FROM else " AND 0"
+        scope = (project,) if store.db.version >= UPLOADS_FROM else ()
     # per checkpoint: its attempts, then its newest ranked attempt, or its newest when none
     # ranks; listing every evidence level lets both steps walk the (suite, evidence,
     # checkpoint, ranked, recorded, id) index instead of sorting the scan
@@ -91,8 +103,10 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
             *([_json_path(p) for p in paths] if in_sql else []),
             suite.ref,
             *levels,
+            *scope,
             suite.ref,
             *levels,
+            *scope,
         ),
     )
     total = sum(r[9] for r in rows)
@@ -120,7 +134,8 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         for row in ranked:
             row["beats_baseline"] = beats(row["headline"], baseline["headline"],
                                           headline["direction"])
-    return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline)
+    return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline,
+                 project)
 
 
 class _Label(NamedTuple):

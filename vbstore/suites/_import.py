@@ -102,15 +102,23 @@ def import_results(
     dry_run: bool = False,
     recorded: float | None = None,
     checkpoint: Mapping[str, str] | None = None,
+    project: str | None = None,
+    run: str | None = None,
+    epoch: int | None = None,
+    uuid: str | None = None,
 ) -> list[Evaluation]:
     """Record the file's results on suite ``suite_ref`` as reported evaluations.
 
     ``condition`` puts every record under one condition name (default: the record's split, or
     dataset for CLIP_benchmark); ``sample_counts`` and ``weights`` (pretrained, fixed, checkpoint,
-    random or unknown) vouch for what the file does not say.
+    random or unknown) vouch for what the file does not say. ``project``, ``run``, ``epoch``
+    and ``uuid`` are Visin's run metadata (vbstore.suites._evaluate): a uuid names one upload,
+    so it is refused for a file that makes several evaluations.
 
     Raises:
-        UsageError: an unknown ``weights`` kind (and see :func:`read_records`).
+        UsageError: an unknown ``weights`` kind, a ``uuid`` for several evaluations (and see
+            :func:`read_records`).
+        UuidConflict: ``uuid`` names another evaluation already; nothing is stored.
         UnidentifiedWeights: a CLIP_benchmark row that does not say which weights made it;
             nothing is stored.
     """
@@ -118,9 +126,10 @@ def import_results(
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
+    metadata: dict[str, Any] = {"project": project, "run": run, "epoch": epoch}
     if fmt == "visin":
         return [_visin(store, suite, Path(path), records[0], checkpoint, weights, sample_counts,
-                       dry_run, recorded)]
+                       dry_run, recorded, metadata, uuid)]
     if checkpoint is not None:
         raise UsageError(f"{Path(path).name} names its checkpoints itself",
                          hint="--checkpoint is for a Visin results file")
@@ -161,6 +170,10 @@ def import_results(
             # a VisBench record's free-text field, e.g. where a transcribed figure was published
             **({"notes": item["notes"]} if item.get("notes") else {}),
         }
+    if uuid is not None and len(groups) > 1:
+        raise UsageError(f"--uuid names one upload, and {Path(path).name} makes "
+                         f"{len(groups)} evaluations (one per checkpoint)",
+                         hint="drop --uuid, or import one checkpoint's records per file")
     out = []
     for group in groups.values():
         given = {k: v for k, v in (sample_counts or {}).items() if k in group["results"]}
@@ -181,8 +194,9 @@ def import_results(
             protocol=group["protocol"],
             evaluator=group["evaluator"],
             sources=group["sources"],
+            **metadata,
         )
-        out.append(record(store, doc, dry_run=dry_run, recorded=recorded))
+        out.append(record(store, doc, dry_run=dry_run, recorded=recorded, uuid=uuid))
     return out
 
 
@@ -190,10 +204,14 @@ def _visbench(item: dict[str, Any]):
     key = item.get("backbone_key") or item["backbone"]
     checkpoint = {"id": f"visbench:{key}", "label": item["backbone"], "weights": "unknown"}
     version = item.get("visbench_version")
+    # a vbstore export writes "vbstore VERSION" there (vbstore.interop.visbench): its evaluator
+    package, _, number = (version or "").partition(" ")
+    evaluator = ({"package": "vbstore", "version": number} if package == "vbstore" and number
+                 else {"package": "visbench", "version": version} if version else None)
     extra = {
         "names_weights": False,
         "protocol": {"task": item["task"], "params": item.get("task_params") or {}},
-        "evaluator": {"package": "visbench", "version": version} if version else None,
+        "evaluator": evaluator,
     }
     return (
         checkpoint,
@@ -215,8 +233,8 @@ def _clip_benchmark(item: dict[str, Any], where: str, vouched: str | None):
 
 def _visin(store: Store, suite, path: Path, results: dict[str, Any],
            checkpoint: Mapping[str, str] | None, weights: str | None,
-           sample_counts: Mapping[str, int] | None, dry_run: bool, recorded: float | None
-           ) -> Evaluation:
+           sample_counts: Mapping[str, int] | None, dry_run: bool, recorded: float | None,
+           metadata: Mapping[str, Any], uuid: str | None) -> Evaluation:
     """A Visin results file: one checkpoint's condition → class → metric results."""
     if checkpoint is None:
         raise UsageError(f"{path.name} is a Visin results file, which does not say which weights "
@@ -225,4 +243,5 @@ def _visin(store: Store, suite, path: Path, results: dict[str, Any],
         checkpoint = {**checkpoint, "weights": weights}
     kwargs = external_evidence(results, checkpoint=checkpoint, sample_counts=sample_counts,
                                source={"format": "visin", "file": path.name})
-    return record(store, build(suite, **kwargs), dry_run=dry_run, recorded=recorded)
+    return record(store, build(suite, **kwargs, **metadata), dry_run=dry_run, recorded=recorded,
+                  uuid=uuid)
