@@ -104,5 +104,16 @@ def visbench_site(tmp_path_factory):
     sys.modules[spec.name] = harness  # its dataclasses look their module up by name
     spec.loader.exec_module(harness)
     target = tmp_path_factory.mktemp("visbench")
-    harness.install_peers(target, ("visbench==0.27.0",))
-    return target
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        harness.install_peers(target, ("visbench==0.27.0",))
+        return target
+    # under pytest-xdist (make test) one install serves every worker of this run: the folder
+    # above a worker's basetemp is the run's own; the first install renamed into place wins
+    shared = tmp_path_factory.getbasetemp().parent / "visbench-0.27.0"
+    if not shared.is_dir():
+        harness.install_peers(target, ("visbench==0.27.0",))
+        try:
+            target.rename(shared)
+        except OSError:  # another worker's install got there first
+            return shared if shared.is_dir() else target
+    return shared
