@@ -108,12 +108,13 @@ def visbench_site(tmp_path_factory):
         harness.install_peers(target, ("visbench==0.27.0",))
         return target
     # under pytest-xdist (make test) one install serves every worker of this run: the folder
-    # above a worker's basetemp is the run's own; the first install renamed into place wins
+    # above a worker's basetemp is the run's own; the first worker installs, the others wait
+    import fcntl
+
     shared = tmp_path_factory.getbasetemp().parent / "visbench-0.27.0"
-    if not shared.is_dir():
-        harness.install_peers(target, ("visbench==0.27.0",))
-        try:
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.is_dir():
+            harness.install_peers(target, ("visbench==0.27.0",))
             target.rename(shared)
-        except OSError:  # another worker's install got there first
-            return shared if shared.is_dir() else target
     return shared
