@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.machinery
 import json
 import os
 import re
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -120,7 +124,8 @@ def _save_memo(state: str, digest: str) -> None:
 
 def code_digest(folder: Path) -> str:
     """A digest of the Python code in ``folder`` (every ``*.py``, by relative path): what
-    ``torch.hub.load`` of the folder can execute."""
+    ``torch.hub.load`` of the folder can execute, loaded under :func:`source_only` with no
+    :func:`stray_code` beside it."""
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*.py")):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
@@ -151,3 +156,37 @@ def verify_code(folder: Path, pin: str, *, what: str) -> None:
     if code_digest(folder) != expected:
         raise TamperedWeights(what, str(folder), "holds other code than vbstore fetched for "
                                                  "the pinned commit")
+    stray = stray_code(folder)
+    if stray:
+        raise TamperedWeights(what, str(folder), f"holds {len(stray)} file(s) Python could run "
+                                                 f"besides the pinned source ({stray[0]})")
+
+
+# what an import runs besides ``*.py``: sourceless bytecode and compiled extension modules
+_RUNNABLE = (*importlib.machinery.BYTECODE_SUFFIXES, *importlib.machinery.EXTENSION_SUFFIXES,
+             ".pyd", ".so")
+
+
+def stray_code(folder: Path) -> list[str]:
+    """Files in ``folder`` an import could execute that ``code_digest`` does not pin: a
+    sourceless ``.pyc`` or an extension module (imported before a ``.py`` of the same name).
+    ``__pycache__`` is left out: :func:`source_only` never reads it."""
+    return sorted(
+        path.relative_to(folder).as_posix() for path in folder.rglob("*")
+        if path.name.endswith(_RUNNABLE) and "__pycache__" not in path.relative_to(folder).parts
+    )
+
+
+@contextlib.contextmanager
+def source_only() -> Iterator[None]:
+    """Import from source only while pinned hub code loads: cached bytecode beside the source
+    (``__pycache__/hubconf.cpython-311.pyc``, which the pin cannot see and Python would run
+    instead of the pinned ``hubconf.py``) is never read, and none is written into the folder."""
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
+    with tempfile.TemporaryDirectory(prefix="vbstore-pyc-") as empty:
+        # bytecode is looked up under the (empty) prefix instead of beside the source
+        sys.pycache_prefix, sys.dont_write_bytecode = empty, True
+        try:
+            yield
+        finally:
+            sys.pycache_prefix, sys.dont_write_bytecode = saved
