@@ -181,7 +181,8 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
             _check_yaml(yaml, text, file.name, loader)
             loaded = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, chosen above
         except yaml.YAMLError as exc:
-            raise UsageError(f"{file.name} is not valid YAML: {exc}") from None
+            where = " ".join(str(exc).split())  # PyYAML's message spans lines: one line
+            raise UsageError(f"{file.name} is not valid YAML: {where}") from None
         except RecursionError:
             raise UsageError(f"{file.name} is nested too deeply to be a suite") from None
     else:
