@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import digest
-from ..errors import UsageError, VbstoreError
+from ..errors import BadHead, UsageError, VbstoreError
 from ..records import BackboneRecord, HeadCompat, ResultRecord
 from ..store import parse_safetensors_header, validate
-from . import HEAD_FORMAT, HeadMismatch, check_compat, head_record, name_backbones
+from . import HEAD_FORMAT, HeadMismatch, check_compat, check_values, head_record, name_backbones
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,28 @@ def _read_record(data: bytes, path: Path) -> dict[str, Any]:
     return record
 
 
+def _check_tensors(data: bytes, record: Mapping[str, Any], path: Path) -> None:
+    """The checks a head meets where it is loaded (:func:`check_values`), on arrival.
+
+    Raises:
+        UsageError: the tensors cannot be read.
+        BadHead: NaN or infinite values, or a class count past the head's outputs.
+    """
+    from safetensors import SafetensorError  # torch: only when a head's tensors are read
+    from safetensors.torch import load
+
+    try:
+        state = load(data)
+    except (SafetensorError, ValueError, RuntimeError) as exc:
+        raise UsageError(f"{path} is not a vbstore head (its tensors cannot be read: {exc})",
+                         hint="heads are written by `vbstore export head`") from None
+    try:
+        check_values(digest(data), record, state)
+    except BadHead as exc:
+        exc.hint = "nothing was imported; train the head again, or import one you trust"
+        raise
+
+
 def import_head(store, path: str | Path, *, name: str | None = None, force: bool = False,
                 expected: Mapping[str, Any] | None = None, strict: bool = True) -> ImportedHead:
     """Store the head in ``path`` (written by :func:`export_head`) and name it.
@@ -96,6 +118,8 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     Raises:
         UsageError: unreadable file, not a vbstore head, or ``name`` taken without ``force``.
         SchemaError: the compatibility record is invalid.
+        BadHead: its values cannot be right (NaN, a class count past its outputs): refused
+            here, not first when it is applied.
         HeadMismatch: ``strict`` and the head does not fit ``expected``.
     """
     path = Path(path)
@@ -104,6 +128,7 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     record = _read_record(data, path)
+    _check_tensors(data, record, path)
     problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
     if problems and strict:
         raise HeadMismatch(problems)
