@@ -65,14 +65,15 @@ def check_memory(what: str, nbytes: int) -> None:
 def input_bytes(input_size: int, *, batch: int = 1, patch_size: int | None = None,
                 forward: bool = True) -> int:
     """A lower bound on what images at ``input_size`` px take: the batch as float32 pixels and,
-    with ``forward``, the first activations of a forward pass: one attention map over a ViT's
-    tokens, or a 32-channel stem at half resolution for a CNN (``patch_size`` None)."""
+    with ``forward``, the first activation of one image's forward pass: an attention map over a
+    ViT's tokens, or a 32-channel stem at half resolution for a CNN (``patch_size`` None). One
+    image's, not the batch's: a fused attention kernel may not hold a map per image."""
     nbytes = batch * 3 * input_size * input_size * 4
     if forward and patch_size:
         tokens = (input_size // patch_size) ** 2 + 1
-        nbytes += batch * tokens * tokens * 4
+        nbytes += tokens * tokens * 4
     elif forward:
-        nbytes += batch * 32 * (input_size // 2) ** 2 * 4
+        nbytes += 32 * (input_size // 2) ** 2 * 4
     return nbytes
 
 

@@ -81,7 +81,7 @@ def test_hub_code_changed_after_vbstore_fetched_it_is_refused(monkeypatch, tmp_p
     assert not marker.exists()
 
 
-def _planted_pyc(source: "os.PathLike[str]", target: str, code: str) -> None:
+def _planted_pyc(source: os.PathLike[str], target: str, code: str) -> None:
     """Compile ``code`` as unchecked-hash bytecode at ``target`` (Python runs it in place of
     ``source`` without looking at the source again)."""
     import py_compile

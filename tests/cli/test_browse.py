@@ -139,7 +139,8 @@ def test_a_snapshot_never_overwrites_the_registry_or_another_database(populated,
     out = CliRunner().invoke(cli, ["--store", str(root), "browse", "--no-serve", "--snapshot",
                                    str(path)])
     assert out.exit_code == 2, out.output
-    assert len(out.output.strip().splitlines()) == 1 and "--snapshot" in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert "--snapshot" in out.output
     assert path.read_bytes() == before
     with Store(root) as store:
         assert store.has(result["id"])
@@ -187,3 +188,15 @@ def test_sigterm_to_browse_stops_datasette(populated, tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_snapshot_says_it_is_one_so_a_later_table_change_can_rewrite_it(populated, tmp_path):
+    root, _, _ = populated
+    path = tmp_path / "old.db"
+    with Store(root) as store:
+        build_snapshot(store, path)
+    with sqlite3.connect(path) as db:  # as if written by a version with another table set
+        db.execute("DROP TABLE lineage")
+    db.close()
+    with Store(root) as store:
+        assert build_snapshot(store, path) == path

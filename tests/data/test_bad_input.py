@@ -156,7 +156,7 @@ def test_a_link_out_of_the_image_folder_is_refused(store, image_folder, tmp_path
 def test_a_linked_class_folder_out_of_the_data_is_refused(store, image_folder, tmp_path):
     shutil.copytree(image_folder / "val" / "cat", tmp_path / "cats")
     os.symlink(tmp_path / "cats", image_folder / "val" / "lynx")
-    with pytest.raises(BadInput, match="link out of the data folder: .*lynx/00.png"):
+    with pytest.raises(BadInput, match=r"link out of the data folder: .*lynx/00\.png"):
         load_manifest(store, image_folder / "val")
     _assert_nothing_stored(store)
 

@@ -10,9 +10,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import MissingDependency, UsageError

@@ -29,6 +29,10 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
                 "What each artifact was made from (vbstore why, one edge per row)."),
 }
 
+# SQLite's header field for the application that owns a file ("vbsb"): a snapshot says it is one,
+# so `browse --snapshot PATH` rewrites a snapshot and nothing else
+APPLICATION_ID = int.from_bytes(b"vbsb", "big")
+
 # the table names and column counts are this module's constants, never user input
 _INSERT = {table: f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
            for table, (columns, _) in TABLES.items()}
@@ -95,13 +99,17 @@ def check_target(store, path: str | Path) -> Path:
 
 
 def _is_snapshot(path: Path) -> bool:
-    """Whether ``path`` is an SQLite file holding exactly the browse tables (read-only look)."""
+    """Whether ``path`` is a browse snapshot: an SQLite file with the snapshot's application id
+    in its header, or (written before the id) exactly the browse tables. Read-only look."""
     if not path.is_file():
         return False
     try:
         with open(path, "rb") as handle:
-            if handle.read(16) != b"SQLite format 3\x00":
-                return False
+            header = handle.read(100)
+        if header[:16] != b"SQLite format 3\x00":
+            return False
+        if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
+            return True
         db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
             names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = "
@@ -129,6 +137,7 @@ def build_snapshot(store, path: str | Path) -> Path:
         names.setdefault(oid, []).append(name)
     try:
         with sqlite3.connect(tmp) as db:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # what a snapshot is
             for table, (columns, _) in TABLES.items():
                 db.execute(f"CREATE TABLE {table} ({', '.join(columns)})")
             for info in infos.values():
