@@ -49,7 +49,7 @@ def serve(path: str | Path, port: int = 8001) -> subprocess.Popen:
 def _die_with_parent() -> None:
     """In the server child, before exec: the kernel sends it SIGTERM when its parent dies, even
     of SIGKILL, so no Datasette outlives the ``vbstore browse`` that started it."""
-    import ctypes
+    import ctypes  # in the child only, and only on Linux
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG

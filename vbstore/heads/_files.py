@@ -89,7 +89,8 @@ def _check_tensors(data: bytes, record: Mapping[str, Any], path: Path) -> None:
         UsageError: the tensors cannot be read.
         BadHead: NaN or infinite values, or a class count past the head's outputs.
     """
-    from safetensors import SafetensorError  # torch: only when a head's tensors are read
+    # torch: only when a head's tensors are read
+    from safetensors import SafetensorError
     from safetensors.torch import load
 
     try:
