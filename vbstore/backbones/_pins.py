@@ -24,6 +24,7 @@ import importlib.machinery
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -175,6 +176,17 @@ def stray_code(folder: Path) -> list[str]:
         path.relative_to(folder).as_posix() for path in folder.rglob("*")
         if path.name.endswith(_RUNNABLE) and "__pycache__" not in path.relative_to(folder).parts
     )
+
+
+def drop_bytecode(folder: Path) -> None:
+    """Remove the ``__pycache__`` folders under pinned code, best effort: bytecode there is not
+    pinned, and a module the code imports later (outside :func:`source_only`) would read it."""
+    for cache in sorted(folder.rglob("__pycache__"), reverse=True):
+        if cache.is_dir() and not cache.is_symlink():
+            shutil.rmtree(cache, ignore_errors=True)
+        elif cache.is_symlink():
+            with contextlib.suppress(OSError):
+                cache.unlink()
 
 
 @contextlib.contextmanager
