@@ -61,7 +61,7 @@ def check_values(text: str, name: str, limit: int) -> None:
     count = text.count("{") + text.count("[") + text.count(",")
     if count > limit:
         raise UsageError(f"{name} could hold {count} JSON values, over the {limit} allowed; "
-                         "nothing was read", hint="split it into several files")
+                         "nothing was parsed", hint="split it into several files")
 
 
 def loads(text: str, name: str) -> Any:
