@@ -10,6 +10,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -110,7 +111,6 @@ def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
 @pytest.mark.slow
 def test_under_ci_a_missing_browser_fails_rather_than_skips(tmp_path):
     """CI (CI=true) must test the page: with no browser on PATH the browser test fails."""
-    import sys
 
     bare = tmp_path / "bin"
     bare.mkdir()
@@ -164,7 +164,6 @@ def _answers(port: int) -> bool:
 def test_sigterm_to_browse_stops_datasette(populated, tmp_path):
     """Issue 32: SIGTERM to ``vbstore browse`` left Datasette listening."""
     import signal
-    import sys
     import time
 
     root, _, _ = populated
@@ -200,3 +199,31 @@ def test_a_snapshot_says_it_is_one_so_a_later_table_change_can_rewrite_it(popula
     db.close()
     with Store(root) as store:
         assert build_snapshot(store, path) == path
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datasette") is None or sys.platform != "linux",
+                    reason="browse extra; PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_browse_takes_datasette_with_it(populated, tmp_path):
+    """SIGKILL cannot be caught: the kernel stops the server when its parent dies."""
+    import signal
+    import time
+
+    root, _, _ = populated
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vbstore", "--store", str(root), "browse", "--port", str(port),
+         "--snapshot", str(tmp_path / "k.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        assert process.stdout is not None
+        assert "serving" in process.stdout.readline().decode()
+        process.send_signal(signal.SIGKILL)
+        process.wait(20)
+        deadline = time.monotonic() + 10
+        while _answers(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _answers(port), "datasette still listening after browse was killed"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import MissingDependency, UsageError
@@ -43,16 +43,22 @@ def serve(path: str | Path, port: int = 8001) -> subprocess.Popen:
                "--host", "127.0.0.1", "--port", str(port), "--metadata", str(_metadata(path)),
                "--setting", "default_page_size", "50"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                            preexec_fn=_die_with_parent())
 
 
-def _die_with_parent() -> None:
-    """In the server child, before exec: the kernel sends it SIGTERM when its parent dies, even
-    of SIGKILL, so no Datasette outlives the ``vbstore browse`` that started it."""
-    import ctypes  # in the child only, and only on Linux
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the server child runs before exec so that the kernel sends it SIGTERM when its
+    parent dies, even of SIGKILL: no Datasette outlives the ``vbstore browse`` that started it.
+    Linux only (``prctl(PR_SET_PDEATHSIG)``); resolved here, so the child only calls it."""
+    if sys.platform != "linux":
+        return None
+    import ctypes  # Linux only, and only when a server starts
 
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 class _Stopped(Exception):
