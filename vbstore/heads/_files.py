@@ -98,8 +98,21 @@ def _check_tensors(data: bytes, record: Mapping[str, Any], path: Path) -> None:
     except (SafetensorError, ValueError, RuntimeError) as exc:
         raise UsageError(f"{path} is not a vbstore head (its tensors cannot be read: {exc})",
                          hint="heads are written by `vbstore export head`") from None
+    # the task a head names says what its tensors must hold (tasks load with the head's tensors)
+    from ..tasks import TaskInputError, UnknownTask, get_task
+
+    oid = digest(data)
     try:
-        check_values(digest(data), record, state)
+        check_values(oid, record, state)
+        try:
+            task = get_task(str(record.get("task")))
+        except UnknownTask:  # a plugin's task not installed here: checked where it is applied
+            task = None
+        if task is not None:
+            try:
+                task.check_head(state)
+            except TaskInputError as exc:
+                raise BadHead(oid, str(exc.args[0])) from None
     except BadHead as exc:
         exc.hint = "nothing was imported; train the head again, or import one you trust"
         raise
