@@ -23,6 +23,7 @@ def test_a_huge_input_size_is_refused_in_one_line_before_any_work(tmp_path, shap
     assert len(lines) == 1, result.output
     assert "input size of 100000 px" in lines[0]
     assert "VBSTORE_MAX_MEMORY" in lines[0]
+    assert not store.exists() or not any((store / "objects").rglob("*"))  # no data read either
 
 
 def test_the_budget_sees_the_tokens_a_vit_input_size_makes(monkeypatch):
