@@ -237,22 +237,31 @@ def links_out(root: str, names: Sequence[str], within: str | None = None
     """``(path, why)`` for each of ``names`` (relative to ``root``) that leads out of ``within``
     (default ``root``): a symlinked file, or one in a symlinked folder, that resolves outside
     it. A dangling link is left to the hashing, which names it missing. Each folder is resolved
-    once, so a dataset costs one ``lstat`` per file."""
+    and listed once (a listing says which entries are links without a call per file), so only a
+    link costs a ``realpath``."""
     within = root if within is None else within
     real = os.path.realpath(within).rstrip(os.sep)
 
     def inside(path: str) -> bool:
         return path == real or path.startswith(real + os.sep)
 
-    folders: dict[str, bool] = {}
+    folders: dict[str, tuple[bool, frozenset[str]]] = {}
     out = []
-    for name in names:
+    for name in names:  # POSIX names relative to root, as manifests hold them
+        sub, _, base = name.rpartition("/")
+        if sub not in folders:
+            folder = os.path.join(root, sub) if sub else root
+            try:
+                with os.scandir(folder) as entries:
+                    links = frozenset(e.name for e in entries if e.is_symlink())
+            except OSError:  # a missing folder: the hashing names its files
+                links = frozenset()
+            folders[sub] = inside(os.path.realpath(folder)), links
+        folder_inside, links = folders[sub]
+        if folder_inside and base not in links:
+            continue  # nearly every file: no call at all
         path = os.path.join(root, name)
-        folder = os.path.dirname(path)
-        if folder not in folders:
-            folders[folder] = inside(os.path.realpath(folder))
-        if not folders[folder] or (os.path.islink(path) and os.path.exists(path)
-                                   and not inside(os.path.realpath(path))):
+        if not folder_inside or (os.path.exists(path) and not inside(os.path.realpath(path))):
             out.append((path, f"links to {os.path.realpath(path)}, outside {within}"))
     return out
 
