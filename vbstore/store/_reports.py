@@ -91,6 +91,9 @@ class FsckReport:
     locks_removed: list[str] = field(default_factory=list)
     # registry rows that disagree with their blobs: {"table", "key", "id", "why"}
     mismatched: list[dict[str, Any]] = field(default_factory=list)
+    # the disk was full: the check is whole, but verification times and adopted rows were
+    # not recorded
+    unrecorded: bool = False
     seconds: float = 0.0
 
     @property
