@@ -38,6 +38,8 @@ _LAZY = {
     "ShapesDemo": "._demo", "DENSE_TRAINING": "._demo", "DemoRun": "._demo",
     "demo_shapes": "._demo", "run_demo": "._demo",
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
+    "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
+    "StepContext": "._scored",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -92,6 +94,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_result,
         result_request,
     )
+    from ._runners import Runner, register_runner
+    from ._scored import Scored, StepContext
     from ._show import DataView, Frame, show_data
     from ._sweep import (
         BASE_COLUMNS,
@@ -128,8 +132,11 @@ __all__ = [
     "ProbeRequest",
     "Result",
     "ResultRequest",
+    "Runner",
+    "Scored",
     "ShapesDemo",
     "Step",
+    "StepContext",
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
@@ -154,6 +161,7 @@ __all__ = [
     "plan_features",
     "plan_head",
     "read_backbones_file",
+    "register_runner",
     "resolve_backbone",
     "result_columns",
     "result_request",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backbones import list_backbones, parse_spec
+from ..data import data_prefixes
 from ..errors import UnidentifiedWeights, UsageError, VbstoreError
 from ..records import ManifestRecord, ResultRecord, WeightsRecord
 
@@ -40,8 +41,6 @@ IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_bench
 WEIGHTS_KINDS = ("pretrained", "fixed", "checkpoint", "random")
 _HASH = re.compile(r"[0-9a-f]{64}")
 # data a dataset list may name as vbstore reads it, not as a CLIP_benchmark dataset name
-_DATA_PREFIXES = ("cb", "hf", "torchvision", "wds", "sklearn", "skimage", "shapes", "scenes",
-                  "triplets")
 # `pretrained` values only vbstore writes: weights that are not an open_clip tag's
 _VBSTORE_MARK = re.compile(r"(random|fixed|checkpoint|default)(-seed[0-9]+|-[0-9a-f]{12})?")
 # open_clip also takes a file as `pretrained`: a checkpoint, not a published tag
@@ -73,8 +72,9 @@ def clip_benchmark_datasets(path: str | Path) -> list[str]:
         if not name:
             continue
         prefix = name.partition(":")[0]
-        keep = (Path(name).expanduser().exists() or name in _DATA_PREFIXES
-                or (":" in name and prefix in _DATA_PREFIXES))
+        prefixes = data_prefixes()  # vbstore's own data: kept as written
+        keep = (Path(name).expanduser().exists() or name in prefixes
+                or (":" in name and prefix in prefixes))
         out.append(name if keep else f"cb:{name}")
     if not out:
         raise UsageError(f"{path} lists no datasets", hint="one dataset name per line")

@@ -25,7 +25,7 @@ from ._registry import (
     ordered_metrics,
     register_task,
 )
-from ._shapes import SHAPES, Shape, get_shape
+from ._shapes import SHAPES, Shape, get_shape, register_shape
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit, Trainable
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ __all__ = [
     "list_tasks",
     "metric_order",
     "ordered_metrics",
+    "register_shape",
     "register_task",
     "targets_baseline",
 ]
