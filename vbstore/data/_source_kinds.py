@@ -19,7 +19,8 @@ from ..errors import UsageError
 # looked up, imported by name as the target kinds' are (their readers import this registry).
 
 # every source option there is; each kind takes some of them, anything else is refused
-SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column")
+SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column",
+                  "custom_template_file", "custom_classname_file")
 
 
 @dataclass(frozen=True)

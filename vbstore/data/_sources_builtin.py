@@ -39,6 +39,7 @@ for _kind in (
     SourceKind("hf", ("download", "image_column", "label_column"), _hf),
     SourceKind("torchvision", ("dataset_root", "download"), _torchvision),
     SourceKind("wds", (), _wds),
-    SourceKind("cb", ("dataset_root", "download"), _cb),
+    SourceKind("cb", ("dataset_root", "download", "custom_template_file",
+                      "custom_classname_file"), _cb),
 ):
     register_source_kind(_kind)

@@ -27,6 +27,7 @@ _LAZY = {
     "HeadResult": "._results", "Result": "._results", "execute": "._results",
     "execute_head": "._results", "get": "._results",
     "get_head": "._results", "get_result": "._results", "result_request": "._results",
+    "stored_result": "._results",
     "BASE_COLUMNS": "._sweep", "RUN_COLUMNS": "._sweep", "SweepEntry": "._sweep",
     "read_backbones_file": "._sweep",
     "result_rows": "._sweep", "run_fields": "._sweep", "sweep": "._sweep",
@@ -93,6 +94,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_head,
         get_result,
         result_request,
+        stored_result,
     )
     from ._runners import Runner, register_runner
     from ._scored import Scored, StepContext
@@ -171,6 +173,7 @@ __all__ = [
     "scenes_setup",
     "show_data",
     "store_param_files",
+    "stored_result",
     "summary",
     "sweep",
     "weights_of_tensor_hash",

@@ -325,7 +325,9 @@ class ZeroShotRunner(Runner):
                 "captions": [s.get("captions", []) for s in plan.eval_m.samples],
                 "files": files,
                 # the templates a cb: source recorded (--templates dataset)
-                "dataset_templates": source.get("templates")}
+                "dataset_templates": source.get("templates"),
+                # or its class-specific prompts (CLIP_benchmark's CuPL), one list per class
+                "dataset_prompts": source.get("class_prompts")}
 
     def score(self, plan, run, evaluation, fresh_heads=False):
         from ._toolbox import zero_shot_draws

@@ -43,7 +43,10 @@ from ._external import (
 from ._import import import_results, read_records
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
+from ._openclip import TableImport, is_openclip_table
+from ._openclip import import_table as import_openclip
 from ._promote import promote
+from ._reproduce import TOLERANCE, Reproduction, reproduce
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
 from ._suite import (
@@ -66,6 +69,7 @@ __all__ = [
     "FORMATS",
     "RESULT_FIELDS",
     "SETTINGS",
+    "TOLERANCE",
     "UNTRAINED",
     "Board",
     "BoardPull",
@@ -73,7 +77,9 @@ __all__ = [
     "Change",
     "Diff",
     "Evaluation",
+    "Reproduction",
     "Suite",
+    "TableImport",
     "board_csv",
     "board_markdown",
     "board_plot",
@@ -92,7 +98,9 @@ __all__ = [
     "from_results",
     "get_suite",
     "hub_checkpoint",
+    "import_openclip",
     "import_results",
+    "is_openclip_table",
     "judge",
     "leaderboard",
     "list_evaluations",
@@ -119,6 +127,7 @@ __all__ = [
     "read_visin_results",
     "record",
     "reindex",
+    "reproduce",
     "same_task",
     "settings_of",
     "show",

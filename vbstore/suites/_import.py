@@ -27,6 +27,7 @@ from ..store import Store
 from . import _files
 from ._evaluate import Evaluation, build, record
 from ._external import external_evidence, is_visin_results
+from ._openclip import is_openclip_table
 from ._suite import get_suite
 
 FORMATS = ("visbench", "clip_benchmark", "visin")
@@ -43,6 +44,9 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
         BadInput: lines that are not JSON objects or VisBench records, each named.
     """
     file = Path(path)
+    if is_openclip_table(file):  # one suite per dataset: not one suite's results
+        raise UsageError(f"{file.name} is one of open_clip's results tables, with a column per "
+                         "dataset", hint=f"vbstore import openclip {file} (a suite per dataset)")
     text = _files.read_text(file, "results file", _files.MAX_RESULTS_BYTES,
                            hint="split it into several files")
     _files.check_values(text, file.name, _files.MAX_RESULTS_VALUES)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
+from ._prompts import DATASET_TEMPLATES, TEMPLATES
 from ._registry import (
     BUILTIN,
     get_task,
@@ -45,8 +46,10 @@ _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
 __all__ = [
     "BOX_TARGETS",
     "BUILTIN",
+    "DATASET_TEMPLATES",
     "DENSE_TARGETS",
     "SHAPES",
+    "TEMPLATES",
     "Baseline",
     "DenseBatch",
     "DenseSplit",
