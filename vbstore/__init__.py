@@ -30,6 +30,8 @@ _EXPORTS = {
     "load_plugin": "vbstore._plugins",
     "save_head": "vbstore.heads",
     "load_head": "vbstore.heads",
+    "push_head": "vbstore.heads",
+    "pull_head": "vbstore.heads",
     "VbstoreError": "vbstore.errors",
     "ObjectNotFound": "vbstore.errors",
     "CorruptObject": "vbstore.errors",
