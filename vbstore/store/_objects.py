@@ -56,12 +56,14 @@ class ObjectFiles:
         return self.tmp / f"{HOST}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
 
     def write_temp(
-        self, chunks: Iterable[bytes | memoryview], known_id: str | None = None
+        self, chunks: Iterable[bytes | memoryview], known_id: str | None = None,
+        sync: bool = True,
     ) -> tuple[Path, str, int]:
         """Write ``chunks`` to a fresh temp file, fsynced; return (path, blake3 hex, size).
 
         The bytes are hashed as they are written, unless the caller already hashed exactly
-        these immutable bytes and passes ``known_id``.
+        these immutable bytes and passes ``known_id``. With ``sync`` False the caller flushes
+        many temp files at once (:meth:`flush`) before it publishes any of them.
 
         Raises:
             DiskFull: the disk filled up; the temp file is already removed.
@@ -84,7 +86,8 @@ class ObjectFiles:
                     while view:
                         written = os.write(fd, view)
                         view = view[written:]
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.chmod(temp, 0o444)
@@ -99,8 +102,12 @@ class ObjectFiles:
         assert hasher is not None  # made above whenever no known_id is given
         return temp, hasher.hexdigest(), size
 
-    def publish(self, temp: Path, oid: str) -> bool:
-        """Move a verified temp file into place; return False when the blob already existed."""
+    def publish(self, temp: Path, oid: str, sync: bool = True) -> bool:
+        """Move a verified temp file into place; return False when the blob already existed.
+
+        With ``sync`` False the fan-out directory is not flushed: the caller :meth:`flush`-es
+        once after many renames.
+        """
         target = self.path(oid)
         if target.is_file():
             _unlink_quietly(temp)
@@ -112,11 +119,38 @@ class ObjectFiles:
                 target.parent.mkdir(exist_ok=True)
                 _fsync_dir(self.objects)
                 os.replace(temp, target)
-            _fsync_dir(target.parent)
+            if sync:
+                _fsync_dir(target.parent)
         except OSError as exc:
             _unlink_quietly(temp)
             raise _io_error(exc, f"publishing {oid[:12]}") from exc
         return True
+
+    def flush(self, paths: Iterable[Path]) -> None:
+        """Make what was written to ``paths`` (files, or directories renamed into) durable, at
+        once: one ``syncfs`` of the store's filesystem where Linux offers it (a journal commit
+        for the lot), else an fsync each.
+
+        Raises:
+            StoreIOError: the flush failed (the data may not be on disk).
+        """
+        paths = list(paths)
+        if not paths:
+            return
+        try:
+            if _syncfs(self._objects):
+                return
+            for path in paths:
+                if path.is_dir():
+                    _fsync_dir(path)
+                else:
+                    fd = os.open(path, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+        except OSError as exc:
+            raise _io_error(exc, "flushing blobs to disk") from exc
 
     def iter_files(self) -> Iterator[tuple[str, Path]]:
         """Every blob file as (id, path), including ones the registry does not know."""
@@ -173,6 +207,38 @@ def hash_file(path: Path | str) -> str:
 def read_chunks(handle: BinaryIO) -> Iterator[bytes]:
     while chunk := handle.read(CHUNK):
         yield chunk
+
+
+_LIBC: list = []  # ctypes' libc once loaded; [None] where there is no syncfs
+
+
+def _syncfs(path: str) -> bool:
+    """``syncfs(2)`` on the filesystem holding ``path``; False where the OS has none.
+
+    Raises:
+        OSError: the flush failed.
+    """
+    if not _LIBC:
+        try:  # ctypes only here: a store that never writes in batches never loads it
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            _LIBC.append(libc if hasattr(libc, "syncfs") else None)
+        except OSError:
+            _LIBC.append(None)
+    libc = _LIBC[0]
+    if libc is None:
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.syncfs(fd) != 0:
+            import ctypes
+
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+    finally:
+        os.close(fd)
+    return True
 
 
 def _fsync_dir(path: Path) -> None:

@@ -41,6 +41,7 @@ from ._external import (
     read_visin_results,
 )
 from ._import import import_results, read_records
+from ._judge import judge_pulled, rejudge
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
@@ -58,7 +59,16 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, same_task, task_name, version_tuple
+from ._verdict import (
+    EVIDENCE_LEVELS,
+    UNTRAINED,
+    check_scores,
+    judge,
+    same_task,
+    score_problems,
+    task_name,
+    version_tuple,
+)
 
 __all__ = [
     "EVIDENCE_LEVELS",
@@ -79,6 +89,7 @@ __all__ = [
     "board_plot",
     "board_text",
     "build",
+    "check_scores",
     "classes_evidence",
     "condition_manifest",
     "condition_source",
@@ -94,6 +105,7 @@ __all__ = [
     "hub_checkpoint",
     "import_results",
     "judge",
+    "judge_pulled",
     "leaderboard",
     "list_evaluations",
     "list_suites",
@@ -119,7 +131,9 @@ __all__ = [
     "read_visin_results",
     "record",
     "reindex",
+    "rejudge",
     "same_task",
+    "score_problems",
     "settings_of",
     "show",
     "task_name",
