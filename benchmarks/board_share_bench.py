@@ -1,6 +1,7 @@
 """Merging two shared boards of N evaluations each through a directory remote.
 
     python benchmarks/board_share_bench.py [--evaluations N] [--attempts K] [--dir DIR]
+                                           [--compare OTHER_CHECKOUT]
 
 Stores A and B each record N evaluations on one suite (N/K checkpoints, K attempts each; none in
 common). Then, timed one after the other on the same remote:
@@ -15,18 +16,26 @@ and prints each wall time with its ratio to the re-push and the per-evaluation c
 up the stores (recording 2N evaluations) is timed apart: it is the cost a pull pays per
 evaluation too (a blob and a registry row each). ``--dir /dev/shm`` puts the stores and the
 remote on a tmpfs, where an fsync costs nothing: what is left is vbstore's own work.
+
+``--compare OTHER_CHECKOUT`` runs the same steps with another checkout's vbstore (say a
+``git worktree`` or ``git archive`` of main) in a subprocess first, then with this one, and
+prints both side by side with the ratio old / new of each step.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the vbstore measured: this checkout's, or the one --compare runs this script with
+sys.path.insert(0, os.environ.get("BOARD_BENCH_SRC") or str(Path(__file__).resolve().parents[1]))
 from suites_bench import SUITE  # the same suite (this script's folder is on the path)
 
 from vbstore import Store, canonical
@@ -76,41 +85,73 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
+STEPS = ("A: first push", "A: re-push, nothing new", "B: push, merged into A's",
+         "A: pull of the merged board", "A: pull again, nothing new", "leaderboard, 2N evaluations")
+
+
+def run(n: int, attempts: int, where: str | None) -> tuple[float, dict[str, float]]:
+    """The set-up seconds and each step's wall seconds, with this process's vbstore."""
+    with tempfile.TemporaryDirectory(dir=where) as tmp, Store(Path(tmp) / "a") as a, \
+            Store(Path(tmp) / "b") as b:
+        for store in (a, b):
+            add_remote(store, "team", str(Path(tmp) / "team"))
+        setup = fill(a, "a", n, attempts, 0) + fill(b, "b", n, attempts, 1)
+        steps = []
+        for fn in (
+            lambda: push_board(a, "team", "bench@1"),
+            lambda: push_board(a, "team", "bench@1"),
+            lambda: push_board(b, "team", "bench@1"),
+            lambda: pull_board(a, "team", "bench@1"),
+            lambda: pull_board(a, "team", "bench@1"),
+            lambda: leaderboard(a, "bench@1"),
+        ):
+            steps.append(timed(fn))
+    assert steps[2][1].listed == 2 * n, "the merge lost or duplicated evaluations"
+    assert steps[3][1].added == n
+    board = steps[5][1]
+    assert len(board.rows) + len(board.unranked) == 2 * n // attempts
+    return setup, {label: seconds for label, (seconds, _) in zip(STEPS, steps, strict=True)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--evaluations", type=int, default=100_000)
     parser.add_argument("--attempts", type=int, default=4)
     parser.add_argument("--dir", default=None, help="Where the stores and the remote go.")
+    parser.add_argument("--compare", default=None, metavar="OTHER_CHECKOUT",
+                        help="Run the same steps with this checkout's vbstore first.")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # --compare's child
     args = parser.parse_args()
     n = args.evaluations
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp, Store(Path(tmp) / "a") as a, \
-            Store(Path(tmp) / "b") as b:
-        for store in (a, b):
-            add_remote(store, "team", str(Path(tmp) / "team"))
-        setup = fill(a, "a", n, args.attempts, 0) + fill(b, "b", n, args.attempts, 1)
-        steps = []
-        for label, fn in (
-            ("A: first push", lambda: push_board(a, "team", "bench@1")),
-            ("A: re-push, nothing new", lambda: push_board(a, "team", "bench@1")),
-            ("B: push, merged into A's", lambda: push_board(b, "team", "bench@1")),
-            ("A: pull of the merged board", lambda: pull_board(a, "team", "bench@1")),
-            ("A: pull again, nothing new", lambda: pull_board(a, "team", "bench@1")),
-        ):
-            seconds, out = timed(fn)
-            steps.append((label, seconds, out))
-        board_s, board = timed(lambda: leaderboard(a, "bench@1"))
-    assert steps[2][2].listed == 2 * n, "the merge lost or duplicated evaluations"
-    assert steps[3][2].added == n
-    assert len(board.rows) + len(board.unranked) == 2 * n // args.attempts
-    base = steps[1][1]
+    other = None
+    if args.compare is not None:
+        command = [sys.executable, __file__, "--evaluations", str(n), "--attempts",
+                   str(args.attempts), "--json", *(["--dir", args.dir] if args.dir else [])]
+        done = subprocess.run(command, env={**os.environ, "BOARD_BENCH_SRC": args.compare},
+                              check=True, capture_output=True, text=True)
+        other = json.loads(done.stdout.strip().splitlines()[-1])
+    setup, steps = run(n, args.attempts, args.dir)
+    if args.json:
+        print(json.dumps({"setup": setup, "steps": steps}))
+        return
     print(f"merge of two boards of {n} evaluations each on a directory remote "
           f"({args.dir or tempfile.gettempdir()})")
     print(f"setup: storing {2 * n} evaluations took {setup:.1f} s "
           f"({setup / (2 * n) * 1e3:.2f} ms each)")
-    print(f"{'step':<30} {'wall s':>9} {'x re-push':>10} {'ms/evaluation':>14}")
-    for label, seconds, _ in steps:
-        print(f"{label:<30} {seconds:>9.2f} {seconds / base:>10.1f} {seconds / n * 1e3:>14.3f}")
-    print(f"leaderboard over the merged {2 * n} evaluations: {board_s:.2f} s")
+    base = steps[STEPS[1]]
+    if other is None:
+        print(f"{'step':<30} {'wall s':>9} {'x re-push':>10} {'ms/evaluation':>14}")
+        for label, seconds in steps.items():
+            print(f"{label:<30} {seconds:>9.2f} {seconds / base:>10.1f} "
+                  f"{seconds / n * 1e3:>14.3f}")
+        return
+    print(f"(the other checkout, {args.compare}: setup {other['setup']:.1f} s)")
+    print(f"{'step':<30} {'other s':>9} {'this s':>9} {'other/this':>11} "
+          f"{'ms/eval other':>14} {'ms/eval this':>13}")
+    for label, seconds in steps.items():
+        was = other["steps"][label]
+        print(f"{label:<30} {was:>9.2f} {seconds:>9.2f} {was / seconds:>11.2f} "
+              f"{was / n * 1e3:>14.3f} {seconds / n * 1e3:>13.3f}")
 
 
 if __name__ == "__main__":
