@@ -17,9 +17,11 @@ up the stores (recording 2N evaluations) is timed apart: it is the cost a pull p
 evaluation too (a blob and a registry row each). ``--dir /dev/shm`` puts the stores and the
 remote on a tmpfs, where an fsync costs nothing: what is left is vbstore's own work.
 
-``--compare OTHER_CHECKOUT`` runs the same steps with another checkout's vbstore (say a
-``git worktree`` or ``git archive`` of main) in a subprocess first, then with this one, and
-prints both side by side with the ratio old / new of each step.
+``--compare OTHER_CHECKOUT`` times the pulls (4, 5 and the leaderboard) with another
+checkout's vbstore too (say a ``git worktree`` or ``git archive`` of main): each from a fresh
+copy of A, in a subprocess, the two checkouts alternating for ``--rounds`` rounds, the best of
+each kept; it prints both side by side with the ratio other / this. Both wall and CPU time are
+shown: on a loaded machine the CPU time is the steadier figure of vbstore's own work.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,37 +83,51 @@ def fill(store: Store, name: str, count: int, attempts: int, seed: int) -> float
 
 
 def timed(fn):
-    start = time.perf_counter()
+    """``((wall seconds, this process's CPU seconds), fn())``: on a loaded machine the CPU time
+    is the steadier figure of vbstore's own work."""
+    start, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    return time.perf_counter() - start, out
+    return (time.perf_counter() - start, time.process_time() - cpu), out
 
 
-STEPS = ("A: first push", "A: re-push, nothing new", "B: push, merged into A's",
-         "A: pull of the merged board", "A: pull again, nothing new", "leaderboard, 2N evaluations")
+PUSHES = ("A: first push", "A: re-push, nothing new", "B: push, merged into A's")
+PULLS = ("A: pull of the merged board", "A: pull again, nothing new", "leaderboard, 2N evaluations")
 
 
-def run(n: int, attempts: int, where: str | None) -> tuple[float, dict[str, float]]:
-    """The set-up seconds and each step's wall seconds, with this process's vbstore."""
-    with tempfile.TemporaryDirectory(dir=where) as tmp, Store(Path(tmp) / "a") as a, \
-            Store(Path(tmp) / "b") as b:
+def prepare(tmp: Path, n: int, attempts: int) -> tuple[float, dict[str, list[float]]]:
+    """Stores ``tmp/a`` and ``tmp/b`` filled, both boards pushed to ``tmp/team``: the set-up
+    seconds and each push's ``[wall, CPU]`` seconds."""
+    with Store(tmp / "a") as a, Store(tmp / "b") as b:
         for store in (a, b):
-            add_remote(store, "team", str(Path(tmp) / "team"))
+            add_remote(store, "team", str(tmp / "team"))
         setup = fill(a, "a", n, attempts, 0) + fill(b, "b", n, attempts, 1)
-        steps = []
-        for fn in (
-            lambda: push_board(a, "team", "bench@1"),
-            lambda: push_board(a, "team", "bench@1"),
-            lambda: push_board(b, "team", "bench@1"),
-            lambda: pull_board(a, "team", "bench@1"),
-            lambda: pull_board(a, "team", "bench@1"),
-            lambda: leaderboard(a, "bench@1"),
-        ):
-            steps.append(timed(fn))
+        steps = [timed(lambda: push_board(a, "team", "bench@1")),
+                 timed(lambda: push_board(a, "team", "bench@1")),
+                 timed(lambda: push_board(b, "team", "bench@1"))]
     assert steps[2][1].listed == 2 * n, "the merge lost or duplicated evaluations"
-    assert steps[3][1].added == n
-    board = steps[5][1]
+    return setup, {label: list(t) for label, (t, _) in zip(PUSHES, steps, strict=True)}
+
+
+def pulls(root: Path, n: int, attempts: int) -> dict[str, list[float]]:
+    """A's pull of the merged board, its pull again and its leaderboard: ``[wall, CPU]``
+    seconds each, with this process's vbstore."""
+    with Store(root) as a:
+        steps = [timed(lambda: pull_board(a, "team", "bench@1")),
+                 timed(lambda: pull_board(a, "team", "bench@1")),
+                 timed(lambda: leaderboard(a, "bench@1"))]
+    assert steps[0][1].added == n
+    board = steps[2][1]
     assert len(board.rows) + len(board.unranked) == 2 * n // attempts
-    return setup, {label: seconds for label, (seconds, _) in zip(STEPS, steps, strict=True)}
+    return {label: list(t) for label, (t, _) in zip(PULLS, steps, strict=True)}
+
+
+def pull_with(src: str, root: Path, n: int, attempts: int) -> dict[str, list[float]]:
+    """:func:`pulls` in a subprocess whose vbstore is the checkout ``src``."""
+    command = [sys.executable, __file__, "--pull-only", str(root), "--evaluations", str(n),
+               "--attempts", str(attempts)]
+    done = subprocess.run(command, env={**os.environ, "BOARD_BENCH_SRC": src},
+                          check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -119,39 +136,53 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=4)
     parser.add_argument("--dir", default=None, help="Where the stores and the remote go.")
     parser.add_argument("--compare", default=None, metavar="OTHER_CHECKOUT",
-                        help="Run the same steps with this checkout's vbstore first.")
-    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # --compare's child
+                        help="Also pull with this checkout's vbstore, interleaved with this one.")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="With --compare: pulls per checkout, alternating; the best counts.")
+    parser.add_argument("--pull-only", default=None, help=argparse.SUPPRESS)  # --compare's child
     args = parser.parse_args()
     n = args.evaluations
-    other = None
-    if args.compare is not None:
-        command = [sys.executable, __file__, "--evaluations", str(n), "--attempts",
-                   str(args.attempts), "--json", *(["--dir", args.dir] if args.dir else [])]
-        done = subprocess.run(command, env={**os.environ, "BOARD_BENCH_SRC": args.compare},
-                              check=True, capture_output=True, text=True)
-        other = json.loads(done.stdout.strip().splitlines()[-1])
-    setup, steps = run(n, args.attempts, args.dir)
-    if args.json:
-        print(json.dumps({"setup": setup, "steps": steps}))
+    if args.pull_only is not None:
+        print(json.dumps(pulls(Path(args.pull_only), n, args.attempts)))
         return
-    print(f"merge of two boards of {n} evaluations each on a directory remote "
-          f"({args.dir or tempfile.gettempdir()})")
-    print(f"setup: storing {2 * n} evaluations took {setup:.1f} s "
-          f"({setup / (2 * n) * 1e3:.2f} ms each)")
-    base = steps[STEPS[1]]
-    if other is None:
-        print(f"{'step':<30} {'wall s':>9} {'x re-push':>10} {'ms/evaluation':>14}")
-        for label, seconds in steps.items():
-            print(f"{label:<30} {seconds:>9.2f} {seconds / base:>10.1f} "
-                  f"{seconds / n * 1e3:>14.3f}")
-        return
-    print(f"(the other checkout, {args.compare}: setup {other['setup']:.1f} s)")
-    print(f"{'step':<30} {'other s':>9} {'this s':>9} {'other/this':>11} "
-          f"{'ms/eval other':>14} {'ms/eval this':>13}")
-    for label, seconds in steps.items():
-        was = other["steps"][label]
-        print(f"{label:<30} {was:>9.2f} {seconds:>9.2f} {was / seconds:>11.2f} "
-              f"{was / n * 1e3:>14.3f} {seconds / n * 1e3:>13.3f}")
+    with tempfile.TemporaryDirectory(dir=args.dir) as name:
+        tmp = Path(name)
+        setup, pushed = prepare(tmp, n, args.attempts)
+        print(f"merge of two boards of {n} evaluations each on a directory remote "
+              f"({args.dir or tempfile.gettempdir()})")
+        print(f"setup: storing {2 * n} evaluations took {setup:.1f} s "
+              f"({setup / (2 * n) * 1e3:.2f} ms each)")
+        if args.compare is None:
+            steps = {**pushed, **pulls(tmp / "a", n, args.attempts)}
+            print(f"{'step':<30} {'wall s':>9} {'cpu s':>8} {'ms/eval wall':>13} "
+                  f"{'ms/eval cpu':>12}")
+            for label, (wall, cpu) in steps.items():
+                print(f"{label:<30} {wall:>9.2f} {cpu:>8.2f} {wall / n * 1e3:>13.3f} "
+                      f"{cpu / n * 1e3:>12.3f}")
+            return
+        # each pull starts from a copy of A as it was before any pull; the two checkouts
+        # alternate, so a load that comes and goes on the machine slows both alike
+        here = str(Path(__file__).resolve().parents[1])
+        best: dict[str, dict[str, list[float]]] = {"other": {}, "this": {}}
+        for _ in range(args.rounds):
+            for who, src in (("other", args.compare), ("this", here)):
+                copy = tmp / f"a-{who}"
+                shutil.copytree(tmp / "a", copy)
+                for label, times in pull_with(src, copy, n, args.attempts).items():
+                    kept = best[who].setdefault(label, times)
+                    best[who][label] = [min(x, y) for x, y in zip(kept, times, strict=True)]
+                shutil.rmtree(copy)
+    print("pushes (this checkout): " + ", ".join(
+        f"{label} {wall / n * 1e3:.3f} ms/eval" for label, (wall, _) in pushed.items()))
+    print(f"pulls, best of {args.rounds} alternating rounds; other = {args.compare}")
+    print(f"{'step':<30} {'ms/eval wall: other':>20} {'this':>7} {'ratio':>6} "
+          f"{'ms/eval cpu: other':>19} {'this':>7} {'ratio':>6}")
+    for label in PULLS:
+        (was_wall, was_cpu), (wall, cpu) = best["other"][label], best["this"][label]
+        print(f"{label:<30} {was_wall / n * 1e3:>20.3f} {wall / n * 1e3:>7.3f} "
+              f"{was_wall / wall:>6.2f} {was_cpu / n * 1e3:>19.3f} {cpu / n * 1e3:>7.3f} "
+              f"{was_cpu / max(cpu, 1e-9):>6.2f}")
+    print("ratio: the other checkout's time over this one's (above 1: this one is faster)")
 
 
 if __name__ == "__main__":

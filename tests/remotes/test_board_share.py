@@ -148,14 +148,14 @@ def test_a_tampered_evaluation_is_refused_and_nothing_is_kept(stores, team):
     assert ([o.id for o in b.ls()], list_evaluations(b)) == before
 
 
-def _plant(team: Path, doc: dict) -> str:
-    """Put ``doc`` on the remote as a well-formed blob and list it on the board."""
+def _plant(team: Path, doc: dict, suite: str = "road-test@1") -> str:
+    """Put ``doc`` on the remote as a well-formed blob and list it on the board of ``suite``."""
     data = canonical.dumps(doc)
     oid = blake3.blake3(data).hexdigest()
     target = team / object_path(oid)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
-    ref = team / "refs" / f"{board_ref('road-test@1')}.json"
+    ref = team / "refs" / f"{board_ref(suite)}.json"
     board = json.loads(ref.read_bytes())
     board["evaluations"] = sorted([*board["evaluations"], [oid, len(data), 1.0]])
     ref.write_bytes(canonical.dumps(board))

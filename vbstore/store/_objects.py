@@ -49,7 +49,7 @@ class ObjectFiles:
         return f"{self._objects}/{oid[:2]}/{oid[2:]}"
 
     def exists(self, oid: str) -> bool:
-        return self.path(oid).is_file()
+        return os.path.isfile(self.fspath(oid))
 
     def temp_path(self) -> Path:
         # pid and host in the name let fsck tell a dead writer's leftovers from a live one's
@@ -108,19 +108,19 @@ class ObjectFiles:
         With ``sync`` False the fan-out directory is not flushed: the caller :meth:`flush`-es
         once after many renames.
         """
-        target = self.path(oid)
-        if target.is_file():
+        target = self.fspath(oid)  # strings, not Paths: a board pull publishes 100k of these
+        if os.path.isfile(target):
             _unlink_quietly(temp)
             return False
         try:
             try:
                 os.replace(temp, target)
             except FileNotFoundError:  # first blob of this fan-out directory
-                target.parent.mkdir(exist_ok=True)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
                 _fsync_dir(self.objects)
                 os.replace(temp, target)
             if sync:
-                _fsync_dir(target.parent)
+                _fsync_dir(os.path.dirname(target))
         except OSError as exc:
             _unlink_quietly(temp)
             raise _io_error(exc, f"publishing {oid[:12]}") from exc
@@ -241,7 +241,7 @@ def _syncfs(path: str) -> bool:
     return True
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: Path | str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

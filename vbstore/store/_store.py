@@ -202,7 +202,7 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesM
                 for oid, data, _kind, _edges in items:  # gc unlinks under this lock too
                     if oid not in temps and not self.files.exists(oid):
                         temps[oid] = self.files.write_temp([data], known_id=oid)[0]
-                published = {self.files.path(oid).parent for oid, temp in temps.items()
+                published = {self.files.objects / oid[:2] for oid, temp in temps.items()
                              if self.files.publish(temp, oid, sync=False)}
                 self.files.flush(published)
                 for oid, data, kind, edges in items:

@@ -46,7 +46,7 @@ from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, 
 from ._new import condition_manifest, condition_source, new_suite
 from ._promote import promote
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
-from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
+from ._share import BoardPull, BoardPush, index_stored, local_board, pull_board, push_board
 from ._suite import (
     EXTENSION,
     Suite,
@@ -104,6 +104,7 @@ __all__ = [
     "get_suite",
     "hub_checkpoint",
     "import_results",
+    "index_stored",
     "judge",
     "judge_pulled",
     "leaderboard",

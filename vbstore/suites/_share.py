@@ -31,7 +31,14 @@ from typing import Any
 
 from .. import canonical
 from .._progress import progress
-from ..errors import ObjectNotFound, RemoteConflict, RemoteNotFound, SuiteNotFound, TamperedBlob
+from ..errors import (
+    ObjectNotFound,
+    RemoteConflict,
+    RemoteNotFound,
+    SuiteNotFound,
+    TamperedBlob,
+    VbstoreError,
+)
 from ..records import EvaluationRecord
 from ..remotes import (
     BoardListing,
@@ -193,13 +200,14 @@ def pull_board(store: Store, remote: str, suite_ref: str, revision: str | None =
         with progress(f"pulling board from {source.name}", len(wanted), "evaluation") as shown:
             for oid in wanted:
                 size = listing.evaluations[oid][0]
-                got = _left_here(store, oid) or fetch_record(source, oid, "evaluation", size, rev)
+                here = _left_here(store, oid)
+                got = here or fetch_record(source, oid, "evaluation", size, rev)
                 if got is None:
                     raise RemoteNotFound(f"remote {source.name!r} lists evaluation {oid[:12]} "
                                          f"on the board of {listing.suite} but lacks it",
                                          hint="push the board again from a store that has it")
                 arriving[oid] = got
-                if not store.has(oid):
+                if here is None:
                     result.bytes += len(got[0])
                     result.downloaded += 1
                 shown.update(1)
@@ -248,6 +256,28 @@ def _left_here(store: Store, oid: str) -> tuple[bytes, dict[str, Any]] | None:
     except ObjectNotFound:  # collected meanwhile: fetch it again
         return None
     return data, check_record(f"store {store.root}", oid, "evaluation", data)
+
+
+def index_stored(store: Store, oids: list[str]) -> list[str]:
+    """Judge and index evaluation blobs this store holds but has not indexed (what a killed
+    pull left), as a pull does, each dated by its blob's creation; return the ids indexed.
+
+    One that fails :func:`judge_pulled`, or whose suite is not here, stays unindexed (``fsck``
+    keeps reporting it).
+    """
+    items = []
+    for oid in oids:
+        try:
+            data = store.read_bytes(oid)
+            doc = check_record(f"store {store.root}", oid, "evaluation", data)
+            suite = get_suite(store, doc["suite"])
+        except VbstoreError:
+            continue
+        if judge_pulled(store, doc, suite=suite):
+            continue
+        items.append((oid, data, doc, rejudge(suite, doc), store.info(oid).created))
+    admit(store, items)
+    return [oid for oid, *_ in items]
 
 
 def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str, Any] | None,
