@@ -197,3 +197,22 @@ def test_scores_outside_the_range_are_refused_at_pull(stores, tmp_path):
     with pytest.raises(TamperedBlob, match=r"day miou is 1\.5, outside the suite's range"):
         pull_board(b, "team", "ranged@1")
     assert list_evaluations(b) == []
+
+
+def test_a_correction_of_an_evaluation_re_judged_here_is_accepted(stores, team):
+    """The original of a re-judged evaluation is kept as a plain blob; a later correction that
+    names it still finds it, and takes its ranked copy off the board."""
+    a, b = stores
+    evaluate(a, "alpha", 0.8, 0.7)
+    push_board(a, "team", "road-test@1")
+    lie = _forged(a, "noise", 0.9, 0.9)
+    lie["verdict"] = {**lie["verdict"], "reasons": ["made up"]}
+    original = _plant(team, lie)
+    [item] = pull_board(b, "team", "road-test@1").rejudged
+    assert b.info(original).kind == "blob"
+    fix = _plant(team, _forged(a, "noise", 0.4, 0.4, supersedes=original))
+    assert pull_board(b, "team", "road-test@1").added == 1
+    rows = {r["id"]: r for r in list_evaluations(b, "road-test@1")}
+    assert rows[item["as"]]["superseded_by"] == fix
+    assert fix in [r["evaluation"] for r in leaderboard(b, "road-test@1").rows]
+    assert b.fsck().clean

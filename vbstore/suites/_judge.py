@@ -27,6 +27,7 @@ REJUDGED = "rejudged_from"  # the edge (and field) from a re-judged copy to the 
 PROMOTED_SAME = ("results", "data", "protocol", "evaluator", "comparable", "sources", "settings",
                  "classes")
 
+EVALUATION_BYTES = 1 << 20  # a larger plain blob is not read as an evaluation (its kind's cap)
 Lookup = Callable[[str], "dict[str, Any] | None"]
 
 
@@ -91,12 +92,17 @@ def _finder(store: Store, lookup: Lookup | None) -> Lookup:
         found = lookup(oid) if lookup is not None else None
         if found is not None:
             return found
-        if len(oid) != 64 or not store.has(oid) or store.info(oid).kind != "evaluation":
+        if len(oid) != 64 or not store.has(oid):
             return None
         try:
-            return store.read_json(oid)
+            # a re-judged original is kept as a plain blob: it is still that evaluation
+            info = store.info(oid)
+            if info.kind not in ("evaluation", "blob") or info.size > EVALUATION_BYTES:
+                return None
+            doc = store.read_json(oid)
         except (VbstoreError, ValueError):
             return None
+        return doc if isinstance(doc, dict) and doc.get("kind") == "evaluation" else None
 
     return find
 
