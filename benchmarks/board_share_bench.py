@@ -121,6 +121,28 @@ def pulls(root: Path, n: int, attempts: int) -> dict[str, list[float]]:
     return {label: list(t) for label, (t, _) in zip(PULLS, steps, strict=True)}
 
 
+def floor(tmp: Path, n: int, size: int = 800) -> float:
+    """Seconds to create ``n`` files of ``size`` bytes, rename each into one of 256 folders and
+    flush them once: what any layout of one file per blob pays on this disk, vbstore or not."""
+    from vbstore.store._objects import _syncfs
+
+    (tmp / "floor").mkdir()
+    for i in range(256):
+        (tmp / "floor" / f"{i:02x}").mkdir()
+    data = b"x" * size
+    start = time.perf_counter()
+    for i in range(n):
+        temp = tmp / "floor" / f"{i}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        os.write(fd, data)
+        os.close(fd)
+        os.replace(temp, tmp / "floor" / f"{i % 256:02x}" / str(i))
+    _syncfs(str(tmp))
+    seconds = time.perf_counter() - start
+    shutil.rmtree(tmp / "floor")
+    return seconds
+
+
 def pull_with(src: str, root: Path, n: int, attempts: int) -> dict[str, list[float]]:
     """:func:`pulls` in a subprocess whose vbstore is the checkout ``src``."""
     command = [sys.executable, __file__, "--pull-only", str(root), "--evaluations", str(n),
@@ -172,6 +194,7 @@ def main() -> None:
                     kept = best[who].setdefault(label, times)
                     best[who][label] = [min(x, y) for x, y in zip(kept, times, strict=True)]
                 shutil.rmtree(copy)
+        bare = floor(tmp, n)
     print("pushes (this checkout): " + ", ".join(
         f"{label} {wall / n * 1e3:.3f} ms/eval" for label, (wall, _) in pushed.items()))
     print(f"pulls, best of {args.rounds} alternating rounds; other = {args.compare}")
@@ -183,6 +206,8 @@ def main() -> None:
               f"{was_wall / wall:>6.2f} {was_cpu / n * 1e3:>19.3f} {cpu / n * 1e3:>7.3f} "
               f"{was_cpu / max(cpu, 1e-9):>6.2f}")
     print("ratio: the other checkout's time over this one's (above 1: this one is faster)")
+    print(f"floor on this disk now: creating, renaming and flushing {n} files of 800 bytes "
+          f"took {bare / n * 1e3:.3f} ms each")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ verifies: a row edited in SQL, or one whose blob is gone, is listed but not rank
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -130,7 +131,7 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
 _EDITED = "registry-edited({}): run vbstore fsck --repair"
 
 
-def _verified(store: Store, suite: Suite, row: tuple, paths: list[tuple[str, ...]],
+def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str, ...]],
               in_sql: bool) -> tuple:
     """A ranked row with the numbers of its re-hashed evaluation document; not ranked, with the
     reason, when the document is not here or says otherwise than the row."""

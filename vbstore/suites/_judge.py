@@ -80,7 +80,7 @@ def judge_pulled(store: Store, evaluation: Mapping[str, Any], *, suite: Suite | 
 def rejudge(suite: Suite, doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """None when ``doc``'s own verdict and evidence are what this store judges them to be; else
     the re-judged copy of it, which names the original under ``rejudged_from``."""
-    evidence, missing = evidence_of(doc)
+    evidence, missing = evidence_of(dict(doc))
     verdict = judge(suite, dict(doc))
     if (doc["evidence"], doc.get("missing"), doc["verdict"]) == (evidence, missing, verdict):
         return None

@@ -292,14 +292,14 @@ def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str,
     recorded here are never changed.
     """
     copies = {original: copy for copy, original in _copies(store)}
-    out = []
+    out: list[tuple[str, bytes, dict[str, Any], float, tuple[bytes, dict[str, Any]] | None]] = []
     for oid, data, doc, again, when in pulled:
         if again is not None:
             made = {**again, REJUDGED: oid}
-            copy = canonical.dumps(made)
+            encoded = canonical.dumps(made)
             validate("evaluation", made)
-            copies[oid] = canonical.digest(copy)
-            out.append((oid, data, doc, when, (copy, made)))
+            copies[oid] = canonical.digest(encoded)
+            out.append((oid, data, doc, when, (encoded, made)))
         else:
             out.append((oid, data, doc, when, None))
     # a correction replaces what its original is ranked as here: a re-judged one's local copy
@@ -309,7 +309,7 @@ def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str,
     for start in range(0, len(out), BATCH):
         batch = out[start : start + BATCH]
         blobs: list[tuple[bytes, str, dict[str, Any] | None]] = []
-        rows = []
+        rows: list[tuple[str, dict[str, Any], float]] = []
         for oid, data, doc, when, copy in batch:
             edges = _edges(store, doc)
             if copy is None:
