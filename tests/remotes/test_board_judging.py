@@ -216,3 +216,25 @@ def test_a_correction_of_an_evaluation_re_judged_here_is_accepted(stores, team):
     assert rows[item["as"]]["superseded_by"] == fix
     assert fix in [r["evaluation"] for r in leaderboard(b, "road-test@1").rows]
     assert b.fsck().clean
+
+
+def test_a_pulled_evaluation_with_a_nan_literal_is_refused(stores, team):
+    import blake3
+
+    from vbstore.remotes import object_path
+
+    a, b = stores
+    evaluate(a, "alpha", 0.8, 0.7)
+    push_board(a, "team", "road-test@1")
+    doc = _forged(a, "nan", 0.5, 0.5)
+    data = json.dumps(doc, sort_keys=True, separators=(",", ":")).replace(
+        '"miou":0.5', '"miou":NaN', 1).encode()
+    oid = blake3.blake3(data).hexdigest()
+    target = team / object_path(oid)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    ref = team / "refs" / f"{board_ref('road-test@1')}.json"
+    board = json.loads(ref.read_bytes())
+    board["evaluations"] = sorted([*board["evaluations"], [oid, len(data), 1.0]])
+    ref.write_bytes(json.dumps(board).encode())
+    _refused(b, "claims kind evaluation but")  # a NaN literal is not canonical JSON

@@ -157,7 +157,7 @@ def check_record(source: str, oid: str, kind: str, data: bytes) -> dict[str, Any
         document = json.loads(data)
         if not isinstance(document, dict) or document.get("kind") != kind:
             raise VbstoreError(f"it is not a {kind} document")
-        if canonical.dumps(document) != data:
+        if canonical.dumps_parsed(document) != data:
             raise VbstoreError("it is not canonical JSON")
         validate(kind, document)
     except (VbstoreError, ValueError, UnicodeDecodeError, RecursionError) as exc:
