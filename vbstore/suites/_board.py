@@ -14,11 +14,12 @@ verifies: a row edited in SQL, or one whose blob is gone, is listed but not rank
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..errors import VbstoreError
+from .. import canonical
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
 from ._evaluate import VARIANTS_FROM
@@ -137,7 +138,10 @@ def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str,
     reason, when the document is not here or says otherwise than the row."""
     oid = row[0]
     try:
-        doc = json.loads(store.read_bytes(oid, verify=True))
+        data = _read(store.files.fspath(oid))
+        if canonical.digest(data) != oid:
+            raise ValueError("its blob does not hash to its id")
+        doc = json.loads(data)
         verdict = doc["verdict"]
         scores = verdict["scores"]
         if in_sql:
@@ -154,7 +158,7 @@ def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str,
             "scores": (values == tuple(row[11:]) if in_sql
                        else scores == json.loads(row[11])),
         }
-    except (VbstoreError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):
         return (*row[:4], 0, *row[5:8], json.dumps(
             ["unverified: its evaluation blob is missing or damaged (run vbstore fsck)"]),
             *row[9:])
@@ -163,6 +167,19 @@ def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str,
         return (*row[:4], 0, *row[5:8], json.dumps([_EDITED.format(", ".join(edited))]),
                 *row[9:11], *values)
     return (*row[:11], *values)
+
+
+def _read(path: str) -> bytes:
+    """A small file's bytes: a board reads one blob per ranked row, so the bare system calls
+    rather than a buffered file object (or Store.read_bytes's Paths)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 16):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def _extract(scores: dict[str, Any], path: tuple[str, ...]) -> Any:
