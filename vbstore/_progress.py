@@ -1,16 +1,19 @@
 """Progress of long steps on stderr: a bar on a terminal, plain periodic lines otherwise.
 
 Every long step (extracting features, training a head, scoring a dense split, pulling and
-pushing blobs) reports through :func:`progress`. On a terminal it draws a tqdm bar; anywhere else
-(a log file, CI, a pipe) it writes one plain line every ``VBSTORE_PROGRESS_INTERVAL`` seconds
-(default 10, so a step that takes less writes nothing) and a last line when a step that wrote
-one ends::
+pushing blobs) reports through :func:`progress`. On a terminal that has a size it draws a tqdm
+bar; anywhere else (a log file, CI, a pipe, a pseudo-terminal with no size) it writes plain
+lines: the first once a step has run ``FIRST_LINE`` seconds (2, so a step that takes less writes
+nothing), then one every ``VBSTORE_PROGRESS_INTERVAL`` seconds (default 10), and a last line
+when a step that wrote one ends. Each line names what it works on (:func:`about`: the backbone,
+then the split) before the step::
 
-    training head: epoch 40/100, loss 0.4123 (12 s)
+    [efficientnet_lite0 val] extracting features: image 640/1000 (12 s)
+    [efficientnet_lite0] training linear head: epoch 40/100, loss 0.4123 (3 s)
 
-Off with ``vbstore --quiet`` or ``VBSTORE_PROGRESS=0``, and under ``--json``; ``VBSTORE_PROGRESS=1``
-forces the lines on. The engine turns reporting on for the steps it runs (:func:`reporting`);
-a task called directly from Python reports nothing unless asked.
+Off with ``vbstore --quiet`` or ``VBSTORE_PROGRESS=0``; ``--json`` keeps it (stdout stays pure
+JSON); ``VBSTORE_PROGRESS=1`` forces the lines on. The engine turns reporting on for the steps
+it runs (:func:`reporting`); a task called directly from Python reports nothing unless asked.
 
 Torch-free and cheap to import: tqdm loads only when a bar is drawn.
 """
@@ -26,6 +29,9 @@ from contextvars import ContextVar
 from typing import Any
 
 _ENABLED: ContextVar[bool] = ContextVar("vbstore_progress", default=False)
+_ABOUT: ContextVar[tuple[str, ...]] = ContextVar("vbstore_progress_about", default=())
+#: seconds before a plain line first says a step is running (then every ``interval()``)
+FIRST_LINE = 2.0
 
 
 def wanted() -> bool | None:
@@ -44,6 +50,26 @@ def reporting(enabled: bool) -> Iterator[None]:
         yield
     finally:
         _ENABLED.reset(token)
+
+
+@contextmanager
+def about(*subject: str | None) -> Iterator[None]:
+    """Steps run inside name ``subject`` (a backbone, then a split) at the start of each line."""
+    token = _ABOUT.set((*_ABOUT.get(), *(s for s in subject if s)))
+    try:
+        yield
+    finally:
+        _ABOUT.reset(token)
+
+
+def _sized_terminal() -> bool:
+    """stderr is a terminal that reports a width (a pseudo-terminal may have none: 0 columns)."""
+    if not sys.stderr.isatty():
+        return False
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns > 0
+    except (OSError, ValueError):
+        return False
 
 
 def interval() -> float:
@@ -65,11 +91,13 @@ class Progress:
         self.numbers: dict[str, float] = {}
         self.started = self.last = time.monotonic()
         self.lines = self.shown = 0
+        self.subject = _ABOUT.get()
         self._bar: Any = None
-        if sys.stderr.isatty():
+        if _sized_terminal():
             from tqdm import tqdm  # only when a bar is drawn
 
-            self._bar = tqdm(total=total, unit=unit, desc=desc, file=sys.stderr,
+            label = f"[{' '.join(self.subject)}] {desc}" if self.subject else desc
+            self._bar = tqdm(total=total, unit=unit, desc=label, file=sys.stderr,
                              dynamic_ncols=True, leave=False)
 
     def update(self, n: int = 1, **numbers: float) -> None:
@@ -81,14 +109,15 @@ class Progress:
                 self._bar.set_postfix({k: f"{v:.4g}" for k, v in numbers.items()}, refresh=False)
             return
         now = time.monotonic()
-        if now - self.last >= interval():
+        if now - self.last >= (interval() if self.lines else min(FIRST_LINE, interval())):
             self.last = now
             self._line()
 
     def line(self) -> str:
         """The plain line of the step so far."""
         numbers = "".join(f", {k} {v:.4g}" for k, v in self.numbers.items())
-        return (f"{self.desc}: {self.unit} {self.done}/{self.total}{numbers} "
+        subject = f"[{' '.join(self.subject)}] " if self.subject else ""
+        return (f"{subject}{self.desc}: {self.unit} {self.done}/{self.total}{numbers} "
                 f"({time.monotonic() - self.started:.0f} s)")
 
     def _line(self) -> None:

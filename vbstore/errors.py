@@ -290,6 +290,12 @@ class WeightsUnavailable(VbstoreError, ConnectionError):
         self.upstream = upstream
 
 
+class DataUnavailable(VbstoreError, ConnectionError):
+    """A named dataset (``hf:``...) is not cached here and cannot be fetched now."""
+
+    exit_code = 6
+
+
 class NoPretrainedWeights(WeightsUnavailable):
     """The backbone has no pretrained weights at all: a choice to make, not a network problem."""
 

@@ -51,15 +51,38 @@ def test_demo_classification_reads_against_the_majority_class(run):
     assert summary["train_metrics"]["train_top1"] >= 0
 
 
+def _readme_demos() -> list[list[str]]:
+    """The `vbstore demo ...` lines of the README's tour, as argument lists."""
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    return [shlex.split(line.split("#")[0])[1:] for line in readme.splitlines()
+            if line.startswith("vbstore demo")]
+
+
+def test_the_readme_tour_has_its_demos():
+    assert ["demo"] in _readme_demos()
+    assert ["demo", "--task", "depth"] in _readme_demos()
+
+
 @pytest.mark.slow
-def test_the_default_demo_shows_what_pretraining_adds(run):
-    """efficientnet_lite0's ImageNet features find faces' fellow faces; random ones mostly do
-    not. Measured: mAP 0.987 pretrained, 0.687 random (seed 0), 0.490 chance."""
-    summary = json.loads(run("demo", "--json").stdout)
+@pytest.mark.parametrize("args", _readme_demos(), ids=" ".join)
+def test_every_readme_demo_shows_what_pretraining_adds(run, args):
+    """Each demo the README shows ranks the ImageNet weights of efficientnet_lite0 ahead of
+    random ones on its data. Measured (seed 0): faces mAP 0.987 vs 0.687 (chance 0.490); depth d1
+    with the reference board's 200 steps of head training, see docs/results.md."""
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
     assert (summary["backbone"], summary["weights"]) == ("efficientnet_lite0", "pretrained")
-    assert summary["value"] >= 0.95
-    assert summary["over_random"] >= 0.15
-    assert summary["over_trivial"] >= 0.3
+    assert summary["over_random"] > 0, summary
+    if summary["over_trivial"] is not None:
+        assert summary["over_trivial"] > 0, summary
+    if args == ["demo"]:
+        assert summary["value"] >= 0.95
+        assert summary["over_random"] >= 0.15
+        assert summary["over_trivial"] >= 0.3
 
 
 def test_get_result_text_json_and_errors(run, shapes):

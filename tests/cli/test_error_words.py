@@ -80,3 +80,20 @@ def test_show_of_a_tensor_hash_shows_its_weights(tmp_path):
     shown = json.loads(out.stdout)
     assert shown["id"] == weights
     assert shown["note"].startswith(f"{tensor_hash[:12]} is the tensor hash of weights")
+
+
+def test_a_task_parameter_spelled_as_a_flag_is_named_as_one(tmp_path):
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    out = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", "-b", "test_cnn",
+                                   "-t", "semantic_segmentation", "--num-classes", "3"])
+    assert out.exit_code == 2
+    assert "num_classes is a task parameter" in out.output
+    assert "-p num_classes=VALUE" in out.output
+    assert "--classes" not in out.output  # click's look-alike suggestion is gone
+    # a flag that is nobody's parameter keeps click's own words
+    other = CliRunner().invoke(cli, ["--store", str(tmp_path), "get", "result", "--bogus"])
+    assert other.exit_code == 2
+    assert "No such option '--bogus'" in other.output

@@ -14,7 +14,7 @@ from data_support import age
 
 import vbstore
 from vbstore.data import load_manifest, png_bytes
-from vbstore.errors import BadInput, UsageError
+from vbstore.errors import BadInput, DataUnavailable, UsageError
 
 CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
                  "truck"]
@@ -169,9 +169,11 @@ def test_hf_not_cached_fails_at_once_offline(store):
     import time
 
     started = time.monotonic()
-    with pytest.raises(UsageError, match="not in the local datasets cache") as caught:
+    with pytest.raises(DataUnavailable, match="not in the local datasets cache") as caught:
         load_manifest(store, "hf:someone/not-cached@0123abcd:plain")
     assert "--download" in caught.value.hint
+    assert caught.value.exit_code == 6  # the network's code, as for weights, not a usage error
+    assert isinstance(caught.value, ConnectionError)
     # offline means no retry loop: well under the library's ~20 s of backoff
     assert time.monotonic() - started < 10
 

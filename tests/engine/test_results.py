@@ -98,7 +98,8 @@ def test_concurrent_processes_compute_a_result_once(tmp_path, shapes):
 # validator, thread pools (measured in benchmarks/engine_bench.py; docs/architecture.md)
 UNREAD = ("torch", "timm", "open_clip", "numpy", "PIL", "sqlite_utils", "jsonschema",
           "concurrent.futures", "urllib.request", "vbstore.heads", "vbstore.remotes",
-          "vbstore.engine._compute", "vbstore.engine._sweep", "vbstore.tasks.bootstrap",
+          "vbstore.engine._compute", "vbstore.engine._toolbox", "vbstore.engine._sweep",
+          "vbstore.tasks.bootstrap",
           # loaded by name or when their data or flags are used (the cached path is timed)
           "logging", "vbstore.features._executor", "vbstore.tasks.detection",
           "vbstore.tasks.correspondence", "vbstore.data._boxes", "vbstore.data._sources",

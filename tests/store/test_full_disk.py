@@ -67,6 +67,51 @@ def test_gc_frees_space_on_a_really_full_disk():
     assert out["fsck"]["code"] == 0, out["fsck"]
 
 
+FSCK_ON_FULL = r"""
+import json, os, sys
+from click.testing import CliRunner
+from vbstore import Store
+from vbstore.cli import cli
+
+mount, suite_doc = sys.argv[1], json.loads(sys.argv[2])
+root = os.path.join(mount, "store")
+with Store(root) as store:
+    store.put_json(suite_doc, "suite")
+    bad = store.put_bytes(os.urandom(300_000))
+path = os.path.join(root, "objects", bad[:2], bad[2:])
+os.chmod(path, 0o644)
+with open(path, "r+b") as f:  # one flipped byte: fsck must still find it
+    f.write(b"\0" if f.read(1) != b"\0" else b"\1")
+os.chmod(path, 0o444)
+fd = os.open(os.path.join(mount, "filler"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+for size in (1 << 16, 4096, 512, 1):  # whatever space is left, to the byte
+    try:
+        while True:
+            os.write(fd, b"x" * size)
+    except OSError:
+        pass
+os.close(fd)
+out = {}
+for name, args in {"fsck": ["fsck"], "json": ["fsck", "--json"]}.items():
+    result = CliRunner().invoke(cli, ["--store", root, *args])
+    out[name] = {"code": result.exit_code, "output": result.output}
+print(json.dumps(out))
+"""
+
+
+def test_fsck_checks_a_store_on_a_really_full_disk():
+    import json
+
+    out = run_on_small_disk("4m", FSCK_ON_FULL, json.dumps(suite_doc("n")))
+    assert out["fsck"]["code"] == 1, out["fsck"]  # the fault, not a refusal (exit 7)
+    assert "CORRUPT" in out["fsck"]["output"]
+    assert "the disk is full: the check is complete" in out["fsck"]["output"]
+    report = json.loads(out["json"]["output"])
+    assert report["unrecorded"] is True
+    assert len(report["corrupt"]) == 1
+    assert report["checked"] == 2
+
+
 class _FullUntilFreed:
     """A registry connection on a full disk: deleting or evicting rows fails with SQLite's own
     error until some blob file has been unlinked (which frees the space the journal needs)."""

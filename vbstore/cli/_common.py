@@ -122,6 +122,23 @@ def summary_of(command: click.Command) -> str:
     return text[: end + 1] if end >= 0 else text
 
 
+def _name_task_param(exc: click.NoSuchOption) -> None:
+    """``--num-classes`` on a command with ``-p``: say it is task parameter ``num_classes``
+    (click would suggest a flag that merely looks alike, such as ``--classes``)."""
+    ctx = exc.ctx
+    if ctx is None or not any("-p" in getattr(p, "opts", ()) for p in ctx.command.params):
+        return
+    name = exc.option_name.lstrip("-").replace("-", "_")
+    from ..tasks import get_task, list_tasks  # only on this error path
+
+    owners = [t for t in list_tasks() if name in get_task(t).params]
+    if owners:
+        exc.possibilities = []
+        exc.message = (f"No such option '{exc.option_name}': {name} is a task parameter "
+                       f"({', '.join(owners[:4])}{', ...' if len(owners) > 4 else ''}): "
+                       f"give it as -p {name}=VALUE")
+
+
 class VbstoreGroup(click.Group):
     """A group that turns a known error into one line and its documented exit code."""
 
@@ -156,6 +173,11 @@ class VbstoreGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except click.NoSuchOption as exc:
+            _name_task_param(exc)
+            if not as_json:
+                raise
+            _fail(exc.format_message(), exc.exit_code, as_json, type(exc).__name__)
         except click.ClickException as exc:
             if not as_json:
                 raise

@@ -61,8 +61,8 @@ def print_progress(progress) -> None:
 
 
 def progress_for(executor: Any, as_json: bool) -> bool | Callable[[Any], None]:
-    """What a command passes as ``progress``: nothing with --json, the driver's line over all
-    Ray workers with an executor, else the local progress bar."""
-    if as_json:
-        return False
+    """What a command passes as ``progress``: the driver's line over all Ray workers with an
+    executor, else the local progress bar; both on stderr, so ``--json`` keeps them (stdout
+    stays pure JSON) and ``--quiet`` turns them off."""
+    del as_json  # progress goes to stderr, never into the JSON on stdout
     return print_progress if executor is not None else True

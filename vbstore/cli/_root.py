@@ -50,8 +50,21 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# the root's flags that read the same anywhere on the line: `vbstore get result ... -q` is
+# `vbstore -q get result ...` (no command has a -q of its own)
+_ANYWHERE = ("-q", "--quiet")
+
+
 class LazyGroup(VbstoreGroup):
     """The root group: a command's module is imported the first time it is asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `--` ends the options: what follows it is an argument, whatever it reads
+        end = args.index("--") if "--" in args else len(args)
+        moved = [a for a in args[:end] if a in _ANYWHERE]
+        if moved:
+            args = [*moved[:1], *(a for a in args[:end] if a not in _ANYWHERE), *args[end:]]
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)

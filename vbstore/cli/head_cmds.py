@@ -57,7 +57,7 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
         click.echo(f"warning: the head's backbone record {oid[:12]} is not in this store, so it "
                    "is not pushed with it (a receiver checks the head against its own "
                    "backbone)", err=True)
-    with reporting(not as_json):  # files pushed so far, on stderr
+    with reporting(True):  # files pushed so far, on stderr (kept under --json)
         result = do_push(store, to, name, extra_files=extra, options=options, include=include)
     emit(as_json, result.as_dict(),
          f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
@@ -132,7 +132,7 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
         if problems and not no_strict:
             raise HeadMismatch(problems)
 
-    with reporting(not as_json):  # blobs pulled so far, on stderr
+    with reporting(True):  # blobs pulled so far, on stderr (kept under --json)
         result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
                          accept=accept, kind="head")
     if result.id is not None:
@@ -234,7 +234,7 @@ def push_results_cmd(store, to: str, task: str | None, backbone: str | None, wit
     extras = [w.strip() for w in with_.split(",") if w.strip()]
     result_kinds(extras)  # an unknown name is refused before anything is read or sent
     ids = [store.resolve(row["id"]) for row in result_rows(store, task, backbone)]
-    with reporting(not as_json):  # results pushed so far, on stderr
+    with reporting(True):  # results pushed so far, on stderr (kept under --json)
         summary = push_results(store, to, ids, extras)
 
     def text() -> None:

@@ -145,7 +145,8 @@ def push_ref_cmd(store, ref: str, to: str, as_name: str | None, as_json: bool) -
     from .._progress import reporting
     from ..remotes import push as do_push
 
-    with reporting(not as_json):  # files pushed so far, on stderr (a directory remote)
+    # files pushed so far (a directory remote), on stderr (kept under --json)
+    with reporting(True):
         result = do_push(store, to, ref, name=as_name)
 
     def text() -> None:
@@ -189,7 +190,7 @@ def pull_ref_cmd(store, target: str, revision: str | None, as_name: str | None, 
     from .._progress import reporting
     from ..remotes import pull as do_pull
 
-    with reporting(not as_json):  # blobs pulled so far, on stderr
+    with reporting(True):  # blobs pulled so far, on stderr (kept under --json)
         result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
                          lineage=lineage)
     oid = result.id

@@ -342,6 +342,9 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
                 click.echo(f"kept aside {path}")
         click.echo(f"checked {report.checked} blobs ({human_size(report.bytes)}) "
                    f"in {report.seconds:.2f} s")
+        if report.unrecorded:
+            click.echo("the disk is full: the check is complete, but verification times were "
+                       "not recorded (`vbstore gc` frees space)")
         for oid in report.corrupt:
             click.echo(f"CORRUPT  {oid}  {store.files.path(oid)}")
         for oid in report.missing:

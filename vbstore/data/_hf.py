@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingDependency, UsageError
+from ..errors import DataUnavailable, MissingDependency, UsageError
 from ._sources import Record, Source, folder_key, write_list
 
 # Local imports: the datasets library loads when an hf: source is read.
@@ -74,7 +74,8 @@ def _load(name: str, revision: str | None, config: str | None, download: bool):
         try:
             loaded = datasets.load_dataset(name, config, revision=revision)
         except (ConnectionError, FileNotFoundError) as exc:
-            raise UsageError(
+            # a network problem (exit 6), like weights that are not cached: not a usage error
+            raise DataUnavailable(
                 f"hf:{name} is not in the local datasets cache ({type(exc).__name__})",
                 hint="pass --download to fetch it, or give a folder written by save_to_disk",
             ) from None

@@ -35,7 +35,8 @@ _LAZY = {
     "dense_samples": "._inspect", "open_dense_result": "._inspect",
     "dense_tasks": "._demo", "scenes_setup": "._demo", "DemoSetup": "._demo",
     "demo_setup": "._demo", "demo_tasks": "._demo", "demo_trivial": "._demo",
-    "ShapesDemo": "._demo",
+    "ShapesDemo": "._demo", "DENSE_TRAINING": "._demo", "DemoRun": "._demo",
+    "demo_shapes": "._demo", "run_demo": "._demo",
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
 }
 
@@ -43,12 +44,16 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
     from ._demo import (
+        DENSE_TRAINING,
+        DemoRun,
         DemoSetup,
         ShapesDemo,
         demo_setup,
+        demo_shapes,
         demo_tasks,
         demo_trivial,
         dense_tasks,
+        run_demo,
         scenes_setup,
     )
     from ._dense import PackSplit
@@ -100,6 +105,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
 
 __all__ = [
     "BASE_COLUMNS",
+    "DENSE_TRAINING",
     "RUN_COLUMNS",
     "AnswerInputs",
     "BackboneDrift",
@@ -107,6 +113,7 @@ __all__ = [
     "BackboneRequest",
     "DataRef",
     "DataView",
+    "DemoRun",
     "DemoSetup",
     "DenseSample",
     "DenseView",
@@ -128,6 +135,7 @@ __all__ = [
     "baseline_metrics",
     "data_options_for",
     "demo_setup",
+    "demo_shapes",
     "demo_tasks",
     "demo_trivial",
     "dense_samples",
@@ -150,6 +158,7 @@ __all__ = [
     "result_columns",
     "result_request",
     "result_rows",
+    "run_demo",
     "run_fields",
     "scenes_setup",
     "show_data",

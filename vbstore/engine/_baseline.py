@@ -20,7 +20,6 @@ from typing import Any
 
 from ..errors import VbstoreError
 from ..tasks import Baseline, keep_declared, targets_baseline
-from ._runners import RUNNERS
 
 
 def dense_baseline(plan, evaluation) -> Baseline | str | None:
@@ -92,6 +91,6 @@ def likely_cause(plan) -> str:
         causes.append(f"k (now {params['k']}) against the train split's size")
     size = plan.backbone.doc["preprocessing"].get("input_size")
     causes.append(f"an input size ({size} px) too small for the backbone (--input-size)")
-    if RUNNERS[plan.runner].text_tower:  # scored against prompts
+    if plan.runner.text_tower:  # scored against prompts
         causes.append("prompts or class names that do not fit the data")
     return "; ".join(causes)

@@ -27,7 +27,7 @@ from ..store import derivation_key, derivation_spec
 from ._steps import Step
 
 if TYPE_CHECKING:
-    from ._plan import Plan
+    from ._planned import Plan
     from ._run import Run
 
 # Local imports: torch, the image decoder and the progress bar load where captions are written

@@ -7,7 +7,8 @@ demo plans with it before anything is computed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..data import SCENE_CLASSES
@@ -20,6 +21,13 @@ SCENES_FOLDERS = {
     "surface_normal": "normals", "edge": "edges", "occlusion_edge": "occlusion_edges",
     "keypoints2d": "keypoints", "detection": "boxes", "instance_segmentation": "boxes",
 }
+
+
+# how long a trained dense head learns on the demo's scenes, as the reference board's does
+# (suites/_corpus.py): probe3d's 10 epochs at lr 5e-4 are 40 steps on 32 train images, too few
+# for a head to leave its initialisation, and random weights then look as good as pretrained
+# ones (docs/tasks.md); 200 steps let the features decide
+DENSE_TRAINING: dict[str, Any] = {"epochs": 50, "lr": 5e-3}
 
 
 def dense_tasks() -> list[str]:
@@ -139,6 +147,7 @@ def demo_setup(task: str, per_split: int, size: int, seed: int,
         train = "train" if task == "relative_pose" else None
     else:
         data, options, params = scenes_setup(task, per_split, size, seed)
+        params = {**DENSE_TRAINING, **params}
         about = f"scenes: {per_split} train / {per_split} val rooms of {size} px"
     metric = METRIC.get(task, spec.headline)
     direction = next(m.direction for m in spec.metrics if m.name == metric)
@@ -178,3 +187,127 @@ def demo_trivial(store, setup: DemoSetup, result: str) -> tuple[str, float] | No
     view = open_dense_result(store, result, setup.data, split=setup.split,
                              data_options=setup.options)
     return spec.trivial, baseline_metrics(view)[setup.metric]
+
+
+def demo_shapes(data: str | None, noise: float | None, images: int | None) -> ShapesDemo | None:
+    """VisBench's shapes demo as ``--data``, ``--noise`` and ``--images`` ask (None: faces).
+
+    Raises:
+        UsageError: ``--noise`` or ``--images`` with ``data="faces"``.
+    """
+    given = noise is not None or images is not None
+    if data == "faces" and given:
+        raise UsageError("--noise and --images set the shapes demo, not faces",
+                         hint="drop them, or use --data shapes")
+    if data != "shapes" and not given:
+        return None
+    shapes = ShapesDemo()  # VisBench's defaults, then what was given
+    if noise is not None:
+        shapes = replace(shapes, noise=noise)
+    if images is not None:
+        shapes = replace(shapes, images=images)
+    return shapes
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """What :func:`run_demo` ran: the chosen weights' result (and the same question asked
+    again), random weights' result, the trivial predictor's figure, and the times.
+
+    Attributes:
+        setup: The demo's data and settings.
+        backbone: The backbone spec probed.
+        first: The result with the chosen weights (random ones when the default's pretrained
+            weights could not be had: ``note`` then says why).
+        again: The same question asked again (answered from the store).
+        random: The result with random weights (``first`` itself when it used them).
+        trivial: (name, figure) of the predictor that reads no image; None where the task has
+            none.
+        again_seconds: How long asking again took; ``wall_seconds`` the whole demo's wall time.
+    """
+
+    setup: DemoSetup
+    backbone: str
+    first: Any
+    again: Any
+    random: Any
+    trivial: tuple[str, float] | None
+    note: str | None
+    again_seconds: float
+    wall_seconds: float
+
+    @property
+    def compared(self) -> bool:
+        """Whether random weights ran beside the chosen ones."""
+        return self.random is not self.first
+
+    def gain(self, over: float) -> float:
+        """How much the chosen weights' figure beats ``over``, in the metric's direction."""
+        value = self.first.metrics[self.setup.metric]
+        return value - over if self.setup.direction == "higher" else over - value
+
+    def summary(self) -> dict[str, Any]:
+        """The demo as JSON (``vbstore demo --json``)."""
+        setup, first, random, base = self.setup, self.first, self.random, self.trivial
+        random_value = random.metrics[setup.metric]
+        return {
+            "result": first.id, "task": setup.task, "backbone": self.backbone,
+            "data": setup.data, "weights": first.record.weights_kind, "note": self.note,
+            "metric": setup.metric, "direction": setup.direction,
+            "value": first.metrics[setup.metric], "metrics": first.metrics,
+            "random_result": random.id, "random_value": random_value,
+            "trivial": base[0] if base else None, "trivial_value": base[1] if base else None,
+            "over_random": self.gain(random_value),
+            "over_trivial": self.gain(base[1]) if base else None,
+            "train_metrics": first.record.train_metrics or {},
+            "first_seconds": first.seconds, "first_from_cache": first.from_cache,
+            "cached_seconds": self.again_seconds, "cached": self.again.from_cache,
+            "wall_seconds": self.wall_seconds,
+        }
+
+
+def run_demo(store, task: str, backbone: str = "efficientnet_lite0", weights: str = "default",
+             *, per_split: int = 32, size: int = 64, seed: int = 0,
+             input_size: int | None = None, shapes: ShapesDemo | None = None,
+             progress: bool = True) -> DemoRun:
+    """Run ``task``'s demo: the chosen weights, the same question again, random weights, and
+    the trivial predictor, on data any machine has (``vbstore demo``).
+
+    The default weights fall back to random ones when their pretrained weights (or the extra
+    that ships them) cannot be had, and ``note`` says so; other weights never fall back.
+
+    Raises:
+        UsageError: a task the demo does not run.
+        WeightsUnavailable, MissingExtra: weights other than the default cannot be had.
+    """
+    begun = time.perf_counter()  # the demo's wall time: every run it makes, imports too
+    # the engine's compute path and the backbones' errors: only when a demo runs
+    from ..backbones import MissingExtra, WeightsUnavailable
+    from ._results import get_result
+
+    setup = demo_setup(task, per_split, size, seed, shapes)
+    note = None
+
+    def run(chosen: str) -> Any:
+        return get_result(backbone, task, setup.data, setup.data if setup.train_split else None,
+                          store=store, split=setup.split, train_split=setup.train_split,
+                          weights=chosen, input_size=input_size, params=setup.params,
+                          data_options=setup.options, progress=progress)
+
+    try:
+        first = run(weights)
+    except (WeightsUnavailable, MissingExtra) as exc:
+        if weights != "default":  # only the default is allowed to fall back, and it says so
+            raise
+        # a missing extra names its install line; a backbone without pretrained weights does not
+        fix = f"; {exc.hint}" if isinstance(exc, MissingExtra) else ""
+        note = f"pretrained weights unavailable ({exc.args[0]}{fix}); using random weights instead"
+        weights = "random"
+        first = run(weights)
+    start = time.perf_counter()
+    again = run(weights)
+    again_seconds = time.perf_counter() - start
+    random = first if first.record.weights_kind == "random" else run("random")
+    trivial = demo_trivial(store, setup, first.id)
+    return DemoRun(setup, backbone, first, again, random, trivial, note, again_seconds,
+                   time.perf_counter() - begun)

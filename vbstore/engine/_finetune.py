@@ -14,8 +14,9 @@ The prefix is computed once per image and blocks count, so a second run with ano
 tensors training changed, with edges to the parent weights and the training data; their id
 names the featuresets made under them, so those are never a frozen backbone's.
 
-Torch-free: the planner and a dry run use this module; the compute path is
-``._finetune_compute``.
+Torch-free: the planner and a dry run use this module; the specs are ``._finetune_specs``, the
+compute path ``._finetune_compute`` (the fine-tuning toolbox: prefixes, trainable blocks, the
+fits a shape's runner calls) under ``._finetune_run`` (heads, their eval features, scoring).
 """
 
 from __future__ import annotations
@@ -23,25 +24,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..store import derivation_key, derivation_spec
+from ..store import derivation_key
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
-from ._runners import RUNNERS, Runner, Scored, StepContext, runner_for, trained_runner
+from ._finetune_specs import finetune_head_spec, finetuned_weights, prefix_spec
+from ._runners import Runner, runner_for, trained_runner
+from ._scored import Scored, StepContext
 from ._steps import Step
 
 if TYPE_CHECKING:
-    from ._compute import Feed
-    from ._plan import Plan
+    from ._planned import Plan
     from ._requests import HeadRequest, ResultRequest
     from ._run import Run
+    from ._toolbox import Feed
 
-# Local imports: the compute path (._finetune_compute: torch; heads) loads in run, on a miss,
+# Local imports: the compute path (._finetune_run: torch; heads) loads in run, on a miss,
 # and where a stored head is read.
-
-PREFIX_OP_VERSION = 1
-FINETUNE_OP_VERSION = 2  # 2: the task's standardize is honoured (1 always standardised)
-TRAIN_PARAMS = ("epochs", "lr", "weight_decay", "batch_size")
-
 
 def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     """Refuse, before anything is read or stored, a fine-tuning request that cannot run.
@@ -77,32 +75,6 @@ def check_backbone_blocks(ref: Any, blocks: int, layers: tuple[int, ...]) -> Non
     from ..backbones import check_blocks  # torch: only a fine-tuning request not yet answered
 
     check_blocks(ref.load(), blocks, layers)
-
-
-def prefix_spec(backbone_id: str, manifest_id: str, blocks: int) -> dict[str, Any]:
-    """The derivation of the frozen blocks' output over a manifest (the cut is fixed by the
-    backbone and the number of trainable blocks)."""
-    return derivation_spec("prefix", PREFIX_OP_VERSION,
-                           {"backbone": backbone_id, "manifest": manifest_id}, {"blocks": blocks})
-
-
-def finetune_head_spec(task: Task, task_params: dict[str, Any], backbone_id: str,
-                       train_manifest_id: str, extractor: Any, finetune: dict[str, Any],
-                       seed: int) -> dict[str, Any]:
-    """The derivation of one seed's head trained with the last blocks (its record names the
-    fine-tuned weights it made)."""
-    return derivation_spec(
-        "finetune", FINETUNE_OP_VERSION,
-        {"backbone": backbone_id, "train_manifest": train_manifest_id},
-        {"task": task.name, "task_op_version": task.op_version, "task_params": task_params,
-         "seed": seed, "extractor": extractor.to_dict(), **finetune})
-
-
-def finetuned_weights(store, head_id: str) -> str:
-    """The fine-tuned weights a head was trained with (read from its record, no tensors)."""
-    from ..heads import head_record  # heads: the compute path, off a cached answer's
-
-    return head_record(store, head_id)["finetune"]["weights"]
 
 
 def given_finetune(store, head_id: str) -> dict[str, Any] | None:
@@ -196,7 +168,7 @@ class FinetuneRunner(Runner):
         return finetune_steps(ctx)
 
     def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed, Scored]:
-        from ._finetune_compute import run_finetuned
+        from ._finetune_run import run_finetuned
 
         return run_finetuned(plan, run, fresh_heads)
 
@@ -205,5 +177,5 @@ class FinetuneRunner(Runner):
         return self.run(plan, run, fresh_heads)[1]
 
 
+# the runner a fine-tuning plan holds (no shape's: nothing registers it anywhere)
 FINETUNE_RUNNER = FinetuneRunner()
-RUNNERS[FINETUNE_RUNNER.shape] = FINETUNE_RUNNER  # execute finds a plan's runner by name

@@ -1,14 +1,15 @@
-"""Computing a fine-tuned result: prefixes, heads with their fine-tuned weights, eval features.
+"""Fine-tuning's toolbox: prefixes, the trainable blocks, the fits a shape's runner calls
+(:func:`fit_pooled`, :func:`fit_dense`) and eval features under fine-tuned weights.
 
-Runs only on a cache miss (``._finetune`` plans it). Each piece is a derivation of its own
-(``._finetune``'s docstring), so whatever is stored is read, never recomputed: a second run
-with another ``backbone_lr`` reads both prefixes and runs only the last blocks.
+Runs only on a cache miss (``._finetune`` plans it, ``._finetune_run`` runs it). Each piece is
+a derivation of its own (``._finetune``'s docstring), so whatever is stored is read, never
+recomputed: a second run with another ``backbone_lr`` reads both prefixes and runs only the
+last blocks. Below the runners: nothing here picks a shape.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import time
 from typing import Any, cast
 
@@ -23,21 +24,18 @@ from ..backbones import (
     suffix_features,
     suffix_taps,
 )
-from ..errors import UsageError
 from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
 from ..features import write_prefix as write_prefix_blob
-from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
 from ..tasks import Loss, Trainable, finetune
-from ._cache import Derived, derive
-from ._compute import Feed
+from ._cache import derive
 from ._dense import PackSplit
 from ._device import resolve_device
 from ._features import featureset_spec, packs_present
-from ._finetune import TRAIN_PARAMS, finetune_head_spec, finetuned_weights, prefix_spec
-from ._plan import Plan
+from ._finetune_specs import TRAIN_PARAMS, prefix_spec
+from ._planned import Plan
 from ._run import Run
-from ._runners import Scored, trained_runner
+from ._toolbox import Feed
 
 FINETUNED_FORMAT = "vbstore.finetuned.v1"
 
@@ -226,61 +224,6 @@ def fit_dense(plan: Plan, tuning: Tuning, train: Feed, seed: int
     return dict(state), train_metrics, int(split.channels[-1])
 
 
-def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, seed: int,
-         fresh: bool) -> Derived:
-    """One seed's head trained with the last blocks, and its fine-tuned weights."""
-    store, task, params = plan.store, plan.task, plan.task_params
-    spec = finetune_head_spec(task, params, plan.backbone.id, plan.train_m.id, plan.settings,
-                              _tuning(plan), seed)
-    classes = plan.train_m.doc.get("classes") or None
-
-    def compute() -> str:
-        tuning = Tuning(plan, run, model, train_prefix)
-        parent = [p.detach().clone() for p in tuning.params]
-        # the runner of the task's shape trains (one home per shape: ._runners)
-        state, train_metrics, width = trained_runner(task).finetune(plan, tuning, train, seed)
-        changed = {name: after.detach().cpu().contiguous()
-                   for name, before, after in zip(tuning.names, parent, tuning.params,
-                                                  strict=True)
-                   if not torch.equal(before, after.detach())}
-        if not changed:
-            raise UsageError(f"task {task.name!r}: training changed none of the last blocks' "
-                             "weights, so its head recipe does not fine-tune them",
-                             hint="drop --finetune-blocks, or raise --backbone-lr")
-        weights_id = plan.backbone.doc["weights"]
-        inputs = {"weights": weights_id, "backbone": plan.backbone.id,
-                  "train_manifest": plan.train_m.id, "prefix": train_prefix}
-        weights = store.put_tensors(
-            changed, "finetuned",
-            {"format": FINETUNED_FORMAT, "blocks": str(_tuning(plan)["blocks"]),
-             "backbone_lr": json.dumps(_tuning(plan)["backbone_lr"]), **inputs},
-            edges=inputs)
-        state = {k: v.cpu() for k, v in state.items()}
-        record = {**compat(plan, weights, width), "params": params,
-                  "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
-                  "train_metrics": train_metrics}
-        return save_head(store, state, record, edges={"finetuned": weights,
-                                                      "train_manifest": plan.train_m.id,
-                                                      "prefix": train_prefix})
-
-    if fresh:
-        oid = compute()
-        run.computed.append(store.record(spec, oid))
-        return Derived(oid, "computed")
-    derived = derive(store, spec, compute)
-    if derived.computed:
-        run.computed.append(derivation_key(spec))
-    return derived
-
-
-def head_of(plan: Plan, run: Run) -> Derived:
-    """The head a fine-tuning ``plan_head`` plan names (its train prefix first)."""
-    model = Model(plan, run)
-    train_prefix = prefix(plan, run, model, plan.train_m, "train")
-    return head(plan, run, model, Feed(plan, run, train_prefix, plan.train_m), train_prefix,
-                plan.request.probe.seed, False)
-
-
 def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str, manifest,
              role: str) -> str:
     """The featureset of ``manifest`` under the fine-tuned ``weights``: the stored prefix
@@ -316,52 +259,3 @@ def features(plan: Plan, run: Run, model: Model, weights: str, eval_prefix: str,
     return derived.id
 
 
-def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
-    """Every seed's head trained with the last blocks, scored on the eval split's features
-    under its fine-tuned weights; the first seed's feed is the result's eval feed."""
-    model, store, inner = Model(plan, run), plan.store, trained_runner(plan.task)
-    given = plan.head
-    train_prefix = None if given else prefix(plan, run, model, plan.train_m, "train")
-    eval_prefix = prefix(plan, run, model, plan.eval_m, "eval")
-    train = None if train_prefix is None else Feed(plan, run, train_prefix, plan.train_m)
-    classes = (plan.train_m.classes if given is None
-               else head_record(store, given).get("class_names") or None)
-    scored = Scored([], train=train)  # train: its targets only (the baseline), no features
-    heads: list[str] = []
-    weights: list[str] = []
-    feeds: list[Feed] = []
-    start = time.perf_counter()
-    seeds = plan.request.probe.seed_list
-    for seed in seeds if given is None else seeds[:1]:
-        if given is not None:
-            head_id = given
-        else:
-            assert train is not None
-            assert train_prefix is not None
-            head_id = head(plan, run, model, train, train_prefix, seed, fresh).id
-        tuned = finetuned_weights(store, head_id)
-        role = "eval" if not feeds else f"eval_seed_{seed}"
-        feed = Feed(plan, run, features(plan, run, model, tuned, eval_prefix, plan.eval_m, role),
-                    plan.eval_m)
-        # scored as the frozen probe of the task's shape scores a head on its featureset
-        targets = inner.targets(feed, classes)
-        expected = compat(plan, tuned, inner.width(feed))
-        state, record, ok = load_head(store, head_id, expected, strict=plan.request.probe.strict)
-        scored.comparable = scored.comparable and ok
-        metrics, draws = inner.evaluate(plan, run, state, feed, targets)
-        scored.draws.extend([draws] if draws is not None else [])
-        scored.eval_data.update(inner.eval_data(feed))
-        scored.per_seed.append(metrics)
-        scored.train_metrics.append(record.get("train_metrics", {}))
-        scored.targets = scored.targets if scored.targets is not None else targets
-        heads.append(head_id)
-        weights.append(tuned)
-        feeds.append(feed)
-    run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
-    if given is not None:  # one head, as a frozen run applies one to every seed
-        scored.per_seed = scored.per_seed * len(seeds)
-    else:
-        scored.edges.update(train_manifest=plan.train_m.id, train_prefix=train_prefix)
-    scored.edges.update(eval_prefix=eval_prefix, head=heads, finetuned=weights,
-                        finetuned_features=[f.id for f in feeds[1:]])
-    return feeds[0], scored

@@ -13,8 +13,8 @@ below it is then necessarily to compute.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..data import Listing, get_target_kind, list_split, store_listing
@@ -26,132 +26,18 @@ from ..tasks import Task
 from ._backbone import BackboneRef, find_backbone, resolve_backbone
 from ._cache import remote_has
 from ._datachecks import check_against_data
-from ._finetune import (
-    FINETUNE_OP_VERSION,
-    FINETUNE_RUNNER,
-    check_backbone_blocks,
-    check_finetune,
-    finetune_head_spec,
-    given_finetune,
-)
+from ._finetune import FINETUNE_RUNNER, check_backbone_blocks, check_finetune, given_finetune
+from ._finetune_specs import FINETUNE_OP_VERSION, finetune_head_spec
+from ._planned import Plan
 from ._requests import HeadRequest, ResultRequest, store_param_files
-from ._runners import Runner, StepContext, runner_for
+from ._runners import Runner, runner_for
+from ._scored import StepContext
 from ._steps import Step, featureset_step, head_spec
 from ._targets import check_data_options, check_targets, data_options, explain_mismatch
 
 __all__ = ["Plan", "Step", "head_spec", "plan", "plan_head", "result_spec"]
 
 RECORD_VERSION = 2  # 2: records carry warnings (same train and eval data)
-
-
-@dataclass
-class Plan:
-    """A resolved request and its steps; ``execute`` runs it.
-
-    Attributes:
-        request: What was asked (a :class:`HeadRequest` for a plan of one head).
-        task: The task object; ``task_params`` its resolved parameters.
-        runner: The runner of the task's shape (``._runners``) that execute calls.
-        ref: The backbone, or None when only building it could name it (dry run).
-        eval_m, train_m: The manifests (train None for zero-shot tasks or a given head; eval
-            None in a plan of one head).
-        extractor: Feature settings the task needs (None also for a shape that reads no
-            features: nothing is extracted, and no extractor is keyed or recorded).
-        head: The resolved id of a given head.
-        spec: The derivation spec of what is asked, the result or the head (None when the
-            backbone is unresolved).
-        steps: Every derivation, top-down order of dependencies (backbone first).
-    """
-
-    store: Store
-    request: ResultRequest | HeadRequest
-    task: Task
-    task_params: dict[str, Any]
-    runner: str
-    ref: BackboneRef | None
-    eval_m: Any
-    train_m: Any
-    extractor: ExtractorParams | None
-    head: str | None
-    spec: dict[str, Any] | None
-    steps: list[Step]
-    started: float = field(default_factory=time.perf_counter)
-    # when planning began, as time.time(): what execute's run lease keeps from gc
-    begun: float = field(default_factory=time.time)
-    # what the task adapts to the data and the record says (vbstore.engine._datachecks)
-    notes: list[str] = field(default_factory=list)
-    # {"blocks", "backbone_lr"} when the backbone's last blocks train with the head
-    finetune: dict[str, Any] | None = None
-
-    @property
-    def backbone(self) -> BackboneRef:
-        """The backbone of an executable plan.
-
-        Raises:
-            UsageError: the plan comes from a dry run that could not name the backbone.
-        """
-        if self.ref is None:
-            raise UsageError("this plan comes from a dry run and names no backbone",
-                             hint="plan again without dry_run to build the backbone")
-        return self.ref
-
-    @property
-    def settings(self) -> ExtractorParams:
-        """The feature settings of an executable plan (see :attr:`backbone`)."""
-        if self.extractor is None:
-            self.backbone  # noqa: B018 - raises the dry-run error
-        assert self.extractor is not None  # set whenever ref is
-        return self.extractor
-
-    @property
-    def derivation(self) -> dict[str, Any]:
-        """The result's derivation spec (see :attr:`backbone`)."""
-        if self.spec is None:
-            self.backbone  # noqa: B018 - raises the dry-run error
-        assert self.spec is not None  # set whenever ref is
-        return self.spec
-
-    @property
-    def key(self) -> str:
-        """The derivation key of what is asked, made once by the plan (see :attr:`backbone`)."""
-        self.derivation  # noqa: B018 - raises the dry-run error
-        key = self.steps[-1].key  # the result's step, or the head's in a plan of one head
-        assert key is not None  # set whenever the spec is
-        return key
-
-    def step(self, op: str, role: str = "") -> Step | None:
-        """The planned step of ``op`` (``featureset``, ``head``...) in ``role``, if any."""
-        return next((s for s in self.steps if s.op == op and s.role == role), None)
-
-    def spec_of(self, op: str, role: str, made: Callable[[], dict[str, Any]],
-                **inputs: str) -> tuple[dict[str, Any], str]:
-        """The spec and key of the planned ``op`` step in ``role``, executed over ``inputs``
-        (ids made by earlier steps). The plan's own when it made them over those same inputs;
-        otherwise (an input that did not exist when it planned: features still to extract, views
-        still to derive) ``made()``'s, keyed now, once."""
-        step = self.step(op, role)
-        if (step is not None and step.spec is not None and step.key is not None
-                and all(step.spec["inputs"].get(k) == v for k, v in inputs.items())):
-            return step.spec, step.key
-        spec = made()
-        return spec, derivation_key(spec)
-
-    @property
-    def cached(self) -> bool:
-        """Whether the result itself is stored (nothing to compute)."""
-        return self.steps[-1].status == "stored"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "task": self.task.name,
-            "params": self.task_params,
-            "runner": self.runner,
-            "backbone": self.ref.id if self.ref else None,
-            "steps": [s.as_dict() for s in self.steps],
-        }
-
-    def describe(self) -> list[str]:
-        return [s.describe() for s in self.steps]
 
 
 def _default_pooling(task: Task, ref: BackboneRef) -> str:
@@ -447,7 +333,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         request,
         task,
         task_params,
-        runner.shape,
+        runner,
         ref,
         eval_m,
         train_m,
@@ -513,5 +399,5 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
                                   seed)
     else:  # the head's spec: None until its features exist (execute_head makes it then)
         spec = steps[-1].spec
-    return Plan(store, request, task, task_params, runner.shape, ref, None, train_m, extractor,
+    return Plan(store, request, task, task_params, runner, ref, None, train_m, extractor,
                 None, spec, steps, started, begun, finetune=finetune)

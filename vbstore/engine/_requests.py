@@ -109,6 +109,14 @@ class BackboneRequest:
                 f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}"
             )
 
+    @property
+    def label(self) -> str:
+        """The backbone in a few words, for progress lines: ``test_vit random seed=1``."""
+        name = self.spec if isinstance(self.spec, str) else getattr(self.spec, "name", "backbone")
+        if self.weights == "random":
+            return f"{name} random seed={self.seed or 0}"
+        return name if self.weights == "default" else f"{name} {self.weights}"
+
 
 @dataclass(frozen=True)
 class DataRef:

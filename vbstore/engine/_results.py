@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .._progress import reporting
+from .._progress import about, reporting
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
 from ..store import Made, Store
@@ -303,7 +303,8 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         from ._compute import compute_result
 
         _pin(the_plan)
-        with reporting(progress is True):  # head training, dense scoring: on stderr
+        # head training, dense scoring: on stderr, each line naming the backbone
+        with reporting(progress is True), about(the_plan.request.backbone.label):
             return compute_result(the_plan, run)
 
     derived = derive(store, spec, compute, key=key, timeout=lease_timeout)
@@ -353,7 +354,8 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
     store, spec, key = the_plan.store, the_plan.derivation, the_plan.key
     previous = store.lookup(key)
     run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
-    with store.lease(key, inputs=list(spec["inputs"].values())), reporting(progress is True):
+    with store.lease(key, inputs=list(spec["inputs"].values())), reporting(progress is True), \
+            about(the_plan.request.backbone.label):
         oid, record = compute_result(the_plan, run, fresh_heads=True)
         store.record(spec, oid, key=key)
         run.computed.append(key)
@@ -626,7 +628,7 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
     extracted first when missing."""
     # the compute path: see execute
     from ..heads import head_compat
-    from ._compute import Feed, featureset, train_head
+    from ._toolbox import Feed, featureset, train_head
 
     seed = the_plan.request.probe.seed
 
@@ -634,14 +636,14 @@ def execute_head(the_plan: Plan, *, device: str | None = None,
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
         if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
-            from ._finetune_compute import head_of  # the compute path: see execute
+            from ._finetune_run import head_of  # the compute path: see execute
 
-            with reporting(progress is True):
+            with reporting(progress is True), about(the_plan.request.backbone.label):
                 return the_plan, head_of(the_plan, run)
         train = Feed(
             the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
         )
-        with reporting(progress is True):
+        with reporting(progress is True), about(the_plan.request.backbone.label):
             return the_plan, train_head(the_plan, run, train, seed)
 
     the_plan, head = _replanning(the_plan, attempt)

@@ -1,9 +1,10 @@
 """One runner per probe shape: the steps a shape adds to a plan, and how execute scores it.
 
 A task declares its shape (``vbstore.tasks``: ``pooled``, ``zero_shot``, ``text``, ``dense``,
-``dense_zero_shot``, ``boxes``, ``pairs``, ``views``, ``keypoint_views``); the plan names the
-runner of that shape (``Plan.runner``) and execute calls it. Nothing else in the engine asks a
-task whether it is dense, zero-shot or scored on views: a new shape is a new runner here.
+``dense_zero_shot``, ``boxes``, ``pairs``, ``views``, ``keypoint_views``); the plan holds the
+runner of that shape (``Plan.runner``, an object) and execute calls it. Nothing else in the
+engine asks a task whether it is dense, zero-shot or scored on views: a new shape is a new
+runner here, listed once in :data:`RUNNERS` (read-only: nothing registers into it later).
 
 The plan-side methods (``check``, ``steps``) are torch-free; ``score`` and ``fit`` run on a
 cache miss only and import the compute path (features, heads, torch) when called.
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import canonical
@@ -22,66 +24,19 @@ from ..errors import UsageError
 from ..tasks import Task
 from ._captions import captions_steps, decodings
 from ._requests import param_files
+from ._scored import Scored, StepContext
 from ._steps import Step, head_step, views_steps
 
 if TYPE_CHECKING:
     from ..tasks import Baseline
-    from ._compute import Feed
-    from ._plan import Plan
+    from ._planned import Plan
     from ._requests import ResultRequest
     from ._run import Run
+    from ._toolbox import Feed
 
-# Local imports: the compute path (._compute: heads, the bootstrap, torch) loads inside score and
-# fit, which run only on a cache miss; a plan and a cached answer never load it.
-
-
-@dataclass(frozen=True)
-class StepContext:
-    """What a runner's plan steps are made from (all ids cheap; nothing computed).
-
-    Attributes:
-        features: The featureset steps already planned, by role (``eval``, ``train``).
-        unneeded: The result is stored (or on a remote): the steps below it are not read.
-    """
-
-    store: Any
-    ref: Any
-    task: Task
-    task_params: dict[str, Any]
-    eval_m: Any
-    train_m: Any
-    extractor: Any
-    features: dict[str, Step]
-    head: str | None
-    seeds: list[int]
-    unneeded: bool
-    dry_run: bool
-    finetune: dict[str, Any] | None = None
-
-
-@dataclass
-class Scored:
-    """What a runner's evaluation gives the result record.
-
-    Attributes:
-        per_seed: The metrics of each seed, in seed order.
-        edges: Inputs the runner read beside the eval features (train features, heads, views).
-        train_metrics: Each head's train metrics (trained shapes).
-        comparable: False when a head was applied against a mismatch (``--no-strict``).
-        draws: Bootstrap draws over eval samples, one set per head (see ``sample_ci``).
-        eval_data: Extra facts about the eval split for the record (boxes the crop cut off).
-        train: The train feed a head was trained on here (None: zero-shot, or a given head).
-        targets: The eval targets the heads were scored on (None: they come with the split).
-    """
-
-    per_seed: list[dict[str, float]]
-    edges: dict[str, Any] = field(default_factory=dict)
-    train_metrics: list[dict[str, float]] = field(default_factory=list)
-    comparable: bool = True
-    draws: list[dict[str, Any]] = field(default_factory=list)
-    eval_data: dict[str, Any] = field(default_factory=dict)
-    train: Any = None
-    targets: Any = None
+# Local imports: the compute path (._toolbox: feeds, heads, the bootstrap, torch; ._baseline,
+# ._finetune_compute) loads inside score and fit, which run only on a cache miss; a plan and a
+# cached answer never load it.
 
 
 class Runner(ABC):
@@ -143,7 +98,7 @@ class Runner(ABC):
     def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed | None, Scored]:
         """The eval feed and every seed's metrics: the frozen eval featureset, then ``score``
         (no feed: a shape that reads no features)."""
-        from ._compute import Feed, featureset
+        from ._toolbox import Feed, featureset
 
         evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
         start = time.perf_counter()
@@ -205,7 +160,7 @@ class _Trained(Runner):
     def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
               ) -> Scored:
         from ..heads import head_record, load_head
-        from ._compute import Feed, compat, featureset, train_head
+        from ._toolbox import Feed, compat, featureset, train_head
 
         store, seeds = plan.store, plan.request.probe.seed_list
         scored = Scored([])
@@ -260,7 +215,7 @@ class PooledRunner(_Trained):
         return fit_pooled(plan, tuning, train, seed)
 
     def evaluate(self, plan, run, state, evaluation, targets):
-        from ._compute import head_draws
+        from ._toolbox import head_draws
 
         feats = self.vectors(plan, evaluation)
         metrics = plan.task.evaluate(state, feats, targets, plan.task_params)
@@ -372,7 +327,7 @@ class ZeroShotRunner(Runner):
                 "dataset_templates": source.get("templates")}
 
     def score(self, plan, run, evaluation, fresh_heads=False):
-        from ._compute import zero_shot_draws
+        from ._toolbox import zero_shot_draws
 
         task, params = plan.task, plan.task_params
         files = param_files(plan.store, task, params)
@@ -436,7 +391,7 @@ class ViewsRunner(Runner):
                            ctx.unneeded, ctx.dry_run)
 
     def score(self, plan, run, evaluation, fresh_heads=False):
-        from ._compute import warp_pairs, warped_feed
+        from ._toolbox import warp_pairs, warped_feed
 
         views = warped_feed(plan, run, evaluation)
         metrics = plan.task.evaluate_views(warp_pairs(plan, evaluation, views), plan.task_params)
@@ -453,7 +408,7 @@ class KeypointViewsRunner(Runner):
         return None  # no constant predictor of a match
 
     def score(self, plan, run, evaluation, fresh_heads=False):
-        from ._compute import keypoint_pairs
+        from ._toolbox import keypoint_pairs
 
         metrics = plan.task.evaluate_views(keypoint_pairs(plan, evaluation), plan.task_params)
         return Scored([metrics] * len(plan.request.probe.seed_list))
@@ -512,10 +467,11 @@ class GenerateRunner(Runner):
         return scored
 
 
-RUNNERS: dict[str, Runner] = {r.shape: r for r in (
+# the runner of each shape, fixed here (fine-tuning's runner is no shape's: ._finetune)
+RUNNERS: Mapping[str, Runner] = MappingProxyType({r.shape: r for r in (
     PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
     ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner(),
-    GenerateRunner())}
+    GenerateRunner())})
 
 
 def trained_runner(task: Task) -> _Trained:

@@ -22,8 +22,8 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
+from .._progress import about, reporting
 from .._progress import progress as step_progress
-from .._progress import reporting
 from ..canonical import digest
 from ..errors import BadInput
 from ..store import pack_index
@@ -111,9 +111,11 @@ def _worker_batches(decode: _Decode, batch_size: int, workers: int
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, enabled: bool):
-    """The extraction's progress (vbstore._progress): a bar on a terminal, else plain lines."""
-    with reporting(enabled), step_progress("extracting features", total, "image") as bar:
+def progress_bar(total: int, enabled: bool, split: str | None = None):
+    """The extraction's progress (vbstore._progress): a bar on a terminal, else plain lines,
+    each naming the split it reads after the backbone the engine names."""
+    with reporting(enabled), about(split), \
+            step_progress("extracting features", total, "image") as bar:
         yield bar
 
 
@@ -232,7 +234,7 @@ def extract_featureset(
             batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers)
         report = progress if callable(progress) else None
         begun, done = time.perf_counter(), 0
-        with progress_bar(len(todo), progress is True) as bar:
+        with progress_bar(len(todo), progress is True, manifest.doc.get("split")) as bar:
             for chunk, batch in batches:
                 if backbone.device.type == "cuda":
                     batch = batch.pin_memory()

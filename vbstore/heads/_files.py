@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import digest
-from ..errors import UsageError, VbstoreError
+from ..errors import HeadMismatch, UsageError, VbstoreError
 from ..records import BackboneRecord, HeadCompat, ResultRecord
 from ..store import parse_safetensors_header, validate
-from . import HEAD_FORMAT, HeadMismatch, check_compat, head_record, name_backbones
+from ._record import HEAD_FORMAT, check_compat, head_record, name_backbones
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NewerRegistry, VbstoreError
+from ..errors import DiskFull, NewerRegistry, VbstoreError
 from ._base import _StoreBase
 from ._crosscheck import cross_check, forget_rows
 from ._ids import db_id, hex_id
@@ -143,28 +143,17 @@ class FsckMixin(_StoreBase):
             return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
                    for oid in report.adopted if os.path.exists(files[oid])]
-        with self.db.write() as conn:
-            t = now()
-            # in key order: the b-tree is walked once, not sought at random; a few hundred ids
-            # per statement, not one statement per id
-            verified.sort()
-            for i in range(0, len(verified), _BATCH):
-                some = verified[i : i + _BATCH]
-                conn.execute(f"UPDATE objects SET verified_at=? WHERE id IN "  # noqa: S608
-                             f"({','.join('?' * len(some))})", (t, *some))
-            # a blob put back after it was moved aside or evicted (by hand, or by a writer
-            # that skips the registry) is present again: its row must say so, or show, du and
-            # gc would count it gone. Re-checked under the lock: gc may have evicted it again.
-            conn.executemany(
-                "UPDATE objects SET verified_at=?, evicted_at=NULL WHERE id=?",
-                [(t, rows[oid][0]) for oid in report.revived if self.files.exists(oid)],
-            )
-            conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
-                "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
-                "VALUES (?,?,?,?,?)",
-                [(db_id(oid), kind, size, t, t) for oid, kind, size in adopted
-                 if self.files.exists(oid)],
-            )
+        try:
+            self._record_checked(verified, report.revived, rows, adopted)
+        except DiskFull:
+            if repair:  # a repair must write what it does; nothing was changed
+                raise
+            # the check is whole: only its bookkeeping (verification times, adopted rows) needs
+            # space, and a full disk is where fsck is wanted most
+            report.unrecorded = True
+            report.unindexed = unindexed(self)
+            report.seconds = time.perf_counter() - start
+            return report
         report.unindexed = unindexed(self)  # after adopting: a killed pull left no rows
         if repair:
             with self.db.write() as conn:
@@ -180,6 +169,32 @@ class FsckMixin(_StoreBase):
                                                                  refetch)
         report.seconds = time.perf_counter() - start
         return report
+
+    def _record_checked(self, verified: list[Any], revived: list[str],
+                        rows: dict[str, Any], adopted: list[tuple[str, str, int]]) -> None:
+        """Record what fsck verified, revived and adopted, in one transaction."""
+        with self.db.write() as conn:
+            t = now()
+            # in key order: the b-tree is walked once, not sought at random; a few hundred ids
+            # per statement, not one statement per id
+            verified.sort()
+            for i in range(0, len(verified), _BATCH):
+                some = verified[i : i + _BATCH]
+                conn.execute(f"UPDATE objects SET verified_at=? WHERE id IN "  # noqa: S608
+                             f"({','.join('?' * len(some))})", (t, *some))
+            # a blob put back after it was moved aside or evicted (by hand, or by a writer
+            # that skips the registry) is present again: its row must say so, or show, du and
+            # gc would count it gone. Re-checked under the lock: gc may have evicted it again.
+            conn.executemany(
+                "UPDATE objects SET verified_at=?, evicted_at=NULL WHERE id=?",
+                [(t, rows[oid][0]) for oid in revived if self.files.exists(oid)],
+            )
+            conn.executemany(  # re-checked under the lock: gc may have unlinked it meanwhile
+                "INSERT OR IGNORE INTO objects(id, kind, size, created, last_used) "
+                "VALUES (?,?,?,?,?)",
+                [(db_id(oid), kind, size, t, t) for oid, kind, size in adopted
+                 if self.files.exists(oid)],
+            )
 
     def _quarantine(self, oids: list[str], refetch) -> tuple[list[str], list[str]]:
         """Move damaged blobs out of ``objects/``; re-fetch them or forget them.

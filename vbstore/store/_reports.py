@@ -95,6 +95,9 @@ class FsckReport:
     # pull's); ``indexed``: those a repair indexed
     unindexed: list[str] = field(default_factory=list)
     indexed: list[str] = field(default_factory=list)
+    # the disk was full: the check is whole, but verification times and adopted rows were
+    # not recorded
+    unrecorded: bool = False
     seconds: float = 0.0
 
     @property

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..data import load_manifest, write_png
+from ..engine import DENSE_TRAINING
 from ..store import Store
 
 LFW = "skimage:lfw_subset"
@@ -35,8 +36,8 @@ SCENES = "scenes:per_split=32,size=64,seed=0"
 TRIPLETS = "triplets:count=64,seed=0,size=64"
 NOISE = 0.5  # the noisy condition: each pixel halfway between the image and uniform noise
 # probe3d's 10 epochs at lr 5e-4 are 40 steps on 32 train images, too few for a head to leave
-# its initialisation (docs/tasks.md); every trained dense probe here runs 200 steps
-LONGER = {"epochs": 50, "lr": 5e-3}
+# its initialisation (docs/tasks.md); every trained dense probe here runs 200 steps, as the demo
+LONGER = DENSE_TRAINING
 
 # (spec, weights, seed, input size): the ranked pretrained backbones, then the baselines
 PRETRAINED = [("efficientnet_lite0", "default", None, None),
