@@ -117,3 +117,24 @@ def test_fsck_reports_and_repair_indexes_what_a_killed_pull_stored(board, where,
     # and the pull then completes the board
     pull_board(b, "team", "road-test@1")
     assert len(list_evaluations(b, "road-test@1")) == COUNT
+
+
+def test_fsck_command_names_an_unindexed_evaluation_and_repair_indexes_it(stores):
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    a, _ = stores
+    push_suite(a, SUITE)
+    oid = evaluate(a, "alpha", 0.8, 0.7).id
+    with a.db.write() as conn:  # as a pull killed between its blobs and its rows leaves it
+        conn.execute("DELETE FROM evaluations WHERE id=?", (oid,))
+    runner = CliRunner()
+    found = runner.invoke(cli, ["--store", str(a.root), "fsck"])
+    assert found.exit_code == 1
+    assert f"UNINDEXED evaluation {oid[:12]}" in found.output
+    fixed = runner.invoke(cli, ["--store", str(a.root), "fsck", "--repair"])
+    assert fixed.exit_code == 0, fixed.output
+    assert f"indexed  evaluation {oid[:12]}" in fixed.output
+    assert [r["id"] for r in list_evaluations(a)] == [oid]
+    assert runner.invoke(cli, ["--store", str(a.root), "fsck"]).exit_code == 0
