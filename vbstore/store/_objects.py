@@ -127,28 +127,29 @@ class ObjectFiles:
         return True
 
     def flush(self, paths: Iterable[Path]) -> None:
-        """Make what was written to ``paths`` (files, or directories renamed into) durable, at
-        once: one ``syncfs`` of the store's filesystem where Linux offers it (a journal commit
-        for the lot), else an fsync each.
+        """Make what was written to ``paths`` (files, or directories renamed into) durable.
+
+        Many at once: their fsyncs run side by side on a few threads, so the filesystem's
+        journal commits them in a few groups instead of once each (a 1000-blob batch costs
+        ~0.1 ms a blob where one fsync after another costs milliseconds each). Only these
+        paths are flushed: a ``syncfs`` would also write back every other process's dirty
+        data on a shared disk.
 
         Raises:
-            StoreIOError: the flush failed (the data may not be on disk).
+            StoreIOError: a flush failed (the data may not be on disk).
         """
         paths = list(paths)
-        if not paths:
-            return
         try:
-            if _syncfs(self._objects):
+            if len(paths) <= 2:
+                for path in paths:
+                    _fsync_path(path)
                 return
-            for path in paths:
-                if path.is_dir():
-                    _fsync_dir(path)
-                else:
-                    fd = os.open(path, os.O_RDONLY)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
+            # a thread pool (with logging: ~4 ms of imports) only where blobs are batched
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(_FLUSH_THREADS, len(paths))) as pool:
+                for _ in pool.map(_fsync_path, paths):
+                    pass
         except OSError as exc:
             raise _io_error(exc, "flushing blobs to disk") from exc
 
@@ -209,36 +210,16 @@ def read_chunks(handle: BinaryIO) -> Iterator[bytes]:
         yield chunk
 
 
-_LIBC: list = []  # ctypes' libc once loaded; [None] where there is no syncfs
+_FLUSH_THREADS = 16  # fsyncs in flight at once: enough for the journal to group them
 
 
-def _syncfs(path: str) -> bool:
-    """``syncfs(2)`` on the filesystem holding ``path``; False where the OS has none.
-
-    Raises:
-        OSError: the flush failed.
-    """
-    if not _LIBC:
-        try:  # ctypes only here: a store that never writes in batches never loads it
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            _LIBC.append(libc if hasattr(libc, "syncfs") else None)
-        except OSError:
-            _LIBC.append(None)
-    libc = _LIBC[0]
-    if libc is None:
-        return False
+def _fsync_path(path: Path | str) -> None:
+    """fsync a file or a directory (opened read-only, which Linux allows for both)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        if libc.syncfs(fd) != 0:
-            import ctypes
-
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code))
+        os.fsync(fd)
     finally:
         os.close(fd)
-    return True
 
 
 def _fsync_dir(path: Path | str) -> None:
