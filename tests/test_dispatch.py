@@ -15,6 +15,16 @@ FLAGS = {"feature_mode", "target_kind", "trains_head", "zero_shot", "needs_text"
          "dense"}  # Feed.dense was a flag test in disguise
 KINDS = {"class_index", "multi_hot", "captions", "triplets", "pairs", "label_map", "depth_map",
          "normal_map", "scalar_map", "image", "boxes", "instances"}
+# the other registered kinds: data sources (data/_source_kinds.py), remote schemes
+# (remotes/_schemes.py)
+SOURCE_KINDS = {"hf", "torchvision", "wds", "cb"}
+SCHEMES = {"dir", "s3", "hf"}
+# the modules that declare a kind's behaviour may name it: the registries and the decoders the
+# built-in per-pixel kinds point to
+DECLARING = ("vbstore/data/_kinds.py", "vbstore/data/_kinds_builtin.py",
+             "vbstore/data/_targets.py", "vbstore/data/_source_kinds.py",
+             "vbstore/data/_sources_builtin.py", "vbstore/remotes/_schemes.py",
+             "vbstore/remotes/_schemes_builtin.py")
 
 
 def _reads_flag(node: ast.AST) -> bool:
@@ -61,6 +71,39 @@ def kind_lists(tree: ast.AST) -> list[int]:
         else:
             continue
         if len({e.value for e in elts if isinstance(e, ast.Constant) and e.value in KINDS}) >= 3:
+            out.append(node.lineno)
+    return out
+
+
+def _names_a_kind(node: ast.AST) -> bool:
+    """An expression that holds a kind or scheme by its name: ``kind``, ``task.target_kind``,
+    ``config.scheme``, ``source.get("kind")``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "get" and node.args:
+        key = node.args[0]
+        return isinstance(key, ast.Constant) and key.value in ("kind", "scheme")
+    name = node.id if isinstance(node, ast.Name) else (
+        node.attr if isinstance(node, ast.Attribute) else "")
+    return name.lower().endswith(("kind", "scheme"))
+
+
+def _kind_constants(node: ast.AST) -> set[str]:
+    elts = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+
+
+def kind_comparisons(tree: ast.AST) -> list[int]:
+    """Lines comparing a kind or scheme against a kind's name (``kind == "class_index"``,
+    ``kind in ("hf", "wds")``, ``config.scheme == "s3"``): dispatch by name, where the kind's
+    registration should carry the behaviour."""
+    names = KINDS | SOURCE_KINDS | SCHEMES
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        if any(_names_a_kind(o) for o in operands) and any(
+                _kind_constants(o) & names for o in operands):
             out.append(node.lineno)
     return out
 
@@ -120,6 +163,29 @@ def test_target_kinds_are_listed_in_no_module_but_their_registry():
     assert found == {}, "declare a kind once, in vbstore/data (register_target_kind)"
 
 
+# comparisons that remain, at most this many per module, each for its reason (a ratchet: a new
+# one fails, and a fixed one lowers the count)
+STILL_COMPARED = {
+    "vbstore/data/_lists.py": (1, "a sample list's column (captions), not a target kind"),
+    "vbstore/features/_ray.py": (1, "where the Ray workers write (a dir), not a remote scheme"),
+    "vbstore/plots/_datagrid.py": (1, "a drawing style (TargetKind.drawn), not a kind"),
+    "vbstore/suites/_external.py": (1, "an evidence kind of an external result (hf=VALUE)"),
+    "vbstore/engine/_show.py": (2, "the manifest's rows field (triplets or pairs) being drawn"),
+    "vbstore/interop/clip_benchmark.py": (2, "CLIP_benchmark's names for torchvision and wds "
+                                             "data: the other tool's table"),
+    "vbstore/cli/head_cmds.py": (1, "a Hub model card on push head (moves out of the CLI with "
+                                    "push/pull head orchestration)"),
+}
+
+
+def test_no_module_compares_a_kind_with_a_kind_name():
+    found = {rel: lines for rel, tree in _modules()
+             if not rel.startswith(DECLARING) and (lines := kind_comparisons(tree))}
+    over = {rel: lines for rel, lines in found.items()
+            if len(lines) > STILL_COMPARED.get(rel, (0, ""))[0]}
+    assert over == {}, "let the kind's registration carry it (TargetKind, SourceKind, ...)"
+
+
 def test_the_layers_above_the_engine_read_records_not_documents():
     found = {rel: lines for rel, tree in _modules()
              if rel.startswith(READERS_ABOVE) and (lines := document_reads(tree))}
@@ -136,6 +202,10 @@ def test_the_counter_sees_a_document_read():
 def test_the_counter_sees_a_branch():
     assert branches(ast.parse("if task.zero_shot:\n    pass\nx = a.dense and b")) == [1, 3]
     assert kind_lists(ast.parse("X = ('boxes', 'pairs', 'image')")) == [1]
+    code = ("if kind == 'class_index':\n    pass\nx = task.target_kind in ('boxes', 'x')\n"
+            "y = config.scheme == 's3'\nz = source.get('kind') == 'wds'\n"
+            "w = name == 'pairs'\n")
+    assert kind_comparisons(ast.parse(code)) == [1, 3, 4, 5]
 
 
 if __name__ == "__main__":
@@ -145,6 +215,9 @@ if __name__ == "__main__":
     print("branches on task shape flags outside tasks/:", sum(map(len, outside.values())), outside)
     lists = {rel: k for rel, tree in modules if (k := kind_lists(tree))}
     print("literals listing target kinds:", sum(map(len, lists.values())), lists)
+    compared = {rel: k for rel, tree in modules if (k := kind_comparisons(tree))}
+    print("comparisons of a kind with a kind's name:", sum(map(len, compared.values())),
+          compared)
     reads = {rel: r for rel, tree in modules
              if not rel.startswith(("vbstore/engine/", "vbstore/records/"))
              and (r := document_reads(tree))}

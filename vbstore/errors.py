@@ -543,6 +543,10 @@ class HeadMismatch(VbstoreError, ValueError):
         self.differences = differences
 
 
+class LeftOutWarning(UserWarning):
+    """Some of the results asked for were left out of an export that cannot carry them."""
+
+
 class HeadMismatchWarning(UserWarning):
     """A mismatched head was applied because strict checking was turned off."""
 
@@ -564,6 +568,7 @@ class NotAHead(VbstoreError, ValueError):
 EXIT_NOT_RANKED = 3  # `evaluate --require-ranked`: recorded, but its suite cannot rank it
 EXIT_DROPPED = 4  # `diff`: a score fell by more than --max-drop
 EXIT_MISSING_CONDITION = 5  # `diff`: a score one side lacks
+EXIT_NOT_REPRODUCED = 12  # `reproduce`: a score further from the published figure
 
 
 class SuiteNotFound(VbstoreError, KeyError):
@@ -574,6 +579,21 @@ class SuiteNotFound(VbstoreError, KeyError):
     def __init__(self, ref: str, *, hint: str | None = None) -> None:
         super().__init__(f"no suite {ref!r}", hint=hint or "list suites with: vbstore suite list")
         self.ref = ref
+
+
+class NoPublishedFigure(VbstoreError, KeyError):
+    """No reported evaluation of that checkpoint on that suite to reproduce."""
+
+    exit_code = 9
+
+    def __init__(self, checkpoint: str, suite: str) -> None:
+        super().__init__(
+            f"no published figure of {checkpoint} on {suite}",
+            hint="import the published table first (vbstore import openclip FILE); "
+                 f"vbstore leaderboard {suite} lists the checkpoints it has",
+        )
+        self.checkpoint = checkpoint
+        self.suite = suite
 
 
 class SuiteConflict(VbstoreError, ValueError):

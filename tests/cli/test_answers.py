@@ -50,10 +50,10 @@ def args_for(store_dir, data, *extra):
             "train", "--weights", "random", "--input-size", "32", *extra]
 
 
-def run(args, cwd=None):
+def run(args, cwd=None, env=None):
     """(stdout, stderr without the marker, which path answered)."""
     proc = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
-                          cwd=cwd)
+                          cwd=cwd, env=None if env is None else {**os.environ, **env})
     err, _, by = proc.stderr.rstrip("\n").rpartition("\nANSWERED-BY ")
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, err, by
@@ -68,15 +68,23 @@ def answers(store_dir):
         return [json.loads(d) for (d,) in conn.execute("SELECT deps FROM answers")]
 
 
+def forget(store_dir):
+    """Empty the answer cache, so that the next command answers the full way (and records)."""
+    with sqlite3.connect(store_dir / "registry.db") as conn:
+        conn.execute("DELETE FROM answers")
+
+
 def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, data):
     args = args_for(store_dir, data)
-    assert run(args)[2] == "full"  # computes
     settled()
-    full_out, full_err, by = run(args)  # answers from the store, records
-    assert by == "full"
-    assert "cached in the store" in full_out
-    out, err, by = run(args)
+    computed, _, by = run(args)
+    assert (by, "computed" in computed) == ("full", True)
+    out, err, by = run(args)  # the first repeat: recorded by the computation
     assert by == "cache"
+    assert "cached in the store" in out
+    forget(store_dir)
+    full_out, full_err, by = run(args)  # the full command's answer from the store
+    assert by == "full"
     assert SECONDS.sub("", out) == SECONDS.sub("", full_out)
     assert err == full_err
     # what answering loaded: the cache and its printer, nothing of click, the engine or typing
@@ -87,14 +95,49 @@ def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, d
     assert proc.stdout.splitlines()[-1] == str(
         ["vbstore", "vbstore.cli", "vbstore.cli._answers", "vbstore.cli._resulttext",
          "vbstore.store", "vbstore.store._answers", "vbstore.store._layout"])
-    # --json is its own command line, answered the same way
-    full_json = json.loads(run([*args, "--json"])[0])
+    # --json is the same question printed as JSON: answered from the same record
     out, _, by = run([*args, "--json"])
     assert by == "cache"
     cached = json.loads(out)
+    forget(store_dir)
+    full_json, _, by = run([*args, "--json"])
+    assert by == "full"
+    full_json = json.loads(full_json)
     assert cached.pop("seconds") >= 0
     assert full_json.pop("seconds") >= 0
     assert cached == full_json
+
+
+def test_every_spelling_of_the_question_is_answered_from_the_cache(store_dir, data):
+    words = args_for(store_dir, data)[2:]  # from `get` on
+    settled()
+    computed, _, by = run(["--quiet", "--store", str(store_dir), *words])
+    assert by == "full"
+    assert "computed" in computed
+    text = None
+    for spelling, cwd, env in (
+            (["--store", str(store_dir)], None, None),
+            (["-q", f"--store={store_dir}"], None, None),
+            ([f"--store={store_dir}", "--quiet"], None, None),
+            (["--store", os.path.relpath(store_dir)], None, None),
+            ([], None, {"VBSTORE_HOME": str(store_dir)}),
+            (["-q"], None, {"VBSTORE_HOME": str(store_dir)})):
+        out, _, by = run([*spelling, *words], cwd=cwd, env=env)
+        assert by == "cache", spelling
+        text = text or out
+        assert same_answer(out, text)
+    out, _, by = run(["--store", str(store_dir), *words[:2], "--json", *words[2:], "-q"])
+    assert by == "cache"
+    assert json.loads(out)["record"]["task"] == "knn"
+    assert len(answers(store_dir)) == 1  # one question, one record
+    # a root option the cache does not know, and a --json that may be an option's value (a
+    # split named --json): the full command answers
+    assert run(["--store", str(store_dir), "--version"])[2] == "full"
+    assert _answers.command_words(["--store", "s", "-v", "get", "result"]) is None
+    _, words_kept, flag = _answers.command_words(["get", "result", "--split", "--json"])
+    assert (words_kept, flag) == (["get", "result", "--split", "--json"], False)
+    _, words_kept, flag = _answers.command_words(["get", "result", "--json", "-b", "x", "--json"])
+    assert (words_kept, flag) == (["get", "result", "-b", "x"], True)
 
 
 def recorded(args, cwd=None):
@@ -241,12 +284,19 @@ def test_a_folder_much_larger_than_what_is_read(store_dir, data):
     assert [run(args)[2], run(args)[2]] == ["full", "cache"]
 
 
-def test_the_lookup_names_the_store_of_the_command_line():
-    root = _answers._store_root
-    assert root(["--store", "~/s", "get", "result", "-b", "x"]) == os.path.expanduser("~/s")
-    assert root(["--store=/s", "get", "result"]) == "/s"
-    assert root(["get", "features", "-d", "result"]) is None
-    assert root(["-v", "get", "result"]) is None
+def test_the_lookup_names_the_store_of_the_command_line(monkeypatch):
+    words = _answers.command_words
+    monkeypatch.setenv("VBSTORE_HOME", "/home-store")
+    assert words(["--store", "~/s", "get", "result", "-b", "x"]) == (
+        os.path.expanduser("~/s"), ["get", "result", "-b", "x"], False)
+    assert words(["--store=/s", "-q", "get", "result"])[0] == "/s"
+    assert words(["--quiet", "get", "result"])[0] == "/home-store"
+    assert words(["get", "features", "-d", "result"]) is None
+    assert words(["-v", "get", "result"]) is None
+    assert words(["--store=", "get", "result"]) is None
+    assert words(["get", "result", "-b", "x", "--quiet", "-q"]) == (
+        "/home-store", ["get", "result", "-b", "x"], False)
+    assert words(["get", "result", "--", "-q"])[1] == ["get", "result", "--", "-q"]
 
 
 def test_constants_follow_the_store():
@@ -432,3 +482,18 @@ def test_a_command_line_with_notes_is_never_answered_here(store_dir, data):
     with Store(store_dir) as store:
         (oid,) = [o.id for o in store.ls("result")]
         assert store.notes(oid) == ["for the paper"]
+
+
+def test_a_computed_answer_checks_every_module_a_stored_answer_runs(store_dir, data):
+    """The answer recorded after a computation leaves out the libraries only computing loaded
+    (torch...): what the same question answered from the store loads must all be among its
+    modules (``_answers.answer_modules``)."""
+    args = args_for(store_dir, data)
+    settled()
+    run(args)  # computes, records
+    (computed,) = answers(store_dir)
+    assert not any(f"{os.sep}torch{os.sep}" in m for m in computed["modules"])
+    forget(store_dir)
+    assert run(args)[2] == "full"  # answered from the store, recorded with all it loaded
+    (stored,) = answers(store_dir)
+    assert set(stored["modules"]) <= set(computed["modules"])

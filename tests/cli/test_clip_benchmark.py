@@ -15,6 +15,7 @@ from vbstore.errors import UsageError
 from vbstore.interop import (
     CLIP_BENCHMARK_FIELDS,
     IDENTITY_FIELD,
+    PROVENANCE_FIELDS,
     clip_benchmark_filename,
     clip_benchmark_record,
     clip_benchmark_spec,
@@ -81,11 +82,14 @@ def test_export_writes_one_clip_benchmark_file_per_result(run, shapes, tmp_path)
         for entry in written:
             doc = json.loads((folder / entry["file"]).read_text())
             # CLIP_benchmark's fields, and vbstore's one that names the weights exactly
-            assert set(doc) == CB_KEYS | {IDENTITY_FIELD}
+            assert set(doc) == CB_KEYS | {IDENTITY_FIELD, *PROVENANCE_FIELDS}
             assert CB_KEYS == set(CLIP_BENCHMARK_FIELDS)
             assert entry["file"] == clip_benchmark_filename(doc)
             record = store.read_json(entry["id"])
             manifest = record["data"]["eval"]["manifest"]
+            # what CLIP_benchmark's rows lack: the harness version and the data's identity
+            assert doc["vbstore_version"] == record["versions"]["vbstore"]
+            assert doc["vbstore_manifest"] == manifest
             assert store.data_names(manifest) == ["shapes"]
             assert doc["dataset"] == "shapes"  # the folder's name, as CLIP_benchmark's --dataset
             assert (doc["model"], doc["pretrained"]) == ("test_vit", "random-seed0")
@@ -119,7 +123,7 @@ def test_zero_shot_records_keep_clip_benchmark_names():
     assert doc == {"dataset": "cifar10", "model": "ViT-B-32-quickgelu",
                    "pretrained": "laion400m_e32", "task": "zeroshot_classification",
                    "metrics": {"acc1": 0.5, "acc5": 0.9, "mean_per_class_recall": 0.48},
-                   "language": "en"}
+                   "language": "en", "vbstore_manifest": "ab" * 32}
     assert clip_benchmark_filename(doc) == \
         "cifar10_laion400m_e32_ViT-B-32-quickgelu_en_zeroshot_classification.json"
     wds = clip_benchmark_record(record, ManifestRecord.from_dict(

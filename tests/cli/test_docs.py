@@ -44,3 +44,25 @@ def test_command_summaries_are_whole_never_cut():
     commands = listing.split("Commands:")[1]
     assert not [line for line in commands.splitlines() if line.rstrip().endswith("...")]
     assert "backbone saw, the target, and the stored head's prediction" in commands
+
+
+def test_listing_the_commands_imports_none_and_says_what_each_says():
+    import click
+
+    from vbstore.cli._common import summary_of
+    from vbstore.cli._root import _COMMANDS, cli
+
+    # `vbstore --help` in a fresh process: no command module is imported to list them
+    code = ("import sys, vbstore.cli\ntry:\n    vbstore.cli.main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('vbstore')))")
+    listed = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                            text=True).stdout
+    assert listed.splitlines()[-1] == str(["vbstore", "vbstore.cli", "vbstore.cli._common",
+                                           "vbstore.cli._root", "vbstore.errors"])
+    assert "Disk usage of the store, per kind." in listed
+    # the summaries it lists are the commands' own
+    ctx = click.Context(cli)
+    for name, (_, _, summary) in _COMMANDS.items():
+        assert summary == summary_of(cli.get_command(ctx, name)), \
+            f"vbstore/cli/_root.py: the summary of {name!r} differs from its command's help"

@@ -72,7 +72,8 @@ def test_a_finetuned_head_travels_with_its_weights_onto_the_same_parent_only(tmp
     assert json.loads(there.output)["record"]["metrics"] == here["metrics"]
 
 
-def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, shapes):
+def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, shapes,
+                                                                         tmp_path):
     """``export results`` and ``ls results`` tell a fine-tuned result from a frozen one; the
     CLIP_benchmark export, whose rows are frozen probes, leaves it out of a mixed selection (named
     in a warning) and refuses it alone in one line."""
@@ -99,6 +100,21 @@ def test_listings_say_finetune_and_clip_benchmark_refuses_a_finetuned_row(run, s
     assert "left out 1 fine-tuned result(s)" in mixed.output
     exported = [json.loads(line) for line in mixed.output.splitlines() if line.startswith("{")]
     assert len(exported) == 1
+    # the Python API's export keeps the same policy: it is the same function
+    import warnings
+
+    from vbstore import Store
+    from vbstore.errors import LeftOutWarning
+    from vbstore.interop import clip_benchmark_export
+
+    with Store(tmp_path / "s") as store:  # the store `run` writes
+        ids = [info.id for info in store.ls("result")]
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            rows = clip_benchmark_export(store, ids)
+    assert [r["record"] for r in rows] == exported
+    assert [w.category for w in said] == [LeftOutWarning]
+    assert "left out 1 fine-tuned result(s)" in str(said[0].message)
 
 
 SCENES = "scenes:per_split=4,size=32"

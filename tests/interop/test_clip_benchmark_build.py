@@ -60,7 +60,8 @@ def test_clip_benchmark_build_reads_a_vbstore_export(clip_benchmark, clip_benchm
         reader = csv.DictReader(f)
         rows = {row["task"]: row for row in reader}
         columns = set(reader.fieldnames or ())
-    assert columns == ROW | LINEAR_PROBE | ZERO_SHOT | {"vbstore"}
+    assert columns == ROW | LINEAR_PROBE | ZERO_SHOT | {"vbstore", "vbstore_version",
+                                                       "vbstore_manifest"}
     with Store(tmp_path / "s") as store:
         results = {store.read_json(info.id)["task"]: store.read_json(info.id)
                    for info in store.ls("result")}
@@ -73,4 +74,7 @@ def test_clip_benchmark_build_reads_a_vbstore_export(clip_benchmark, clip_benchm
             probe["normalized"]) == ("2", "10", "0", "0.0", "True")
     for key in ZERO_SHOT:
         assert float(zero[key]) == results["zeroshot_classification"]["metrics"][key]
+    made = results["zeroshot_classification"]
+    assert zero["vbstore_version"] == made["versions"]["vbstore"]
+    assert zero["vbstore_manifest"] == made["data"]["eval"]["manifest"]
     assert json.loads(files[0].read_text())["vbstore"]["weights"] == "random"

@@ -237,3 +237,22 @@ def test_a_read_only_store_before_variants_and_names_serves_its_board(tmp_path, 
     assert run_read_only(root, READ_BOARD, str(root), oid) == {
         "read_only": True, "version": version, "rows": [[oid, {}]], "listed": [[oid, None]],
         "names": []}
+
+
+def test_creating_a_store_does_not_load_pandas(tmp_path):
+    """sqlite_utils imports pandas whenever it is installed (seconds of a cold run); the store
+    keeps it out, and pandas still imports afterwards."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom vbstore import Store\n"
+            f"Store({str(tmp_path / 's')!r}).close()\n"
+            "from vbstore.store._registry import expected_schema\nexpected_schema()\n"
+            "print('pandas' in sys.modules, 'sqlite_utils' in sys.modules)\n"
+            "try:\n    import pandas\nexcept ImportError as exc:\n"
+            "    print('missing' if 'No module named' in str(exc) else 'blocked')\n"
+            "else:\n    print('imports')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[:2] == ["False", "True"]
+    assert out[2] in ("imports", "missing")  # as it would without vbstore

@@ -137,3 +137,58 @@ def test_gc_empties_the_cache_and_an_older_registry_is_not_read(setup):
     with store.db.write() as conn:
         conn.execute("PRAGMA user_version=4")  # a registry the full command would migrate
     assert cache.lookup(str(store.root), KEY) is None
+
+
+def test_a_computed_answer_is_recorded_with_the_rows_it_wrote(tmp_path):
+    """A caller that found no row, computed and wrote it, records the row as it stands (the
+    first repeat after a computation is answered); without ``wrote`` it records nothing."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.png").write_bytes(b"a")
+    store = Store(tmp_path / "store")
+    spec = derivation_spec("result", 1, {"eval_manifest": "e" * 64}, {})
+    key = derivation_key(spec)
+    settled()
+    store.watch_reads()
+    started = time.time_ns()
+    assert store.lookup(key) is None  # nothing yet: the caller computes
+    oid = store.put_json(RESULT, "result")
+    store.record(spec, oid)
+    options = {"started_ns": started, "folders": {str(data): {}}, "samples": 1}
+    assert not store.record_answer(KEY, oid, **options)  # a row that appeared: not the caller's
+    store.watch_reads()
+    assert store.lookup(key) == oid
+    store.reads[0] = ("derivations", key, None)  # as the computing caller saw it
+    assert store.record_answer(KEY, oid, wrote=[key], **options)
+    assert cache.lookup(str(store.root), KEY).oid == oid
+    with store.db.write() as conn:  # the row it wrote, changed: a miss
+        conn.execute("UPDATE derivations SET output = ? WHERE key = ?", ("f" * 64, key))
+    assert cache.lookup(str(store.root), KEY) is None
+    store.close()
+
+
+def test_the_modules_an_answer_names_are_the_ones_checked(setup, tmp_path):
+    store, _, _, record, _ = setup
+    module = tmp_path / "answer_dep_mod.py"
+    module.write_text("X = 1\n")
+    other = tmp_path / "answer_other_mod.py"
+    other.write_text("Y = 1\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import answer_dep_mod  # noqa: F401
+        import answer_other_mod  # noqa: F401
+    finally:
+        sys.path.remove(str(tmp_path))
+    settled()
+    assert record(modules=["answer_dep_mod", "vbstore"])
+    deps = json.loads(store.db.one("SELECT deps FROM answers WHERE key=?", (KEY,))[0])
+    assert str(module) in deps["modules"]
+    assert str(other) not in deps["modules"]
+    assert sys.executable in deps["modules"]
+    other.write_text("Y = 2\n")  # not named: still answered
+    assert cache.lookup(str(store.root), KEY) is not None
+    module.write_text("X = 2\n")
+    assert cache.lookup(str(store.root), KEY) is None
+    del sys.modules["answer_dep_mod"], sys.modules["answer_other_mod"]

@@ -232,3 +232,74 @@ def test_multilabel_refuses_bad_targets_and_undefined_map(blobs):
         task.evaluate(head, x, torch.zeros(40, 4))
     with pytest.raises(TaskInputError, match="the head has 4"):
         task.evaluate(head, x, torch.zeros(40, 3))
+
+
+def _torch_optim_train(x, y, *, n_out, loss, epochs, lr, weight_decay, batch_size, seed):
+    """The recipe's loop as it was, with torch.optim.AdamW and LambdaLR: the reference."""
+    import math
+
+    import torch.nn.functional as F
+
+    from vbstore.tasks._linear import standardisation
+
+    n, dim = x.shape
+    generator = torch.Generator().manual_seed(seed)
+    mean, std = standardisation(x)
+    z = (x - mean) / std
+    bound = 1.0 / math.sqrt(dim)
+    weight = ((torch.rand(n_out, dim, generator=generator) * 2 - 1) * bound)
+    weight.requires_grad_(True)
+    bias = torch.zeros(n_out, requires_grad=True)
+    optimiser = torch.optim.AdamW([{"params": [weight], "weight_decay": weight_decay},
+                                   {"params": [bias], "weight_decay": 0.0}], lr=lr)
+    batch = min(batch_size, n)
+    total = epochs * math.ceil(n / batch)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total)))
+    fn = F.cross_entropy if loss == "cross_entropy" else F.binary_cross_entropy_with_logits
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator) if batch < n else None
+        for start in range(0, n, batch):
+            rows = order[start:start + batch] if order is not None else slice(None)
+            optimiser.zero_grad(set_to_none=True)
+            fn(z[rows] @ weight.T + bias, y[rows]).backward()
+            optimiser.step()
+            schedule.step()
+    return weight.detach(), bias.detach()
+
+
+@pytest.mark.parametrize(("loss", "batch_size", "weight_decay"), [
+    ("cross_entropy", 1000, 1e-4), ("cross_entropy", 16, 0.05),
+    ("binary_cross_entropy", 24, 0.0)])
+def test_the_written_out_adamw_is_torch_optims_bit_for_bit(loss, batch_size, weight_decay):
+    """Training steps AdamW written out on the CPU (torch.optim would import torch._dynamo):
+    the head is the one torch.optim.AdamW and LambdaLR train, to the bit."""
+    from vbstore.tasks import _linear
+
+    generator = torch.Generator().manual_seed(7)
+    x = torch.randn(90, 12, generator=generator) * 3 + 1
+    if loss == "cross_entropy":
+        y = torch.randint(0, 5, (90,), generator=generator)
+    else:
+        y = (torch.rand(90, 5, generator=generator) > 0.5).float()
+    settings = {"n_out": 5, "loss": loss, "epochs": 7, "lr": 0.05,
+                "weight_decay": weight_decay, "batch_size": batch_size, "seed": 3}
+    head, _ = _linear.train(x, y, task="t", **settings)
+    weight, bias = _torch_optim_train(x, y, **settings)
+    assert torch.equal(head["weight"], weight)
+    assert torch.equal(head["bias"], bias)
+
+
+def test_training_a_head_does_not_load_torch_dynamo():
+    """A new head on stored features loads what it uses: torch.optim's first step would import
+    torch._dynamo (seconds of a head trained in well under one)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\nfrom vbstore.tasks import _linear\n"
+            "x = torch.randn(40, 8)\ny = torch.arange(40) % 4\n"
+            "_linear.train(x, y, n_out=4, loss='cross_entropy', epochs=3, lr=0.01, "
+            "weight_decay=1e-4, batch_size=16, seed=0, task='t')\n"
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -89,3 +89,29 @@ def test_retrieval_is_zero_shot_and_refuses_training_data():
         get_task("retrieval").fit(x, torch.tensor([0, 0]), seed=0)
     with pytest.raises(UsageError, match="has no head"):
         get_task("retrieval").evaluate({}, x, torch.tensor([0, 0]))
+
+
+def test_ranked_a_few_rows_at_a_time_to_the_same_numbers(monkeypatch):
+    """Memory for a retrieval is bounded by its features: each ranking (a sort, its order, the
+    gathers and float64 precisions) covers at most RANK_ELEMENTS similarities, and the metrics
+    are those of ranking each block at once, to the bit (ties included)."""
+    from vbstore.tasks import retrieval
+
+    generator = torch.Generator().manual_seed(0)
+    x = (torch.randn(300, 6, generator=generator) * 2).round() / 2  # many tied similarities
+    labels = (torch.arange(300) % 7).tolist()
+    labels[5] = 99  # a singleton: never a query
+    whole = run(x, labels)
+    sorted_sizes = []
+    real_sort = torch.sort
+
+    def sort(values, *args, **kwargs):
+        sorted_sizes.append(values.numel())
+        return real_sort(values, *args, **kwargs)
+
+    monkeypatch.setattr(retrieval, "RANK_ELEMENTS", 3000)
+    monkeypatch.setattr(torch, "sort", sort)
+    parts = run(x, labels)
+    assert parts == whole
+    assert len(sorted_sizes) > 1
+    assert max(sorted_sizes) <= 3000

@@ -3,11 +3,18 @@
 The cache itself -- what an answer depended on, how it is checked, its tables, gc -- is the
 store's (:mod:`vbstore.store._answers`); what a plan's answer read is the engine's
 (:func:`vbstore.engine.answer_inputs`). This module only makes the key of a command line
-(its words, with the working directory, interpreter, ``sys.path``, ``VBSTORE_HOME`` and home
-folder that change what they mean), prints a found answer with the command's own printer
-(:func:`._resulttext.result_lines`), and, after the full command answered from the store, asks
-the store to record it. ``main`` calls :func:`answer` before importing click; the command gets
-the :class:`Pending` key through click's context object.
+(its words from ``get`` on, with the store it names, the working directory, interpreter,
+``sys.path`` and home folder that change what they mean), prints a found answer with the
+command's own printer (:func:`._resulttext.result_lines`), and, after the full command
+answered (from the store, or computed and stored just now), asks the store to record it.
+``main`` calls :func:`answer` before importing click; the command gets the :class:`Pending` key
+through click's context object.
+
+Every spelling of one question has one key: the root group's options (``--quiet``/``-q``
+anywhere, ``--store DIR``/``--store=DIR`` or ``VBSTORE_HOME``) are resolved into the store's
+folder, and ``--json`` (where it cannot be an option's value: after ``result`` or after a
+value) only chooses how the answer prints. So the first repeat of any spelling after a
+computation is answered here.
 
 Nothing is recorded for a read-only store, for ``--head``, ``--suite``, ``--recompute`` or
 ``--dry-run`` (the command does not ask), or when the printed answer is not what the stored
@@ -34,34 +41,56 @@ if TYPE_CHECKING:
 
 
 class Pending:
-    """A command line the cache could not answer: its key, and when it started (a state
-    newer than that is racy)."""
+    """A command line the cache could not answer: its key, when it started (a state newer
+    than that is racy) and whether its ``--json`` was left out of the key (then the recorded
+    answer says nothing of how to print it: the words do)."""
 
-    __slots__ = ("key", "started_ns")
+    __slots__ = ("json_flag", "key", "loaded", "started_ns")
 
-    def __init__(self, key: str, started_ns: int) -> None:
-        self.key, self.started_ns = key, started_ns
+    def __init__(self, key: str, started_ns: int, json_flag: bool = False) -> None:
+        self.key, self.started_ns, self.json_flag = key, started_ns, json_flag
+        self.loaded: frozenset[str] | None = None  # the modules loaded before planning
 
 
-def answer_key(args: list[str]) -> str:
-    """The key of a command line: its words and everything that changes what they mean."""
+def answer_key(root: str, words: list[str]) -> str:
+    """The key of ``get result`` words asked of the store ``root``: the words and everything
+    that changes their meaning."""
     return cache.answer_key([__version__, sys.executable, sys.version, sys.path, os.getcwd(),
-                             os.environ.get("VBSTORE_HOME"), os.path.expanduser("~"), args])
+                             root, os.path.expanduser("~"), words])
 
 
-def _store_root(args: list[str]) -> str | None:
-    """The store a ``[--store DIR] get result ...`` command line names, else None."""
-    at = args.index("get")
-    if args[at + 1:at + 2] != ["result"]:
+def command_words(args: list[str]) -> tuple[str, list[str], bool] | None:
+    """The store a ``[--store DIR] get result ...`` command line asks (absolute), its words from
+    ``get`` on without ``--quiet``/``-q`` (anywhere) and the ``--json`` flags, and whether it
+    had one; None when it is not such a command line (another command, or a root option the
+    cache does not know).
+
+    A ``--json`` right after an option name (``--split --json``) may be that option's value:
+    it stays in the words, and the recorded answer says how that command line printed.
+    """
+    # --quiet/-q anywhere before `--` is the root's flag (``_root.LazyGroup.parse_args``), and
+    # only turns progress off: a cached answer shows none
+    end = args.index("--") if "--" in args else len(args)
+    args = [*(a for a in args[:end] if a not in ("-q", "--quiet")), *args[end:]]
+    store, at = None, 0
+    while at < len(args) and args[at] != "get":
+        word = args[at]
+        if word == "--store" and at + 1 < len(args):
+            store, at = args[at + 1], at + 2
+        elif word.startswith("--store="):
+            store, at = word[len("--store="):], at + 1
+        else:
+            return None
+    if args[at:at + 2] != ["get", "result"] or store == "":
         return None
-    head = args[:at]
-    if not head:
-        return default_home()
-    if len(head) == 2 and head[0] == "--store":
-        return os.path.expanduser(head[1])
-    if len(head) == 1 and head[0].startswith("--store="):
-        return os.path.expanduser(head[0][len("--store="):])
-    return None
+    root = os.path.abspath(default_home() if store is None else os.path.expanduser(store))
+    words, as_json = args[at:at + 2], False
+    for word in args[at + 2:]:
+        if word == "--json" and not words[-1].startswith("-"):
+            as_json = True
+        else:
+            words.append(word)
+    return root, words, as_json
 
 
 def answer(args: list[str]) -> Pending | bool:
@@ -72,11 +101,12 @@ def answer(args: list[str]) -> Pending | bool:
         its answer under, or False when this command line is not one the cache answers.
     """
     started, started_ns = time.perf_counter(), time.time_ns()
-    root = _store_root(args)
-    if root is None or any(a == "--notes" or a.startswith("--notes=") for a in args):
+    command = command_words(args)
+    if command is None or any(a == "--notes" or a.startswith("--notes=") for a in args):
         return False  # notes are written to the registry: the full command attaches them
+    root, words, json_flag = command
     try:
-        pending = Pending(answer_key(args), started_ns)  # OSError: a working directory removed
+        pending = Pending(answer_key(root, words), started_ns, json_flag)  # OSError: cwd gone
         found = cache.lookup(root, pending.key)
     except (OSError, sqlite3.Error, ValueError, KeyError, TypeError, IndexError):
         # a registry being created or migrated, a blob being replaced...: the full command
@@ -86,8 +116,12 @@ def answer(args: list[str]) -> Pending | bool:
         return False
     if found is None:
         return pending
+    # a `--json` left in the words prints as the command line that recorded them printed
+    as_json = True if json_flag else found.extra.get("json") if "--json" in words else False
+    if as_json is None:  # ...which had a `--json` of its own besides: it cannot say
+        return pending
     seconds = time.perf_counter() - started
-    if found.extra["json"]:
+    if as_json:
         text = json.dumps(stored_answer(found.oid, found.doc, found.run, seconds,
                                         found.extra.get("recorded")),
                           indent=2, sort_keys=True, default=str) + "\n"
@@ -135,12 +169,26 @@ def _writable(lines: list[tuple[bool, str]]) -> bool:
 
 def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> None:
     """Ask the store to record the answer ``result`` of ``the_plan`` under ``pending``'s key,
-    when it qualifies (the store watched its lookups since :func:`watch`)."""
-    if pending is None or result.source != "store":
+    when it qualifies (the store watched its lookups since :func:`watch`).
+
+    A result computed just now is recorded as the store now answers it (what the same command
+    line run again would print), with the derivation rows the computation wrote as they stand.
+    """
+    if pending is None or result.source not in ("store", "computed"):
         return
-    from ..engine import answer_inputs  # loaded by the command already
+    from ..engine import answer_inputs, stored_result  # loaded by the command already
     from ..tasks import metric_order  # loaded by the command already
 
+    wrote: tuple[str, ...] = ()
+    modules = None  # every module loaded: all the store's answer ran
+    if result.source == "computed":
+        if pending.loaded is None:
+            return
+        wrote = result.computed  # the derivation keys this run wrote
+        result = stored_result(the_plan)
+        if result is None:
+            return
+        modules = answer_modules(pending.loaded)
     # the answer must print as the stored document does (fields the record type would drop),
     # in the same --json object as the command's
     run = result.run.as_dict() if result.run is not None else None
@@ -151,13 +199,28 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
     record = result.record
     store.record_answer(pending.key, result.id, started_ns=pending.started_ns,
                         folders=inputs.folders, samples=inputs.samples, used=inputs.used,
-                        files=inputs.files,
+                        files=inputs.files, wrote=wrote, modules=modules,
                         extra={"metric_order": metric_order(record.task, record.params),
-                               "json": as_json, "origin": result.origin,
-                               "recorded": result.recorded})
+                               "json": None if pending.json_flag else as_json,
+                               "origin": result.origin, "recorded": result.recorded})
 
 
 def watch(store, pending: Pending | None) -> None:
-    """Have ``store`` log its lookups when this command line's answer may be recorded."""
+    """Have ``store`` log its lookups when this command line's answer may be recorded, and
+    note the modules loaded before planning (see :func:`answer_modules`)."""
     if pending is not None:
         store.watch_reads()
+        pending.loaded = frozenset(sys.modules)
+
+
+def answer_modules(loaded: frozenset[str]) -> set[str]:
+    """The modules whose code an answer computed in this process depends on: those ``loaded``
+    before planning, vbstore's own, and the standard library's and those packages' submodules.
+
+    Left out are the other libraries first loaded since, by building a backbone or computing
+    (torch alone is ~1,500 files, each statted at every later answer): the store's answer never
+    loads them (``tests/engine/test_results.py``'s ``UNREAD``), and
+    ``tests/cli/test_answers.py`` checks that a store answer's modules are among these.
+    """
+    tops = {m.partition(".")[0] for m in loaded} | set(sys.stdlib_module_names) | {"vbstore"}
+    return {m for m in list(sys.modules) if m.partition(".")[0] in tops}

@@ -14,7 +14,6 @@ from typing import Any, TextIO
 import click
 
 from ..errors import UsageError, VbstoreError
-from ..tasks import ordered_metrics  # noqa: F401 - re-exported for the command modules
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
@@ -122,21 +121,22 @@ def summary_of(command: click.Command) -> str:
     return text[: end + 1] if end >= 0 else text
 
 
-def _name_task_param(exc: click.NoSuchOption) -> None:
-    """``--num-classes`` on a command with ``-p``: say it is task parameter ``num_classes``
-    (click would suggest a flag that merely looks alike, such as ``--classes``)."""
+def _name_task_param(exc: click.NoSuchOption) -> click.UsageError:
+    """``--num-classes`` on a command with ``-p``: the error that says it is task parameter
+    ``num_classes`` (click would suggest a flag that merely looks alike, such as ``--classes``);
+    ``exc`` itself for any other flag."""
     ctx = exc.ctx
     if ctx is None or not any("-p" in getattr(p, "opts", ()) for p in ctx.command.params):
-        return
+        return exc
     name = exc.option_name.lstrip("-").replace("-", "_")
     from ..tasks import get_task, list_tasks  # only on this error path
 
     owners = [t for t in list_tasks() if name in get_task(t).params]
-    if owners:
-        exc.possibilities = []
-        exc.message = (f"No such option '{exc.option_name}': {name} is a task parameter "
-                       f"({', '.join(owners[:4])}{', ...' if len(owners) > 4 else ''}): "
-                       f"give it as -p {name}=VALUE")
+    if not owners:
+        return exc
+    return click.UsageError(f"No such option '{exc.option_name}': {name} is a task parameter "
+                            f"({', '.join(owners[:4])}{', ...' if len(owners) > 4 else ''}): "
+                            f"give it as -p {name}=VALUE", ctx=ctx)
 
 
 class VbstoreGroup(click.Group):
@@ -174,10 +174,12 @@ class VbstoreGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except click.NoSuchOption as exc:
-            _name_task_param(exc)
+            named = _name_task_param(exc)
             if not as_json:
-                raise
-            _fail(exc.format_message(), exc.exit_code, as_json, type(exc).__name__)
+                if named is exc:
+                    raise
+                raise named from None
+            _fail(named.format_message(), named.exit_code, as_json, type(exc).__name__)
         except click.ClickException as exc:
             if not as_json:
                 raise

@@ -13,13 +13,15 @@ import click
 # vbstore.data.LAYOUTS, without importing it
 LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
            "voc", "coco", "nyu", "taskonomy", "navi")
-_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits")
+_PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits",
+                 "custom_template_file", "custom_classname_file")
 # a stems list found nowhere under the working directory is read under --data (VisBench's
-# `--data VOCdevkit/VOC2012 --stems ImageSets/Segmentation/val.txt`)
-_UNDER_DATA = ("stems", "train_stems")
+# `--data VOCdevkit/VOC2012 --stems ImageSets/Segmentation/val.txt`); a CLIP_benchmark file
+# that is not here is one it ships (cupl_prompts.json), which it finds itself
+_UNDER_DATA = ("stems", "train_stems", "custom_template_file", "custom_classname_file")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
           "classes", "dataset_root", "download", "image_column", "label_column", "splits",
-          "min_votes")
+          "min_votes", "custom_template_file", "custom_classname_file")
 
 
 # one instance of each path type for every command these flags go on: click translates a path
@@ -54,7 +56,14 @@ def data_layout_options(func: Callable) -> Callable:
         click.option("--splits", type=_EXISTING_FILE, default=None,
                      help="Taskonomy split CSV: building,train,val,test rows of 0/1."),
         click.option("--dataset-root", type=_FOLDER, default=None,
-                     help="Folder a torchvision:NAME dataset reads its files from."),
+                     help="Folder torchvision:NAME reads its files from; for cb:NAME also a "
+                          "URL or a {dataset_cleaned} template (CLIP_benchmark's)."),
+        click.option("--custom-template-file", default=None,
+                     help="cb: data: CLIP_benchmark's per-dataset templates JSON (its "
+                          "--custom_template_file; cupl_prompts.json: its CuPL prompts)."),
+        click.option("--custom-classname-file", default=None,
+                     help="cb: data: CLIP_benchmark's per-dataset class names JSON (its "
+                          "--custom_classname_file)."),
         click.option("--download", is_flag=True, default=None,
                      help="Let hf: and torchvision: data fetch what is not on this machine."),
         click.option("--image-column", default=None,
@@ -71,6 +80,8 @@ def data_layout_options(func: Callable) -> Callable:
         gathered = {name: kwargs.pop(name) for name in _NAMES}
         for name in _PATH_OPTIONS:  # relative to the working directory, not to the data
             path = gathered[name]
+            if path is not None and "://" in path:  # a URL root (CLIP_benchmark's wds)
+                continue
             if path is not None and (name not in _UNDER_DATA or Path(path).exists()):
                 gathered[name] = str(Path(path).resolve())
         kwargs["data_options"] = {k: v for k, v in gathered.items() if v is not None}

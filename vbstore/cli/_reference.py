@@ -30,7 +30,8 @@ EXIT_CODES = [
     (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
          "a changed protocol pushed under a published suite version, a store whose registry a "
          "newer vbstore wrote (upgrade vbstore)"),
-    (12, "not reproduced: `get result --recompute` gave other numbers than the stored result"),
+    (12, "not reproduced: `get result --recompute` gave other numbers than the stored result; "
+         "`reproduce` found a score further from the published figure than --tolerance"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),
 ]
 

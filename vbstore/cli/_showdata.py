@@ -39,13 +39,12 @@ def data_view_options(func):
     return func
 
 
-# the prefixes of data that is not a path: packaged, generated and external sources
-_SOURCES = ("shapes", "scenes", "triplets", "sklearn", "skimage", "hf", "torchvision", "wds")
-
-
 def looks_like_data(ref: str) -> bool:
-    """Whether ``ref`` names data (a path, or a named source) rather than an object."""
-    return Path(ref).exists() or ref.split(":")[0] in _SOURCES
+    """Whether ``ref`` names data (a path, or a named source: packaged, generated or a data
+    source kind's) rather than an object."""
+    from ..data import data_prefixes  # the data layer's registry: only for a ref to judge
+
+    return Path(ref).exists() or ref.split(":")[0] in data_prefixes()
 
 
 def show_data_cmd(store, data: str, task: str, kw: dict[str, Any], data_options: dict[str, Any],

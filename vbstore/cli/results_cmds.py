@@ -7,13 +7,14 @@ import io
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..engine import BASE_COLUMNS, RUN_COLUMNS, result_rows
-from ..errors import UsageError
+from ..errors import LeftOutWarning, UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
@@ -66,17 +67,26 @@ def export_group() -> None:
               help="Write here instead of stdout. clip-benchmark: a folder, or CLIP_benchmark's "
               "--output template, e.g. 'out/benchmark_{dataset}_{pretrained}_{model}_"
               "{language}_{task}.json'.")
+@click.option("--dump-classnames", is_flag=True,
+              help="clip-benchmark: add the class names the prompts used (CLIP_benchmark's "
+                   "--dump_classnames).")
+@click.option("--dump-templates", is_flag=True,
+              help="clip-benchmark: add the prompt templates used (its --dump_templates).")
 @json_option
 @with_store
-def export_results(store, fmt: str, task, backbone, weights, output, as_json: bool) -> None:
+def export_results(store, fmt: str, task, backbone, weights, output, dump_classnames,
+                   dump_templates, as_json: bool) -> None:
     """One table of stored results, with each task's own metric columns."""
+    if (dump_classnames or dump_templates) and fmt != "clip-benchmark":
+        raise UsageError("--dump-classnames and --dump-templates add fields to CLIP_benchmark's "
+                         "rows", hint="add --format clip-benchmark")
     rows = result_rows(store, task, backbone, weights)
     if task and not rows:
         from ..tasks import get_task
 
         get_task(task)  # a misspelt task is refused with the closest name, not an empty table
     if fmt == "clip-benchmark":
-        _export_clip_benchmark(store, rows, output, as_json)
+        _export_clip_benchmark(store, rows, output, as_json, dump_classnames, dump_templates)
         return
     if as_json:
         emit(True, rows)
@@ -100,20 +110,21 @@ def export_results(store, fmt: str, task, backbone, weights, output, as_json: bo
 
 
 def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None,
-                           as_json: bool) -> None:
+                           as_json: bool, dump_classnames: bool = False,
+                           dump_templates: bool = False) -> None:
     """One CLIP_benchmark-shaped JSON per result: files in the folder ``output``, else lines."""
     from ..interop import DEFAULT_TEMPLATE, clip_benchmark_export
 
     folder, template = _folder_and_template(output) if output else (None, DEFAULT_TEMPLATE)
-    # CLIP_benchmark's rows are frozen probes: a fine-tuned result among others is left out
-    # (named), and only a selection of fine-tuned results alone is refused (by the export)
-    frozen = [row for row in rows if row.get("finetune", "frozen") == "frozen"]
-    if frozen and len(frozen) < len(rows):
-        click.echo(f"warning: left out {len(rows) - len(frozen)} fine-tuned result(s): "
-                   "CLIP_benchmark's rows are frozen probes (--format jsonl or csv carries "
-                   "them)", err=True)
-        rows = frozen
-    docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template)
+    # what the export leaves out (fine-tuned results among frozen ones) it says as a warning,
+    # printed here as the CLI's other warnings are
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", LeftOutWarning)
+        docs = clip_benchmark_export(store, [store.resolve(row["id"]) for row in rows], template,
+                                     dump_classnames=dump_classnames,
+                                     dump_templates=dump_templates)
+    for warning in said:
+        click.echo(f"warning: {warning.message}", err=True)
     if folder is None:
         if as_json:
             emit(True, docs)
@@ -151,15 +162,17 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 
 @click.command()
 @click.option("--backbones", "backbones_file", required=True,
-              type=click.Path(exists=True, dir_okay=False),
               help="File with one backbone spec per line (optionally weights=, seed=, "
-              "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines.")
-@click.option("--tasks", required=True, help="Comma-separated tasks.")
+              "input_size=), or CLIP_benchmark's MODEL,PRETRAINED lines, or one of its model "
+              "collections (openai, openclip_base, openclip_multilingual, openclip_all).")
+@click.option("--tasks", required=True,
+              help="Comma-separated tasks; auto: the task CLIP_benchmark's --task auto runs on "
+                   "each dataset (retrieval on caption sets, else zero-shot classification).")
 @click.option("--data", "-d", default=None, help="Evaluation data.")
 @click.option("--datasets", "datasets_file", default=None,
-              type=click.Path(exists=True, dir_okay=False),
               help="Instead of --data: CLIP_benchmark's dataset list, one dataset per line "
-              "(a name is cb:NAME, read with --dataset-root; a folder or source as is); "
+              "(a name is cb:NAME, read with --dataset-root; a folder or source as is), or one "
+              "of its collections (vtab, vtab+, imagenet_robustness, retrieval, sugar_crepe); "
               "with --train-split, each dataset trains on its own train split.")
 @click.option("--split", default=None, help="Split of --data to evaluate on.")
 @click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
@@ -241,8 +254,12 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
     entries = read_backbones_file(backbones_file, model_type)
     rows, failures, extracted = [], 0, 0
     started = time.perf_counter()
+    from ..interop import clip_benchmark_task
+
+    asked = [t.strip() for t in tasks.split(",") if t.strip()]
     grid = (row for evaluated, trained in units for row in run_sweep(
-        entries, [t.strip() for t in tasks.split(",") if t.strip()], evaluated, trained,
+        entries, list(dict.fromkeys(clip_benchmark_task(str(evaluated)) if t == "auto" else t
+                                    for t in asked)), evaluated, trained,
         params=given, store=store, split=split, train_split=train_split,
         limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
         data_options=data_options, executor=executor, language=language, pooling=pooling,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
 from ._kinds import (
+    BaselineQuestion,
     DataOption,
     TargetKind,
     TargetsSeen,
@@ -37,7 +38,8 @@ from ._load import (
 )
 from ._manifest import manifest_digest
 from ._navi import is_navi
-from ._packaged import SOURCES
+from ._packaged import SOURCES, data_prefixes
+from ._source_kinds import SourceKind, register_source_kind, source_kinds
 from ._view import ManifestView
 from ._views import find_warped_views, warped_views
 
@@ -62,9 +64,11 @@ __all__ = [
     "SHAPES",
     "SOURCES",
     "VOC_CLASSES",
+    "BaselineQuestion",
     "DataOption",
     "Listing",
     "ManifestView",
+    "SourceKind",
     "TargetKind",
     "TargetsSeen",
     "align",
@@ -72,6 +76,7 @@ __all__ = [
     "apply_homography",
     "coco_index",
     "coco_mask",
+    "data_prefixes",
     "decode_target",
     "describe_kind",
     "find_warped_views",
@@ -91,7 +96,9 @@ __all__ = [
     "png_bytes",
     "random_homography",
     "read_verified",
+    "register_source_kind",
     "register_target_kind",
+    "source_kinds",
     "store_listing",
     "target_kind",
     "view_homographies",

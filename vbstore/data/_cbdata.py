@@ -18,17 +18,23 @@ the builder cannot find stop the run with one line naming the folder.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import string
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from .._net import unreachable_reason
+from ..errors import DataUnavailable, MissingDependency, UsageError
 from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
 from ._hf import _offline
 from ._sources import Record, Source, file_states, folder_key, write_list
 
-_CB_EXTRA = "pip install 'vbstore[clip-benchmark]' (CLIP_benchmark 1.6.2 and pycocoevalcap)"
+_WDS = "wds/"
+TEMPLATE_FIELDS = ("dataset", "dataset_cleaned")
+_CB_EXTRA = ("pip install 'vbstore[clip-benchmark]' (CLIP_benchmark 1.6.2, pycocoevalcap and "
+             "webdataset)")
 
 
 def _builder() -> Any:
@@ -47,9 +53,82 @@ def parse_name(rest: str) -> tuple[str, str]:
     return name, language or "en"
 
 
-def dataset_root(template: str, name: str) -> Path:
-    """CLIP_benchmark's ``--dataset_root`` for ``name``: a folder, or a template."""
-    return Path(template.format(dataset=name, dataset_cleaned=name.replace("/", "-"))).expanduser()
+def template_fields(name: str) -> dict[str, str]:
+    """What CLIP_benchmark fills a ``--dataset_root`` template with: the dataset's name after a
+    ``wds/`` prefix (``cb:wds/vtab/cifar10`` -> ``vtab/cifar10``) and that name with ``/`` read
+    as ``-`` (``vtab-cifar10``, the Hub's ``clip-benchmark/wds_vtab-cifar10``)."""
+    short = name.removeprefix(_WDS)
+    return {"dataset": short, "dataset_cleaned": short.replace("/", "-")}
+
+
+def check_template(template: str) -> None:
+    """Refuse a ``--dataset-root`` whose ``{...}`` fields are not exactly CLIP_benchmark's
+    (``{dataset}``, ``{dataset_cleaned}``): no other name, attribute, index, conversion or
+    format, which ``str.format`` would otherwise evaluate.
+
+    Raises:
+        UsageError: another field, or braces that do not pair.
+    """
+    try:
+        fields = [(f, c, spec) for _, f, spec, c in string.Formatter().parse(template)
+                  if f is not None]
+    except ValueError as exc:
+        raise UsageError(f"--dataset-root {template!r} is not a template: {exc}",
+                         hint="double a literal brace ({{ }}); the fields are {dataset} and "
+                              "{dataset_cleaned}") from None
+    for field, conversion, spec in fields:
+        if field not in TEMPLATE_FIELDS or conversion or spec:
+            shown = "{" + field + (f"!{conversion}" if conversion else "") + \
+                (f":{spec}" if spec else "") + "}"
+            raise UsageError(f"--dataset-root {template!r} names {shown}: only "
+                             "{dataset} and {dataset_cleaned} are filled in",
+                             hint="e.g. 'https://huggingface.co/datasets/clip-benchmark/"
+                                  "wds_{dataset_cleaned}/tree/main' or 'data/{dataset}'")
+
+
+def is_url(root: str) -> bool:
+    """Whether a dataset root is a URL (``https://...``), which stays text, never a path."""
+    return "://" in root
+
+
+def dataset_root(template: str, name: str) -> str:
+    """CLIP_benchmark's ``--dataset_root`` for ``name``: a folder, a URL, or a template of
+    either.
+
+    Raises:
+        UsageError: a template field CLIP_benchmark does not fill (:func:`check_template`).
+    """
+    check_template(template)
+    filled = template.format(**template_fields(name))
+    return filled if is_url(filled) else str(Path(filled).expanduser())
+
+
+def _reachable(name: str, url: str, download: bool) -> None:
+    """Refuse, in one line naming the URL, a URL root that would be read without ``download``,
+    a dataset whose builder reads no URL, a missing webdataset, or a host that does not answer
+    now (one probe of a second or two, never the 50 s of a client's retries).
+
+    Raises:
+        UsageError: not ``wds/``, or no ``download``.
+        DataUnavailable: offline, or the host does not answer.
+        MissingDependency: webdataset is not installed.
+    """
+    if not name.startswith(_WDS):
+        raise UsageError(f"cb:{name} is not read from a URL ({url}): CLIP_benchmark reads URLs "
+                         "only for its webdataset copies",
+                         hint=f"ask for cb:{_WDS}{name}, or point --dataset-root at a folder")
+    if not download:
+        raise UsageError(f"cb:{name} would be read from {url}, and nothing is downloaded "
+                         "without --download", hint="add --download")
+    reason = unreachable_reason(url)
+    if reason is not None:
+        raise DataUnavailable(f"cb:{name} reads {url}, which cannot be reached: {reason}",
+                              hint="check the network (or unset the offline variable), or copy "
+                                   "the shards to a folder and point --dataset-root at it")
+    try:
+        import webdataset  # noqa: F401  CLIP_benchmark's wds reader; named here if missing
+    except ImportError:
+        raise MissingDependency("webdataset", "clip-benchmark") from None
 
 
 def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Source:
@@ -64,13 +143,20 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         raise UsageError(f"cb:{name} reads its files from a dataset root",
                          hint="pass --dataset-root DIR or a template such as 'data/{dataset}' "
                               "(add --download to fetch them there)")
-    root = dataset_root(str(options["dataset_root"]), name)
+    where = dataset_root(str(options["dataset_root"]), name)
     download = bool(options.get("download"))
-    if not download and not root.is_dir():  # some builders would fetch a missing root anyway
+    url = is_url(where)
+    root = Path(where)  # a URL is handed to the builder as text, never as this path
+    if url:
+        _reachable(name, where, download)
+    elif not download and not root.is_dir():  # some builders would fetch a missing root anyway
         raise UsageError(f"cb:{name} is not on disk: {root} does not exist",
                          hint="point --dataset-root at it, or add --download to fetch it there")
-    builder = _builder()
     text = is_text_set(name)
+    if name.startswith(_WDS) and is_text_set(name.removeprefix(_WDS)):
+        raise UsageError(f"cb:{name}: CLIP_benchmark's caption webdatasets are not read yet",
+                         hint=f"read cb:{name.removeprefix(_WDS)} from a folder")
+    builder = _builder()
     if text and not download:  # its builder would fetch a missing file, whatever download says
         check_on_disk(name, root, split or "test", language)
     hub: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
@@ -83,13 +169,15 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         raise UsageError(f"cb:{name} is read through the datasets package, which is not "
                          f"importable ({exc.name or exc})",
                          hint="pip install 'vbstore[hf]'") from None
+    custom = _custom_files(options)
     try:
         with hub:
-            dataset = builder.build_dataset(dataset_name=name, root=str(root), transform=None,
+            dataset = builder.build_dataset(dataset_name=name, root=where, transform=None,
                                             split=split or "test", download=download,
-                                            language=language, task=builder_task(name))
+                                            language=language, task=builder_task(name),
+                                            **{k: v for k, v in custom.items() if v})
     except (RuntimeError, FileNotFoundError, OSError) as exc:
-        raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {root}: "
+        raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {where}: "
                          f"{str(exc).splitlines()[0][:200].rstrip('. ')}",
                          hint="point --dataset-root at the folder that holds it, or add "
                               "--download") from None
@@ -100,7 +188,7 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
                          hint="see CLIP_benchmark's dataset list; splits are usually train, "
                               "test") from None
     if text:
-        key = folder_key("cb", 1, name, language, split, file_states(_files(root)))
+        key = folder_key("cb", 1, name, language, split, _state(where))
         list_path = write_list(store, f"cb-v1-{key}", _checked(text_records(dataset), root))
         return Source(list_path, None, {"kind": "cb", "name": name, "language": language})
     classes = [str(c) for c in getattr(dataset, "classes", None) or []] or None
@@ -108,15 +196,22 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     if classes is not None and len(set(classes)) < len(classes):
         classes = _distinct(classes)  # imagenet1k names two classes "missile" (jp: nine pairs)
     templates = getattr(dataset, "templates", None)
-    if isinstance(templates, dict) or not isinstance(templates, (list, type(None))):
-        templates = None  # class-specific prompts (CuPL): not a template set
-    key = folder_key("cb", 1, name, language, split, file_states(_files(root)))
+    class_prompts = None
+    if isinstance(templates, dict):  # class-specific prompts (CuPL): one list per class
+        class_prompts = _class_prompts(name, templates, named or [])
+    if not isinstance(templates, list):
+        templates = None
+    key = folder_key("cb", 1, name, language, split, _state(where),
+                     *([_file_states(custom)] if any(custom.values()) else []))
 
     def records():
         from ._tvdata import _images  # numpy: only when the samples are written
 
-        width = max(6, len(str(len(dataset) - 1)))
-        for index, (pixels, target) in enumerate(_images(dataset)):
+        # a webdataset is a stream: no length, no index
+        streamed = name.startswith(_WDS)
+        width = 6 if streamed else max(6, len(str(len(dataset) - 1)))
+        samples = _streamed(dataset) if streamed else _images(dataset)
+        for index, (pixels, target) in enumerate(samples):
             label = classes[target] if classes is not None else str(target)
             yield Record(f"{index:0{width}d}", pixels, label)
 
@@ -126,8 +221,80 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         record["templates"] = [str(t) for t in templates]
     if named != classes:  # the prompts' names, CLIP_benchmark's verbatim
         record["classnames"] = named
+    if class_prompts is not None:
+        record["class_prompts"] = class_prompts
+    for option, path in custom.items():  # what the classes and prompts came from
+        if path:
+            record[option] = _file_state(path)
     json.dumps(record)  # canonical JSON later: fail here on anything odd
     return Source(list_path, classes, record)
+
+
+def _custom_files(options: dict[str, Any]) -> dict[str, str | None]:
+    """CLIP_benchmark's per-dataset class-name and template files (its ``--custom_*_file``):
+    a path here, or the name of one it ships (``cupl_prompts.json``), which it finds itself.
+
+    Raises:
+        UsageError: a JSON file that is not an object keyed by dataset name.
+    """
+    out: dict[str, str | None] = {}
+    for option in ("custom_template_file", "custom_classname_file"):
+        path = options.get(option)
+        out[option] = str(path) if path else None
+        if path and Path(path).is_file():
+            try:
+                loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise UsageError(f"--{option.replace('_', '-')} {path} is not readable JSON: "
+                                 f"{exc}", hint="CLIP_benchmark's format: a JSON object keyed "
+                                 "by dataset name") from None
+            if not isinstance(loaded, dict):
+                raise UsageError(f"--{option.replace('_', '-')} {path} is not a JSON object",
+                                 hint='keyed by dataset name, e.g. {"cifar10": [...]}')
+    return out
+
+
+def _file_state(path: str) -> str:
+    """A custom file as its content (sha256), or a name CLIP_benchmark resolves itself."""
+    file = Path(path)
+    if file.is_file():
+        return "sha256:" + hashlib.sha256(file.read_bytes()).hexdigest()
+    return path
+
+
+def _file_states(custom: dict[str, str | None]) -> list[tuple[str, str]]:
+    return [(k, _file_state(v)) for k, v in sorted(custom.items()) if v]
+
+
+def _class_prompts(name: str, prompts: dict[str, Any], classes: list[str]) -> list[list[str]]:
+    """CuPL's class -> prompts, as one list per class in the data's class order.
+
+    Raises:
+        UsageError: a class with no prompts, or prompts that are not strings.
+    """
+    out = []
+    for cls in classes:
+        texts = prompts.get(cls)
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            raise UsageError(f"cb:{name}: the templates file gives class {cls!r} no list of "
+                             "prompts", hint="class-specific prompts (CuPL) name every class")
+        out.append([str(t) for t in texts])
+    return out
+
+
+def _state(where: str) -> Any:
+    """What keys the sample list written from a root: the states of its files, or a URL as
+    given (a branch such as ``tree/main`` is read once: pin a commit to follow a change)."""
+    return where if is_url(where) else file_states(_files(Path(where)))
+
+
+def _streamed(dataset: Any) -> Iterator[tuple[Any, int]]:
+    """(uint8 pixel array, class index) of each sample of an iterable (webdataset) dataset."""
+    import numpy as np  # only when the samples are written
+
+    for image, target in dataset:
+        mode = "L" if image.mode in ("1", "L", "I", "I;16", "F") else "RGB"
+        yield np.asarray(image.convert(mode), dtype=np.uint8), int(target)
 
 
 def _files(root: Path) -> list[Path]:

@@ -19,7 +19,7 @@ kind claims (``target_type=`` declares one) is not judged.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,29 @@ class DataOption:
 
 
 @dataclass(frozen=True)
+class BaselineQuestion:
+    """What a kind's trivial baseline is asked (``TargetKind.baseline``).
+
+    Attributes:
+        eval_targets: The eval split's targets (tensors or lists).
+        train_targets: The train split's (None: the constant comes from the eval split's own,
+            as for a stored head applied to new data).
+        class_count: The number of classes, when the data names them.
+        captions: For caption targets, each eval image's captions.
+        trained: The task trains a head (the majority class); False: zero-shot (chance, a
+            random ranking).
+        metrics: The names of the metrics the task declares.
+    """
+
+    eval_targets: Any
+    train_targets: Any = None
+    class_count: int | None = None
+    captions: Sequence[Sequence[str]] | None = None
+    trained: bool = True
+    metrics: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class TargetKind:
     """One kind of target, declared once.
 
@@ -73,6 +96,17 @@ class TargetKind:
         drawn: How ``vbstore show DATA --task T`` draws a per-pixel target beside its image:
             ``labels`` (class indices), ``scalar`` (a map), ``rgb`` ((3, H, W) unit vectors),
             ``boxes`` (rows ``x0, y0, x1, y1, class, difficult``); empty: the image alone.
+        check_targets: Pooled kinds: ``(y, n, split, n_classes) -> y``: the targets a task is
+            given, checked against its ``n`` feature rows (``n_classes`` when known) and
+            returned as it computes with them; raises ``TaskInputError``. None: a tensor with
+            one finite row per feature row (``vbstore.data._target_rows.rows``). Called inside
+            task calls only, where torch is loaded.
+        baseline: ``(BaselineQuestion) -> (metrics, predictor, classes) | None``: the kind's
+            trivial predictor on the eval split, from the targets alone
+            (``vbstore.tasks.targets_baseline`` asks, and keeps the task's declared metrics).
+            None: the kind has none (a dense task scores its own constant map).
+        dense_shape: The probe shape a task reading dense features of this kind runs when it
+            declares none (``boxes``; ``pairs``, whose maps are pooled to a grid of vectors).
     """
 
     name: str
@@ -90,6 +124,9 @@ class TargetKind:
     layout_options: Callable[[dict[str, Any], Any], dict[str, Any]] = field(
         default=lambda options, source: options)
     drawn: str = ""
+    check_targets: Callable[[Any, int, str, int | None], Any] | None = None
+    baseline: Callable[[BaselineQuestion], Any] | None = None
+    dense_shape: str = ""
 
     def reads(self, data_kind: str) -> bool:
         """Whether a task declaring this kind reads targets of ``data_kind``."""

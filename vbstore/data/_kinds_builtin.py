@@ -7,11 +7,12 @@ decoders load where targets are read, never here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from . import _trivial
 from ._kinds import DataOption, TargetKind, register_target_kind
 from ._navi import is_navi
 
@@ -63,6 +64,17 @@ def _map(kind: str):
     return read
 
 
+def _rows(name: str) -> Callable[[Any, int, str, int | None], Any]:
+    """The check of a kind's pooled targets, ``._target_rows.<name>`` (torch: loaded inside
+    task calls, where it is already)."""
+    def check(y: Any, n: int, split: str, n_classes: int | None) -> Any:
+        from . import _target_rows
+
+        return getattr(_target_rows, name)(y, n, split, n_classes)
+
+    return check
+
+
 def _image(reader: Any, position: int) -> Any:
     return reader.image(position)  # the target is computed from the pixels
 
@@ -112,23 +124,28 @@ for _kind in (
     TargetKind("class_index", "one class label per image",
                "an image folder root/<split>/<class>/<image>, a .csv/.jsonl list with a label "
                "column, or a named source (shapes, sklearn:digits, hf:NAME, torchvision:NAME, "
-               "wds:PATH)", folders=("class",), per_sample=_class_index),
+               "wds:PATH)", folders=("class",), per_sample=_class_index,
+               check_targets=_rows("class_index"), baseline=_trivial.class_index),
     TargetKind("multi_hot", "class labels per image",
                "a .csv/.jsonl list with a labels column (several class names per image)",
-               folders=("multi_label",), also_reads=("class_index",), per_sample=_multi_hot),
+               folders=("multi_label",), also_reads=("class_index",), per_sample=_multi_hot,
+               check_targets=_rows("multi_hot"), baseline=_trivial.multi_hot),
     TargetKind("captions", "captions", "a .csv/.jsonl list with a captions column, or "
-               "skimage:samples", folders=("captions",)),
+               "skimage:samples", folders=("captions",), check_targets=_rows("captions"),
+               baseline=_trivial.caption_ranking),
     TargetKind("triplets", "2AFC triplets",
                "2AFC triplets in the NIGHTS layout: root/data.csv with ref_path, left_path, "
                "right_path, left_vote, right_vote, votes (and split) columns, paths relative "
                "to root; or triplets (generated)", folders=("triplets",), per_sample=_triplets,
-               rows_index_features=True),
+               rows_index_features=True, check_targets=_rows("triplets"),
+               baseline=_trivial.coin_flip),
     TargetKind("pairs", "image pairs",
                "view pairs with their relative pose: root[/<split>]/pairs.csv with image_a, "
                "image_b, qw, qx, qy, qz, tx, ty, tz columns, paths relative to its folder; "
                "NAVI's release folder with --layout navi; or scenes (generated)",
                folders=("pairs", "keypoint_pairs"), per_sample=_pairs, rows_index_features=True,
-               layout_options=_pairs_layout),
+               layout_options=_pairs_layout, check_targets=_rows("pairs"),
+               baseline=_trivial.mean_pose, dense_shape="pairs"),
     TargetKind("label_map", "label maps (a class index per pixel)",
                _DENSE_LAYOUT.format(what="label PNGs read as raw palette indices"),
                folders=("labels", "masks", "segmentationclass", "segmentationclassaug",
@@ -159,12 +176,12 @@ for _kind in (
                "(annotations/instances_<split>.json and <split>/), or root/<split>/{images,boxes} "
                "with one JSON box file per image and root/classes.txt (what scenes writes; "
                "docs/data.md)", folders=("boxes",), per_pixel=True, read=_boxes(False),
-               layout_options=_voc_when_listed, drawn="boxes"),
+               layout_options=_voc_when_listed, drawn="boxes", dense_shape="boxes"),
     TargetKind("instances", "instance masks",
                "COCO (annotations/instances_<split>.json with polygon or RLE masks, and "
                "<split>/), or root/<split>/{images,boxes} with one JSON box file per image "
                "naming its instance-id PNG, and root/classes.txt (what scenes writes; "
                "docs/data.md)", also_reads=("boxes",), per_pixel=True, read=_boxes(True),
-               drawn="boxes"),
+               drawn="boxes", dense_shape="boxes"),
 ):
     register_target_kind(_kind)

@@ -28,7 +28,7 @@ from ._manifest import (
     store_document,
 )
 from ._navi import is_navi, scan_navi
-from ._packaged import EXTERNAL, SOURCE_OPTIONS, SOURCES, materialise, parse_source
+from ._packaged import SOURCES, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import (
     Scan,
@@ -39,6 +39,7 @@ from ._scan import (
     scan_stems,
     scan_voc,
 )
+from ._source_kinds import SOURCE_OPTIONS, check_source_options, is_source_kind, open_source
 from ._spair import is_spair, scan_spair
 from ._taskonomy import is_taskonomy, scan_taskonomy
 from ._triplets import MIN_VOTES, scan_triplets, triplet_csv
@@ -306,15 +307,11 @@ def _resolve_data(store, data: str | Path, split: str | None,
                   source_options: dict[str, Any]) -> tuple[Path, Source | None]:
     """The folder or list file to scan, and the external source it was read from, if any."""
     parsed = parse_source(data) if isinstance(data, str) else None
-    external = parsed is not None and parsed[0] in EXTERNAL
+    external = parsed is not None and is_source_kind(parsed[0])
     if external or any(v not in (None, False) for v in source_options.values()):
-        from ._sources import check_source_options
-
         check_source_options(parsed[0] if parsed and external else None, source_options)
     if parsed is not None:
         if external:
-            from ._sources import open_source
-
             source = open_source(store, *parsed, split, source_options)
             return source.list_path.resolve(), source
         return materialise(store, *parsed).resolve(), None
@@ -332,7 +329,7 @@ def local_folder(store, data: str | Path) -> Path | None:
     """The local folder ``data`` is read from, when it is one (a path or a generated or
     packaged dataset); None for a sample list file or a source read from elsewhere."""
     parsed = parse_source(data) if isinstance(data, str) else None
-    if parsed is not None and parsed[0] in EXTERNAL:
+    if parsed is not None and is_source_kind(parsed[0]):
         return None
     root, _ = _resolve_data(store, data, None, {})
     return root if root.is_dir() else None

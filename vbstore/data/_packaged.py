@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
+from ._source_kinds import source_kinds
 
 # Local imports: numpy, sklearn, skimage and the generators built on numpy load when a packaged
 # source is materialised, never to parse its name; so do shutil and tempfile (with bz2, lzma,
@@ -56,11 +57,12 @@ _SOURCE = re.compile(r"^([a-z][a-z0-9_]*):(.*)\Z")
 SOURCES = ("sklearn:digits", "skimage:lfw_subset", "skimage:samples", "shapes", "scenes",
            "triplets")
 _GENERATED = ("shapes", "scenes", "triplets")
-# datasets where they already live, read by _sources (hf:NAME, torchvision:NAME, wds:PATH,
-# cb:NAME through CLIP_benchmark's builder)
-EXTERNAL = ("hf", "torchvision", "wds", "cb")
-# the options those sources take (_sources checks which source takes which)
-SOURCE_OPTIONS = ("dataset_root", "download", "image_column", "label_column")
+
+
+def data_prefixes() -> tuple[str, ...]:
+    """The prefixes of data that is not a path: packaged (``sklearn:``, ``skimage:``),
+    generated (``shapes``...) and the registered data source kinds (``hf:``...)."""
+    return ("sklearn", "skimage", *_GENERATED, *source_kinds())
 
 
 def parse_source(data: str) -> tuple[str, str] | None:
@@ -75,7 +77,9 @@ def parse_source(data: str) -> tuple[str, str] | None:
     if not match or (len(match.group(1)) == 1 and os.name == "nt"):  # C:\ is a drive, not a source
         return None
     source, rest = match.groups()
-    if source not in ("sklearn", "skimage", *_GENERATED, *EXTERNAL):
+    # datasets where they already live (hf:NAME, torchvision:NAME, wds:PATH, cb:NAME): the
+    # registered data source kinds (._source_kinds)
+    if source not in data_prefixes():
         if Path(data).exists():
             return None
         raise UsageError(

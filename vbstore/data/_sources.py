@@ -27,20 +27,13 @@ import blake3
 
 from ..errors import BadInput, UsageError
 from ._files import IMAGE_EXTENSIONS
-from ._packaged import SOURCE_OPTIONS, once
+from ._packaged import once
 from ._png import png_bytes
 
 # Local imports: PIL, numpy and tarfile load when a source's files are written; _hf and _tvdata
 # build on this module (an import cycle) and load with their source.
 
-SOURCE_KINDS = ("hf", "torchvision", "wds", "cb")
-# which source options each source takes; anything else is refused, never ignored
-_APPLIES = {
-    "hf": ("download", "image_column", "label_column"),
-    "torchvision": ("dataset_root", "download"),
-    "wds": (),
-    "cb": ("dataset_root", "download"),
-}
+# the kinds, their options and which reader opens each: ._source_kinds
 _FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "BMP": ".bmp", "GIF": ".gif",
             "TIFF": ".tif", "PPM": ".ppm"}
 _KEY = re.compile(r"^[A-Za-z0-9_.\-/]+\Z")
@@ -63,54 +56,6 @@ class Record:
     image: bytes | Any
     value: Any
     column: str = "label"  # or labels, captions
-
-
-def check_source_options(kind: str | None, options: dict[str, Any]) -> None:
-    """Refuse source options without a source, or that the source does not take.
-
-    Raises:
-        UsageError: e.g. ``--dataset-root`` with a folder, ``--image-column`` with ``wds:``.
-    """
-    given = sorted(k for k in SOURCE_OPTIONS if options.get(k) not in (None, False))
-    if kind is None and given:
-        raise UsageError(
-            f"{', '.join(given)} applies to hf:, torchvision: or wds: data, not to a folder",
-            hint="e.g. --data torchvision:CIFAR10 --dataset-root ~/data",
-        )
-    refused = [k for k in given if kind is not None and k not in _APPLIES[kind]]
-    if refused:
-        assert kind is not None  # refused is empty for a folder (kind None)
-        raise UsageError(
-            f"{kind}: data takes no {', '.join(refused)} option",
-            hint=f"it takes: {', '.join(_APPLIES[kind]) or 'no source options'}",
-        )
-
-
-def open_source(store, kind: str, rest: str, split: str | None,
-                options: dict[str, Any]) -> Source:
-    """Read ``kind:rest`` (one split) into a sample list in the store, once.
-
-    Raises:
-        UsageError: unknown names, a missing or ambiguous split, data not available offline.
-        BadInput: unreadable shards or images, duplicate sample keys.
-    """
-    check_source_options(kind, options)
-    if not rest:
-        raise UsageError(f"{kind}: needs a name", hint="e.g. hf:cifar10, torchvision:CIFAR10, "
-                         "wds:shards/")
-    if kind == "hf":
-        from ._hf import open_hf
-
-        return open_hf(store, rest, split, options)
-    if kind == "torchvision":
-        from ._tvdata import open_torchvision
-
-        return open_torchvision(store, rest, split, options)
-    if kind == "cb":
-        from ._cbdata import open_cb
-
-        return open_cb(store, rest, split, options)
-    return _open_wds(store, rest, split)
 
 
 def folder_key(*parts: Any) -> str:
@@ -246,7 +191,8 @@ def _tar_samples(shards: list[Path]) -> dict[str, dict[str, bytes]]:
     return samples
 
 
-def _open_wds(store, rest: str, split: str | None) -> Source:
+def open_wds(store, rest: str, split: str | None) -> Source:
+    """``wds:PATH``: tar shards read into a sample list (``._sources_builtin``)."""
     root = Path(rest).expanduser().resolve()
     shards, top = _shards(root, split)
     names = _class_names([shards[0].parent, top])

@@ -27,6 +27,7 @@ _LAZY = {
     "HeadResult": "._results", "Result": "._results", "execute": "._results",
     "execute_head": "._results", "get": "._results",
     "get_head": "._results", "get_result": "._results", "result_request": "._results",
+    "stored_result": "._results",
     "BASE_COLUMNS": "._sweep", "RUN_COLUMNS": "._sweep", "SweepEntry": "._sweep",
     "read_backbones_file": "._sweep",
     "result_rows": "._sweep", "run_fields": "._sweep", "sweep": "._sweep",
@@ -38,6 +39,8 @@ _LAZY = {
     "ShapesDemo": "._demo", "DENSE_TRAINING": "._demo", "DemoRun": "._demo",
     "demo_shapes": "._demo", "run_demo": "._demo",
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
+    "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
+    "StepContext": "._scored",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -91,7 +94,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         get_head,
         get_result,
         result_request,
+        stored_result,
     )
+    from ._runners import Runner, register_runner
+    from ._scored import Scored, StepContext
     from ._show import DataView, Frame, show_data
     from ._sweep import (
         BASE_COLUMNS,
@@ -128,8 +134,11 @@ __all__ = [
     "ProbeRequest",
     "Result",
     "ResultRequest",
+    "Runner",
+    "Scored",
     "ShapesDemo",
     "Step",
+    "StepContext",
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
@@ -154,6 +163,7 @@ __all__ = [
     "plan_features",
     "plan_head",
     "read_backbones_file",
+    "register_runner",
     "resolve_backbone",
     "result_columns",
     "result_request",
@@ -163,6 +173,7 @@ __all__ = [
     "scenes_setup",
     "show_data",
     "store_param_files",
+    "stored_result",
     "summary",
     "sweep",
     "weights_of_tensor_hash",

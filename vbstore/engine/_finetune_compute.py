@@ -40,7 +40,7 @@ from ._toolbox import Feed
 FINETUNED_FORMAT = "vbstore.finetuned.v1"
 
 
-def _tuning(plan: Plan) -> dict[str, Any]:
+def tuning_of(plan: Plan) -> dict[str, Any]:
     """``{"blocks", "backbone_lr"}`` of a fine-tuning plan."""
     assert plan.finetune is not None, "a fine-tuning runner runs fine-tuning plans only"
     return plan.finetune
@@ -65,7 +65,7 @@ class Model:
             backbone = self.plan.backbone.load()
             backbone.to(resolve_device(self.run.device))
             layers = self.plan.settings.layers
-            split, cut = check_blocks(backbone, _tuning(self.plan)["blocks"], layers)
+            split, cut = check_blocks(backbone, tuning_of(self.plan)["blocks"], layers)
             self._built = backbone, split, cut
             self.taps = suffix_taps(backbone, split, cut, layers)
         return self._built
@@ -108,7 +108,7 @@ class Model:
 
 def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
     """The stored frozen-prefix activations of ``manifest``, computed now when missing."""
-    store, blocks = plan.store, _tuning(plan)["blocks"]
+    store, blocks = plan.store, tuning_of(plan)["blocks"]
     start = time.perf_counter()
 
     def compute() -> str:
@@ -146,7 +146,7 @@ def compat(plan: Plan, weights: str, width: int) -> dict[str, Any]:
             "extractor_key": extractor_key(weights, ext), "pooling": ext.pooling,
             "layers": list(ext.layers), "feature_mode": ext.mode, "embed_dim": width,
             "task": plan.task.name, "task_op_version": plan.task.op_version,
-            "finetune": {"weights": weights, **_tuning(plan)}}
+            "finetune": {"weights": weights, **tuning_of(plan)}}
 
 
 class Tuning:
@@ -158,7 +158,7 @@ class Tuning:
         self.plan, self.model = plan, model
         self.names, self.blocks = model.trainable()
         self.rows = PrefixRows(plan.store, prefix_id)
-        self.backbone_lr = float(_tuning(plan)["backbone_lr"])
+        self.backbone_lr = float(tuning_of(plan)["backbone_lr"])
         self.device = resolve_device(run.device)
 
     @property

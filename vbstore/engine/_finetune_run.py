@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
 from ._cache import Derived, derive
-from ._finetune_compute import FINETUNED_FORMAT, Model, Tuning, _tuning, compat, features, prefix
+from ._finetune_compute import FINETUNED_FORMAT, Model, Tuning, compat, features, prefix, tuning_of
 from ._finetune_specs import finetune_head_spec, finetuned_weights
 from ._planned import Plan
 from ._run import Run
@@ -30,7 +30,7 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
     """One seed's head trained with the last blocks, and its fine-tuned weights."""
     store, task, params = plan.store, plan.task, plan.task_params
     spec = finetune_head_spec(task, params, plan.backbone.id, plan.train_m.id, plan.settings,
-                              _tuning(plan), seed)
+                              tuning_of(plan), seed)
     classes = plan.train_m.doc.get("classes") or None
 
     def compute() -> str:
@@ -51,8 +51,8 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
                   "train_manifest": plan.train_m.id, "prefix": train_prefix}
         weights = store.put_tensors(
             changed, "finetuned",
-            {"format": FINETUNED_FORMAT, "blocks": str(_tuning(plan)["blocks"]),
-             "backbone_lr": json.dumps(_tuning(plan)["backbone_lr"]), **inputs},
+            {"format": FINETUNED_FORMAT, "blocks": str(tuning_of(plan)["blocks"]),
+             "backbone_lr": json.dumps(tuning_of(plan)["backbone_lr"]), **inputs},
             edges=inputs)
         state = {k: v.cpu() for k, v in state.items()}
         record = {**compat(plan, weights, width), "params": params,

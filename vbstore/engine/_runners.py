@@ -4,7 +4,8 @@ A task declares its shape (``vbstore.tasks``: ``pooled``, ``zero_shot``, ``text`
 ``dense_zero_shot``, ``boxes``, ``pairs``, ``views``, ``keypoint_views``); the plan holds the
 runner of that shape (``Plan.runner``, an object) and execute calls it. Nothing else in the
 engine asks a task whether it is dense, zero-shot or scored on views: a new shape is a new
-runner here, listed once in :data:`RUNNERS` (read-only: nothing registers into it later).
+runner, registered once (:func:`register_runner`, here for the built-ins, from its plugin
+file for a plugin's shape).
 
 The plan-side methods (``check``, ``steps``) are torch-free; ``score`` and ``fit`` run on a
 cache miss only and import the compute path (features, heads, torch) when called.
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import canonical
 from ..backbones import check_generate, clip_sources, parse_spec
 from ..errors import UsageError
-from ..tasks import Task
+from ..tasks import Task, get_shape
 from ._captions import captions_steps, decodings
 from ._requests import param_files
 from ._scored import Scored, StepContext
@@ -324,7 +325,9 @@ class ZeroShotRunner(Runner):
                 "captions": [s.get("captions", []) for s in plan.eval_m.samples],
                 "files": files,
                 # the templates a cb: source recorded (--templates dataset)
-                "dataset_templates": source.get("templates")}
+                "dataset_templates": source.get("templates"),
+                # or its class-specific prompts (CLIP_benchmark's CuPL), one list per class
+                "dataset_prompts": source.get("class_prompts")}
 
     def score(self, plan, run, evaluation, fresh_heads=False):
         from ._toolbox import zero_shot_draws
@@ -467,11 +470,30 @@ class GenerateRunner(Runner):
         return scored
 
 
-# the runner of each shape, fixed here (fine-tuning's runner is no shape's: ._finetune)
-RUNNERS: Mapping[str, Runner] = MappingProxyType({r.shape: r for r in (
-    PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
-    ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(), KeypointViewsRunner(),
-    GenerateRunner())})
+_RUNNERS: dict[str, Runner] = {}
+# the runner of each shape, by shape name (read-only: a runner joins through register_runner;
+# fine-tuning's runner is no shape's: ._finetune)
+RUNNERS: Mapping[str, Runner] = MappingProxyType(_RUNNERS)
+
+
+def register_runner(runner: Runner) -> Runner:
+    """Register the runner of a probe shape (a plugin's, after ``vbstore.tasks.register_shape``).
+
+    Raises:
+        UsageError: no shape of that name is registered, or it has a runner already.
+    """
+    get_shape(runner.shape)  # raises for a shape no task could declare
+    if runner.shape in _RUNNERS:
+        raise UsageError(f"shape {runner.shape!r} has a runner already",
+                         hint="register a new shape for yours")
+    _RUNNERS[runner.shape] = runner
+    return runner
+
+
+for _runner in (PooledRunner(), EmbeddingRunner(), PairsRunner(), DenseRunner(), BoxesRunner(),
+                ZeroShotRunner(), TextRunner(), DenseZeroShotRunner(), ViewsRunner(),
+                KeypointViewsRunner(), GenerateRunner()):
+    register_runner(_runner)
 
 
 def trained_runner(task: Task) -> _Trained:

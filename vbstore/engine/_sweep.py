@@ -10,7 +10,7 @@ from typing import Any
 
 from ..backbones import check_seed, with_model_type
 from ..errors import UsageError, VbstoreError
-from ..interop import clip_benchmark_spec
+from ..interop import clip_benchmark_models, clip_benchmark_spec
 from ..records import ResultRecord
 from ..store import Store
 from ..tasks import get_task, ordered_metrics
@@ -52,9 +52,19 @@ def read_backbones_file(path: str | Path, model_type: str | None = None) -> list
     CLIP_benchmark's ``MODEL,PRETRAINED`` (an open_clip model, or one of ``model_type``, as
     its ``--model_type`` reads them); blank lines and ``#`` comments skipped.
 
+    A name that is no file but one of CLIP_benchmark's model collections (``openai``,
+    ``openclip_base``, ``openclip_multilingual``, ``openclip_all``) is that collection's
+    open_clip models, as its ``--pretrained_model`` reads one.
+
     Raises:
-        UsageError: a line that cannot be read (file:line named), or no backbone at all.
+        UsageError: a line that cannot be read (file:line named), no backbone at all, or
+            neither a file nor a collection.
     """
+    if not Path(path).exists():
+        specs = clip_benchmark_models(str(path))
+        if model_type is not None:
+            specs = [with_model_type(s.removeprefix("open_clip:"), model_type) for s in specs]
+        return [SweepEntry(spec) for spec in specs]
     entries = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()

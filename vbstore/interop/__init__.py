@@ -7,10 +7,17 @@ clip_benchmark_spec("ViT-B-32-quickgelu,laion400m_e32")
 ```
 """
 
+from ._cb_collections import (
+    DATASET_COLLECTIONS,
+    MODEL_COLLECTIONS,
+    clip_benchmark_models,
+    clip_benchmark_task,
+)
 from .clip_benchmark import (
     CLIP_BENCHMARK_FIELDS,
     DEFAULT_TEMPLATE,
     IDENTITY_FIELD,
+    PROVENANCE_FIELDS,
     WeightsIdentity,
     check_template,
     clip_benchmark_datasets,
@@ -23,14 +30,19 @@ from .clip_benchmark import (
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
+    "DATASET_COLLECTIONS",
     "DEFAULT_TEMPLATE",
     "IDENTITY_FIELD",
+    "MODEL_COLLECTIONS",
+    "PROVENANCE_FIELDS",
     "WeightsIdentity",
     "check_template",
     "clip_benchmark_datasets",
     "clip_benchmark_export",
     "clip_benchmark_filename",
     "clip_benchmark_identity",
+    "clip_benchmark_models",
     "clip_benchmark_record",
     "clip_benchmark_spec",
+    "clip_benchmark_task",
 ]

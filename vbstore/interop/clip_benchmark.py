@@ -11,8 +11,10 @@ the settings it writes beside them (``weight_decay``, ``epochs``, ``seed``, ``fe
 metric names. ``dataset`` is the dataset's name: a named source's (``cifar10``,
 ``wds/NAME``), else the name the data was read under (a folder's, ``Store.data_names``).
 
-Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag. A vbstore
-export adds one field CLIP_benchmark ignores, ``vbstore``: the :class:`WeightsIdentity` (spec,
+Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag, and neither the
+harness version nor the data. A vbstore export adds ``vbstore_version`` (the vbstore that
+computed the result) and ``vbstore_manifest`` (the id of the manifest of the samples it scored),
+and one field CLIP_benchmark ignores, ``vbstore``: the :class:`WeightsIdentity` (spec,
 weights kind, seed of a random init, tensor hash), which an import reads back exactly. A row
 without it is read as CLIP_benchmark's own (``open_clip:MODEL@PRETRAINED``, pretrained) only
 when nothing in it says otherwise; any other row is refused (:class:`UnidentifiedWeights`),
@@ -23,25 +25,31 @@ from __future__ import annotations
 
 import re
 import string
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backbones import list_backbones, parse_spec
-from ..errors import UnidentifiedWeights, UsageError, VbstoreError
+from ..data import data_prefixes
+from ..errors import LeftOutWarning, UnidentifiedWeights, UsageError, VbstoreError
 from ..records import ManifestRecord, ResultRecord, WeightsRecord
+from ..tasks import DATASET_TEMPLATES, TEMPLATES
+from ._cb_collections import DATASET_COLLECTIONS
 
 if TYPE_CHECKING:
     from ..store import Store
 
 CLIP_BENCHMARK_FIELDS = ("dataset", "model", "pretrained", "task", "metrics", "language")
 IDENTITY_FIELD = "vbstore"  # vbstore's own field in an exported row; CLIP_benchmark ignores it
+# what else an export says that CLIP_benchmark's rows lack (the harness version and the dataset
+# revision, the gaps its README admits): the vbstore that computed the result, and the id of the
+# manifest of the samples it scored
+PROVENANCE_FIELDS = ("vbstore_version", "vbstore_manifest")
 WEIGHTS_KINDS = ("pretrained", "fixed", "checkpoint", "random")
 _HASH = re.compile(r"[0-9a-f]{64}")
 # data a dataset list may name as vbstore reads it, not as a CLIP_benchmark dataset name
-_DATA_PREFIXES = ("cb", "hf", "torchvision", "wds", "sklearn", "skimage", "shapes", "scenes",
-                  "triplets")
 # `pretrained` values only vbstore writes: weights that are not an open_clip tag's
 _VBSTORE_MARK = re.compile(r"(random|fixed|checkpoint|default)(-seed[0-9]+|-[0-9a-f]{12})?")
 # open_clip also takes a file as `pretrained`: a checkpoint, not a published tag
@@ -55,13 +63,21 @@ _METRICS = {
 
 
 def clip_benchmark_datasets(path: str | Path) -> list[str]:
-    """The data of a CLIP_benchmark dataset list (its ``--dataset FILE``: one dataset per line),
-    as vbstore data: a name CLIP_benchmark builds is ``cb:NAME``; a line that already is
-    vbstore data (a folder or list that exists, ``hf:``, ``torchvision:``, ``cb:``...) is kept.
+    """The data of a CLIP_benchmark dataset list (its ``--dataset FILE``: one dataset per line)
+    or collection (``vtab``, ``vtab+``, ``imagenet_robustness``, ``retrieval``,
+    ``sugar_crepe``), as vbstore data: a name CLIP_benchmark builds is ``cb:NAME``; a line that
+    already is vbstore data (a folder or list that exists, ``hf:``, ``torchvision:``, ``cb:``...)
+    is kept.
 
     Raises:
-        UsageError: the file cannot be read, or lists nothing.
+        UsageError: neither a readable file nor a collection, or a file that lists nothing.
     """
+    if str(path) in DATASET_COLLECTIONS and not Path(path).exists():
+        return [f"cb:{name}" for name in DATASET_COLLECTIONS[str(path)]]
+    if not Path(path).exists():
+        raise UsageError(f"{path!r} is neither a file nor a CLIP_benchmark dataset collection",
+                         hint="one of " + ", ".join(DATASET_COLLECTIONS)
+                         + ", or a file with one dataset name per line")
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -73,8 +89,9 @@ def clip_benchmark_datasets(path: str | Path) -> list[str]:
         if not name:
             continue
         prefix = name.partition(":")[0]
-        keep = (Path(name).expanduser().exists() or name in _DATA_PREFIXES
-                or (":" in name and prefix in _DATA_PREFIXES))
+        prefixes = data_prefixes()  # vbstore's own data: kept as written
+        keep = (Path(name).expanduser().exists() or name in prefixes
+                or (":" in name and prefix in prefixes))
         out.append(name if keep else f"cb:{name}")
     if not out:
         raise UsageError(f"{path} lists no datasets", hint="one dataset name per line")
@@ -266,6 +283,11 @@ def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None 
     }
     if identity is not None:
         doc[IDENTITY_FIELD] = identity.as_dict()
+    version = (record.versions or {}).get("vbstore")
+    if version:
+        doc["vbstore_version"] = version
+    if manifest_id:
+        doc["vbstore_manifest"] = manifest_id
     return doc
 
 
@@ -366,25 +388,69 @@ def clip_benchmark_filename(doc: Mapping[str, Any], template: str = DEFAULT_TEMP
     return check_template(template).format(**values)
 
 
+def _entries(store: Store, value: Any) -> list[str] | None:
+    """The entries of a template or class-name file a result's parameter names by blob id."""
+    if isinstance(value, str) and _HASH.fullmatch(value) and store.has(value):
+        loaded = store.read_json(value)
+        if isinstance(loaded, list):
+            return [str(v) for v in loaded]
+    return None
+
+
+def prompts_of(store: Store, record: ResultRecord, manifest: ManifestRecord | None
+               ) -> tuple[list[str] | None, list[str] | None]:
+    """The class names and templates a result's prompts were made of, as CLIP_benchmark's
+    ``--dump_classnames`` / ``--dump_templates`` write them: a class-name file's entries, else
+    CLIP_benchmark's own names of ``cb:`` data, else the data's classes; a template file's
+    entries, the data's templates (``templates=dataset``) or the built-in set's. None where the
+    result used none (a task without prompts, data without classes)."""
+    source = _source(manifest)
+    classnames = (_entries(store, record.params.get("classnames"))
+                  or source.get("classnames")
+                  or (list(manifest.classes) if manifest is not None and manifest.classes
+                      else None))
+    chosen = record.params.get("templates")
+    language = str(record.params.get("language") or "en")
+    templates = _entries(store, chosen)
+    if templates is None and chosen == DATASET_TEMPLATES:
+        templates = source.get("templates")
+    if templates is None and isinstance(chosen, str):
+        builtin = TEMPLATES.get(language, {}).get(chosen)
+        templates = list(builtin) if builtin else None
+    return classnames, templates
+
+
 def clip_benchmark_export(store: Store, result_ids: Iterable[str],
-                          template: str = DEFAULT_TEMPLATE) -> list[dict[str, Any]]:
+                          template: str = DEFAULT_TEMPLATE, *, dump_classnames: bool = False,
+                          dump_templates: bool = False) -> list[dict[str, Any]]:
     """One CLIP_benchmark row per stored result: ``{"id", "file", "record"}``, in id order.
 
     ``file`` is CLIP_benchmark's name for the row, from its ``--output`` ``template``; two
     results it would name alike (seeds, limits...) get their id's first 12 characters
-    appended.
+    appended. ``dump_classnames`` / ``dump_templates`` add ``classnames`` / ``templates``
+    (:func:`prompts_of`) where the result has them, as CLIP_benchmark's flags of those names do.
+
+    CLIP_benchmark's rows are frozen probes: a fine-tuned result among frozen ones is left out
+    with a :class:`~vbstore.errors.LeftOutWarning` naming how many, so a mixed store still
+    exports; fine-tuned results alone are refused (the CLI and the Python API alike).
 
     Raises:
-        UsageError: a template :func:`check_template` refuses.
+        UsageError: a template :func:`check_template` refuses; only fine-tuned results.
 
     ```python
     rows = clip_benchmark_export(store, [info.id for info in store.ls("result")])
     ```
     """
     check_template(template)
+    records = {oid: ResultRecord.from_dict(store.read_json(oid)) for oid in sorted(result_ids)}
+    frozen = {oid: r for oid, r in records.items() if not r.finetune}
+    if frozen and len(frozen) < len(records):
+        warnings.warn(f"left out {len(records) - len(frozen)} fine-tuned result(s): "
+                      "CLIP_benchmark's rows are frozen probes (--format jsonl or csv carries "
+                      "them)", LeftOutWarning, stacklevel=2)
+        records = frozen
     out, names = [], set()
-    for oid in sorted(result_ids):
-        record = ResultRecord.from_dict(store.read_json(oid))
+    for oid, record in records.items():
         manifest_id = record.eval_data.get("manifest")
         manifest = (ManifestRecord.from_dict(store.read_json(manifest_id))
                     if manifest_id and store.has(manifest_id) else None)
@@ -394,6 +460,12 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str],
         named = store.data_names(manifest_id) if manifest_id else []
         row = clip_benchmark_record(record, manifest, weights,
                                     dataset=named[0] if named else None)
+        if dump_classnames or dump_templates:
+            classnames, templates = prompts_of(store, record, manifest)
+            if dump_classnames and classnames:
+                row["classnames"] = classnames
+            if dump_templates and templates:
+                row["templates"] = templates
         name = clip_benchmark_filename(row, template)
         if name in names:
             stem, dot, suffix = name.rpartition(".")

@@ -26,16 +26,13 @@ from urllib.parse import urlsplit
 from ..errors import UsageError
 from ._errors import UnknownRemote
 from ._paths import check_remote_name
+from ._schemes import get_scheme, scheme_of_url
 
 FILE_NAME = "remotes.json"
 FORMAT = 1
 
-# Options each kind of remote understands; everything else is refused so a typo is not silent.
-OPTIONS = {
-    "dir": (),
-    "s3": ("endpoint_url", "region"),
-    "hf": ("repo_type", "branch", "private"),
-}
+# the options each kind of remote understands (everything else is refused so a typo is not
+# silent), how its URL reads and how it opens: ._schemes
 _SECRETISH = re.compile(r"(secret|token|password|passwd|credential|access_key|api_key|auth)", re.I)
 
 
@@ -68,31 +65,20 @@ def parse_url(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     if not url:
         raise UsageError("empty remote URL", hint="give a directory, s3://... or hf://...")
-    if parts.scheme in ("", "file"):
-        if parts.scheme == "file" and parts.netloc not in ("", "localhost"):
-            raise UsageError(f"file URL with a host: {url}", hint="use file:///absolute/path")
-        path = parts.path if parts.scheme == "file" else url
-        return "dir", "file://" + str(Path(path).expanduser().resolve())
+    scheme = scheme_of_url(parts.scheme)
+    if scheme is not None and scheme.local:
+        return scheme.name, scheme.normalise(parts, url)
     if parts.username or parts.password or "@" in parts.netloc:
         raise UsageError("credentials in a remote URL are refused",
                          hint="put them in the environment (AWS_*, HF_TOKEN) instead")
     if parts.query or parts.fragment:
         raise UsageError(f"query strings are not part of a remote URL: {url}",
                          hint="pass settings with --option KEY=VALUE")
-    if parts.scheme == "s3":
-        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", parts.netloc):
-            raise UsageError(f"bad S3 bucket in {url}", hint="use s3://bucket/prefix")
-        prefix = parts.path.strip("/")
-        if any(seg in ("", ".", "..") for seg in prefix.split("/")) and prefix:
-            raise UsageError(f"bad S3 prefix in {url}", hint="use s3://bucket/prefix")
-        return "s3", f"s3://{parts.netloc}" + (f"/{prefix}" if prefix else "")
-    if parts.scheme == "hf":
-        repo_id = (parts.netloc + parts.path).strip("/")
-        if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", repo_id) or ".." in repo_id:
-            raise UsageError(f"bad Hub repository in {url}", hint="use hf://namespace/repo")
-        return "hf", f"hf://{repo_id}"
-    raise UsageError(f"unsupported remote URL {url!r}",
-                     hint="use a directory path, file:///path, s3://bucket/prefix or hf://namespace/repo")
+    if scheme is None:
+        raise UsageError(f"unsupported remote URL {url!r}",
+                         hint="use a directory path, file:///path, s3://bucket/prefix or "
+                              "hf://namespace/repo")
+    return scheme.name, scheme.normalise(parts, url)
 
 
 def check_options(scheme: str, options: Mapping[str, str]) -> dict[str, str]:
@@ -102,8 +88,9 @@ def check_options(scheme: str, options: Mapping[str, str]) -> dict[str, str]:
         if _SECRETISH.search(key):
             raise UsageError(f"option {key!r} looks like a credential and is never stored",
                              hint="set it in the environment (HF_TOKEN, AWS_SECRET_ACCESS_KEY...)")
-        if key not in OPTIONS[scheme]:
-            known = ", ".join(OPTIONS[scheme]) or "none"
+        understood = get_scheme(scheme).options
+        if key not in understood:
+            known = ", ".join(understood) or "none"
             raise UsageError(f"unknown option {key!r} for a {scheme} remote",
                              hint=f"known: {known}")
         checked[key] = str(value)
@@ -191,7 +178,7 @@ class RemoteRegistry:
         check_remote_name(name)
         scheme, normal = parse_url(url)
         if cache is None:
-            cache = scheme != "hf"
+            cache = get_scheme(scheme).cache
         opts = check_options(scheme, options or {})
         with self.editing() as data:
             if name in data["remotes"] and not replace:

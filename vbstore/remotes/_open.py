@@ -1,4 +1,4 @@
-"""Opening a configured remote by name: the one place that maps a URL scheme to its class."""
+"""Opening a configured remote by name; its scheme (``._schemes``) opens it."""
 
 from __future__ import annotations
 
@@ -9,17 +9,12 @@ from pathlib import Path
 
 from ._base import Remote
 from ._config import RemoteConfig, RemoteRegistry
-from ._fsspec import DirRemote, S3Remote
-from ._hub import HubRemote
+from ._schemes import get_scheme
 
 
 def remote_for(config: RemoteConfig) -> Remote:
-    """A :class:`Remote` for ``config``; the client libraries are imported only here."""
-    if config.scheme == "dir":
-        return DirRemote(config)
-    if config.scheme == "s3":
-        return S3Remote(config)
-    return HubRemote(config)
+    """A :class:`Remote` for ``config``; its scheme imports the client libraries only here."""
+    return get_scheme(config.scheme).open(config)
 
 
 def store_root(store_or_root) -> Path:

@@ -191,6 +191,7 @@ class AnswersMixin(_StoreBase):
     def record_answer(self, key: str, result: str, *, started_ns: int,
                       folders: Mapping[str, Mapping[str, tuple[int, ...]]], samples: int,
                       used: Iterable[str] = (), files: Iterable[str] = (),
+                      wrote: Iterable[str] = (), modules: Iterable[str] | None = None,
                       extra: Mapping[str, Any] | None = None) -> bool:
         """Record that ``key`` is answered by the result ``result``, found through the lookups
         logged since :meth:`watch_reads`; return whether it was recorded.
@@ -204,6 +205,11 @@ class AnswersMixin(_StoreBase):
             used: Ids the caller resolved: a lookup that found no row, then wrote one giving
                 one of these, is recorded with the id written.
             files: Other files the answer read (statted through any link).
+            wrote: Derivation keys the caller computed and recorded itself (its answer was
+                computed just now): their rows are taken as they stand, as the same question
+                asked again would find them.
+            modules: The names of the modules whose files the answer depends on (default:
+                every module loaded); the interpreter's own file is always among them.
             extra: JSON the caller wants back from :func:`lookup` (how to print the answer).
 
         Nothing here raises: an answer that cannot be recorded (a name that is not UTF-8, a
@@ -219,7 +225,8 @@ class AnswersMixin(_StoreBase):
         conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_MS}")
         try:
             return self._record_answer(key, result, reads, started_ns, folders, samples,
-                                       set(used), set(files), dict(extra or {}))
+                                       set(used), set(files), set(wrote), modules,
+                                       dict(extra or {}))
         except (OSError, sqlite3.Error, ValueError, VbstoreError):
             if os.environ.get("VBSTORE_DEBUG"):
                 raise
@@ -228,13 +235,20 @@ class AnswersMixin(_StoreBase):
             conn.execute(f"PRAGMA busy_timeout={waits}")
 
     def _record_answer(self, key, result, reads, started_ns, folders, samples, used, files,
-                       extra) -> bool:
+                       wrote, modules, extra) -> bool:
         if self.answer_skipped(key):
             return False
         seen: dict[tuple[str, str], str | None] = {}
         for table, name, value in reads:
+            if table == "derivations" and name in wrote:
+                continue  # the caller's own rows: read below as they stand
             if seen.setdefault((table, name), value) != value:
                 return False  # a row that changed while the caller ran
+        for name in sorted(wrote):
+            row = self.db.one("SELECT output FROM derivations WHERE key = ?", (name,))
+            if row is None:
+                return False  # written, then gone (a gc meanwhile)
+            seen[("derivations", name)] = row[0]
         for (table, name), value in seen.items():
             if value is None:  # a row the caller wrote after finding none (a manifest it built)
                 column, where = ("output", "key") if table == "derivations" else ("id", "spec")
@@ -250,13 +264,15 @@ class AnswersMixin(_StoreBase):
             return False
         # every module file the caller ran (its sys.path is in the key: it decides which load);
         # a relative __file__ names no file (torch's _classes.py and _ops.py namespaces)
-        modules = sorted(files | {f for f in (
-            *(getattr(m, "__file__", None) for m in list(sys.modules.values())), sys.executable)
+        loaded = sys.modules.copy()
+        named = loaded.values() if modules is None else (loaded.get(m) for m in modules)
+        paths = sorted(files | {f for f in (
+            *(getattr(m, "__file__", None) for m in named), sys.executable)
             if isinstance(f, str) and os.path.isabs(f)})
-        found = states("", modules)
+        found = states("", paths)
         if found is None or found[1] >= started_ns - RACY_NS:
             return False
-        deps = {"modules": modules, "modules_digest": found[0],
+        deps = {"modules": paths, "modules_digest": found[0],
                 "trees": [[tree_id, digest] for tree_id, _, _, digest in trees],
                 "reads": [[t, k, v] for (t, k), v in sorted(seen.items())],
                 "result": result_key, "extra": extra}

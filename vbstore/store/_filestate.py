@@ -61,9 +61,15 @@ class FileStateMixin(_StoreBase):
             # never on a cached `get`
             from concurrent.futures import ThreadPoolExecutor
 
+            # files go to the threads in runs, not one by one: a future and its locks per file
+            # cost about what hashing a small image does
+            size = max(1, min(64, len(missing) // (4 * workers)))
+            runs = [missing[at:at + size] for at in range(0, len(missing), size)]
             fresh: dict[int, str] = {}
             with ThreadPoolExecutor(workers) as pool:
-                for i, (digest, problem) in zip(missing, pool.map(one, missing), strict=True):
+                done = (found for run in pool.map(lambda run: [one(i) for i in run], runs)
+                        for found in run)
+                for i, (digest, problem) in zip(missing, done, strict=True):
                     hashes[i] = fresh[i] = digest
                     if problem:
                         problems.append((str(paths[i]), problem))

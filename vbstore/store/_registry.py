@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 from ..errors import (
     DiskFull,
@@ -288,7 +290,7 @@ class Registry:
         self.version = MIGRATIONS[-1][0]  # the version this connection leaves it at
         if version >= MIGRATIONS[-1][0]:
             return
-        import sqlite_utils  # only needed the first time a store is created or upgraded
+        sqlite_utils = _sqlite_utils()  # only the first time a store is created or upgraded
 
         with self.write():
             version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -344,10 +346,30 @@ def _refuse_newer(path: Path, version: int) -> None:
         raise NewerRegistry(str(path), version, MIGRATIONS[-1][0])
 
 
+def _sqlite_utils() -> ModuleType:
+    """``sqlite_utils``, imported without pandas.
+
+    sqlite_utils imports pandas whenever it is installed (0.5-1 s, several under load: most of
+    creating a store) only to store ``pandas.Timestamp`` values as TEXT, and the migrations
+    store none. While it loads, ``import pandas`` fails as for a missing package; afterwards
+    pandas imports as before (a thread importing pandas in those milliseconds would fail too).
+    """
+    if "sqlite_utils" in sys.modules or sys.modules.get("pandas") is not None:
+        import sqlite_utils  # loaded already, or with the pandas the process has
+
+        return sqlite_utils
+    sys.modules["pandas"] = None  # type: ignore[assignment]  # then `import pandas` fails
+    try:
+        import sqlite_utils  # heavy: the first time a store is created or upgraded, and fsck
+    finally:
+        del sys.modules["pandas"]
+    return sqlite_utils
+
+
 def expected_schema() -> dict[str, set[str]]:
     """Every table, view and index the migrations make, by name: a table's or view's columns,
     an index's empty set (built in memory by running :data:`MIGRATIONS`; for fsck only)."""
-    import sqlite_utils  # fsck only: the cached path never pays for it
+    sqlite_utils = _sqlite_utils()  # fsck only: the cached path never pays for it
 
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:

@@ -80,19 +80,46 @@ def _fast(name: str):
     return fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
 
 
+@cache
+def _long_arrays(name: str) -> dict[str, Any]:
+    from ._fastschema import long_arrays  # with jsonschema: the first write only
+
+    return long_arrays(json.loads(schema_text(name)))
+
+
+def _valid_quickly(name: str, document: Any) -> bool:
+    """Whether ``document`` is valid, decided with each long array's items checked by their
+    compiled function (:mod:`._fastschema`) and the rest by jsonschema; False means "ask
+    jsonschema about the whole document"."""
+    arrays = _long_arrays(name)
+    if not arrays or not isinstance(document, dict):
+        return False
+    cut = dict(document)
+    for key, check in arrays.items():
+        items = document.get(key)
+        if isinstance(items, list) and len(items) > 1:
+            if not all(map(check, items)):
+                return False
+            cut[key] = items[:1]
+    return len(cut) > 0 and any(cut[k] is not document[k] for k in arrays if k in cut) \
+        and _validator(name).is_valid(cut)
+
+
 def validate(name: str, document: Any) -> None:
     """Validate ``document`` against schema ``name``.
 
     Raises:
         SchemaError: naming the JSON path of the first offending field.
     """
-    fast = _fast(name)
+    fast = _fast(name)  # the whole document compiled, where the schema allows
     if fast is not None:
         try:
             fast(document)
             return
         except Exception:  # noqa: S110 - refused or unreadable: jsonschema decides and says why
             pass
+    if _valid_quickly(name, document):  # a long array's items compiled, the rest jsonschema
+        return
     errors = sorted(_validator(name).iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
         error = errors[0]

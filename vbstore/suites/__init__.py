@@ -44,7 +44,10 @@ from ._import import import_results, read_records
 from ._judge import judge_pulled, rejudge
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
+from ._openclip import TableImport, is_openclip_table
+from ._openclip import import_table as import_openclip
 from ._promote import promote
+from ._reproduce import TOLERANCE, Reproduction, reproduce
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, index_stored, local_board, pull_board, push_board
 from ._suite import (
@@ -76,6 +79,7 @@ __all__ = [
     "FORMATS",
     "RESULT_FIELDS",
     "SETTINGS",
+    "TOLERANCE",
     "UNTRAINED",
     "Board",
     "BoardPull",
@@ -83,7 +87,9 @@ __all__ = [
     "Change",
     "Diff",
     "Evaluation",
+    "Reproduction",
     "Suite",
+    "TableImport",
     "board_csv",
     "board_markdown",
     "board_plot",
@@ -103,8 +109,10 @@ __all__ = [
     "from_results",
     "get_suite",
     "hub_checkpoint",
+    "import_openclip",
     "import_results",
     "index_stored",
+    "is_openclip_table",
     "judge",
     "judge_pulled",
     "leaderboard",
@@ -133,6 +141,7 @@ __all__ = [
     "record",
     "reindex",
     "rejudge",
+    "reproduce",
     "same_task",
     "score_problems",
     "settings_of",

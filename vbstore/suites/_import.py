@@ -27,6 +27,7 @@ from ..interop import clip_benchmark_identity
 from ..store import Store
 from ._evaluate import Evaluation, build, record
 from ._external import external_evidence, is_visin_results
+from ._openclip import is_openclip_table
 from ._suite import get_suite
 
 FORMATS = ("visbench", "clip_benchmark", "visin")
@@ -42,6 +43,9 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
         BadInput: lines that are not JSON objects, each named.
     """
     file = Path(path)
+    if is_openclip_table(file):  # one suite per dataset: not one suite's results
+        raise UsageError(f"{file.name} is one of open_clip's results tables, with a column per "
+                         "dataset", hint=f"vbstore import openclip {file} (a suite per dataset)")
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:

@@ -38,6 +38,7 @@ from ._board import leaderboard
 from ._evaluate import from_results, record
 from ._import import import_results
 from ._new import new_suite
+from ._openclip import import_table
 from ._suite import EXTENSION, get_suite, list_suites, normalize, push_suite, read_suite_file
 
 START, END = "<!-- registry:start -->", "<!-- registry:end -->"
@@ -51,6 +52,11 @@ REPORTED = [
     ("imagenette-linear.json", "visbench-readme-imagenette.jsonl", {"val": 3925}),
     ("voc-semseg.json", "visbench-readme-voc.jsonl", {"val": 1449}),
 ]
+# open_clip's tables: openclip_classification_results.csv holds the same cells as the first
+# (tests/suites/test_openclip_tables.py), so it is not imported a second time
+OPENCLIP = ("openclip_results.csv", "openclip_retrieval_results.csv")
+# the one open_clip board the README shows; the others are listed by name
+README_OPENCLIP = "openclip-imagenet1k@1"
 
 _SCHEMA = """
 CREATE TABLE suites (ref TEXT PRIMARY KEY, slug TEXT, version INTEGER, name TEXT, task TEXT,
@@ -197,6 +203,40 @@ def _compute(store: Store, inputs: Path, progress: bool, only: Iterable[str] = (
     return clock
 
 
+def refresh_reported(path: str | Path, reference: str | Path = REFERENCE_DIR) -> Path:
+    """Replace the reported boards of an existing registry file, keeping its observed ones.
+
+    The reported figures are imported into a fresh store with the clock a full build would
+    have reached (the newest observed evaluation's), and the file's reported suites, their
+    evaluations and board rows are replaced by them: what :func:`build` would write for those
+    boards, without recomputing the corpus. A suite is reported when all its evaluations are.
+    """
+    out = Path(path)
+    conn = sqlite3.connect(out)
+    try:
+        reported = [ref for (ref,) in conn.execute(
+            "SELECT suite FROM evaluations GROUP BY suite "
+            "HAVING SUM(evidence != 'reported') = 0")]
+        (clock,) = conn.execute(
+            "SELECT COALESCE(MAX(recorded), 0) FROM evaluations WHERE evidence != 'reported'"
+        ).fetchone()
+        for table in ("board_rows", "evaluations", "suites"):
+            column = "ref" if table == "suites" else "suite"
+            conn.executemany(f"DELETE FROM {table} WHERE {column}=?",  # noqa: S608 (constants)
+                             [(ref,) for ref in reported])
+        with tempfile.TemporaryDirectory() as scratch:
+            store = Store(Path(scratch) / "store")
+            try:
+                _import_reported(store, Path(reference), float(clock))
+                _fill(conn, store)
+            finally:
+                store.close()
+        conn.commit()
+    finally:
+        conn.close()
+    return out
+
+
 def _import_reported(store: Store, reference: Path, clock: float) -> None:
     for suite_file, records, counts in REPORTED:
         suite, _ = push_suite(store, read_suite_file(reference / suite_file))
@@ -210,6 +250,10 @@ def _import_reported(store: Store, reference: Path, clock: float) -> None:
             recorded=clock,
         )
 
+    for table in OPENCLIP:
+        clock += 1.0
+        import_table(store, reference / table, recorded=clock)
+
 
 def write_registry(store: Store, path: str | Path) -> Path:
     """Write the suites, results and evaluations of ``store`` into a standalone SQLite file."""
@@ -218,86 +262,91 @@ def write_registry(store: Store, path: str | Path) -> Path:
     conn = sqlite3.connect(out)
     try:
         conn.executescript(_SCHEMA)
-        refs = [s["ref"] for s in list_suites(store)]
-        for ref in refs:
-            suite = get_suite(store, ref)
-            conn.execute(
-                "INSERT INTO suites VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    ref,
-                    suite.slug,
-                    suite.version,
-                    suite.name,
-                    suite.protocol["task"],
-                    suite.headline["key"],
-                    suite.digest,
-                    json.dumps(suite.doc, sort_keys=True),
-                ),
-            )
-        result_ids: set[str] = set()
-        for oid, suite_ref, recorded in store.db.query(
-            "SELECT id, suite, recorded FROM evaluations ORDER BY suite, recorded, id"
-        ):
-            evaluation = EvaluationRecord.from_dict(store.read_json(oid))
-            sources = evaluation.sources or {}
-            conn.execute(
-                "INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    oid,
-                    suite_ref,
-                    evaluation.checkpoint["id"],
-                    evaluation.checkpoint["label"],
-                    evaluation.checkpoint["weights"],
-                    evaluation.evidence,
-                    json.dumps(evaluation.missing or []),
-                    evaluation.state,
-                    int(evaluation.ranked),
-                    recorded,
-                    json.dumps(evaluation.reasons),
-                    json.dumps(evaluation.verdict["scores"], sort_keys=True),
-                    json.dumps(sources, sort_keys=True),
-                ),
-            )
-            result_ids.update(v for v in sources.values() if isinstance(v, str))
-        for oid in sorted(result_ids):
-            r = ResultRecord.from_dict(store.read_json(oid))
-            conn.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    oid,
-                    r.task,
-                    r.spec,
-                    r.weights_kind,
-                    r.eval_data["split"],
-                    r.eval_data["samples"],
-                    json.dumps(r.metrics, sort_keys=True),
-                    json.dumps(r.params, sort_keys=True),
-                    (r.versions or {})["vbstore"],
-                ),
-            )
-        for ref in refs:
-            for row in leaderboard(store, ref).rows:
-                conn.execute(
-                    "INSERT INTO board_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        ref,
-                        row["rank"],
-                        row["label"],
-                        row["weights"],
-                        row["evidence"],
-                        row["headline"],
-                        json.dumps(row["conditions"]),
-                        row["weakest"],
-                        row["weakest_value"],
-                        row["gap"],
-                        row["attempts"],
-                        row["evaluation"],
-                    ),
-                )
+        _fill(conn, store)
         conn.commit()
     finally:
         conn.close()
     return out
+
+
+def _fill(conn: sqlite3.Connection, store: Store) -> None:
+    """Insert the suites, evaluations, their results and the boards of ``store``."""
+    refs = [s["ref"] for s in list_suites(store)]
+    for ref in refs:
+        suite = get_suite(store, ref)
+        conn.execute(
+            "INSERT INTO suites VALUES (?,?,?,?,?,?,?,?)",
+            (
+                ref,
+                suite.slug,
+                suite.version,
+                suite.name,
+                suite.protocol["task"],
+                suite.headline["key"],
+                suite.digest,
+                json.dumps(suite.doc, sort_keys=True),
+            ),
+        )
+    result_ids: set[str] = set()
+    for oid, suite_ref, recorded in store.db.query(
+        "SELECT id, suite, recorded FROM evaluations ORDER BY suite, recorded, id"
+    ):
+        evaluation = EvaluationRecord.from_dict(store.read_json(oid))
+        sources = evaluation.sources or {}
+        conn.execute(
+            "INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                oid,
+                suite_ref,
+                evaluation.checkpoint["id"],
+                evaluation.checkpoint["label"],
+                evaluation.checkpoint["weights"],
+                evaluation.evidence,
+                json.dumps(evaluation.missing or []),
+                evaluation.state,
+                int(evaluation.ranked),
+                recorded,
+                json.dumps(evaluation.reasons),
+                json.dumps(evaluation.verdict["scores"], sort_keys=True),
+                json.dumps(sources, sort_keys=True),
+            ),
+        )
+        result_ids.update(v for v in sources.values() if isinstance(v, str))
+    for oid in sorted(result_ids):
+        r = ResultRecord.from_dict(store.read_json(oid))
+        conn.execute(
+            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                oid,
+                r.task,
+                r.spec,
+                r.weights_kind,
+                r.eval_data["split"],
+                r.eval_data["samples"],
+                json.dumps(r.metrics, sort_keys=True),
+                json.dumps(r.params, sort_keys=True),
+                (r.versions or {})["vbstore"],
+            ),
+        )
+    for ref in refs:
+        for row in leaderboard(store, ref).rows:
+            conn.execute(
+                "INSERT INTO board_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    ref,
+                    row["rank"],
+                    row["label"],
+                    row["weights"],
+                    row["evidence"],
+                    row["headline"],
+                    json.dumps(row["conditions"]),
+                    row["weakest"],
+                    row["weakest_value"],
+                    row["gap"],
+                    row["attempts"],
+                    row["evaluation"],
+                ),
+            )
 
 
 # how a board row names what its evidence lacks (evaluation "missing")
@@ -319,6 +368,15 @@ _REPORTED_NOTE = (
     "`suites/reference/` (`vbstore import results`): vbstore did not compute them, and each row "
     "names what its evidence lacks. They rank only on their own suites, never beside observed "
     "results._"
+)
+_OPENCLIP_NOTE = (
+    "_open_clip's tables hold {count} more boards of the same checkpoints, one per dataset, in "
+    "`registry.db` (`datasette registry.db`, view `boards`), or in your store after `vbstore "
+    "import openclip suites/reference/openclip_results.csv "
+    "suites/reference/openclip_retrieval_results.csv` (`vbstore leaderboard SUITE`): {suites}. "
+    "VOC 2007, SUN397, Dollar Street and GeoDE have none (their test split sizes are not known to "
+    "vbstore: `--sample-count DATASET=N` imports them), nor WinoGAViL (a task vbstore does not "
+    "run); a 0.0000 cell is read as not evaluated (docs/suites.md)._"
 )
 LEVELS = (("high", "High-level probes"), ("mid", "Mid-level probes"), ("low", "Low-level probes"),
           ("other", "Other probes"))
@@ -362,8 +420,15 @@ def render(path: str | Path) -> str:
                 parts += _render_suite(conn, *suite)
         if reported:
             parts += ["### Reported: published figures, imported", "", _REPORTED_NOTE, ""]
+        # open_clip's tables make a board per dataset: the README shows one, names the others
+        others = [s[0] for s in reported
+                  if s[0].startswith("openclip-") and s[0] != README_OPENCLIP]
         for suite in reported:
-            parts += _render_suite(conn, *suite)
+            if suite[0] not in others:
+                parts += _render_suite(conn, *suite)
+        if others:
+            parts += [_OPENCLIP_NOTE.format(count=len(others), suites=", ".join(
+                f"`{ref}`" for ref in others)), ""]
         parts.append(END)
         return "\n".join(parts)
     finally:
@@ -418,7 +483,7 @@ def _render_suite(
         "| " + " | ".join([*header, "attempts"]) + " |",
         "|" + "---|" * (len(header) + 1),
     ]
-    sources: list[str] = []
+    sources: list[tuple[str, str, dict[str, Any]]] = []
     ranked = conn.execute(
         "SELECT b.rank, b.label, b.weights, b.evidence, b.headline, b.conditions, b.weakest, "
         "b.weakest_value, b.gap, b.attempts, e.missing, e.sources FROM board_rows b "
@@ -454,15 +519,43 @@ def _render_suite(
         lines.append("| " + " | ".join(cells) + " |")
         if evidence == "reported":
             for condition, source in sorted(json.loads(evaluation_sources).items()):
-                where = f"`suites/reference/{source['file']}` line {source.get('line', '?')}"
-                vouched = " and ".join(v.replace("_", " ") for v in source.get("vouched", []))
-                given = f" ({vouched} given at import, not in the file)" if vouched else ""
-                notes = source.get("notes", "")
-                sources.append(f"- {label}, {condition}: {where}{given}. {notes}".rstrip())
+                sources.append((label, condition, source))
     lines.append("")
     if sources:
-        lines += ["Sources:", "", *sources, ""]
+        lines += ["Sources:", "", *_source_lines(sources), ""]
     return lines
+
+
+_SHARED = 3  # more rows than this from one file and column: one source line for them all
+
+
+def _source_lines(sources: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """A line per reported row, or one for many rows of one file, column and note."""
+    groups: dict[tuple[Any, ...], list[tuple[str, str, dict[str, Any]]]] = {}
+    for label, condition, source in sources:
+        key = (condition, source["file"], tuple(source.get("columns", [])),
+               tuple(source.get("vouched", [])), source.get("notes", ""), source.get("commit"))
+        groups.setdefault(key, []).append((label, condition, source))
+    out = []
+    for (condition, file, columns, vouched, notes, commit), rows in groups.items():
+        given = (f" ({' and '.join(v.replace('_', ' ') for v in vouched)} given at import, not "
+                 "in the file)") if vouched else ""
+        if len(rows) <= _SHARED:
+            out += [f"- {label}, {condition}: `suites/reference/{file}` line "
+                    f"{source.get('line', '?')}{given}. {notes}".rstrip()
+                    for label, condition, source in rows]
+            continue
+        numbers = sorted(int(source.get("line", 0)) for _, _, source in rows)
+        column = f", column {', '.join(columns)}" if columns else ""
+        published = f", as published at {source_of(rows[0][2])}" if commit else ""
+        out.append(f"- all {len(rows)} rows, {condition}: `suites/reference/{file}` lines "
+                   f"{numbers[0]}-{numbers[-1]}{column}{published}{given}. {notes}".rstrip())
+    return out
+
+
+def source_of(source: dict[str, Any]) -> str:
+    """Where an imported table was published: repository, commit and path."""
+    return f"{source.get('repository', '?')}@{str(source.get('commit'))[:12]} {source.get('path')}"
 
 
 def splice(readme: str, tables: str) -> str:
@@ -478,6 +571,9 @@ def main(argv: Iterable[str]) -> int:
     args = list(argv)
     if args[:1] == ["build"] and len(args) in (2, 4) and args[2:3] in ([], ["--work"]):
         build(args[1], work=args[3] if len(args) == 4 else None, progress=True)
+        return 0
+    if len(args) == 2 and args[0] == "reported":
+        refresh_reported(args[1])
         return 0
     if len(args) == 3 and args[0] == "readme":
         readme = Path(args[1])

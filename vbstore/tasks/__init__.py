@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import FileParam, HeadState, Metric, Param, Task, ZeroShotContext
 from ._errors import TaskInputError, TrainingDiverged, UndefinedMetric, UnknownTask
+from ._prompts import DATASET_TEMPLATES, TEMPLATES
 from ._registry import (
     BUILTIN,
     get_task,
@@ -25,7 +26,7 @@ from ._registry import (
     ordered_metrics,
     register_task,
 )
-from ._shapes import SHAPES, Shape, get_shape
+from ._shapes import SHAPES, Shape, get_shape, register_shape
 from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSplit, Trainable
 
 if TYPE_CHECKING:
@@ -45,8 +46,10 @@ _LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
 __all__ = [
     "BOX_TARGETS",
     "BUILTIN",
+    "DATASET_TEMPLATES",
     "DENSE_TARGETS",
     "SHAPES",
+    "TEMPLATES",
     "Baseline",
     "DenseBatch",
     "DenseSplit",
@@ -76,6 +79,7 @@ __all__ = [
     "list_tasks",
     "metric_order",
     "ordered_metrics",
+    "register_shape",
     "register_task",
     "targets_baseline",
 ]

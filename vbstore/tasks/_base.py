@@ -186,6 +186,8 @@ class ZeroShotContext(TypedDict, total=False):
         files: The entries of each file parameter (:class:`FileParam`), by parameter name.
         dataset_templates: The prompt templates the data names itself (a ``cb:`` source's),
             used by ``templates="dataset"``.
+        dataset_prompts: Class-specific prompts the data names instead (CLIP_benchmark's CuPL
+            file), one list per class, used by ``templates="dataset"``.
     """
 
     text_encoder: Callable[[list[str]], torch.Tensor]
@@ -193,6 +195,7 @@ class ZeroShotContext(TypedDict, total=False):
     captions: Sequence[Sequence[str]]
     files: Mapping[str, Sequence[str]]
     dataset_templates: Sequence[str] | None
+    dataset_prompts: Sequence[Sequence[str]] | None
 
 
 class Task:

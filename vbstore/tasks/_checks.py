@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..data import _target_rows, get_target_kind
 from ..errors import UsageError
 from ._errors import TaskInputError, UndefinedMetric
 
@@ -77,81 +78,11 @@ def context_class_names(task: str, context: Mapping[str, Any], hint: str) -> lis
 
 
 def targets(kind: str, y: Any, n: int, split: str, n_classes: int | None) -> Any:
-    """Check targets of ``kind`` for ``n`` rows; ``n_classes`` bounds them when known."""
-    if kind == "captions":
-        if y is not None:
-            raise TaskInputError(
-                f"{split} targets must be None for an image-caption task",
-                hint="pass the captions as context['captions']",
-            )
-        return None
-    if not isinstance(y, torch.Tensor):
-        raise TaskInputError(f"{split} targets must be a torch.Tensor, got {type(y).__name__}")
-    if kind == "class_index":
-        if y.ndim != 1 or len(y) != n:
-            raise TaskInputError(
-                f"{split} targets must be class indices of shape ({n},), got {tuple(y.shape)}"
-            )
-        if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-            raise TaskInputError(f"{split} targets must be integer class indices, got {y.dtype}")
-        y = y.detach().to(torch.int64)
-        if int(y.min()) < 0:
-            raise TaskInputError(f"{split} targets hold a negative class index")
-        if n_classes is not None and int(y.max()) >= n_classes:
-            raise TaskInputError(
-                f"{split} targets hold class {int(y.max())} but there are {n_classes} class names"
-            )
-        return y
-    if kind == "multi_hot":
-        if y.ndim != 2 or len(y) != n or y.shape[1] == 0:
-            raise TaskInputError(
-                f"{split} targets must be multi-hot (N={n}, K>=1), got shape {tuple(y.shape)}"
-            )
-        y = y.detach()
-        if not ((y == 0) | (y == 1)).all():
-            raise TaskInputError(f"{split} multi-hot targets must hold only 0 and 1")
-        if n_classes is not None and y.shape[1] != n_classes:
-            raise TaskInputError(
-                f"{split} targets have {y.shape[1]} columns but there are {n_classes} class names"
-            )
-        return y.to(torch.float32)
-    if kind == "triplets":
-        if y.numel() == 0:
-            raise TaskInputError(f"the {split} data holds no triplets",
-                                 hint="give 2AFC triplets: a folder with a NIGHTS-style data.csv, "
-                                      "or the generated triplets")
-        if y.ndim != 2 or y.shape[1] != 5 or len(y) == 0:
-            raise TaskInputError(
-                f"{split} triplets must be (T>=1, 5) [ref, left, right, left_vote, right_vote], "
-                f"got shape {tuple(y.shape)}"
-            )
-        if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-            raise TaskInputError(f"{split} triplets must be integers, got {y.dtype}")
-        y = y.detach().to(torch.int64)
-        if int(y.min()) < 0 or int(y[:, :3].max()) >= n:
-            raise TaskInputError(f"{split} triplets index images outside the {n} feature rows "
-                                 "or hold a negative vote")
-        return y
-    if kind == "pairs":
-        if y.numel() == 0:
-            raise TaskInputError(f"the {split} data holds no pairs",
-                                 hint="give view pairs: a folder with a pairs.csv, or scenes")
-        if y.ndim != 2 or y.shape[1] != 9:
-            raise TaskInputError(
-                f"{split} pairs must be (P>=1, 9) [a, b, qw, qx, qy, qz, tx, ty, tz], "
-                f"got shape {tuple(y.shape)}"
-            )
-        if not y.is_floating_point() or not bool(torch.isfinite(y).all()):
-            raise TaskInputError(f"{split} pairs must be finite floats, got {y.dtype}")
-        y = y.detach().to(torch.float64)
-        index = y[:, :2]
-        if bool((index != index.round()).any()) or int(index.min()) < 0 or int(index.max()) >= n:
-            raise TaskInputError(f"{split} pairs index images outside the {n} feature rows")
-        norms = y[:, 2:6].norm(dim=1)
-        if bool(((norms - 1).abs() > 1e-3).any()):
-            raise TaskInputError(f"{split} pair rotations must be unit quaternions")
-        return y
-    raise AssertionError(f"unknown target kind {kind!r}")
+    """Check targets of ``kind`` for ``n`` rows; ``n_classes`` bounds them when known. The
+    kind's own check (``TargetKind.check_targets``) decides; a kind that declares none takes a
+    tensor with one finite row per feature row."""
+    check = get_target_kind(kind).check_targets or _target_rows.rows
+    return check(y, n, split, n_classes)
 
 
 def head_in(head: Any) -> HeadState:

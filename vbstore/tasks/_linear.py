@@ -16,6 +16,7 @@ Imported only inside task calls, because it imports torch.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -115,30 +116,21 @@ def train(
     weight = ((torch.rand(n_out, dim, generator=generator) * 2 - 1) * bound).to(device)
     weight.requires_grad_(True)
     bias = torch.zeros(n_out, device=device, requires_grad=True)
-    optimiser = torch.optim.AdamW(
-        [
-            {"params": [weight], "weight_decay": weight_decay},
-            {"params": [bias], "weight_decay": 0.0},
-        ],
-        lr=lr,
-    )
     batch = min(batch_size, n)
     steps_per_epoch = math.ceil(n / batch)
     total = epochs * steps_per_epoch
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total))
-    )
+    step = _adamw([(weight, weight_decay), (bias, 0.0)], lr,
+                  lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total)))
     with progress(f"training {task} head", epochs, "epoch") as shown:
         for epoch in range(epochs):
             # Full-batch needs no shuffle; skipping it keeps the generator's draws identical.
             order = torch.randperm(n, generator=generator).to(device) if batch < n else None
             for start in range(0, n, batch):
                 rows = order[start : start + batch] if order is not None else slice(None)
-                optimiser.zero_grad(set_to_none=True)
+                weight.grad = bias.grad = None
                 step_loss = _loss(loss, z[rows] @ weight.T + bias, y[rows])
                 step_loss.backward()
-                optimiser.step()
-                schedule.step()
+                step()
             if not (torch.isfinite(weight).all() and torch.isfinite(bias).all()):
                 raise TrainingDiverged(
                     f"task {task!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
@@ -157,6 +149,54 @@ def train(
     if not math.isfinite(final):
         raise TrainingDiverged(f"task {task!r}: the final train loss is {final}")
     return head, final
+
+
+def _adamw(groups: list[tuple[torch.Tensor, float]], lr: float,
+           schedule: Callable[[int], float]) -> Callable[[], None]:
+    """One step of AdamW over ``groups`` (each a tensor and its weight decay), its learning
+    rate ``lr * schedule(step)`` as ``LambdaLR`` sets it, step counted from 0.
+
+    On the CPU it is written out, op for op, as ``torch.optim.AdamW`` steps a CPU tensor (its
+    single-tensor path): ``torch.optim`` imports ``torch._dynamo`` the first time it steps
+    (1-3 s, more than training a head on stored features takes), and the numbers must stay
+    those of the recipe. ``tests/tasks/test_task_linear.py`` checks the two agree bit for bit.
+    Elsewhere ``torch.optim.AdamW`` steps (its multi-tensor path on an accelerator).
+    """
+    beta1, beta2, eps = 0.9, 0.999, 1e-8  # AdamW's defaults
+    if any(t.device.type != "cpu" for t, _ in groups):
+        optimiser = torch.optim.AdamW(
+            [{"params": [t], "weight_decay": decay} for t, decay in groups], lr=lr)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, schedule)
+
+        def torch_step() -> None:
+            optimiser.step()
+            scheduler.step()
+
+        return torch_step
+    moments = [(torch.zeros_like(t), torch.zeros_like(t)) for t, _ in groups]
+    count = torch.tensor(0.0, dtype=torch.float32)  # as AdamW counts: a float32 tensor
+    done = 0
+
+    @torch.no_grad()
+    def cpu_step() -> None:
+        nonlocal done
+        rate = lr * schedule(done)
+        done += 1
+        count.add_(1)
+        steps = count.item()
+        for (param, decay), (exp_avg, exp_avg_sq) in zip(groups, moments, strict=True):
+            grad = param.grad
+            if grad is None:  # as torch.optim steps only tensors with a gradient
+                continue
+            if decay != 0:
+                param.mul_(1 - rate * decay)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step_size = rate / (1 - beta1**steps)
+            denom = (exp_avg_sq.sqrt() / (1 - beta2**steps) ** 0.5).add_(eps)
+            param.addcdiv_(exp_avg, denom, value=-step_size)
+
+    return cpu_step
 
 
 def check_head(

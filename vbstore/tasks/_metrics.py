@@ -18,9 +18,9 @@ import torch
 BLOCK_ELEMENTS = 1 << 24
 
 
-def row_blocks(n_rows: int, n_cols: int) -> Iterator[slice]:
-    """Slices of rows such that a (rows, n_cols) block stays under ``BLOCK_ELEMENTS``."""
-    step = max(1, BLOCK_ELEMENTS // max(1, n_cols))
+def row_blocks(n_rows: int, n_cols: int, elements: int = BLOCK_ELEMENTS) -> Iterator[slice]:
+    """Slices of rows such that a (rows, n_cols) block stays under ``elements``."""
+    step = max(1, elements // max(1, n_cols))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 

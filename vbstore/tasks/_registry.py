@@ -76,7 +76,7 @@ def _check_declaration(task: Task) -> None:
         raise bad(f"unknown target_kind {task.target_kind!r} (kinds: "
                   f"{', '.join(list_target_kinds())}; vbstore.data.register_target_kind adds one)")
     # a pair task may read dense maps, average-pooled to a grid of vectors ("pooled dense")
-    vectors = task.target_kind == "pairs"
+    vectors = get_target_kind(task.target_kind).dense_shape == "pairs"
     per_pixel = get_target_kind(task.target_kind).per_pixel
     if (task.feature_mode == "dense") != per_pixel and not vectors:
         raise bad("a dense task takes a per-pixel target_kind, and only a dense task does")
@@ -91,7 +91,8 @@ def _check_declaration(task: Task) -> None:
             task.feature_mode, task.trains_head, task.needs_text, task.views):
         raise bad(f"its flags contradict its shape {shape.name!r} (declare the shape alone)")
     # the hooks the engine will call must be the task's own, not Task's unimplemented defaults
-    missing = [h for h in shape.hooks if getattr(type(task), h) is getattr(Task, h)]
+    # (a plugin shape's own hook, which Task does not know, must be the task's too)
+    missing = [h for h in shape.hooks if getattr(type(task), h, None) is getattr(Task, h, None)]
     if missing:
         raise bad(f"implements no {', '.join(missing)}")
     if task.needs_text and not task.zero_shot:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from ..data import get_target_kind
 from ..errors import UsageError
 
 T = TypeVar("T")
@@ -158,6 +159,20 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
 )}
 
 
+def register_shape(shape: Shape) -> Shape:
+    """Register a new probe shape (a plugin's, before the task class that declares it); its
+    runner registers with ``vbstore.engine.register_runner``.
+
+    Raises:
+        UsageError: the name is taken.
+    """
+    if shape.name in SHAPES:
+        raise UsageError(f"probe shape {shape.name!r} is already registered",
+                         hint="register yours under another name")
+    SHAPES[shape.name] = shape
+    return shape
+
+
 def get_shape(name: str) -> Shape:
     """The shape called ``name``.
 
@@ -179,10 +194,10 @@ def infer_shape(feature_mode: str, trains_head: bool, zero_shot: bool, needs_tex
         return "keypoint_views" if views == "keypoints" else "views"
     if needs_text:
         return "text"
-    if target_kind == "pairs" and feature_mode == "dense":
-        return "pairs"
     if feature_mode == "dense":
-        if target_kind in ("boxes", "instances"):
-            return "boxes"
+        # a kind's own shape for dense features (boxes; pairs, pooled to a grid of vectors)
+        own = get_target_kind(target_kind).dense_shape
+        if own:
+            return own
         return "dense" if trains_head and not zero_shot else "dense_zero_shot"
     return "pooled" if trains_head and not zero_shot else "zero_shot"

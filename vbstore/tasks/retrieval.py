@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 # reads nothing more.
 
 RECALL_KS = (1, 5, 10)
+# Elements of a block of similarities ranked at once: its sort, order, gathers and float64
+# precision take ~40 bytes each (40 MiB), beside the block's own float32 similarities
+RANK_ELEMENTS = 1 << 20
 
 
 @register_task(name="retrieval")
@@ -75,22 +78,32 @@ class Retrieval(Task):
         ap_sum = 0.0
         used = 0
         for rows in row_blocks(n, n):
-            index = torch.arange(rows.start, rows.stop, device=x.device)
+            # a block's similarities, as one product (its numbers depend on the product's
+            # shape); ranked a few rows at a time, so that the sort and its int64 order, the
+            # gathers and the float64 precision take a bounded slice of memory, not ~15 times
+            # the block (rows are ranked independently: the numbers are the same)
             sims = x[rows] @ x.T
-            relevant = targets[rows, None] == targets[None, :]
-            # The query itself is not in its gallery: last in the ranking and never relevant.
-            sims[torch.arange(len(index)), index] = -torch.inf
-            relevant[torch.arange(len(index)), index] = False
-            sorted_sims, order = torch.sort(sims, dim=1, descending=True, stable=True)
-            sorted_relevant = relevant.gather(1, order)
-            keep = sorted_relevant.any(dim=1)
-            if not keep.any():
-                continue
-            sorted_sims, sorted_relevant = sorted_sims[keep], sorted_relevant[keep]
-            used += int(keep.sum())
-            for k in RECALL_KS:
-                hits[k] += int(sorted_relevant[:, : min(k, n - 1)].any(dim=1).sum())
-            ap_sum += float(average_precision_ranked(sorted_sims, sorted_relevant).sum())
+            sims[torch.arange(len(sims)), torch.arange(rows.start, rows.stop)] = -torch.inf
+            aps = []
+            for part in row_blocks(len(sims), n, RANK_ELEMENTS):
+                index = torch.arange(rows.start + part.start, rows.start + part.stop,
+                                     device=x.device)
+                relevant = targets[index, None] == targets[None, :]
+                # The query itself is not in its gallery: last in the ranking, never relevant.
+                relevant[torch.arange(len(index)), index] = False
+                sorted_sims, order = torch.sort(sims[part], dim=1, descending=True, stable=True)
+                sorted_relevant = relevant.gather(1, order)
+                del order, relevant
+                keep = sorted_relevant.any(dim=1)
+                if not keep.any():
+                    continue
+                sorted_sims, sorted_relevant = sorted_sims[keep], sorted_relevant[keep]
+                used += int(keep.sum())
+                for k in RECALL_KS:
+                    hits[k] += int(sorted_relevant[:, : min(k, n - 1)].any(dim=1).sum())
+                aps.append(average_precision_ranked(sorted_sims, sorted_relevant))
+            if aps:  # summed per block, as when the block was ranked at once
+                ap_sum += float(torch.cat(aps).sum())
         if used == 0:
             raise UndefinedMetric(
                 self.name,

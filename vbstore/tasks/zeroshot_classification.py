@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ._base import Metric
 from ._errors import TaskInputError
-from ._prompts import PROMPT_PARAMS, Multilingual, prompt_sets
+from ._prompts import DATASET_TEMPLATES, PROMPT_PARAMS, Multilingual, prompt_sets
 from ._prompts import TEMPLATES as _BY_LANGUAGE
 from ._registry import register_task
 
@@ -55,11 +56,37 @@ def class_embeddings(
     return l2_normalise(emb.reshape(len(class_names), len(templates), dim).mean(dim=1))
 
 
+def class_prompt_embeddings(
+    text_encoder: Any, prompts: list[list[str]], dim: int, device: torch.device
+) -> torch.Tensor:
+    """(C, dim) unit vectors from class-specific prompts (CuPL): the normalised mean of each
+    class's own prompt embeddings, however many it has."""
+    import torch
+
+    from ._metrics import l2_normalise
+    from ._text import encode
+
+    emb = encode(text_encoder, [t for texts in prompts for t in texts], dim, device)
+    rows = torch.split(emb, [len(texts) for texts in prompts])
+    return l2_normalise(torch.stack([row.mean(dim=0) for row in rows]))
+
+
 def text_classifier(
     params: dict[str, Any], context: dict[str, Any], class_names: list[str], dim: int,
     device: torch.device,
 ) -> torch.Tensor:
-    """The class embeddings of the params' language, templates and class names."""
+    """The class embeddings of the params' language, templates and class names; with
+    ``--templates dataset`` on data that recorded class-specific prompts (CuPL), those."""
+    prompts = context.get("dataset_prompts")
+    if params["templates"] == DATASET_TEMPLATES and prompts:
+        if len(prompts) != len(class_names):
+            raise UsageError(f"the data gives prompts for {len(prompts)} classes, not "
+                             f"{len(class_names)}", hint="read the data again")
+        if params["classnames"] != "":
+            raise UsageError("class-specific prompts name their classes themselves: a "
+                             "classnames file has nothing to fill",
+                             hint="drop -p classnames, or use a template set")
+        return class_prompt_embeddings(context["text_encoder"], prompts, dim, device)
     templates, names = prompt_sets(params, context, class_names)
     return class_embeddings(context["text_encoder"], names, templates, dim, device)
 

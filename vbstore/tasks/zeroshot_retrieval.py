@@ -9,12 +9,14 @@ captions are L2-normalised and scored by cosine similarity.
 - ``text_retrieval_recall@k`` (image -> text): for each image, whether at least one of its
   captions is among the k captions most similar to it; averaged over images.
 
-k is 1, 5 and 10, capped at the candidate count. Ties in similarity keep candidate order.
+k is 1, 5 and 10 (``recall_k``: CLIP_benchmark's ``--recall_k``, e.g. ``5``, names other
+cut-offs, and the metrics follow them), capped at the candidate count. Ties in similarity keep
+candidate order. The headline is the image recall at the smallest k.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,52 @@ if TYPE_CHECKING:
 # reads nothing more.
 
 RECALL_KS = (1, 5, 10)
+
+
+def parse_recall_k(value: Any) -> str:
+    """A ``recall_k`` value (``"5"``, ``"1,5"``, ``"1 5"``, an int or a list of ints) in
+    canonical form: ascending, distinct, comma separated; the defaults read as ``""``.
+
+    Raises:
+        UsageError: no k, or a k that is not an integer >= 1.
+    """
+    if isinstance(value, (list, tuple)):
+        parts = [str(v) for v in value]
+    else:
+        parts = str(value).replace(",", " ").split()
+    if not parts and str(value).strip() == "":
+        return ""
+    ks = set()
+    for part in parts:
+        try:
+            k = int(part)
+        except ValueError:
+            k = 0
+        if k < 1 or str(k) != part.strip():
+            raise UsageError(f"zeroshot_retrieval recall_k {part!r} is not an integer >= 1",
+                             hint="e.g. -p recall_k=5 or recall_k=1,5,10 (CLIP_benchmark's "
+                                  "--recall_k)")
+        ks.add(k)
+    if not ks:
+        raise UsageError("zeroshot_retrieval recall_k names no k", hint="e.g. -p recall_k=5")
+    ordered = tuple(sorted(ks))
+    return "" if ordered == RECALL_KS else ",".join(map(str, ordered))
+
+
+def recall_ks(params: Mapping[str, Any] | None) -> tuple[int, ...]:
+    """The cut-offs of resolved params or a record's (the defaults absent or ``""``)."""
+    given = str((params or {}).get("recall_k", ""))
+    return tuple(int(k) for k in given.split(",")) if given else RECALL_KS
+
+
+def retrieval_metrics(ks: tuple[int, ...]) -> tuple[Metric, ...]:
+    """The metrics scored at ``ks``."""
+    return (
+        *(Metric(f"image_retrieval_recall@{k}", "higher", f"text->image: its image in top {k}")
+          for k in ks),
+        *(Metric(f"text_retrieval_recall@{k}", "higher", f"image->text: a caption in top {k}")
+          for k in ks),
+    )
 
 
 def _captions(context: dict[str, Any], n_images: int) -> tuple[list[str], list[int]]:
@@ -69,19 +117,34 @@ class ZeroShotRetrieval(Multilingual):
     shape = "text"
     stochastic = False
     # the captions' language, recorded (CLIP_benchmark's --language); captions are the data's own
-    params = MappingProxyType({"language": Param(
-        "en", "language of the captions (CLIP_benchmark's --language: en, fr, jp...)")})
-    metrics = (
-        *(
-            Metric(f"image_retrieval_recall@{k}", "higher", f"text->image: its image in top {k}")
-            for k in RECALL_KS
-        ),
-        *(
-            Metric(f"text_retrieval_recall@{k}", "higher", f"image->text: a caption in top {k}")
-            for k in RECALL_KS
-        ),
-    )
+    params = MappingProxyType({
+        "language": Param(
+            "en", "language of the captions (CLIP_benchmark's --language: en, fr, jp...)"),
+        "recall_k": Param("", "recall@k cut-offs, e.g. 5 (CLIP_benchmark's --recall_k; "
+                          "default 1,5,10); they name the metrics", added=True),
+    })
+    metrics = retrieval_metrics(RECALL_KS)
     headline = "image_retrieval_recall@1"
+
+    def resolve_params(self, user_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """See :meth:`Task.resolve_params`; ``recall_k`` in canonical form, ``""`` for the
+        defaults (the same question as leaving it out, the same id).
+
+        Raises:
+            UsageError: also a k that is not an integer >= 1.
+        """
+        given = dict(user_params or {})
+        if "recall_k" in given:
+            given["recall_k"] = parse_recall_k(given["recall_k"])
+        return super().resolve_params(given)
+
+    def metrics_for(self, params: Mapping[str, Any] | None = None) -> tuple[Metric, ...]:
+        """The metrics ``recall_k`` names (the defaults: :attr:`metrics`)."""
+        return retrieval_metrics(recall_ks(params))
+
+    def headline_for(self, params: Mapping[str, Any] | None = None) -> str:
+        """The image recall at the smallest k (the defaults: ``image_retrieval_recall@1``)."""
+        return f"image_retrieval_recall@{min(recall_ks(params))}"
 
     def _evaluate_zero_shot(
         self,
@@ -99,23 +162,24 @@ class ZeroShotRetrieval(Multilingual):
         images = l2_normalise(feats)
         text = encode(context["text_encoder"], texts, feats.shape[1], feats.device)
         owner = torch.tensor(owners, dtype=torch.int64, device=feats.device)
-        kmax = max(RECALL_KS)
+        ks = recall_ks(params)
+        kmax = max(ks)
 
-        image_hits = dict.fromkeys(RECALL_KS, 0)
+        image_hits = dict.fromkeys(ks, 0)
         for rows in row_blocks(len(text), len(images)):
             top = ranking(text[rows] @ images.T)[:, :kmax] == owner[rows, None]
-            for k in RECALL_KS:
+            for k in ks:
                 image_hits[k] += int(top[:, :k].any(dim=1).sum())
 
-        text_hits = dict.fromkeys(RECALL_KS, 0)
+        text_hits = dict.fromkeys(ks, 0)
         for rows in row_blocks(len(images), len(text)):
             image_index = torch.arange(rows.start, rows.stop, device=feats.device)
             top = owner[ranking(images[rows] @ text.T)[:, :kmax]] == image_index[:, None]
-            for k in RECALL_KS:
+            for k in ks:
                 text_hits[k] += int(top[:, :k].any(dim=1).sum())
 
-        metrics = {f"image_retrieval_recall@{k}": image_hits[k] / len(text) for k in RECALL_KS}
+        metrics = {f"image_retrieval_recall@{k}": image_hits[k] / len(text) for k in ks}
         metrics.update(
-            {f"text_retrieval_recall@{k}": text_hits[k] / len(images) for k in RECALL_KS}
+            {f"text_retrieval_recall@{k}": text_hits[k] / len(images) for k in ks}
         )
         return metrics
