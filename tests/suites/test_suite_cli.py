@@ -114,7 +114,7 @@ def test_suite_from_manifests_get_result_evaluate_board_diff(run, shapes, tmp_pa
     )
     judged = run("evaluate", f"unseen={other['id']}", "--suite", "shapes-knn@1", "--require-ranked")
     assert judged.exit_code == 3, judged.output
-    assert "- protocol-mismatch(k)" in judged.output
+    assert "- protocol-mismatch: k(2 != 3)" in judged.output
     assert "- missing-condition(seen)" in judged.output
     dry = run("evaluate", f"unseen={other['id']}", "--suite", "shapes-knn@1", "--dry-run")
     assert "nothing was stored" in dry.output

@@ -39,6 +39,8 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "List recorded evaluations, newest first, with their verdicts."),
     "export": ("results_cmds:export_group", ("head_cmds", "suite_cmds"),
         "Export stored results as tables and heads as files."),
+    "forget": ("store_cmds:forget", (),
+        "Remove results (ids or prefixes) from the store, so they stop being gc roots."),
     "fsck": ("store_cmds:fsck", (),
         "Re-hash every blob and check the registry; exit 1 on any fault."),
     "gc": ("store_cmds:gc", (),

@@ -295,6 +295,41 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
 
 
 @click.command()
+@click.argument("results", nargs=-1, required=True, metavar="RESULT...")
+@click.option("--dry-run", is_flag=True, help="Say what would go; remove nothing.")
+@json_option
+@with_store
+def forget(store, results: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
+    """Remove results (ids or prefixes) from the store, so they stop being gc roots.
+
+    What only they kept (their features, heads, manifests) is then unreachable, and the next
+    `vbstore gc` removes it once it is older than the grace period (`--grace 0`: at once). A
+    result that a ref names or an evaluation cites is refused, naming what keeps it; asking the
+    same question again computes it again.
+    """
+    report = store.forget(list(results), dry_run=dry_run)
+
+    def text() -> None:
+        verb = "would forget" if dry_run else "forgot"
+        for item in report.forgotten:
+            click.echo(f"{verb} result {item['id'][:12]}  {item['task']}")
+        kinds: dict[str, int] = {}
+        for item in report.released:
+            kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+        held = ", ".join(f"{n} {kind}{'s' * (n != 1)}" for kind, n in sorted(kinds.items()))
+        if held:
+            click.echo(f"only {'they' if len(report.forgotten) > 1 else 'it'} kept {held} "
+                       f"({human_size(report.released_bytes)}): "
+                       + ("`vbstore gc` would then remove them once past its grace period"
+                          if dry_run else "`vbstore gc` removes them once past its grace "
+                          "period (--grace 0: now)"))
+        else:
+            click.echo("nothing else was kept by it alone")
+
+    emit(as_json, report.as_dict(), text)
+
+
+@click.command()
 @click.option("--jobs", type=int, default=None, help="Hashing threads (default: one per core).")
 @click.option("--repair", is_flag=True,
               help="Move damaged blobs aside so the next get recomputes them.")

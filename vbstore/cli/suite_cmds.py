@@ -264,36 +264,40 @@ def suite_new(
 # ---- evaluations ---------------------------------------------------------------------------
 
 
-def result_on_suite(
-    store, suite_ref: str, data: str, split: str | None, compute, as_json: bool
-) -> None:
-    """``get result --suite``: each condition's result through the engine, then the verdict."""
-    suite = suites.get_suite(store, suite_ref)
-    if split is not None:
-        raise UsageError(
-            "--split and --suite both say where the samples are",
-            hint=f"drop --split: {suite.ref} names each condition's split",
-        )
-    computed = {}
-
-    def one(condition: str, where: str) -> str:
-        result = compute(*suites.condition_source(data, where))
-        computed[condition] = result
-        return result.id
-
-    evaluation = suites.evaluate_with(store, suite, one)
-    info = {
-        **evaluation.as_dict(),
-        "condition_results": {c: r.as_dict() for c, r in computed.items()},
-    }
+def result_on_suite(store, suite_ref: str, backbone: str, data: str | None, request: dict,
+                    run: dict, dry_run: bool, as_json: bool, given: dict) -> None:
+    """``get result --suite``: the suite's task, parameters and settings, every condition
+    planned, then computed, then the verdict and the checkpoint's place on the board."""
+    done = suites.run_suite(store, suite_ref, backbone, data=data, dry_run=dry_run, **given,
+                            **request, **run)
 
     def text() -> None:
-        for condition, result in computed.items():
+        if done.evaluation is None:
+            for condition, the_plan in done.plans.items():
+                click.echo(f"{condition}: plan for {the_plan.task.name} on "
+                           f"{the_plan.request.backbone.spec} (nothing computed):")
+                for line in the_plan.describe():
+                    click.echo(f"  {line}")
+            click.echo(f"checked against {done.suite.ref}; nothing was computed or recorded")
+            return
+        for condition, result in done.results.items():
             how = "cached" if result.from_cache else "computed"
             click.echo(f"{condition}: result {result.id[:12]} ({how} in {result.seconds:.2f} s)")
-        _print_evaluation(evaluation)
+        _print_evaluation(done.evaluation)
+        if done.place is not None:
+            click.echo(_place_line(done.place))
 
-    emit(as_json, info, text)
+    emit(as_json, done.as_dict(), text)
+
+
+def _place_line(place: dict) -> str:
+    """``board     rank 2 of 5 on tex-knn@1 (3 attempts)``, or why it does not rank."""
+    attempts = place["attempts"]
+    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+    if place["rank"] is None:
+        return (f"  board     not ranked on {place['suite']} ({tries}); "
+                f"{place['ranked']} ranked row{'s' if place['ranked'] != 1 else ''}")
+    return f"  board     rank {place['rank']} of {place['ranked']} on {place['suite']} ({tries})"
 
 
 @click.command("evaluations")

@@ -151,9 +151,11 @@ class Listing:
         return targets_seen(self.scan.layout, self.scan.root, self.scan.target_type)
 
     def target_files(self) -> list[Path]:
-        """The listed samples' target files (per-pixel layouts), for a target kind's check."""
+        """The kept samples' target files (per-pixel layouts; ``limit`` applied), for a target
+        kind's or a task's check."""
         root = self.scan.root
-        return [root / e.target_name for e in self.scan.entries if e.target_name]
+        return [root / e.target_name for e in kept_entries(self.scan, self.limit)
+                if e.target_name]
 
     @property
     def samples(self) -> int:

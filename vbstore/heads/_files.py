@@ -20,7 +20,7 @@ from typing import Any
 
 from ..canonical import digest
 from ..errors import HeadMismatch, UsageError, VbstoreError
-from ..records import BackboneRecord, HeadCompat, ResultRecord
+from ..records import BackboneRecord, HeadCompat, ResultRecord, StagedReader, arrival_problems
 from ..store import parse_safetensors_header, validate
 from ._record import HEAD_FORMAT, check_compat, head_record, name_backbones
 
@@ -96,7 +96,9 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     Raises:
         UsageError: unreadable file, not a vbstore head, or ``name`` taken without ``force``.
         SchemaError: the compatibility record is invalid.
-        HeadMismatch: ``strict`` and the head does not fit ``expected``.
+        HeadMismatch: ``strict`` and the head does not fit ``expected``, or contradicts what
+            the store holds (the gate: fine-tuned weights naming another parent than its
+            record, a named backbone record giving other weights).
     """
     path = Path(path)
     try:
@@ -105,10 +107,14 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     record = _read_record(data, path)
     problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
+    # the gate's check of an arriving head: the parent its fine-tuned blocks had, the backbone
+    # record it names (records.gate.ARRIVALS)
+    staged = digest(data)
+    problems += arrival_problems("head", staged, StagedReader(store, {staged: path}))
     if problems and strict:
         raise HeadMismatch(problems)
     taken = store.refs().get(name) if name is not None else None
-    if taken is not None and taken != digest(data) and not force:
+    if taken is not None and taken != staged and not force:
         raise UsageError(f"{name!r} already names {taken[:12]}",
                          hint="choose another name with --as, or move it with --force")
     oid = store.put_parsed(data, "head")

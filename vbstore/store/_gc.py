@@ -123,7 +123,8 @@ class GcMixin(_StoreBase):
         keys = self._reachable_keys(young_since, roots_only_pinned)
         return keys if registry_ids else {hex_id(key) for key in keys}
 
-    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool) -> set:
+    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool,
+                        unrooted: set | frozenset = frozenset()) -> set:
         roots = {db_id(r[0]) for r in self.db.query("SELECT id FROM refs")}
         leases = self.live_leases()
         for lease in leases:
@@ -139,6 +140,7 @@ class GcMixin(_StoreBase):
             roots |= {r[0] for r in self.db.query(
                 f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
                 "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
+        roots -= unrooted  # what ``forget`` asks about: the walk without these roots
         # breadth first, in SQL: each round reads the children of the objects it just reached
         # that have any (an index range each), never a map of the whole edges table
         parents = {parent for (parent,) in self.db.query("SELECT DISTINCT parent FROM edges")}

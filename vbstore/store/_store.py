@@ -27,6 +27,7 @@ from ._answers import AnswersMixin
 from ._base import Edges
 from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
+from ._forget import ForgetMixin
 from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._ids import db_id, hex_id, prefix_range
@@ -79,7 +80,7 @@ class ObjectInfo:
 
 
 class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesMixin,
-            NotesMixin, AnswersMixin, GcMixin,
+            NotesMixin, AnswersMixin, ForgetMixin, GcMixin,
             FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 

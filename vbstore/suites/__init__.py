@@ -48,6 +48,7 @@ from ._openclip import TableImport, is_openclip_table
 from ._openclip import import_table as import_openclip
 from ._promote import promote
 from ._reproduce import TOLERANCE, Reproduction, reproduce
+from ._run import SuiteRun, board_place, run_suite, suite_arguments, suite_data
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
 from ._share import BoardPull, BoardPush, index_stored, local_board, pull_board, push_board
 from ._suite import (
@@ -89,9 +90,11 @@ __all__ = [
     "Evaluation",
     "Reproduction",
     "Suite",
+    "SuiteRun",
     "TableImport",
     "board_csv",
     "board_markdown",
+    "board_place",
     "board_plot",
     "board_text",
     "build",
@@ -142,10 +145,13 @@ __all__ = [
     "reindex",
     "rejudge",
     "reproduce",
+    "run_suite",
     "same_task",
     "score_problems",
     "settings_of",
     "show",
+    "suite_arguments",
+    "suite_data",
     "task_name",
     "version_tuple",
     "visin_results",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidScores
-from ._settings import compare
+from ._settings import compare, show
 from ._suite import Suite
 
 EVIDENCE_FIELDS = ("data", "protocol", "evaluator")
@@ -98,11 +98,12 @@ def _incompatible(suite: Suite, doc: dict[str, Any], checked: list[str]
         if ran.get("digest") and ran["digest"] != suite.digest:
             reasons.append("protocol-mismatch(digest)")
         if "task" in ran and not same_task(ran.get("task"), protocol["task"]):
-            reasons.append("protocol-mismatch(task)")
+            reasons.append(f"protocol-mismatch: task({ran.get('task')} != {protocol['task']})")
         if "params" in ran or "task" in ran:  # evidence that names what it ran
             params = _as_run(protocol["task"], ran.get("params") or {})
+            # both values named: ``protocol-mismatch: k(20 != 5)``, what ran and what is pinned
             reasons += [
-                f"protocol-mismatch({key})"
+                f"protocol-mismatch: {key}({show(params.get(key))} != {show(value)})"
                 for key, value in sorted(suite.params.items())
                 if params.get(key) != value
             ]
