@@ -12,10 +12,11 @@ metric's ``range``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from typing import Any
 
-from ..errors import SuiteNotFound, VbstoreError
-from ..records import ResultRecord
+from ..errors import SchemaError, SuiteNotFound, VbstoreError
+from ..records import EvaluationRecord, ResultRecord
 from ..store import Store
 from ._evaluate import per_class
 from ._suite import Suite, get_suite
@@ -29,6 +30,9 @@ PROMOTED_SAME = ("results", "data", "protocol", "evaluator", "comparable", "sour
 
 EVALUATION_BYTES = 1 << 20  # a larger plain blob is not read as an evaluation (its kind's cap)
 Lookup = Callable[[str], "dict[str, Any] | None"]
+Finder = Callable[[str], "EvaluationRecord | None"]
+# the parts of an evaluation its record holds as fields; any other part is in its ``extra``
+_FIELDS = frozenset(f.name for f in fields(EvaluationRecord)) - {"extra"}
 
 
 def judge_pulled(store: Store, evaluation: Mapping[str, Any], *, suite: Suite | None = None,
@@ -43,55 +47,58 @@ def judge_pulled(store: Store, evaluation: Mapping[str, Any], *, suite: Suite | 
     ``lookup(id)`` finds an evaluation document arriving along with this one (a board's
     others); evaluations this store holds are found without it.
     """
-    doc = evaluation
+    pulled = EvaluationRecord.from_dict(evaluation)
     try:
-        named = get_suite(store, doc["suite"]) if suite is None else suite
+        named = get_suite(store, pulled.suite) if suite is None else suite
     except SuiteNotFound:
-        return [f"its suite {doc['suite']} is not in this store"]
-    if doc["suite"] != named.ref or doc["suite_id"] != named.id:
-        return [f"it is an evaluation of {doc['suite']} ({str(doc['suite_id'])[:12]}), not of "
+        return [f"its suite {pulled.suite} is not in this store"]
+    if pulled.suite != named.ref or pulled.suite_id != named.id:
+        return [f"it is an evaluation of {pulled.suite} ({str(pulled.suite_id)[:12]}), not of "
                 f"{named.ref} ({named.id[:12]})"]
-    problems = score_problems(named, doc["results"])
-    problems += _result_problems(store, doc)
+    problems = score_problems(named, pulled.results)
+    problems += _result_problems(store, pulled)
     find = _finder(store, lookup)
-    old = doc.get("supersedes")
+    old = pulled.extra.get("supersedes")
     if old is not None:
         replaced = find(old) if isinstance(old, str) else None
         if replaced is None:
             problems.append(f"it corrects evaluation {str(old)[:12]}, which is neither on the "
                             "board nor in this store")
-        elif (replaced["suite"], replaced["checkpoint"]["id"]) != (
-                doc["suite"], doc["checkpoint"]["id"]):
+        elif (replaced.suite, replaced.checkpoint["id"]) != (
+                pulled.suite, pulled.checkpoint["id"]):
             problems.append(
-                f"it corrects evaluation {old[:12]} of {replaced['checkpoint']['id']} on "
-                f"{replaced['suite']}, but a correction replaces an evaluation of the same "
-                f"checkpoint ({doc['checkpoint']['id']}) on the same suite version")
-    origin = doc.get("promoted_from")
+                f"it corrects evaluation {old[:12]} of {replaced.checkpoint['id']} on "
+                f"{replaced.suite}, but a correction replaces an evaluation of the same "
+                f"checkpoint ({pulled.checkpoint['id']}) on the same suite version")
+    origin = pulled.extra.get("promoted_from")
     if origin is not None:
         was = find(origin) if isinstance(origin, str) else None
         if was is None:
             problems.append(f"it claims promotion from {str(origin)[:12]}, which is neither on "
                             "the board nor in this store")
         else:
-            problems += _copy_problems(doc, was, origin)
+            problems += _copy_problems(pulled, was, origin)
     return problems
 
 
 def rejudge(suite: Suite, doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """None when ``doc``'s own verdict and evidence are what this store judges them to be; else
     the re-judged copy of it, which names the original under ``rejudged_from``."""
+    claimed = EvaluationRecord.from_dict(doc)
     evidence, missing = evidence_of(dict(doc))
     verdict = judge(suite, dict(doc))
-    if (doc["evidence"], doc.get("missing"), doc["verdict"]) == (evidence, missing, verdict):
+    if (claimed.evidence, claimed.missing, claimed.verdict) == (evidence, missing, verdict):
         return None
     return {**doc, "evidence": evidence, "missing": missing, "verdict": verdict}
 
 
-def _finder(store: Store, lookup: Lookup | None) -> Lookup:
-    def find(oid: str) -> dict[str, Any] | None:
+def _finder(store: Store, lookup: Lookup | None) -> Finder:
+    """Find an evaluation by id: arriving along (``lookup``), else held by this store; None
+    when neither has an evaluation of that id."""
+    def find(oid: str) -> EvaluationRecord | None:
         found = lookup(oid) if lookup is not None else None
         if found is not None:
-            return found
+            return _evaluation(found)
         if len(oid) != 64 or not store.has(oid):
             return None
         try:
@@ -99,18 +106,33 @@ def _finder(store: Store, lookup: Lookup | None) -> Lookup:
             info = store.info(oid)
             if info.kind not in ("evaluation", "blob") or info.size > EVALUATION_BYTES:
                 return None
-            doc = store.read_json(oid)
+            held = _evaluation(store.read_json(oid))
         except (VbstoreError, ValueError):
             return None
-        return doc if isinstance(doc, dict) and doc.get("kind") == "evaluation" else None
+        return held if held is not None and held.extra.get("kind") == "evaluation" else None
 
     return find
 
 
-def _result_problems(store: Store, doc: Mapping[str, Any]) -> list[str]:
-    """A named result this store holds whose scores differ from what ``doc`` carries."""
+def _evaluation(doc: Any) -> EvaluationRecord | None:
+    """The record of ``doc``; None when it is not a document an evaluation record reads."""
+    if not isinstance(doc, dict):
+        return None
+    try:
+        return EvaluationRecord.from_dict(doc)
+    except SchemaError:
+        return None
+
+
+def _part(evaluation: EvaluationRecord, name: str) -> Any:
+    """The top-level part ``name`` of ``evaluation``'s document (None: it has none)."""
+    return getattr(evaluation, name) if name in _FIELDS else evaluation.extra.get(name)
+
+
+def _result_problems(store: Store, evaluation: EvaluationRecord) -> list[str]:
+    """A named result this store holds whose scores differ from what ``evaluation`` carries."""
     problems = []
-    for condition, oid in (doc.get("sources") or {}).items():
+    for condition, oid in (evaluation.sources or {}).items():
         if not (isinstance(oid, str) and len(oid) == 64 and store.has(oid)):
             continue
         try:
@@ -120,7 +142,8 @@ def _result_problems(store: Store, doc: Mapping[str, Any]) -> list[str]:
         except (VbstoreError, ValueError, KeyError, TypeError):
             continue  # not a result this store can read: nothing to compare with
         want = per_class(metrics)
-        have = (doc["results"].get(condition) or {}) if isinstance(doc["results"], Mapping) else {}
+        results = evaluation.results
+        have = (results.get(condition) or {}) if isinstance(results, Mapping) else {}
         for name, block in want.items():
             for key, value in block.items():
                 got = (have.get(name) or {}).get(key) if isinstance(have, Mapping) else None
@@ -131,10 +154,11 @@ def _result_problems(store: Store, doc: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _copy_problems(doc: Mapping[str, Any], origin: Mapping[str, Any], oid: str) -> list[str]:
+def _copy_problems(evaluation: EvaluationRecord, origin: EvaluationRecord, oid: str
+                   ) -> list[str]:
     """Where a claimed promoted copy differs from the evaluation it names as its origin."""
-    differ = [(f"checkpoint {part}", doc["checkpoint"].get(part), origin["checkpoint"].get(part))
+    differ = [(f"checkpoint {part}", evaluation.checkpoint.get(part), origin.checkpoint.get(part))
               for part in ("id", "weights")]
-    differ += [(name, doc.get(name), origin.get(name)) for name in PROMOTED_SAME]
+    differ += [(name, _part(evaluation, name), _part(origin, name)) for name in PROMOTED_SAME]
     return [f"it claims promotion from {oid[:12]} but its {name} is {short_repr(mine)} where the "
             f"origin's is {short_repr(theirs)}" for name, mine, theirs in differ if mine != theirs]
