@@ -626,6 +626,22 @@ class UuidConflict(VbstoreError, ValueError):
         self.stored = stored
 
 
+class InvalidScores(VbstoreError, ValueError):
+    """Scores that are not finite numbers, or a suite metric outside the suite's ``range``."""
+
+    exit_code = 2
+
+    def __init__(self, suite: str, problems: list[str]) -> None:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        super().__init__(
+            f"refused scores on {suite}: {'; '.join(problems[:3])}{more}",
+            hint="a score outside its metric's range is a unit or a transcription error: fix "
+                 "the numbers (a fraction, not a percentage, for a [0, 1] range); nothing was "
+                 "stored")
+        self.suite = suite
+        self.problems = problems
+
+
 class ExecutorError(VbstoreError, RuntimeError):
     """A distributed executor (Ray) cannot be reached, or its workers did not produce every pack."""
 

@@ -28,7 +28,7 @@ def test_save_probe_is_refused_before_a_zero_shot_run(run, shapes, tmp_path):
     out = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--save-probe",
               str(path))
     assert out.exit_code == 2
-    assert "zero-shot: it trains nothing" in out.output
+    assert "trains no head (zero_shot probe), so there is none to save" in out.output
     assert not path.exists()
     assert json.loads(run("ls", "result", "--json").stdout) == []
 

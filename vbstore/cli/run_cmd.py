@@ -203,11 +203,7 @@ def _command(task: Task) -> click.Command:
 
 def _check_save_probe(task: Task, kw: dict[str, Any]) -> None:
     """Refuse ``--save-probe`` before anything runs where there is no one head to save."""
-    if task.zero_shot:  # VisBench's refusal, also before the run
-        raise UsageError(
-            f"{task.name!r} is zero-shot: it trains nothing, so there is no head to save",
-            hint="anyone with the backbone reproduces this number: share the command, not a "
-                 "file")
+    task.shape_spec.check_saves_head(task.name)  # VisBench's refusal, also before the run
     if kw.get("seeds", 1) > 1:
         raise UsageError("--save-probe writes one head, and --seeds trains one per seed",
                          hint="drop --seeds, or save a seed's head with `vbstore export head`")

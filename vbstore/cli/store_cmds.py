@@ -349,8 +349,15 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     from ..records import StoreReader, answer_differences
 
     reader = StoreReader(store)
+
+    def index(ids: list[str]) -> list[str]:
+        from ..suites import index_stored  # see above
+
+        return index_stored(store, ids)  # judged as a board pull judges them
+
     report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store),
-                        answers=lambda spec, output: answer_differences(spec, output, reader))
+                        answers=lambda spec, output: answer_differences(spec, output, reader),
+                        index=index)
     if repair and any(m["table"] == "evaluations" for m in report.mismatched):
         from ..suites import reindex  # see above
 
@@ -384,6 +391,11 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
             key = fault["key"] if isinstance(fault["key"], str) else fault["key"][1]
             state = " (forgotten)" if repair else ""
             click.echo(f"MISMATCH {fault['table']} {key[:12]}: {fault['why']}{state}")
+        for oid in report.unindexed:
+            click.echo(f"UNINDEXED evaluation {oid[:12]}: stored but not on its leaderboard "
+                       "(a killed pull's); `vbstore fsck --repair` or the next pull indexes it")
+        for oid in report.indexed:
+            click.echo(f"indexed  evaluation {oid[:12]} (judged as a pull judges it)")
         for problem in report.registry_errors:
             click.echo(f"REGISTRY {problem}")
         if report.registry_errors:
@@ -413,7 +425,8 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     emit(as_json, data, text)
     # a repair also forgets every mismatched row
     all_repaired = (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
-                    and not report.dangling_edges and not report.registry_errors)
+                    and not report.dangling_edges and not report.registry_errors
+                    and not report.unindexed)
     if not report.clean and not all_repaired:
         sys.exit(1)
 

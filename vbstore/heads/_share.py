@@ -74,7 +74,7 @@ def push_head(store, name: str, to: str, *, private: bool | None = None,
         raise UsageError(f"{name!r} is an id; heads are pushed by name",
                          hint=f"name it first: vbstore tag NAME {head_id[:12]}")
     config = next((c for c in list_remotes(store) if c.name == to), None)
-    on_hub = config is not None and config.scheme == "hf"
+    on_hub = config is not None and config.model_card
     if metrics_from is not None and not on_hub:
         raise UsageError("--metrics-from writes a Hub model card; this remote has none",
                          hint="push to an hf:// remote, or drop --metrics-from")

@@ -104,7 +104,7 @@ ARRIVALS: dict[str, Arrival] = {a.kind: a for a in (
                                 "row by row"),
     Arrival("result", alone="served only as the answer of op result, checked there"),
     Arrival("suite", alone="a protocol: it claims no number"),
-    Arrival("evaluation", judge="vbstore.suites._share:_judge"),
+    Arrival("evaluation", judge="vbstore.suites._judge:judge_pulled"),
     Arrival("board", judge="vbstore.remotes._boards:parse_board"),
     Arrival("pack", alone="its header names the extractor and image of each row; a featureset "
                           "is checked against it"),

@@ -43,6 +43,7 @@ from ._external import (
     read_visin_results,
 )
 from ._import import import_results, read_records
+from ._judge import judge_pulled, rejudge
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._openclip import TableImport, is_openclip_table
@@ -52,7 +53,7 @@ from ._promote import promote
 from ._reproduce import TOLERANCE, Reproduction, reproduce
 from ._run import SuiteRun, board_place, run_suite, suite_arguments, suite_data
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
-from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
+from ._share import BoardPull, BoardPush, index_stored, local_board, pull_board, push_board
 from ._suite import (
     EXTENSION,
     Suite,
@@ -65,7 +66,16 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, same_task, task_name, version_tuple
+from ._verdict import (
+    EVIDENCE_LEVELS,
+    UNTRAINED,
+    check_scores,
+    judge,
+    same_task,
+    score_problems,
+    task_name,
+    version_tuple,
+)
 
 __all__ = [
     "EVIDENCE_LEVELS",
@@ -88,11 +98,12 @@ __all__ = [
     "TableImport",
     "board_csv",
     "board_markdown",
-    "board_place",
     "board_page",
+    "board_place",
     "board_plot",
     "board_text",
     "build",
+    "check_scores",
     "classes_evidence",
     "condition_manifest",
     "condition_source",
@@ -108,8 +119,10 @@ __all__ = [
     "hub_checkpoint",
     "import_openclip",
     "import_results",
+    "index_stored",
     "is_openclip_table",
     "judge",
+    "judge_pulled",
     "leaderboard",
     "list_evaluations",
     "list_suites",
@@ -136,9 +149,11 @@ __all__ = [
     "read_visin_results",
     "record",
     "reindex",
+    "rejudge",
     "reproduce",
     "run_suite",
     "same_task",
+    "score_problems",
     "settings_of",
     "show",
     "suite_arguments",

@@ -39,7 +39,7 @@ from ..store import Store
 from ._manifest import manifest_sha256
 from ._settings import PARAMS, content_sha256, settings_of, variant_key
 from ._suite import Suite, get_suite, normalize, protocol_digest
-from ._verdict import evidence_of, judge
+from ._verdict import check_scores, evidence_of, judge
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,10 @@ def build(
     are the comparability settings (vbstore.suites._settings; None when not known),
     ``classes`` Visin's ``{"scored", "ignored"}``, ``supersedes`` the evaluation this one
     corrects; ``project``, ``run`` and ``epoch`` Visin's run metadata (module docstring).
+
+    Raises:
+        InvalidScores: a score that is not finite, or a suite metric outside its ``range``
+            (the rule a pulled evaluation meets too: ``._verdict.score_problems``).
     """
     doc: dict[str, Any] = {
         "kind": "evaluation",
@@ -118,6 +122,7 @@ def build(
         "comparable": comparable,
         "sources": dict(sources or {}),
     }
+    check_scores(suite, doc["results"])
     if promoted_from:
         doc["promoted_from"] = promoted_from
     if settings is not None:

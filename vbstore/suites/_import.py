@@ -17,7 +17,6 @@ Neither of the first two carries the SHA-256 manifest of the samples it scored, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from ..errors import BadInput, UsageError
 from ..interop import clip_benchmark_identity
 from ..store import Store
+from . import _files
 from ._evaluate import Evaluation, build, record
 from ._external import external_evidence, is_visin_results
 from ._openclip import is_openclip_table
@@ -39,31 +39,34 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     """The format of a result file and its records.
 
     Raises:
-        UsageError: unreadable, or neither a VisBench JSONL nor a CLIP_benchmark JSON file.
-        BadInput: lines that are not JSON objects, each named.
+        UsageError: unreadable, over :data:`~._files.MAX_RESULTS_BYTES` or its values, not UTF-8
+            or not JSON, or neither a VisBench JSONL nor a CLIP_benchmark JSON file.
+        BadInput: lines that are not JSON objects or VisBench records, each named.
     """
     file = Path(path)
     if is_openclip_table(file):  # one suite per dataset: not one suite's results
         raise UsageError(f"{file.name} is one of open_clip's results tables, with a column per "
                          "dataset", hint=f"vbstore import openclip {file} (a suite per dataset)")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    text = _files.read_text(file, "results file", _files.MAX_RESULTS_BYTES,
+                           hint="split it into several files")
+    _files.check_values(text, file.name, _files.MAX_RESULTS_VALUES)
     if file.suffix.lower() == ".jsonl":
         records, problems = [], []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            where = f"{file.name}:{number}"
             try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append((f"{file.name}:{number}", f"not JSON ({exc.msg})"))
+                item = _files.loads(line, where)
+            except UsageError as exc:
+                problems.append((where, str(exc).removeprefix(f"{where} is ")))
                 continue
             if not isinstance(item, dict) or not {"backbone", "task", "metrics"} <= set(item):
-                problems.append(
-                    (f"{file.name}:{number}", "not a VisBench record (backbone, task, metrics)")
-                )
+                problems.append((where, "not a VisBench record (backbone, task, metrics)"))
+                continue
+            wrong = _visbench_shape(item)
+            if wrong:
+                problems.append((where, wrong))
                 continue
             records.append({**item, "_line": number})
         if problems:
@@ -71,10 +74,7 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
                 "unusable result lines", problems, hint="fix or remove them; nothing was imported"
             )
         return "visbench", records
-    try:
-        loaded = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+    loaded = _files.loads(text, file.name)
     if is_visin_results(loaded) and not {"model", "pretrained", "metrics"} <= set(loaded):
         return "visin", [loaded]
     items = loaded if isinstance(loaded, list) else [loaded]
@@ -88,7 +88,41 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
             hint="CLIP_benchmark files hold dataset, model, pretrained, task and metrics; Visin's "
                  "condition -> class -> metric",
         )
+    for index, item in enumerate(items):
+        if not isinstance(item["metrics"], dict):
+            where = file.name + (f"[{index}]" if len(items) > 1 else "")
+            raise UsageError(f"{where}: metrics is {_a(item['metrics'])}, not an object of "
+                             "named numbers", hint="nothing was imported")
     return "clip_benchmark", items
+
+
+# a VisBench record's fields that are read, and the JSON types each may have (None: absent)
+_VISBENCH_FIELDS: dict[str, tuple[type, ...]] = {
+    "backbone": (str,), "backbone_key": (str, type(None)), "task": (str,), "metrics": (dict,),
+    "task_params": (dict, type(None)), "split": (str, type(None)),
+    "dataset": (str, type(None)), "dataset_size": (int, type(None)),
+    "visbench_version": (str, type(None)), "notes": (str, type(None)),
+}
+
+
+def _visbench_shape(item: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a VisBench record's fields, or None."""
+    for field, types in _VISBENCH_FIELDS.items():
+        value = item.get(field)
+        if not isinstance(value, types) or isinstance(value, bool):
+            wanted = " or ".join("null" if t is type(None) else _TYPE_NAMES[t] for t in types)
+            return f"{field} is {_a(value)}, not {wanted}"
+    return None
+
+
+_TYPE_NAMES = {str: "a string", dict: "an object", int: "an integer"}
+
+
+def _a(value: Any) -> str:
+    """A JSON value's type, as a phrase: 'a list', 'a string'..."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def import_results(
