@@ -17,10 +17,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
+# The suite on every core (pytest-xdist): whole test files to each worker (--dist loadfile), so
+# a file's module-scoped stores and data are built once, the files with the most slow cases
+# first (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). Before it, on
+# their own, the tests marked `serial` (machinery that must not share the machine: the two-node
+# Ray cluster). Both passes always run and print pytest's summary line, the whole suite's last;
+# either one failing fails the target. PYTEST_WORKERS=N sets the workers (1: one process).
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
 # CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included (the
 # Datasette page in a real headless browser: `browser` installs one where none is found)
 test: lint browser
-	$(BIN)/python -m pytest -q
+	status=0; \
+	$(BIN)/python -m pytest -q -m serial || status=$$?; \
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || status=$$?; \
+	exit $$status
 
 # a headless Chromium for the browser test: Debian's package, installed only when no browser is
 # found (a `command -v` when one is: idempotent and instant); without root it says what to run,
@@ -39,7 +51,7 @@ browser:
 	fi
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not serial"
 
 demo: $(STAMP)
 	$(BIN)/vbstore demo

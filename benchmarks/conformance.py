@@ -130,10 +130,11 @@ ROWS = (
 )
 
 
-def install_peers(target: Path) -> None:
-    """``pip install --no-deps --target TARGET`` the two peers with this interpreter's pip."""
+def install_peers(target: Path, peers: tuple[str, ...] = PEERS) -> None:
+    """``pip install --no-deps --target TARGET`` the peers (default: the two this harness
+    compares) with this interpreter's pip."""
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", "--target", str(target), *PEERS], check=True)
+                    "--disable-pip-version-check", "--target", str(target), *peers], check=True)
 
 
 def make_data(root: Path) -> dict[str, Path]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -38,19 +41,80 @@ def store(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def shapes_folder(tmp_path_factory):
-    """``shapes_folder(per_class, seed)``: a fresh generated `shapes` folder (train and val
-    splits of five classes, ``per_class`` images each, 32 px); a folder's `shapes` fixture says
-    how many."""
-    from vbstore.data import make_shapes
+def generated(tmp_path_factory):
+    """``generated(kind, **params)``: a generated data folder (``"shapes"`` or ``"scenes"``,
+    32 px unless ``size=`` says otherwise), written once per test session and parameters and
+    shared by every test that asks for the same ones: read it, never write into it (a test that
+    changes its data copies the folder first, ``shutil.copytree``). The folder is named after its
+    kind (``.../shapes``), as a user's would be."""
+    from vbstore.data import make_scenes, make_shapes
 
-    def make(per_class: int, seed: int) -> str:
-        folder = tmp_path_factory.mktemp("data") / "shapes"
-        return str(make_shapes(folder, per_class=per_class, seed=seed, size=32))
+    makers = {"shapes": make_shapes, "scenes": make_scenes}
+    made: dict[tuple, str] = {}
+
+    def make(kind: str, *, size: int = 32, **params) -> str:
+        key = (kind, size, tuple(sorted(params.items())))
+        if key not in made:
+            folder = tmp_path_factory.mktemp(f"data-{kind}") / kind
+            made[key] = str(makers[kind](folder, size=size, **params))
+        return made[key]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def shapes_folder(generated):
+    """``shapes_folder(per_class, seed)``: the generated `shapes` folder (train and val splits of
+    five classes, ``per_class`` images each, 32 px) of :func:`generated`, shared, read only; a
+    folder's `shapes` fixture says how many."""
+    return lambda per_class, seed: generated("shapes", per_class=per_class, seed=seed)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``), the files with the most slow cases first, each file's
+    own order kept: ``--dist loadfile --no-loadscope-reorder`` hands whole files out in this
+    order, so the long files start at once and the short ones fill in around them, rather than a
+    long file starting last and running alone. A run in one process keeps pytest's order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])  # stable: a file's items stay together
 
 
 # The Ray cluster tests run only inside a loopback-only network namespace; outside, the runner
 # tests/engine/test_executor.py::test_ray_suite_in_loopback_namespace starts them there.
 collect_ignore = [] if os.environ.get("VBSTORE_RAY_NETNS") else ["ray_cluster"]
+
+
+@pytest.fixture(scope="session")
+def visbench_site(tmp_path_factory):
+    """A folder holding VisBench 0.27.0 (``PYTHONPATH`` for a peer process; never imported
+    here): ``VBSTORE_CONFORMANCE_PEERS``, else installed as the conformance tier installs its
+    peers (``pip install --no-deps --target``, benchmarks/conformance.py)."""
+    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
+    if given:
+        return Path(given)
+    import importlib.util
+
+    harness_path = Path(__file__).resolve().parents[1] / "benchmarks" / "conformance.py"
+    spec = importlib.util.spec_from_file_location("vbstore_conformance_peers", harness_path)
+    assert spec is not None
+    assert spec.loader is not None
+    harness = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = harness  # its dataclasses look their module up by name
+    spec.loader.exec_module(harness)
+    target = tmp_path_factory.mktemp("visbench")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        harness.install_peers(target, ("visbench==0.27.0",))
+        return target
+    # under pytest-xdist (make test) one install serves every worker of this run: the folder
+    # above a worker's basetemp is the run's own; the first worker installs, the others wait
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / "visbench-0.27.0"
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.is_dir():
+            harness.install_peers(target, ("visbench==0.27.0",))
+            target.rename(shared)
+    return shared

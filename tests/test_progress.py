@@ -15,11 +15,8 @@ TINY = ["-b", "test_cnn", "--weights", "random"]
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=2,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(3, 2)
 
 
 @pytest.fixture

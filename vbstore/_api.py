@@ -73,3 +73,11 @@ def speaks_arguments(func: F) -> F:
 get_result = speaks_arguments(engine.get_result)
 get_features = speaks_arguments(engine.get_features)
 get_head = speaks_arguments(engine.get_head)
+
+
+def run_suite(*args: Any, **kwargs: Any) -> Any:
+    """:func:`vbstore.suites.run_suite` (score a backbone on every condition of a suite, the
+    suite's way), with errors that speak of arguments."""
+    from . import suites  # the suites package loads for a caller of suites only
+
+    return speaks_arguments(suites.run_suite)(*args, **kwargs)

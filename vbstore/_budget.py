@@ -4,6 +4,8 @@ A class count, a mask size or an output count comes from data or a flag; multipl
 ask for terabytes, which torch answers with a raw ``RuntimeError`` after trying (or the kernel
 answers by killing the process). Each such place estimates its largest allocation first and
 calls :func:`check_memory`, which refuses it in one line naming the limit and how to raise it.
+An input resolution is such a number too (:func:`check_input_size`): checked when a backbone is
+asked for at that size, and again with the batch and patch size before features are extracted.
 """
 
 from __future__ import annotations
@@ -58,3 +60,31 @@ def check_memory(what: str, nbytes: int) -> None:
     limit = memory_limit()
     if nbytes > limit:
         raise OverBudget(what, int(nbytes), limit)
+
+
+def input_bytes(input_size: int, *, batch: int = 1, patch_size: int | None = None,
+                forward: bool = True) -> int:
+    """A lower bound on what images at ``input_size`` px take: the batch as float32 pixels and,
+    with ``forward``, the first activation of one image's forward pass: an attention map over a
+    ViT's tokens, or a 32-channel stem at half resolution for a CNN (``patch_size`` None). One
+    image's, not the batch's: a fused attention kernel may not hold a map per image."""
+    nbytes = batch * 3 * input_size * input_size * 4
+    if forward and patch_size:
+        tokens = (input_size // patch_size) ** 2 + 1
+        nbytes += tokens * tokens * 4
+    elif forward:
+        nbytes += 32 * (input_size // 2) ** 2 * 4
+    return nbytes
+
+
+def check_input_size(input_size: int, *, batch: int = 1, patch_size: int | None = None,
+                     forward: bool = True) -> None:
+    """Refuse an input resolution that cannot fit :func:`memory_limit` (see :func:`input_bytes`),
+    before a model is built for it or run on it.
+
+    Raises:
+        OverBudget: naming the input size, the estimate and the limit.
+    """
+    what = f"an input size of {input_size} px" + (f" (batches of {batch})" if batch > 1 else "")
+    check_memory(what, input_bytes(input_size, batch=batch, patch_size=patch_size,
+                                   forward=forward))

@@ -610,6 +610,38 @@ class SuiteConflict(VbstoreError, ValueError):
         self.next_version = next_version
 
 
+class UuidConflict(VbstoreError, ValueError):
+    """A different evaluation sent under an upload uuid that already names one (Visin's
+    ``uuid``: recorded results never change)."""
+
+    exit_code = 11
+
+    def __init__(self, uuid: str, stored: str) -> None:
+        super().__init__(
+            f"uuid {uuid} already names evaluation {stored[:12]}, with other results or "
+            "evidence; recorded results never change",
+            hint=f"send it under a new --uuid, or correct the stored one: --supersedes "
+                 f"{stored[:12]}")
+        self.uuid = uuid
+        self.stored = stored
+
+
+class InvalidScores(VbstoreError, ValueError):
+    """Scores that are not finite numbers, or a suite metric outside the suite's ``range``."""
+
+    exit_code = 2
+
+    def __init__(self, suite: str, problems: list[str]) -> None:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        super().__init__(
+            f"refused scores on {suite}: {'; '.join(problems[:3])}{more}",
+            hint="a score outside its metric's range is a unit or a transcription error: fix "
+                 "the numbers (a fraction, not a percentage, for a [0, 1] range); nothing was "
+                 "stored")
+        self.suite = suite
+        self.problems = problems
+
+
 class ExecutorError(VbstoreError, RuntimeError):
     """A distributed executor (Ray) cannot be reached, or its workers did not produce every pack."""
 

@@ -145,11 +145,8 @@ def test_a_transform_vbstore_cannot_reproduce_is_refused():
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=6, seed=3,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(6, 3)
 
 
 def test_a_clip_benchmark_model_list_takes_the_model_type(tmp_path):
@@ -276,3 +273,42 @@ def test_a_results_push_with_features_carries_the_text_tower_outputs(store, shap
 class _TextOnly:
     def encode_text(self, texts):
         return torch.full((len(texts), 8), float(len(texts[0])))  # other texts, other bytes
+
+
+def test_a_text_row_pointed_at_another_prompt_sets_output_is_not_served(store, shapes,
+                                                                        tmp_path):
+    """Issue 32: text-tower outputs declared no question, so pointing one prompt set's row at
+    another set's output (same count) gave other numbers under the same key, and fsck said
+    intact. Each output now names its model and texts: the row is found by fsck, never
+    served, and the text tower runs again to the true result."""
+    import json
+
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    other = tmp_path / "other.txt"
+    other.write_text("art of the {c}.\n")
+    kw = dict(store=store, progress=False, split="val")
+    photo = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                               params={"templates": "photo"}, **kw)
+    vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                       params={"templates": str(other)}, **kw)
+    rows = store.db.query("SELECT key, spec, output FROM derivations WHERE op = ?",
+                          ("text-embeddings",))
+    assert len(rows) == 2
+    assert len({json.loads(r[1])["params"]["count"] for r in rows}) == 1
+    mine = next(r for r in rows if r[2] in {c for role, c in store.children(photo.id)
+                                              if role == "text_embeddings"})
+    theirs = next(r for r in rows if r is not mine)
+    with store.db.write() as conn:  # the photo prompts' row now names the other set's output
+        conn.execute("UPDATE derivations SET output = ? WHERE key = ?", (theirs[2], mine[0]))
+    found = CliRunner().invoke(cli, ["--store", str(store.root), "fsck", "--json"])
+    assert found.exit_code == 1, found.output
+    assert mine[0] in found.output
+    TEXTS.clear()
+    again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,
+                               params={"templates": "photo"}, recompute=True, **kw)
+    assert (again.id, again.metrics) == (photo.id, photo.metrics)
+    assert sum(TEXTS) == 5  # the photo prompts embedded again, not read from the other set's
+    assert store.lookup(mine[0]) == mine[2]

@@ -79,3 +79,44 @@ def test_hub_code_changed_after_vbstore_fetched_it_is_refused(monkeypatch, tmp_p
     with pytest.raises(TamperedWeights, match="other code"):
         build_backbone("dinov2:dinov2_vits14", weights="random")
     assert not marker.exists()
+
+
+def _planted_pyc(source: os.PathLike[str], target: str, code: str) -> None:
+    """Compile ``code`` as unchecked-hash bytecode at ``target`` (Python runs it in place of
+    ``source`` without looking at the source again)."""
+    import py_compile
+
+    planted = os.path.join(os.path.dirname(target), "planted_src.py")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(planted, "w") as handle:
+        handle.write(code)
+    py_compile.compile(planted, cfile=target, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    os.remove(planted)
+
+
+def test_planted_bytecode_beside_pinned_hub_code_is_never_run(monkeypatch, tmp_path, fake_dinov2):
+    """Issue 32: the pin hashed only ``*.py``, so a planted ``__pycache__/hubconf.*.pyc`` ran."""
+    import importlib.util
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv("VBSTORE_OFFLINE", "1")
+    repo = fake_dinov2(tmp_path / "torch")
+    marker = tmp_path / "executed"
+    _planted_pyc(repo / "hubconf.py", importlib.util.cache_from_source(str(repo / "hubconf.py")),
+                 f"open({str(marker)!r}, 'w').write('ran')\n")
+    assert build_backbone("dinov2:dinov2_vits14", weights="random").num_blocks == 3
+    assert not marker.exists()
+    assert not list(repo.rglob("*.pyc"))  # the planted one removed, none written
+
+
+def test_sourceless_bytecode_in_pinned_hub_code_is_refused(monkeypatch, tmp_path, fake_dinov2):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv("VBSTORE_OFFLINE", "1")
+    repo = fake_dinov2(tmp_path / "torch")
+    marker = tmp_path / "executed"
+    _planted_pyc(repo / "helper.py", str(repo / "helper.pyc"),
+                 f"open({str(marker)!r}, 'w').write('ran')\n")
+    with pytest.raises(TamperedWeights, match=r"could run besides the pinned source \(helper.pyc"):
+        build_backbone("dinov2:dinov2_vits14", weights="random")
+    assert not marker.exists()

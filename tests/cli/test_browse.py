@@ -3,12 +3,14 @@ browser renders the results page Datasette serves on 127.0.0.1."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -109,7 +111,6 @@ def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
 @pytest.mark.slow
 def test_under_ci_a_missing_browser_fails_rather_than_skips(tmp_path):
     """CI (CI=true) must test the page: with no browser on PATH the browser test fails."""
-    import sys
 
     bare = tmp_path / "bin"
     bare.mkdir()
@@ -121,3 +122,108 @@ def test_under_ci_a_missing_browser_fails_rather_than_skips(tmp_path):
         capture_output=True, text=True, env=env, timeout=600, check=False)
     assert out.returncode == 1, out.stdout[-2000:]
     assert "no headless Chromium under CI" in out.stdout
+
+
+@pytest.mark.parametrize("target", ["registry.db", "objects/planted.db", "elsewhere.db"])
+def test_a_snapshot_never_overwrites_the_registry_or_another_database(populated, tmp_path,
+                                                                      target):
+    """Issue 32: ``browse --snapshot <store>/registry.db`` replaced the registry (exit 0)."""
+    root, result, _ = populated
+    path = (root / target) if target != "elsewhere.db" else tmp_path / target
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE mine (x)")
+        db.close()
+    before = path.read_bytes()
+    out = CliRunner().invoke(cli, ["--store", str(root), "browse", "--no-serve", "--snapshot",
+                                   str(path)])
+    assert out.exit_code == 2, out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert "--snapshot" in out.output
+    assert path.read_bytes() == before
+    with Store(root) as store:
+        assert store.has(result["id"])
+
+
+def test_a_snapshot_is_rewritten_in_place_and_by_default_in_the_store(populated, tmp_path):
+    root, _, _ = populated
+    for args in (["--snapshot", str(tmp_path / "x.db")], ["--snapshot", str(tmp_path / "x.db")],
+                 []):
+        out = CliRunner().invoke(cli, ["--store", str(root), "browse", "--no-serve", *args])
+        assert out.exit_code == 0, out.output
+
+
+def _answers(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datasette") is None, reason="browse extra")
+def test_sigterm_to_browse_stops_datasette(populated, tmp_path):
+    """Issue 32: SIGTERM to ``vbstore browse`` left Datasette listening."""
+    import signal
+    import time
+
+    root, _, _ = populated
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vbstore", "--store", str(root), "browse", "--port", str(port),
+         "--snapshot", str(tmp_path / "t.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()  # printed once the server answers
+        assert "serving" in line, process.stderr.read().decode() if process.stderr else line
+        assert _answers(port)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+        deadline = time.monotonic() + 10
+        while _answers(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _answers(port), "datasette still listening after browse was terminated"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_snapshot_says_it_is_one_so_a_later_table_change_can_rewrite_it(populated, tmp_path):
+    root, _, _ = populated
+    path = tmp_path / "old.db"
+    with Store(root) as store:
+        build_snapshot(store, path)
+    with sqlite3.connect(path) as db:  # as if written by a version with another table set
+        db.execute("DROP TABLE lineage")
+    db.close()
+    with Store(root) as store:
+        assert build_snapshot(store, path) == path
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datasette") is None or sys.platform != "linux",
+                    reason="browse extra; PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_browse_takes_datasette_with_it(populated, tmp_path):
+    """SIGKILL cannot be caught: the kernel stops the server when its parent dies."""
+    import signal
+    import time
+
+    root, _, _ = populated
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vbstore", "--store", str(root), "browse", "--port", str(port),
+         "--snapshot", str(tmp_path / "k.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        assert process.stdout is not None
+        assert "serving" in process.stdout.readline().decode()
+        process.send_signal(signal.SIGKILL)
+        process.wait(20)
+        deadline = time.monotonic() + 10
+        while _answers(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _answers(port), "datasette still listening after browse was killed"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

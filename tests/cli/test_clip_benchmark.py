@@ -27,11 +27,8 @@ CB_KEYS = {"dataset", "model", "pretrained", "task", "metrics", "language"}
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=4, seed=1,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(4, 1)
 
 
 @pytest.fixture

@@ -35,11 +35,8 @@ SUITE = {
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=1,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(3, 1)
 
 
 @pytest.fixture

@@ -141,11 +141,20 @@ def test_a_suite_pinning_op_version_1_never_ranks_a_result_of_op_version_2(run, 
     assert {"auc@1px", "auc@2px", "auc@5px", "auc@10px"} <= {
         m["key"] for m in new["protocol"]["metrics"]}
     verdicts = {}
-    for slug in ("corr-old", "corr-new"):
-        out = run("get", "result", *TINY, "-t", "correspondence", "-d",
-                  "scenes:per_split=3,size=32", "--suite", f"{slug}@1")
-        assert out.exit_code == 0, out.output
-        verdicts[slug] = json.loads(out.stdout)["verdict"]
+    out = run("get", "result", *TINY, "-t", "correspondence", "-d",
+              "scenes:per_split=3,size=32", "--suite", "corr-new@1")
+    assert out.exit_code == 0, out.output
+    verdicts["corr-new"] = json.loads(out.stdout)["verdict"]
+    # get result --suite refuses the old suite before computing, naming both versions...
+    old = run("get", "result", *TINY, "-t", "correspondence", "-d",
+              "scenes:per_split=3,size=32", "--suite", "corr-old@1")
+    assert old.exit_code == 2, old.output
+    assert "corr-old@1 pins correspondence op_version 1; this vbstore computes op_version 2" \
+        in old.output
+    # ...and today's result, judged on it, is incompatible
+    source = json.loads(out.stdout)["sources"]["val"]
+    verdicts["corr-old"] = json.loads(
+        run("evaluate", source, "--suite", "corr-old@1", "--json").stdout)["verdict"]
     assert verdicts["corr-old"]["state"] == "incompatible"
     assert "op_version(2 != 1)" in verdicts["corr-old"]["reasons"]
     assert (verdicts["corr-new"]["state"], verdicts["corr-new"]["reasons"]) == ("eligible", [])

@@ -3,20 +3,11 @@
 import json
 import re
 
-import pytest
 from click.testing import CliRunner
 
 from vbstore.cli import cli
 
 TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
-
-
-@pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    folder = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(folder, per_class=3, seed=2, size=32))
 
 
 def test_list_heads_names_task_backbone_weights_and_data(tmp_path, shapes):

@@ -39,7 +39,9 @@ def test_bad_flag_values_are_one_line_errors(run, shapes):
     misspelt = run("run", "knnn", *TINY)
     assert misspelt.exit_code == 2
     assert "Did you mean 'knn'?" in misspelt.output
-    assert "Did you mean 'get'?" in run("gett", "result").output  # the root is lazy too
+    root = run("gett", "result").output  # the root is lazy too
+    assert "Did you mean" in root
+    assert "'get'" in root
 
 
 def test_get_head_and_features_say_where_an_answer_came_from(run, shapes):

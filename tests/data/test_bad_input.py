@@ -134,3 +134,41 @@ def test_bad_arguments(store, image_folder, tmp_path):
         load_manifest(store, image_folder, split="../data")
     shutil.rmtree(image_folder / "val")
     _assert_nothing_stored(store)
+
+
+def test_a_link_out_of_the_image_folder_is_refused(store, image_folder, tmp_path):
+    """Issue 32: an image folder's symlink to a file elsewhere was hashed into the manifest."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(image_folder / "val" / "cat" / "00.png", elsewhere / "secret.png")
+    os.symlink(elsewhere / "secret.png", image_folder / "val" / "cat" / "zz.png")
+    with pytest.raises(BadInput, match=r"^1 files that link out of the data folder: "
+                                       r".*cat/zz\.png: links to .*secret\.png"):
+        load_manifest(store, image_folder / "val")
+    _assert_nothing_stored(store)
+    # a link to another split of the same dataset stays inside it
+    os.unlink(image_folder / "val" / "cat" / "zz.png")
+    os.symlink(image_folder / "train" / "cat" / "00.png", image_folder / "val" / "cat" / "zz.png")
+    age(image_folder)
+    assert load_manifest(store, image_folder, split="val")
+
+
+def test_a_linked_class_folder_out_of_the_data_is_refused(store, image_folder, tmp_path):
+    shutil.copytree(image_folder / "val" / "cat", tmp_path / "cats")
+    os.symlink(tmp_path / "cats", image_folder / "val" / "lynx")
+    with pytest.raises(BadInput, match=r"link out of the data folder: .*lynx/00\.png"):
+        load_manifest(store, image_folder / "val")
+    _assert_nothing_stored(store)
+
+
+@pytest.mark.parametrize(("suffix", "row"), [
+    (".csv", "image,label\ncat/00.png,ca\x00t\n"),
+    (".jsonl", '{"image": "cat/00.png", "label": "ca\\u0000t"}\n'),
+])
+def test_a_nul_in_a_label_is_refused_naming_the_line(store, image_folder, suffix, row):
+    """Issue 32: a NUL in a list's label became a class name."""
+    path = image_folder / "val" / f"list{suffix}"
+    path.write_text(row)
+    with pytest.raises(BadInput, match=rf"list\{suffix}:\d: class name .* control character"):
+        load_manifest(store, path)
+    _assert_nothing_stored(store)

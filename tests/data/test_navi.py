@@ -231,3 +231,46 @@ def test_navi_read_as_pairs_names_the_navi_layout(store, tree):
     with pytest.raises(UsageError, match="it is laid out as NAVI") as exc:
         load_manifest(store, tree, split="val", layout="pairs")
     assert "--layout navi" in exc.value.hint
+
+
+# VisBench's pair draw (--partners, --max-angle, --pair-seed, --stride): its rules, checked
+# on the pairs drawn
+
+
+def _angle_between(r_a, r_b):
+    return float(np.degrees(Rotation.from_matrix(r_b @ r_a.T).magnitude()))
+
+
+def test_visbench_draw_follows_its_rules(store, tree):
+    cameras = _cameras(tree)
+    default = load_manifest(store, tree, split="val")
+    one = load_manifest(store, tree, split="train", partners=1, max_angle=120.0)
+    many = load_manifest(store, tree, split="train", partners=3, max_angle=120.0)
+    val = load_manifest(store, tree, split="val", partners=3, max_angle=120.0)
+    assert val.id != default.id  # another protocol, another manifest
+    for view in (one, many, val):
+        for a, b, *_ in view.doc["pairs"]:
+            r_a, r_b = cameras[view.names[a]][0], cameras[view.names[b]][0]
+            assert 0 < _angle_between(r_a, r_b) <= 120 + 1e-6
+    anchors = lambda view: [view.names[a] for a, *_ in view.doc["pairs"]]  # noqa: E731
+    # a one-partner draw is the first partner of a larger one; train anchors get up to 3,
+    # val anchors one (however many are asked)
+    named = lambda view: {(view.names[a], view.names[b]) for a, b, *_ in view.doc["pairs"]}  # noqa: E731
+    assert named(one) <= named(many)
+    counts = {name: anchors(many).count(name) for name in set(anchors(many))}
+    assert max(counts.values()) > 1
+    assert all(n <= 3 for n in counts.values())
+    assert len(anchors(val)) == len(set(anchors(val)))
+    # deterministic under the seed; another seed, other pairs; stride thins the anchors
+    assert load_manifest(store, tree, split="train", partners=3, max_angle=120.0).id == many.id
+    strided = load_manifest(store, tree, split="train", stride=2)
+    assert len(strided.doc["pairs"]) < len(one.doc["pairs"]) + 1
+    wide = load_manifest(store, tree, split="train", max_angle=150.0)
+    assert len(wide.doc["pairs"]) >= len(one.doc["pairs"])  # one pair per eligible anchor
+
+
+def test_visbench_draw_options_are_checked(store, tree):
+    with pytest.raises(UsageError, match="max_angle"):
+        load_manifest(store, tree, split="val", max_angle=200.0)
+    with pytest.raises(UsageError, match="partners"):
+        load_manifest(store, tree, split="val", partners=0)

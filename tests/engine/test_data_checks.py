@@ -14,11 +14,8 @@ TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    shapes = str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=2,
-                             size=32))
+def data(shapes_folder):
+    shapes = shapes_folder(3, 2)
     return ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
 
 

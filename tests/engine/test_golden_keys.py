@@ -107,6 +107,9 @@ OP_VERSIONS = {
     "semantic_segmentation": 1, "similarity": 1, "zeroshot_classification": 1,
     "zeroshot_multilabel": 1, "zeroshot_retrieval": 1,
     "linear_probe": 1, "image_caption_selection": 1, "captioning": 1,  # issue 26's, new at 1
+    # issue 35's VisBench questions: new, with the versions of the probe they share
+    "scene_classification": 2, "fine_grained_classification": 2, "vehicle_classification": 2,
+    "scene_parsing": 1,
 }
 
 

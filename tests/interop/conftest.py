@@ -45,9 +45,6 @@ def clip_benchmark(clip_benchmark_site, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
+def shapes(shapes_folder):
     """A small shapes dataset (train and val splits) as image folders."""
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=4, seed=1,
-                           size=32))
+    return shapes_folder(4, 1)

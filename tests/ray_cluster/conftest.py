@@ -109,12 +109,9 @@ def small_packs(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def shapes_data(tmp_path_factory):
-    """Generated shapes: 5 classes x 8 images per split, 32 px."""
-    from vbstore.data import make_shapes
-
-    root = tmp_path_factory.mktemp("data") / "shapes"
-    return str(make_shapes(root, per_class=8, seed=5, size=32))
+def shapes_data(shapes_folder):
+    """Generated shapes: 5 classes x 8 images per split, 32 px (tests copy it before a change)."""
+    return shapes_folder(8, 5)
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,8 @@ BACKBONE = ("-b", "test_cnn", "--weights", "random", "--input-size", "32")
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=4, seed=0,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(4, 0)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from remotes_support import store_state
@@ -129,8 +130,39 @@ def test_the_next_push_removes_what_a_killed_push_left(stores, lineage, remote_d
     os.utime(other, (old, old))
     push(a, "d", "exp/result")
     assert not stale.exists()
-    assert fresh.exists()  # younger than the hour: perhaps a running push's
+    assert fresh.exists()  # younger than the limit: perhaps a running push's
     assert other.exists()
+
+
+def test_a_killed_pushs_temp_goes_with_the_next_push_not_an_hour_later(stores, lineage,
+                                                                        remote_dir):
+    """Issue 32: a SIGKILLed push's ``.tmp`` stayed on a directory remote for an hour."""
+    import signal
+    import subprocess
+    import sys
+
+    from vbstore.remotes._fsspec import temp_name
+
+    a, _ = stores
+    push(a, "d", "exp/result")
+    final = str(remote_dir / "objects" / lineage["head"][:2] / lineage["head"][2:])
+    # a push from this machine, killed while it writes its temp file
+    code = (f"import os, signal; from vbstore.remotes._fsspec import temp_name; "
+            f"t = temp_name({final!r}); open(t, 'wb').write(b'half a blob'); print(t, flush=True);"
+            f"os.kill(os.getpid(), signal.SIGKILL)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL
+    killed = Path(done.stdout.strip())
+    running = Path(temp_name(final))  # this process's own: alive, a running push
+    elsewhere = Path(f"{final}.{'c' * 16}-{1}-{'d' * 32}.tmp")  # another machine's pid 1
+    for path in (running, elsewhere):
+        path.write_bytes(b"half a blob")
+    assert killed.exists()
+    push(a, "d", "exp/result")
+    assert not killed.exists()  # fresh, but its writer is dead
+    assert running.exists()
+    assert elsewhere.exists()  # fresh, and its writer cannot be asked: kept for now
+    running.unlink()
 
 
 @pytest.mark.parametrize("endpoint", ["http:////:pw@host", "http:///x@host:9000", "ftp://host",

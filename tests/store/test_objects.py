@@ -185,3 +185,85 @@ def test_safetensors_bytes_are_canonical_golden():
         {"a": torch.tensor([0.5]), "b.small": torch.tensor([1, 2], dtype=torch.int16)},
         "tensors", {"m": "2", "z": "1"})
     assert same == data  # torch or numpy, any key order: the same bytes
+
+
+def test_put_many_stores_a_batch_with_its_rows_in_one_transaction(store, monkeypatch):
+    """One flush for the temp files and one for the renames, however many blobs; the blobs'
+    rows and the caller's rows commit together (issue 32)."""
+    from vbstore.store import _objects
+
+    flushes = []
+    real = _objects.ObjectFiles.flush
+    monkeypatch.setattr(_objects.ObjectFiles, "flush",
+                        lambda self, paths: flushes.append(len(list(paths))) or None)
+    old = store.put_bytes(b"already here")
+    blobs = [(f"blob {i}".encode(), "blob", None) for i in range(50)]
+    blobs += [(b"already here", "blob", {"child": old}), (b"blob 3", "blob", None)]
+    seen = []
+    ids = store.put_many(blobs, then=lambda conn: seen.append(
+        conn.execute("SELECT COUNT(*) FROM objects").fetchone()[0]))
+    assert ids == [digest(data) for data, _, _ in blobs]
+    assert len(flushes) == 2
+    assert flushes[0] == 50  # 50 new files (the duplicate written once)
+    assert seen == [51]  # inside the transaction, every row of the batch is there
+    assert all(store.read_bytes(oid) == data for oid, (data, _, _) in zip(ids, blobs, strict=True))
+    monkeypatch.setattr(_objects.ObjectFiles, "flush", real)
+
+    def fails(conn):
+        raise RuntimeError("killed before the commit")
+
+    with pytest.raises(RuntimeError):
+        store.put_many([(b"lost row", "blob", None)], then=fails)
+    oid = digest(b"lost row")
+    # the blob stands whole without a row (no row without its blob); fsck adopts it
+    assert store.files.exists(oid)
+    assert store.db.one("SELECT 1 FROM objects WHERE id=?", (bytes.fromhex(oid),)) is None
+    assert oid in store.fsck().adopted
+    assert not list(store.files.tmp.iterdir())  # no temp file left behind
+
+
+_VALID = {
+    "evaluation": {"kind": "evaluation", "suite": "s@1", "suite_id": "a" * 64,
+                   "checkpoint": {"id": "c", "label": "c", "weights": "pretrained"},
+                   "results": {"day": {"overall": {"m": 0.5}}}, "sample_counts": {"day": 3},
+                   "evidence": "observed",
+                   "verdict": {"state": "eligible", "reasons": [], "ranked": True}},
+    "result": {"kind": "result", "task": "knn", "op_version": 1, "metrics": {"top1": 0.5},
+               "params": {}, "inputs": {"eval": "b" * 64}},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_VALID))
+def test_the_compiled_schema_check_agrees_with_jsonschema(kind):
+    """A schema checked by fastjsonschema too must accept exactly what jsonschema accepts (a
+    document it passed is never checked again): every property of a valid document, and every
+    part of a nested one, set to values of every JSON type."""
+    import json
+
+    import jsonschema
+
+    from vbstore.store._schemas import _fast, schema_text
+
+    fast = _fast(kind)
+    assert fast is not None
+    schema = json.loads(schema_text(kind))
+    slow = jsonschema.validators.validator_for(schema)(schema)
+    values = [None, True, 0, -1, 1.0, 1.5, "", "x", "a" * 64, [], ["x"], [1], {}, {"a": 1},
+              {"a": "b"}, {"overall": {"m": 0.5}}, {"overall": {"m": "x"}}, {"m": True}]
+    base = _VALID[kind]
+    docs = [base]
+    for name in [*schema["properties"], "extra"]:
+        docs += [{**base, name: value} for value in values]
+        if isinstance(base.get(name), dict):
+            for part in [*base[name], "extra"]:
+                docs += [{**base, name: {**base[name], part: value}} for value in values]
+    agreed = 0
+    for doc in docs:
+        try:
+            fast(doc)
+            fast_ok = True
+        except Exception:
+            fast_ok = False
+        assert fast_ok == slow.is_valid(doc), doc
+        agreed += fast_ok
+    assert 0 < agreed < len(docs)  # both accepted some and refused some

@@ -117,12 +117,14 @@ def test_cli_serves_reads_from_a_read_only_store(cached):
         ("repair", [*store, "fsck", "--repair"]),
         ("tag", [*store, "tag", "mine", result[:12]]),
         ("gc", [*store, "gc", "--grace", "0"]),
+        ("forget", [*store, "forget", result[:12]]),
+        ("forget-dry", [*store, "forget", result[:12], "--dry-run"]),
         ("compute", [*store, *get[:-2], "--split", "train"]),
         ("notes", [*store, *get, "--notes", "rerun for the paper"]),
         ("notes-compute", [*store, *get[:-2], "--split", "train", "--notes", "new"]),
     ]
     out = run_read_only(root, CLI, json.dumps(commands))
-    for name in ("get", "dry", "ls", "show", "why", "du", "fsck"):
+    for name in ("get", "dry", "ls", "show", "why", "du", "fsck", "forget-dry"):
         assert out[name]["code"] == 0, (name, out[name])
     assert json.loads(out["get"]["output"])["id"] == result
     assert json.loads(out["get"]["output"])["from_cache"]
@@ -130,7 +132,7 @@ def test_cli_serves_reads_from_a_read_only_store(cached):
     assert not out["torch"]  # a cached answer from a read-only store still needs no torch...
     assert "store is intact" in out["fsck"]["output"]  # checked, without any housekeeping
     # notes a user asked for are never dropped: refused in one line, cached or not
-    for name in ("tag", "gc", "compute", "repair", "notes", "notes-compute"):
+    for name in ("tag", "gc", "forget", "compute", "repair", "notes", "notes-compute"):
         assert out[name]["code"] == 7, (name, out[name])
         assert not out[name]["traceback"]
         assert "read-only" in out[name]["output"]

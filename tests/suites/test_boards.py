@@ -185,8 +185,8 @@ def test_evidence_levels_are_the_schemas():
 
 
 def test_scores_edited_in_the_registry_are_a_fault_until_repaired(store, suite):
-    """A board reads the evaluations index; fsck compares it with the blobs, so a score edited
-    in SQL is never read by a board from a store fsck calls intact (issue 21)."""
+    """A board reads the evaluations index; fsck compares it with the blobs, and the board ranks
+    the numbers of the re-hashed blobs: a score edited in SQL is never ranked (issues 21, 32)."""
     from vbstore.suites import reindex
 
     oid = attempt(store, suite, "a", 0.6, 0.5, 1.0).id
@@ -195,7 +195,10 @@ def test_scores_edited_in_the_registry_are_a_fault_until_repaired(store, suite):
                                          (oid,)).fetchone()[0])
         scores["overall"]["miou"] = 0.9978
         conn.execute("UPDATE evaluations SET scores=? WHERE id=?", (json.dumps(scores), oid))
-    assert leaderboard(store, "road-test@1").rows[0]["headline"] == pytest.approx(0.9978)
+    board = leaderboard(store, "road-test@1")
+    assert board.rows == []
+    [row] = board.unranked
+    assert row["reasons"] == ["registry-edited(scores): run vbstore fsck --repair"]
     report = store.fsck()
     assert not report.clean
     assert [m["table"] for m in report.mismatched] == ["evaluations"]
@@ -205,3 +208,20 @@ def test_scores_edited_in_the_registry_are_a_fault_until_repaired(store, suite):
     assert store.fsck().clean
     board = leaderboard(store, "road-test@1")
     assert board.rows[0]["headline"] == pytest.approx(0.55)
+
+
+def test_a_ranked_row_edited_or_without_its_blob_is_not_ranked(store, suite):
+    """Every ranked number is read from the row's re-hashed document: an edited checkpoint or
+    evidence, or a row whose blob is gone, is listed with why, never ranked (issue 32)."""
+    kept = attempt(store, suite, "a", 0.6, 0.5, 1.0).id
+    edited = attempt(store, suite, "b", 0.7, 0.5, 1.0).id
+    gone = attempt(store, suite, "c", 0.8, 0.5, 1.0).id
+    with store.db.write() as conn:
+        conn.execute("UPDATE evaluations SET evidence='attested' WHERE id=?", (edited,))
+    store.files.path(gone).unlink()
+    board = leaderboard(store, "road-test@1")
+    assert [r["evaluation"] for r in board.rows] == [kept]
+    assert board.rows[0]["headline"] == pytest.approx(0.55)
+    reasons = {r["evaluation"]: r["reasons"] for r in board.unranked}
+    assert reasons[edited] == ["registry-edited(evidence): run vbstore fsck --repair"]
+    assert "missing or damaged" in reasons[gone][0]

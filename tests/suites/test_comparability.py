@@ -314,7 +314,7 @@ def test_task_names_are_aliases_both_ways(store, suite_task, ran):
     verdict = build(suite, **evidence(protocol={"task": ran, "params": {"lr": 0.001}}))["verdict"]
     assert verdict["state"] == "eligible"
     other = build(suite, **evidence(protocol={"task": "depth", "params": {"lr": 0.001}}))
-    assert other["verdict"]["reasons"] == ["protocol-mismatch(task)"]
+    assert other["verdict"]["reasons"] == [f"protocol-mismatch: task(depth != {suite_task})"]
 
 
 def test_classes_scored_and_ignored_are_checked_when_both_say(store):

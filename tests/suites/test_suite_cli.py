@@ -9,12 +9,8 @@ TINY = ["--weights", "random", "--input-size", "32"]
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(
-        make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=1, size=32)
-    )
+def shapes(shapes_folder):
+    return shapes_folder(3, 1)
 
 
 @pytest.fixture
@@ -114,7 +110,7 @@ def test_suite_from_manifests_get_result_evaluate_board_diff(run, shapes, tmp_pa
     )
     judged = run("evaluate", f"unseen={other['id']}", "--suite", "shapes-knn@1", "--require-ranked")
     assert judged.exit_code == 3, judged.output
-    assert "- protocol-mismatch(k)" in judged.output
+    assert "- protocol-mismatch: k(2 != 3)" in judged.output
     assert "- missing-condition(seen)" in judged.output
     dry = run("evaluate", f"unseen={other['id']}", "--suite", "shapes-knn@1", "--dry-run")
     assert "nothing was stored" in dry.output

@@ -41,5 +41,6 @@ def test_a_deeply_nested_suite_file_is_one_line(tmp_path):
     pytest.importorskip("yaml")
     for name, text in (("deep.json", "[" * 100_000), ("deep.yaml", "[" * 100_000)):
         (tmp_path / name).write_text(text)
-        with pytest.raises(UsageError, match=f"{name} is nested"):
+        # libyaml's loader stops at its own nesting limit first, in one line too
+        with pytest.raises(UsageError, match=f"{name} is (nested|not valid YAML.*nesting depth)"):
             read_suite_file(tmp_path / name)

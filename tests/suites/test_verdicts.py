@@ -39,12 +39,12 @@ def test_complete_evidence_is_eligible_and_observed(suite):
         (
             {"protocol": {"task": "segmentation", "params": {"lr": 0.01}}},
             "incompatible",
-            "protocol-mismatch(lr)",
+            "protocol-mismatch: lr(0.01 != 0.001)",
         ),
         (
             {"protocol": {"task": "depth", "params": {"lr": 0.001}}},
             "incompatible",
-            "protocol-mismatch(task)",
+            "protocol-mismatch: task(depth != segmentation)",
         ),
         (
             {
@@ -149,4 +149,4 @@ def test_a_parameter_added_after_results_were_stored_reads_as_its_default(store)
     ran = {"task": "depth", "params": {"lr": 0.001}}
     assert verdict(suite, protocol=ran)["state"] == "eligible"
     ran = {"task": "depth", "params": {"lr": 0.001, "n_bins": 128}}
-    assert "protocol-mismatch(n_bins)" in verdict(suite, protocol=ran)["reasons"]
+    assert "protocol-mismatch: n_bins(128 != 256)" in verdict(suite, protocol=ran)["reasons"]

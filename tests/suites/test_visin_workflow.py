@@ -92,7 +92,7 @@ def test_protocol_file_gives_the_digest_visin_would_compare(run, files, tmp_path
     evaluation = _evaluate(run, results, "--checkpoint", str(weights), "--protocol", str(other),
                            "--dry-run")
     assert "protocol-mismatch(digest)" in evaluation["verdict"]["reasons"]
-    assert "protocol-mismatch(task)" in evaluation["verdict"]["reasons"]
+    assert "protocol-mismatch: task(depth != segmentation)" in evaluation["verdict"]["reasons"]
     digest = json.loads(run("suite", "digest", str(suite), "--json").stdout)["protocol_digest"]
     assert digest == protocol_digest(json.loads(run("suite", "show", "road-test@1", "--json")
                                                 .stdout)["protocol"])
@@ -192,11 +192,8 @@ def test_a_suite_written_before_the_extension_block_reads_the_same(run, tmp_path
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    from vbstore.data import make_shapes
-
-    return str(make_shapes(tmp_path_factory.mktemp("data") / "shapes", per_class=3, seed=1,
-                           size=32))
+def shapes(shapes_folder):
+    return shapes_folder(3, 1)
 
 
 def _suite(run, tmp_path, shapes, slug, *pins):
@@ -223,8 +220,17 @@ def test_computed_settings_are_pinned_or_ranked_under_a_label(run, shapes, tmp_p
     plain = _on_suite(run, shapes, "pinned", "--input-size", "32")
     assert plain["verdict"]["state"] == "eligible", plain["verdict"]
     assert plain["verdict"]["checked"] == ["data(content)"]
-    other = _on_suite(run, shapes, "pinned", "--layers", "-2", "--precision", "bf16",
-                      "--input-size", "48")
+    # under --suite, a flag that contradicts a pin is refused before anything is computed
+    refused = run("get", "result", "-b", "test_cnn", "--weights", "random", "--train-data",
+                  shapes, "--train-split", "train", "--suite", "pinned@1", "--layers", "-2")
+    assert refused.exit_code == 2
+    assert "--layers -2 contradicts pinned@1, which pins layers=-1" in refused.output
+    # a result computed elsewhere with other settings is judged, named, and not ranked
+    computed = json.loads(run(
+        "get", "result", "-b", "test_cnn", "--weights", "random", "-t", "knn", "-d", shapes,
+        "--split", "val", "--train-data", shapes, "--train-split", "train", "-p", "k=3",
+        "--layers", "-2", "--precision", "bf16", "--input-size", "48", "--json").stdout)
+    other = json.loads(run("evaluate", computed["id"], "--suite", "pinned@1", "--json").stdout)
     assert other["verdict"]["reasons"] == [
         "layers(-2 != -1)", "input_size(48 != 32)", "precision(bf16 != fp32)"]
     board = json.loads(run("leaderboard", "pinned@1", "--json").stdout)

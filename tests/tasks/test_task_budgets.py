@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -131,3 +132,34 @@ def test_a_linear_probe_over_a_million_classes_is_refused_before_it_trains():
     names = [f"c{i}" for i in range(10**6)]
     with pytest.raises(OverBudget, match=r"a linear head of 1000000 outputs on 8 samples"):
         get_task("classification").fit(feats, targets, {"epochs": 1}, 0, names)
+
+
+@pytest.mark.parametrize(("weight", "extra", "why"), [
+    (np.full((3, 4), np.nan, np.float32), {}, r"tensor 'weight' holds NaN"),
+    (np.ones((3, 4), np.float32), {"params": {"num_classes": 10**9}},
+     r"num_classes 1000000000 but its largest output has 4"),
+    ("knn", {"task": "knn"}, r"head labels run from 0 to 1000000000, outside its 2 classes"),
+])
+def test_a_head_that_cannot_be_right_is_refused_at_import(store, tmp_path, weight, extra, why):
+    """Issue 32: such a head was imported, and refused only when first applied."""
+    from click.testing import CliRunner
+
+    from vbstore import Store
+    from vbstore.cli import cli
+    from vbstore.heads import export_head
+
+    path = tmp_path / "bad.safetensors"
+    if isinstance(weight, str):  # a kNN head whose labels lie outside its classes
+        head = save_head(store, _knn_head([0, 1, 0, 10**9], 2), {**COMPAT, **extra})
+    else:
+        head = _stored_head(store, weight, **extra)
+    export_head(store, head, path)
+    other = tmp_path / "other"
+    out = CliRunner().invoke(cli, ["--store", str(other), "import", "head", str(path)])
+    assert out.exit_code == BadHead.exit_code == 2, out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert re.search(why, out.output)
+    assert "nothing was imported" in out.output
+    with Store(other) as s:
+        assert s.ls() == []
+        assert s.refs() == {}

@@ -19,7 +19,9 @@ def test_defaults_are_filled():
         "weight_decay": 1e-4,
     }
     assert get_task("knn").resolve_params({"k": 10}) == {"k": 10, "temperature": 0.07}
-    assert get_task("retrieval").resolve_params() == {}
+    assert get_task("similarity").resolve_params() == {}
+    # VisBench's retrieval options, added later: filled here, left out of keys at their defaults
+    assert get_task("retrieval").resolve_params() == {"metric": "cosine", "topk": "1,5,10"}
 
 
 def test_unknown_key_names_the_valid_ones_and_the_closest():
@@ -31,7 +33,7 @@ def test_unknown_key_names_the_valid_ones_and_the_closest():
     with pytest.raises(UsageError, match="did you mean 'epochs'"):
         get_task("classification").resolve_params({"epoch": 3})
     with pytest.raises(UsageError, match=r"valid: none"):
-        get_task("retrieval").resolve_params({"k": 3})
+        get_task("similarity").resolve_params({"k": 3})
 
 
 def test_numbers_are_normalised_so_equal_settings_hash_equal():

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from .._budget import check_input_size
 from ..errors import UsageError
 from ..records import WeightsRecord
 from ._cfg import BackboneCfg, preprocess
@@ -296,6 +297,7 @@ class Backbone(ABC):
 
     def _probe_geometry(self) -> dict[str, Any]:
         size = self.cfg.input_size
+        check_input_size(size, patch_size=self.patch_size)  # the probe is a forward pass
         blocks = list(range(self.num_blocks))
         pooling = "cls" if self.has_cls_token else "mean"
         outs = self.extract(torch.zeros(1, 3, size, size), layers=blocks, pooling=pooling)["layers"]

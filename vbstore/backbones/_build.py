@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from .._budget import check_input_size
 from ..store import tensor_identity
 from ._clip_loaders import clip_sources
 from ._errors import InvalidSpec, NoPretrainedWeights
@@ -66,6 +67,9 @@ def _request(
         isinstance(input_size, bool) or not isinstance(input_size, int) or input_size < 1
     ):
         raise InvalidSpec(text, f"input_size must be a positive integer, not {input_size!r}")
+    if input_size is not None:
+        # before a model is built for it, or a store touched: the architecture is not known yet
+        check_input_size(input_size, forward=False)
     return BuildRequest(parsed, choice, input_size, bool(use_projection)), entry
 
 
@@ -151,6 +155,7 @@ def build_backbone(
         WeightsUnavailable: pretrained weights not cached and not downloadable now (fast).
         CheckpointNotFound, CheckpointError: the checkpoint is missing or does not fit.
         MissingExtra: the source's optional dependency is not installed.
+        OverBudget: one image at ``input_size`` would not fit ``VBSTORE_MAX_MEMORY``.
     """
     request, entry = _request(spec, weights, seed, input_size, use_projection)
     params = spec_params(

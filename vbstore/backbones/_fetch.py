@@ -19,7 +19,14 @@ from urllib.parse import urlparse
 
 from .._net import forget, probe_timeout, unreachable_reason
 from ._errors import TamperedWeights, WeightsUnavailable
-from ._pins import expected_from_url, hub_blob_sha256, record_code, verify_code, verify_file
+from ._pins import (
+    drop_bytecode,
+    expected_from_url,
+    hub_blob_sha256,
+    record_code,
+    verify_code,
+    verify_file,
+)
 
 # Local imports: huggingface_hub and torch.hub load when weights are downloaded.
 
@@ -211,6 +218,7 @@ def github_repo(owner: str, repo: str, commit: str, *, what: str, hint: str | No
     pin = f"github:{owner}/{repo}@{commit}"
     if (dest / "hubconf.py").is_file():
         verify_code(dest, pin, what=what)  # code is executed: only what vbstore fetched
+        drop_bytecode(dest)  # not pinned: never read, even by a later import
         return dest
     url = f"https://github.com/{owner}/{repo}/zipball/{commit}"
     _require_network(url, what, f"github:{owner}/{repo}@{commit}", hint)

@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.machinery
 import json
 import os
 import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -120,7 +125,8 @@ def _save_memo(state: str, digest: str) -> None:
 
 def code_digest(folder: Path) -> str:
     """A digest of the Python code in ``folder`` (every ``*.py``, by relative path): what
-    ``torch.hub.load`` of the folder can execute."""
+    ``torch.hub.load`` of the folder can execute, loaded under :func:`source_only` with no
+    :func:`stray_code` beside it."""
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*.py")):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
@@ -151,3 +157,48 @@ def verify_code(folder: Path, pin: str, *, what: str) -> None:
     if code_digest(folder) != expected:
         raise TamperedWeights(what, str(folder), "holds other code than vbstore fetched for "
                                                  "the pinned commit")
+    stray = stray_code(folder)
+    if stray:
+        raise TamperedWeights(what, str(folder), f"holds {len(stray)} file(s) Python could run "
+                                                 f"besides the pinned source ({stray[0]})")
+
+
+# what an import runs besides ``*.py``: sourceless bytecode and compiled extension modules
+_RUNNABLE = (*importlib.machinery.BYTECODE_SUFFIXES, *importlib.machinery.EXTENSION_SUFFIXES,
+             ".pyd", ".so")
+
+
+def stray_code(folder: Path) -> list[str]:
+    """Files in ``folder`` an import could execute that ``code_digest`` does not pin: a
+    sourceless ``.pyc`` or an extension module (imported before a ``.py`` of the same name).
+    ``__pycache__`` is left out: :func:`source_only` never reads it."""
+    return sorted(
+        path.relative_to(folder).as_posix() for path in folder.rglob("*")
+        if path.name.endswith(_RUNNABLE) and "__pycache__" not in path.relative_to(folder).parts
+    )
+
+
+def drop_bytecode(folder: Path) -> None:
+    """Remove the ``__pycache__`` folders under pinned code, best effort: bytecode there is not
+    pinned, and a module the code imports later (outside :func:`source_only`) would read it."""
+    for cache in sorted(folder.rglob("__pycache__"), reverse=True):
+        if cache.is_dir() and not cache.is_symlink():
+            shutil.rmtree(cache, ignore_errors=True)
+        elif cache.is_symlink():
+            with contextlib.suppress(OSError):
+                cache.unlink()
+
+
+@contextlib.contextmanager
+def source_only() -> Iterator[None]:
+    """Import from source only while pinned hub code loads: cached bytecode beside the source
+    (``__pycache__/hubconf.cpython-311.pyc``, which the pin cannot see and Python would run
+    instead of the pinned ``hubconf.py``) is never read, and none is written into the folder."""
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
+    with tempfile.TemporaryDirectory(prefix="vbstore-pyc-") as empty:
+        # bytecode is looked up under the (empty) prefix instead of beside the source
+        sys.pycache_prefix, sys.dont_write_bytecode = empty, True
+        try:
+            yield
+        finally:
+            sys.pycache_prefix, sys.dont_write_bytecode = saved

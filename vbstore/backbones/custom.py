@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from .._budget import check_input_size
 from ..records import WeightsRecord
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
@@ -83,6 +84,7 @@ class CustomBackbone(Backbone):
         self._feature_fn = feature_fn
         self._block_split = block_split
         size = cfg.input_size
+        check_input_size(size, patch_size=patch_size)  # the probe below is a forward pass
         module.eval()
         with torch.inference_mode():
             outputs = self._outputs(

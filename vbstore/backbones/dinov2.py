@@ -2,7 +2,8 @@
 
 The code is the upstream hub code at ``DINOV2_COMMIT`` (cached where ``torch.hub.load`` caches
 it, ``$TORCH_HOME/hub/facebookresearch_dinov2_<commit>``), executed only when it is the code
-vbstore fetched from that commit (``_pins.verify_code``); layers come from the model's own
+vbstore fetched from that commit (``_pins.verify_code``), from source only
+(``_pins.source_only``: a planted ``__pycache__`` is never read); layers come from the model's own
 ``get_intermediate_layers(norm=True)``. Without the cached code or a network it fails fast:
 ``timm:vit_small_patch14_dinov2.lvd142m`` is the same network shipped inside timm.
 """
@@ -20,6 +21,7 @@ from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec
 from ._fetch import github_repo, url_file
+from ._pins import source_only
 from ._weights import load_strict, read_state_dict, seeded, weights_record
 
 DINOV2_OWNER, DINOV2_REPO = "facebookresearch", "dinov2"
@@ -105,7 +107,8 @@ def build(request: BuildRequest) -> Dinov2Backbone:
             "e.g. timm:vit_small_patch14_dinov2.lvd142m"
         ),
     )
-    with seeded((choice.seed or 0) if choice.kind == "random" else 0):
+    # source only: bytecode beside the pinned source is not pinned, so it is never read
+    with seeded((choice.seed or 0) if choice.kind == "random" else 0), source_only():
         # source="local": the pinned folder is loaded as is, with no GitHub API round trip
         model = torch.hub.load(str(repo), arch, source="local", pretrained=False)
     upstream = revision = None

@@ -11,7 +11,7 @@ headline, heads, named refs, lineage), rebuilt on every ``vbstore browse``, so t
 never opened by a web server and never needs a migration for a view.
 """
 
-from ._serve import serve, wait_until_up
+from ._serve import serve, serving, wait_until_up
 from ._snapshot import TABLES, build_snapshot
 
-__all__ = ["TABLES", "build_snapshot", "serve", "wait_until_up"]
+__all__ = ["TABLES", "build_snapshot", "serve", "serving", "wait_until_up"]

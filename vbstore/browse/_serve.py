@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import MissingDependency, UsageError
@@ -38,7 +42,53 @@ def serve(path: str | Path, port: int = 8001) -> subprocess.Popen:
     command = [sys.executable, "-m", "datasette", "serve", "--immutable", str(path),
                "--host", "127.0.0.1", "--port", str(port), "--metadata", str(_metadata(path)),
                "--setting", "default_page_size", "50"]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_die_with_parent())
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the server child runs before exec so that the kernel sends it SIGTERM when its
+    parent dies, even of SIGKILL: no Datasette outlives the ``vbstore browse`` that started it.
+    Linux only (``prctl(PR_SET_PDEATHSIG)``); resolved here, so the child only calls it."""
+    if sys.platform != "linux":
+        return None
+    import ctypes  # Linux only, and only when a server starts
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP arrived while serving."""
+
+
+@contextlib.contextmanager
+def serving(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """Run the body while ``process`` serves; leaving it (normally, by Ctrl-C, SIGTERM or SIGHUP)
+    stops the server and returns: a ``kill PID`` of vbstore no longer leaves Datasette
+    listening. Signals are caught only on the main thread, where Python delivers them."""
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped(signum)
+
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    main = threading.current_thread() is threading.main_thread()
+    saved = {sig: signal.signal(sig, stop) for sig in caught} if main else {}
+    try:
+        yield process
+    except (KeyboardInterrupt, _Stopped):
+        pass
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def wait_until_up(process: subprocess.Popen, url: str, timeout: float = 30.0) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import run_fields
-from ..errors import VbstoreError
+from ..errors import UsageError, VbstoreError
 from ..heads import head_record
 from ..records import HeadCompat, ResultRecord
 from ..tasks import get_task
@@ -28,6 +28,10 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "lineage": (("artifact", "kind", "role", "input", "input_kind"),
                 "What each artifact was made from (vbstore why, one edge per row)."),
 }
+
+# SQLite's header field for the application that owns a file ("vbsb"): a snapshot says it is one,
+# so `browse --snapshot PATH` rewrites a snapshot and nothing else
+APPLICATION_ID = int.from_bytes(b"vbsb", "big")
 
 # the table names and column counts are this module's constants, never user input
 _INSERT = {table: f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
@@ -73,9 +77,57 @@ def _head_row(store, info, names: list[str]) -> tuple:
             _dumps(record.train_metrics), info.created)
 
 
-def build_snapshot(store, path: str | Path) -> Path:
-    """Write the browse tables for ``store`` to ``path`` (replaced atomically); return it."""
+def check_target(store, path: str | Path) -> Path:
+    """``path`` when a snapshot may be written there: outside the store (but for its own
+    ``browse/`` folder), and not an existing file other than a snapshot.
+
+    Raises:
+        UsageError: ``path`` is in the store (its registry, an object...) or an existing file
+            that is not a browse snapshot: writing it would replace that file.
+    """
     path = Path(path)
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(store.root))
+    if real.is_relative_to(root) and not real.is_relative_to(root / "browse"):
+        raise UsageError(f"--snapshot {path} is inside the store ({real.relative_to(root)}): "
+                         "writing it would replace the store's own file",
+                         hint="give a path outside the store, or leave --snapshot out "
+                              "(<store>/browse/vbstore.db)")
+    if real.exists() and not _is_snapshot(real):
+        raise UsageError(f"--snapshot {path} exists and is not a browse snapshot: writing it "
+                         "would replace it", hint="give a new path, or remove that file first")
+    return path
+
+
+def _is_snapshot(path: Path) -> bool:
+    """Whether ``path`` is a browse snapshot: an SQLite file with the snapshot's application id
+    in its header, or (written before the id) exactly the browse tables. Read-only look."""
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+        if header[:16] != b"SQLite format 3\x00":
+            return False
+        if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
+            return True
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = "
+                                                   "'table'")}
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error):
+        return False
+    return names == set(TABLES)
+
+
+def build_snapshot(store, path: str | Path) -> Path:
+    """Write the browse tables for ``store`` to ``path`` (replaced atomically); return it.
+
+    Raises:
+        UsageError: ``path`` is not a place for a snapshot (:func:`check_target`).
+    """
+    path = check_target(store, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".db")
     os.close(handle)
@@ -85,6 +137,7 @@ def build_snapshot(store, path: str | Path) -> Path:
         names.setdefault(oid, []).append(name)
     try:
         with sqlite3.connect(tmp) as db:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # what a snapshot is
             for table, (columns, _) in TABLES.items():
                 db.execute(f"CREATE TABLE {table} ({', '.join(columns)})")
             for info in infos.values():

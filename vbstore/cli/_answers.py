@@ -18,8 +18,8 @@ computation is answered here.
 
 Nothing is recorded for a read-only store, for ``--head``, ``--suite``, ``--recompute`` or
 ``--dry-run`` (the command does not ask), or when the printed answer is not what the stored
-document would print; a command line with ``--notes`` is never answered here (the full command
-attaches the notes in the registry).
+document would print; a command line with ``--notes`` or ``--results`` is never answered here
+(the full command attaches the notes in the registry, appends the record to the file).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ from ._resulttext import result_lines
 TYPE_CHECKING = False  # see vbstore/cli/__init__.py
 if TYPE_CHECKING:
     from typing import Any
+
+
+# options whose command writes beyond printing the answer: never answered here
+_WRITES = ("--notes", "--results")
 
 
 class Pending:
@@ -102,8 +106,9 @@ def answer(args: list[str]) -> Pending | bool:
     """
     started, started_ns = time.perf_counter(), time.time_ns()
     command = command_words(args)
-    if command is None or any(a == "--notes" or a.startswith("--notes=") for a in args):
-        return False  # notes are written to the registry: the full command attaches them
+    if command is None or any(a in _WRITES or a.startswith(tuple(f"{w}=" for w in _WRITES))
+                              for a in args):
+        return False  # notes go to the registry, --results to a file: the full command writes
     root, words, json_flag = command
     try:
         pending = Pending(answer_key(root, words), started_ns, json_flag)  # OSError: cwd gone

@@ -21,7 +21,8 @@ _PATH_OPTIONS = ("stems", "train_stems", "classes", "dataset_root", "splits",
 _UNDER_DATA = ("stems", "train_stems", "custom_template_file", "custom_classname_file")
 _NAMES = ("layout", "stems", "train_stems", "image_dir", "target_dir", "target", "target_type",
           "classes", "dataset_root", "download", "image_column", "label_column", "splits",
-          "min_votes", "custom_template_file", "custom_classname_file")
+          "min_votes", "custom_template_file", "custom_classname_file", "partners", "max_angle",
+          "pair_seed", "stride")
 
 
 # one instance of each path type for every command these flags go on: click translates a path
@@ -73,6 +74,16 @@ def data_layout_options(func: Callable) -> Callable:
         click.option("--min-votes", type=click.IntRange(min=0), default=None,
                      help="2AFC triplets: keep those with at least this many votes "
                           "(default 6, VisBench's --min-votes)."),
+        # VisBench's NAVI pair draw (docs/data.md); given, it replaces the reader's own pairs
+        click.option("--partners", type=click.IntRange(min=1), default=None,
+                     help="NAVI: partners drawn per train anchor (VisBench's draw; default 1)."),
+        click.option("--max-angle", type=click.FloatRange(min=0.0, max=180.0, min_open=True),
+                     default=None,
+                     help="NAVI: largest rotation a pair may span, degrees (VisBench's; 120)."),
+        click.option("--pair-seed", type=click.IntRange(min=0), default=None,
+                     help="NAVI: seeds VisBench's partner draw (default 8)."),
+        click.option("--stride", type=click.IntRange(min=1), default=None,
+                     help="NAVI: keep every Nth anchor of VisBench's draw (default 1)."),
     ]
 
     @functools.wraps(func)

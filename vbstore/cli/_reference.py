@@ -13,9 +13,11 @@ EXIT_CODES = [
     (0, "success"),
     (1, "failure found: `fsck` found faults, or an unexpected error"),
     (2, "bad usage or bad input: unknown option, invalid document, corrupt or mislaid input "
-        "files, an annotation outside its image, a head with NaN values, an imported result "
-        "that does not say which weights made it, a class count or size over the memory limit "
-        "(`VBSTORE_MAX_MEMORY`), a missing optional library or program (java for captioning)"),
+        "files, a file that links out of its dataset, an annotation outside its image, a head "
+        "with NaN values, an imported result that does not say which weights made it, a results "
+        "or suite file too large or malformed to read, a class count, size or input size over "
+        "the memory limit (`VBSTORE_MAX_MEMORY`), a `browse --snapshot` path inside the store, "
+        "a missing optional library or program (java for captioning)"),
     (3, "not ranked: `evaluate --require-ranked` recorded an evaluation its suite cannot rank "
         "(Visin's code)"),
     (4, "dropped: `diff` found a score that fell by more than --max-drop (Visin's code)"),
@@ -26,10 +28,12 @@ EXIT_CODES = [
     (8, "busy: waited too long for another process (registry lock or a derivation's lease)"),
     (9, "not found: no object, ref, remote, backbone, task or suite by that name"),
     (10, "integrity: a blob does not hash to its id (local or downloaded), an answer declares "
-         "another question, a cached pretrained file or hub code does not match its pin"),
+         "another question, a cached pretrained file or hub code does not match its pin (or "
+         "holds bytecode or an extension module beside the pinned source)"),
     (11, "mismatch or conflict: a head that does not fit the backbone, a concurrent remote update, "
-         "a changed protocol pushed under a published suite version, a store whose registry a "
-         "newer vbstore wrote (upgrade vbstore)"),
+         "a changed protocol pushed under a published suite version, another evaluation sent "
+         "under an upload's --uuid, a store whose registry a newer vbstore wrote (upgrade "
+         "vbstore)"),
     (12, "not reproduced: `get result --recompute` gave other numbers than the stored result; "
          "`reproduce` found a score further from the published figure than --tolerance"),
     (130, "interrupted (Ctrl-C); the store is as it was before the unfinished step"),

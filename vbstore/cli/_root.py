@@ -22,6 +22,8 @@ from ._common import VbstoreGroup
 _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "browse": ("browse_cmd:browse", (),
         "Browse results, heads, refs and lineage in Datasette (needs the browse extra)."),
+    "cache": ("cache_cmds:cache_group", (),
+        "VisBench's feature cache: the store's feature packs (stats, clear)."),
     "cat": ("store_cmds:cat", (), "Write an object's raw bytes to stdout (verified first)."),
     "demo": ("demo_cmd:demo", (),
         "Probe a backbone on data any machine has, beside random weights and a trivial "
@@ -39,6 +41,8 @@ _COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "List recorded evaluations, newest first, with their verdicts."),
     "export": ("results_cmds:export_group", ("head_cmds", "suite_cmds"),
         "Export stored results as tables and heads as files."),
+    "forget": ("store_cmds:forget", (),
+        "Remove results (ids or prefixes) from the store, so they stop being gc roots."),
     "fsck": ("store_cmds:fsck", (),
         "Re-hash every blob and check the registry; exit 1 on any fault."),
     "gc": ("store_cmds:gc", (),

@@ -36,6 +36,13 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "thresholds": ("thresholds", click.STRING,
                    "correspondence: error thresholds, e.g. 1,2,5,10; they name the metrics "
                    "(-p thresholds)."),
+    "min-box-size": ("min_box_size", click.FloatRange(min=0.0),
+                     "detection: drop target boxes smaller than this on a side, in input pixels "
+                     "after the crop (-p min_box_size)."),
+    "metric": ("metric", click.Choice(("cosine", "l2")),
+               "retrieval: rank by cosine similarity or l2 distance (-p metric)."),
+    "topk": ("topk", click.STRING,
+             "retrieval: the k of recall@k, e.g. 1,5,10; they name the metrics (-p topk)."),
 }
 POOLINGS = ("cls", "mean", "gap")
 
@@ -100,3 +107,31 @@ def merge(task_name: str, given: dict[str, Any], flags: dict[str, Any]) -> dict[
                              hint=f"give {name} once: the flag or -p")
         out[name] = value
     return out
+
+
+def results_option(func):
+    """``--results FILE``: VisBench's flag, one record appended per run (docs/results.md)."""
+    return click.option(
+        "--results", "results_file", type=click.Path(dir_okay=False), default=None,
+        metavar="FILE",
+        help="Append the result as one VisBench 0.27 record (a JSONL line its read_records "
+             "loads) to FILE, also when it came from the store; VisBench's --results.")(func)
+
+
+def append_results(store, result_id: str, path: str | None) -> None:
+    """Append result ``result_id``'s VisBench record to ``path`` (nothing when None), as
+    VisBench's writer does: one line, parent folders made, flushed to disk."""
+    if path is None:
+        return
+    # the interop code loads only for a command given --results
+    import os
+    from pathlib import Path
+
+    from ..interop import visbench_export, visbench_lines  # (as above)
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(visbench_lines(visbench_export(store, [result_id])))
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -22,23 +22,19 @@ def browse(store, port: int, snapshot: str | None, no_serve: bool, as_json: bool
     """Browse results, heads, refs and lineage in Datasette (needs the browse extra).
 
     Writes a read-only snapshot of the registry's readable tables, then serves it on
-    http://127.0.0.1:PORT until interrupted (Ctrl-C).
+    http://127.0.0.1:PORT until interrupted (Ctrl-C or SIGTERM, which stop the server too).
+    The snapshot is never written inside the store (but for its browse/ folder) nor over an
+    existing file that is not a snapshot.
     """
-    from ..browse import build_snapshot, serve, wait_until_up
+    from ..browse import build_snapshot, serve, serving, wait_until_up
 
     path = build_snapshot(store, snapshot or store.root / "browse" / "vbstore.db")
     url = f"http://127.0.0.1:{port}/{path.stem}"
     if no_serve:
         emit(as_json, {"snapshot": str(path)}, f"wrote {path}")
         return
-    process = serve(path, port)
-    try:
+    with serving(serve(path, port)) as process:  # stops the server on Ctrl-C and SIGTERM too
         wait_until_up(process, url)
         emit(as_json, {"snapshot": str(path), "url": url},
              f"serving {url}/results (Ctrl-C to stop)")
         process.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        process.terminate()
-        process.wait(10)

@@ -12,6 +12,7 @@ import click
 from .. import suites
 from ..errors import EXIT_NOT_RANKED, UsageError
 from ._common import emit, json_option, with_store
+from ._runmeta import run_metadata_options
 from .suite_cmds import _counts, _print_evaluation
 
 
@@ -79,19 +80,23 @@ _WEIGHTS = click.Choice(["pretrained", "fixed", "checkpoint", "random", "unknown
 @click.option(
     "--require-ranked", is_flag=True, help="Exit 3 when the evaluation is recorded but not ranked."
 )
+@run_metadata_options
 @json_option
 @with_store
 def evaluate(store, results, suite_ref, checkpoint, label, hub_repo, hub_commit, weights, counts,
              counts_file, data_text, protocol_file, protocol_digest, evaluator_package,
              evaluator_version, evaluator_commit, classes_scored, classes_ignored, supersedes,
-             dry_run, require_ranked, as_json) -> None:
+             dry_run, require_ranked, run_metadata, as_json) -> None:
     """Judge results on a suite and record the evaluation.
 
     Stored results: one per condition, each under the condition its eval split names, or under
     CONDITION= given. Results computed elsewhere: a Visin results FILE.json (condition -> class ->
     metric) with the evidence flags `visin evaluate` takes (--checkpoint, --sample-count, --data,
     --protocol, --evaluator-*, --classes-*); what is given is compared with the suite.
+    Visin's run metadata: --project, --run, --epoch (kept in the evaluation) and --uuid (a
+    retried upload returns the stored evaluation; a different one under it exits 11).
     """
+    uuid = run_metadata.pop("uuid")
     suite = suites.get_suite(store, suite_ref)
     visin = _visin_checkpoint(checkpoint, label, hub_repo, hub_commit, weights)
     external = len(results) == 1 and results[0].lower().endswith(".json") \
@@ -114,7 +119,7 @@ def evaluate(store, results, suite_ref, checkpoint, label, hub_repo, hub_commit,
             classes=suites.classes_evidence(classes_scored, classes_ignored),
             supersedes=supersedes,
         )
-        doc = suites.build(suite, **kwargs)
+        doc = suites.build(suite, **kwargs, **run_metadata)
     else:
         given = [flag for flag, value in (
             ("--checkpoint/--hub-repo", visin), ("--sample-count", counts or counts_file),
@@ -129,7 +134,8 @@ def evaluate(store, results, suite_ref, checkpoint, label, hub_repo, hub_commit,
                                                                         list(results)))
         if supersedes:
             doc["supersedes"] = supersedes  # record checks it: same suite and checkpoint
-    evaluation = suites.record(store, doc, dry_run=dry_run)
+        suites.with_run_metadata(doc, **run_metadata)
+    evaluation = suites.record(store, doc, dry_run=dry_run, uuid=uuid)
     emit(as_json, evaluation.as_dict(), lambda: _print_evaluation(evaluation))
     if require_ranked and not evaluation.ranked:
         sys.exit(EXIT_NOT_RANKED)

@@ -9,7 +9,15 @@ from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._resulttext import result_lines
-from ._visflags import FLAGS, POOLINGS, flag_params, merge, probe_flag_options
+from ._visflags import (
+    FLAGS,
+    POOLINGS,
+    append_results,
+    flag_params,
+    merge,
+    probe_flag_options,
+    results_option,
+)
 from .data_cmds import manifest_cmd
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -75,9 +83,11 @@ def parse_layers(text: str | None) -> list[int] | None:
 
 @get.command("result")
 @backbone_options
-@click.option("--task", "-t", required=True, help="Probe task (vbstore list tasks).")
-@click.option("--data", "-d", required=True,
-              help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes.")
+@click.option("--task", "-t", default=None,
+              help="Probe task (vbstore list tasks); with --suite, the suite's.")
+@click.option("--data", "-d", default=None,
+              help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes; "
+                   "with --suite, the suite's unless its data is elsewhere.")
 @click.option("--split", default=None, help="Split of --data to evaluate on (val, test...).")
 @click.option("--train-data", default=None, help="Training data for tasks that fit a head.")
 @click.option("--train-split", default=None, help="Split of --train-data to train on.")
@@ -114,8 +124,9 @@ def parse_layers(text: str | None) -> list[int] | None:
               help="Print each step (stored, on a remote, or to compute with its cost) and "
                    "compute nothing.")
 @click.option("--suite", "suite_ref", default=None,
-              help="Compute one result per condition of this suite (slug@version) and record "
-                   "the evaluation.")
+              help="Score every condition of this suite (slug@version) with its task, "
+                   "parameters and pinned settings (a flag that contradicts one is refused), "
+                   "record the evaluation and print its verdict and place on the board.")
 @click.option("--notes", default=None, metavar="TEXT",
               help="Free text to attach to the result (VisBench's --notes): kept in the "
                    "registry, shown by show, why and export results; no part of the result's "
@@ -123,6 +134,7 @@ def parse_layers(text: str | None) -> list[int] | None:
 @click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
+@results_option
 @probe_flag_options
 @data_layout_options
 @executor_options
@@ -131,8 +143,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
                    params, finetune_blocks, backbone_lr, language, head, no_strict, recompute,
-                   dry_run, suite_ref, notes, plugins, data_options, executor, as_json,
-                   batch_size, pooling, **flags) -> None:
+                   dry_run, suite_ref, notes, plugins, results_file, data_options, executor,
+                   as_json, batch_size, pooling, **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -145,6 +157,30 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
     for path in plugins:
         load_plugin(path)
+    if suite_ref is not None:  # the suite's task, parameters and settings, then its verdict
+        from .suite_cmds import result_on_suite
+
+        if results_file is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--results writes one run's record; --suite runs one per condition",
+                             hint="drop --results, then `vbstore export results --format "
+                                  "visbench` writes every stored result")
+        run = {"device": device, "progress": progress_for(executor, as_json),
+               "recompute": recompute, "executor": executor, "batch_size": batch_size}
+        request = {"train_data": train_data, "split": split, "train_split": train_split,
+                   "limit": limit, "train_limit": train_limit, "seed": seed, "head": head,
+                   "strict": not no_strict, "backbone_seed": backbone_seed,
+                   "data_options": data_options, "language": language, "notes": notes}
+        result_on_suite(store, suite_ref, backbone, data, request, run, dry_run, as_json,
+                        _given(task, params, flags, layers=parse_layers(layers),
+                               pooling=pooling, input_size=input_size, precision=precision,
+                               seeds=seeds, finetune_blocks=finetune_blocks,
+                               backbone_lr=backbone_lr, weights=weights))
+        return
+    for name, value in (("--task", task), ("--data", data)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
     task_params = merge(task, parse_params(params), flag_params(flags))
 
     def request_for(data, split):
@@ -156,16 +192,6 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             data_options=data_options, pooling=pooling, finetune_blocks=finetune_blocks,
             backbone_lr=backbone_lr, language=language, notes=notes)
 
-    def compute(data, split):
-        return execute(plan(request_for(data, split), store), device=device,
-                       progress=progress_for(executor, as_json), recompute=recompute,
-                       executor=executor, batch_size=batch_size)
-
-    if suite_ref is not None:  # one result per suite condition, then the suite's verdict
-        from .suite_cmds import result_on_suite
-
-        result_on_suite(store, suite_ref, data, split, compute, as_json)
-        return
     # the key main made of this command line, when the answer cache could not answer it
     pending = None if dry_run or recompute else (click.get_current_context().find_root().obj
                                                  or {}).get("answer")
@@ -176,8 +202,23 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
         return
     result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
                      recompute=recompute, executor=executor, batch_size=batch_size)
+    append_results(store, result.id, None if dry_run else results_file)
     emit(as_json, result.as_dict(), lambda: print_result(result))
     _answers.record(store, pending, the_plan, result, as_json)
+
+
+def _given(task: str | None, params: tuple[str, ...], flags: dict, **settings) -> dict:
+    """What the command line chose of what a suite decides: the task, the task parameters and
+    each setting given on it (a flag left at its default is the suite's to set)."""
+    ctx = click.get_current_context()
+    chosen = {name: value for name, value in settings.items()
+              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+              and value is not None}
+    given = dict(parse_params(params))
+    flagged = flag_params(flags)
+    # a flag's task parameters join -p's (the suite's task checks them when -t is left out)
+    given = merge(task, given, flagged) if task else {**given, **flagged}
+    return {"task": task, "params": given, **chosen}
 
 
 def print_plan(the_plan) -> None:

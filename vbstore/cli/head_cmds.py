@@ -33,34 +33,19 @@ def push_head_cmd(store, name: str, to: str, private: bool | None, metrics_from:
                   with_lineage: bool, as_json: bool) -> None:
     """Push head NAME with its backbone and weights records; on the Hub, a model repo too."""
     from .._progress import reporting
-    from ..heads import head_dependencies, hub_files
-    from ..remotes import list_remotes
-    from ..remotes import push as do_push
+    from ..heads import push_head
 
-    head_id = store.resolve(name)
-    if store.info(head_id).kind != "head":
-        raise UsageError(f"{name} is a {store.info(head_id).kind}, not a head",
-                         hint="push it with `vbstore push ref`")
-    if name not in store.refs():
-        raise UsageError(f"{name!r} is an id; heads are pushed by name",
-                         hint=f"name it first: vbstore tag NAME {head_id[:12]}")
-    config = next((c for c in list_remotes(store) if c.name == to), None)
-    on_hub = config is not None and config.scheme == "hf"
-    if metrics_from is not None and not on_hub:
-        raise UsageError("--metrics-from writes a Hub model card; this remote has none",
-                         hint="push to an hf:// remote, or drop --metrics-from")
-    extra = hub_files(store, head_id, name, to, metrics_from) if on_hub else None
-    options = None if private is None else {"private": "true" if private else "false"}
-    include = None if with_lineage else head_dependencies(store, head_id)
-    for oid in [i for i in include or [] if not store.has(i)]:
-        # collected here, or never pulled with it: the push goes on, but not silently
+    with reporting(True):  # files pushed so far, on stderr (kept under --json)
+        pushed = push_head(store, name, to, private=private, metrics_from=metrics_from,
+                           with_lineage=with_lineage)
+    for oid in pushed.not_here:
+        # collected here, or never pulled with it: the push went on, but not silently
         click.echo(f"warning: the head's backbone record {oid[:12]} is not in this store, so it "
                    "is not pushed with it (a receiver checks the head against its own "
                    "backbone)", err=True)
-    with reporting(True):  # files pushed so far, on stderr (kept under --json)
-        result = do_push(store, to, name, extra_files=extra, options=options, include=include)
+    result = pushed.push
     emit(as_json, result.as_dict(),
-         f"pushed head {head_id[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
+         f"pushed head {pushed.head[:12]} -> {to}/{name}: {len(result.uploaded)} uploaded"
          + (f", revision {result.revision}" if result.revision else ""))
 
 
@@ -113,41 +98,30 @@ def pull_head_cmd(store, target, revision, as_name, force, backbone, weights, ba
     from .._progress import reporting
     from ..backbones import check_seed
     from ..engine import resolve_backbone
-    from ..heads import HeadMismatch, head_problems, head_record, head_summary, link_backbone
-    from ..remotes import pull as do_pull
+    from ..heads import head_summary, pull_head
 
     check_seed(weights, backbone_seed)  # before anything is fetched
     _check_described(backbone, weights, backbone_seed, input_size)
-    problems: list[str] = []
-    records: list[dict] = []
 
-    def accept(pulled) -> None:
-        """Check the head before it gets a local name; a refusal leaves refs untouched."""
-        records.append(head_record(store, pulled.id))  # NotAHead: not a head whatever the ref
-        ref = None if backbone is None else resolve_backbone(
-            store, backbone, weights=weights, seed=backbone_seed, input_size=input_size)
-        # a record missing a required field is a mismatch too
-        problems.extend(head_problems(store, pulled.id, ref.doc if ref else None,
-                                      ref.id if ref else None))
-        if problems and not no_strict:
-            raise HeadMismatch(problems)
+    def resolved() -> tuple[dict, str]:  # once the head is here: a spec may build records
+        ref = resolve_backbone(store, backbone, weights=weights, seed=backbone_seed,
+                               input_size=input_size)
+        return ref.doc, ref.id
 
     with reporting(True):  # blobs pulled so far, on stderr (kept under --json)
-        result = do_pull(store, target, revision=revision, as_name=as_name, force=force,
-                         accept=accept, kind="head")
-    if result.id is not None:
-        link_backbone(store, result.id)  # so gc keeps the records it was pulled with
-    record = records[0]
-    data = {**result.as_dict(), "compat": record, "mismatch": problems}
+        pulled = pull_head(store, target, revision=revision, as_name=as_name, force=force,
+                           backbone=resolved if backbone is not None else None,
+                           strict=not no_strict)
+    result = pulled.pull
 
     def text() -> None:
         click.echo(f"pulled head {(result.id or '')[:12]} -> {result.local_ref} "
-                   f"({head_summary(record)})"
+                   f"({head_summary(pulled.record)})"
                    + (f", revision {result.revision}" if result.revision else ""))
-        for problem in problems:
+        for problem in pulled.mismatch:
             click.echo(f"warning: {problem}; results with it are comparable with nothing", err=True)
 
-    emit(as_json, data, text)
+    emit(as_json, pulled.as_dict(), text)
 
 
 def _expected(store, backbone: str, weights: str, backbone_seed: int | None,

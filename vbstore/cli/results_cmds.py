@@ -52,11 +52,13 @@ def export_group() -> None:
 
 
 @export_group.command("results")
-@click.option("--format", "fmt", type=click.Choice(["csv", "md", "jsonl", "clip-benchmark"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["csv", "md", "jsonl", "clip-benchmark", "visbench"]),
               default="md", show_default=True,
               help="Table format (md: one table per task); clip-benchmark: one JSON per result "
               "as CLIP_benchmark writes it, into the folder -o, plus a `vbstore` field naming "
-              "the weights (read back by `import results`).")
+              "the weights (read back by `import results`); visbench: one VisBench 0.27 record "
+              "per line, as its read_records loads them (docs/results.md).")
 @click.option("--task", default=None, help="Only results of this task.")
 @click.option("--backbone", default=None,
               help="Only backbones whose spec contains this (or id prefix).")
@@ -87,6 +89,9 @@ def export_results(store, fmt: str, task, backbone, weights, output, dump_classn
         get_task(task)  # a misspelt task is refused with the closest name, not an empty table
     if fmt == "clip-benchmark":
         _export_clip_benchmark(store, rows, output, as_json, dump_classnames, dump_templates)
+        return
+    if fmt == "visbench":
+        _export_visbench(store, rows, output, as_json)
         return
     if as_json:
         emit(True, rows)
@@ -139,6 +144,22 @@ def _export_clip_benchmark(store, rows: list[dict[str, Any]], output: str | None
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc["record"]))
     emit(as_json, docs, f"wrote {len(docs)} CLIP_benchmark result files to {folder}")
+
+
+def _export_visbench(store, rows: list[dict[str, Any]], output: str | None,
+                     as_json: bool) -> None:
+    """VisBench's records, one line each, to ``output`` (written whole) or stdout."""
+    from ..interop import visbench_export, visbench_lines
+
+    docs = visbench_export(store, [store.resolve(row["id"]) for row in rows])
+    if as_json:
+        emit(True, docs)
+        return
+    if output:
+        Path(output).write_text(visbench_lines(docs))
+        click.echo(f"wrote {len(docs)} VisBench records to {output}", err=True)
+    else:
+        click.echo(visbench_lines(docs), nl=False)
 
 
 def _folder_and_template(output: str) -> tuple[Path, str]:

@@ -17,7 +17,7 @@ from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
-from ._visflags import FLAGS, POOLINGS
+from ._visflags import FLAGS, POOLINGS, append_results, results_option
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -28,9 +28,9 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
              "param", "no_strict", "recompute", "dry_run", "json", "layout", "stems",
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
-             "min_votes",
+             "min_votes", "partners", "max_angle", "pair_seed", "stride",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
-             "finetune_blocks", "backbone_lr", "notes"}
+             "finetune_blocks", "backbone_lr", "notes", "results", "save_probe", "no_cache"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -81,7 +81,22 @@ def _command(task: Task) -> click.Command:
     def run(store, *, data_options, executor, as_json, params, **kw) -> None:
         from ..engine import execute, plan, result_request
 
+        if kw.pop("no_cache", False):  # VisBench's cold run: a scratch store, then gone
+            _check_no_cache(kw)
+            import tempfile
+            from pathlib import Path
+
+            from ..store import Store
+
+            with tempfile.TemporaryDirectory(prefix="vbstore-no-cache-") as tmp, \
+                    Store(Path(tmp) / "store") as scratch:
+                run(scratch, data_options=data_options, executor=executor, as_json=as_json,
+                    params=params, **kw)
+            return
         given = parse_params(params)
+        save_probe = kw.pop("save_probe", None)
+        if save_probe is not None:
+            _check_save_probe(task, kw)
         # --language is the engine's (cb: data and the prompts), whether or not the task has one
         language = kw.pop("task__language", None)
         for key in [k for k in kw if k.startswith("task__")]:
@@ -104,7 +119,14 @@ def _command(task: Task) -> click.Command:
             return
         result = execute(the_plan, device=kw["device"], progress=progress_for(executor, as_json),
                          executor=executor, batch_size=kw["batch_size"])
+        append_results(store, result.id, kw["results_file"])
         emit(as_json, result.as_dict(), lambda: print_result(result))
+        if save_probe is not None:
+            from ..heads import export_head
+
+            head = export_head(store, result.record.inputs["head"], save_probe)
+            click.echo(f"saved the trained head {head[:12]} to {save_probe} (its backbone's "
+                       "identity inside: `vbstore import head` checks it)", err=True)
 
     metrics = ", ".join(m.name for m in task.metrics)
     shape = task.shape_spec
@@ -126,6 +148,15 @@ def _command(task: Task) -> click.Command:
         click.option("--notes", default=None, metavar="TEXT",
                      help="Free text to attach to the result (kept in the registry; no part "
                           "of its id)."),
+        click.option("--no-cache", is_flag=True,
+                     help="A cold run (VisBench's --no-cache): computed in a scratch store "
+                          "removed afterwards, so nothing is read from or kept in this one; "
+                          "--results and --save-probe still write their files."),
+        click.option("--save-probe", type=click.Path(dir_okay=False), default=None,
+                     metavar="PATH",
+                     help="Also write the trained head to PATH (.safetensors, the backbone's "
+                          "identity inside; VisBench's --save-probe); refused for a zero-shot "
+                          "task."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
                      help="Images per forward pass (extraction; changes no id)."
                           + (" The head's batch is --train-batch-size."
@@ -162,12 +193,31 @@ def _command(task: Task) -> click.Command:
         options.append(click.option("--language", "task__language", default=None,
                                     help="Language of cb: data (CLIP_benchmark's --language)."))
     func = data_layout_options(with_store(run))
-    func = json_option(executor_options(func))
+    func = json_option(executor_options(results_option(func)))
     for option in reversed(options):
         func = option(func)
     command = click.command(task.name, help=doc, short_help=summary)(backbone_options(func))
     command.params.extend(_option(name, spec) for name, spec in sorted(task.params.items()))
     return command
+
+
+def _check_save_probe(task: Task, kw: dict[str, Any]) -> None:
+    """Refuse ``--save-probe`` before anything runs where there is no one head to save."""
+    task.shape_spec.check_saves_head(task.name)  # VisBench's refusal, also before the run
+    if kw.get("seeds", 1) > 1:
+        raise UsageError("--save-probe writes one head, and --seeds trains one per seed",
+                         hint="drop --seeds, or save a seed's head with `vbstore export head`")
+    if kw.get("head"):
+        raise UsageError("--save-probe saves the head this run trains, and --apply-head trains "
+                         "none", hint="`vbstore export head` writes a stored head")
+
+
+def _check_no_cache(kw: dict[str, Any]) -> None:
+    """Refuse what ``--no-cache`` would read from or leave in the store it does not touch."""
+    for flag, key in (("--notes", "notes"), ("--apply-head", "head"), ("--dry-run", "dry_run")):
+        if kw.get(key):
+            raise UsageError(f"--no-cache computes in a scratch store, and {flag} reads or "
+                             "writes this one", hint=f"drop {flag} or --no-cache")
 
 
 class TaskGroup(VbstoreGroup):

@@ -295,6 +295,41 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
 
 
 @click.command()
+@click.argument("results", nargs=-1, required=True, metavar="RESULT...")
+@click.option("--dry-run", is_flag=True, help="Say what would go; remove nothing.")
+@json_option
+@with_store
+def forget(store, results: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
+    """Remove results (ids or prefixes) from the store, so they stop being gc roots.
+
+    What only they kept (their features, heads, manifests) is then unreachable, and the next
+    `vbstore gc` removes it once it is older than the grace period (`--grace 0`: at once). A
+    result that a ref names or an evaluation cites is refused, naming what keeps it; asking the
+    same question again computes it again.
+    """
+    report = store.forget(list(results), dry_run=dry_run)
+
+    def text() -> None:
+        verb = "would forget" if dry_run else "forgot"
+        for item in report.forgotten:
+            click.echo(f"{verb} result {item['id'][:12]}  {item['task']}")
+        kinds: dict[str, int] = {}
+        for item in report.released:
+            kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+        held = ", ".join(f"{n} {kind}{'s' * (n != 1)}" for kind, n in sorted(kinds.items()))
+        if held:
+            click.echo(f"only {'they' if len(report.forgotten) > 1 else 'it'} kept {held} "
+                       f"({human_size(report.released_bytes)}): "
+                       + ("`vbstore gc` would then remove them once past its grace period"
+                          if dry_run else "`vbstore gc` removes them once past its grace "
+                          "period (--grace 0: now)"))
+        else:
+            click.echo("nothing else was kept by it alone")
+
+    emit(as_json, report.as_dict(), text)
+
+
+@click.command()
 @click.option("--jobs", type=int, default=None, help="Hashing threads (default: one per core).")
 @click.option("--repair", is_flag=True,
               help="Move damaged blobs aside so the next get recomputes them.")
@@ -314,8 +349,15 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     from ..records import StoreReader, answer_differences
 
     reader = StoreReader(store)
+
+    def index(ids: list[str]) -> list[str]:
+        from ..suites import index_stored  # see above
+
+        return index_stored(store, ids)  # judged as a board pull judges them
+
     report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store),
-                        answers=lambda spec, output: answer_differences(spec, output, reader))
+                        answers=lambda spec, output: answer_differences(spec, output, reader),
+                        index=index)
     if repair and any(m["table"] == "evaluations" for m in report.mismatched):
         from ..suites import reindex  # see above
 
@@ -349,6 +391,11 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
             key = fault["key"] if isinstance(fault["key"], str) else fault["key"][1]
             state = " (forgotten)" if repair else ""
             click.echo(f"MISMATCH {fault['table']} {key[:12]}: {fault['why']}{state}")
+        for oid in report.unindexed:
+            click.echo(f"UNINDEXED evaluation {oid[:12]}: stored but not on its leaderboard "
+                       "(a killed pull's); `vbstore fsck --repair` or the next pull indexes it")
+        for oid in report.indexed:
+            click.echo(f"indexed  evaluation {oid[:12]} (judged as a pull judges it)")
         for problem in report.registry_errors:
             click.echo(f"REGISTRY {problem}")
         if report.registry_errors:
@@ -378,7 +425,8 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
     emit(as_json, data, text)
     # a repair also forgets every mismatched row
     all_repaired = (repair and len(report.repaired) >= len(report.corrupt) + len(report.missing)
-                    and not report.dangling_edges and not report.registry_errors)
+                    and not report.dangling_edges and not report.registry_errors
+                    and not report.unindexed)
     if not report.clean and not all_repaired:
         sys.exit(1)
 

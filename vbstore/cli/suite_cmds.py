@@ -12,6 +12,7 @@ from .. import suites
 from ..errors import UsageError
 from ._common import emit, json_option, output_option, with_store
 from ._dataopts import data_layout_options, parse_params
+from ._runmeta import run_metadata_options
 from .head_cmds import import_group
 from .results_cmds import export_group
 
@@ -44,6 +45,12 @@ def _print_evaluation(evaluation: suites.Evaluation) -> None:
         click.echo("  variant   " + " ".join(f"{k}={suites.show(v)}" for k, v in variant.items()))
     if record.extra.get("supersedes"):
         click.echo(f"  corrects  {record.extra['supersedes'][:12]} (it leaves the ranking)")
+    if record.extra.get("project"):
+        click.echo(f"  project   {record.extra['project']}")
+    source = record.extra.get("run") or {}
+    if source:  # Visin's provenance: where the checkpoint came from
+        click.echo("  from      " + ", ".join(f"{k if k != 'id' else 'run'} {v}"
+                                              for k, v in source.items()))
     missing = f" (missing: {', '.join(record.missing)})" if record.missing else ""
     click.echo(f"  evidence  {record.evidence}{missing}")
     for key, value in record.verdict["scores"]["overall"].items():
@@ -264,36 +271,40 @@ def suite_new(
 # ---- evaluations ---------------------------------------------------------------------------
 
 
-def result_on_suite(
-    store, suite_ref: str, data: str, split: str | None, compute, as_json: bool
-) -> None:
-    """``get result --suite``: each condition's result through the engine, then the verdict."""
-    suite = suites.get_suite(store, suite_ref)
-    if split is not None:
-        raise UsageError(
-            "--split and --suite both say where the samples are",
-            hint=f"drop --split: {suite.ref} names each condition's split",
-        )
-    computed = {}
-
-    def one(condition: str, where: str) -> str:
-        result = compute(*suites.condition_source(data, where))
-        computed[condition] = result
-        return result.id
-
-    evaluation = suites.evaluate_with(store, suite, one)
-    info = {
-        **evaluation.as_dict(),
-        "condition_results": {c: r.as_dict() for c, r in computed.items()},
-    }
+def result_on_suite(store, suite_ref: str, backbone: str, data: str | None, request: dict,
+                    run: dict, dry_run: bool, as_json: bool, given: dict) -> None:
+    """``get result --suite``: the suite's task, parameters and settings, every condition
+    planned, then computed, then the verdict and the checkpoint's place on the board."""
+    done = suites.run_suite(store, suite_ref, backbone, data=data, dry_run=dry_run, **given,
+                            **request, **run)
 
     def text() -> None:
-        for condition, result in computed.items():
+        if done.evaluation is None:
+            for condition, the_plan in done.plans.items():
+                click.echo(f"{condition}: plan for {the_plan.task.name} on "
+                           f"{the_plan.request.backbone.spec} (nothing computed):")
+                for line in the_plan.describe():
+                    click.echo(f"  {line}")
+            click.echo(f"checked against {done.suite.ref}; nothing was computed or recorded")
+            return
+        for condition, result in done.results.items():
             how = "cached" if result.from_cache else "computed"
             click.echo(f"{condition}: result {result.id[:12]} ({how} in {result.seconds:.2f} s)")
-        _print_evaluation(evaluation)
+        _print_evaluation(done.evaluation)
+        if done.place is not None:
+            click.echo(_place_line(done.place))
 
-    emit(as_json, info, text)
+    emit(as_json, done.as_dict(), text)
+
+
+def _place_line(place: dict) -> str:
+    """``board     rank 2 of 5 on tex-knn@1 (3 attempts)``, or why it does not rank."""
+    attempts = place["attempts"]
+    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+    if place["rank"] is None:
+        return (f"  board     not ranked on {place['suite']} ({tries}); "
+                f"{place['ranked']} ranked row{'s' if place['ranked'] != 1 else ''}")
+    return f"  board     rank {place['rank']} of {place['ranked']} on {place['suite']} ({tries})"
 
 
 @click.command("evaluations")
@@ -304,11 +315,12 @@ def result_on_suite(
     default=None,
     help="Only evaluations with this verdict.",
 )
+@click.option("--project", default=None, help="Only evaluations recorded in this project.")
 @json_option
 @with_store
-def evaluations(store, suite_ref, state, as_json) -> None:
+def evaluations(store, suite_ref, state, project, as_json) -> None:
     """List recorded evaluations, newest first, with their verdicts."""
-    rows = suites.list_evaluations(store, suite_ref, state)
+    rows = suites.list_evaluations(store, suite_ref, state, project)
 
     def text() -> None:
         for r in rows:
@@ -361,11 +373,30 @@ def promote(store, evaluation, suite_ref, label, counts, as_json) -> None:
     default=None,
     help="Also draw a bar chart with per-condition markers (needs matplotlib).",
 )
+@click.option("--project", default=None,
+              help="Rank only the evaluations recorded in this project (Visin's pool).")
+@click.option("--page", type=int, default=None,
+              help="This page of the ranked checkpoints (ranks stay global; default: all).")
+@click.option("--limit", type=int, default=None,
+              help=f"Checkpoints per page (1 to {suites.MAX_LIMIT}, default {suites.MAX_LIMIT} "
+                   "when paging).")
+@click.option("--unranked-page", type=int, default=None,
+              help="This page of the checkpoints that could not be ranked.")
+@click.option("--all", "all_pages", is_flag=True,
+              help="Every page of both lists (the default; Visin's --all).")
 @json_option
 @with_store
-def leaderboard(store, ref, observed, fmt, plot, as_json) -> None:
-    """Rank a suite's checkpoints: each by its latest ranked attempt, never its best."""
-    board = suites.leaderboard(store, ref, observed=observed)
+def leaderboard(store, ref, observed, fmt, plot, project, page, limit, unranked_page, all_pages,
+                as_json) -> None:
+    """Rank a suite's checkpoints: each by its latest ranked attempt, never its best.
+
+    --page/--limit/--unranked-page show one page, as Visin pages a board; the whole board by
+    default."""
+    if all_pages and (page or limit or unranked_page):
+        raise UsageError("--all reads every page: it takes no --page, --limit or --unranked-page",
+                         hint="drop --all, or the page flags")
+    board = suites.board_page(suites.leaderboard(store, ref, observed=observed, project=project),
+                              page=page, limit=limit, unranked_page=unranked_page)
     if plot:
         suites.board_plot(board, plot)
     if as_json or fmt == "json":
@@ -455,10 +486,11 @@ def diff(store, baseline, candidate, max_drop, all_metrics, as_json) -> None:
               help="A Visin results file: the weights file that was loaded (its SHA-256).")
 @click.option("--label", default=None, help="A name for --checkpoint (default: the file name).")
 @click.option("--dry-run", is_flag=True, help="Store nothing; print the verdicts.")
+@run_metadata_options
 @json_option
 @with_store
 def import_results(store, file, suite_ref, condition, counts, weights, checkpoint, label, dry_run,
-                   as_json) -> None:
+                   run_metadata, as_json) -> None:
     """Read a VisBench .jsonl, CLIP_benchmark result JSON or Visin results JSON (condition ->
     class -> metric, with --checkpoint) as reported evaluations on a suite.
 
@@ -477,6 +509,7 @@ def import_results(store, file, suite_ref, condition, counts, weights, checkpoin
         weights=weights,
         dry_run=dry_run,
         checkpoint=suites.file_checkpoint(checkpoint, label) if checkpoint else None,
+        **run_metadata,
     )
 
     def text() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import os
 import posixpath
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,59 @@ class Within:
             raise ValueError(f"{name!r} is a link out of the data folder {self.root}; copy the "
                              "file in, or point the data at a folder that holds both")
         return path
+
+
+# C0 and C1 control characters (NUL, tab, newline, DEL...): never part of a class name; other
+# unprintable characters (a no-break space, a zero-width joiner in Persian) are
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def links_out(root: str, names: Sequence[str], within: str | None = None
+              ) -> list[tuple[str, str]]:
+    """``(path, why)`` for each of ``names`` (relative to ``root``) that leads out of ``within``
+    (default ``root``): a symlinked file, or one in a symlinked folder, that resolves outside
+    it. A dangling link is left to the hashing, which names it missing. Each folder is resolved
+    and listed once (a listing says which entries are links without a call per file), so only a
+    link costs a ``realpath``."""
+    within = root if within is None else within
+    real = os.path.realpath(within).rstrip(os.sep)
+
+    def inside(path: str) -> bool:
+        return path == real or path.startswith(real + os.sep)
+
+    folders: dict[str, tuple[bool, frozenset[str]]] = {}
+    out = []
+    for name in names:  # POSIX names relative to root, as manifests hold them
+        sub, _, base = name.rpartition("/")
+        if sub not in folders:
+            folder = os.path.join(root, sub) if sub else root
+            try:
+                with os.scandir(folder) as entries:
+                    links = frozenset(e.name for e in entries if e.is_symlink())
+            except OSError:  # a missing folder: the hashing names its files
+                links = frozenset()
+            folders[sub] = inside(os.path.realpath(folder)), links
+        folder_inside, links = folders[sub]
+        if folder_inside and base not in links:
+            continue  # nearly every file: no call at all
+        path = os.path.join(root, name)
+        if not folder_inside or (os.path.exists(path) and not inside(os.path.realpath(path))):
+            out.append((path, f"links to {os.path.realpath(path)}, outside {within}"))
+    return out
+
+
+def check_class_names(classes: Sequence[str], where: str) -> None:
+    """Refuse class names holding control characters (a NUL, a newline): they cannot be shown,
+    written to a CSV or matched by a prompt, and no dataset means them.
+
+    Raises:
+        BadInput: naming each such class and ``where`` it came from.
+    """
+    bad = [(where, f"class name {name!r} holds a control character") for name in classes
+           if CONTROL.search(str(name))]
+    if bad:
+        raise BadInput("class names with control characters", bad,
+                       hint="rename those classes; nothing was written")
 
 
 def check_unique_ids(rows: Sequence[Sequence[Any]], path: Path, what: str) -> None:

@@ -93,6 +93,9 @@ class TargetKind:
             cannot be read with these options (a depth PNG without its scale); None: any.
         layout_options: ``(options, source) -> options``: the layout options a split of this
             kind is read with by default (``images``: the images alone).
+        min_classes: The fewest classes data of this kind must list for a probe to measure
+            anything (``class_index``: 2, since with one every prediction is right); checked
+            at plan time on the class list of the train split, else the eval split; 0: none.
         drawn: How ``vbstore show DATA --task T`` draws a per-pixel target beside its image:
             ``labels`` (class indices), ``scalar`` (a map), ``rgb`` ((3, H, W) unit vectors),
             ``boxes`` (rows ``x0, y0, x1, y1, class, difficult``); empty: the image alone.
@@ -124,6 +127,7 @@ class TargetKind:
     layout_options: Callable[[dict[str, Any], Any], dict[str, Any]] = field(
         default=lambda options, source: options)
     drawn: str = ""
+    min_classes: int = 0
     check_targets: Callable[[Any, int, str, int | None], Any] | None = None
     baseline: Callable[[BaselineQuestion], Any] | None = None
     dense_shape: str = ""

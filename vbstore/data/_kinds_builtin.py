@@ -125,7 +125,8 @@ for _kind in (
                "an image folder root/<split>/<class>/<image>, a .csv/.jsonl list with a label "
                "column, or a named source (shapes, sklearn:digits, hf:NAME, torchvision:NAME, "
                "wds:PATH)", folders=("class",), per_sample=_class_index,
-               check_targets=_rows("class_index"), baseline=_trivial.class_index),
+               check_targets=_rows("class_index"), baseline=_trivial.class_index,
+               min_classes=2),
     TargetKind("multi_hot", "class labels per image",
                "a .csv/.jsonl list with a labels column (several class names per image)",
                folders=("multi_label",), also_reads=("class_index",), per_sample=_multi_hot,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, UsageError
-from ._files import Within
+from ._files import CONTROL, Within
 from ._scan import Entry, Scan
 
 TARGET_COLUMNS = ("label", "labels", "target", "captions")
@@ -146,6 +146,8 @@ def _name(value: Any) -> str:
     name = str(value).strip()
     if not name:
         raise ValueError("empty class name")
+    if CONTROL.search(name):
+        raise ValueError(f"class name {_show(name)} holds a control character (NUL, newline...)")
     return name
 
 

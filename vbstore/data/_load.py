@@ -27,7 +27,7 @@ from ._manifest import (
     state_key,
     store_document,
 )
-from ._navi import is_navi, scan_navi
+from ._navi import DRAW_OPTIONS, check_draw, is_navi, scan_navi
 from ._packaged import SOURCES, materialise, parse_source
 from ._pairs import pairs_csv, scan_images, scan_pairs
 from ._scan import (
@@ -67,7 +67,7 @@ _APPLIES = {
     "coco": ("classes",),
     "nyu": ("target", "target_type"),
     "taskonomy": ("target", "target_type", "splits"),
-    "navi": (),
+    "navi": ("partners", "max_angle", "pair_seed", "stride"),
 }
 OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *SOURCE_OPTIONS)
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
@@ -151,9 +151,11 @@ class Listing:
         return targets_seen(self.scan.layout, self.scan.root, self.scan.target_type)
 
     def target_files(self) -> list[Path]:
-        """The listed samples' target files (per-pixel layouts), for a target kind's check."""
+        """The kept samples' target files (per-pixel layouts; ``limit`` applied), for a target
+        kind's or a task's check."""
         root = self.scan.root
-        return [root / e.target_name for e in self.scan.entries if e.target_name]
+        return [root / e.target_name for e in kept_entries(self.scan, self.limit)
+                if e.target_name]
 
     @property
     def samples(self) -> int:
@@ -439,7 +441,8 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "navi":
         if not root.is_dir():
             raise UsageError(f"the navi layout reads a folder, not the file {root}")
-        return scan_navi(root, split)
+        given = {k: v for k, v in options.items() if k in DRAW_OPTIONS}
+        return scan_navi(root, split, check_draw(given) if given else None)
     if layout == "images":
         if not root.is_dir():
             raise UsageError(f"the images layout reads a folder, not the file {root}")

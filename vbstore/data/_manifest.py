@@ -18,9 +18,16 @@ from typing import Any
 import blake3
 
 from .. import canonical
-from ..errors import StoreIOError, UsageError
+from ..errors import BadInput, StoreIOError, UsageError
 from ..store import RACY_SECONDS
-from ._files import check_image, check_target, name_hash, unreadable
+from ._files import (
+    check_class_names,
+    check_image,
+    check_target,
+    links_out,
+    name_hash,
+    unreadable,
+)
 from ._scan import Entry, Scan
 
 
@@ -192,11 +199,23 @@ def build_document(store, scan: Scan, limit: int | None) -> dict[str, Any]:
     """Hash the kept samples and assemble the manifest document (not stored yet).
 
     Raises:
-        BadInput: missing, unreadable or corrupt images or targets, every one listed.
+        BadInput: missing, unreadable or corrupt images or targets, every one listed; files
+            that link out of the data folder; class names with control characters.
     """
     entries = kept_entries(scan, limit)
     # plain string joins: building 100k Path objects would cost more than the cached hashing
     root = str(scan.root)
+    check_class_names(scan.classes, root)
+    # a manifest names files of its own dataset: a link out of it would make the dataset
+    # whatever the link points at (checked before anything is hashed or stored). The dataset's
+    # folder holds every split: a split folder's parent, so splits may share files by links.
+    split_folder = scan.split is not None and scan.root.name == scan.split
+    outside = links_out(root, [n for e in entries for n in (e.name, e.target_name)
+                               if n is not None],
+                        within=str(scan.root.parent) if split_folder else root)
+    if outside:
+        raise BadInput("files that link out of the data folder", outside,
+                       hint="copy the files in, or point the data at a folder that holds both")
     images = _hash(store, [os.path.join(root, e.name) for e in entries], check_image, "images")
     with_target = [(i, e.target_name) for i, e in enumerate(entries) if e.target_name is not None]
     # one file may hold many samples' targets (a COCO split): hashed once

@@ -16,6 +16,17 @@ two views, the :data:`PAIRS_PER_SCENE` whose ids hash lowest kept. Each pair's p
 ``pairs`` layout's, taking camera A's coordinates to camera B's: ``R = R_b R_a^T``,
 ``t = t_b - R t_a``. An image without a ``split`` field goes to the split its object's name
 hashes to (:func:`hashed_split`: one object in five to ``val``).
+
+VisBench's pair draw (its NAVI pose dataset's flags), used instead when any of its options is
+given (:data:`DRAW_OPTIONS`; absent, the pairs and manifest ids are as before): within each
+scene, in sorted order, every view is an *anchor* and gets one partner drawn uniformly among
+the scene's views whose rotation from it is above 0 and at most ``max_angle`` degrees (120),
+seeded by ``pair_seed`` (8); ``stride`` keeps every Nth anchor (of every split, before the
+split is chosen); a pair belongs to its anchor's split; a ``train`` anchor then gets
+``partners - 1`` more distinct partners (``partners``, 1 by default here, VisBench's CLI says
+8) from a second stream seeded ``pair_seed + 1``, so a one-partner draw is the first partner
+of every larger one. The draw follows VisBench's rules, not its random numbers (numpy's
+generator here, torch's there): the same protocol, other pairs.
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ from ._scan import Entry, Scan
 ANNOTATIONS, IMAGES_DIR = "annotations.json", "images"
 # at most this many pairs per scene and split: a 25-view scene has 300, a video scene thousands
 PAIRS_PER_SCENE = 50
+# VisBench's pair-draw options and their defaults (module docstring)
+DRAW_OPTIONS = {"partners": 1, "max_angle": 120.0, "pair_seed": 8, "stride": 1}
 _ORIENTATION = 0x0112  # the EXIF tag
 Quat = tuple[float, float, float, float]
 Vec = tuple[float, float, float]
@@ -178,8 +191,70 @@ def _scene_pairs(prefix: str, views: list[tuple[str, str, Quat, Vec]], split: st
     return rows
 
 
-def scan_navi(root: Path, split: str | None) -> Scan:
-    """Read NAVI's scenes into the view pairs of one split.
+def _angle(q_a: Quat, q_b: Quat) -> float:
+    """Degrees of the rotation between two camera orientations."""
+    w = abs(_mul(q_b, (q_a[0], -q_a[1], -q_a[2], -q_a[3]))[0])
+    norm = math.sqrt(sum(c * c for c in q_a) * sum(c * c for c in q_b))
+    return math.degrees(2 * math.acos(min(1.0, w / norm)))
+
+
+def check_draw(options: dict[str, Any]) -> dict[str, Any]:
+    """VisBench's draw options with their defaults filled.
+
+    Raises:
+        UsageError: a value out of range.
+    """
+    draw = {**DRAW_OPTIONS, **{k: v for k, v in options.items() if k in DRAW_OPTIONS}}
+    if not (isinstance(draw["partners"], int) and draw["partners"] >= 1
+            and isinstance(draw["stride"], int) and draw["stride"] >= 1
+            and isinstance(draw["pair_seed"], int) and draw["pair_seed"] >= 0):
+        raise UsageError("partners and stride are integers >= 1, pair_seed >= 0",
+                         hint="e.g. --partners 8 --stride 1 --pair-seed 8")
+    if not 0 < float(draw["max_angle"]) <= 180:
+        raise UsageError(f"max_angle must be in (0, 180], got {draw['max_angle']}",
+                         hint="the largest rotation a pair may span, in degrees (120)")
+    return {**draw, "max_angle": float(draw["max_angle"])}
+
+
+def _drawn_pairs(views: dict[str, list[tuple[str, str, Quat, Vec]]], split: str,
+                 draw: dict[str, Any]) -> list[tuple[str, str, str, tuple[float, ...]]]:
+    """The pairs of ``split`` by VisBench's draw (module docstring)."""
+    import numpy as np  # the default reading never pays for numpy
+
+    first_draw = np.random.default_rng(draw["pair_seed"])
+    anchors = []
+    for prefix in sorted(views):
+        scene = sorted(views[prefix], key=lambda v: v[0])
+        for i, anchor in enumerate(scene):
+            eligible = [j for j, other in enumerate(scene)
+                        if j != i and 0 < _angle(anchor[2], other[2]) <= draw["max_angle"]]
+            if eligible:
+                partner = eligible[int(first_draw.integers(len(eligible)))]
+                anchors.append((prefix, scene, i, eligible, partner))
+    anchors = anchors[::draw["stride"]]
+    extra_draw = np.random.default_rng(draw["pair_seed"] + 1)
+    rows = []
+    for prefix, scene, i, eligible, partner in anchors:
+        chosen = [partner]
+        if scene[i][1] == "train" and draw["partners"] > 1:  # every train anchor, in order
+            rest = [j for j in eligible if j != partner]
+            wanted = min(draw["partners"] - 1, len(rest))
+            if wanted:
+                chosen += [rest[int(k)] for k in extra_draw.choice(len(rest), wanted,
+                                                                   replace=False)]
+        if scene[i][1] != split:
+            continue
+        name_a, _, q_a, t_a = scene[i]
+        for j in chosen:
+            name_b, _, q_b, t_b = scene[j]
+            rows.append((f"{prefix}/{name_a}|{name_b}", f"{prefix}/{IMAGES_DIR}/{name_a}",
+                         f"{prefix}/{IMAGES_DIR}/{name_b}", relative_pose(q_a, t_a, q_b, t_b)))
+    return rows
+
+
+def scan_navi(root: Path, split: str | None, draw: dict[str, Any] | None = None) -> Scan:
+    """Read NAVI's scenes into the view pairs of one split (``draw``: VisBench's pair draw,
+    :func:`check_draw`'s options; None: this reader's own).
 
     Raises:
         UsageError: no split given, or one no image is in.
@@ -215,7 +290,8 @@ def scan_navi(root: Path, split: str | None) -> Scan:
         raise UsageError("NAVI needs --split" if split is None
                          else f"no image of {root} is in split {split!r}",
                          hint=f"splits found: {', '.join(found)}")
-    rows = [row for prefix in sorted(views) for row in _scene_pairs(prefix, views[prefix], split)]
+    rows = (_drawn_pairs(views, split, draw) if draw is not None else
+            [row for prefix in sorted(views) for row in _scene_pairs(prefix, views[prefix], split)])
     if not rows:
         raise BadInput("NAVI splits without pairs",
                        [(str(root), f"no scene has two views in split {split!r}")])

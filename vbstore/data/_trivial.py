@@ -30,8 +30,11 @@ Trivial = tuple[dict[str, float], str, int | None]
 
 def class_index(asked: BaselineQuestion) -> Trivial:
     labels, class_count = _ints(asked.eval_targets), asked.class_count
-    if not asked.trained and "recall@1" in asked.metrics:
-        return _retrieval(labels), "a random ranking (expected value)", None
+    # retrieval: its recall@k, whichever k its parameters name (VisBench's topk)
+    ks = sorted(int(name.removeprefix("recall@")) for name in asked.metrics
+                if name.startswith("recall@") and name.removeprefix("recall@").isdigit())
+    if not asked.trained and ks:
+        return _retrieval(labels, tuple(ks)), "a random ranking (expected value)", None
     if not asked.trained:
         classes = class_count or (max(labels) + 1 if labels else 0)
         return _chance(classes), f"chance: a uniform guess over {classes} classes", classes
@@ -125,7 +128,7 @@ def random_ap(gallery: int, relevant: int) -> float:
     return ((relevant - 1) / (gallery - 1) * (gallery - harmonic) + harmonic) / gallery
 
 
-def _retrieval(labels: list[int]) -> dict[str, float]:
+def _retrieval(labels: list[int], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, float]:
     """Leave-one-out retrieval: each query ranks the other N - 1 images; queries whose class has
     no other image are left out, as the task does."""
     counts = Counter(labels)
@@ -135,7 +138,7 @@ def _retrieval(labels: list[int]) -> dict[str, float]:
     if not total or gallery < 1:
         return {}
     out = {f"recall@{k}": sum(n * (1 - miss_all(gallery, r, k)) for n, r in queries) / total
-           for k in (1, 5, 10)}
+           for k in ks}
     out["mAP"] = sum(n * random_ap(gallery, r) for n, r in queries) / total
     return out
 

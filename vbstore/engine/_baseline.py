@@ -47,7 +47,8 @@ def targets_baseline_of(plan, evaluation, train, eval_targets) -> Baseline | str
         captions = [s.get("captions", []) for s in plan.eval_m.samples]
         train_targets = train.targets() if train is not None else None
         return targets_baseline(task, eval_targets, train_targets,
-                                len(classes) if classes else None, captions)
+                                len(classes) if classes else None, captions,
+                                params=plan.task_params)
     except VbstoreError as err:  # a baseline the split cannot define never fails the result
         return f"no baseline: {err}"
 

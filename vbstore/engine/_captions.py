@@ -10,8 +10,8 @@ output is a canonical JSON ``blob``::
 one caption per manifest sample, in manifest order. Scoring them again (SPICE on or off, another
 metric set, a later scorer) reads them back and never runs the model; the result's ``captions``
 edge keeps them while the result lives. ``decoding`` is what the task passes to ``generate``
-(:meth:`vbstore.tasks.GenerateTask.decoding`); a ``seed`` in it (sampling) seeds the draws and is not
-passed on.
+(:meth:`vbstore.tasks.GenerateTask.decoding`); a ``seed`` in it (sampling) seeds the draws
+and is not passed on.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import HeadMismatch, UsageError
+from ..records import StoreReader, finetuned_differences
 from ..store import derivation_key
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
@@ -82,6 +83,8 @@ def given_finetune(store, head_id: str) -> dict[str, Any] | None:
 
     Raises:
         UsageError: its fine-tuned weights are not in this store (pushed without them).
+        HeadMismatch: its fine-tuned weights name another parent backbone or weights than its
+            record (the record was edited to move it onto another backbone).
     """
     from ..heads import head_record  # only a given head is read: off a cached answer's path
 
@@ -95,6 +98,9 @@ def given_finetune(store, head_id: str) -> dict[str, Any] | None:
                          f"{str(tuned.get('weights'))[:12]}, which are not in this store",
                          hint="push it with `push results --with heads` or `push head` (both "
                               "carry its fine-tuned weights) and pull it again")
+    parents = finetuned_differences(head_record(store, head_id), StoreReader(store))
+    if parents:  # a record edited to move the head onto another backbone than its blocks had
+        raise HeadMismatch(parents)
     return {"blocks": tuned["blocks"], "backbone_lr": tuned["backbone_lr"]}
 
 

@@ -10,6 +10,7 @@ last blocks. Below the runners: nothing here picks a shape.
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from typing import Any, cast
 
@@ -24,11 +25,18 @@ from ..backbones import (
     suffix_features,
     suffix_taps,
 )
-from ..features import ExtractPlan, PackWriter, PrefixRows, extractor_key, store_featureset
+from ..features import (
+    ExtractPlan,
+    PackWriter,
+    PrefixRows,
+    decode_image,
+    extractor_key,
+    store_featureset,
+)
 from ..features import write_prefix as write_prefix_blob
 from ..store import derivation_key
 from ..tasks import Loss, PooledTask, SplitTask, Trainable, finetune, of_shape
-from ._cache import derive
+from ._cache import Derived, derive
 from ._dense import PackSplit
 from ._device import resolve_device
 from ._features import featureset_spec, packs_present
@@ -38,6 +46,7 @@ from ._run import Run
 from ._toolbox import Feed
 
 FINETUNED_FORMAT = "vbstore.finetuned.v1"
+log = logging.getLogger("vbstore.engine")
 
 
 def tuning_of(plan: Plan) -> dict[str, Any]:
@@ -124,8 +133,15 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
         return write_prefix_blob(store, manifest, plan.backbone.id, blocks, frozen,
                                  backbone.preprocess, batch_size=run.batch_size)
 
-    derived = derive(store, prefix_spec(plan.backbone.id, manifest.id, blocks), compute,
-                     valid=store.has)
+    spec = prefix_spec(plan.backbone.id, manifest.id, blocks)
+    derived = derive(store, spec, compute, valid=store.has)
+    if derived.source == "remote" and not rows_agree(plan, model, manifest, derived.id):
+        # a cache answer whose rows name the right images but hold other activations (rolled,
+        # shuffled, another model's): refused, computed here and recorded over it
+        log.warning("binary cache %s: prefix %s holds other activations than the frozen "
+                    "blocks give its images; computing it", derived.remote, derived.id[:12])
+        derived = Derived(compute(), "computed")
+        store.record(spec, derived.id)
     if derived.computed:
         run.computed.append(derivation_key(prefix_spec(plan.backbone.id, manifest.id, blocks)))
     run.from_cache[f"{role}_prefix"] = not derived.computed
@@ -134,6 +150,29 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
                                       "reused": 0}
     run.timings[f"{role}_prefix_s"] = round(time.perf_counter() - start, 4)
     return derived.id
+
+
+SPOT_ROWS = 3  # rows of a fetched prefix run again through the frozen blocks
+
+
+def rows_agree(plan: Plan, model: Model, manifest, prefix_id: str) -> bool:
+    """Whether a fetched prefix's rows are what the frozen blocks give their images, on a few
+    rows spread over it (first, middle, last): its header's image ids are checked against the
+    manifest by the gate, this checks the activations themselves. Tolerant of another device's
+    float rounding, not of another image's activations."""
+    backbone, split, cut = model.get()
+    rows = PrefixRows(plan.store, prefix_id)
+    positions = sorted({0, len(rows) // 2, len(rows) - 1})[:SPOT_ROWS] if len(rows) else []
+    if not positions:
+        return True
+    images = torch.stack([decode_image(manifest.image_path(i), manifest.samples[i]["image"],
+                                       backbone.preprocess) for i in positions])
+    device = resolve_device(model.run.device)
+    fresh = run_prefix(backbone, split, cut, images.to(device)).float().cpu()
+    stored = rows.rows(positions)
+    scale = fresh.flatten(1).norm(dim=1).clamp_min(1e-6)
+    error = (fresh - stored).flatten(1).norm(dim=1) / scale
+    return bool((error < 1e-2).all())
 
 
 def compat(plan: Plan, weights: str, width: int) -> dict[str, Any]:

@@ -260,8 +260,12 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         task_params = store_param_files(store, task, params)
     finetune = request.probe.finetune(task_params)
     check_data_options(task, params, stated, [listing for _, listing, _ in listed])
-    notes = check_against_data(task, params, request.probe.params, eval_l, train_l)
     head = store.resolve(request.probe.head) if request.probe.head is not None else None
+    # the data checks read label maps only for a result still to compute (a dry run's too)
+    notes = check_against_data(
+        task, params, request.probe.params, eval_l, train_l,
+        lambda: _stored_already(store, request, task, task_params, eval_l, train_l, head,
+                                finetune)[1])
     # the scorers' programs (java, jars) before a manifest is stored or a model built
     _check_tools_first(store, runner, request, task, task_params, eval_l, train_l, head,
                        finetune)

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import canonical
+from .._budget import check_input_size
 from ..backbones import check_seed
 from ..errors import UsageError
 from ..store import Store
@@ -96,6 +97,8 @@ class BackboneRequest:
         _int("backbone seed", self.seed, 0, optional=True)
         check_seed(self.weights, self.seed)
         _int("input size", self.input_size, 1, optional=True)
+        if self.input_size is not None:  # before any data is read or stored for the request
+            check_input_size(self.input_size, forward=False)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
         if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):
             raise UsageError(

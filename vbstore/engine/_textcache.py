@@ -8,6 +8,11 @@ and a hit never builds the model. A result records an edge (role ``text_embeddin
 object its texts were read from, so ``vbstore why`` shows them and gc keeps them while the result
 stays; one no stored result used is a recomputable cache, collected once unused for gc's grace
 period unless a ref (``vbstore tag``) pins it.
+
+Each output declares its question in its ``__metadata__`` (``backbone``, ``texts``: the digest
+of the texts, ``count``), and a recorded one is read only when that is the question asked (the
+gate's check of op ``text-embeddings``): a row pointed at another prompt set's output, or an
+output stored before outputs declared their question, is computed again and recorded over.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import canonical
+from ..records import StoreReader, answer_differences
 from ..store import derivation_key, derivation_spec, to_safetensors_bytes
 
 TEXT_OP_VERSION = 1
@@ -47,13 +53,14 @@ class StoredTextEncoder:
                                {"texts": canonical.digest(canonical.dumps(texts)),
                                 "count": len(texts)})
         found = self.store.lookup(derivation_key(spec))
-        if found is not None:
+        if found is not None and not answer_differences(spec, found, StoreReader(self.store)):
             self.used.append(found)
-            return load_tensors(self.store.read_bytes(found))["embeddings"]
+            return load_tensors(self.store.read_bytes(found, verify=True))["embeddings"]
         out = self.backbone.load().encode_text(texts)
         embeddings = out.detach().to("cpu", torch.float32).contiguous()
+        question = {"backbone": self.backbone.id, **spec["params"]}  # what the gate compares
         oid = self.store.put_bytes(
-            to_safetensors_bytes({"embeddings": embeddings}, "tensors", {}), "tensors")
+            to_safetensors_bytes({"embeddings": embeddings}, "tensors", question), "tensors")
         self.store.record(spec, oid)
         self.used.append(oid)
         self.computed += len(texts)

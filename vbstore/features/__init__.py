@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._params import OP_VERSION, ExtractorParams, extractor_doc, extractor_key
 
 if TYPE_CHECKING:
+    from ._cache import clear_feature_cache, feature_cache
     from ._executor import ExtractProgress, RayExecutor, make_executor
     from ._extract import ExtractionStats, decode_image, extract_featureset, store_featureset
     from ._extract import Plan as ExtractPlan
@@ -26,12 +27,29 @@ _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Fea
          "store_featureset": "._extract", "ExtractPlan": "._extract", "PackWriter": "._packs",
          "PrefixRows": "._prefix", "write_prefix": "._prefix",
          "ExtractProgress": "._executor", "RayExecutor": "._executor",
-         "make_executor": "._executor"}
+         "make_executor": "._executor", "clear_feature_cache": "._cache",
+         "feature_cache": "._cache"}
 
-__all__ = ["OP_VERSION", "ExtractPlan", "ExtractProgress", "ExtractionStats", "ExtractorParams",
-           "Features", "PackWriter", "PrefixRows", "RayExecutor", "decode_image",
-           "extract_featureset",
-           "extractor_doc", "extractor_key", "make_executor", "store_featureset", "write_prefix"]
+__all__ = [
+    "OP_VERSION",
+    "ExtractPlan",
+    "ExtractProgress",
+    "ExtractionStats",
+    "ExtractorParams",
+    "Features",
+    "PackWriter",
+    "PrefixRows",
+    "RayExecutor",
+    "clear_feature_cache",
+    "decode_image",
+    "extract_featureset",
+    "extractor_doc",
+    "extractor_key",
+    "feature_cache",
+    "make_executor",
+    "store_featureset",
+    "write_prefix",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
+from .._budget import check_input_size
 from .._progress import about, reporting
 from .._progress import progress as step_progress
 from ..canonical import digest
@@ -222,6 +223,8 @@ def extract_featureset(
         if params.precision == "bf16":  # bf16 weights: faster on CPUs and GPUs with bf16 units
             backbone = backbone.in_bfloat16()
         stats.build_seconds = time.perf_counter() - built
+        check_input_size(backbone.cfg.input_size, batch=min(batch_size, len(todo)),
+                         patch_size=backbone.patch_size)
         if device:
             backbone.to(device)
         writer = PackWriter(store, key, params.layers, params.mode, DTYPES[params.dense_dtype])

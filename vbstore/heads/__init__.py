@@ -11,7 +11,9 @@ This module is the package's face; the code lives in its rooms:
 - ``_record``: storing a head with its record, reading the record, every compatibility check
   and the words a mismatch is told in;
 - ``_load``: a head's tensors, loaded after those checks;
-- ``_files``: a head as a file (``export_head``/``import_head``) and what a Hub repository holds.
+- ``_files``: a head as a file (``export_head``/``import_head``) and what a Hub repository holds;
+- ``_share``: a head through a remote (``push_head``/``pull_head``, the command line's checks)
+  and a head's check at the gate (``vbstore.records.gate``).
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ from ._record import (
     reading_flags,
     save_head,
 )
+from ._share import HeadPush, PulledHead, pull_head, push_head
 
 __all__ = [
-    "FLAGS", "HEAD_FORMAT", "HeadMismatch", "HeadMismatchWarning", "ImportedHead",
+    "FLAGS", "HEAD_FORMAT", "HeadMismatch", "HeadMismatchWarning", "HeadPush", "ImportedHead",
+    "PulledHead",
     "backbone_differences", "backbone_expectation", "backbone_name", "check_compat",
     "check_values", "evaluation_metrics", "export_head", "head_compat", "head_dependencies",
     "head_problems", "head_record", "head_summary", "hub_files", "import_head", "link_backbone",
-    "load_head", "name_backbones", "reading_flags", "save_head",
+    "load_head", "name_backbones", "pull_head", "push_head", "reading_flags", "save_head",
 ]

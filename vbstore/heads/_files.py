@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import digest
-from ..errors import HeadMismatch, UsageError, VbstoreError
-from ..records import BackboneRecord, HeadCompat, ResultRecord
+from ..errors import BadHead, HeadMismatch, UsageError, VbstoreError
+from ..records import BackboneRecord, HeadCompat, ResultRecord, StagedReader, arrival_problems
 from ..store import parse_safetensors_header, validate
+from ._load import check_values
 from ._record import HEAD_FORMAT, check_compat, head_record, name_backbones
 
 
@@ -82,6 +83,42 @@ def _read_record(data: bytes, path: Path) -> dict[str, Any]:
     return record
 
 
+def _check_tensors(data: bytes, record: Mapping[str, Any], path: Path) -> None:
+    """The checks a head meets where it is loaded (:func:`check_values`), on arrival.
+
+    Raises:
+        UsageError: the tensors cannot be read.
+        BadHead: NaN or infinite values, or a class count past the head's outputs.
+    """
+    # torch: only when a head's tensors are read
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    try:
+        state = load(data)
+    except (SafetensorError, ValueError, RuntimeError) as exc:
+        raise UsageError(f"{path} is not a vbstore head (its tensors cannot be read: {exc})",
+                         hint="heads are written by `vbstore export head`") from None
+    # the task a head names says what its tensors must hold (tasks load with the head's tensors)
+    from ..tasks import TaskInputError, UnknownTask, get_task
+
+    oid = digest(data)
+    try:
+        check_values(oid, record, state)
+        try:
+            task = get_task(str(record.get("task")))
+        except UnknownTask:  # a plugin's task not installed here: checked where it is applied
+            task = None
+        if task is not None:
+            try:
+                task.check_head(state)
+            except TaskInputError as exc:
+                raise BadHead(oid, str(exc.args[0])) from None
+    except BadHead as exc:
+        exc.hint = "nothing was imported; train the head again, or import one you trust"
+        raise
+
+
 def import_head(store, path: str | Path, *, name: str | None = None, force: bool = False,
                 expected: Mapping[str, Any] | None = None, strict: bool = True) -> ImportedHead:
     """Store the head in ``path`` (written by :func:`export_head`) and name it.
@@ -96,7 +133,11 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     Raises:
         UsageError: unreadable file, not a vbstore head, or ``name`` taken without ``force``.
         SchemaError: the compatibility record is invalid.
-        HeadMismatch: ``strict`` and the head does not fit ``expected``.
+        BadHead: its values cannot be right (NaN, a class count past its outputs, tensors its
+            task could never use): refused here, not first when it is applied.
+        HeadMismatch: ``strict`` and the head does not fit ``expected``, or contradicts what
+            the store holds (the gate: fine-tuned weights naming another parent than its
+            record, a named backbone record giving other weights).
     """
     path = Path(path)
     try:
@@ -104,11 +145,16 @@ def import_head(store, path: str | Path, *, name: str | None = None, force: bool
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     record = _read_record(data, path)
+    _check_tensors(data, record, path)
     problems = name_backbones(store, record, expected or {}, check_compat(record, expected or {}))
+    # the gate's check of an arriving head: the parent its fine-tuned blocks had, the backbone
+    # record it names (records.gate.ARRIVALS)
+    staged = digest(data)
+    problems += arrival_problems("head", staged, StagedReader(store, {staged: path}))
     if problems and strict:
         raise HeadMismatch(problems)
     taken = store.refs().get(name) if name is not None else None
-    if taken is not None and taken != digest(data) and not force:
+    if taken is not None and taken != staged and not force:
         raise UsageError(f"{name!r} already names {taken[:12]}",
                          hint="choose another name with --as, or move it with --force")
     oid = store.put_parsed(data, "head")

@@ -10,7 +10,13 @@ from typing import Any
 
 from .. import canonical
 from ..errors import NotAHead, SchemaError
-from ..records import BackboneRecord, HeadCompat, WeightsRecord
+from ..records import (
+    BackboneRecord,
+    HeadCompat,
+    StoreReader,
+    WeightsRecord,
+    finetuned_differences,
+)
 from ..store import read_safetensors_header, validate
 
 HEAD_FORMAT = "vbstore.head.v1"
@@ -117,6 +123,7 @@ def head_problems(store, head_id: str, backbone: Mapping[str, Any] | None = None
     if isinstance(tuned, dict) and not store.has(str(tuned.get("weights"))):
         found.append(f"its fine-tuned weights {str(tuned.get('weights'))[:12]} did not come "
                      "with it")
+    found += finetuned_differences(record, StoreReader(store))  # the parent its blocks had
     if backbone is not None:
         found += backbone_differences(store, head_id, backbone, backbone_id)
     return list(dict.fromkeys(found))

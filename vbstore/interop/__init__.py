@@ -1,4 +1,5 @@
-"""Other tools' formats: CLIP_benchmark's model lists and result files.
+"""Other tools' formats: CLIP_benchmark's model lists and result files, VisBench's result
+records.
 
 ```python
 from vbstore.interop import clip_benchmark_record, clip_benchmark_spec
@@ -27,6 +28,13 @@ from .clip_benchmark import (
     clip_benchmark_record,
     clip_benchmark_spec,
 )
+from .visbench import (
+    VISBENCH_FIELDS,
+    VISBENCH_SCHEMA_VERSION,
+    visbench_export,
+    visbench_lines,
+    visbench_record,
+)
 
 __all__ = [
     "CLIP_BENCHMARK_FIELDS",
@@ -35,6 +43,8 @@ __all__ = [
     "IDENTITY_FIELD",
     "MODEL_COLLECTIONS",
     "PROVENANCE_FIELDS",
+    "VISBENCH_FIELDS",
+    "VISBENCH_SCHEMA_VERSION",
     "WeightsIdentity",
     "check_template",
     "clip_benchmark_datasets",
@@ -45,4 +55,7 @@ __all__ = [
     "clip_benchmark_record",
     "clip_benchmark_spec",
     "clip_benchmark_task",
+    "visbench_export",
+    "visbench_lines",
+    "visbench_record",
 ]

@@ -19,19 +19,22 @@ _LAZY = {
     "ManifestRecord": ".artifacts", "FeaturesetRecord": ".artifacts",
     "SuiteRecord": ".suites", "EvaluationRecord": ".suites",
     "PackMetadata": ".metadata", "HeadMetadata": ".metadata",
-    "StagedReader": ".answer", "StoreReader": ".answer", "answer_differences": ".answer",
-    "check_answer": ".answer", "rows_differences": ".answer",
+    "StagedReader": ".answer", "StoreReader": ".answer", "answer_differences": ".gate",
+    "check_answer": ".gate", "rows_differences": ".answer", "ARRIVALS": ".gate",
+    "QUESTIONS": ".gate", "arrival_problems": ".gate", "finetuned_differences": ".answer",
+    "prefix_rows_differences": ".answer",
 }
 
 if TYPE_CHECKING:
     from .answer import (
         StagedReader,
         StoreReader,
-        answer_differences,
-        check_answer,
+        finetuned_differences,
+        prefix_rows_differences,
         rows_differences,
     )
     from .artifacts import BackboneRecord, FeaturesetRecord, ManifestRecord, WeightsRecord
+    from .gate import ARRIVALS, QUESTIONS, answer_differences, arrival_problems, check_answer
     from .head import CHECKED, HeadCompat
     from .metadata import HeadMetadata, PackMetadata
     from .result import RENAMED_METRICS, ResultRecord
@@ -48,7 +51,9 @@ RECORDS = {
 }
 
 __all__ = [
+    "ARRIVALS",
     "CHECKED",
+    "QUESTIONS",
     "RECORDS",
     "RENAMED_METRICS",
     "RESULT_SCHEMA_VERSION",
@@ -65,7 +70,10 @@ __all__ = [
     "SuiteRecord",
     "WeightsRecord",
     "answer_differences",
+    "arrival_problems",
     "check_answer",
+    "finetuned_differences",
+    "prefix_rows_differences",
     "rows_differences",
 ]
 

@@ -6,7 +6,8 @@ are whole but describe another computation, would still be served as the answer.
 the engine writes declares the question it answers (a result its task, parameters, seeds,
 extractor and inputs; a featureset its backbone, manifest and extractor, row by row; a head its
 task, parameters, seed and features), so before an answer is served or recorded, locally, from a
-ref or from a remote, :func:`check_answer` compares the two.
+ref or from a remote, the gate (:func:`vbstore.records.gate.check_answer`) compares the two
+with the check its op declares there (:data:`vbstore.records.gate.QUESTIONS`).
 
 Only fields the spec names are compared: a spec shaped otherwise than the engine's is one no
 request of the engine hashes to, so it is never asked for.
@@ -20,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import canonical
-from ..errors import MisfiledAnswer, VbstoreError
 from ..store import pack_index, read_safetensors_header
 
 
@@ -60,29 +60,6 @@ class StagedReader(StoreReader):
 
     def present(self, oid: str) -> bool:
         return oid in self.staged or super().present(oid)
-
-
-def check_answer(spec: Mapping[str, Any], output: str, reader: StoreReader,
-                 source: str | Callable[[], str]) -> None:
-    """Refuse ``output`` as the answer of ``spec`` when it declares another question.
-
-    ``source`` names where the answer came from (a callable: asked only for the error).
-
-    Raises:
-        MisfiledAnswer: naming ``source`` and what differs.
-    """
-    try:
-        differences = answer_differences(spec, output, reader)
-    except (VbstoreError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        differences = [f"it cannot be read as a {spec.get('op')} ({exc})"]
-    if differences:
-        raise MisfiledAnswer(output, source() if callable(source) else source, differences)
-
-
-def answer_differences(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
-    """What ``output`` declares that ``spec`` does not ask (empty: it answers it)."""
-    check = _CHECKS.get(spec["op"])
-    return check(spec, output, reader) if check is not None else []
 
 
 def _differ(out: list[str], what: str, declared: Any, asked: Any) -> None:
@@ -214,7 +191,102 @@ def _captions(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list
     return out
 
 
-_CHECKS: dict[str, Callable[[Mapping[str, Any], str, StoreReader], list[str]]] = {
-    "result": _result, "featureset": _featureset, "head": _head, "backbone": _backbone,
-    "warp_views": _views, "captions": _captions,
-}
+def _tensors_header(reader: StoreReader, output: str) -> tuple[dict[str, Any], dict[str, str]]:
+    header = read_safetensors_header(reader.path(output))[0]
+    return header, header.get("__metadata__") or {}
+
+
+def _prefix(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
+    # a prefix names its backbone, cut, manifest and, row by row, the image each row holds
+    header, meta = _tensors_header(reader, output)
+    inputs = spec["inputs"]
+    out: list[str] = []
+    _differ(out, "kind", meta.get("vbstore.kind"), "prefix")
+    _differ(out, "backbone", meta.get("backbone"), inputs.get("backbone"))
+    _differ(out, "manifest", meta.get("manifest"), inputs.get("manifest"))
+    _differ(out, "blocks", meta.get("blocks"), str(spec["params"].get("blocks")))
+    if out:
+        return out
+    images = [s["image"] for s in reader.json(inputs["manifest"])["samples"]]
+    return prefix_rows_differences(header, images)
+
+
+def prefix_rows_differences(header: Mapping[str, Any], images: list[str] | None) -> list[str]:
+    """Where a prefix's rows (its header's ``images``, one per activation row) are not the
+    manifest's ``images`` in order: another split's prefix, or rows rolled or shuffled
+    (``images`` None: only whether it names one image per row)."""
+    meta = header.get("__metadata__") or {}
+    rows = json.loads(meta.get("images") or "null")
+    shape = (header.get("activations") or {}).get("shape") or [None]
+    if not isinstance(rows, list) or not all(isinstance(r, str) for r in rows):
+        return ["it names no image per row"]
+    if shape[0] != len(rows):
+        return [f"it has {shape[0]} activation rows for {len(rows)} image ids"]
+    if images is None:
+        return []
+    if len(rows) != len(images):
+        return [f"it has {len(rows)} rows for {len(images)} images"]
+    for position, (row, image) in enumerate(zip(rows, images, strict=True)):
+        if row != image:
+            return [f"row {position} holds another image than the manifest's"]
+    return []
+
+
+def finetuned_differences(compat: Mapping[str, Any], reader: StoreReader) -> list[str]:
+    """Where a fine-tuned head's record and its fine-tuned weights name other parents.
+
+    The fine-tuned weights name the backbone and weights record they were trained from, in
+    their own bytes (so in their id): a head whose record was edited to name another backbone
+    is refused, its blocks having been trained on the parent its weights name. Empty for a
+    head trained without fine-tuning, or whose fine-tuned weights are not here.
+    """
+    tuned = compat.get("finetune")
+    if not isinstance(tuned, dict) or not reader.present(str(tuned.get("weights"))):
+        return []
+    _, meta = _tensors_header(reader, str(tuned["weights"]))
+    out: list[str] = []
+    _differ(out, "fine-tuned weights' kind", meta.get("vbstore.kind"), "finetuned")
+    _differ(out, "fine-tuned weights' parent backbone", meta.get("backbone"),
+            compat.get("backbone"))
+    _differ(out, "fine-tuned blocks", meta.get("blocks"), str(tuned.get("blocks")))
+    weights = meta.get("weights")
+    if not out and isinstance(weights, str) and reader.present(weights):
+        _differ(out, "fine-tuned weights' parent weights",
+                reader.json(weights).get("tensor_hash"), compat.get("weights"))
+    return out
+
+
+def _finetune(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
+    # a head trained with the last blocks: its record, and the parent its weights name
+    params, inputs = spec["params"], spec["inputs"]
+    compat = json.loads(_tensors_header(reader, output)[1].get("vbstore.compat") or "{}")
+    tuned = compat.get("finetune") if isinstance(compat.get("finetune"), dict) else {}
+    out: list[str] = []
+    _differ(out, "backbone", compat.get("backbone"), inputs.get("backbone"))
+    _differ(out, "train data", compat.get("train_manifest"), inputs.get("train_manifest"))
+    for field, key in (("task", "task"), ("task_op_version", "task_op_version"),
+                       ("params", "task_params"), ("seed", "seed")):
+        _differ(out, field, compat.get(field), params.get(key))
+    for field in ("blocks", "backbone_lr"):
+        _differ(out, field, tuned.get(field), params.get(field))
+    if out:
+        return out
+    if not reader.present(str(tuned.get("weights"))):
+        return ["its fine-tuned weights are not here"]
+    return finetuned_differences(compat, reader)
+
+
+def _text(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str]:
+    # text-tower outputs name their model and the digest of their texts (engine._textcache)
+    header, meta = _tensors_header(reader, output)
+    if "texts" not in meta:
+        return ["it declares no prompt set or model (stored before they were recorded)"]
+    params = spec["params"]
+    out: list[str] = []
+    _differ(out, "kind", meta.get("vbstore.kind"), "tensors")
+    _differ(out, "backbone", meta.get("backbone"), spec["inputs"].get("backbone"))
+    _differ(out, "texts", meta.get("texts"), params.get("texts"))
+    _differ(out, "count", meta.get("count"), str(params.get("count")))
+    _differ(out, "rows", ((header.get("embeddings") or {}).get("shape") or [None])[0],
+            params.get("count"))
+    return out

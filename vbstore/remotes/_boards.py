@@ -135,22 +135,34 @@ def fetch_record(remote: Remote, oid: str, kind: str, size: int,
         if close is not None:
             close()
     data = b"".join(parts)
-    digest = blake3.blake3(data).hexdigest()
-    if digest != oid:
-        raise TamperedBlob(remote.name, oid, f"its bytes hash to {digest[:12]}")
+    document = check_record(remote.name, oid, kind, data)
     if len(data) != size:
         raise TamperedBlob(remote.name, oid, "its size differs from the listing")
-    _limits.check_record(remote.name, oid, kind, data)
+    return data, document
+
+
+def check_record(source: str, oid: str, kind: str, data: bytes) -> dict[str, Any]:
+    """The document of ``data``, a JSON record of ``kind`` that came from ``source`` (a remote,
+    or a store a crash left a blob in), once it is proven to be what ``oid`` names.
+
+    Raises:
+        TamperedBlob: it does not hash to ``oid``, is over its kind's cap, or is not canonical
+            JSON of ``kind`` valid under that kind's schema.
+    """
+    digest = blake3.blake3(data).hexdigest()
+    if digest != oid:
+        raise TamperedBlob(source, oid, f"its bytes hash to {digest[:12]}")
+    _limits.check_record(source, oid, kind, data)
     try:
         document = json.loads(data)
         if not isinstance(document, dict) or document.get("kind") != kind:
             raise VbstoreError(f"it is not a {kind} document")
-        if canonical.dumps(document) != data:
+        if canonical.dumps_parsed(document) != data:
             raise VbstoreError("it is not canonical JSON")
         validate(kind, document)
     except (VbstoreError, ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise TamperedBlob(remote.name, oid, f"claims kind {kind} but {exc}") from None
-    return data, document
+        raise TamperedBlob(source, oid, f"claims kind {kind} but {exc}") from None
+    return document
 
 
 def blobs_to_send(store, target: Remote, ids: Iterable[str], revision: str | None

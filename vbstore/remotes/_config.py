@@ -48,6 +48,11 @@ class RemoteConfig:
     #: lineage is never recorded as cache answers either.
     cache: bool = True
 
+    @property
+    def model_card(self) -> bool:
+        """Whether a head pushed here gets a model card (its scheme says: the Hub's does)."""
+        return get_scheme(self.scheme).model_card
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "url": self.url, "scheme": self.scheme,
                 "options": dict(self.options), "cache": self.cache}

@@ -12,10 +12,13 @@ duplicate or concurrent upload of one is harmless. Only the ref update must be c
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
+import socket
 import stat
 import time
 import uuid
@@ -38,10 +41,43 @@ from ._paths import check_ref
 
 CHUNK = 1 << 20
 _BATCH = 64
-# A push's temp file in a directory remote (``<final name>.<uuid4 hex>.tmp``): one older than
-# this was left by a push that was killed, and the next push removes it.
-STALE_TEMP_SECONDS = 3600
-_TEMP = re.compile(r"\.[0-9a-f]{32}\.tmp\Z")
+# A push's temp file in a directory remote: ``<final name>.<writer>-<pid>-<uuid4 hex>.tmp``. The
+# writer is this machine and PID namespace (see _writer), so the next push from the same place
+# removes a temp whose pid is dead at once; a temp of another place (or of a version before
+# writers were named: ``<final name>.<uuid4 hex>.tmp``) is removed once unchanged this long.
+# A live push keeps its temp's mtime fresh by writing to it, and renames it when done.
+STALE_TEMP_SECONDS = 600
+_TEMP = re.compile(r"\.(?:([0-9a-f]{16})-([0-9]{1,10})-)?[0-9a-f]{32}\.tmp\Z")
+
+
+@functools.cache
+def _writer() -> str:
+    """Who writes a temp file, as 16 hex digits: the host, its boot and the PID namespace, so a
+    pid in a temp's name can be checked for life only where it means the same process."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    with contextlib.suppress(OSError):
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    return blake3.blake3("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def temp_name(full: str) -> str:
+    """The temp file a push writes ``full`` through (renamed into place when complete)."""
+    return f"{full}.{_writer()}-{os.getpid()}-{uuid.uuid4().hex}.tmp"
+
+
+def _dead(pid: int) -> bool:
+    """Whether no process ``pid`` runs here (a pid that cannot be asked counts as alive)."""
+    if pid <= 0:  # 0 and -1 would ask a process group
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # PermissionError: alive, another user's
+        return False
+    return False
 
 
 class FsspecRemote(Remote):
@@ -196,17 +232,22 @@ class DirRemote(FsspecRemote):
         return None
 
     def remove_stale_temps(self, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
-        """Remove the temp files killed pushes left (older than ``older_than`` seconds); return
-        their paths relative to the remote. A younger one may be a running push's."""
-        removed, cutoff = [], time.time() - older_than
+        """Remove the temp files killed pushes left; return their paths relative to the remote.
+
+        A temp written from this machine and PID namespace by a process that no longer runs
+        goes at once; any other goes once unchanged for ``older_than`` seconds (a younger one
+        may be a running push's on another machine)."""
+        removed, cutoff, here = [], time.time() - older_than, _writer()
         for folder in ("objects", "derivations", "refs"):
             for dirpath, _, names in os.walk(os.path.join(self.root, folder)):
                 for name in names:
-                    if not _TEMP.search(name):
+                    match = _TEMP.search(name)
+                    if not match:
                         continue
                     full = os.path.join(dirpath, name)
+                    dead = match.group(1) == here and _dead(int(match.group(2)))
                     try:
-                        if os.lstat(full).st_mtime < cutoff:
+                        if dead or os.lstat(full).st_mtime < cutoff:
                             os.unlink(full)
                             removed.append(os.path.relpath(full, self.root))
                     except OSError:
@@ -224,7 +265,7 @@ class DirRemote(FsspecRemote):
         # temp + rename, so a reader never sees a half-written blob under its final name
         full = self.full(path)
         self.fs.makedirs(os.path.dirname(full), exist_ok=True)
-        temp = f"{full}.{uuid.uuid4().hex}.tmp"
+        temp = temp_name(full)
         try:
             if isinstance(source, bytes):
                 self.fs.pipe_file(temp, source)

@@ -22,6 +22,7 @@ from .. import canonical
 from .._progress import progress
 from ..errors import CorruptObject, ObjectNotFound, UsageError, VbstoreError
 from ..records import StagedReader, check_answer
+from ..records.gate import arrival_problems, check_named, makes
 from ..store import check_safetensors_file, derivation_key, encoding, validate
 from ._base import Remote, document_limit
 from ._closure import Entry, parse_derivation, parse_ref, within
@@ -55,9 +56,6 @@ class PullResult:
 # Derived kinds in the order they feed each other: a pulled object may bring cache answers for
 # its own kind and the kinds that can be its inputs, never for what is built on top of it.
 _DERIVED = ("backbone", "featureset", "head", "result")
-# The kind an op makes where it is not named after it, for an op whose output declares its
-# question (vbstore.records.answer checks it): a model's captions are a blob.
-_MAKES = {"captions": "blob"}
 
 
 def _check_content(remote: str, entry: Entry, temp: Path) -> None:
@@ -123,9 +121,10 @@ def _known(store, oid: str) -> bool:
 def _recordable(entries: list[Entry], root: str) -> set[str]:
     """Ids whose listed derivation a transfer of ``root`` may record as a cache answer.
 
-    Only objects reachable from ``root``, whose derivation's op is the kind they are (an op is
-    named after the kind it produces), and of a kind that can be an input of ``root``'s kind:
-    pulling one head never plants an answer for a result, however the listing is dressed up.
+    Only objects reachable from ``root``, whose derivation's op makes the kind they are (the
+    gate's :data:`~vbstore.records.gate.QUESTIONS`), and of a kind that can be an input of
+    ``root``'s kind: pulling one head never plants an answer for a result, however the
+    listing is dressed up.
     """
     reachable = {e.id: e for e in within(entries, root)}
     top = reachable[root].kind if root in reachable else None
@@ -133,7 +132,8 @@ def _recordable(entries: list[Entry], root: str) -> set[str]:
         return set()
     allowed = _DERIVED[: _DERIVED.index(top) + 1]
     return {e.id for e in reachable.values()
-            if e.derivation and e.derivation["spec"]["op"] == e.kind and e.kind in allowed}
+            if e.derivation and makes(e.derivation["spec"]["op"]) == e.kind
+            and e.kind in allowed}
 
 
 def install(store, remote: Remote, entries: Iterable[Entry], revision: str | None,
@@ -148,9 +148,11 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
     only when every blob passed. Derivations are recorded for ``root`` itself, and with
     ``lineage`` for its own lineage too (see :func:`_recordable`); with ``root=None`` none are.
     ``answers`` are ``(spec, output)`` pairs to record as well (the binary cache's answer).
-    Every derivation to record is first checked against what its output declares
-    (:func:`vbstore.records.check_answer`), from the downloaded files, before any blob enters
-    the store; each is recorded with ``origin`` (default ``pulled from REMOTE``).
+    Every staged blob is checked against what its kind claims
+    (:func:`vbstore.records.gate.arrival_problems`), and every derivation to record against
+    what its output declares (:func:`vbstore.records.check_answer`), from the downloaded
+    files, before any blob enters the store; each is recorded with ``origin`` (default
+    ``pulled from REMOTE``).
 
     Raises:
         TamperedBlob: a blob does not hash to its id, is larger than listed, or contradicts its
@@ -197,6 +199,10 @@ def install(store, remote: Remote, entries: Iterable[Entry], revision: str | Non
         to_record = [(spec, output) for spec, output in to_record
                      if all(i in temps or _known(store, i) for i in spec["inputs"].values())]
         reader = StagedReader(store, temps)
+        for entry, _, _ in staged:  # the gate: each kind against what came with it or is here
+            problems = arrival_problems(entry.kind, entry.id, reader)
+            if problems:
+                raise TamperedBlob(remote.name, entry.id, "; ".join(problems[:3]))
         for spec, output in to_record:  # before any blob enters the store
             check_answer(spec, output, reader, f"remote {remote.name!r}")
         for entry, temp, size in staged:  # every blob passed: now they may enter the store
@@ -230,6 +236,8 @@ def pull(store, target: str, revision: str | None = None, as_name: str | None = 
     again after (an object already present is judged by the kind the local store knows).
     ``accept(result)`` runs after the download and before the ref is tagged or the pull noted;
     when it raises (a head that does not fit, say), local refs are left exactly as they were.
+    Without ``accept``, the check the object's kind declares for that moment runs instead
+    (:func:`vbstore.records.gate.check_named`: a head's compatibility check, strict).
     Derivations are recorded only from remotes that serve as a cache (not ``--no-cache``):
     the root's own, and with ``lineage`` those of everything under it too, each checked
     against what its output declares first.
@@ -271,6 +279,8 @@ def pull(store, target: str, revision: str | None = None, as_name: str | None = 
                                              f"{local_kind} here")
     if accept is not None:
         accept(result)
+    else:
+        check_named(local_kind, store, oid)
     store.tag(local_name, oid)
     registry(store).note_pull(local_name, remote.config, ref, oid, rev)
     return result
@@ -305,7 +315,7 @@ def fetch_derivation(store, key: str, remotes: Iterable[str] | None = None) -> s
                     continue
                 spec, output, entries = parse_derivation(remote.name, key, data)
                 kind = next(e.kind for e in entries if e.id == output)
-                if _MAKES.get(spec["op"], spec["op"]) != kind:
+                if makes(spec["op"]) != kind:
                     raise TamperedBlob(remote.name, output,
                                        f"a {spec['op']} derivation cannot produce a {kind}")
                 install(store, remote, entries, rev, PullResult(remote.name), required=[output],

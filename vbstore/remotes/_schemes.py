@@ -37,6 +37,8 @@ class RemoteScheme:
             checked for them.
         cache: Asked as a binary cache by default (a team's own place); False: pull-only (the
             Hub: anyone's).
+        model_card: A head pushed there gets a model card and the files a Hub repository
+            shows (``heads.hub_files``).
     """
 
     name: str
@@ -46,6 +48,7 @@ class RemoteScheme:
     open: Callable[[Any], Any]
     local: bool = False
     cache: bool = True
+    model_card: bool = False
 
 
 _SCHEMES: dict[str, RemoteScheme] = {}

@@ -59,6 +59,7 @@ def _hub(config: Any) -> Any:
 for _scheme in (
     RemoteScheme("dir", ("", "file"), (), _dir_url, _dir, local=True),
     RemoteScheme("s3", ("s3",), ("endpoint_url", "region"), _s3_url, _s3),
-    RemoteScheme("hf", ("hf",), ("repo_type", "branch", "private"), _hf_url, _hub, cache=False),
+    RemoteScheme("hf", ("hf",), ("repo_type", "branch", "private"), _hf_url, _hub, cache=False,
+                 model_card=True),
 ):
     register_remote_scheme(_scheme)

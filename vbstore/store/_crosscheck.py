@@ -94,8 +94,10 @@ def evaluation_faults(store) -> list[dict[str, Any]]:
                     expected = 0
                 if value != expected:
                     differ.append(name)
+            # a correction names the evaluation it corrects; a re-judged copy stands for the
+            # original it was judged from (``rejudged_from``)
             if superseded_by and not (store.has(superseded_by) and store.read_json(
-                    superseded_by).get("supersedes") == oid):
+                    superseded_by).get("supersedes") in {oid, doc.get("rejudged_from")} - {None}):
                 differ.append("superseded_by")
         except (ValueError, KeyError, TypeError) as exc:
             differ = [f"its blob cannot be read ({exc})"]

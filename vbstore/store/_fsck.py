@@ -55,14 +55,18 @@ class FsckMixin(_StoreBase):
 
     def fsck(self, jobs: int | None = None, repair: bool = False,
              refetch: Callable[[str], bool] | None = None,
-             answers: Callable[[dict[str, Any], str], list[str]] | None = None) -> FsckReport:
+             answers: Callable[[dict[str, Any], str], list[str]] | None = None,
+             index: Callable[[list[str]], list[str]] | None = None) -> FsckReport:
         """Check every blob and row.
 
         With ``repair``, damaged blobs are moved to ``quarantine/``; ``refetch(oid)`` may bring
         each back (from a remote), otherwise it is forgotten so the next ``get`` recomputes it.
         Rows that carry numbers (feature rows, evaluation scores and, given ``answers``,
         derivation outputs: see :mod:`._crosscheck`) are compared with their blobs; a row that
-        disagrees is a fault, which ``repair`` forgets.
+        disagrees is a fault, which ``repair`` forgets. An evaluation blob stored whole that
+        the leaderboard index lacks (a killed board pull's) is a fault too; ``repair`` hands them to
+        ``index(ids)`` (vbstore.suites' ``index_stored``, which judges each as a pull does),
+        which returns the ids it indexed.
         A read-only store is checked without any housekeeping (``repair`` is refused). A
         damaged registry (SQLite's integrity check fails, or it cannot be opened) is reported
         and left untouched; :meth:`rebuild_registry` makes a new one from the blobs.
@@ -134,6 +138,7 @@ class FsckMixin(_StoreBase):
                 report.dangling_edges.append({"parent": parent, "child": child, "role": role})
         report.mismatched = cross_check(self, answers)
         if not tidy:
+            report.unindexed = unindexed(self)
             report.seconds = time.perf_counter() - start
             return report
         adopted = [(oid, sniff_kind(files[oid]), os.path.getsize(files[oid]))
@@ -146,11 +151,17 @@ class FsckMixin(_StoreBase):
             # the check is whole: only its bookkeeping (verification times, adopted rows) needs
             # space, and a full disk is where fsck is wanted most
             report.unrecorded = True
+            report.unindexed = unindexed(self)
             report.seconds = time.perf_counter() - start
             return report
+        report.unindexed = unindexed(self)  # after adopting: a killed pull left no rows
         if repair:
             with self.db.write() as conn:
                 forget_rows(conn, report.mismatched)
+            if index is not None and report.unindexed:
+                done = set(index(report.unindexed))
+                report.indexed = [oid for oid in report.unindexed if oid in done]
+                report.unindexed = [oid for oid in report.unindexed if oid not in done]
             for oid in report.unsafe:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.files.path(oid))  # the link only, never its target
@@ -305,6 +316,19 @@ class FsckMixin(_StoreBase):
                     continue
             removed.append((entry.name, st.st_size))
         return removed
+
+
+def unindexed(store) -> list[str]:
+    """Evaluation blobs present here that the ``evaluations`` table does not list (what a board
+    pull killed between storing and indexing left), in id order. The original of a re-judged
+    evaluation is indexed as its copy (the ``rejudged_from`` edge to it). Suites are not
+    listed: a suite version already here keeps another document of it unindexed on purpose."""
+    rows = {hex_id(r[0]) for r in store.db.query("SELECT id FROM evaluations")}
+    rows |= {hex_id(r[0]) for r in store.db.query(
+        "SELECT child FROM edges WHERE role='rejudged_from'")}
+    return sorted(oid for oid in (hex_id(r[0]) for r in store.db.query(
+        "SELECT id FROM objects WHERE kind='evaluation' AND evicted_at IS NULL"))
+        if oid not in rows and store.files.exists(oid))
 
 
 def _check_files(items: list[tuple[str, str]]) -> list[tuple[str, str | None, Any]]:

@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DiskFull
+from ..errors import DiskFull, StoreLocked
 from ._base import _StoreBase
 from ._ids import db_id, hex_id
 from ._kinds import EVICTABLE, ROOT_KINDS
@@ -123,7 +123,8 @@ class GcMixin(_StoreBase):
         keys = self._reachable_keys(young_since, roots_only_pinned)
         return keys if registry_ids else {hex_id(key) for key in keys}
 
-    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool) -> set:
+    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool,
+                        unrooted: set | frozenset = frozenset()) -> set:
         roots = {db_id(r[0]) for r in self.db.query("SELECT id FROM refs")}
         leases = self.live_leases()
         for lease in leases:
@@ -139,6 +140,7 @@ class GcMixin(_StoreBase):
             roots |= {r[0] for r in self.db.query(
                 f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
                 "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
+        roots -= unrooted  # what ``forget`` asks about: the walk without these roots
         # breadth first, in SQL: each round reads the children of the objects it just reached
         # that have any (an index range each), never a map of the whole edges table
         parents = {parent for (parent,) in self.db.query("SELECT DISTINCT parent FROM edges")}
@@ -393,6 +395,43 @@ class GcMixin(_StoreBase):
                 ).rowcount:
                     self._forget(conn, [db_id(obj["id"])])
                     evicted.append(obj)
+        return evicted
+
+    def feature_packs(self, backbones: list[str] | None = None) -> list[dict[str, Any]]:
+        """The present feature packs (``id``, ``kind``, ``size``) of the featuresets built by
+        ``backbones`` (backbone object ids; None: every pack): what VisBench calls its feature
+        cache."""
+        if backbones is None:
+            rows = self.db.query("SELECT id, kind, size FROM objects WHERE kind='pack' AND "
+                                 "evicted_at IS NULL ORDER BY id")
+        else:
+            keys = [db_id(oid) for oid in backbones]
+            rows = self.db.query(  # _marks is a fixed "?" list
+                "SELECT DISTINCT o.id, o.kind, o.size FROM edges f JOIN edges p ON "  # noqa: S608
+                "p.parent = f.parent AND p.role = 'pack' JOIN objects o ON o.id = p.child "
+                f"WHERE f.role = 'backbone' AND f.child IN ({_marks(keys)}) AND o.kind = 'pack' "
+                "AND o.evicted_at IS NULL ORDER BY o.id", keys) if keys else []
+        return [{"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in rows]
+
+    def evict_features(self, backbones: list[str] | None = None) -> list[dict[str, Any]]:
+        """Evict the feature packs of ``backbones`` (None: every pack), VisBench's ``cache
+        clear``: their blobs go, their rows stay marked evicted, and the next request that needs
+        them extracts them again. A ref does not keep them (they are recomputable); a running
+        computation does, so this refuses while one holds a lease.
+
+        Raises:
+            StoreLocked: a computation is running in this store.
+        """
+        self.writable("evict features")
+        leases = self.live_leases()
+        if leases:
+            raise StoreLocked(
+                f"{len(leases)} computation{'s' if len(leases) != 1 else ''} running in "
+                f"{self.root}: its features may be in use",
+                hint="clear the feature cache once it has finished")
+        chosen = self.feature_packs(backbones)
+        evicted = self._mark_evicted(chosen, now() + 1)  # whenever last used
+        self._unlink_unregistered([o["id"] for o in evicted], evicted_only=True)
         return evicted
 
     def du(self) -> dict[str, Any]:

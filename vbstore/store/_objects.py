@@ -49,19 +49,21 @@ class ObjectFiles:
         return f"{self._objects}/{oid[:2]}/{oid[2:]}"
 
     def exists(self, oid: str) -> bool:
-        return self.path(oid).is_file()
+        return os.path.isfile(self.fspath(oid))
 
     def temp_path(self) -> Path:
         # pid and host in the name let fsck tell a dead writer's leftovers from a live one's
         return self.tmp / f"{HOST}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
 
     def write_temp(
-        self, chunks: Iterable[bytes | memoryview], known_id: str | None = None
+        self, chunks: Iterable[bytes | memoryview], known_id: str | None = None,
+        sync: bool = True,
     ) -> tuple[Path, str, int]:
         """Write ``chunks`` to a fresh temp file, fsynced; return (path, blake3 hex, size).
 
         The bytes are hashed as they are written, unless the caller already hashed exactly
-        these immutable bytes and passes ``known_id``.
+        these immutable bytes and passes ``known_id``. With ``sync`` False the caller flushes
+        many temp files at once (:meth:`flush`) before it publishes any of them.
 
         Raises:
             DiskFull: the disk filled up; the temp file is already removed.
@@ -84,7 +86,8 @@ class ObjectFiles:
                     while view:
                         written = os.write(fd, view)
                         view = view[written:]
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.chmod(temp, 0o444)
@@ -99,24 +102,56 @@ class ObjectFiles:
         assert hasher is not None  # made above whenever no known_id is given
         return temp, hasher.hexdigest(), size
 
-    def publish(self, temp: Path, oid: str) -> bool:
-        """Move a verified temp file into place; return False when the blob already existed."""
-        target = self.path(oid)
-        if target.is_file():
+    def publish(self, temp: Path, oid: str, sync: bool = True) -> bool:
+        """Move a verified temp file into place; return False when the blob already existed.
+
+        With ``sync`` False the fan-out directory is not flushed: the caller :meth:`flush`-es
+        once after many renames.
+        """
+        target = self.fspath(oid)  # strings, not Paths: a board pull publishes 100k of these
+        if os.path.isfile(target):
             _unlink_quietly(temp)
             return False
         try:
             try:
                 os.replace(temp, target)
             except FileNotFoundError:  # first blob of this fan-out directory
-                target.parent.mkdir(exist_ok=True)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
                 _fsync_dir(self.objects)
                 os.replace(temp, target)
-            _fsync_dir(target.parent)
+            if sync:
+                _fsync_dir(os.path.dirname(target))
         except OSError as exc:
             _unlink_quietly(temp)
             raise _io_error(exc, f"publishing {oid[:12]}") from exc
         return True
+
+    def flush(self, paths: Iterable[Path]) -> None:
+        """Make what was written to ``paths`` (files, or directories renamed into) durable.
+
+        Many at once: their fsyncs run side by side on a few threads, so the filesystem's
+        journal commits them in a few groups instead of once each (a 1000-blob batch costs
+        ~0.1 ms a blob where one fsync after another costs milliseconds each). Only these
+        paths are flushed: a ``syncfs`` would also write back every other process's dirty
+        data on a shared disk.
+
+        Raises:
+            StoreIOError: a flush failed (the data may not be on disk).
+        """
+        paths = list(paths)
+        try:
+            if len(paths) <= 2:
+                for path in paths:
+                    _fsync_path(path)
+                return
+            # a thread pool (with logging: ~4 ms of imports) only where blobs are batched
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(_FLUSH_THREADS, len(paths))) as pool:
+                for _ in pool.map(_fsync_path, paths):
+                    pass
+        except OSError as exc:
+            raise _io_error(exc, "flushing blobs to disk") from exc
 
     def iter_files(self) -> Iterator[tuple[str, Path]]:
         """Every blob file as (id, path), including ones the registry does not know."""
@@ -175,7 +210,19 @@ def read_chunks(handle: BinaryIO) -> Iterator[bytes]:
         yield chunk
 
 
-def _fsync_dir(path: Path) -> None:
+_FLUSH_THREADS = 16  # fsyncs in flight at once: enough for the journal to group them
+
+
+def _fsync_path(path: Path | str) -> None:
+    """fsync a file or a directory (opened read-only, which Linux allows for both)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path | str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -193,6 +193,16 @@ def _m9_result_notes(db) -> None:
                "recorded FLOAT NOT NULL, PRIMARY KEY (object, text)) WITHOUT ROWID")
 
 
+def _m10_evaluation_uploads(db) -> None:
+    # Visin's run metadata (vbstore/suites/_evaluate.py): the project an evaluation was recorded
+    # in (also in its document; here for boards and listings to filter on without a blob), and
+    # each upload uuid with the evaluation it named (no part of any document: a retry under the
+    # same uuid is the same evaluation, a different one is refused). NULL: no project.
+    db.execute("ALTER TABLE evaluations ADD COLUMN project TEXT")
+    db.execute("CREATE TABLE evaluation_uuids (uuid TEXT PRIMARY KEY, id TEXT NOT NULL, "
+               "recorded FLOAT NOT NULL)")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -209,6 +219,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (7, "board variants and corrections", _m7_board_variants),
     (8, "data names", _m8_data_names),
     (9, "result notes", _m9_result_notes),
+    (10, "evaluation projects and upload uuids", _m10_evaluation_uploads),
 ]
 if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
     raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "

@@ -91,6 +91,10 @@ class FsckReport:
     locks_removed: list[str] = field(default_factory=list)
     # registry rows that disagree with their blobs: {"table", "key", "id", "why"}
     mismatched: list[dict[str, Any]] = field(default_factory=list)
+    # evaluation blobs stored whole that the leaderboard index does not list (a killed board
+    # pull's); ``indexed``: those a repair indexed
+    unindexed: list[str] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)
     # the disk was full: the check is whole, but verification times and adopted rows were
     # not recorded
     unrecorded: bool = False
@@ -99,7 +103,8 @@ class FsckReport:
     @property
     def faults(self) -> int:
         return (len(self.corrupt) + len(self.missing) + len(self.dangling_edges)
-                + len(self.registry_errors) + len(self.unsafe) + len(self.mismatched))
+                + len(self.registry_errors) + len(self.unsafe) + len(self.mismatched)
+                + len(self.unindexed))
 
     @property
     def clean(self) -> bool:

@@ -3,6 +3,11 @@
 The schemas live in the repository's top-level ``schemas/`` folder; ``vbstore/_schemas`` links to
 it so they ship inside the package. jsonschema is imported on the first write only, so reads
 stay fast.
+
+jsonschema walks a document in ~0.4 ms; a board pull validates 100k of them. A schema written
+only in keywords that draft 7 and 2020-12 read alike is also compiled to Python by
+fastjsonschema (~20 µs a document): a document it accepts is valid; one it refuses goes through
+jsonschema, whose error names the field as always.
 """
 
 from __future__ import annotations
@@ -40,6 +45,41 @@ def _validator(name: str):
     return cls(schema)
 
 
+# keywords fastjsonschema (draft 7) reads as jsonschema (2020-12) does; a schema with any
+# other keyword is left to jsonschema alone
+_SHARED = {"type", "properties", "additionalProperties", "required", "pattern", "enum", "const",
+           "items", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+           "exclusiveMaximum", "minItems", "maxItems", "uniqueItems", "oneOf", "anyOf",
+           "allOf", "not", "description", "title", "$id", "$schema", "$comment"}
+_SUBSCHEMAS = ("additionalProperties", "items", "not")  # a keyword whose value is a schema
+
+
+def _shared_keywords(schema: Any) -> bool:
+    """Whether every keyword in ``schema`` (and its sub-schemas) is in :data:`_SHARED`."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or not set(schema) <= _SHARED:
+        return False
+    subschemas = [*(schema.get("properties") or {}).values(),
+                  *(schema[k] for k in _SUBSCHEMAS if k in schema),
+                  *(s for k in ("oneOf", "anyOf", "allOf") for s in schema.get(k, []))]
+    return all(_shared_keywords(s) for s in subschemas)
+
+
+@cache
+def _fast(name: str):
+    """A compiled fastjsonschema check of schema ``name``, or None (not installed, or the
+    schema uses a keyword the two drafts might read differently)."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    schema = json.loads(schema_text(name))
+    if not _shared_keywords(schema):
+        return None
+    return fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
+
+
 @cache
 def _long_arrays(name: str) -> dict[str, Any]:
     from ._fastschema import long_arrays  # with jsonschema: the first write only
@@ -71,7 +111,14 @@ def validate(name: str, document: Any) -> None:
     Raises:
         SchemaError: naming the JSON path of the first offending field.
     """
-    if _valid_quickly(name, document):
+    fast = _fast(name)  # the whole document compiled, where the schema allows
+    if fast is not None:
+        try:
+            fast(document)
+            return
+        except Exception:  # noqa: S110 - refused or unreadable: jsonschema decides and says why
+            pass
+    if _valid_quickly(name, document):  # a long array's items compiled, the rest jsonschema
         return
     errors = sorted(_validator(name).iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:

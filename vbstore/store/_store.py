@@ -6,7 +6,7 @@ import errno
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -27,6 +27,7 @@ from ._answers import AnswersMixin
 from ._base import Edges
 from ._derive import DeriveMixin
 from ._filestate import FileStateMixin
+from ._forget import ForgetMixin
 from ._fsck import FsckMixin
 from ._gc import GcMixin
 from ._ids import db_id, hex_id, prefix_range
@@ -79,7 +80,7 @@ class ObjectInfo:
 
 
 class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesMixin,
-            NotesMixin, AnswersMixin, GcMixin,
+            NotesMixin, AnswersMixin, ForgetMixin, GcMixin,
             FsckMixin, RebuildMixin):
     """A content-addressed object store with its SQLite registry.
 
@@ -169,6 +170,52 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesM
                 return oid
         self._publish(temp, oid, kind, size, edges)
         return oid
+
+    def put_many(self, blobs: Iterable[tuple[bytes, str, Edges | None]],
+                 then: Callable[[Any], None] | None = None) -> list[str]:
+        """Store many small blobs ``(bytes, kind, edges)`` with one flush to disk for all of
+        them; return their ids. ``then(conn)`` writes its own rows in the same registry
+        transaction that registers the blobs, so they stand or fall together.
+
+        The order of one put, batched: every temp file is written, all are flushed at once,
+        renamed into place, the renames flushed at once, then the rows committed. A kill at any
+        instant leaves at worst whole blobs without rows (``fsck`` adopts them; whoever wrote
+        them writes them again and finds them there), never a row without its blob. A blob
+        already here is not rewritten. The caller checked what each blob is (kind, schema).
+
+        Raises:
+            StoreReadOnly: the store is read-only.
+            DiskFull, StoreIOError: a write or flush failed; nothing was registered.
+        """
+        self.writable("store new blobs")
+        items = []
+        for data, kind, edges in blobs:
+            _kinds.check_kind(kind)
+            data = bytes(data)  # immutable, so the bytes hashed are the bytes written
+            items.append((canonical.digest(data), data, kind, edges))
+        temps: dict[str, Path] = {}
+        try:
+            for oid, data, _kind, _edges in items:
+                if oid not in temps and not self.files.exists(oid):
+                    temps[oid] = self.files.write_temp([data], known_id=oid, sync=False)[0]
+            self.files.flush(temps.values())
+            with self.db.write() as conn:
+                for oid, data, _kind, _edges in items:  # gc unlinks under this lock too
+                    if oid not in temps and not self.files.exists(oid):
+                        temps[oid] = self.files.write_temp([data], known_id=oid)[0]
+                published = {self.files.objects / oid[:2] for oid, temp in temps.items()
+                             if self.files.publish(temp, oid, sync=False)}
+                self.files.flush(published)
+                for oid, data, kind, edges in items:
+                    self._upsert(conn, oid, kind, len(data))
+                    self._insert_edges(conn, oid, edges)
+                if then is not None:
+                    then(conn)
+        finally:
+            for temp in temps.values():  # published ones are gone already
+                if temp.exists():
+                    _discard(temp)
+        return [oid for oid, *_ in items]
 
     def put_file(self, path: str | Path, kind: str = "blob", edges: Edges | None = None) -> str:
         """Copy a file into the store, hashing as it is copied; return its id."""

@@ -29,6 +29,8 @@ from ._evaluate import (
     open_evaluation,
     record,
     reindex,
+    uuid_names,
+    with_run_metadata,
 )
 from ._export import FORMATS, board_csv, board_markdown, board_plot, board_text, visin_results
 from ._external import (
@@ -41,14 +43,17 @@ from ._external import (
     read_visin_results,
 )
 from ._import import import_results, read_records
+from ._judge import judge_pulled, rejudge
 from ._manifest import manifest_from_files, manifest_sha256, parse_assignments, read_split_file
 from ._new import condition_manifest, condition_source, new_suite
 from ._openclip import TableImport, is_openclip_table
 from ._openclip import import_table as import_openclip
+from ._pages import MAX_LIMIT, board_page, page_notes
 from ._promote import promote
 from ._reproduce import TOLERANCE, Reproduction, reproduce
+from ._run import SuiteRun, board_place, run_suite, suite_arguments, suite_data
 from ._settings import RESULT_FIELDS, SETTINGS, content_sha256, settings_of, show
-from ._share import BoardPull, BoardPush, local_board, pull_board, push_board
+from ._share import BoardPull, BoardPush, index_stored, local_board, pull_board, push_board
 from ._suite import (
     EXTENSION,
     Suite,
@@ -61,12 +66,22 @@ from ._suite import (
     push_suite,
     read_suite_file,
 )
-from ._verdict import EVIDENCE_LEVELS, UNTRAINED, judge, same_task, task_name, version_tuple
+from ._verdict import (
+    EVIDENCE_LEVELS,
+    UNTRAINED,
+    check_scores,
+    judge,
+    same_task,
+    score_problems,
+    task_name,
+    version_tuple,
+)
 
 __all__ = [
     "EVIDENCE_LEVELS",
     "EXTENSION",
     "FORMATS",
+    "MAX_LIMIT",
     "RESULT_FIELDS",
     "SETTINGS",
     "TOLERANCE",
@@ -79,12 +94,16 @@ __all__ = [
     "Evaluation",
     "Reproduction",
     "Suite",
+    "SuiteRun",
     "TableImport",
     "board_csv",
     "board_markdown",
+    "board_page",
+    "board_place",
     "board_plot",
     "board_text",
     "build",
+    "check_scores",
     "classes_evidence",
     "condition_manifest",
     "condition_source",
@@ -100,8 +119,10 @@ __all__ = [
     "hub_checkpoint",
     "import_openclip",
     "import_results",
+    "index_stored",
     "is_openclip_table",
     "judge",
+    "judge_pulled",
     "leaderboard",
     "list_evaluations",
     "list_suites",
@@ -112,6 +133,7 @@ __all__ = [
     "new_suite",
     "normalize",
     "open_evaluation",
+    "page_notes",
     "parse_assignments",
     "parse_data",
     "parse_ref",
@@ -127,11 +149,18 @@ __all__ = [
     "read_visin_results",
     "record",
     "reindex",
+    "rejudge",
     "reproduce",
+    "run_suite",
     "same_task",
+    "score_problems",
     "settings_of",
     "show",
+    "suite_arguments",
+    "suite_data",
     "task_name",
+    "uuid_names",
     "version_tuple",
     "visin_results",
+    "with_run_metadata",
 ]

@@ -6,18 +6,23 @@ rank and the next rank skips (1, 1, 3). Each row shows the weakest condition on 
 and the gap below the overall figure. A setting the suite leaves open (vbstore.suites._settings)
 makes a variant: a checkpoint has a row per variant, labelled with the settings in which the
 variants under its label differ. Rows come from the registry's ``evaluations`` table, so a
-board over 100k evaluations never opens a blob.
+board over 100k evaluations reads one row per checkpoint and variant; the numbers it ranks are
+then read from those rows' evaluation documents, each re-hashed, which is what ``fsck``
+verifies: a row edited in SQL, or one whose blob is gone, is listed but not ranked.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .. import canonical
 from ..store import Store
 from ._baseline import beats, board_baseline, mark_overlaps
-from ._evaluate import VARIANTS_FROM
+from ._evaluate import UPLOADS_FROM, VARIANTS_FROM
 from ._settings import show
 from ._suite import Suite, get_suite
 from ._verdict import EVIDENCE_LEVELS
@@ -37,9 +42,14 @@ class Board:
     observed_only: bool = False
     evaluations: int = 0
     baseline: dict[str, Any] | None = None
+    project: str | None = None  # the pool: evaluations recorded in this project (Visin's)
+    pagination: dict[str, dict[str, int]] | None = None  # set on one page (._pages)
 
     def as_dict(self) -> dict[str, Any]:
         headline = self.suite.headline
+        # a board of a project, or one page, says so; a whole board reads as before
+        scoped = {k: v for k, v in (("project", self.project), ("pagination", self.pagination))
+                  if v is not None}
         return {
             "suite": self.suite.ref,
             "headline": headline["key"],
@@ -51,14 +61,17 @@ class Board:
             "unranked": self.unranked,
             "reorders": self.reorders,
             "baseline": self.baseline,
+            **scoped,
         }
 
 
-def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
+def leaderboard(store: Store, ref: str, *, observed: bool = False,
+                project: str | None = None) -> Board:
     """The board of suite ``ref`` (``slug@version``, or the latest version of ``slug``).
 
-    ``observed`` ranks only evaluations vbstore computed itself (complete evidence): the pool and
-    the ranks are those of that subset.
+    ``observed`` ranks only evaluations vbstore computed itself (complete evidence); ``project``
+    only the evaluations recorded in that project (Visin's): the pool and the ranks are those
+    of that subset.
     """
     suite = get_suite(store, ref)
     headline = suite.headline
@@ -71,6 +84,10 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
     in_sql = all(_plain(part) for path in paths for part in path)
     columns = ", ".join(["json_extract(e.scores, ?)"] * len(paths)) if in_sql else "e.scores"
     pool = f"suite=? AND evidence IN ({','.join('?' * len(levels))})"
+    scope: tuple[str, ...] = ()
+    if project is not None:  # a store made before projects has none: an empty pool
+        pool += " AND project=?" if store.db.version >= UPLOADS_FROM else " AND 0"
+        scope = (project,) if store.db.version >= UPLOADS_FROM else ()
     # per checkpoint: its attempts, then its newest ranked attempt, or its newest when none
     # ranks; listing every evidence level lets both steps walk the (suite, evidence,
     # checkpoint, ranked, recorded, id) index instead of sorting the scan
@@ -91,11 +108,14 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
             *([_json_path(p) for p in paths] if in_sql else []),
             suite.ref,
             *levels,
+            *scope,
             suite.ref,
             *levels,
+            *scope,
         ),
     )
     total = sum(r[9] for r in rows)
+    rows = [_verified(store, suite, r, paths, in_sql) if r[4] else r for r in rows]
     labels = _Labels(rows)
     ranked = _ranked_rows(headline, metrics, names, rows, in_sql, labels)
     _rank(ranked, headline)
@@ -120,7 +140,71 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False) -> Board:
         for row in ranked:
             row["beats_baseline"] = beats(row["headline"], baseline["headline"],
                                           headline["direction"])
-    return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline)
+    return Board(suite, ranked, unranked, _reorders(suite, ranked), observed, total, baseline,
+                 project)
+
+
+_EDITED = "registry-edited({}): run vbstore fsck --repair"
+
+
+def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str, ...]],
+              in_sql: bool) -> tuple:
+    """A ranked row with the numbers of its re-hashed evaluation document; not ranked, with the
+    reason, when the document is not here or says otherwise than the row."""
+    oid = row[0]
+    try:
+        data = _read(store.files.fspath(oid))
+        if canonical.digest(data) != oid:
+            raise ValueError("its blob does not hash to its id")
+        doc = json.loads(data)
+        verdict = doc["verdict"]
+        scores = verdict["scores"]
+        if in_sql:
+            values = tuple(_extract(scores, path) for path in paths)
+        else:
+            values = (json.dumps(scores),)
+        claims = {
+            "suite": doc["suite"] == suite.ref,
+            "checkpoint": (doc["checkpoint"]["id"], doc["checkpoint"]["label"],
+                           doc["checkpoint"]["weights"]) == tuple(row[1:4]),
+            "ranked": verdict["ranked"] is True,
+            "evidence": doc["evidence"] == row[5],
+            "state": verdict["state"] == row[7],
+            "scores": (values == tuple(row[11:]) if in_sql
+                       else scores == json.loads(row[11])),
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return (*row[:4], 0, *row[5:8], json.dumps(
+            ["unverified: its evaluation blob is missing or damaged (run vbstore fsck)"]),
+            *row[9:])
+    edited = [name for name, holds in claims.items() if not holds]
+    if edited:
+        return (*row[:4], 0, *row[5:8], json.dumps([_EDITED.format(", ".join(edited))]),
+                *row[9:11], *values)
+    return (*row[:11], *values)
+
+
+def _read(path: str) -> bytes:
+    """A small file's bytes: a board reads one blob per ranked row, so the bare system calls
+    rather than a buffered file object (or Store.read_bytes's Paths)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 16):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _extract(scores: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """What ``json_extract(scores, path)`` reads: the value, or None where a part is missing."""
+    value: Any = scores
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
 
 
 class _Label(NamedTuple):

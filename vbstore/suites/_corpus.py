@@ -52,6 +52,16 @@ NOT_IN_CORPUS = {
     "captioning": "needs a model that writes captions (CoCa: open_clip's generate needs "
                   "transformers<4.57, the `captioning` extra), java, and SPICE's jars fetched "
                   "online; no generating model installs offline, and a random one writes noise",
+    # VisBench's named questions (vbstore/tasks/questions.py): their probe under another name,
+    # whose data (Places365, CUB-200, Stanford Cars, NYUv2-40) does not install offline; on the
+    # corpus's data they would repeat their probe's board number for number
+    **dict.fromkeys(("scene_classification", "fine_grained_classification",
+                     "vehicle_classification"),
+                    "classification's probe under another name; its data does not install "
+                    "offline, and on the corpus's data it repeats ref-classification's numbers"),
+    "scene_parsing": "semantic_segmentation's probe under another name (40 classes); NYUv2-40 "
+                     "does not install offline, and on the scenes it repeats "
+                     "ref-semantic-segmentation's numbers",
 }
 
 

@@ -3,6 +3,17 @@
 An evaluation is a content-addressed ``evaluation`` artifact (schemas/evaluation.schema.json)
 plus a row in the registry's ``evaluations`` table, which is what leaderboards read. Recording
 the same evidence again returns the stored evaluation with its first recording time.
+
+Visin's run metadata (docs/suites.md, "Run metadata"):
+
+- ``project`` and ``run`` (``{"id", "epoch"}``: the training run and epoch the checkpoint came
+  from) are in the document, when given: they are what the uploader states about the
+  evaluation, they travel with it on push and pull, and a retry that states them differently is
+  a different evaluation. Given nowhere, they are absent, so every earlier id stays.
+- ``uuid`` is the upload's name, not content: the registry maps it to the evaluation it first
+  named (``evaluation_uuids``). The same evaluation again under it returns the stored one; a
+  different one is refused (:class:`~vbstore.errors.UuidConflict`). The same evaluation under a
+  second uuid is still one evaluation (one attempt): content addressing decides identity.
 """
 
 from __future__ import annotations
@@ -14,7 +25,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..errors import UsageError
+from ..canonical import digest, dumps
+from ..errors import UsageError, UuidConflict
 from ..interop import WeightsIdentity
 from ..records import (
     EvaluationRecord,
@@ -27,7 +39,7 @@ from ..store import Store
 from ._manifest import manifest_sha256
 from ._settings import PARAMS, content_sha256, settings_of, variant_key
 from ._suite import Suite, get_suite, normalize, protocol_digest
-from ._verdict import evidence_of, judge
+from ._verdict import check_scores, evidence_of, judge
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,9 @@ def build(
     settings: Mapping[str, Any] | None = None,
     classes: Mapping[str, Any] | None = None,
     supersedes: str | None = None,
+    project: str | None = None,
+    run: str | None = None,
+    epoch: int | None = None,
 ) -> dict[str, Any]:
     """An evaluation document with its evidence level and verdict.
 
@@ -87,7 +102,11 @@ def build(
     {"top1": 0.9}}}``); ``checkpoint`` has ``id``, ``label`` and ``weights``. ``settings``
     are the comparability settings (vbstore.suites._settings; None when not known),
     ``classes`` Visin's ``{"scored", "ignored"}``, ``supersedes`` the evaluation this one
-    corrects.
+    corrects; ``project``, ``run`` and ``epoch`` Visin's run metadata (module docstring).
+
+    Raises:
+        InvalidScores: a score that is not finite, or a suite metric outside its ``range``
+            (the rule a pulled evaluation meets too: ``._verdict.score_problems``).
     """
     doc: dict[str, Any] = {
         "kind": "evaluation",
@@ -103,6 +122,7 @@ def build(
         "comparable": comparable,
         "sources": dict(sources or {}),
     }
+    check_scores(suite, doc["results"])
     if promoted_from:
         doc["promoted_from"] = promoted_from
     if settings is not None:
@@ -111,21 +131,68 @@ def build(
         doc["classes"] = {k: [str(c) for c in classes.get(k) or []] for k in ("scored", "ignored")}
     if supersedes:
         doc["supersedes"] = supersedes
+    with_run_metadata(doc, project=project, run=run, epoch=epoch)
     doc["evidence"], doc["missing"] = evidence_of(doc)
     doc["verdict"] = judge(suite, doc)
     return doc
 
 
+def with_run_metadata(doc: dict[str, Any], *, project: str | None = None,
+                      run: str | None = None, epoch: int | None = None) -> dict[str, Any]:
+    """``doc`` with Visin's ``project`` and ``run`` (``{"id", "epoch"}``) set where given.
+
+    Raises:
+        UsageError: an empty project or run, or a negative epoch.
+    """
+    if project is not None:
+        if not project.strip():
+            raise UsageError("--project is empty", hint="name the project, or leave it out")
+        doc["project"] = project
+    if epoch is not None and (isinstance(epoch, bool) or epoch < 0):
+        raise UsageError(f"--epoch {epoch} is not an epoch", hint="give an integer >= 0")
+    if run is not None and not run.strip():
+        raise UsageError("--run is empty", hint="give the training run's id, or leave it out")
+    source = {k: v for k, v in (("id", run), ("epoch", epoch)) if v is not None}
+    if source:
+        doc["run"] = source
+    return doc
+
+
+# the registry migration that added ``evaluations.project`` and ``evaluation_uuids``: a
+# read-only store made before it has no projects and no uuids
+UPLOADS_FROM = 10
+
+
+def uuid_names(store: Store, uuid: str) -> str | None:
+    """The evaluation upload ``uuid`` named, or None."""
+    if store.db.version < UPLOADS_FROM:
+        return None
+    row = store.db.one("SELECT id FROM evaluation_uuids WHERE uuid=?", (uuid,))
+    return row[0] if row else None
+
+
 def record(
-    store: Store, doc: dict[str, Any], *, dry_run: bool = False, recorded: float | None = None
+    store: Store, doc: dict[str, Any], *, dry_run: bool = False, recorded: float | None = None,
+    uuid: str | None = None,
 ) -> Evaluation:
     """Store the evaluation and index it for leaderboards; with ``dry_run`` store nothing.
 
     ``recorded`` overrides the recording time (a reproducible reference registry needs that).
+    ``uuid`` names this upload (Visin's): the evaluation it named before is returned when it
+    is this one.
+
+    Raises:
+        UuidConflict: ``uuid`` names another evaluation already (nothing is stored).
     """
     replaced = _check_supersedes(store, doc)
-    if dry_run:
+    if uuid is not None and not uuid.strip():
+        raise UsageError("--uuid is empty", hint="give the upload's id, or leave it out")
+    if dry_run:  # a check names no upload (Visin's dry run sends no uuid)
         return Evaluation(None, doc, None, False)
+    if uuid is not None:
+        stored = uuid_names(store, uuid)
+        if stored is not None and stored != digest(dumps({**doc, "kind": "evaluation"})):
+            raise UuidConflict(uuid, stored)
     typed = EvaluationRecord.from_dict(doc)
     edges: dict[str, str | list[str]] = {"suite": typed.suite_id}
     sources = [
@@ -141,6 +208,15 @@ def record(
         when = conn.execute("SELECT recorded FROM evaluations WHERE id=?", (oid,)).fetchone()[0]
         if replaced is not None:
             supersede(conn, replaced, oid)
+        if uuid is not None:
+            # the check above ran outside this transaction: a racing upload under the same
+            # uuid keeps its row, and this one is refused as a conflict
+            conn.execute("INSERT OR IGNORE INTO evaluation_uuids(uuid, id, recorded) "
+                         "VALUES (?,?,?)", (uuid, oid, time.time()))
+            named = conn.execute("SELECT id FROM evaluation_uuids WHERE uuid=?",
+                                 (uuid,)).fetchone()[0]
+            if named != oid:
+                raise UuidConflict(uuid, named)
     return Evaluation(oid, doc, when, bool(inserted))
 
 
@@ -185,9 +261,11 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
     ``ranked`` there means it ranks now: its verdict ranks it and no correction replaced it.
     """
     checkpoint, verdict = evaluation.checkpoint, evaluation.verdict
+    project = evaluation.extra.get("project")
     return bool(conn.execute(
         "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
-        "ranked, evidence, recorded, scores, reasons, variant) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        "ranked, evidence, recorded, scores, reasons, variant, project) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             oid,
             evaluation.suite,
@@ -201,6 +279,7 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
             json.dumps(verdict["scores"], sort_keys=True),
             json.dumps(evaluation.reasons),
             variant_key(verdict.get("variant") or {}),
+            project if isinstance(project, str) else None,
         ),
     ).rowcount)
 
@@ -254,9 +333,11 @@ def open_evaluation(store: Store, ref: str) -> Evaluation:
 
 
 def list_evaluations(
-    store: Store, suite: str | None = None, state: str | None = None
+    store: Store, suite: str | None = None, state: str | None = None,
+    project: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluation rows (newest first), optionally of one suite ref and one verdict state."""
+    """Evaluation rows (newest first), optionally of one suite ref, one verdict state and one
+    project."""
     superseded_by = "superseded_by" if store.db.version >= VARIANTS_FROM else "NULL"
     sql = (  # the f-string adds a column name or NULL
         "SELECT id, suite, checkpoint, label, weights, state, ranked, evidence, recorded, reasons, "  # noqa: S608
@@ -269,6 +350,9 @@ def list_evaluations(
     if state is not None:
         where.append("state=?")
         params.append(state)
+    if project is not None:
+        where.append("project=?" if store.db.version >= UPLOADS_FROM else "0")
+        params += [project] if store.db.version >= UPLOADS_FROM else []
     if where:
         sql += " WHERE " + " AND ".join(where)
     rows = store.db.query(sql + " ORDER BY recorded DESC, id", params)

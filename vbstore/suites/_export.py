@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from ._board import Board
 from ._evaluate import Evaluation
+from ._pages import page_notes
 
 # Local imports: matplotlib loads when a board is plotted.
 
@@ -25,9 +26,14 @@ def board_text(board: Board) -> str:
     headline = board.suite.headline
     better = "higher" if headline["direction"] == "max" else "lower"
     pool = "observed evaluations" if board.observed_only else "evaluations"
+    if board.project is not None:
+        pool += f" in project {board.project}"
+    pages = board.pagination or {}
+    ranked = pages.get("ranked", {}).get("total", len(board.rows))
+    unranked = pages.get("unranked", {}).get("total", len(board.unranked))
     lines = [
         f"{board.suite.ref}  {headline['key']} ({better} is better); "
-        f"{len(board.rows)} ranked of {len(board.rows) + len(board.unranked)} checkpoints, "
+        f"{ranked} ranked of {ranked + unranked} checkpoints, "
         f"{board.evaluations} {pool}"
     ]
     base = board.baseline
@@ -54,6 +60,7 @@ def board_text(board: Board) -> str:
                      "order is not established on this data")
     if board.reorders:
         lines.append(f"ordered differently by: {', '.join(board.reorders)}")
+    lines += page_notes(board)
     return "\n".join(lines)
 
 

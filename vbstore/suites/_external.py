@@ -11,13 +11,13 @@ Nothing here is verified: it is what the evaluator reports, and the evidence lev
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from . import _files
 from ._suite import EXTENSION, normalize, protocol_digest, read_suite_file
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -42,15 +42,14 @@ def read_visin_results(path: str | Path) -> dict[str, dict[str, dict[str, Any]]]
     """The results object of a Visin results file.
 
     Raises:
-        UsageError: unreadable, not JSON, or not condition → class → metric.
+        UsageError: unreadable, too large, not UTF-8 or JSON, or not condition → class →
+            metric.
     """
     file = Path(path)
-    try:
-        loaded = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+    text = _files.read_text(file, "results file", _files.MAX_RESULTS_BYTES,
+                           hint="split it into several files")
+    _files.check_values(text, file.name, _files.MAX_RESULTS_VALUES)
+    loaded = _files.loads(text, file.name)
     if not is_visin_results(loaded):
         raise UsageError(
             f"{file.name} is not a results object: conditions, then classes, then metrics",

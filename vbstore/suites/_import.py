@@ -17,7 +17,6 @@ Neither of the first two carries the SHA-256 manifest of the samples it scored, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from ..errors import BadInput, UsageError
 from ..interop import clip_benchmark_identity
 from ..store import Store
+from . import _files
 from ._evaluate import Evaluation, build, record
 from ._external import external_evidence, is_visin_results
 from ._openclip import is_openclip_table
@@ -39,31 +39,34 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     """The format of a result file and its records.
 
     Raises:
-        UsageError: unreadable, or neither a VisBench JSONL nor a CLIP_benchmark JSON file.
-        BadInput: lines that are not JSON objects, each named.
+        UsageError: unreadable, over :data:`~._files.MAX_RESULTS_BYTES` or its values, not UTF-8
+            or not JSON, or neither a VisBench JSONL nor a CLIP_benchmark JSON file.
+        BadInput: lines that are not JSON objects or VisBench records, each named.
     """
     file = Path(path)
     if is_openclip_table(file):  # one suite per dataset: not one suite's results
         raise UsageError(f"{file.name} is one of open_clip's results tables, with a column per "
                          "dataset", hint=f"vbstore import openclip {file} (a suite per dataset)")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    text = _files.read_text(file, "results file", _files.MAX_RESULTS_BYTES,
+                           hint="split it into several files")
+    _files.check_values(text, file.name, _files.MAX_RESULTS_VALUES)
     if file.suffix.lower() == ".jsonl":
         records, problems = [], []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            where = f"{file.name}:{number}"
             try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append((f"{file.name}:{number}", f"not JSON ({exc.msg})"))
+                item = _files.loads(line, where)
+            except UsageError as exc:
+                problems.append((where, str(exc).removeprefix(f"{where} is ")))
                 continue
             if not isinstance(item, dict) or not {"backbone", "task", "metrics"} <= set(item):
-                problems.append(
-                    (f"{file.name}:{number}", "not a VisBench record (backbone, task, metrics)")
-                )
+                problems.append((where, "not a VisBench record (backbone, task, metrics)"))
+                continue
+            wrong = _visbench_shape(item)
+            if wrong:
+                problems.append((where, wrong))
                 continue
             records.append({**item, "_line": number})
         if problems:
@@ -71,10 +74,7 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
                 "unusable result lines", problems, hint="fix or remove them; nothing was imported"
             )
         return "visbench", records
-    try:
-        loaded = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
+    loaded = _files.loads(text, file.name)
     if is_visin_results(loaded) and not {"model", "pretrained", "metrics"} <= set(loaded):
         return "visin", [loaded]
     items = loaded if isinstance(loaded, list) else [loaded]
@@ -88,7 +88,41 @@ def read_records(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
             hint="CLIP_benchmark files hold dataset, model, pretrained, task and metrics; Visin's "
                  "condition -> class -> metric",
         )
+    for index, item in enumerate(items):
+        if not isinstance(item["metrics"], dict):
+            where = file.name + (f"[{index}]" if len(items) > 1 else "")
+            raise UsageError(f"{where}: metrics is {_a(item['metrics'])}, not an object of "
+                             "named numbers", hint="nothing was imported")
     return "clip_benchmark", items
+
+
+# a VisBench record's fields that are read, and the JSON types each may have (None: absent)
+_VISBENCH_FIELDS: dict[str, tuple[type, ...]] = {
+    "backbone": (str,), "backbone_key": (str, type(None)), "task": (str,), "metrics": (dict,),
+    "task_params": (dict, type(None)), "split": (str, type(None)),
+    "dataset": (str, type(None)), "dataset_size": (int, type(None)),
+    "visbench_version": (str, type(None)), "notes": (str, type(None)),
+}
+
+
+def _visbench_shape(item: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a VisBench record's fields, or None."""
+    for field, types in _VISBENCH_FIELDS.items():
+        value = item.get(field)
+        if not isinstance(value, types) or isinstance(value, bool):
+            wanted = " or ".join("null" if t is type(None) else _TYPE_NAMES[t] for t in types)
+            return f"{field} is {_a(value)}, not {wanted}"
+    return None
+
+
+_TYPE_NAMES = {str: "a string", dict: "an object", int: "an integer"}
+
+
+def _a(value: Any) -> str:
+    """A JSON value's type, as a phrase: 'a list', 'a string'..."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def import_results(
@@ -102,15 +136,23 @@ def import_results(
     dry_run: bool = False,
     recorded: float | None = None,
     checkpoint: Mapping[str, str] | None = None,
+    project: str | None = None,
+    run: str | None = None,
+    epoch: int | None = None,
+    uuid: str | None = None,
 ) -> list[Evaluation]:
     """Record the file's results on suite ``suite_ref`` as reported evaluations.
 
     ``condition`` puts every record under one condition name (default: the record's split, or
     dataset for CLIP_benchmark); ``sample_counts`` and ``weights`` (pretrained, fixed, checkpoint,
-    random or unknown) vouch for what the file does not say.
+    random or unknown) vouch for what the file does not say. ``project``, ``run``, ``epoch``
+    and ``uuid`` are Visin's run metadata (vbstore.suites._evaluate): a uuid names one upload,
+    so it is refused for a file that makes several evaluations.
 
     Raises:
-        UsageError: an unknown ``weights`` kind (and see :func:`read_records`).
+        UsageError: an unknown ``weights`` kind, a ``uuid`` for several evaluations (and see
+            :func:`read_records`).
+        UuidConflict: ``uuid`` names another evaluation already; nothing is stored.
         UnidentifiedWeights: a CLIP_benchmark row that does not say which weights made it;
             nothing is stored.
     """
@@ -118,9 +160,10 @@ def import_results(
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
+    metadata: dict[str, Any] = {"project": project, "run": run, "epoch": epoch}
     if fmt == "visin":
         return [_visin(store, suite, Path(path), records[0], checkpoint, weights, sample_counts,
-                       dry_run, recorded)]
+                       dry_run, recorded, metadata, uuid)]
     if checkpoint is not None:
         raise UsageError(f"{Path(path).name} names its checkpoints itself",
                          hint="--checkpoint is for a Visin results file")
@@ -161,6 +204,10 @@ def import_results(
             # a VisBench record's free-text field, e.g. where a transcribed figure was published
             **({"notes": item["notes"]} if item.get("notes") else {}),
         }
+    if uuid is not None and len(groups) > 1:
+        raise UsageError(f"--uuid names one upload, and {Path(path).name} makes "
+                         f"{len(groups)} evaluations (one per checkpoint)",
+                         hint="drop --uuid, or import one checkpoint's records per file")
     out = []
     for group in groups.values():
         given = {k: v for k, v in (sample_counts or {}).items() if k in group["results"]}
@@ -181,8 +228,9 @@ def import_results(
             protocol=group["protocol"],
             evaluator=group["evaluator"],
             sources=group["sources"],
+            **metadata,
         )
-        out.append(record(store, doc, dry_run=dry_run, recorded=recorded))
+        out.append(record(store, doc, dry_run=dry_run, recorded=recorded, uuid=uuid))
     return out
 
 
@@ -190,10 +238,14 @@ def _visbench(item: dict[str, Any]):
     key = item.get("backbone_key") or item["backbone"]
     checkpoint = {"id": f"visbench:{key}", "label": item["backbone"], "weights": "unknown"}
     version = item.get("visbench_version")
+    # a vbstore export writes "vbstore VERSION" there (vbstore.interop.visbench): its evaluator
+    package, _, number = (version or "").partition(" ")
+    evaluator = ({"package": "vbstore", "version": number} if package == "vbstore" and number
+                 else {"package": "visbench", "version": version} if version else None)
     extra = {
         "names_weights": False,
         "protocol": {"task": item["task"], "params": item.get("task_params") or {}},
-        "evaluator": {"package": "visbench", "version": version} if version else None,
+        "evaluator": evaluator,
     }
     return (
         checkpoint,
@@ -215,8 +267,8 @@ def _clip_benchmark(item: dict[str, Any], where: str, vouched: str | None):
 
 def _visin(store: Store, suite, path: Path, results: dict[str, Any],
            checkpoint: Mapping[str, str] | None, weights: str | None,
-           sample_counts: Mapping[str, int] | None, dry_run: bool, recorded: float | None
-           ) -> Evaluation:
+           sample_counts: Mapping[str, int] | None, dry_run: bool, recorded: float | None,
+           metadata: Mapping[str, Any], uuid: str | None) -> Evaluation:
     """A Visin results file: one checkpoint's condition → class → metric results."""
     if checkpoint is None:
         raise UsageError(f"{path.name} is a Visin results file, which does not say which weights "
@@ -225,4 +277,5 @@ def _visin(store: Store, suite, path: Path, results: dict[str, Any],
         checkpoint = {**checkpoint, "weights": weights}
     kwargs = external_evidence(results, checkpoint=checkpoint, sample_counts=sample_counts,
                                source={"format": "visin", "file": path.name})
-    return record(store, build(suite, **kwargs), dry_run=dry_run, recorded=recorded)
+    return record(store, build(suite, **kwargs, **metadata), dry_run=dry_run, recorded=recorded,
+                  uuid=uuid)

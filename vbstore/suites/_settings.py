@@ -37,7 +37,7 @@ class Setting:
 
 # The table. Task parameters are one family: each parameter is a setting of its own (named by
 # the parameter: a head kind ``head``, its width ``hidden_dim``/``hidden``, ``lr``...), checked
-# with Visin's ``protocol-mismatch(<param>)`` reason.
+# with the ``protocol-mismatch: <param>(<ran> != <pinned>)`` reason.
 SETTINGS: tuple[Setting, ...] = (
     Setting("op_version", "op_version", "the version of the task's numbers"),
     Setting("layers", "extractor.layers", "which blocks the features come from"),
@@ -63,7 +63,8 @@ NAMES = tuple(s.name for s in SETTINGS)
 # (pinned or labelled), checked by another verdict rule, the result itself, or provenance.
 RESULT_FIELDS: dict[str, str] = {
     "kind": "provenance: the document kind",
-    "task": "pinned: protocol-mismatch(task) (Visin's names and vbstore's are aliases)",
+    "task": "pinned: protocol-mismatch: task(<ran> != <pinned>) (Visin's names and vbstore's "
+            "are aliases)",
     "op_version": "setting: op_version",
     "params": "setting: params (each parameter)",
     "inputs": "see INPUT_ROLES",

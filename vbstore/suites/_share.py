@@ -13,19 +13,32 @@ whose recorded verdict or evidence agree is stored as it came (the same id in ev
 that disagrees (tampered, or judged by other rules) is *re-judged*: the remote's document is kept
 by id as a plain blob, never ranked, and a copy carrying this store's verdict and
 ``rejudged_from`` is what the board ranks; a later push shares the original, not the copy.
-Nothing is stored unless every evaluation passed; each keeps the time it was first recorded,
-so attempts keep their order across stores (one recorded in two stores takes the earlier time in
-both), and an evaluation already here is never pulled twice.
+What an evaluation cannot prove by itself is checked against this store
+(:func:`._judge.judge_pulled`): the results it names that are here, the evaluation it corrects,
+the origin it claims promotion from. Nothing is stored unless every evaluation passed. A new
+evaluation is dated by the board (never later than now); a time already recorded here is never
+changed. The pull is resumable and crash-safe: evaluations are stored and indexed in batches,
+each committed with its blobs after one flush to disk; an evaluation counts as here once it is
+indexed, so the blobs of a batch a kill cut short are read back, judged and indexed by the next
+pull (or ``vbstore fsck --repair``).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import canonical
 from .._progress import progress
-from ..errors import ObjectNotFound, RemoteConflict, RemoteNotFound, SuiteNotFound, TamperedBlob
+from ..errors import (
+    ObjectNotFound,
+    RemoteConflict,
+    RemoteNotFound,
+    SuiteNotFound,
+    TamperedBlob,
+    VbstoreError,
+)
 from ..records import EvaluationRecord
 from ..remotes import (
     BoardListing,
@@ -33,17 +46,18 @@ from ..remotes import (
     blobs_to_send,
     board_document,
     board_ref,
+    check_record,
     fetch_record,
     open_remote,
     read_board,
     sizes,
 )
-from ..store import Store, hex_id
+from ..store import Store, hex_id, validate
 from ._evaluate import index_evaluation, supersede
+from ._judge import REJUDGED, judge_pulled, rejudge
 from ._suite import Suite, get_suite, normalize, protocol_digest, push_suite
-from ._verdict import evidence_of, judge
 
-REJUDGED = "rejudged_from"  # the edge (and field) from a re-judged copy to the remote's original
+BATCH = 1000  # evaluations a pull stores and indexes per transaction, with one flush to disk
 ATTEMPTS = 5  # conditional swaps a push tries before it gives up on a busy board
 
 
@@ -160,12 +174,14 @@ def pull_board(store: Store, remote: str, suite_ref: str, revision: str | None =
                ) -> BoardPull:
     """Merge the remote's board of ``suite_ref`` into this store, every evaluation re-judged.
 
-    ``suite_ref`` is ``slug@version`` (the board names one version).
+    ``suite_ref`` is ``slug@version`` (the board names one version). Resumable: an evaluation
+    is *here* once it is indexed, so one whose blob a killed pull left unindexed is read back
+    from this store, judged and indexed by the next.
 
     Raises:
         RemoteNotFound: the remote has no board of that suite.
-        TamperedBlob: a blob failed its checks, or an evaluation is not of this board; nothing
-            was kept.
+        TamperedBlob: a blob failed its checks, an evaluation is not of this board, or it fails
+            :func:`judge_pulled`; nothing was kept.
         RemoteConflict: this store holds ``slug@version`` with another protocol.
     """
     with open_remote(store, remote) as source:
@@ -178,55 +194,152 @@ def pull_board(store: Store, remote: str, suite_ref: str, revision: str | None =
                                       "(boards/SLUG@VERSION)")
         result = BoardPull(source.name, listing.suite, len(listing.evaluations), revision=rev)
         suite, suite_doc = _suite_of(store, source, listing, rev)
-        wanted = {oid: entry for oid, entry in listing.evaluations.items() if not store.has(oid)}
+        wanted = sorted(set(listing.evaluations) - indexed(store, listing.suite))
         result.already_present = len(listing.evaluations) - len(wanted)
-        fetched: list[tuple[str, bytes, dict[str, Any]]] = []
+        arriving: dict[str, tuple[bytes, dict[str, Any]]] = {}
         with progress(f"pulling board from {source.name}", len(wanted), "evaluation") as shown:
-            for oid, (size, _) in sorted(wanted.items()):
-                got = fetch_record(source, oid, "evaluation", size, rev)
+            for oid in wanted:
+                size = listing.evaluations[oid][0]
+                here = _left_here(store, oid)
+                got = here or fetch_record(source, oid, "evaluation", size, rev)
                 if got is None:
                     raise RemoteNotFound(f"remote {source.name!r} lists evaluation {oid[:12]} "
                                          f"on the board of {listing.suite} but lacks it",
                                          hint="push the board again from a store that has it")
-                fetched.append((oid, *got))
+                arriving[oid] = got
+                if here is None:
+                    result.bytes += len(got[0])
+                    result.downloaded += 1
                 shown.update(1)
-        judged = [_judge(store, source.name, listing, suite, oid, doc)
-                  for oid, _, doc in fetched]
+
+        def lookup(oid: str) -> dict[str, Any] | None:
+            got = arriving.get(oid)
+            return got[1] if got is not None else None
+
+        admitted = []
+        for oid, (data, doc) in arriving.items():
+            problems = judge_pulled(store, doc, suite=suite, lookup=lookup)
+            if problems:
+                more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+                raise TamperedBlob(source.name, oid, "; ".join(problems[:3]) + more)
+            admitted.append((oid, data, doc, rejudge(suite, doc)))
     # every evaluation passed: now they may enter the store
     if suite_doc is not None:
         result.suite_added = _add_suite(store, suite_doc)
-    rows = []
-    for (oid, data, doc), again in zip(fetched, judged, strict=True):
-        edges = _edges(store, doc)
-        result.bytes += len(data)
-        result.downloaded += 1
-        when = listing.evaluations[oid][1]
-        if again is None:
-            store.put_bytes(data, "evaluation", edges)
-            rows.append((oid, doc, when))
-            continue
-        store.put_bytes(data, "blob")  # the remote's document, by id: never ranked, never re-pulled
-        copy = store.put_json(again, "evaluation", edges={**edges, REJUDGED: oid})
-        rows.append((copy, again, when))
-        result.rejudged.append({"id": oid, "as": copy, "was": doc["verdict"]["state"],
-                                "now": again["verdict"]["state"], "reasons":
-                                again["verdict"]["reasons"], "evidence": [
-                                    doc["evidence"], again["evidence"]]})
-    # a correction replaces what its original is ranked as here: a re-judged one's local copy
-    copies = {hex_id(child): hex_id(parent) for parent, child in store.db.query(
-        "SELECT parent, child FROM edges WHERE role=?", (REJUDGED,))}
-    with store.db.write() as conn:
-        for oid, doc, when in rows:
-            result.added += index_evaluation(conn, oid, EvaluationRecord.from_dict(doc), when)
-        for oid, doc, _ in rows:  # once every pulled evaluation is indexed, as reindex does
-            if doc.get("supersedes"):
-                supersede(conn, copies.get(doc["supersedes"], doc["supersedes"]), oid)
-        # one evaluation recorded in two stores is dated by its first recording in both, so
-        # every store orders a checkpoint's attempts alike
-        conn.executemany("UPDATE evaluations SET recorded=? WHERE id=? AND recorded>?",
-                         [(when, oid, when) for oid, (_, when) in listing.evaluations.items()
-                          if oid not in wanted])
+    latest = time.time()  # a listed time in the future is a claim to be the newest attempt
+    admit(store, [(oid, data, doc, again, min(listing.evaluations[oid][1], latest))
+                  for oid, data, doc, again in admitted], result)
     return result
+
+
+def indexed(store: Store, suite_ref: str) -> set[str]:
+    """The evaluations of ``suite_ref`` this store has indexed: its rows, and the originals of
+    its re-judged copies."""
+    rows = {oid for (oid,) in store.db.query("SELECT id FROM evaluations WHERE suite=?",
+                                              (suite_ref,))}
+    return rows | {original for copy, original in _copies(store) if copy in rows}
+
+
+def _copies(store: Store) -> list[tuple[str, str]]:
+    """``(re-judged copy, the original it was judged from)`` of every copy here."""
+    return [(hex_id(parent), hex_id(child)) for parent, child in store.db.query(
+        "SELECT parent, child FROM edges WHERE role=?", (REJUDGED,))]
+
+
+def _left_here(store: Store, oid: str) -> tuple[bytes, dict[str, Any]] | None:
+    """An evaluation's bytes and document when its blob is here though it is not indexed (a
+    killed pull left it), checked as a download is."""
+    if not store.has(oid):
+        return None
+    try:
+        data = store.read_bytes(oid)
+    except ObjectNotFound:  # collected meanwhile: fetch it again
+        return None
+    return data, check_record(f"store {store.root}", oid, "evaluation", data)
+
+
+def index_stored(store: Store, oids: list[str]) -> list[str]:
+    """Judge and index evaluation blobs this store holds but has not indexed (what a killed
+    pull left), as a pull does, each dated by its blob's creation; return the ids indexed.
+
+    One that fails :func:`judge_pulled`, or whose suite is not here, stays unindexed (``fsck``
+    keeps reporting it).
+    """
+    items = []
+    for oid in oids:
+        try:
+            data = store.read_bytes(oid)
+            doc = check_record(f"store {store.root}", oid, "evaluation", data)
+            suite = get_suite(store, doc["suite"])
+        except VbstoreError:
+            continue
+        if judge_pulled(store, doc, suite=suite):
+            continue
+        items.append((oid, data, doc, rejudge(suite, doc), store.info(oid).created))
+    admit(store, items)
+    return [oid for oid, *_ in items]
+
+
+def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str, Any] | None,
+                                           float]], result: BoardPull | None = None) -> int:
+    """Store and index judged evaluations ``(id, bytes, document, re-judged copy or None,
+    recorded)``, :data:`BATCH` at a time; return how many rows were added.
+
+    Each batch is written with one flush to disk, and its blobs and rows are committed
+    together (:meth:`Store.put_many`), so a kill at any point loses at most the rows of one
+    batch, whose blobs the next pull (or ``fsck --repair``) indexes. A re-judged one is stored
+    as its copy, ranked, and the original as a plain blob, never ranked. Times already
+    recorded here are never changed.
+    """
+    copies = {original: copy for copy, original in _copies(store)}
+    out: list[tuple[str, bytes, dict[str, Any], float, tuple[bytes, dict[str, Any]] | None]] = []
+    for oid, data, doc, again, when in pulled:
+        if again is not None:
+            made = {**again, REJUDGED: oid}
+            encoded = canonical.dumps(made)
+            validate("evaluation", made)
+            copies[oid] = canonical.digest(encoded)
+            out.append((oid, data, doc, when, (encoded, made)))
+        else:
+            out.append((oid, data, doc, when, None))
+    # a correction replaces what its original is ranked as here: a re-judged one's local copy
+    corrections = {copies.get(doc["supersedes"], doc["supersedes"]): copies.get(oid, oid)
+                   for oid, _, doc, _, _ in out if doc.get("supersedes")}
+    added = 0
+    for start in range(0, len(out), BATCH):
+        batch = out[start : start + BATCH]
+        blobs: list[tuple[bytes, str, dict[str, Any] | None]] = []
+        rows: list[tuple[str, dict[str, Any], float]] = []
+        for oid, data, doc, when, copy in batch:
+            edges = _edges(store, doc)
+            if copy is None:
+                blobs.append((data, "evaluation", edges))
+                rows.append((oid, doc, when))
+                continue
+            # the copy first: a kill between the two renames leaves no unjudged original
+            blobs.append((copy[0], "evaluation", {**edges, REJUDGED: oid}))
+            blobs.append((data, "blob", None))  # the remote's document: never ranked
+            rows.append((copies[oid], copy[1], when))
+            if result is not None:
+                result.rejudged.append({
+                    "id": oid, "as": copies[oid], "was": doc["verdict"]["state"],
+                    "now": copy[1]["verdict"]["state"], "reasons": copy[1]["verdict"]["reasons"],
+                    "evidence": [doc["evidence"], copy[1]["evidence"]]})
+
+        def index(conn, rows=rows) -> None:
+            nonlocal added
+            for oid, doc, when in rows:
+                added += index_evaluation(conn, oid, EvaluationRecord.from_dict(doc), when)
+            for oid, doc, _ in rows:
+                if doc.get("supersedes"):
+                    supersede(conn, copies.get(doc["supersedes"], doc["supersedes"]), oid)
+                if oid in corrections:  # its correction may be in an earlier batch
+                    supersede(conn, oid, corrections[oid])
+
+        store.put_many(blobs, then=index)
+    if result is not None:
+        result.added += added
+    return added
 
 
 def _suite_of(store: Store, source, listing: BoardListing, rev: str | None
@@ -274,30 +387,6 @@ def _add_suite(store: Store, doc: dict[str, Any]) -> bool:
         return push_suite(store, doc)[1]
     store.put_json(doc, "suite")
     return False
-
-
-def _judge(store: Store, remote: str, listing: BoardListing, suite: Suite, oid: str,
-           doc: dict[str, Any]) -> dict[str, Any] | None:
-    """None when the evaluation's own verdict and evidence are what this store judges them to
-    be; else the re-judged copy of it.
-
-    Raises:
-        TamperedBlob: it is not an evaluation of this board's suite, or it claims a promotion
-            whose origin is neither on the board nor here.
-    """
-    if doc["suite"] != listing.suite or doc["suite_id"] != listing.suite_id:
-        raise TamperedBlob(remote, oid, f"the board of {listing.suite} lists an evaluation of "
-                                        f"{doc['suite']} ({doc['suite_id'][:12]})")
-    origin = doc.get("promoted_from")
-    if origin is not None and not (isinstance(origin, str) and (
-            origin in listing.evaluations or store.has(origin))):
-        raise TamperedBlob(remote, oid, f"it claims promotion from {str(origin)[:12]}, which is "
-                                        "neither on the board nor in this store")
-    evidence, missing = evidence_of(doc)
-    verdict = judge(suite, doc)
-    if (doc["evidence"], doc.get("missing"), doc["verdict"]) == (evidence, missing, verdict):
-        return None
-    return {**doc, "evidence": evidence, "missing": missing, "verdict": verdict, REJUDGED: oid}
 
 
 def _edges(store: Store, doc: dict[str, Any]) -> dict[str, str | list[str]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from .. import canonical
 from ..errors import SuiteConflict, SuiteNotFound, UsageError
 from ..records import SuiteRecord
 from ..store import Store
+from . import _files
 
 _REF = re.compile(r"^([a-z0-9][a-z0-9._-]*)(?:@([1-9][0-9]*))?\Z")
 AGGREGATIONS = ("equal-mean-of-conditions",)
@@ -132,7 +132,7 @@ def parse_ref(text: str) -> tuple[str, int | None]:
 MAX_YAML_DEPTH = 32  # a suite nests four levels; PyYAML's scanner slows with depth squared
 
 
-def _check_yaml(yaml: Any, text: str, name: str) -> None:
+def _check_yaml(yaml: Any, text: str, name: str, loader: Any) -> None:
     """Refuse YAML aliases and deep nesting from the event stream, before anything is built:
     nested aliases expand exponentially (1 KB can stand for gigabytes), and a suite needs
     neither.
@@ -141,7 +141,7 @@ def _check_yaml(yaml: Any, text: str, name: str) -> None:
         UsageError: naming the file and the fix.
     """
     depth = 0
-    for event in yaml.parse(text):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.AliasEvent):
             raise UsageError(f"{name} uses YAML aliases (*name), which vbstore refuses",
                              hint="write each value out in full (or write the suite as JSON)")
@@ -157,15 +157,16 @@ def _check_yaml(yaml: Any, text: str, name: str) -> None:
 def read_suite_file(path: str | Path) -> dict[str, Any]:
     """A suite document from a JSON file, or a YAML one (.yml/.yaml) when PyYAML is installed.
 
+    Its size is checked before it is read (:data:`~._files.MAX_SUITE_BYTES`), and YAML is
+    read by libyaml's safe loader where PyYAML has it.
+
     Raises:
-        UsageError: unreadable, not JSON/YAML, YAML without PyYAML, YAML with aliases, nested
-            too deeply, or not one object.
+        UsageError: unreadable, too large, not UTF-8, not JSON/YAML, YAML without PyYAML, YAML
+            with aliases, nested too deeply, or not one object.
     """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the suite file {file}: {exc.strerror}") from None
+    text = _files.read_text(file, "suite file", _files.MAX_SUITE_BYTES,
+                             hint="a suite is a few KiB: is this the suite file?")
     if file.suffix.lower() in (".yml", ".yaml"):
         try:
             import yaml  # optional: only YAML suite files need it
@@ -174,20 +175,18 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
                 f"{file.name} is YAML, which needs PyYAML",
                 hint="pip install pyyaml, or write the suite as JSON",
             ) from None
+        # libyaml's safe loader when built in (several times faster); the same documents
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            _check_yaml(yaml, text, file.name)
-            loaded = yaml.safe_load(text)
+            _check_yaml(yaml, text, file.name, loader)
+            loaded = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, chosen above
         except yaml.YAMLError as exc:
-            raise UsageError(f"{file.name} is not valid YAML: {exc}") from None
+            where = " ".join(str(exc).split())  # PyYAML's message spans lines: one line
+            raise UsageError(f"{file.name} is not valid YAML: {where}") from None
         except RecursionError:
             raise UsageError(f"{file.name} is nested too deeply to be a suite") from None
     else:
-        try:
-            loaded = json.loads(text)
-        except ValueError as exc:
-            raise UsageError(f"{file.name} is not valid JSON: {exc}") from None
-        except RecursionError:
-            raise UsageError(f"{file.name} is nested too deeply to be a suite") from None
+        loaded = _files.loads(text, file.name)
     if not isinstance(loaded, dict):
         raise UsageError(
             f"{file.name} should hold one suite",

@@ -9,10 +9,13 @@ kept either way.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from ._settings import compare
+from ..errors import InvalidScores
+from ._settings import compare, show
 from ._suite import Suite
 
 EVIDENCE_FIELDS = ("data", "protocol", "evaluator")
@@ -95,11 +98,12 @@ def _incompatible(suite: Suite, doc: dict[str, Any], checked: list[str]
         if ran.get("digest") and ran["digest"] != suite.digest:
             reasons.append("protocol-mismatch(digest)")
         if "task" in ran and not same_task(ran.get("task"), protocol["task"]):
-            reasons.append("protocol-mismatch(task)")
+            reasons.append(f"protocol-mismatch: task({ran.get('task')} != {protocol['task']})")
         if "params" in ran or "task" in ran:  # evidence that names what it ran
             params = _as_run(protocol["task"], ran.get("params") or {})
+            # both values named: ``protocol-mismatch: k(20 != 5)``, what ran and what is pinned
             reasons += [
-                f"protocol-mismatch({key})"
+                f"protocol-mismatch: {key}({show(params.get(key))} != {show(value)})"
                 for key, value in sorted(suite.params.items())
                 if params.get(key) != value
             ]
@@ -226,3 +230,51 @@ def version_tuple(text: str) -> tuple[int, ...]:
         if match.group(1) != part:
             break
     return tuple(parts)
+
+
+def score_problems(suite: Suite, results: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the numbers of ``results`` (condition → class → metric): a score
+    that is not a finite number, or a suite metric outside the suite's ``range``.
+
+    The one rule ``evaluate``, ``import results`` and a board pull apply.
+    """
+    ranges = {m["key"]: m["range"] for m in suite.metrics if isinstance(m.get("range"), dict)}
+    problems = []
+    for condition, classes in results.items():
+        if not isinstance(classes, Mapping):
+            continue
+        for name, metrics in classes.items():
+            if not isinstance(metrics, Mapping):
+                continue
+            where = condition if name == "overall" else f"{condition}/{name}"
+            for key, value in metrics.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    continue
+                if isinstance(value, float) and not math.isfinite(value):
+                    problems.append(f"{where} {key} is {value}, not a finite number")
+                    continue
+                bounds = ranges.get(key)
+                if bounds is None:
+                    continue
+                low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
+                if not low <= value <= high:
+                    problems.append(f"{where} {key} is {short_repr(value)}, outside the suite's "
+                                    f"range [{low}, {high}]")
+    return problems
+
+
+def check_scores(suite: Suite, results: Mapping[str, Any]) -> None:
+    """Refuse ``results`` that :func:`score_problems` finds fault with.
+
+    Raises:
+        InvalidScores: a non-finite score or one outside its metric's range.
+    """
+    problems = score_problems(suite, results)
+    if problems:
+        raise InvalidScores(suite.ref, problems)
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a 5,000-digit number stays one line)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**60 else "a huge number"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -172,6 +172,15 @@ class Task:
         """
         self.shape_spec.check_inputs(self.name, train=train, head=head)
 
+    def check_head(self, head: HeadState) -> None:
+        """Refuse a head whose tensors this task could never use, whatever features it meets:
+        run where a head arrives (``import head``), so it is refused there, not first on use.
+        The default checks nothing; the task checks the head against features again on use.
+
+        Raises:
+            TaskInputError: naming the tensor and what is wrong with it.
+        """
+
     @property
     def finetunes(self) -> bool:
         """Whether ``--finetune-blocks`` can train the backbone's last blocks with this task's

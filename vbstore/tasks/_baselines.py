@@ -45,7 +45,8 @@ class Baseline:
 
 def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
                      class_count: int | None = None,
-                     captions: Sequence[Sequence[str]] | None = None) -> Baseline | None:
+                     captions: Sequence[Sequence[str]] | None = None,
+                     params: Mapping[str, Any] | None = None) -> Baseline | None:
     """The trivial baseline of ``task`` from its targets (tensors or lists), or None.
 
     Args:
@@ -54,24 +55,27 @@ def targets_baseline(task: Task, eval_targets: Any, train_targets: Any = None,
             from the eval split's own, as for a stored head applied to new data).
         class_count: The number of classes, when the data names them.
         captions: For caption targets, each eval image's captions.
+        params: The task's resolved parameters, where they name its metrics (retrieval's
+            ``topk``): the baseline then reports those.
     """
     trivial = get_target_kind(task.target_kind).baseline  # the kind's own trivial predictor
     asked = BaselineQuestion(eval_targets, train_targets, class_count, captions,
                              trained=task.trains_head,
-                             metrics=frozenset(m.name for m in task.metrics))
+                             metrics=frozenset(m.name for m in task.metrics_for(params)))
     found = trivial(asked) if trivial else None
     if found is None:
         return None
     metrics, predictor, classes = found
-    return keep_declared(task, predictor, metrics, classes)
+    return keep_declared(task, predictor, metrics, classes, params=params)
 
 
 def keep_declared(task: Task, predictor: str, metrics: Mapping[str, float],
-                  classes: int | None = None) -> Baseline | None:
-    """The baseline restricted to ``task``'s metrics (those it reports on ``classes`` classes,
-    when known); None unless its headline is among them."""
-    names = {m.name for m in task.metrics if m.reported(classes)}
+                  classes: int | None = None, *,
+                  params: Mapping[str, Any] | None = None) -> Baseline | None:
+    """The baseline restricted to ``task``'s metrics under ``params`` (those it reports on
+    ``classes`` classes, when known); None unless its headline is among them."""
+    names = {m.name for m in task.metrics_for(params) if m.reported(classes)}
     kept = {k: float(v) for k, v in metrics.items() if k in names}
-    return Baseline(predictor, kept) if task.headline in kept else None
+    return Baseline(predictor, kept) if task.headline_for(params) in kept else None
 
 

@@ -18,9 +18,11 @@ import torch
 BLOCK_ELEMENTS = 1 << 24
 
 
-def row_blocks(n_rows: int, n_cols: int, elements: int = BLOCK_ELEMENTS) -> Iterator[slice]:
-    """Slices of rows such that a (rows, n_cols) block stays under ``elements``."""
-    step = max(1, elements // max(1, n_cols))
+def row_blocks(n_rows: int, n_cols: int, elements: int | None = None) -> Iterator[slice]:
+    """Slices of rows such that a (rows, n_cols) block stays under ``elements`` (default
+    :data:`BLOCK_ELEMENTS`, read at call time)."""
+    limit = BLOCK_ELEMENTS if elements is None else elements
+    step = max(1, limit // max(1, n_cols))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 

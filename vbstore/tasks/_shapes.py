@@ -103,6 +103,17 @@ class Shape:
             raise UsageError(f"task {task!r} trains a head on training data",
                              hint="pass --train-data DATA (and --train-split if it has splits)")
 
+    def check_saves_head(self, task: str) -> None:
+        """Refuse saving the head of a task that trains none (VisBench's ``--save-probe``).
+
+        Raises:
+            UsageError: the task trains no head.
+        """
+        if not self.trains_head:
+            raise UsageError(f"{task!r} trains no head ({self.name} probe), so there is none to "
+                             "save", hint="anyone with the backbone reproduces this number: "
+                             "share the command, not a file")
+
     def check_trains(self, task: str) -> None:
         """Refuse a head of a task that trains none.
 

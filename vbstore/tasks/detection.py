@@ -20,6 +20,11 @@ box), ``map_50_95`` (pycocotools' COCO AP over IoU 0.5:0.95), ``classes_scored``
 runs compare only when it agrees), ``detections_per_image``; instance segmentation adds
 ``mask_map_50`` and ``mask_map_50_95`` (pycocotools ``segm``: AP at IoU 0.5 and over 0.5:0.95).
 
+``min_box_size`` (VisBench's ``--min-box-size``; added later, so 0 is in no key) drops target
+boxes narrower or shorter than that many pixels of the backbone's input, after its resize and
+crop, from training and scoring alike; 0 keeps every box the crop leaves with area (VisBench's
+default is 1).
+
 ``num_classes`` 0 (the default) takes the train split's class list; the head's own outputs say
 it when a head is evaluated. Head state: the dense head's ``state_dict`` with C + 4 outputs
 (class logits, then left, top, right, bottom), plus C mask logits for instance segmentation.
@@ -75,6 +80,10 @@ class Detection(DenseTask):
     trivial = "one fixed box per class (its mean box), scored by the class's frequency"
     params = dense_params(
         num_classes=Param(0, "number of classes; 0: the train split's class list", minimum=0),
+        # the targets, training and scoring alike; added after results were stored
+        min_box_size=Param(0.0, "drop target boxes narrower or shorter than this, in pixels of "
+                           "the backbone's input after the crop (VisBench's default: 1)",
+                           minimum=0.0, added=True),
         # decoding: evaluation only (a head does not depend on it); added after results were stored
         score_threshold=Param(0.05, "decoding: keep (cell, class) scores >= this", minimum=0.0,
                               maximum=1.0, added=True, scoring=True),
@@ -187,8 +196,12 @@ class Detection(DenseTask):
                  ) -> list[torch.Tensor]:
         out = []
         c = params["num_classes"]
+        smallest = params.get("min_box_size", 0.0)
         for rows in target:
             rows = rows[rows[:, 4] >= 0]  # padding rows are -1
+            if smallest > 0:  # VisBench's rule: both sides at least the size
+                rows = rows[((rows[:, 2] - rows[:, 0]) >= smallest)
+                            & ((rows[:, 3] - rows[:, 1]) >= smallest)]
             if len(rows) and int(rows[:, 4].max()) >= c:
                 raise TaskInputError(
                     f"task {self.name!r}: {role} boxes have class {int(rows[:, 4].max())}, "

@@ -98,6 +98,27 @@ class KnnClassification(PooledTask):
         hits1, hits5 = self._hits(head, feats, targets, params)
         return {"top1": int(hits1.sum()) / len(feats), "top5": int(hits5.sum()) / len(feats)}
 
+    def check_head(self, head: HeadState) -> None:
+        """A bank row per label, every label one of the head's ``n_classes``.
+
+        Raises:
+            TaskInputError: a tensor missing or of the wrong rank, or labels outside the classes.
+        """
+        from . import _checks  # with the head's tensors: torch is loaded
+
+        bank = _checks.head_tensor(head, "bank", self.name, 2)
+        labels = _checks.head_tensor(head, "labels", self.name, 1)
+        n_classes = int(_checks.head_tensor(head, "n_classes", self.name, 0))
+        if labels.is_floating_point() or labels.is_complex():
+            raise TaskInputError(f"head labels are {labels.dtype}, not integers",
+                                 hint="use a head trained by vbstore's knn task")
+        if len(labels) != len(bank):
+            raise TaskInputError(f"head has {len(bank)} bank rows but {len(labels)} labels")
+        if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= n_classes):
+            raise TaskInputError(
+                f"head labels run from {int(labels.min())} to {int(labels.max())}, outside its "
+                f"{n_classes} classes", hint="use a head trained by vbstore's knn task")
+
     def _per_sample(
         self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
     ) -> dict[str, torch.Tensor]:
@@ -113,17 +134,11 @@ class KnnClassification(PooledTask):
         from . import _checks
         from ._metrics import l2_normalise, ranking, row_blocks
 
+        self.check_head(head)
         bank = _checks.head_tensor(head, "bank", self.name, 2, (1, feats.shape[1]))
         bank = bank.to(device=feats.device, dtype=torch.float32)
-        labels = _checks.head_tensor(head, "labels", self.name, 1)
-        labels = labels.to(device=feats.device, dtype=torch.int64)
-        n_classes = int(_checks.head_tensor(head, "n_classes", self.name, 0))
-        if len(labels) != len(bank):
-            raise TaskInputError(f"head has {len(bank)} bank rows but {len(labels)} labels")
-        if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= n_classes):
-            raise TaskInputError(
-                f"head labels run from {int(labels.min())} to {int(labels.max())}, outside its "
-                f"{n_classes} classes", hint="use a head trained by vbstore's knn task")
+        labels = head["labels"].to(device=feats.device, dtype=torch.int64)
+        n_classes = int(head["n_classes"])
         if int(targets.max()) >= n_classes:
             raise TaskInputError(
                 f"eval targets hold class {int(targets.max())}; the head has {n_classes} classes",

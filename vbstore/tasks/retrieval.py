@@ -13,13 +13,21 @@ in-shop / CUB / Stanford-Online-Products style evaluation used in metric learnin
 A query whose class has no other image has nothing to retrieve: it is left out of every metric,
 as in those benchmarks. If no query has a relevant image, the metrics are undefined and the
 task says so.
+
+VisBench's options (``--metric``, ``--topk``), added after results were stored, so at their
+defaults they are in no key: ``metric="l2"`` ranks by Euclidean distance between the raw
+(unnormalised) features instead of cosine similarity; ``topk`` (``"1,5,10"``; ascending,
+distinct, each >= 1) names the ``recall@k`` metrics reported, the headline being the smallest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._base import Metric
+from ..errors import UsageError
+from ._base import Metric, Param
 from ._errors import UndefinedMetric
 from ._registry import register_task
 from ._shape_zero_shot import ZeroShotTask
@@ -36,6 +44,47 @@ RECALL_KS = (1, 5, 10)
 # precision take ~40 bytes each (40 MiB), beside the block's own float32 similarities
 RANK_ELEMENTS = 1 << 20
 
+SIMILARITIES = ("cosine", "l2")  # VisBench's --metric choices
+
+
+def parse_topk(value: Any) -> str:
+    """A ``topk`` value (``"1,5,10"``, ``"1 5 10"``, an int or a list of ints) in canonical
+    form: ascending, distinct, comma separated.
+
+    Raises:
+        UsageError: none given, or a k that is not an integer >= 1.
+    """
+    parts = (value.replace(",", " ").split() if isinstance(value, str)
+             else list(value) if isinstance(value, (list, tuple)) else [value])
+    ks = set()
+    for part in parts:
+        try:
+            k = int(part) if not isinstance(part, (bool, float)) else int(str(part))
+        except (TypeError, ValueError):
+            k = 0
+        if k < 1:
+            raise UsageError(f"retrieval topk {part!r} is not an integer >= 1",
+                             hint="give k values as integers >= 1, e.g. --topk 1,5,10")
+        ks.add(k)
+    if not ks:
+        raise UsageError(f"retrieval topk {value!r} names no k",
+                         hint="give at least one, e.g. --topk 1,5,10, or leave it out")
+    return ",".join(str(k) for k in sorted(ks))
+
+
+def topk_of(params: Mapping[str, Any]) -> tuple[int, ...]:
+    """The k values of resolved params or a record's (where ``topk`` at its default is absent)."""
+    return tuple(int(k) for k in str(params.get("topk") or "1,5,10").split(","))
+
+
+def retrieval_metrics(ks: tuple[int, ...]) -> tuple[Metric, ...]:
+    """``recall@k`` for each k, then ``mAP``."""
+    return (
+        *(Metric(f"recall@{k}", "higher", f"share of queries with a same-class image in the "
+                 f"top {k}") for k in ks),
+        Metric("mAP", "higher", "mean over queries of the ranking's AP"),
+    )
+
 
 @register_task(name="retrieval")
 class Retrieval(ZeroShotTask):
@@ -46,19 +95,37 @@ class Retrieval(ZeroShotTask):
     target_kind = "class_index"
     shape = "zero_shot"
     stochastic = False
-    metrics = (
-        *(
-            Metric(
-                f"recall@{k}", "higher", f"share of queries with a same-class image in the top {k}"
-            )
-            for k in RECALL_KS
-        ),
-        Metric("mAP", "higher", "mean over queries of the ranking's AP"),
-    )
+    params = MappingProxyType({
+        "metric": Param("cosine", "ranking: cosine similarity, or l2 (Euclidean distance between "
+                        "the raw features)", choices=SIMILARITIES, added=True),
+        "topk": Param("1,5,10", "the k of the recall@k metrics reported, e.g. 1,5,10",
+                      added=True),
+    })
+    metrics = retrieval_metrics(RECALL_KS)
     headline = "recall@1"
     # Resampling the eval rows resamples the gallery too: a drawn-twice image finds its own copy.
     sample_ci_skip = ("the eval images are also the gallery: a draw with repeats lets an image "
                       "retrieve its own copy, so a bootstrap would overstate the metrics")
+
+    def resolve_params(self, user_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """See :meth:`Task.resolve_params`; ``topk`` in canonical form (``1 5 10`` and
+        ``10,5,1`` are the default, the same id as leaving it out).
+
+        Raises:
+            UsageError: also a k that is not an integer >= 1.
+        """
+        given = dict(user_params or {})
+        if "topk" in given:
+            given["topk"] = parse_topk(given["topk"])
+        return super().resolve_params(given)
+
+    def metrics_for(self, params: Mapping[str, Any] | None = None) -> tuple[Metric, ...]:
+        """The ``recall@k`` of ``topk`` and ``mAP`` (the defaults: :attr:`metrics`)."""
+        return retrieval_metrics(topk_of(params or {}))
+
+    def headline_for(self, params: Mapping[str, Any] | None = None) -> str:
+        """The recall at the smallest k (the defaults: ``recall@1``)."""
+        return f"recall@{min(topk_of(params or {}))}"
 
     def _evaluate_zero_shot(
         self,
@@ -74,8 +141,10 @@ class Retrieval(ZeroShotTask):
         n = len(feats)
         if n < 2:
             raise UndefinedMetric(self.name, "recall@1", "retrieval needs at least 2 eval images")
-        x = l2_normalise(feats)
-        hits = dict.fromkeys(RECALL_KS, 0)
+        cosine = params.get("metric", "cosine") == "cosine"
+        x = l2_normalise(feats) if cosine else feats.to(torch.float64)
+        ks = topk_of(params)
+        hits = dict.fromkeys(ks, 0)
         ap_sum = 0.0
         used = 0
         for rows in row_blocks(n, n):
@@ -83,7 +152,8 @@ class Retrieval(ZeroShotTask):
             # shape); ranked a few rows at a time, so that the sort and its int64 order, the
             # gathers and the float64 precision take a bounded slice of memory, not ~15 times
             # the block (rows are ranked independently: the numbers are the same)
-            sims = x[rows] @ x.T
+            # a distance negated, so higher is better for both (VisBench's ranking)
+            sims = x[rows] @ x.T if cosine else -torch.cdist(x[rows], x)
             sims[torch.arange(len(sims)), torch.arange(rows.start, rows.stop)] = -torch.inf
             aps = []
             for part in row_blocks(len(sims), n, RANK_ELEMENTS):
@@ -100,7 +170,7 @@ class Retrieval(ZeroShotTask):
                     continue
                 sorted_sims, sorted_relevant = sorted_sims[keep], sorted_relevant[keep]
                 used += int(keep.sum())
-                for k in RECALL_KS:
+                for k in ks:
                     hits[k] += int(sorted_relevant[:, : min(k, n - 1)].any(dim=1).sum())
                 aps.append(average_precision_ranked(sorted_sims, sorted_relevant))
             if aps:  # summed per block, as when the block was ranked at once
@@ -111,6 +181,6 @@ class Retrieval(ZeroShotTask):
                 "recall@1",
                 "no eval image shares its class with another, so no query has anything to find",
             )
-        metrics = {f"recall@{k}": hits[k] / used for k in RECALL_KS}
+        metrics = {f"recall@{k}": hits[k] / used for k in ks}
         metrics["mAP"] = ap_sum / used
         return metrics

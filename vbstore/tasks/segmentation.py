@@ -61,6 +61,41 @@ class SemanticSegmentation(DenseTask):
     )
     headline = "miou"
 
+    def check_data(self, params: dict[str, Any], given: dict[str, Any], data: Any) -> list[str]:
+        """Refuse at plan time, before a feature is extracted, what training and scoring would
+        refuse after it (vbstore.engine._datachecks): no ``num_classes`` (or one), a label of
+        either split outside ``0..num_classes-1`` that is not ``ignore_index``, and train label
+        maps of one class (the probe would learn a constant). The fix names the class count
+        the labels show."""
+        k, ignore = params["num_classes"], params["ignore_index"]
+        splits = [(role, split) for role, split in (("train", data.train), ("eval", data.eval))
+                  if split is not None]
+        if k < 2:
+            seen = sorted(set().union(*(split.labels() for _, split in splits)) - {ignore})
+            shown = f"the labels run {seen[0]}..{seen[-1]}: " if seen else ""
+            raise UsageError(
+                f"task {self.name!r} needs num_classes >= 2, got {k}",
+                hint=f"{shown}pass the class count, e.g. -p num_classes="
+                     f"{seen[-1] + 1 if seen and seen[-1] >= 1 else 21}"
+                     f"{'' if seen else ' for VOC'}")
+        for role, split in splits:
+            scored = split.labels() - {ignore}
+            outside = sorted(v for v in scored if v < 0 or v >= k)
+            if outside:
+                raise UsageError(
+                    f"task {self.name!r}: {role} labels hold {outside[-1]}, outside 0..{k - 1} "
+                    f"and not ignore_index {ignore} (in {split.holding(outside[-1])})",
+                    hint=f"the labels run {min(scored)}..{max(scored)}: -p num_classes="
+                         f"{max(scored) + 1}, or set ignore_index (an RGB label image is not "
+                         "a label map: read the PNG as palette indices)")
+        if data.train is not None and len(data.train.labels() - {ignore}) < 2:
+            only = sorted(data.train.labels() - {ignore})
+            raise UsageError(
+                f"task {self.name!r}: every scored train pixel is class "
+                f"{only[0] if only else 'none'}, so the probe would learn a constant",
+                hint="train on label maps that hold at least two classes")
+        return []
+
     def _outputs(self, params: dict[str, Any]) -> int:
         if params["num_classes"] < 2:
             raise UsageError(
@@ -168,14 +203,16 @@ class GenericSegmentation(DenseTask):
 
     def check_data(self, params: dict[str, Any], given: dict[str, Any], data: Any) -> list[str]:
         """Refuse, at plan time (before a feature is extracted or anything stored), train masks
-        whose every non-zero label is ``ignore_index``: a 0/255 mask read with ignore_index=255
-        has no foreground left to learn (vbstore.engine._datachecks). Read only when an ignore
-        region is asked for."""
+        with no foreground: all zero, or every non-zero label ``ignore_index`` (a 0/255 mask
+        read with ignore_index=255 has no foreground left to learn), which training would
+        refuse after extraction (vbstore.engine._datachecks)."""
         ignore, train = params["ignore_index"], data.train
-        if ignore < 0 or train is None:
+        if train is None or train.labels() - {0, ignore}:
             return []
-        if train.labels() - {0, ignore}:
-            return []
+        if ignore < 0 or ignore not in train.labels():
+            raise UsageError(
+                f"task {self.name!r}: every train label is 0, so no pixel is foreground",
+                hint="train on masks that mark a foreground (any non-zero label)")
         raise UsageError(
             f"task {self.name!r}: every non-zero train label is ignore_index {ignore}, so no "
             "pixel is foreground",

@@ -1,0 +1,61 @@
+"""``run TASK --save-probe PATH`` (VisBench's flag): the trained head written as a safetensors
+file with its backbone's identity inside; refused, before anything runs, where no one head is
+trained."""
+
+import json
+
+from safetensors import safe_open
+
+TINY = ["-b", "test_cnn", "--weights", "random", "--input-size", "32"]
+
+
+def test_save_probe_writes_the_trained_head(run, shapes, tmp_path):
+    path = tmp_path / "probe.safetensors"
+    out = run("run", "classification", *TINY, "-d", shapes, "--split", "val", "--train-data",
+              shapes, "--train-split", "train", "--epochs", "3", "--save-probe", str(path),
+              "--json")
+    assert out.exit_code == 0, out.output
+    head = json.loads(out.stdout)["record"]["inputs"]["head"]
+    with safe_open(str(path), "pt") as f:
+        compat = json.loads(f.metadata()["vbstore.compat"])
+    assert compat["task"] == "classification"
+    shown = json.loads(run("import", "head", str(path), "--json").stdout)
+    assert shown["id"] == head  # the same bytes: the same id
+
+
+def test_save_probe_is_refused_before_a_zero_shot_run(run, shapes, tmp_path):
+    path = tmp_path / "probe.safetensors"
+    out = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--save-probe",
+              str(path))
+    assert out.exit_code == 2
+    assert "trains no head (zero_shot probe), so there is none to save" in out.output
+    assert not path.exists()
+    assert json.loads(run("ls", "result", "--json").stdout) == []
+
+
+def test_save_probe_with_several_seeds_is_refused(run, shapes, tmp_path):
+    out = run("run", "classification", *TINY, "-d", shapes, "--split", "val", "--train-data",
+              shapes, "--train-split", "train", "--seeds", "2", "--save-probe",
+              str(tmp_path / "p.safetensors"))
+    assert out.exit_code == 2
+    assert "one per seed" in out.output
+
+
+def test_no_cache_is_a_cold_run_that_leaves_the_store_as_it_was(run, shapes, tmp_path):
+    """VisBench's --no-cache: nothing read from or kept in the store; the numbers the same."""
+    warm = json.loads(run("run", "retrieval", *TINY, "-d", shapes, "--split", "val",
+                          "--json").stdout)
+    before = json.loads(run("ls", "--json").stdout)
+    out = tmp_path / "r.jsonl"
+    cold = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--no-cache",
+               "--results", str(out), "--json")
+    assert cold.exit_code == 0, cold.output
+    answer = json.loads(cold.stdout)
+    assert answer["features"]["eval"]["extracted"] > 0  # nothing was read from a cache
+    assert answer["record"]["metrics"] == warm["record"]["metrics"]
+    assert answer["id"] == warm["id"]  # the same question, the same id
+    assert json.loads(run("ls", "--json").stdout) == before  # nothing was written
+    assert len(out.read_text().splitlines()) == 1
+    refused = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--no-cache",
+                  "--notes", "x")
+    assert refused.exit_code == 2
