@@ -5,10 +5,11 @@ suite of its dataset; a run of yours is an evaluation on the same suite. The two
 checkpoint: a reported figure names the weights by their spec (``open_clip:ViT-B-32@openai``),
 a computed result by the tensor hash of the weights it loaded, under a label that is the spec,
 so either is a match; a VisBench record (a README's figure) is labelled with its backbone's
-name under an id of its own (``visbench:NAME``), so its label and weights kind match too. Every metric the suite names is compared in every condition, both ways:
-the run reproduces the figure when no score is further from it than ``tolerance`` (absolute,
-in the metric's units). A difference either way is reported: a reproduction that scores higher
-than published is not the same number either.
+name under an id of its own (``visbench:NAME``), so its label and weights kind match too.
+Every metric the suite names is compared in every condition, both ways: the run reproduces
+the figure when no score is further from it than ``tolerance`` (absolute, in the metric's
+units). A difference either way is reported: a reproduction that scores higher than published
+is not the same number either.
 """
 
 from __future__ import annotations
