@@ -390,3 +390,8 @@ def test_a_suite_with_other_pins_under_the_same_protocol_is_a_conflict_not_tampe
         assert err.value.exit_code == 11
         assert here.id[:12] in str(err.value)
         assert list_evaluations(c) == []
+    with Store(tmp_path / "d") as d:  # the same protocol and settings, another name
+        add_remote(d, "team", str(team))
+        push_suite(d, {**SUITE, "name": "Road test (ours)"})
+        with pytest.raises(RemoteConflict, match="the same protocol, another name"):
+            pull_board(d, "team", "road-test@1")

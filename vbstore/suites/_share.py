@@ -376,14 +376,17 @@ def _suite_of(store: Store, source, listing: BoardListing, rev: str | None
             f"the board on remote {source.name!r} ({digest[:12]})",
             hint="a published suite version never changes: one of the two must become a new "
                  "version")
-    if here is not None:  # the same protocol, another vbstore block (params, pins): as a push
+    remote = Suite(listing.suite_id, doc)
+    if here is not None:  # the same protocol in another document: refused, as a push is
+        differs = ("other vbstore settings (params, pins)"
+                   if here.extension_digest != remote.extension_digest else "another name")
         raise RemoteConflict(
             f"this store holds {listing.suite} as another suite document ({here.id[:12]}) than "
             f"the board on remote {source.name!r} ({listing.suite_id[:12]}): the same protocol, "
-            "other vbstore settings (params, pins)",
+            f"{differs}",
             hint="a published suite version never changes: one of the two must become a new "
                  "version (vbstore suite show compares them)")
-    return Suite(listing.suite_id, doc), doc
+    return remote, doc
 
 
 def _add_suite(store: Store, doc: dict[str, Any]) -> bool:
