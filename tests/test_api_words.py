@@ -34,3 +34,18 @@ def test_the_api_names_arguments_and_the_cli_flags(tmp_path):
                                    "--split", "val", "--train-data", "shapes", "--train-split",
                                    "train", "-p", "seed=3"])
     assert "use --seed instead of -p seed=..." in out.output
+
+
+def test_a_suite_contradicted_in_python_says_which_argument_to_drop(tmp_path):
+    from vbstore.suites import new_suite, push_suite
+
+    assert as_arguments("drop -p k: s@1 sets it") == "drop params={'k': ...}: s@1 sets it"
+    store = vbstore.Store(tmp_path / "s")
+    push_suite(store, new_suite(store, slug="s", task="knn", data="shapes", split="val",
+                                params={"k": 5}, weights="random"))
+    with pytest.raises(UsageError) as err:
+        vbstore.run_suite(store, "s@1", "test_cnn", weights="random", train_data="shapes",
+                          train_split="train", params={"k": 20})
+    assert "params={'k': 20} contradicts s@1, which pins k=5" in str(err.value)
+    assert err.value.hint == "drop params={'k': ...}: s@1 sets it"
+    store.close()

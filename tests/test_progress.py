@@ -130,3 +130,13 @@ def test_a_terminal_with_no_size_gets_plain_lines(monkeypatch):
     monkeypatch.setenv("VBSTORE_PROGRESS_INTERVAL", "0")
     lines = _step(monkeypatch, seconds=3, isatty=True, columns=0)
     assert lines[-1] == "[bb val] extracting features: image 3/3 (3 s)"
+
+
+def test_sweep_json_keeps_progress_on_stderr(run, shapes, tmp_path):
+    backbones = tmp_path / "backbones.txt"
+    backbones.write_text("test_cnn weights=random\n")
+    out = run("sweep", "--backbones", str(backbones), "--tasks", "knn",
+              *_data(shapes), "--json")
+    assert out.exit_code == 0, out.output
+    json.loads(out.stdout)  # stdout stays one JSON document
+    assert "[test_cnn random seed=0 val] extracting features: image 15/15" in out.stderr

@@ -36,7 +36,7 @@ DATA_OPTIONS = ("target", "target-type", "classes", "layout", "stems", "train-st
 _OPTION = re.compile(r"(?<![\w-])--(" + "|".join(sorted(DATA_OPTIONS, key=len, reverse=True))
                      + r")(?![\w-])(?: ([^\s,;)]+))?")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-_PARAM = re.compile(r"(?<![\w-])-p (\w+)=([^\s,;)]*)")
+_PARAM = re.compile(r"(?<![\w-])-p (\w+)(?:=([^\s,;)]*))?")  # "-p k" too (drop -p k)
 
 
 def _option(match: re.Match[str]) -> str:

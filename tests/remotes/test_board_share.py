@@ -369,3 +369,29 @@ def test_a_pulled_correction_takes_the_replaced_evaluation_off_the_board(stores,
     assert rows[first.id]["superseded_by"] == fix.id
     assert not rows[first.id]["ranked"]
     assert [r["evaluation"] for r in leaderboard(b, "road-test@1").rows] == [fix.id]
+
+
+def test_a_suite_with_other_pins_under_the_same_protocol_is_a_conflict_not_tampering(
+        stores, team, tmp_path):
+    """Two stores made ``road-test@1`` with the same Visin protocol but another ``vbstore``
+    block (here a task parameter): the pull is refused as the push is, a conflict of suite
+    documents (exit 11) naming both, not as a damaged remote (exit 10), and nothing is kept."""
+    from vbstore import Store
+
+    a, _ = stores
+    evaluate(a, "alpha", 0.8, 0.7)
+    push_board(a, "team", "road-test@1")
+    with Store(tmp_path / "c") as c:
+        add_remote(c, "team", str(team))
+        here, _ = push_suite(c, {**SUITE, "vbstore": {"params": {"k": 7}}})
+        assert here.digest == get_suite(a, "road-test@1").digest  # Visin's protocol: the same
+        with pytest.raises(RemoteConflict, match="another suite document") as err:
+            pull_board(c, "team", "road-test@1")
+        assert err.value.exit_code == 11
+        assert here.id[:12] in str(err.value)
+        assert list_evaluations(c) == []
+    with Store(tmp_path / "d") as d:  # the same protocol and settings, another name
+        add_remote(d, "team", str(team))
+        push_suite(d, {**SUITE, "name": "Road test (ours)"})
+        with pytest.raises(RemoteConflict, match="the same protocol, another name"):
+            pull_board(d, "team", "road-test@1")

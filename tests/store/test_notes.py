@@ -7,6 +7,7 @@ from store_support import run_read_only
 from test_gc import _old, put_pack
 
 from vbstore import Store
+from vbstore.store._layout import REGISTRY_VERSION
 
 
 def test_notes_newest_first_again_bumps_and_gc_deletes_them_with_their_object(store):
@@ -48,14 +49,16 @@ def test_a_read_only_store_refuses_a_note_and_an_old_registry_has_none(tmp_path)
         pack = put_pack(store, {"pooled": torch.zeros(1, 1)})
         store.add_note(pack, "kept")
     assert run_read_only(root, READ_NOTES, str(root), pack) == {
-        "read_only": True, "version": 9, "notes": ["kept"], "refused": REFUSED}
+        "read_only": True, "version": REGISTRY_VERSION, "notes": ["kept"], "refused": REFUSED}
     conn = sqlite3.connect(root / "registry.db")
-    conn.execute("DROP TABLE result_notes")  # as migration 9 found it
+    conn.execute("DROP TABLE result_notes")  # as migration 9 found it (undoing 10 first)
+    conn.execute("DROP TABLE evaluation_uuids")
+    conn.execute("ALTER TABLE evaluations DROP COLUMN project")
     conn.execute("PRAGMA user_version=8")
     conn.commit()
     conn.close()
     assert run_read_only(root, READ_NOTES, str(root), pack) == {
         "read_only": True, "version": 8, "notes": [], "refused": REFUSED}
     with Store(root) as store:  # migrated again on a writable open
-        assert store.db.version == 9
+        assert store.db.version == REGISTRY_VERSION
         assert store.notes(pack) == []

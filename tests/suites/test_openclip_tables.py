@@ -244,3 +244,32 @@ def test_a_vbstore_run_is_judged_on_the_dataset_suite(store, tmp_path):
     assert sorted(ours.record.reasons) == ["sample-count(test: 15 != 50000)", "weights(random)"]
     with pytest.raises(NoPublishedFigure, match=f"{spec} seed=0"):
         reproduce(store, ours.id)
+
+
+def test_reproduce_finds_a_visbench_readme_figure_by_its_backbone_name(store):
+    """A VisBench record is imported as checkpoint ``visbench:<backbone>`` labelled with the
+    backbone's name; a run of that backbone is labelled with its spec: the two must match (the
+    README's figures are published figures too), and a random-weight run never does."""
+    from vbstore.suites import push_suite, read_suite_file
+
+    suite, _ = push_suite(store, read_suite_file(REFERENCE / "imagenette-linear.json"))
+    [published] = import_results(store, REFERENCE / "visbench-readme-imagenette.jsonl",
+                                 suite.ref, sample_counts={"val": 3925}, weights="pretrained",
+                                 recorded=1.0)
+    assert published.record.checkpoint["id"] == "visbench:dinov2_vits14"
+
+    def mine(top1, weights="pretrained", label="dinov2_vits14"):
+        doc = build(suite, checkpoint={"id": "cd" * 32, "label": label, "weights": weights},
+                    results={"val": {"overall": {"top1": top1}}}, sample_counts={"val": 3925},
+                    data={"kind": "external", "label": "my imagenette2 val"},
+                    protocol={"task": "classification", "params": {}},
+                    evaluator={"package": "vbstore", "version": "0"})
+        return record(store, doc, recorded=5.0)
+
+    result = reproduce(store, mine(0.9911).id)
+    assert result.published == published.id
+    [comparison] = result.comparisons
+    assert comparison.published == pytest.approx(0.9939)
+    assert result.reproduced
+    with pytest.raises(NoPublishedFigure):  # the same name with other weights is not the figure
+        reproduce(store, mine(0.99, weights="random").id)

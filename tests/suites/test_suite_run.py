@@ -209,3 +209,18 @@ def test_default_trained_weights_on_a_random_weights_suite_are_refused(run, shap
     store = Store(tmp_path / "s")
     assert store.ls("pack") == store.ls("result") == []
     assert run(*args, "--weights", "default", "--dry-run").exit_code == 0
+
+
+def test_a_suite_made_on_generated_data_finds_it_by_name(run, tmp_path, monkeypatch):
+    """``-d shapes`` names generated data as ``sklearn:digits`` names packaged data: a suite
+    made on it needs no ``--data`` (a name without ``name:`` is not a folder here)."""
+    monkeypatch.chdir(tmp_path)  # no folder called shapes here
+    data = "shapes:per_class=3,size=32,seed=1"
+    made = run("suite", "new", "--slug", "gen", "-t", "knn", "-d", "shapes", "--split", "val",
+               "--weights", "random", "-o", str(tmp_path / "gen.json"))
+    assert made.exit_code == 0, made.output
+    assert run("suite", "push", str(tmp_path / "gen.json")).exit_code == 0
+    out = run("get", "result", "-b", "test_cnn", *TINY, "--train-data", data,
+              "--train-split", "train", "--suite", "gen@1", "--dry-run")
+    assert out.exit_code == 0, out.output
+    assert "val: plan for knn on test_cnn (nothing computed):" in out.output

@@ -27,6 +27,9 @@ N, GRID, UP = 16, 8, 4  # 16 images, an 8x8 patch grid, targets at 32x32
 FAST = {"epochs": 25, "lr": 0.05}
 DENSE = ["corner", "depth", "edge", "generic_segmentation", "keypoints2d", "occlusion_edge",
          "orientation", "semantic_segmentation", "surface_normal"]
+# VisBench's named questions on a dense probe: the parent's probe under another name, whose
+# numbers equal the parent's (tests/tasks/test_visbench_questions.py)
+QUESTIONS = {"scene_parsing": "semantic_segmentation"}
 
 
 def _gen(seed=0):
@@ -114,7 +117,9 @@ def test_every_dense_task_is_declared_with_its_protocol():
     # the trained per-pixel probes (the pair probes read dense maps too, with their own
     # protocols; the box probes train on the dense recipe and have their own tests)
     assert sorted(n for n in list_tasks() if isinstance(get_task(n), DenseTask)
-                  and get_task(n).target_kind not in BOX_TARGETS) == DENSE
+                  and get_task(n).target_kind not in BOX_TARGETS) == sorted([*DENSE, *QUESTIONS])
+    for name, parent in QUESTIONS.items():
+        assert isinstance(get_task(name), type(get_task(parent))), name
     for name in DENSE:
         task = get_task(name)
         assert task.protocol, name

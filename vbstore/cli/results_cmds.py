@@ -282,7 +282,7 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
         entries, list(dict.fromkeys(clip_benchmark_task(str(evaluated)) if t == "auto" else t
                                     for t in asked)), evaluated, trained,
         params=given, store=store, split=split, train_split=train_split,
-        limit=limit, train_limit=train_limit, seed=seed, progress=not as_json,
+        limit=limit, train_limit=train_limit, seed=seed, progress=True,  # stderr: --json keeps it
         data_options=data_options, executor=executor, language=language, pooling=pooling,
         batch_size=batch_size))
     for row in grid:

@@ -49,7 +49,8 @@ def _validator(name: str):
 # other keyword is left to jsonschema alone
 _SHARED = {"type", "properties", "additionalProperties", "required", "pattern", "enum", "const",
            "items", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-           "exclusiveMaximum", "minItems", "maxItems", "uniqueItems", "oneOf", "anyOf",
+           "exclusiveMaximum", "minItems", "maxItems", "uniqueItems", "minProperties",
+           "maxProperties", "oneOf", "anyOf",
            "allOf", "not", "description", "title", "$id", "$schema", "$comment"}
 _SUBSCHEMAS = ("additionalProperties", "items", "not")  # a keyword whose value is a schema
 
@@ -71,7 +72,7 @@ def _fast(name: str):
     """A compiled fastjsonschema check of schema ``name``, or None (not installed, or the
     schema uses a keyword the two drafts might read differently)."""
     try:
-        import fastjsonschema
+        import fastjsonschema  # compiles on first use: a cached answer validates nothing
     except ImportError:
         return None
     schema = json.loads(schema_text(name))

@@ -4,10 +4,12 @@ A published figure (an open_clip table, a VisBench README) is a *reported* evalu
 suite of its dataset; a run of yours is an evaluation on the same suite. The two are matched by
 checkpoint: a reported figure names the weights by their spec (``open_clip:ViT-B-32@openai``),
 a computed result by the tensor hash of the weights it loaded, under a label that is the spec,
-so either is a match. Every metric the suite names is compared in every condition, both ways:
-the run reproduces the figure when no score is further from it than ``tolerance`` (absolute,
-in the metric's units). A difference either way is reported: a reproduction that scores higher
-than published is not the same number either.
+so either is a match; a VisBench record (a README's figure) is labelled with its backbone's
+name under an id of its own (``visbench:NAME``), so its label and weights kind match too.
+Every metric the suite names is compared in every condition, both ways: the run reproduces
+the figure when no score is further from it than ``tolerance`` (absolute, in the metric's
+units). A difference either way is reported: a reproduction that scores higher than published
+is not the same number either.
 """
 
 from __future__ import annotations
@@ -96,10 +98,14 @@ def reproduce(store: Store, candidate: str, *, tolerance: float = TOLERANCE) -> 
                               "--suite S@V) with the published one")
     suite = get_suite(store, run.record.suite)
     checkpoint = run.record.checkpoint
+    # a published figure names the checkpoint by its spec (open_clip's tables) or is labelled
+    # with the backbone's name under an id of its own (a VisBench record: visbench:NAME)
     row = store.db.one(
         "SELECT id FROM evaluations WHERE suite=? AND evidence='reported' AND id != ? "
-        "AND checkpoint IN (?, ?) ORDER BY recorded DESC, id DESC LIMIT 1",
-        (suite.ref, run.id, checkpoint["id"], checkpoint["label"]),
+        "AND (checkpoint IN (?, ?) OR (label=? AND weights=?)) "
+        "ORDER BY recorded DESC, id DESC LIMIT 1",
+        (suite.ref, run.id, checkpoint["id"], checkpoint["label"], checkpoint["label"],
+         checkpoint.get("weights")),
     )
     if row is None:
         raise NoPublishedFigure(checkpoint["label"], suite.ref)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data import SOURCES
 from ..engine import execute, plan, result_request, store_param_files
 from ..errors import UsageError
 from ..records import ManifestRecord
@@ -181,7 +182,9 @@ def suite_data(suite: Suite, data: Any) -> Any:
     if data is not None:
         return data
     label = str((suite.protocol.get("data") or {}).get("label") or "")
-    named = ":" in label and not Path(label).exists() and len(label.partition(":")[0]) > 1
+    # a source by name: NAME:... (sklearn:digits, scenes:size=32) or a bare generated one (shapes)
+    named = ((":" in label and not Path(label).exists() and len(label.partition(":")[0]) > 1)
+             or label in SOURCES)
     if label and (named or Path(label).exists()):
         return label
     raise UsageError(

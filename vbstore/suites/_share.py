@@ -182,7 +182,8 @@ def pull_board(store: Store, remote: str, suite_ref: str, revision: str | None =
         RemoteNotFound: the remote has no board of that suite.
         TamperedBlob: a blob failed its checks, an evaluation is not of this board, or it fails
             :func:`judge_pulled`; nothing was kept.
-        RemoteConflict: this store holds ``slug@version`` with another protocol.
+        RemoteConflict: this store holds ``slug@version`` as another suite document (another
+            protocol, or the same one with other vbstore settings).
     """
     with open_remote(store, remote) as source:
         source.check_online()
@@ -375,7 +376,17 @@ def _suite_of(store: Store, source, listing: BoardListing, rev: str | None
             f"the board on remote {source.name!r} ({digest[:12]})",
             hint="a published suite version never changes: one of the two must become a new "
                  "version")
-    return (here or Suite(listing.suite_id, doc)), doc
+    remote = Suite(listing.suite_id, doc)
+    if here is not None:  # the same protocol in another document: refused, as a push is
+        differs = ("other vbstore settings (params, pins)"
+                   if here.extension_digest != remote.extension_digest else "another name")
+        raise RemoteConflict(
+            f"this store holds {listing.suite} as another suite document ({here.id[:12]}) than "
+            f"the board on remote {source.name!r} ({listing.suite_id[:12]}): the same protocol, "
+            f"{differs}",
+            hint="a published suite version never changes: one of the two must become a new "
+                 "version (vbstore suite show compares them)")
+    return remote, doc
 
 
 def _add_suite(store: Store, doc: dict[str, Any]) -> bool:
