@@ -59,3 +59,42 @@ def test_no_cache_is_a_cold_run_that_leaves_the_store_as_it_was(run, shapes, tmp
     refused = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--no-cache",
                   "--notes", "x")
     assert refused.exit_code == 2
+
+
+def test_push_to_sends_the_trained_head_to_a_remote_and_it_pulls_against_its_backbone(
+        tmp_path, shapes):
+    """VisBench's --push-to: the head this run trains, named probes/TASK/RESULT, pushed to a
+    configured remote; another store pulls it and applies it to the same backbone."""
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    def vb(store, *args):
+        return CliRunner().invoke(cli, ["--store", str(tmp_path / store), *args])
+
+    for store in ("a", "b"):
+        assert vb(store, "remote", "add", "team", str(tmp_path / "team")).exit_code == 0
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    out = vb("a", "run", "classification", *TINY, *data, "--epochs", "3", "--push-to", "team",
+             "--json")
+    assert out.exit_code == 0, out.output
+    record = json.loads(out.stdout)
+    name = f"probes/classification/{record['id'][:12]}"
+    assert f"as {name} to team" in out.stderr
+    pulled = vb("b", "pull", f"team/{name}", "--json")
+    assert pulled.exit_code == 0, pulled.output
+    applied = vb("b", "run", "classification", *TINY, "-d", shapes, "--split", "val",
+                 "--head", name, "--json")
+    assert applied.exit_code == 0, applied.output
+    assert json.loads(applied.stdout)["record"]["metrics"] == record["record"]["metrics"]
+
+
+def test_push_to_is_refused_before_anything_runs(run, shapes):
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    unknown = run("run", "classification", *TINY, *data, "--push-to", "nowhere")
+    assert unknown.exit_code == 2
+    assert "--push-to nowhere: no such remote" in unknown.output
+    zero_shot = run("run", "retrieval", *TINY, "-d", shapes, "--split", "val", "--push-to", "x")
+    assert zero_shot.exit_code == 2
+    assert "trains no head" in zero_shot.output
+    assert json.loads(run("ls", "result", "--json").stdout) == []

@@ -30,7 +30,8 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "train_stems", "image_dir", "target_dir", "target", "target_type", "classes", "splits",
              "min_votes", "partners", "max_angle", "pair_seed", "stride",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
-             "finetune_blocks", "backbone_lr", "notes", "results", "save_probe", "no_cache"}
+             "finetune_blocks", "backbone_lr", "notes", "results", "save_probe", "no_cache",
+             "push_to", "public"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -95,8 +96,11 @@ def _command(task: Task) -> click.Command:
             return
         given = parse_params(params)
         save_probe = kw.pop("save_probe", None)
-        if save_probe is not None:
-            _check_save_probe(task, kw)
+        push_to, public = kw.pop("push_to", None), kw.pop("public", False)
+        if save_probe is not None or push_to is not None:
+            _check_save_probe(task, kw, "--push-to" if save_probe is None else "--save-probe")
+        if push_to is not None:
+            _check_push_to(store, push_to, public)
         # --language is the engine's (cb: data and the prompts), whether or not the task has one
         language = kw.pop("task__language", None)
         for key in [k for k in kw if k.startswith("task__")]:
@@ -127,6 +131,8 @@ def _command(task: Task) -> click.Command:
             head = export_head(store, result.record.inputs["head"], save_probe)
             click.echo(f"saved the trained head {head[:12]} to {save_probe} (its backbone's "
                        "identity inside: `vbstore import head` checks it)", err=True)
+        if push_to is not None:
+            _push_probe(store, task, result, push_to, public)
 
     metrics = ", ".join(m.name for m in task.metrics)
     shape = task.shape_spec
@@ -157,6 +163,14 @@ def _command(task: Task) -> click.Command:
                      help="Also write the trained head to PATH (.safetensors, the backbone's "
                           "identity inside; VisBench's --save-probe); refused for a zero-shot "
                           "task."),
+        click.option("--push-to", default=None, metavar="REMOTE",
+                     help="Also push the trained head, named probes/TASK/RESULT, to this "
+                          "configured remote (VisBench's --push-to: an hf:// remote gets a "
+                          "model card with the result's metrics); refused, before the run, "
+                          "for a zero-shot task or a remote not configured."),
+        click.option("--public", is_flag=True,
+                     help="With --push-to on the Hub: a public repository (default: the "
+                          "remote's own setting)."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
                      help="Images per forward pass (extraction; changes no id)."
                           + (" The head's batch is --train-batch-size."
@@ -201,15 +215,51 @@ def _command(task: Task) -> click.Command:
     return command
 
 
-def _check_save_probe(task: Task, kw: dict[str, Any]) -> None:
-    """Refuse ``--save-probe`` before anything runs where there is no one head to save."""
+def _check_save_probe(task: Task, kw: dict[str, Any], flag: str = "--save-probe") -> None:
+    """Refuse ``--save-probe`` (or ``--push-to``) before anything runs where there is no one
+    head to save."""
     task.shape_spec.check_saves_head(task.name)  # VisBench's refusal, also before the run
     if kw.get("seeds", 1) > 1:
-        raise UsageError("--save-probe writes one head, and --seeds trains one per seed",
+        raise UsageError(f"{flag} takes one head, and --seeds trains one per seed",
                          hint="drop --seeds, or save a seed's head with `vbstore export head`")
     if kw.get("head"):
-        raise UsageError("--save-probe saves the head this run trains, and --apply-head trains "
+        raise UsageError(f"{flag} takes the head this run trains, and --apply-head trains "
                          "none", hint="`vbstore export head` writes a stored head")
+
+
+def _remote(store, name: str):
+    """The configured remote ``name``, or None."""
+    from ..remotes import list_remotes
+
+    return next((c for c in list_remotes(store) if c.name == name), None)
+
+
+def _check_push_to(store, remote: str, public: bool) -> None:
+    """Refuse ``--push-to`` to a remote that is not configured, and ``--public`` off the Hub,
+    before anything runs."""
+    config = _remote(store, remote)
+    if config is None:
+        raise UsageError(f"--push-to {remote}: no such remote",
+                         hint=f"add it first: vbstore remote add {remote} hf://NAMESPACE/REPO "
+                              "(or a folder, or s3://BUCKET/PREFIX)")
+    if public and not config.model_card:
+        raise UsageError("--public makes a Hub repository readable by anyone; "
+                         f"{remote} is no Hub repository", hint="drop --public")
+
+
+def _push_probe(store, task: Task, result, remote: str, public: bool) -> None:
+    """Name the trained head ``probes/TASK/RESULT`` and push it to ``remote`` with
+    :func:`vbstore.heads.push_head` (on the Hub: a model card with the result's metrics)."""
+    from ..heads import push_head
+
+    head = result.record.inputs["head"]
+    name = f"probes/{task.name}/{result.id[:12]}"
+    store.tag(name, head)
+    on_hub = _remote(store, remote).model_card
+    pushed = push_head(store, name, remote, private=False if public else None,
+                       metrics_from=result.id if on_hub else None)
+    click.echo(f"pushed the trained head {head[:12]} as {name} to {remote} "
+               f"({len(pushed.push.uploaded)} files sent)", err=True)
 
 
 def _check_no_cache(kw: dict[str, Any]) -> None:
