@@ -98,3 +98,16 @@ def test_push_to_is_refused_before_anything_runs(run, shapes):
     assert zero_shot.exit_code == 2
     assert "trains no head" in zero_shot.output
     assert json.loads(run("ls", "result", "--json").stdout) == []
+
+
+def test_no_cache_with_push_to_names_the_conflict_not_a_missing_remote(run, shapes, tmp_path):
+    """--no-cache computes in a scratch store, which has none of this store's remotes: a
+    configured remote was refused as "no such remote"; the two flags are refused together."""
+    assert run("remote", "add", "team", str(tmp_path / "team")).exit_code == 0
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    out = run("run", "classification", *TINY, *data, "--no-cache", "--push-to", "team")
+    assert out.exit_code == 2
+    assert "no such remote" not in out.output
+    assert "--no-cache" in out.output
+    assert "--push-to" in out.output
+    assert not (tmp_path / "team").exists() or not any((tmp_path / "team").rglob("*.safetensors"))

@@ -264,7 +264,9 @@ def _push_probe(store, task: Task, result, remote: str, public: bool) -> None:
 
 def _check_no_cache(kw: dict[str, Any]) -> None:
     """Refuse what ``--no-cache`` would read from or leave in the store it does not touch."""
-    for flag, key in (("--notes", "notes"), ("--apply-head", "head"), ("--dry-run", "dry_run")):
+    # --push-to too: the scratch store has none of this store's remotes
+    for flag, key in (("--notes", "notes"), ("--apply-head", "head"), ("--dry-run", "dry_run"),
+                      ("--push-to", "push_to")):
         if kw.get(key):
             raise UsageError(f"--no-cache computes in a scratch store, and {flag} reads or "
                              "writes this one", hint=f"drop {flag} or --no-cache")
