@@ -112,3 +112,16 @@ def test_agrees_with_visbench_retrieval(metric, tmp_path, visbench_site):
     theirs = json.loads(done.stdout)
     ours = _score({"metric": metric, "topk": "1,3,7"})
     assert ours == pytest.approx(theirs, abs=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_an_undefined_retrieval_names_the_recall_topk_reports(n):
+    """With topk=5 no recall@1 is reported: the refusal names the headline, recall@5 (one image,
+    or no class with a second image)."""
+    from vbstore.errors import UndefinedMetric
+
+    feats, targets = torch.randn(n, 8), torch.arange(n)
+    with pytest.raises(UndefinedMetric) as err:
+        TASK.evaluate_zero_shot(feats, targets, {"topk": "5"})
+    assert err.value.metric == "recall@5"
+    assert "recall@1 " not in str(err.value)

@@ -139,11 +139,12 @@ class Retrieval(ZeroShotTask):
         from ._metrics import average_precision_ranked, l2_normalise, row_blocks
 
         n = len(feats)
+        ks = topk_of(params)
+        headline = f"recall@{min(ks)}"  # the metric reported first (topk may leave out 1)
         if n < 2:
-            raise UndefinedMetric(self.name, "recall@1", "retrieval needs at least 2 eval images")
+            raise UndefinedMetric(self.name, headline, "retrieval needs at least 2 eval images")
         cosine = params.get("metric", "cosine") == "cosine"
         x = l2_normalise(feats) if cosine else feats.to(torch.float64)
-        ks = topk_of(params)
         hits = dict.fromkeys(ks, 0)
         ap_sum = 0.0
         used = 0
@@ -178,7 +179,7 @@ class Retrieval(ZeroShotTask):
         if used == 0:
             raise UndefinedMetric(
                 self.name,
-                "recall@1",
+                headline,
                 "no eval image shares its class with another, so no query has anything to find",
             )
         metrics = {f"recall@{k}": hits[k] / used for k in ks}
