@@ -225,3 +225,21 @@ def test_a_ranked_row_edited_or_without_its_blob_is_not_ranked(store, suite):
     reasons = {r["evaluation"]: r["reasons"] for r in board.unranked}
     assert reasons[edited] == ["registry-edited(evidence): run vbstore fsck --repair"]
     assert "missing or damaged" in reasons[gone][0]
+
+
+def test_reindex_leaves_out_an_evaluation_the_judge_refuses(store, suite):
+    """A stored evaluation blob no judge saw (a plain `pull` of an evaluation ref stores one
+    unindexed) is refused by `fsck --repair`'s index; `reindex` (what `fsck --rebuild` and a
+    repair of edited rows run) ranked it anyway: here one that claims promotion from nothing."""
+    from vbstore import canonical
+    from vbstore.suites import reindex
+    from vbstore.suites._share import index_stored
+
+    attempt(store, suite, "a", 0.6, 0.5, 1.0)
+    forged = dict(build(suite, **evidence(0.99, 0.99, checkpoint={
+        "id": "z" * 64, "label": "forged", "weights": "pretrained"})))
+    forged["promoted_from"] = "f" * 64
+    oid = store.put_bytes(canonical.dumps(forged), "evaluation")
+    assert index_stored(store, [oid]) == []
+    reindex(store)
+    assert [r["label"] for r in leaderboard(store, "road-test@1").rows] == ["a"]

@@ -288,8 +288,12 @@ def reindex(store: Store) -> dict[str, int]:
     """Rebuild the suite and evaluation indexes from their blobs (after a registry rebuild).
 
     An evaluation's recording time is then its blob's creation time, which keeps the order of
-    attempts a leaderboard ranks by.
+    attempts a leaderboard ranks by. One that :func:`._judge.judge_pulled` refuses (a blob a
+    plain pull brought in, never judged) stays unindexed, as ``fsck --repair`` leaves it.
     """
+    # local: _judge reads results through this module's per_class
+    from ._judge import judge_pulled
+
     suites, evaluations = 0, 0
     with store.db.write() as conn:
         for info in store.ls("suite"):
@@ -304,7 +308,11 @@ def reindex(store: Store) -> dict[str, int]:
         # a pulled evaluation judged again here is ranked as its copy, never beside it
         replaced = {r.extra.get("rejudged_from") for r, _ in found.values()}
         corrections = []
+        refused = {oid for oid, (typed, _) in found.items()
+                   if oid not in replaced and judge_pulled(store, typed.to_dict())}
         for oid, (typed, created) in found.items():
+            if oid in refused:
+                continue
             if oid not in replaced:
                 evaluations += index_evaluation(conn, oid, typed, created)
             if typed.extra.get("supersedes"):
