@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
+from vbstore.data._trivial import miss_all, random_ap
 from vbstore.tasks import get_task, targets_baseline
-from vbstore.tasks._baselines import miss_all, random_ap
 
 
 def _ap(relevant: list[bool]) -> float:

@@ -36,10 +36,11 @@ from ..records import (
     WeightsRecord,
 )
 from ..store import Store
+from ._judge import judge_pulled
 from ._manifest import manifest_sha256
 from ._settings import PARAMS, content_sha256, settings_of, variant_key
 from ._suite import Suite, get_suite, normalize, protocol_digest
-from ._verdict import check_scores, evidence_of, judge
+from ._verdict import check_scores, evidence_of, judge, per_class
 
 
 @dataclass(frozen=True)
@@ -291,8 +292,6 @@ def reindex(store: Store) -> dict[str, int]:
     attempts a leaderboard ranks by. One that :func:`._judge.judge_pulled` refuses (a blob a
     plain pull brought in, never judged) stays unindexed, as ``fsck --repair`` leaves it.
     """
-    # local: _judge reads results through this module's per_class
-    from ._judge import judge_pulled
 
     suites, evaluations = 0, 0
     with store.db.write() as conn:
@@ -467,21 +466,6 @@ def _one_setting(store: Store, records: Mapping[str, tuple[str, ResultRecord]]
     return first
 
 
-def per_class(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Visin's class → metric block of one condition from a result's metrics: the numbers under
-    ``overall``, and a metric given per class (``{"iou": {"road": 0.8, ...}}``) under each
-    class."""
-    out: dict[str, dict[str, float]] = {"overall": _numbers(metrics)}
-    for metric, value in metrics.items():
-        if isinstance(value, Mapping) and value and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
-        ):
-            for name, number in value.items():
-                if name != "overall":
-                    out.setdefault(str(name), {})[metric] = number
-    return out
-
-
 def match_conditions(store: Store, suite: Suite, results: list[str]) -> dict[str, str]:
     """Each result under the condition its eval split names (``NAME=RESULT`` names it explicitly).
 
@@ -526,12 +510,6 @@ def _checkpoint(store: Store, record: ResultRecord) -> dict[str, str]:
         "id": identity or "unknown",
         "label": label,
         "weights": record.weights_kind or "unknown",
-    }
-
-
-def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
-    return {
-        k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
     }
 
 

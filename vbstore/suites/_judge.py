@@ -18,9 +18,8 @@ from typing import Any
 from ..errors import SchemaError, SuiteNotFound, VbstoreError
 from ..records import EvaluationRecord, ResultRecord
 from ..store import Store
-from ._evaluate import per_class
 from ._suite import Suite, get_suite
-from ._verdict import evidence_of, judge, score_problems, short_repr
+from ._verdict import evidence_of, judge, per_class, score_problems, short_repr
 
 REJUDGED = "rejudged_from"  # the edge (and field) from a re-judged copy to the remote's original
 # what a promoted copy carries over from its origin unchanged (``promote`` changes only the

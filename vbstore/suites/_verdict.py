@@ -278,3 +278,24 @@ def short_repr(value: Any, limit: int = 80) -> str:
     """``repr(value)``, cut to ``limit`` characters (a 5,000-digit number stays one line)."""
     text = repr(value) if not isinstance(value, int) or abs(value) < 10**60 else "a huge number"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def per_class(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Visin's class → metric block of one condition from a result's metrics: the numbers under
+    ``overall``, and a metric given per class (``{"iou": {"road": 0.8, ...}}``) under each
+    class."""
+    out: dict[str, dict[str, float]] = {"overall": _numbers(metrics)}
+    for metric, value in metrics.items():
+        if isinstance(value, Mapping) and value and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        ):
+            for name, number in value.items():
+                if name != "overall":
+                    out.setdefault(str(name), {})[metric] = number
+    return out
+
+
+def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }

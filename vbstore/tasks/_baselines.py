@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import BaselineQuestion, get_target_kind
-from ..data._trivial import miss_all, random_ap  # noqa: F401 - the closed forms, named here too
 from ._base import Task
 
 
