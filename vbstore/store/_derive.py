@@ -100,7 +100,10 @@ class DeriveMixin(_StoreBase):
             except CorruptObject:
                 if self.read_only:  # nothing to recompute into
                     raise
-                self._quarantine([output], None)  # the recompute then publishes good bytes
+                from ._fsck import quarantine  # only for a damaged blob
+
+                # the recompute then publishes good bytes
+                quarantine(self, [output], None)  # type: ignore[arg-type]
                 return None
         if valid is not None and not valid(output):
             return None
