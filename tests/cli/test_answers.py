@@ -481,7 +481,7 @@ def test_a_command_line_with_notes_is_never_answered_here(store_dir, data):
     assert answers(store_dir) == []
     with Store(store_dir) as store:
         (oid,) = [o.id for o in store.ls("result")]
-        assert store.notes(oid) == ["for the paper"]
+        assert store.notes.of(oid) == ["for the paper"]
 
 
 def test_a_computed_answer_checks_every_module_a_stored_answer_runs(store_dir, data):

@@ -220,7 +220,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
             if touch:
                 store.touch([known])  # in use: gc's grace period must see it
             if name:
-                store.name_data(known, name)
+                store.data_names.add(known, name)
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries), files=files)
     doc = build()
@@ -230,7 +230,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
     if alias is not None:
         store.set_alias(alias, oid)
     if name:
-        store.name_data(oid, name)
+        store.data_names.add(oid, name)
     return ManifestView(scan.root, oid, doc, files=files)
 
 
@@ -278,7 +278,7 @@ def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[s
     try:
         return store.read_json(oid)
     except VbstoreError:
-        store.move_aside(oid)  # damaged: rebuilt from the file-state cache, published afresh
+        move_aside(store, oid)  # damaged: rebuilt from the file-state cache, published afresh
     doc = build()
     rebuilt = store_document(store, doc)
     if rebuilt != oid:

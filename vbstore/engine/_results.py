@@ -172,7 +172,7 @@ def execute(
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     request = the_plan.request
     if isinstance(request, ResultRequest) and request.notes:
-        the_plan.store.check_notes()  # asked for, so refused before computing, never dropped
+        the_plan.store.notes.check()  # asked for, so refused before computing, never dropped
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
         result = _execute(the_plan, device, progress, recompute, executor, lease_timeout,
                           batch_size)
@@ -181,7 +181,7 @@ def execute(
                                                           executor, lease_timeout, batch_size))
     if isinstance(request, ResultRequest) and request.notes:
         # the registry's, never the document's: a cached answer takes them too
-        the_plan.store.add_note(result.id, request.notes)
+        the_plan.store.notes.add(result.id, request.notes)
     return result
 
 
@@ -294,7 +294,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
             answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
             return Result(oid, ResultRecord.from_dict(doc), True,
                           time.perf_counter() - the_plan.started, source="store",
-                          recorded=store.origin(key), run=store.last_run(oid))
+                          recorded=store.origin(key), run=store.runs.last(oid))
     run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
 
     def compute() -> Made[ResultRecord]:
@@ -322,7 +322,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         computed=tuple(computed),
         extracted=run.extracted,
         recorded=store.origin(key) if derived.source == "store" else None,
-        run=store.last_run(derived.id),
+        run=store.runs.last(derived.id),
         features=dict(run.features),
     )
 
@@ -338,7 +338,7 @@ def stored_result(the_plan: Plan) -> Result | None:
     answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
     return Result(oid, ResultRecord.from_dict(doc), True,
                   time.perf_counter() - the_plan.started, source="store",
-                  recorded=store.origin(key), run=store.last_run(oid))
+                  recorded=store.origin(key), run=store.runs.last(oid))
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
@@ -377,7 +377,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
             raise NotReproduced(previous, oid, worst)
     return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison,
                   computed=tuple(run.computed), extracted=run.extracted,
-                  run=store.last_run(oid))
+                  run=store.runs.last(oid))
 
 
 def result_request(

@@ -114,7 +114,7 @@ def featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) ->
     oid = store.lookup(key, valid=lambda o: packs_present(store, o))
     if oid is not None:
         return replace(planned, status="stored", id=oid)
-    reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
+    reused = len(store.feature_rows.find(extractor_key(ref.id, extractor), manifest.image_ids))
     step = replace(planned, work={"forward_passes": len(manifest) - reused,
                                   "reused_rows": reused})
     return _on_remote(store, step) if dry_run else step

@@ -232,8 +232,8 @@ def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
     """``RUN_COLUMNS`` of a stored result (None where nothing says); ``notes``: the notes
     attached to it (``Store.notes``, newest first, joined by ``; ``), or those a document
     stored before notes left it carries."""
-    notes = "; ".join(store.notes(oid)) or record.notes
-    run = store.last_run(oid)
+    notes = "; ".join(store.notes.of(oid)) or record.notes
+    run = store.runs.last(oid)
     if run is not None:
         return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device,
                 "notes": notes}

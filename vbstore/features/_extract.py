@@ -139,7 +139,7 @@ def plan_extraction(store, manifest, key: str) -> Plan:
     computed again, and the new pack's row replaces it.
     """
     images = [sample["image"] for sample in manifest.samples]
-    have = tied_rows(store, key, store.feature_rows(key, images))
+    have = tied_rows(store, key, store.feature_rows.find(key, images))
     first_index: dict[str, int] = {}
     for index, image in enumerate(images):
         if image not in have:

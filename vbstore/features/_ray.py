@@ -251,7 +251,7 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
                     raise ExecutorError(f"pack {pack[:12]} from a Ray worker holds other images "
                                         "than its range",
                                         hint="run `vbstore fsck`, then the command again")
-                store.add_feature_rows(key, pack, job["images"])
+                store.feature_rows.add(key, pack, job["images"])
                 rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
                 stats.forward_passes += int(out["forward_passes"])
                 done.add(number)

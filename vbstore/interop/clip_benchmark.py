@@ -457,7 +457,7 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str],
         weights_id = record.inputs.get("weights")
         weights = (WeightsRecord.from_dict(store.read_json(weights_id))
                    if weights_id and store.has(weights_id) else None)
-        named = store.data_names(manifest_id) if manifest_id else []
+        named = store.data_names.of(manifest_id) if manifest_id else []
         row = clip_benchmark_record(record, manifest, weights,
                                     dataset=named[0] if named else None)
         if dump_classnames or dump_templates:
