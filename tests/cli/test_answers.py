@@ -471,7 +471,7 @@ def make_copy(data, to):
 
 
 def test_a_command_line_with_notes_is_never_answered_here(store_dir, data):
-    """--notes writes the registry (Store.add_note): the full command answers, every time."""
+    """--notes writes the registry (store.notes.add): the full command answers, every time."""
     from vbstore import Store
 
     args = args_for(store_dir, data, "--notes", "for the paper")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import canonical
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
+from ..store import move_aside
 from ._files import loose_images, subdirs
 from ._kinds import TargetsSeen, targets_seen
 from ._manifest import (
@@ -136,7 +137,7 @@ class Listing:
         source: The external source it came from, if any.
         limit: The per-class (or overall) limit the manifest will record.
         name: What a reader calls the data (its folder, list or generated source), recorded
-            beside the manifest (``Store.name_data``); None for an external source, whose
+            beside the manifest (``store.data_names.add``); None for an external source, whose
             manifest names itself.
     """
 

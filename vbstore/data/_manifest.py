@@ -100,7 +100,7 @@ def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: st
     except StoreIOError as exc:
         if exc.__cause__ is not None:  # the registry itself (disk full, damaged): not the files
             raise
-        # hash_files names the first unreadable file; list them all, as for corrupt ones
+        # file_states.hash names the first unreadable file; list them all, as for corrupt ones
         raise unreadable(paths, f"missing or unreadable {noun}") from None
 
 

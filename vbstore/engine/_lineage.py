@@ -99,7 +99,7 @@ _NAMES: dict[str, str] = {}
 
 def data_name(store, manifest: str | None) -> str:
     """The data a manifest lists, by name: its named source (``hf:NAME``, ``cb:NAME``...), else
-    the name it was last read under (``-d scenes``, a folder's name: ``Store.data_names``), else
+    the name it was last read under (``-d scenes``, a folder's name: ``store.data_names``), else
     its layout."""
     if not manifest:
         return ""

@@ -123,7 +123,7 @@ def result_spec(
     it: see :func:`named_pooling`) and
     ``finetune`` join the key only when given, so the keys of requests without them (a frozen
     probe's among them) are as they were: the record carries them, and one key has one record.
-    A request's notes are no part of it: they are the registry's (``Store.add_note``)."""
+    A request's notes are no part of it: they are the registry's (``store.notes.add``)."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id

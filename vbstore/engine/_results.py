@@ -527,7 +527,7 @@ def get_result(
     docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
-    attached to the result in the registry (``Store.notes``; no part of its id, so a stored
+    attached to the result in the registry (``store.notes``; no part of its id, so a stored
     result takes them without computing again; a read-only store refuses them with
     ``StoreReadOnly`` before anything is computed). ``finetune_blocks=N`` trains
     the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see

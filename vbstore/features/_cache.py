@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..records import BackboneRecord
+from ..store import evict_features, feature_packs
 
 if TYPE_CHECKING:
     from ..store import Store

@@ -73,12 +73,20 @@ def _probe_row_bytes(source: Any, backbone_id: str, params: ExtractorParams, pat
     return row_bytes(out, params.layers, params.mode, DTYPES[params.dense_dtype])
 
 
+class _NoRows:
+    """A worker's ``feature_rows``: rows are the driver's to register."""
+
+    def add(self, extractor: str, pack: str, images) -> None:
+        pass
+
+
 class _Sink:
     """Where a worker's :class:`PackWriter` puts packs: store files or a remote, no registry."""
 
     def __init__(self, target: tuple[str, Any]) -> None:
         self.kind, self.where = target
         self.packs: list[str] = []
+        self.feature_rows = _NoRows()
 
     def put_tensors(self, tensors, kind: str, metadata) -> str:
         data = to_safetensors_bytes(tensors, kind, metadata)
@@ -97,9 +105,6 @@ class _Sink:
                     remote.publish({path: data}, None, f"vbstore ray pack {oid[:12]}")
         self.packs.append(oid)
         return oid
-
-    def add_feature_rows(self, extractor: str, pack: str, images) -> None:
-        """Rows are the driver's to register."""
 
 
 class _PackActor:

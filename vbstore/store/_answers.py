@@ -10,7 +10,7 @@ depended on:
 * the state of every file and folder under each data folder it read (a folder's mtime changes
   when an entry is added, removed or renamed in it, so an unchanged tree lists the same), the
   folder statted through the path given (a link pointed elsewhere changes its state);
-* every ``derivations`` and ``aliases`` row the store looked up meanwhile (:meth:`watch_reads`),
+* every ``derivations`` and ``aliases`` row the store looked up meanwhile (:meth:`Answers.watch`),
   with the id each gave.
 
 :func:`lookup` -- which imports nothing beyond the standard library and blake3, and opens the
@@ -24,7 +24,7 @@ caller started), for a read-only store, when a row changed while the caller ran,
 folder holding many more files than the answer reads (statting them all would cost more than
 the full command: a marker remembers that until the folder's own listing changes), nor when
 recording fails (it never fails the caller). The tables (migration 4) belong to the registry;
-gc empties them (:meth:`AnswersMixin.clear_answers`), since every answer is re-checked anyway
+gc empties them (:meth:`Answers.clear`), since every answer is re-checked anyway
 and the next full answer records it again.
 """
 

@@ -1,7 +1,7 @@
 """Derivation records (key → output) and the per-key leases that stop duplicate work.
 
 A derivation key is the BLAKE3 of the canonical JSON ``{"op", "op_version", "inputs",
-"params"}``. A recorded key is only a hint: :meth:`DeriveMixin.lookup` returns it only when the
+"params"}``. A recorded key is only a hint: :meth:`~vbstore.Store.lookup` returns it only when the
 output blob is present (and, for JSON, still hashes to its id).
 
 Leases: the owner holds an exclusive ``flock`` on ``locks/<key>.lock`` and a row in ``leases``.
@@ -53,7 +53,7 @@ class Made(NamedTuple, Generic[T]):
 
 
 class Derivation(NamedTuple, Generic[T]):
-    """What :meth:`DeriveMixin.derive` gave.
+    """What :meth:`~vbstore.Store.derive` gave.
 
     Attributes:
         id: The output.

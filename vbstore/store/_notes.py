@@ -9,7 +9,7 @@ migration 9), one per distinct text attached to the object, the newest first. ``
 an object's rows with it, and a pushed result travels without them. A note is asked for, so it
 is never dropped: a read-only store (a read-only mount, or a registry older than migration 9,
 which is opened read-only) refuses it with :class:`~vbstore.errors.StoreReadOnly`, and a run
-asks :meth:`NotesMixin.check_notes` before it computes anything.
+asks :meth:`Notes.check` before it computes anything.
 """
 
 from __future__ import annotations
