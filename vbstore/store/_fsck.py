@@ -66,7 +66,7 @@ def fsck(store: Store, jobs: int | None = None, repair: bool = False,
     which returns the ids it indexed.
     A read-only store is checked without any housekeeping (``repair`` is refused). A
     damaged registry (SQLite's integrity check fails, or it cannot be opened) is reported
-    and left untouched; :meth:`rebuild_registry` makes a new one from the blobs.
+    and left untouched; :func:`~vbstore.store.rebuild_registry` makes a new one from the blobs.
     """
     if repair:
         store.writable("repair it")
