@@ -28,7 +28,7 @@ _LAZY = {
     "JSON_KINDS": "._kinds", "KINDS": "._kinds", "TENSOR_KINDS": "._kinds", "encoding": "._kinds",
     "ObjectFiles": "._objects", "RunInfo": "._runs", "validate": "._schemas",
     "pack_index": "._rows",
-    "ObjectInfo": "._store", "Store": "._store", "default_root": "._store",
+    "ObjectInfo": "._base", "Store": "._store", "default_root": "._store",
     "default_home": "._layout",
     "check_safetensors_bytes": "._tensors", "check_safetensors_file": "._tensors",
     "parse_safetensors_header": "._tensors", "read_safetensors_header": "._tensors",
@@ -41,6 +41,7 @@ _LAZY = {
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from typing import Any
 
+    from ._base import ObjectInfo
     from ._derive import Derivation, Made, derivation_key, derivation_spec
     from ._forget import ForgetReport, forget
     from ._fsck import fsck, move_aside, sniff_kind
@@ -54,7 +55,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._rows import pack_index
     from ._runs import RunInfo
     from ._schemas import validate
-    from ._store import ObjectInfo, Store, default_root
+    from ._store import Store, default_root
     from ._tensors import (
         check_safetensors_bytes,
         check_safetensors_file,

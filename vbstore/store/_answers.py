@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-    from ._store import Store
+    from ._base import StoreBase
 
 VERSION = 2  # of the key and of the recorded document (2: answers carry their run row)
 RACY_NS = int(RACY_SECONDS * 1e9)
@@ -180,7 +180,7 @@ def _run_dict(row: tuple) -> dict[str, Any]:
 class Answers:
     """The answer cache of one store: ``store.answers``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
 
     def watch(self) -> None:

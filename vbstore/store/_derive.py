@@ -22,7 +22,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from .. import canonical
 from ..errors import CorruptObject, DiskFull, LeaseTimeout
-from ._base import _StoreBase
+from ._base import StoreBase
 from ._ids import db_id
 from ._kinds import encoding
 from ._objects import HOST
@@ -67,7 +67,7 @@ class Derivation(NamedTuple, Generic[T]):
     made: T | None = None
 
 
-class DeriveMixin(_StoreBase):
+class DeriveMixin(StoreBase):
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
     def lookup(self, key: str, valid: Callable[[str], bool] | None = None, *,
@@ -103,7 +103,7 @@ class DeriveMixin(_StoreBase):
                 from ._fsck import quarantine  # only for a damaged blob
 
                 # the recompute then publishes good bytes
-                quarantine(self, [output], None)  # type: ignore[arg-type]
+                quarantine(self, [output], None)
                 return None
         if valid is not None and not valid(output):
             return None

@@ -21,13 +21,13 @@ from ._layout import RACY_SECONDS  # a file modified this recently is never cach
 from ._objects import hash_file
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._base import StoreBase
 
 
 class FileStates:
     """The file-state cache of one store: ``store.file_states``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
 
     def hash(

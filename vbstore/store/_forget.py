@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ._answers import Answers
 from ._gc import _marks, _reachable_keys, _unlink_keys, forget_lookups
 from ._ids import db_id, hex_id
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._base import StoreBase
 
 
 @dataclass
@@ -46,7 +47,7 @@ class ForgetReport:
                 "released_bytes": self.released_bytes}
 
 
-def forget(store: Store, refs: list[str], *, dry_run: bool = False) -> ForgetReport:
+def forget(store: StoreBase, refs: list[str], *, dry_run: bool = False) -> ForgetReport:
     """Remove the results ``refs`` (ids, prefixes) from the store, and so from gc's roots.
 
     Raises:
@@ -95,11 +96,11 @@ def forget(store: Store, refs: list[str], *, dry_run: bool = False) -> ForgetRep
         conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(keys)})", keys)  # noqa: S608
         # under the same lock as the rows, as gc unlinks: a put of the same bytes waits
         _unlink_keys(os.fspath(store.files.objects), keys)
-    store.answers.clear()  # no recorded answer may serve a forgotten result
+    Answers(store).clear()  # no recorded answer may serve a forgotten result
     return report
 
 
-def _check_unkept(store: Store, oids: list[str]) -> None:
+def _check_unkept(store: StoreBase, oids: list[str]) -> None:
     """Refuse a result a ref names or an evaluation cites, naming it.
 
     Raises:

@@ -29,8 +29,8 @@ from ._registry import now, schema_problems
 from ._tensors import read_safetensors_header
 
 if TYPE_CHECKING:
+    from ._base import StoreBase
     from ._reports import FsckReport
-    from ._store import Store
 
 _BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
 
@@ -50,7 +50,7 @@ def sniff_kind(path) -> str:
         return "blob"
 
 
-def fsck(store: Store, jobs: int | None = None, repair: bool = False,
+def fsck(store: StoreBase, jobs: int | None = None, repair: bool = False,
          refetch: Callable[[str], bool] | None = None,
          answers: Callable[[dict[str, Any], str], list[str]] | None = None,
          index: Callable[[list[str]], list[str]] | None = None) -> FsckReport:
@@ -168,7 +168,7 @@ def fsck(store: Store, jobs: int | None = None, repair: bool = False,
     return report
 
 
-def _record_checked(store: Store, verified: list[Any], revived: list[str],
+def _record_checked(store: StoreBase, verified: list[Any], revived: list[str],
                     rows: dict[str, Any], adopted: list[tuple[str, str, int]]) -> None:
     """Record what fsck verified, revived and adopted, in one transaction."""
     with store.db.write() as conn:
@@ -195,7 +195,7 @@ def _record_checked(store: Store, verified: list[Any], revived: list[str],
         )
 
 
-def quarantine(store: Store, oids: list[str], refetch) -> tuple[list[str], list[str]]:
+def quarantine(store: StoreBase, oids: list[str], refetch) -> tuple[list[str], list[str]]:
     """Move damaged blobs out of ``objects/``; re-fetch them or forget them.
 
     A blob that is not re-fetched is forgotten with everything built on it: every
@@ -228,7 +228,7 @@ def quarantine(store: Store, oids: list[str], refetch) -> tuple[list[str], list[
     return repaired, refetched
 
 
-def move_aside(store: Store, oid: str) -> None:
+def move_aside(store: StoreBase, oid: str) -> None:
     """Move a damaged blob to ``quarantine/`` so a recompute or re-fetch can publish it again.
 
     Raises:
@@ -243,7 +243,7 @@ def move_aside(store: Store, oid: str) -> None:
         pass
 
 
-def registry_errors(store: Store) -> list[str]:
+def registry_errors(store: StoreBase) -> list[str]:
     """SQLite's own integrity check of ``registry.db`` (pages, indexes, constraints), then
     its tables, views and indexes against the schema the migrations make.
 
@@ -265,7 +265,7 @@ def registry_errors(store: Store) -> list[str]:
         return [f"the registry's schema cannot be read ({exc})"]
 
 
-def _remove_stale_locks(store: Store) -> list[str]:
+def _remove_stale_locks(store: StoreBase) -> list[str]:
     """Remove ``locks/*.lock`` files nobody holds and nobody touched for a day."""
     removed = []
     for entry in os.scandir(store.root / "locks"):

@@ -28,14 +28,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DiskFull, StoreLocked
+from ._answers import Answers
 from ._ids import db_id, hex_id
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
 from ._rows import forget_pack_rows
 
 if TYPE_CHECKING:
+    from ._base import StoreBase
     from ._reports import GcReport
-    from ._store import Store
 
 DEFAULT_GRACE = 3600.0
 _BATCH = 500  # ids per statement (old SQLite builds allow 999 parameters)
@@ -104,7 +105,7 @@ def _doomed(rows: list[tuple], keep: set) -> set:
 
 
 def reachable(
-    store: Store, young_since: float | None = None, roots_only_pinned: bool = False,
+    store: StoreBase, young_since: float | None = None, roots_only_pinned: bool = False,
     registry_ids: bool = False,
 ) -> set:
     """Every id reachable through edges from a root.
@@ -121,7 +122,7 @@ def reachable(
     return keys if registry_ids else {hex_id(key) for key in keys}
 
 
-def _reachable_keys(store: Store, young_since: float | None, roots_only_pinned: bool,
+def _reachable_keys(store: StoreBase, young_since: float | None, roots_only_pinned: bool,
                     unrooted: set | frozenset = frozenset()) -> set:
     roots = {db_id(r[0]) for r in store.db.query("SELECT id FROM refs")}
     leases = store.live_leases()
@@ -156,7 +157,7 @@ def _reachable_keys(store: Store, young_since: float | None, roots_only_pinned: 
     return seen
 
 
-def gc(store: Store, grace: float = DEFAULT_GRACE, dry_run: bool = False,
+def gc(store: StoreBase, grace: float = DEFAULT_GRACE, dry_run: bool = False,
        max_size: int | None = None) -> GcReport:
     """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``.
 
@@ -177,7 +178,7 @@ def gc(store: Store, grace: float = DEFAULT_GRACE, dry_run: bool = False,
         # the answer cache (_answers.py), refilled by the next gets; every answer is
         # re-checked anyway, so on a full disk it stays as it is
         with contextlib.suppress(DiskFull):
-            store.answers.clear()
+            Answers(store).clear()
     cutoff = now() - grace
     # the registry as the walk will see it: while no write lands after this, the walk's
     # verdicts stand and the sweep need not re-check each row
@@ -216,7 +217,7 @@ def gc(store: Store, grace: float = DEFAULT_GRACE, dry_run: bool = False,
     return report
 
 
-def _sweep(store: Store, doomed: list[tuple], chosen: list[dict[str, Any]], cutoff: float,
+def _sweep(store: StoreBase, doomed: list[tuple], chosen: list[dict[str, Any]], cutoff: float,
            report: GcReport, walked: _Walked | None, pending: list) -> None:
     """Delete the objects of ``doomed`` (registry rows, id first) and evict ``chosen``; safe
     to run again (rows are re-checked unless nothing but this sweep wrote since ``walked``).
@@ -247,7 +248,7 @@ def _sweep(store: Store, doomed: list[tuple], chosen: list[dict[str, Any]], cuto
         _unlink_unregistered(store, [o["id"] for o in report.evicted], evicted_only=True)
 
 
-def _sweep_step(store: Store, batch: list[tuple], cutoff: float, report: GcReport,
+def _sweep_step(store: StoreBase, batch: list[tuple], cutoff: float, report: GcReport,
                 walked: _Walked | None, since: tuple | None, pending: list,
                 unlinkers: tuple) -> tuple[tuple, _Walked | None]:
     """One write transaction: unlink the files of ``pending`` while the rows of ``batch``
@@ -286,7 +287,7 @@ def _sweep_step(store: Store, batch: list[tuple], cutoff: float, report: GcRepor
     return since, walked
 
 
-def _delete_rows(store: Store, conn, batch: list[tuple], cutoff: float,
+def _delete_rows(store: StoreBase, conn, batch: list[tuple], cutoff: float,
                  walked: _Walked | None) -> list[tuple]:
     """Delete the rows of ``batch`` that are still collectable (all of them, unchecked,
     with ``walked``) and every row pointing at them; return the deleted ones."""
@@ -316,7 +317,7 @@ def _delete_rows(store: Store, conn, batch: list[tuple], cutoff: float,
     return [row for row in batch if row[0] in collected]
 
 
-def _unlink_unregistered(store: Store, oids: list[str], evicted_only: bool = False) -> None:
+def _unlink_unregistered(store: StoreBase, oids: list[str], evicted_only: bool = False) -> None:
     """Unlink the blobs of ``oids`` whose row is (still) gone, or (still) evicted."""
     with store.db.write() as conn:  # a concurrent put re-registers under this same lock
         for i in range(0, len(oids), _BATCH):
@@ -344,7 +345,7 @@ def forget_lookups(conn, keys: list, packs: list | None = None) -> None:
     forget_pack_rows(conn, keys if packs is None else packs)
 
 
-def _eviction(store: Store, max_size: int, cutoff: float, gone: set,
+def _eviction(store: StoreBase, max_size: int, cutoff: float, gone: set,
               report: GcReport) -> list[dict[str, Any]]:
     """What to evict so the store fits ``max_size`` once ``gone`` (registry ids) is removed."""
     total = sum(size for key, size in store.db.query(
@@ -389,7 +390,7 @@ def _eviction(store: Store, max_size: int, cutoff: float, gone: set,
     return chosen
 
 
-def _mark_evicted(store: Store, chosen: list[dict[str, Any]],
+def _mark_evicted(store: StoreBase, chosen: list[dict[str, Any]],
                   cutoff: float) -> list[dict[str, Any]]:
     evicted = []
     with store.db.write() as conn:
@@ -404,7 +405,7 @@ def _mark_evicted(store: Store, chosen: list[dict[str, Any]],
     return evicted
 
 
-def feature_packs(store: Store, backbones: list[str] | None = None) -> list[dict[str, Any]]:
+def feature_packs(store: StoreBase, backbones: list[str] | None = None) -> list[dict[str, Any]]:
     """The present feature packs (``id``, ``kind``, ``size``) of the featuresets built by
     ``backbones`` (backbone object ids; None: every pack): what VisBench calls its feature
     cache."""
@@ -421,7 +422,7 @@ def feature_packs(store: Store, backbones: list[str] | None = None) -> list[dict
     return [{"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in rows]
 
 
-def evict_features(store: Store, backbones: list[str] | None = None) -> list[dict[str, Any]]:
+def evict_features(store: StoreBase, backbones: list[str] | None = None) -> list[dict[str, Any]]:
     """Evict the feature packs of ``backbones`` (None: every pack), VisBench's ``cache
     clear``: their blobs go, their rows stay marked evicted, and the next request that needs
     them extracts them again. A ref does not keep them (they are recomputable); a running
@@ -443,7 +444,7 @@ def evict_features(store: Store, backbones: list[str] | None = None) -> list[dic
     return evicted
 
 
-def du(store: Store) -> dict[str, Any]:
+def du(store: StoreBase) -> dict[str, Any]:
     """Bytes and counts per kind, for present and evicted objects."""
     kinds = {}
     for kind, count, size, evicted in store.db.query(

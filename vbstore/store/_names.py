@@ -16,7 +16,7 @@ from ._ids import db_id
 from ._registry import now
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._base import StoreBase
 
 NAMES_FROM = 8  # the registry migration that made the data_names table
 
@@ -24,7 +24,7 @@ NAMES_FROM = 8  # the registry migration that made the data_names table
 class DataNames:
     """The data names of one store: ``store.data_names``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
 
     def add(self, oid: str, name: str) -> None:

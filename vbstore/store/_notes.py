@@ -20,7 +20,7 @@ from ._ids import db_id
 from ._registry import now
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._base import StoreBase
 
 NOTES_FROM = 9  # the registry migration that made the result_notes table
 _ATTACH = ("attach notes (they are rows of its registry; without notes the result is read as "
@@ -30,7 +30,7 @@ _ATTACH = ("attach notes (they are rows of its registry; without notes the resul
 class Notes:
     """The result notes of one store: ``store.notes``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
 
     def check(self) -> None:

@@ -31,14 +31,15 @@ from ._rows import insert_feature_rows, pack_index
 from ._tensors import read_safetensors_header
 
 if TYPE_CHECKING:
+    from ._base import StoreBase
     from ._reports import RebuildReport
-    from ._store import Store
 
 _ID = re.compile(r"^[0-9a-f]{64}\Z")
 _MAX_DEPTH = 64
 
 
-def rebuild_registry(store: Store, jobs: int | None = None, force: bool = False) -> RebuildReport:
+def rebuild_registry(store: StoreBase, jobs: int | None = None,
+                     force: bool = False) -> RebuildReport:
     """Move ``registry.db`` aside and index every intact blob in a fresh one.
 
     Run it while no other vbstore process uses the store: one holding the old file open

@@ -20,7 +20,7 @@ from ._ids import db_id, hex_id
 from ._tensors import read_safetensors_header
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._base import StoreBase
 
 _CHUNK = 500
 
@@ -28,7 +28,7 @@ _CHUNK = 500
 class FeatureRows:
     """The feature-row index of one store: ``store.feature_rows``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
 
     def find(self, extractor: str, images: Iterable[str]) -> dict[str, tuple[str, int]]:

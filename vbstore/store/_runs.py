@@ -24,7 +24,7 @@ from ._objects import HOST
 from ._registry import now
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._base import StoreBase
 
 RUNS_FROM = 5  # the registry migration that made the runs table
 
@@ -72,7 +72,7 @@ RUN_COLUMNS = "recorded, host, device, seconds, timings, features_from_cache"
 class RunLog:
     """The run log of one store: ``store.runs``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
 
     def record(self, oid: str, *, device: str | None = None, seconds: float | None = None,

@@ -17,7 +17,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -34,7 +33,7 @@ from ..errors import (
 )
 from . import _kinds, _layout, _schemas
 from ._answers import Answers
-from ._base import Edges
+from ._base import Edges, ObjectInfo
 from ._derive import DeriveMixin
 from ._filestate import FileStates
 from ._ids import db_id, hex_id, prefix_range
@@ -67,22 +66,6 @@ def _read_only(root: Path) -> bool:
 def default_root() -> Path:
     """``VBSTORE_HOME``, else ``~/.cache/vbstore``."""
     return Path(_layout.default_home())
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    """One registry row."""
-
-    id: str
-    kind: str
-    size: int
-    created: float
-    last_used: float
-    verified_at: float | None
-    evicted_at: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 class Store(DeriveMixin):
