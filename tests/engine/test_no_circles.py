@@ -128,3 +128,10 @@ def test_a_local_or_type_checking_import_closes_a_circle(tmp_path):
     graph["vbstore.engine._scored"] = graph["vbstore.engine._scored"] | found
     assert any("vbstore.engine._scored" in c and "vbstore.engine._plan" in c
                for c in circles(graph))
+
+
+def test_the_store_has_no_import_circle():
+    # its views and maintenance functions take a StoreBase (store/_base.py), never _store's Store
+    store = [c for c in circles(graph_of(package_files()))
+             if any(m.startswith("vbstore.store.") for m in c)]
+    assert store == []
