@@ -2,9 +2,9 @@
 dicts, above the engine).
 
 A read is ``x["task"]`` or ``x.get("task")`` where ``x`` is a stored document or a part of one:
-what ``read_json``/``read_bytes``/``check_record``/``head_record``/``read_safetensors_header``/
-a record's ``to_dict`` return, an
-object's ``.doc``, a head's or pack's ``__metadata__`` and the JSON text in it, and whatever a
+what ``read_json``, ``read_bytes``, ``check_record``, ``head_record``, ``read_safetensors_header``,
+``parse_safetensors_header`` and a record's ``to_dict`` return, an object's ``.doc``, a head's
+``__metadata__`` and the JSON text in it (``HeadMetadata.compat_json`` parsed), and whatever a
 name, a parameter or a function's return carries of them. Names, parameters and returns are
 followed through the whole package (a call passing a document makes that parameter one; a
 function returning one makes its calls one), matched by the function's name where one function
@@ -28,7 +28,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vbstore"
 # the modules above the engine (the brief of issue #33, and tests/test_dispatch.py's readers)
 ABOVE = ("vbstore/suites/", "vbstore/heads/", "vbstore/remotes/", "vbstore/interop/",
          "vbstore/cli/", "vbstore/browse/", "vbstore/plots/", "vbstore/_api.py")
-SOURCES = {"read_json", "head_record", "read_safetensors_header", "to_dict", "check_record",
+SOURCES = {"read_json", "head_record", "read_safetensors_header", "parse_safetensors_header",
+           "to_dict", "check_record",
            "read_bytes"}
 # functions whose names are too common to follow by name
 UNFOLLOWED = {"get", "items", "values", "keys", "append", "update", "dict", "list", "sorted",
@@ -63,6 +64,10 @@ class Analysis:
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self.functions.setdefault(node.name, []).append(node)
+                elif isinstance(node, ast.ClassDef):  # a call of a class is one of __init__
+                    self.functions.setdefault(node.name, []).extend(
+                        f for f in node.body
+                        if isinstance(f, ast.FunctionDef) and f.name == "__init__")
         self.params: set[tuple[str, str]] = set()  # (function, parameter) carrying a document
         self.returning: set[str] = set()  # functions returning a document
         self.names: dict[int, set[str]] = {}  # scope id -> names carrying a document
@@ -75,7 +80,7 @@ class Analysis:
         if isinstance(node, ast.Name):
             return node.id in names
         if isinstance(node, ast.Attribute):
-            return node.attr == "doc"
+            return node.attr in ("doc", "compat_json")
         got = _key(node)
         if got is not None:
             return self.tainted(got[0], names)
