@@ -71,6 +71,10 @@ class Analysis:
         self.params: set[tuple[str, str]] = set()  # (function, parameter) carrying a document
         self.returning: set[str] = set()  # functions returning a document
         self.names: dict[int, set[str]] = {}  # scope id -> names carrying a document
+        # each module's scopes with the nodes of their own that a read or a flow can be
+        self.scopes = {rel: [(scope, [n for n in _own_nodes(scope) if isinstance(n, _FLOWS)])
+                             for scope in ast.walk(tree) if isinstance(scope, _SCOPES)]
+                       for rel, tree in modules.items()}
 
     def followed(self, name: str) -> bool:
         """Whether calls to ``name`` are followed: one function of that name in the package."""
@@ -105,7 +109,7 @@ class Analysis:
             return any(self.tainted(e, names) for e in node.elts)
         return False
 
-    def _scope_names(self, scope: ast.AST) -> set[str]:
+    def _scope_names(self, scope: ast.AST, own: list[ast.AST]) -> set[str]:
         names = set()
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]
@@ -113,7 +117,7 @@ class Analysis:
         changed = True
         while changed:
             changed = False
-            for n in _own_nodes(scope):
+            for n in own:
                 targets: list[ast.expr] = []
                 if isinstance(n, ast.Assign) and self.tainted(n.value, names):
                     targets = n.targets
@@ -144,13 +148,11 @@ class Analysis:
         changed = True
         while changed:
             changed = False
-            for tree in self.modules.values():
-                for scope in ast.walk(tree):
-                    if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
-                        continue
-                    names = self._scope_names(scope)
+            for scopes in self.scopes.values():
+                for scope, own in scopes:
+                    names = self._scope_names(scope, own)
                     self.names[id(scope)] = names
-                    for n in _own_nodes(scope):
+                    for n in own:
                         if isinstance(n, ast.Return) and n.value is not None and isinstance(
                                 scope, ast.FunctionDef) and self.tainted(n.value, names) \
                                 and scope.name not in self.returning:
@@ -176,18 +178,21 @@ class Analysis:
                     changed = True
         return changed
 
-    def reads(self, tree: ast.Module) -> list[tuple[int, str]]:
+    def reads(self, rel: str) -> list[tuple[int, str]]:
         out, seen = [], set()
-        for scope in ast.walk(tree):
-            if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
+        for scope, own in self.scopes[rel]:
             names = self.names.get(id(scope), set())
-            for n in _own_nodes(scope):
+            for n in own:
                 got = _key(n)
                 if got and id(n) not in seen and self.tainted(got[0], names):
                     seen.add(id(n))
                     out.append((n.lineno, got[1]))
         return sorted(out)
+
+
+_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)
+_FLOWS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.Call, ast.For,
+          ast.comprehension, ast.Return, ast.Subscript)
 
 
 def _own_nodes(scope: ast.AST):
@@ -209,8 +214,7 @@ def count(package: Path = PACKAGE) -> dict[str, list[tuple[int, str]]]:
                for p in sorted(package.rglob("*.py"))}
     analysis = Analysis(modules)
     analysis.run()
-    return {rel: r for rel, tree in modules.items()
-            if rel.startswith(ABOVE) and (r := analysis.reads(tree))}
+    return {rel: r for rel in modules if rel.startswith(ABOVE) and (r := analysis.reads(rel))}
 
 
 def main() -> None:
