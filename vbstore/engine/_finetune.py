@@ -21,6 +21,7 @@ fits a shape's runner calls) under ``._finetune_run`` (heads, their eval feature
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from ..store import derivation_key
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
 from ._finetune_specs import finetune_head_spec, finetuned_weights, prefix_spec
-from ._runners import Runner, runner_for, trained_runner
+from ._runners import Runner, add_seconds, runner_for, trained_runner
 from ._scored import Scored, StepContext
 from ._steps import Step
 
@@ -60,7 +61,10 @@ def make_tuned_head(plan: Plan, run: Run, step: Step, *, seed: int) -> Derived:
     prefix made before it, and its fine-tuned weights."""
     from ._finetune_run import trained_head
 
-    return trained_head(plan, run, run.made[("prefix", "train")], seed)
+    start = time.perf_counter()
+    head = trained_head(plan, run, run.made[("prefix", "train")], seed)
+    add_seconds(run, "heads_s", start)
+    return head
 
 
 def make_tuned_features(plan: Plan, run: Run, step: Step, *, head: str, seed: int,

@@ -60,7 +60,15 @@ def make_head(plan: Plan, run: Run, step: Step, *, seed: int) -> Derived:
     """A head step's output: the head of ``seed`` on the train featureset made before it."""
     from ._toolbox import train_head
 
-    return train_head(plan, run, run.made[("featureset", "train")], seed, run.fresh_heads)
+    start = time.perf_counter()
+    head = train_head(plan, run, run.made[("featureset", "train")], seed, run.fresh_heads)
+    add_seconds(run, "heads_s", start)
+    return head
+
+
+def add_seconds(run: Run, name: str, start: float) -> None:
+    """Add the seconds since ``start`` to the run's timing ``name`` (summed over its steps)."""
+    run.timings[name] = round(run.timings.get(name, 0.0) + time.perf_counter() - start, 4)
 
 
 def make_views(plan: Plan, run: Run, step: Step) -> Any:
