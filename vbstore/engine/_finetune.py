@@ -80,6 +80,7 @@ def make_tuned_features(plan: Plan, run: Run, step: Step, *, head: str, seed: in
     return tuned_features(plan, run, head_id, run.made[("prefix", "eval")],
                           "eval" if first else f"eval_seed_{seed}")
 
+
 def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     """Refuse, before anything is read or stored, a fine-tuning request that cannot run.
 

@@ -2,7 +2,7 @@
 
 What a runner (``._runners``) computes with, below the runners: :class:`Feed` (a task's inputs
 for one featureset, loaded on first use), :func:`featureset`, :func:`train_head` (fit with the
-plan's runner), the derived views and pairs the view shapes score, and a head's bootstrap draws.
+plan's runner), the pairs the view shapes score, and a head's bootstrap draws.
 Nothing here knows a shape: a runner picks what it reads. It runs on a cache miss only;
 torch is imported lazily by the pieces that make tensors.
 """
