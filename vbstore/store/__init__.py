@@ -19,6 +19,8 @@ _LAZY = {
     "sniff_kind": "._fsck", "DEFAULT_GRACE": "._gc",
     "db_id": "._ids", "hex_id": "._ids",
     "JSON_KINDS": "._kinds", "KINDS": "._kinds", "TENSOR_KINDS": "._kinds", "encoding": "._kinds",
+    "VERIFIED_COLUMNS": "._verified", "VERIFIED_FROM": "._verified",
+    "remember_verified": "._verified", "verified_claims": "._verified",
     "ObjectFiles": "._objects", "RunInfo": "._runs", "validate": "._schemas",
     "pack_index": "._rows",
     "ObjectInfo": "._store", "Store": "._store", "default_root": "._store",
@@ -46,6 +48,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._runs import RunInfo
     from ._schemas import validate
     from ._store import ObjectInfo, Store, default_root
+    from ._verified import (
+        VERIFIED_COLUMNS,
+        VERIFIED_FROM,
+        remember_verified,
+        verified_claims,
+    )
     from ._tensors import (
         check_safetensors_bytes,
         check_safetensors_file,
@@ -63,6 +71,8 @@ __all__ = [
     "RACY_SECONDS",
     "REGISTRY_VERSION",
     "TENSOR_KINDS",
+    "VERIFIED_COLUMNS",
+    "VERIFIED_FROM",
     "Derivation",
     "FsckReport",
     "GcReport",
@@ -84,11 +94,13 @@ __all__ = [
     "pack_index",
     "parse_safetensors_header",
     "read_safetensors_header",
+    "remember_verified",
     "safetensors_identity",
     "sniff_kind",
     "tensor_identity",
     "to_safetensors_bytes",
     "validate",
+    "verified_claims",
 ]
 
 
