@@ -100,14 +100,15 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False,
     # a read-only store made before the variant column reads every variant as ''
     variant, e_variant = (("variant", "e.variant") if store.db.version >= VARIANTS_FROM
                           else ("''", "''"))
-    # what the row's blob says, when its verification is on record (store/_verified.py): the
-    # claims a board checks all agree, whether the scores' text does, and the blob's scores
+    # whether the row agrees with what its blob says, when the blob's verification is on
+    # record (store/_verified.py): the claims a board checks, and the scores' text (when only
+    # the text differs, _verify compares the numbers)
     cached, verified_join = (
         ("v.suite IS e.suite AND v.checkpoint IS e.checkpoint AND v.label IS e.label AND "
          "v.weights IS e.weights AND v.state IS e.state AND v.ranked IS 1 AND "
-         "v.evidence IS e.evidence, v.scores IS e.scores, v.scores",
+         "v.evidence IS e.evidence, v.scores IS e.scores",
          "LEFT JOIN verified_scores v ON v.id = e.id ")
-        if store.db.version >= VERIFIED_FROM else ("0, 0, NULL", ""))
+        if store.db.version >= VERIFIED_FROM else ("0, 0", ""))
     found = store.db.query(  # the f-strings add only placeholders and constant column lists
         f"SELECT e.id, e.checkpoint, e.label, e.weights, e.ranked, e.evidence, e.recorded, "  # noqa: S608
         f"e.state, e.reasons, g.attempts, {e_variant}, {columns}, {cached} FROM (SELECT "
@@ -162,8 +163,8 @@ _EDITED = "registry-edited({}): run vbstore fsck --repair"
 
 def _verify(store: Store, suite: Suite, found: list[tuple], paths: Sequence[tuple[str, ...]],
             in_sql: bool) -> list[tuple]:
-    """The board's rows (each query row less its last three columns, what the cache of
-    verified scores says), every ranked one checked against what its blob says.
+    """The board's rows (each query row less its last two columns, whether it agrees with the
+    record of its blob), every ranked one checked against what its blob says.
 
     Where the blob's verification is on record (``verified_scores``) and the row's claims and
     scores agree with it, the blob is only looked for; otherwise it is read and re-hashed
@@ -172,12 +173,12 @@ def _verify(store: Store, suite: Suite, found: list[tuple], paths: Sequence[tupl
     """
     rows, learned = [], []
     for r in found:
-        row = r[:-3]
+        row = r[:-2]
         if not r[4]:
             rows.append(row)
             continue
-        same_claims, same_text, scores = r[-3:]
-        if same_claims and (same_text or _same_scores(scores, row[11:], paths, in_sql)) \
+        same_claims, same_text = r[-2:]
+        if same_claims and (same_text or _same_scores(store, row, paths, in_sql)) \
                 and _here(store.files.fspath(row[0])):
             rows.append(row)
             continue
@@ -192,13 +193,14 @@ def _verify(store: Store, suite: Suite, found: list[tuple], paths: Sequence[tupl
     return rows
 
 
-def _same_scores(cached: str | None, values: tuple, paths: Sequence[tuple[str, ...]],
+def _same_scores(store: Store, row: tuple, paths: Sequence[tuple[str, ...]],
                  in_sql: bool) -> bool:
-    """Whether the blob's recorded scores agree with the row's numbers (their text differs: a
-    row indexed by an older vbstore wrote its JSON otherwise)."""
+    """Whether the blob's recorded scores agree with the row's numbers, where their text
+    differs (a row indexed by an older vbstore wrote its JSON otherwise, or it was edited)."""
+    cached = store.db.one("SELECT scores FROM verified_scores WHERE id=?", (row[0],))
     if cached is None:
         return False
-    scores = json.loads(cached)
+    scores, values = json.loads(cached[0]), row[11:]
     if in_sql:
         return tuple(_extract(scores, path) for path in paths) == tuple(values)
     return bool(scores == json.loads(values[0]))
