@@ -48,12 +48,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._runs import RunInfo
     from ._schemas import validate
     from ._store import ObjectInfo, Store, default_root
-    from ._verified import (
-        VERIFIED_COLUMNS,
-        VERIFIED_FROM,
-        remember_verified,
-        verified_claims,
-    )
     from ._tensors import (
         check_safetensors_bytes,
         check_safetensors_file,
@@ -62,6 +56,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         safetensors_identity,
         tensor_identity,
         to_safetensors_bytes,
+    )
+    from ._verified import (
+        VERIFIED_COLUMNS,
+        VERIFIED_FROM,
+        remember_verified,
+        verified_claims,
     )
 
 __all__ = [

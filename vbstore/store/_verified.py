@@ -24,7 +24,8 @@ from typing import Any
 VERIFIED_FROM = 11
 
 # the columns, in the order :func:`verified_claims` gives them (after the id)
-VERIFIED_COLUMNS = ("suite", "checkpoint", "label", "weights", "state", "ranked", "evidence", "scores")
+VERIFIED_COLUMNS = ("suite", "checkpoint", "label", "weights", "state", "ranked", "evidence",
+                    "scores")
 
 
 def verified_claims(doc: Mapping[str, Any]) -> tuple:
@@ -53,7 +54,8 @@ def verified_faults(store) -> list[dict[str, Any]]:
     if store.db.version < VERIFIED_FROM:
         return []
     out: list[dict[str, Any]] = []
-    for oid, *values in store.db.query(f"SELECT id, {', '.join(VERIFIED_COLUMNS)} FROM verified_scores"):  # noqa: S608 - fixed names
+    query = f"SELECT id, {', '.join(VERIFIED_COLUMNS)} FROM verified_scores"  # noqa: S608 - fixed names
+    for oid, *values in store.db.query(query):
         if not store.has(oid):
             why = "its evaluation blob is not here"
         else:
@@ -62,11 +64,16 @@ def verified_faults(store) -> list[dict[str, Any]]:
             except (ValueError, KeyError, TypeError) as exc:
                 why = f"its blob cannot be read as an evaluation ({exc})"
             else:
-                differ = [name for name, value, truth in zip(VERIFIED_COLUMNS, values, expected, strict=True)
-                          if (json.loads(value) if name == "scores" and value is not None
-                              else value) != (json.loads(truth) if name == "scores" else truth)]
+                differ = [name for name, value, truth
+                          in zip(VERIFIED_COLUMNS, values, expected, strict=True)
+                          if _value(name, value) != _value(name, truth)]
                 if not differ:
                     continue
                 why = f"its {', '.join(differ)} differ from the blob's"
         out.append({"table": "verified_scores", "key": oid, "id": oid, "why": why})
     return out
+
+
+def _value(name: str, value: Any) -> Any:
+    """A column's value as compared: the scores by their numbers, not their text."""
+    return json.loads(value) if name == "scores" and isinstance(value, str) else value
