@@ -14,8 +14,10 @@ declared (a test walks both and fails on a kind without one):
 - :data:`ARRIVALS`, per artifact kind (``vbstore.store.KINDS``, and the ``board`` listing): what
   a blob of that kind must agree with once every blob of a transfer is staged, before any enters
   the store (``remotes.install`` runs it on every pull and cache answer), or which function
-  judges it on its own path (a board's evaluations), or why its own shape is all it claims (its
-  schema or safetensors header, checked blob by blob as it arrives).
+  judges it on its own path (a board's evaluations; ``staged`` runs the same judge on one that
+  arrives by a plain pull instead), or why its own shape is all it claims (its schema or
+  safetensors header, checked blob by blob as it arrives); and, where a use sees more than an
+  arrival can, the check at first use of one from outside (``used``: a prefix's activations).
 
 A check named ``"module:function"`` lives above the records layer (a head's, a board's) and is
 imported when first used, as the task registry finds a built-in's module.
