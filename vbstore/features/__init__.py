@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from ._packs import PackWriter
     from ._prefix import PrefixRows, write_prefix
     from ._read import Features
+    from ._rows import pooled_rows
 
-# loaded on first use: extraction and reading need torch; the executors only a command given
+# loaded on first use: extraction and reading need torch (pooled_rows: numpy only); the executors only a command given
 # --executor (a cached `get` needs none of them)
 _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read",
          "decode_image": "._extract",
@@ -28,7 +29,7 @@ _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Fea
          "PrefixRows": "._prefix", "write_prefix": "._prefix",
          "ExtractProgress": "._executor", "RayExecutor": "._executor",
          "make_executor": "._executor", "clear_feature_cache": "._cache",
-         "feature_cache": "._cache"}
+         "feature_cache": "._cache", "pooled_rows": "._rows"}
 
 __all__ = [
     "OP_VERSION",
@@ -47,6 +48,7 @@ __all__ = [
     "extractor_key",
     "feature_cache",
     "make_executor",
+    "pooled_rows",
     "store_featureset",
     "write_prefix",
 ]
