@@ -9,16 +9,16 @@ numpy's OpenBLAS) and between CPU generations of one library (on a 500 x 3000 pr
 rows, 89 % of the elements differ, by up to 7e-7), and a ranking over such similarities can swap
 two near-tied images. So the similarities here are exact:
 
-- each row is scaled to unit L2 norm in float64, its squares summed in a fixed pairwise order
-  (elementwise additions only: the same bits in numpy and torch, on any CPU);
-- each coordinate is rounded onto a grid of ``2**-GRID_BITS``, an integer ``k`` with
-  ``|k| <= 2**GRID_BITS``;
+- each row is scaled by a power of two (exactly) to L2 norm at most 1 and its coordinates are
+  rounded onto a grid of ``2**-GRID_BITS``: integers ``k`` with ``|k| <= 2**GRID_BITS``;
 - rows of such integers are multiplied in float64: every product and every partial sum of a row
   pair is an integer below ``2**53`` (Cauchy-Schwarz bounds the sum of ``|k_a k_b|`` by the
   product of the norms), so whatever order or fused multiply-add a BLAS uses, each dot product
-  is exact;
-- the cosine is that exact value rounded to float32 (correct rounding: values closer than a
-  float32 step tie, as float32 similarities always did).
+  (and each squared norm) is exact;
+- the cosine is that dot product over the product of the two norms, each step one correctly
+  rounded operation, then rounded to float32 (values closer than a float32 step tie, as float32
+  similarities always did). Cosines equal in exact arithmetic between rows of one norm (a
+  duplicate, a row scaled by a power of two) are equal bits.
 
 Imported only inside task calls, because it imports numpy.
 """
@@ -34,16 +34,15 @@ from ..errors import TaskInputError
 from ._blocks import row_blocks
 
 __all__ = ["GRID_BITS", "L2_GRID_BITS", "average_precisions_ranked", "class_index", "cosine",
-           "features", "l2_grid", "negative_squared_distance", "row_blocks", "row_sums",
-           "unit_grid"]
+           "cosine_grid", "features", "l2_grid", "negative_squared_distance", "row_blocks",
+           "row_sums", "targets"]
 
-# Grid of a unit row's coordinates for cosine similarity: 2**-26 (the exact dot product of two
-# grid rows needs 2 * 26 + 1 bits, within float64's 53).
+# Grid of a row's coordinates (scaled to norm <= 1) for cosine similarity: 2**-26 (the exact
+# dot product of two grid rows needs 2 * 26 + 1 bits, within float64's 53).
 GRID_BITS = 26
 # Grid of the Euclidean ranking's coordinates (rows scaled by one power of two to norm <= 1):
 # |a|^2 + |b|^2 - 2 a.b needs two bits more than a dot product.
 L2_GRID_BITS = 25
-_SQRT_FLOOR = 1e-12  # as tasks._metrics.l2_normalise: an all-zero row stays zero
 
 
 def _array(x: Any) -> Any:
@@ -107,18 +106,25 @@ def row_sums(values: np.ndarray) -> np.ndarray:
     return out[:, 0]
 
 
-def unit_grid(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (float64, fixed order) and rounded onto the ``GRID_BITS``
-    grid: float64 integers; an all-zero row stays zero."""
+def cosine_grid(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row scaled by a power of two to norm at most 1 (exactly) and rounded onto the
+    ``GRID_BITS`` grid (float64 integers), and each grid row's norm (the square root of an exact
+    sum of squares, correctly rounded); an all-zero row stays zero."""
     x64 = x.astype(np.float64)
-    norms = np.maximum(np.sqrt(row_sums(x64 * x64)), _SQRT_FLOOR)
-    return np.rint(x64 / norms[:, None] * 2.0**GRID_BITS)
+    norms = np.sqrt(row_sums(x64 * x64))  # fixed order: only its power of two is used
+    exponents = np.frexp(norms)[1]  # norm <= 2**exponent (0 for a zero row)
+    grid = np.rint(np.ldexp(x64, (GRID_BITS - exponents)[:, None]))
+    return grid, np.sqrt((grid * grid).sum(axis=1))  # integers below 2**53: exact in any order
 
 
-def cosine(grid: np.ndarray, rows: slice) -> np.ndarray:
-    """(rows, N) float32 cosine similarities of ``grid``'s rows (:func:`unit_grid`) with all of
-    its rows: exact dot products, correctly rounded."""
-    return (grid[rows] @ grid.T * 2.0 ** (-2 * GRID_BITS)).astype(np.float32)
+def cosine(grid: np.ndarray, norms: np.ndarray, rows: slice) -> np.ndarray:
+    """(rows, N) float32 cosine similarities of ``grid``'s rows (:func:`cosine_grid`) with all
+    of its rows: an exact dot product over the product of the norms, correctly rounded; two
+    similarities equal in exact arithmetic (a duplicate row, a row scaled by a power of two,
+    rows of one norm with one dot product) are equal bits."""
+    safe = np.where(norms > 0, norms, 1.0)  # a zero row has zero similarities
+    dots = grid[rows] @ grid.T
+    return (dots / (safe[rows, None] * safe[None, :])).astype(np.float32)
 
 
 def l2_grid(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -140,10 +140,10 @@ class Retrieval(ZeroShotTask):
         from ._rows import (
             average_precisions_ranked,
             cosine,
+            cosine_grid,
             l2_grid,
             negative_squared_distance,
             row_blocks,
-            unit_grid,
         )
 
         n = len(feats)
@@ -152,10 +152,10 @@ class Retrieval(ZeroShotTask):
         if n < 2:
             raise UndefinedMetric(self.name, headline, "retrieval needs at least 2 eval images")
         if params.get("metric", "cosine") == "cosine":
-            grid = unit_grid(feats)
+            grid, norms = cosine_grid(feats)
 
             def similarities(rows: slice) -> np.ndarray:
-                return cosine(grid, rows)
+                return cosine(grid, norms, rows)
         else:  # a distance negated, so higher is better for both (VisBench's ranking)
             grid, squares = l2_grid(feats)
 
