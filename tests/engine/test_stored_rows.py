@@ -25,7 +25,7 @@ KW = dict(split="val", train_split="train", weights="random", input_size=32, pro
 # the model machinery, image decoding)
 UNLOADED = ("torch", "torchvision", "timm", "open_clip", "PIL", "vbstore.backbones._base",
             "vbstore.features._read", "vbstore.features._extract", "vbstore.features._packs",
-            "vbstore.tasks._checks", "vbstore.tasks._metrics", "vbstore.heads._load")
+            "vbstore.tasks._checks", "vbstore.tasks._metrics")
 
 
 def _torch_ranking(feats: torch.Tensor, targets: torch.Tensor, metric: str = "cosine"):
