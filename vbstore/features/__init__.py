@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from ._read import Features
     from ._rows import pooled_rows
 
-# loaded on first use: extraction and reading need torch (pooled_rows: numpy only); the executors only a command given
-# --executor (a cached `get` needs none of them)
+# loaded on first use: extraction and reading need torch (pooled_rows: numpy only); the
+# executors only a command given --executor (a cached `get` needs none of them)
 _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read",
          "decode_image": "._extract",
          "store_featureset": "._extract", "ExtractPlan": "._extract", "PackWriter": "._packs",

@@ -5,7 +5,6 @@ Imported only inside task calls, because it imports torch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +13,10 @@ import torch
 from ..data import _target_rows, get_target_kind
 from ..errors import UsageError
 from ._declare import metrics_out  # noqa: F401  (the shapes call it as _checks.metrics_out)
-from ._errors import TaskInputError, UndefinedMetric
+from ._errors import TaskInputError
 
 if TYPE_CHECKING:
-    from ._base import HeadState, Metric, Task
+    from ._base import HeadState
 
 
 def seed(value: Any) -> int:
