@@ -79,6 +79,7 @@ class ZeroShotTask(Task):
                 hint="use a CLIP backbone (one with a text tower), e.g. an open_clip model",
             )
         params = self.resolve_params(params)
+        feats: Any
         if self.array == "numpy":
             from . import _rows  # numpy: a task that scores stored rows loads no torch
 
@@ -94,8 +95,10 @@ class ZeroShotTask(Task):
 
     @unimplemented
     def _evaluate_zero_shot(
-        self, feats: torch.Tensor, targets: Any, params: dict[str, Any], context: dict[str, Any]
+        self, feats: Any, targets: Any, params: dict[str, Any], context: dict[str, Any]
     ) -> dict[str, float]:
+        """The metrics of checked (N, C) float32 features: a ``torch.Tensor``, or a numpy array
+        where the task declares ``array = "numpy"``."""
         raise NotImplementedError(f"task {self.name!r} is not zero-shot")
 
 
