@@ -137,6 +137,7 @@ class Retrieval(ZeroShotTask):
     ) -> dict[str, float]:
         import numpy as np
 
+        from . import _blocks
         from ._rows import (
             average_precisions_ranked,
             cosine,
@@ -163,7 +164,8 @@ class Retrieval(ZeroShotTask):
                 return negative_squared_distance(grid, squares, rows)
         hits = dict.fromkeys(ks, 0)
         aps: list[float] = []
-        for rows in row_blocks(n, n):
+        # half a block of float32 similarities: each is first a float64 dot product
+        for rows in row_blocks(n, n, _blocks.BLOCK_ELEMENTS // 2):
             sims = similarities(rows)
             sims[np.arange(len(sims)), np.arange(rows.start, rows.stop)] = -np.inf
             # ranked a few rows at a time, so that the sort and its int64 order, the gathers and
