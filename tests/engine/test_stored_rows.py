@@ -213,3 +213,19 @@ def test_second_task_on_stored_rows_loads_no_torch(tmp_path, shapes):
         manifest = store.read_json(answer["record"]["data"]["eval"]["manifest"])
     labels = torch.tensor([sample["label"] for sample in manifest["samples"]])
     assert answer["record"]["metrics"] == _torch_retrieval(feats, labels)
+
+
+def test_training_or_applying_a_head_loads_no_remotes():
+    """``vbstore.heads`` loads its files and remotes rooms on first use: the compute path
+    (save_head, load_head, head_record) imports no remotes package, urllib or ssl."""
+    code = ("import sys, json\nfrom vbstore.engine import _toolbox\n"
+            "from vbstore.heads import head_record, load_head, save_head\n"
+            "print(json.dumps([m for m in ('vbstore.remotes', 'vbstore.heads._share', "
+            "'urllib.request', 'ssl') if m in sys.modules]))\n"
+            "from vbstore.heads import push_head, import_head\n"
+            "print(json.dumps('vbstore.remotes' in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    before, after = proc.stdout.splitlines()
+    assert json.loads(before) == []
+    assert json.loads(after) is True  # the names are all still there, loaded when asked
