@@ -1,4 +1,5 @@
-"""The Python API's errors speak of arguments; the CLI's of flags."""
+"""An error names the request field it is about; the CLI spells it as a flag, the Python API
+as a keyword, both from the one table (vbstore._fields)."""
 
 from __future__ import annotations
 
@@ -6,27 +7,51 @@ import pytest
 from click.testing import CliRunner
 
 import vbstore
-from vbstore._api import as_arguments
+from vbstore._fields import FIELDS, field_ref, spell, spell_flag, spell_keyword
 from vbstore.cli import cli
 from vbstore.errors import UsageError
 
 
-def test_flags_become_the_arguments_that_do_the_same():
-    assert as_arguments("use --seed instead of -p seed=...") == (
-        "use argument seed instead of params={'seed': ...}")
-    assert as_arguments("drop --train-data") == "drop argument train_data"
-    assert as_arguments("read them with --target depth, or") == (
-        "read them with data_options={'target': 'depth'}, or")
-    assert as_arguments("--target-dir X") == "data_options={'target_dir': 'X'}"
-    assert as_arguments("try --no-such-flag") == "try --no-such-flag"  # no argument: kept
+def test_a_field_is_spelled_by_each_front_end_from_its_row():
+    text = (f"use {field_ref('seed')} instead of {field_ref('param:seed')}; drop "
+            f"{field_ref('train_data')}; read them with {field_ref('target', 'depth')}; "
+            f"{field_ref('strict')}")
+    assert spell(text, spell_flag) == ("use --seed instead of -p seed; drop --train-data; read "
+                                       "them with --target depth; --no-strict")
+    assert spell(text, spell_keyword) == (
+        "use seed= instead of params={'seed': ...}; drop train_data=; read them with "
+        "data_options={'target': 'depth'}; strict=False")
+    with pytest.raises(KeyError):
+        field_ref("no_such_field")  # a message cannot name a field the table lacks
 
 
-def test_the_api_names_arguments_and_the_cli_flags(tmp_path):
+def test_an_error_carries_its_field_and_says_it_as_a_flag_by_default():
+    err = UsageError(f"{field_ref('input_size')} must be >= 1",
+                     hint=f"e.g. {field_ref('input_size')} 224")
+    assert err.field == "input_size"
+    assert str(err) == "--input-size must be >= 1; e.g. --input-size 224"
+    err.spell_fields(spell_keyword)
+    assert str(err) == "input_size= must be >= 1; e.g. input_size= 224"
+    assert UsageError("plain words").field is None
+    assert UsageError("plain words", field="limit").field == "limit"
+
+
+def test_every_flag_of_get_result_is_a_row_of_the_table():
+    from vbstore.cli.get_cmds import get_result_cmd
+
+    flags = {opt for param in get_result_cmd.params for opt in param.opts}
+    for row in FIELDS.values():
+        if row.flag is not None and row.within is None and row.name not in (
+                "mode", "executor"):  # get features' only; --executor is the Ray flags'
+            assert row.flag in flags, row.flag
+
+
+def test_the_api_names_keywords_and_the_cli_flags(tmp_path):
     store = vbstore.Store(tmp_path / "s")
     with pytest.raises(UsageError) as err:
         vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
                            train_split="train", weights="random", params={"seed": 3})
-    assert "use argument seed instead of params={'seed': ...}" in str(err.value)
+    assert "use seed= instead of params={'seed': ...}" in str(err.value)
     assert "--seed" not in str(err.value)
     store.close()
     out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
@@ -36,10 +61,18 @@ def test_the_api_names_arguments_and_the_cli_flags(tmp_path):
     assert "use --seed instead of -p seed=..." in out.output
 
 
-def test_a_suite_contradicted_in_python_says_which_argument_to_drop(tmp_path):
+def test_an_unknown_keyword_is_refused_as_python_refuses_one():
+    with pytest.raises(TypeError, match=r"get_result\(\) got an unexpected keyword argument "
+                                        r"'input_sise'"):
+        vbstore.get_result("test_cnn", "knn", "shapes", "shapes", input_sise=32)
+    with pytest.raises(TypeError, match=r"sweep\(\) got an unexpected keyword argument "
+                                        r"'device'"):
+        list(vbstore.engine.sweep([], ["knn"], "shapes", device="cpu"))
+
+
+def test_a_suite_contradicted_in_python_says_which_keyword_to_drop(tmp_path):
     from vbstore.suites import new_suite, push_suite
 
-    assert as_arguments("drop -p k: s@1 sets it") == "drop params={'k': ...}: s@1 sets it"
     store = vbstore.Store(tmp_path / "s")
     push_suite(store, new_suite(store, slug="s", task="knn", data="shapes", split="val",
                                 params={"k": 5}, weights="random"))

@@ -8,6 +8,11 @@ the CLI exits with; ``hint`` is the next step the user should take.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+
+from ._fields import field_ref, fields_named, spell, spell_flag
+
+_MARK = "\x1e"  # opens a reference to a request field (vbstore._fields.field_ref)
 
 
 class VbstoreError(Exception):
@@ -15,11 +20,38 @@ class VbstoreError(Exception):
 
     exit_code = 1
     hint = ""
+    field: str | None = None  # the request field it is about (vbstore._fields), if any
+    _said: tuple[str, str | None] | None = None
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None,
+                 field: str | None = None) -> None:
         super().__init__(message)
         if hint is not None:
             self.hint = hint
+        if field is not None:
+            self.field = field
+        if _MARK in message or _MARK in (hint or ""):  # names request fields: as flags for now
+            self._said = (message, hint)
+            self.field = self.field or next(iter(fields_named(message + (hint or ""))), None)
+            self.spell_fields(spell_flag)
+
+    def refer_hint(self, old: str, new: str) -> None:
+        """Refer to field reference ``new`` where the hint refers to ``old`` (``--train-split``
+        for ``--split`` when the split was of the training data)."""
+        if self._said is None or self._said[1] is None or old not in self._said[1]:
+            return
+        self._said = (self._said[0], self._said[1].replace(old, new))
+        self.spell_fields(spell_flag)
+
+    def spell_fields(self, speller: Callable[[str, str | None], str]) -> None:
+        """Name the request fields this error refers to as ``speller`` says (the CLI: flags,
+        the default; the Python API: keyword arguments; see ``vbstore._fields``)."""
+        if self._said is None:
+            return
+        message, hint = self._said
+        self.args = (spell(message, speller), *self.args[1:])
+        if hint is not None:
+            self.hint = spell(hint, speller)
 
     def __str__(self) -> str:
         message = self.args[0] if self.args else ""
@@ -236,8 +268,9 @@ class NotReproduced(VbstoreError, RuntimeError):
 # -- backbones -------------------------------------------------------------------------------------
 
 _WAYS_OUT = (
-    "pass a local checkpoint (--weights PATH.pth|.safetensors), warm the cache on a connected "
-    "machine (HF_HOME / TORCH_HOME), or choose a seeded random init (--weights random)"
+    f"pass a local checkpoint ({field_ref('weights')} PATH.pth|.safetensors), warm the cache on "
+    "a connected machine (HF_HOME / TORCH_HOME), or choose a seeded random init "
+    f"({field_ref('weights', 'random')})"
 )
 
 
@@ -311,7 +344,8 @@ class TamperedWeights(VbstoreError, ValueError):
         super().__init__(
             f"refused {what}: {path} {reason}",
             hint=f"delete {path} so vbstore fetches it again from upstream, or pass your own "
-                 "checkpoint with --weights PATH (recorded as a checkpoint, not as pretrained)",
+                 f"checkpoint with {field_ref('weights', 'PATH')} (recorded as a checkpoint, not "
+                 "as pretrained)",
         )
         self.path = path
 
@@ -332,7 +366,8 @@ class CheckpointNotFound(CheckpointError, FileNotFoundError):
     exit_code = 9
 
     def __init__(self, path: str) -> None:
-        super().__init__(path, "no such file", hint="check the path given to --weights")
+        super().__init__(path, "no such file", hint="check the path given to "
+                                                    f"{field_ref('weights')}")
 
 
 class BackboneAlreadyRegistered(VbstoreError, ValueError):
@@ -532,7 +567,8 @@ class HeadMismatch(VbstoreError, ValueError):
 
     def __init__(self, differences: list[str], flags: str | None = None) -> None:
         other_task = any(d.startswith("task is ") for d in differences)
-        strict = "--no-strict to apply it anyway (its results are then comparable with nothing)"
+        strict = (f"{field_ref('strict')} to apply it anyway (its results are then comparable "
+                  "with nothing)")
         super().__init__(
             "head does not fit: " + "; ".join(differences),
             hint="use a head trained by this task (list them with: vbstore ls heads)" if other_task

@@ -13,12 +13,13 @@ from typing import Any
 
 import click
 
+from .._fields import POOLINGS
 from ..engine import BASE_COLUMNS, RUN_COLUMNS, result_rows
 from ..errors import LeftOutWarning, UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
-from ._visflags import FLAGS, POOLINGS, flag_of
+from ._visflags import FLAGS, flag_of
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.

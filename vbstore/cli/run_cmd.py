@@ -12,12 +12,13 @@ from typing import Any
 
 import click
 
+from .._fields import POOLINGS
 from ..errors import UsageError, VbstoreError
 from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
-from ._visflags import FLAGS, POOLINGS, append_results, results_option
+from ._visflags import FLAGS, append_results, results_option
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # Local imports: the library loads when a command runs, not with this module: listing the

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from .._fields import field_ref
 from .._progress import progress
 from ._errors import TaskInputError, TrainingDiverged
 from ._linear import Loss, _loss, standardisation
@@ -132,7 +133,8 @@ def finetune(
             if not all(torch.isfinite(p).all() for p in (weight, bias, *params)):
                 raise TrainingDiverged(
                     f"task {task!r}: fine-tuned weights became NaN/Inf in epoch {epoch + 1}",
-                    hint=f"lower --backbone-lr (now {backbone_lr:g}) or lr (now {lr:g})")
+                    hint=f"lower {field_ref('backbone_lr')} (now {backbone_lr:g}) or lr (now "
+                         f"{lr:g})")
             if shown.active:
                 shown.update(1, loss=float(step_loss.detach()))
     for p in params:
