@@ -28,12 +28,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# the request's neighbours in a message: "{ref}" markers, never seen by a user (VbstoreError
-# spells each when it is made, and a front end spells them again its own way)
-_OPEN, _CLOSE = "\x1e", "\x1f"  # vbstore.errors knows _OPEN as _MARK
-_REF = re.compile(f"{_OPEN}([^{_CLOSE}]*){_CLOSE}")
+from .errors import REF_CLOSE, REF_OPEN
+
+# a field's reference in a message is never seen by a user: VbstoreError spells each when it is
+# made, and a front end spells them again its own way
+_REF = re.compile(f"{REF_OPEN}([^{REF_CLOSE}]*){REF_CLOSE}")
 POOLINGS = ("cls", "mean", "gap")
 PRECISIONS = ("fp32", "bf16")
+# vbstore.data.LAYOUTS, without importing it
+LAYOUTS = ("image_folder", "dense", "stems", "list", "triplets", "pairs", "images", "spair",
+           "voc", "coco", "nyu", "taskonomy", "navi")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class Field:
         kind: ``str``, ``int``, ``float``, ``bool`` (a flag that takes no value) or a tuple
             of choices.
         minimum: The least value an ``int``/``float`` takes (a click range on the CLI).
+        maximum: The greatest such value.
+        min_open: ``minimum`` itself is refused.
         short: The flag's one-letter spelling (``-b``).
         within: The keyword that holds it in Python (``data_options``), when not its own.
         show_default: The CLI's help shows the default.
@@ -63,6 +69,8 @@ class Field:
     default: Any = None
     kind: Any = str
     minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False
     short: str | None = None
     within: str | None = None
     show_default: bool = False
@@ -134,11 +142,48 @@ FIELDS: dict[str, Field] = _rows(
     Field("train_limit", "--train-limit", kind=int, minimum=1,
           help="The same cap for training data."),
     # the layout flags, gathered into data_options (vbstore.cli._dataopts)
-    *(Field(name, f"--{name.replace('_', '-')}", within="data_options")
-      for name in ("layout", "stems", "train_stems", "image_dir", "target_dir", "target",
-                   "target_type", "classes", "dataset_root", "download", "image_column",
-                   "label_column", "splits", "min_votes", "custom_template_file",
-                   "custom_classname_file", "partners", "max_angle", "pair_seed", "stride")),
+    *(Field(name, f"--{name.replace('_', '-')}", within="data_options", **row)
+      for name, row in (
+        ("layout", {"kind": LAYOUTS, "help": "Override layout detection."}),
+        ("stems", {"help": "Official list of sample stems, one per line (VOC style); a path "
+                           "under the working directory, else under --data."}),
+        ("train_stems", {"help": "Stems list of the train split (used instead of --stems "
+                                 "there; the training split when no --train-split is given)."}),
+        ("image_dir", {"help": "Image folder of a stems layout (default JPEGImages)."}),
+        ("target_dir", {"help": "Target folder of a stems layout (default SegmentationClass)."}),
+        ("target", {"help": "Target folder of a dense split with several (masks, depth...)."}),
+        ("target_type", {"help": "Record this target type instead of the folder name."}),
+        ("classes", {"help": "Class names, one per line, in index order: of a sample list, or "
+                             "of box annotations (default: the VOC classes, or classes.txt)."}),
+        ("splits", {"help": "Taskonomy split CSV: building,train,val,test rows of 0/1."}),
+        ("dataset_root", {"help": "Folder torchvision:NAME reads its files from; for cb:NAME "
+                                  "also a URL or a {dataset_cleaned} template "
+                                  "(CLIP_benchmark's)."}),
+        ("custom_template_file", {"help": "cb: data: CLIP_benchmark's per-dataset templates "
+                                          "JSON (its --custom_template_file; cupl_prompts.json: "
+                                          "its CuPL prompts)."}),
+        ("custom_classname_file", {"help": "cb: data: CLIP_benchmark's per-dataset class names "
+                                           "JSON (its --custom_classname_file)."}),
+        ("download", {"kind": bool, "help": "Let hf: and torchvision: data fetch what is not on "
+                                            "this machine."}),
+        ("image_column", {"help": "The image column of hf: data (default: detected)."}),
+        ("label_column", {"help": "The label or caption column of hf: data (default: "
+                                  "detected)."}),
+        ("min_votes", {"kind": int, "minimum": 0,
+                       "help": "2AFC triplets: keep those with at least this many votes "
+                               "(default 6, VisBench's --min-votes)."}),
+        # VisBench's NAVI pair draw (docs/data.md); given, it replaces the reader's own pairs
+        ("partners", {"kind": int, "minimum": 1,
+                      "help": "NAVI: partners drawn per train anchor (VisBench's draw; "
+                              "default 1)."}),
+        ("max_angle", {"kind": float, "minimum": 0.0, "maximum": 180.0, "min_open": True,
+                       "help": "NAVI: largest rotation a pair may span, degrees (VisBench's; "
+                               "120)."}),
+        ("pair_seed", {"kind": int, "minimum": 0,
+                       "help": "NAVI: seeds VisBench's partner draw (default 8)."}),
+        ("stride", {"kind": int, "minimum": 1,
+                    "help": "NAVI: keep every Nth anchor of VisBench's draw (default 1)."}),
+      )),
     Field("data_options", None),
     Field("notes", "--notes", metavar="TEXT",
           help="Free text to attach to the result (VisBench's --notes): kept in the registry, "
@@ -173,8 +218,19 @@ def opt(name: str) -> Any:
 
 def options_of(kind: type[Any], keywords: Mapping[str, Any], caller: str,
                without: tuple[str, ...] = ()) -> Any:
-    """``kind(**keywords)``, where a keyword ``kind`` has no field for (or one of ``without``,
-    which ``caller`` does not take) is refused in ``caller``'s name, as Python refuses one.
+    """``kind(**keywords)``, once :func:`check_keywords` found each a field of ``kind``.
+
+    Raises:
+        TypeError: ``caller`` takes no keyword of that name.
+    """
+    check_keywords(kind, keywords, caller, without)
+    return kind(**keywords)
+
+
+def check_keywords(kind: type[Any], keywords: Mapping[str, Any], caller: str,
+                   without: tuple[str, ...] = ()) -> None:
+    """Refuse, in ``caller``'s name and as Python refuses one, a keyword that names no field
+    of dataclass ``kind`` (or one of ``without``, fields ``caller`` does not take).
 
     Raises:
         TypeError: ``caller`` takes no keyword of that name.
@@ -183,7 +239,6 @@ def options_of(kind: type[Any], keywords: Mapping[str, Any], caller: str,
     for key in keywords:
         if key not in names or key in without:
             raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}")
-    return kind(**keywords)
 
 
 def split_keywords(keywords: Mapping[str, Any], *kinds: type[Any]) -> list[dict[str, Any]]:
@@ -203,7 +258,7 @@ def field_ref(name: str, value: Any = None) -> str:
     if not name.startswith("param:") and name not in FIELDS:
         raise KeyError(f"no request field {name!r}")  # a typo in vbstore, not a user's error
     shown = "" if value is None else f"={value}"
-    return f"{_OPEN}{name}{shown}{_CLOSE}"
+    return f"{REF_OPEN}{name}{shown}{REF_CLOSE}"
 
 
 def spell_flag(name: str, value: str | None) -> str:

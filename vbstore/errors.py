@@ -10,9 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ._fields import field_ref, fields_named, spell, spell_flag
+# A reference to a request field in a message: REF_OPEN, the field's name (and =VALUE),
+# REF_CLOSE.
+# vbstore._fields makes them (field_ref) and spells them; it loads only for an error with one.
+REF_OPEN, REF_CLOSE = "\x1e", "\x1f"
 
-_MARK = "\x1e"  # opens a reference to a request field (vbstore._fields.field_ref)
+
+def _ref(name: str, value: str | None = None) -> str:
+    """``vbstore._fields.field_ref`` for this module's own messages, which load no table."""
+    return f"{REF_OPEN}{name}{'' if value is None else '=' + value}{REF_CLOSE}"
 
 
 class VbstoreError(Exception):
@@ -30,7 +36,9 @@ class VbstoreError(Exception):
             self.hint = hint
         if field is not None:
             self.field = field
-        if _MARK in message or _MARK in (hint or ""):  # names request fields: as flags for now
+        if REF_OPEN in message or REF_OPEN in (hint or ""):  # names fields: as flags
+            from ._fields import fields_named, spell_flag
+
             self._said = (message, hint)
             self.field = self.field or next(iter(fields_named(message + (hint or ""))), None)
             self.spell_fields(spell_flag)
@@ -40,6 +48,8 @@ class VbstoreError(Exception):
         for ``--split`` when the split was of the training data)."""
         if self._said is None or self._said[1] is None or old not in self._said[1]:
             return
+        from ._fields import spell_flag
+
         self._said = (self._said[0], self._said[1].replace(old, new))
         self.spell_fields(spell_flag)
 
@@ -48,6 +58,8 @@ class VbstoreError(Exception):
         the default; the Python API: keyword arguments; see ``vbstore._fields``)."""
         if self._said is None:
             return
+        from ._fields import spell
+
         message, hint = self._said
         self.args = (spell(message, speller), *self.args[1:])
         if hint is not None:
@@ -268,9 +280,9 @@ class NotReproduced(VbstoreError, RuntimeError):
 # -- backbones -------------------------------------------------------------------------------------
 
 _WAYS_OUT = (
-    f"pass a local checkpoint ({field_ref('weights')} PATH.pth|.safetensors), warm the cache on "
+    f"pass a local checkpoint ({_ref('weights')} PATH.pth|.safetensors), warm the cache on "
     "a connected machine (HF_HOME / TORCH_HOME), or choose a seeded random init "
-    f"({field_ref('weights', 'random')})"
+    f"({_ref('weights', 'random')})"
 )
 
 
@@ -344,7 +356,7 @@ class TamperedWeights(VbstoreError, ValueError):
         super().__init__(
             f"refused {what}: {path} {reason}",
             hint=f"delete {path} so vbstore fetches it again from upstream, or pass your own "
-                 f"checkpoint with {field_ref('weights', 'PATH')} (recorded as a checkpoint, not "
+                 f"checkpoint with {_ref('weights', 'PATH')} (recorded as a checkpoint, not "
                  "as pretrained)",
         )
         self.path = path
@@ -367,7 +379,7 @@ class CheckpointNotFound(CheckpointError, FileNotFoundError):
 
     def __init__(self, path: str) -> None:
         super().__init__(path, "no such file", hint="check the path given to "
-                                                    f"{field_ref('weights')}")
+                                                    f"{_ref('weights')}")
 
 
 class BackboneAlreadyRegistered(VbstoreError, ValueError):
@@ -567,7 +579,7 @@ class HeadMismatch(VbstoreError, ValueError):
 
     def __init__(self, differences: list[str], flags: str | None = None) -> None:
         other_task = any(d.startswith("task is ") for d in differences)
-        strict = (f"{field_ref('strict')} to apply it anyway (its results are then comparable "
+        strict = (f"{_ref('strict')} to apply it anyway (its results are then comparable "
                   "with nothing)")
         super().__init__(
             "head does not fit: " + "; ".join(differences),

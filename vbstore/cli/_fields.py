@@ -21,7 +21,7 @@ def _type(row: Field) -> Any:
     if row.kind is int and row.minimum is not None:
         return click.IntRange(min=int(row.minimum))
     if row.kind is float and row.minimum is not None:
-        return click.FloatRange(min=row.minimum)
+        return click.FloatRange(min=row.minimum, max=row.maximum, min_open=row.min_open)
     return None if row.kind is str else row.kind
 
 
@@ -36,7 +36,7 @@ def field_option(row: str | Field, **click_kwargs: Any) -> Callable[[Callable], 
         kwargs["is_flag"] = True
         if row.negated:
             kwargs["flag_value"] = False
-    elif _type(row) is not None:
+    elif _type(row) is not None and "type" not in click_kwargs:
         kwargs["type"] = _type(row)
     for name in ("show_default", "metavar", "multiple", "required"):
         if getattr(row, name):

@@ -94,7 +94,7 @@ def with_language(task: Task, params: Mapping[str, Any], data: Any, train_data: 
     given = out.get("language")
     if given is not None and stated is not None and given != stated:
         where = f"{field_ref('language', language)}" if language else f"{data}"
-        raise UsageError(f"{field_ref('param:language', '...')}{given} and {where} disagree",
+        raise UsageError(f"{field_ref('param:language', given)} and {where} disagree",
                          hint=f"give the language once: {field_ref('language')} (or "
                               "cb:NAME@LANG) or -p")
     if stated is not None:
