@@ -82,3 +82,44 @@ def test_a_suite_contradicted_in_python_says_which_keyword_to_drop(tmp_path):
     assert "params={'k': 20} contradicts s@1, which pins k=5" in str(err.value)
     assert err.value.hint == "drop params={'k': ...}: s@1 sets it"
     store.close()
+
+
+def test_each_option_type_takes_its_defaults_from_the_rows_of_its_names():
+    import dataclasses
+
+    from vbstore.engine import _options
+
+    kinds = (_options.RunOptions, _options.ResultOptions, _options.HeadOptions,
+             _options.FeatureOptions, _options.SweepOptions)
+    for kind in kinds:
+        for f in dataclasses.fields(kind):
+            row = f.metadata.get("row")
+            if row is None:  # FeatureOptions.layers: (-1,), not the CLI's text
+                continue
+            # get_features' seed is the backbone's (it has no probe): its one alias
+            assert row.name == f.name or (kind, f.name, row.name) == (
+                _options.FeatureOptions, "seed", "backbone_seed"), (kind, f.name)
+            assert f.default == row.default, (kind, f.name)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: vbstore.get_head("test_cnn", "knn", "shapes", split="val"), "get_head"),
+    (lambda: vbstore.get_features("test_cnn", "shapes", train_split="x"), "get_features"),
+    (lambda: vbstore.engine.result_request("test_cnn", "knn", "shapes", device="cpu"),
+     "result_request"),
+    (lambda: vbstore.register_backbone(default_pool="cls"), "register_backbone"),
+])
+def test_every_keyword_function_refuses_a_keyword_it_has_no_field_for(call, name):
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument"):
+        call()
+
+
+def test_the_generated_commands_take_their_flags_from_the_rows():
+    from vbstore.cli.get_cmds import get_features_cmd, get_head_cmd
+    from vbstore.cli.results_cmds import sweep
+
+    for command in (get_head_cmd, get_features_cmd, sweep):
+        for param in command.params:
+            row = FIELDS.get(param.name)
+            if row is not None and row.flag is not None and not param.hidden:
+                assert row.flag in param.opts, (command.name, param.name)

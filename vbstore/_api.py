@@ -1,10 +1,10 @@
 """The Python API's entry points: the engine's, with errors that name keyword arguments.
 
 An engine error about a request field names the field, not a spelling (``vbstore._fields``):
-the CLI prints it as its flag (``--input-size``), the default; ``vbstore.get_result``,
-``get_features``, ``get_head`` and ``run_suite`` are the engine's functions with each such
-error spelled as the keyword a caller of Python passes (``input_size=``, ``params={'k': ...}``,
-``data_options={'target': 'depth'}``), both from the same table row.
+the CLI prints it as its flag (``--input-size``), the default; ``vbstore.get``,
+``get_result``, ``get_features``, ``get_head`` and ``run_suite`` are the engine's functions with
+each such error spelled as the keyword a caller of Python passes (``input_size=``,
+``params={'k': ...}``, ``data_options={'target': 'depth'}``), both from the same table row.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def speaks_keywords(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+get = speaks_keywords(engine.get)
 get_result = speaks_keywords(engine.get_result)
 get_features = speaks_keywords(engine.get_features)
 get_head = speaks_keywords(engine.get_head)

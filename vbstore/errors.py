@@ -37,6 +37,7 @@ class VbstoreError(Exception):
         if field is not None:
             self.field = field
         if REF_OPEN in message or REF_OPEN in (hint or ""):  # names fields: as flags
+            # the table imports this module, and loads only for an error that names a field
             from ._fields import fields_named, spell_flag
 
             self._said = (message, hint)
@@ -48,7 +49,7 @@ class VbstoreError(Exception):
         for ``--split`` when the split was of the training data)."""
         if self._said is None or self._said[1] is None or old not in self._said[1]:
             return
-        from ._fields import spell_flag
+        from ._fields import spell_flag  # the table imports this module (as above)
 
         self._said = (self._said[0], self._said[1].replace(old, new))
         self.spell_fields(spell_flag)
@@ -58,7 +59,7 @@ class VbstoreError(Exception):
         the default; the Python API: keyword arguments; see ``vbstore._fields``)."""
         if self._said is None:
             return
-        from ._fields import spell
+        from ._fields import spell  # the table imports this module (as above)
 
         message, hint = self._said
         self.args = (spell(message, speller), *self.args[1:])
