@@ -123,3 +123,12 @@ def test_the_generated_commands_take_their_flags_from_the_rows():
             row = FIELDS.get(param.name)
             if row is not None and row.flag is not None and not param.hidden:
                 assert row.flag in param.opts, (command.name, param.name)
+
+
+def test_a_hint_replaced_above_is_kept_when_the_api_spells_the_fields():
+    err = UsageError(f"{field_ref('split')} is wrong", hint=f"choose one with {field_ref('split')}")
+    err.refer_hint(field_ref("split"), field_ref("train_split"))
+    assert str(err) == "--split is wrong; choose one with --train-split"
+    err.hint = "something else entirely"  # as a caller that rewords an error's hint does
+    err.spell_fields(spell_keyword)
+    assert str(err) == "split= is wrong; something else entirely"

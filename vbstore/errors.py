@@ -27,7 +27,9 @@ class VbstoreError(Exception):
     exit_code = 1
     hint = ""
     field: str | None = None  # the request field it is about (vbstore._fields), if any
+    # with references to fields: the message and hint as raised, and as last spelled
     _said: tuple[str, str | None] | None = None
+    _spelled: tuple[str, str | None] = ("", None)
 
     def __init__(self, message: str, *, hint: str | None = None,
                  field: str | None = None) -> None:
@@ -40,7 +42,7 @@ class VbstoreError(Exception):
             # the table imports this module, and loads only for an error that names a field
             from ._fields import fields_named, spell_flag
 
-            self._said = (message, hint)
+            self._said, self._spelled = (message, hint), (message, hint)
             self.field = self.field or next(iter(fields_named(message + (hint or ""))), None)
             self.spell_fields(spell_flag)
 
@@ -49,22 +51,28 @@ class VbstoreError(Exception):
         for ``--split`` when the split was of the training data)."""
         if self._said is None or self._said[1] is None or old not in self._said[1]:
             return
-        from ._fields import spell_flag  # the table imports this module (as above)
+        from ._fields import spell, spell_flag  # the table imports this module (as above)
 
+        if self.hint != self._spelled[1]:  # replaced since: nothing of it to refer again
+            return
         self._said = (self._said[0], self._said[1].replace(old, new))
-        self.spell_fields(spell_flag)
+        self.hint = spell(self._said[1], spell_flag)
+        self._spelled = (self._spelled[0], self.hint)
 
     def spell_fields(self, speller: Callable[[str, str | None], str]) -> None:
         """Name the request fields this error refers to as ``speller`` says (the CLI: flags,
-        the default; the Python API: keyword arguments; see ``vbstore._fields``)."""
+        the default; the Python API: keyword arguments; see ``vbstore._fields``). A message or
+        hint that code above replaced since (``exc.hint = ...``) is kept as it is."""
         if self._said is None:
             return
         from ._fields import spell  # the table imports this module (as above)
 
         message, hint = self._said
-        self.args = (spell(message, speller), *self.args[1:])
-        if hint is not None:
+        if self.args and self.args[0] == self._spelled[0]:
+            self.args = (spell(message, speller), *self.args[1:])
+        if hint is not None and self.hint == self._spelled[1]:
             self.hint = spell(hint, speller)
+        self._spelled = (self.args[0] if self.args else "", self.hint)
 
     def __str__(self) -> str:
         message = self.args[0] if self.args else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import sys
@@ -183,6 +184,26 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
             f"{rate:.1f} images/s")
 
 
+def _backbone_line_flags(func):
+    """get result's backbone flags, hidden, refused with where a sweep takes them: each
+    backbone's own line of the --backbones file."""
+    flags = (("--weights", "weights"), ("--backbone-seed", "seed"), ("--input-size", "input_size"))
+
+    @functools.wraps(func)
+    def refuse(*args, **kwargs):
+        for flag, key in flags:
+            value = kwargs.pop(f"line_{key}")
+            if value is not None:
+                raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line "
+                                 "of the --backbones file",
+                                 hint=f"write it there, e.g. 'test_cnn {key}={value}'")
+        return func(*args, **kwargs)
+
+    for flag, key in reversed(flags):
+        refuse = click.option(flag, f"line_{key}", default=None, hidden=True)(refuse)
+    return refuse
+
+
 @click.command()
 @click.option("--backbones", "backbones_file", required=True,
               help="File with one backbone spec per line (optionally weights=, seed=, "
@@ -221,18 +242,13 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 )
 @click.option("--train-batch-size", type=FLAGS["train-batch-size"][1], default=None,
               help=FLAGS["train-batch-size"][2] + " For every task that trains with one.")
-# get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
-@click.option("--weights", "line_weights", default=None, hidden=True)
-@click.option("--backbone-seed", "line_seed", default=None, hidden=True)
-@click.option("--input-size", "line_size", default=None, hidden=True)
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def sweep(store, backbones_file: str, tasks: str, data: str | None, datasets_file: str | None,
-          fewshot_k: int | None, model_type: str | None, train_batch_size: int | None,
-          line_weights: str | None, line_seed: str | None, line_size: str | None,
-          as_json: bool, **options) -> None:
+@_backbone_line_flags
+def sweep(store, backbones_file, tasks, data, datasets_file, fewshot_k, model_type,
+          train_batch_size, as_json, **options) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
     With --executor ray each combination missing from the store runs as a Ray task (one GPU, or
@@ -242,13 +258,6 @@ def sweep(store, backbones_file: str, tasks: str, data: str | None, datasets_fil
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep
 
-    for flag, value, key in (("--weights", line_weights, "weights"),
-                             ("--backbone-seed", line_seed, "seed"),
-                             ("--input-size", line_size, "input_size")):
-        if value is not None:
-            raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line of "
-                             "the --backbones file",
-                             hint=f"write it there, e.g. 'test_cnn {key}={value}'")
     if (data is None) == (datasets_file is None):
         raise UsageError("sweep evaluates on --data or on --datasets FILE",
                          hint="give exactly one of them")

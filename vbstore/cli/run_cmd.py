@@ -8,6 +8,7 @@ so both find the same cached result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -140,7 +141,7 @@ def _command(task: Task) -> click.Command:
     summary = (type(task).__doc__ or task.name).strip().splitlines()[0]
     doc = (f"{summary}\n\nData: {task.data_layout}.\n\n"
            f"Metrics: {metrics} (headline {task.headline}); {kind}.")
-    options = [
+    options: list[Callable[[Any], Any]] = [
         field_option(FIELDS["data"].but(required=True, help="Evaluation data.")),
         field_option(FIELDS["split"].but(help="Split of --data to evaluate on.")),
         field_option("limit"),
