@@ -25,9 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
 from .._net import unreachable_reason
-from ..errors import DataUnavailable, MissingDependency, UsageError
+from ..errors import DataUnavailable, MissingDependency, UsageError, field_ref
 from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
 from ._hf import _offline
 from ._sources import Record, Source, file_states, folder_key, write_list

@@ -41,6 +41,8 @@ _LAZY = {
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
     "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
     "StepContext": "._scored",
+    "ResultOptions": "._options", "HeadOptions": "._options", "FeatureOptions": "._options",
+    "SweepOptions": "._options", "RunOptions": "._options",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
@@ -75,6 +77,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         open_dense_result,
     )
     from ._lineage import head_rows, lineage, result_columns, summary, weights_of_tensor_hash
+    from ._options import FeatureOptions, HeadOptions, ResultOptions, RunOptions, SweepOptions
     from ._plan import Plan, Step, data_options_for, plan, plan_head
     from ._requests import (
         BackboneRequest,
@@ -123,23 +126,28 @@ __all__ = [
     "DemoSetup",
     "DenseSample",
     "DenseView",
+    "FeatureOptions",
     "FeatureResult",
     "FeaturesPlan",
     "FeaturesRequest",
     "Frame",
+    "HeadOptions",
     "HeadRequest",
     "HeadResult",
     "PackSplit",
     "Plan",
     "ProbeRequest",
     "Result",
+    "ResultOptions",
     "ResultRequest",
+    "RunOptions",
     "Runner",
     "Scored",
     "ShapesDemo",
     "Step",
     "StepContext",
     "SweepEntry",
+    "SweepOptions",
     "answer_inputs",
     "baseline_metrics",
     "data_options_for",

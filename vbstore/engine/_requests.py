@@ -25,9 +25,9 @@ from typing import Any
 
 from .. import canonical
 from .._budget import check_input_size
-from .._fields import PRECISIONS, field_ref
+from .._fields import PRECISIONS
 from ..backbones import check_seed
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..store import Store
 from ..tasks import Task, get_task
 

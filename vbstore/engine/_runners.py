@@ -24,9 +24,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import canonical
-from .._fields import field_ref
 from ..backbones import check_generate, clip_sources, parse_spec
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..tasks import Task, get_shape
 from ._captions import captions_steps, decodings, read_captions
 from ._requests import param_files

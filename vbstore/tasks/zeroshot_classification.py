@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import Metric
 from ._errors import TaskInputError
 from ._prompts import DATASET_TEMPLATES, PROMPT_PARAMS, Multilingual, prompt_sets
