@@ -82,6 +82,9 @@ def _command(task: Task) -> click.Command:
     def run(store, *, data_options, executor, as_json, params, **kw) -> None:
         from ..engine import execute, plan, result_request
 
+        if kw.get("public") and kw.get("push_to") is None:  # it would be dropped unseen
+            raise UsageError("--public says who may read what --push-to sends; there is no "
+                             "--push-to", hint="add --push-to REMOTE, or drop --public")
         if kw.pop("no_cache", False):  # VisBench's cold run: a scratch store, then gone
             _check_no_cache(kw)
             import tempfile
@@ -170,7 +173,7 @@ def _command(task: Task) -> click.Command:
                           "for a zero-shot task or a remote not configured."),
         click.option("--public", is_flag=True,
                      help="With --push-to on the Hub: a public repository (default: the "
-                          "remote's own setting)."),
+                          "remote's own setting); refused without --push-to."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
                      help="Images per forward pass (extraction; changes no id)."
                           + (" The head's batch is --train-batch-size."

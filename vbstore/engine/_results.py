@@ -624,27 +624,18 @@ def get_head(
 def execute_head(the_plan: Plan, *, device: str | None = None,
                  progress: bool | Callable[..., Any] = True, executor: Any = None,
                  batch_size: int = 32) -> HeadResult:
-    """Train (or fetch) the head a :func:`plan_head` plan names; the features it is fit on are
-    extracted first when missing."""
+    """Train (or fetch) the head a :func:`plan_head` plan names: its steps are walked, so the
+    features (or the prefix, fine-tuning) it is fit on are made first when missing."""
     # the compute path: see execute
     from ..heads import head_compat
-    from ._toolbox import Feed, featureset, train_head
-
-    seed = the_plan.request.probe.seed
 
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
-        if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
-            from ._finetune_run import head_of  # the compute path: see execute
-
-            with reporting(progress is True), about(the_plan.request.backbone.label):
-                return the_plan, head_of(the_plan, run)
-        train = Feed(
-            the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
-        )
         with reporting(progress is True), about(the_plan.request.backbone.label):
-            return the_plan, train_head(the_plan, run, train, seed)
+            the_plan.walk(run)
+        last = the_plan.steps[-1]  # the head's step: its output is the head, as derived
+        return the_plan, run.made[(last.op, last.role)]
 
     the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(

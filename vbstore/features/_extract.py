@@ -28,9 +28,9 @@ from .._progress import progress as step_progress
 from ..canonical import digest
 from ..errors import BadInput
 from ..store import pack_index
-from ._executor import ExtractProgress
 from ._packs import PackWriter
 from ._params import ExtractorParams, extractor_doc, extractor_key
+from ._progress import ExtractProgress
 
 DTYPES = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
 

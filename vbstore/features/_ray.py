@@ -30,10 +30,10 @@ from .. import canonical
 from ..errors import ExecutorError
 from ..store import ObjectFiles, to_safetensors_bytes
 from . import _packs
-from ._executor import ExtractProgress
 from ._extract import DTYPES, Plan, _prefetch, decode_image, progress_bar
 from ._packs import PackWriter, row_bytes, rows_per_pack
 from ._params import ExtractorParams, extractor_key
+from ._progress import ExtractProgress
 
 # Local imports: ray loads when something is extracted on Ray; the backbone (torch), the remotes
 # and safetensors load inside a Ray worker or the sink that needs them.

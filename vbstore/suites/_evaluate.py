@@ -35,7 +35,7 @@ from ..records import (
     SuiteRecord,
     WeightsRecord,
 )
-from ..store import Store
+from ..store import VERIFIED_COLUMNS, Store, remember_verified, verified_claims
 from ._judge import judge_pulled
 from ._manifest import manifest_sha256
 from ._settings import PARAMS, content_sha256, settings_of, variant_key
@@ -263,6 +263,12 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
     """
     checkpoint, verdict = evaluation.checkpoint, evaluation.verdict
     project = evaluation.extra.get("project")
+    # what the blob says, for boards to compare its row with (the verified-scores cache):
+    # ``evaluation`` is the stored blob's document, judged by the caller
+    claims = verified_claims({"suite": evaluation.suite, "checkpoint": checkpoint,
+                              "verdict": verdict, "evidence": evaluation.evidence})
+    remember_verified(conn, [(oid, claims)])
+    scores = claims[VERIFIED_COLUMNS.index("scores")]
     return bool(conn.execute(
         "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
         "ranked, evidence, recorded, scores, reasons, variant, project) "
@@ -277,7 +283,7 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
             int(evaluation.ranked),
             evaluation.evidence,
             when,
-            json.dumps(verdict["scores"], sort_keys=True),
+            scores,
             json.dumps(evaluation.reasons),
             variant_key(verdict.get("variant") or {}),
             project if isinstance(project, str) else None,
