@@ -203,11 +203,11 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
         return
     record = result.record
     store.answers.record(pending.key, result.id, started_ns=pending.started_ns,
-                        folders=inputs.folders, samples=inputs.samples, used=inputs.used,
-                        files=inputs.files, wrote=wrote, modules=modules,
-                        extra={"metric_order": metric_order(record.task, record.params),
-                               "json": None if pending.json_flag else as_json,
-                               "origin": result.origin, "recorded": result.recorded})
+                         folders=inputs.folders, samples=inputs.samples, used=inputs.used,
+                         files=inputs.files, wrote=wrote, modules=modules,
+                         extra={"metric_order": metric_order(record.task, record.params),
+                                "json": None if pending.json_flag else as_json,
+                                "origin": result.origin, "recorded": result.recorded})
 
 
 def watch(store, pending: Pending | None) -> None:
