@@ -8,6 +8,7 @@ from test_board_share import SUITE, evaluate
 
 from vbstore import canonical
 from vbstore.remotes import TamperedBlob, add_remote, pull, push
+from vbstore.store import fsck
 from vbstore.suites import build, get_suite, leaderboard, list_evaluations, push_suite
 
 
@@ -31,7 +32,7 @@ def test_a_pulled_evaluation_is_judged_indexed_and_ranked(stores, team):
     assert [r["id"] for r in list_evaluations(b)] == [alpha]
     board = leaderboard(b, "road-test@1")
     assert [(r["evaluation"], r["headline"]) for r in board.rows] == [(alpha, pytest.approx(0.55))]
-    report = b.fsck()
+    report = fsck(b)
     assert report.unindexed == []
     assert report.clean
     assert pull(b, "team/evals/alpha").downloaded == []  # again: nothing new, still indexed
@@ -58,7 +59,7 @@ def test_a_pulled_evaluation_the_judge_refuses_leaves_nothing(stores, team):
         pull(b, "team/evals/forged")
     assert b.ls() == []
     assert b.refs() == {}
-    assert b.fsck().clean
+    assert fsck(b).clean
 
 
 def test_a_pulled_evaluation_whose_verdict_does_not_hold_here_is_ranked_as_judged_here(
@@ -80,4 +81,4 @@ def test_a_pulled_evaluation_whose_verdict_does_not_hold_here_is_ranked_as_judge
     assert (row["state"], row["ranked"]) == (honest["verdict"]["state"], 0)
     assert b.read_json(row["id"])["rejudged_from"] == oid
     assert leaderboard(b, "road-test@1").rows == []
-    assert b.fsck().clean
+    assert fsck(b).clean

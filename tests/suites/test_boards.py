@@ -1,3 +1,4 @@
+
 import json
 from pathlib import Path
 
@@ -5,6 +6,7 @@ import pytest
 from suites_support import evidence
 
 from vbstore.errors import UsageError
+from vbstore.store import fsck
 from vbstore.suites import board_csv, board_markdown, board_text, build, diff, leaderboard, record
 
 
@@ -199,13 +201,13 @@ def test_scores_edited_in_the_registry_are_a_fault_until_repaired(store, suite):
     assert board.rows == []
     [row] = board.unranked
     assert row["reasons"] == ["registry-edited(scores): run vbstore fsck --repair"]
-    report = store.fsck()
+    report = fsck(store)
     assert not report.clean
     assert [m["table"] for m in report.mismatched] == ["evaluations"]
     assert "scores" in report.mismatched[0]["why"]
-    assert store.fsck(repair=True).mismatched
+    assert fsck(store, repair=True).mismatched
     reindex(store)  # what `vbstore fsck --repair` runs after forgetting the row
-    assert store.fsck().clean
+    assert fsck(store).clean
     board = leaderboard(store, "road-test@1")
     assert board.rows[0]["headline"] == pytest.approx(0.55)
 
@@ -318,14 +320,14 @@ def test_the_record_of_a_blob_never_ranks_an_edited_row_and_fsck_checks_it(store
     with store.db.write() as conn:
         conn.execute("UPDATE verified_scores SET scores=? WHERE id=?",
                      (json.dumps(scores, sort_keys=True), oid))
-    faults = {(m["table"], m["key"]): m["why"] for m in store.fsck().mismatched}
+    faults = {(m["table"], m["key"]): m["why"] for m in fsck(store).mismatched}
     assert "scores" in faults["verified_scores", oid]
     assert "scores" in faults["evaluations", oid]
     assert "not here" in faults["verified_scores", gone]
-    store.fsck(repair=True)
+    fsck(store, repair=True)
     assert store.db.one("SELECT count(*) FROM verified_scores WHERE id=?", (gone,)) == (0,)
     store.files.path(gone).write_bytes(kept)  # the blob back, as a refetch brings it
     reindex(store)  # what `vbstore fsck --repair` runs after forgetting the rows
-    assert store.fsck().mismatched == []
+    assert fsck(store).mismatched == []
     board = leaderboard(store, "road-test@1")
     assert [r["headline"] for r in board.rows] == pytest.approx([0.65, 0.55])
