@@ -374,10 +374,14 @@ class ZeroShotRunner(Runner):
         task, params = plan.task, plan.task_params
         files = param_files(plan.store, task, params)
         context = self.context(plan, files)
-        metrics = task.evaluate_zero_shot(evaluation.vectors(), evaluation.targets(), params,
-                                          context)
+        if getattr(task, "array", "torch") == "numpy":  # the stored rows alone: no torch
+            feats, targets = evaluation.rows(), evaluation.targets(array="numpy")
+        else:
+            feats, targets = evaluation.vectors(), evaluation.targets()
+        metrics = task.evaluate_zero_shot(feats, targets, params, context)
         scored = Scored([metrics] * len(plan.request.probe.seed_list),
                         edges={key: params[key] for key in files})  # gc keeps them
+        scored.targets = targets  # the trivial baseline's, read once
         used = getattr(context.get("text_encoder"), "used", None)
         if used:  # the stored text-tower outputs it read: a list, so not a record input
             scored.edges["text_embeddings"] = sorted(set(used))
