@@ -36,7 +36,7 @@ from ..features import (
 from ..features import write_prefix as write_prefix_blob
 from ..records.gate import ARRIVALS, resolve
 from ..store import derivation_key
-from ..tasks import Loss, PooledTask, SplitTask, Trainable, finetune, of_shape
+from ..tasks import Loss, PooledTask, Recipe, SplitTask, Trainable, finetune, of_shape
 from ._cache import Derived, derive
 from ._dense import PackSplit
 from ._device import resolve_device
@@ -263,11 +263,11 @@ def fit_pooled(plan: Plan, tuning: Tuning, train: Feed, seed: int
     y = train.targets()
     n_out = len(classes) if task.finetune_loss == "cross_entropy" and classes else (
         int(y.max()) + 1 if y.ndim == 1 else int(y.shape[1]))
+    recipe = Recipe(**{k: params[k] for k in TRAIN_PARAMS}, backbone_lr=tuning.backbone_lr,
+                    seed=seed, standardize=bool(params.get("standardize", True)))
     state, loss, feats = finetune(
-        tuning.rows, y, tuning.blocks, tuning.model.forward, n_out=n_out,
-        loss=cast(Loss, task.finetune_loss), **{k: params[k] for k in TRAIN_PARAMS},
-        backbone_lr=tuning.backbone_lr, standardize=bool(params.get("standardize", True)),
-        seed=seed, task=task.name, device=tuning.device)
+        tuning.rows, y, tuning.blocks, tuning.model.forward, recipe, n_out=n_out,
+        loss=cast(Loss, task.finetune_loss), task=task.name, device=tuning.device)
     state = {k: v.cpu() for k, v in state.items()}
     scored = task.evaluate(state, feats.cpu(), y, params)
     train_metrics = {f"train_{task.headline}": scored[task.headline], "train_loss": loss}
