@@ -229,3 +229,20 @@ def test_training_or_applying_a_head_loads_no_remotes():
     before, after = proc.stdout.splitlines()
     assert json.loads(before) == []
     assert json.loads(after) is True  # the names are all still there, loaded when asked
+
+
+def test_descending_order_is_a_stable_descending_sort():
+    """float32 scores sorted as int64 keys give exactly the stable descending order: ties (also
+    0.0 against -0.0) in column order, negatives, -inf last."""
+    from vbstore.tasks import _rows
+
+    rng = np.random.default_rng(0)
+    scores = (rng.normal(size=(40, 300)) * 4).round().astype(np.float32) / 4  # many ties
+    scores[:, 7] = -0.0
+    scores[:, 9] = 0.0
+    scores[np.arange(40), np.arange(40)] = -np.inf
+    scores[3] = 1.5  # a row of one tie
+    expected = np.argsort(-scores, axis=1, kind="stable")
+    assert np.array_equal(_rows.descending_order(scores), expected)
+    as64 = scores.astype(np.float64)  # other dtypes: the stable argsort itself
+    assert np.array_equal(_rows.descending_order(as64), expected)

@@ -102,15 +102,17 @@ def test_ranked_a_few_rows_at_a_time_to_the_same_numbers(monkeypatch):
     labels = (torch.arange(300) % 7).tolist()
     labels[5] = 99  # a singleton: never a query
     whole = run(x, labels)
-    sorted_sizes = []
-    real_sort = np.argsort
+    from vbstore.tasks import _rows
 
-    def sort(values, *args, **kwargs):
+    sorted_sizes = []
+    real_sort = _rows.descending_order
+
+    def sort(values):
         sorted_sizes.append(values.size)
-        return real_sort(values, *args, **kwargs)
+        return real_sort(values)
 
     monkeypatch.setattr(retrieval, "RANK_ELEMENTS", 3000)
-    monkeypatch.setattr(np, "argsort", sort)
+    monkeypatch.setattr(_rows, "descending_order", sort)
     parts = run(x, labels)
     assert parts == whole
     assert len(sorted_sizes) > 1

@@ -142,6 +142,7 @@ class Retrieval(ZeroShotTask):
             average_precisions_ranked,
             cosine,
             cosine_grid,
+            descending_order,
             l2_grid,
             negative_squared_distance,
             row_blocks,
@@ -177,7 +178,7 @@ class Retrieval(ZeroShotTask):
                 # The query itself is not in its gallery: last in the ranking, never relevant.
                 relevant[np.arange(len(index)), index] = False
                 # descending and stable: equal similarities keep gallery order
-                order = np.argsort(-sims[part], axis=1, kind="stable")
+                order = descending_order(sims[part])
                 sorted_relevant = np.take_along_axis(relevant, order, axis=1)
                 keep = sorted_relevant.any(axis=1)
                 if not keep.any():
