@@ -86,35 +86,53 @@ def pytest_collection_modifyitems(config, items):
 collect_ignore = [] if os.environ.get("VBSTORE_RAY_NETNS") else ["ray_cluster"]
 
 
-@pytest.fixture(scope="session")
-def visbench_site(tmp_path_factory):
-    """A folder holding VisBench 0.27.0 (``PYTHONPATH`` for a peer process; never imported
-    here): ``VBSTORE_CONFORMANCE_PEERS``, else installed as the conformance tier installs its
-    peers (``pip install --no-deps --target``, benchmarks/conformance.py)."""
-    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
-    if given:
-        return Path(given)
+def _conformance_harness():
+    """benchmarks/conformance.py, loaded by path (benchmarks/ is no package)."""
     import importlib.util
 
+    name = "vbstore_conformance"
+    if name in sys.modules:
+        return sys.modules[name]
     harness_path = Path(__file__).resolve().parents[1] / "benchmarks" / "conformance.py"
-    spec = importlib.util.spec_from_file_location("vbstore_conformance_peers", harness_path)
+    spec = importlib.util.spec_from_file_location(name, harness_path)
     assert spec is not None
     assert spec.loader is not None
     harness = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = harness  # its dataclasses look their module up by name
+    sys.modules[name] = harness  # its dataclasses look their module up by name
     spec.loader.exec_module(harness)
-    target = tmp_path_factory.mktemp("visbench")
+    return harness
+
+
+@pytest.fixture(scope="session")
+def peers_site(tmp_path_factory):
+    """A folder holding both peers, VisBench 0.27.0 and CLIP_benchmark 1.6.2 (``PYTHONPATH``
+    for a peer process, or ``sys.path`` for a test that imports CLIP_benchmark's builders; never
+    imported by vbstore): ``VBSTORE_CONFORMANCE_PEERS``, else installed as the conformance tier
+    installs them (``pip install --no-deps --target``, benchmarks/conformance.py), once per run:
+    under pytest-xdist (make test) the folder above a worker's basetemp is the run's own; the
+    first worker installs, the others wait and read it."""
+    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
+    if given:
+        return Path(given)
+    harness = _conformance_harness()
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        harness.install_peers(target, ("visbench==0.27.0",))
+        target = tmp_path_factory.mktemp("peers")
+        harness.install_peers(target)
         return target
-    # under pytest-xdist (make test) one install serves every worker of this run: the folder
-    # above a worker's basetemp is the run's own; the first worker installs, the others wait
     import fcntl
 
-    shared = tmp_path_factory.getbasetemp().parent / "visbench-0.27.0"
+    shared = tmp_path_factory.getbasetemp().parent / "peers"
     with open(f"{shared}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not shared.is_dir():
-            harness.install_peers(target, ("visbench==0.27.0",))
+            target = tmp_path_factory.mktemp("peers")
+            harness.install_peers(target)
             target.rename(shared)
     return shared
+
+
+@pytest.fixture(scope="session")
+def visbench_site(peers_site):
+    """A folder holding VisBench 0.27.0 (``PYTHONPATH`` for a VisBench process): the run's
+    :func:`peers_site`."""
+    return peers_site
