@@ -70,11 +70,24 @@ def shapes_folder(generated):
     return lambda per_class, seed: generated("shapes", per_class=per_class, seed=seed)
 
 
+# `make test`'s serial pass collects only the test files that spell this (grep), not the suite
+SERIAL_MARK = "mark.serial"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: every item is seen here
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test``), the files with the most slow cases first, each file's
     own order kept: ``--dist loadfile --no-loadscope-reorder`` hands whole files out in this
     order, so the long files start at once and the short ones fill in around them, rather than a
-    long file starting last and running alone. A run in one process keeps pytest's order."""
+    long file starting last and running alone. A run in one process keeps pytest's order.
+
+    A test marked ``serial`` in a file that does not spell ``mark.serial`` (the Makefile's serial
+    pass would never collect it, and the parallel pass leaves it out) stops the run."""
+    hidden = sorted({str(item.path) for item in items if item.get_closest_marker("serial")
+                     and SERIAL_MARK not in item.path.read_text(encoding="utf-8")})
+    if hidden:
+        raise pytest.UsageError(f"marked serial, but the file never spells {SERIAL_MARK!r} "
+                                f"(make test's serial pass finds its files by it): {hidden}")
     if not hasattr(config, "workerinput"):
         return
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
