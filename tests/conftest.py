@@ -76,10 +76,11 @@ SERIAL_MARK = "mark.serial"
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: every item is seen here
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``), the files with the most slow cases first, each file's
-    own order kept: ``--dist loadfile --no-loadscope-reorder`` hands whole files out in this
-    order, so the long files start at once and the short ones fill in around them, rather than a
-    long file starting last and running alone. A run in one process keeps pytest's order.
+    """Under pytest-xdist (``make test``), the costliest files first, each file's own order
+    kept: ``--dist loadfile --no-loadscope-reorder`` hands whole files out in this order, so the
+    long files start at once and the short ones fill in around them, rather than a long file
+    starting last and running alone. A file's cost is its slow cases, each counted once or, where
+    one is marked ``slow(cost=N)``, N times. A run in one process keeps pytest's order.
 
     A test marked ``serial`` in a file that does not spell ``mark.serial`` (the Makefile's serial
     pass would never collect it, and the parallel pass leaves it out) stops the run."""
@@ -90,8 +91,12 @@ def pytest_collection_modifyitems(config, items):
                                 f"(make test's serial pass finds its files by it): {hidden}")
     if not hasattr(config, "workerinput"):
         return
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -slow[item.path])  # stable: a file's items stay together
+    cost: Counter = Counter()
+    for item in items:
+        mark = item.get_closest_marker("slow")
+        if mark is not None:
+            cost[item.path] += mark.kwargs.get("cost", 1)
+    items.sort(key=lambda item: -cost[item.path])  # stable: a file's items stay together
 
 
 # The Ray cluster tests run only inside a loopback-only network namespace; outside, the runner
