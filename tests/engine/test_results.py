@@ -241,6 +241,6 @@ def test_one_computation_is_one_result_id_in_any_store(tmp_path, monkeypatch, sh
     assert again.id == ids[1]
     assert again.reproduced["reproduced"]
     assert [info.id for info in store.ls("result")] == [ids[1]]
-    assert len(store.runs(ids[1])) == 2
-    assert again.run == store.runs(ids[1])[0]
+    assert len(store.runs.of(ids[1])) == 2
+    assert again.run == store.runs.of(ids[1])[0]
     assert again.as_dict()["run"]["seconds"] > 0

@@ -10,7 +10,7 @@ from store_support import run_read_only
 import vbstore.store._registry as registry_module
 from vbstore import Store
 from vbstore.errors import StoreIOError
-from vbstore.store import db_id, derivation_key, derivation_spec, hex_id
+from vbstore.store import db_id, derivation_key, derivation_spec, fsck, gc, hex_id
 
 
 def _v2_registry(root, monkeypatch):
@@ -85,19 +85,19 @@ def test_a_v2_store_migrates_in_place_and_every_row_survives(tmp_path, monkeypat
                       for r, c in store.children(p)) == sorted(old["edges"])
         assert store.parents(old["image"]) == [("image", old["pack"])]
         for extractor in ("e" * 64, "f" * 64):
-            assert store.feature_rows(extractor, [*old["images"], "c" * 64]) == {
+            assert store.feature_rows.find(extractor, [*old["images"], "c" * 64]) == {
                 img: (old["pack"], i) for i, img in enumerate(old["images"])}
-        assert store.hash_files([old["cached"]]) == [old["fake"]]
+        assert store.file_states.hash([old["cached"]]) == [old["fake"]]
         assert store.lookup(old["key"]) == old["featureset"]
         assert store.resolve("named") == old["featureset"]
         assert store.resolve(old["pack"][:8]) == old["pack"]
         # every blob and row is intact; only the stand-in pack (bytes, not safetensors) cannot
         # vouch for the feature rows that name it
-        report = store.fsck()
+        report = fsck(store)
         assert {m["table"] for m in report.mismatched} == {"feature_rows"}
         assert report.faults == len(report.mismatched) == 100
         # gc on the migrated tables: the orphan goes, what the ref reaches stays
-        removed = [o["id"] for o in store.gc(grace=0).removed]
+        removed = [o["id"] for o in gc(store, grace=0).removed]
         assert removed == [old["orphan"]]
         assert store.has(old["pack"])
         assert not store.has(old["orphan"])
@@ -162,7 +162,7 @@ def test_a_feature_row_costs_under_a_third_of_the_old_layout(store):
     images = [blake3.blake3(str(i).encode()).hexdigest() for i in range(20_000)]
     for start in range(0, len(images), 4096):
         pack = store.put_bytes(f"pack {start}".encode(), "pack")
-        store.add_feature_rows("e" * 64, pack, images[start : start + 4096])
+        store.feature_rows.add("e" * 64, pack, images[start : start + 4096])
     try:  # dbstat is a compile-time option of SQLite (on in Python's builds and Debian's)
         pages = store.db.conn.execute(
             "SELECT sum(pgsize) FROM dbstat WHERE name IN "
@@ -194,7 +194,7 @@ board = leaderboard(store, "road-test@1")
 print(json.dumps({"read_only": store.read_only, "version": store.db.version,
                   "rows": [[r["evaluation"], r["variant"]] for r in board.rows],
                   "listed": [[r["id"], r["superseded_by"]] for r in list_evaluations(store)],
-                  "names": store.data_names(sys.argv[2])}))
+                  "names": store.data_names.of(sys.argv[2])}))
 """
 
 

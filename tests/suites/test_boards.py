@@ -1,3 +1,4 @@
+
 import json
 from pathlib import Path
 
@@ -5,6 +6,7 @@ import pytest
 from suites_support import evidence
 
 from vbstore.errors import UsageError
+from vbstore.store import fsck
 from vbstore.suites import board_csv, board_markdown, board_text, build, diff, leaderboard, record
 
 
@@ -199,13 +201,13 @@ def test_scores_edited_in_the_registry_are_a_fault_until_repaired(store, suite):
     assert board.rows == []
     [row] = board.unranked
     assert row["reasons"] == ["registry-edited(scores): run vbstore fsck --repair"]
-    report = store.fsck()
+    report = fsck(store)
     assert not report.clean
     assert [m["table"] for m in report.mismatched] == ["evaluations"]
     assert "scores" in report.mismatched[0]["why"]
-    assert store.fsck(repair=True).mismatched
+    assert fsck(store, repair=True).mismatched
     reindex(store)  # what `vbstore fsck --repair` runs after forgetting the row
-    assert store.fsck().clean
+    assert fsck(store).clean
     board = leaderboard(store, "road-test@1")
     assert board.rows[0]["headline"] == pytest.approx(0.55)
 

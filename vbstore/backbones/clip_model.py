@@ -15,9 +15,9 @@ import torch.nn.functional as F
 
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec
+from ._request import BuildRequest
 from ._weights import seeded, weights_record
 
 _IGNORED_STEPS = ("ToTensor", "PILToTensor", "ConvertImageDtype")

@@ -18,11 +18,11 @@ import torch
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import CheckpointError, UnknownBackbone, WeightsUnavailable
 from ._fetch import hf_file, url_file
 from ._hooks import run_hooked, to_layer
+from ._request import BuildRequest
 from ._weights import read_state_dict, seeded, weights_record
 
 _CROP_MODES = {"center": "center", "squash": "squash", "border": "center"}

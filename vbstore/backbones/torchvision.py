@@ -16,11 +16,11 @@ from torchvision.models.vision_transformer import interpolate_embeddings
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec, UnknownBackbone
 from ._fetch import url_file
 from ._hooks import run_hooked, to_layer
+from ._request import BuildRequest
 from ._weights import load_strict, read_state_dict, seeded, weights_record
 
 # classifier heads: never on the feature path, so a checkpoint's head may differ in size

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import canonical
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
+from ..store import move_aside
 from ._files import loose_images, subdirs
 from ._kinds import TargetsSeen, targets_seen
 from ._manifest import (
@@ -136,7 +137,7 @@ class Listing:
         source: The external source it came from, if any.
         limit: The per-class (or overall) limit the manifest will record.
         name: What a reader calls the data (its folder, list or generated source), recorded
-            beside the manifest (``Store.name_data``); None for an external source, whose
+            beside the manifest (``store.data_names.add``); None for an external source, whose
             manifest names itself.
     """
 
@@ -220,7 +221,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
             if touch:
                 store.touch([known])  # in use: gc's grace period must see it
             if name:
-                store.name_data(known, name)
+                store.data_names.add(known, name)
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries), files=files)
     doc = build()
@@ -230,7 +231,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
     if alias is not None:
         store.set_alias(alias, oid)
     if name:
-        store.name_data(oid, name)
+        store.data_names.add(oid, name)
     return ManifestView(scan.root, oid, doc, files=files)
 
 
@@ -278,7 +279,7 @@ def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[s
     try:
         return store.read_json(oid)
     except VbstoreError:
-        store.move_aside(oid)  # damaged: rebuilt from the file-state cache, published afresh
+        move_aside(store, oid)  # damaged: rebuilt from the file-state cache, published afresh
     doc = build()
     rebuilt = store_document(store, doc)
     if rebuilt != oid:

@@ -96,11 +96,11 @@ def kept_pairs(scan: Scan, limit: int | None) -> list[tuple[str, str, str, tuple
 
 def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
     try:
-        return store.hash_files(paths, check=check, what=f"unreadable or corrupt {noun}")
+        return store.file_states.hash(paths, check=check, what=f"unreadable or corrupt {noun}")
     except StoreIOError as exc:
         if exc.__cause__ is not None:  # the registry itself (disk full, damaged): not the files
             raise
-        # hash_files names the first unreadable file; list them all, as for corrupt ones
+        # file_states.hash names the first unreadable file; list them all, as for corrupt ones
         raise unreadable(paths, f"missing or unreadable {noun}") from None
 
 

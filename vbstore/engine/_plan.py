@@ -3,7 +3,9 @@
 ``plan(request)`` resolves every id it can without torch (backbone alias, manifests, derivation
 keys) and says, step by step, whether the output is already stored, on a remote's binary cache,
 or to be computed, with the forward passes and training epochs that would cost.
-``execute(plan)`` then computes only what is missing, through the store's derivations.
+``execute(plan)`` then walks the plan's steps in order (``Step.make``: each made from the store,
+or computed when missing, through the store's derivations) and the plan's runner scores the
+result from what they made.
 
 A backbone the store has never seen cannot be named without building the model (its weights
 identity is the hash of its tensors), so a dry run says so and stops short of torch: every step
@@ -30,7 +32,7 @@ from ._finetune import FINETUNE_RUNNER, check_backbone_blocks, check_finetune, g
 from ._finetune_specs import FINETUNE_OP_VERSION, finetune_head_spec
 from ._planned import Plan
 from ._requests import HeadRequest, ResultRequest, store_param_files
-from ._runners import Runner, runner_for
+from ._runners import Runner, make_featureset, runner_for
 from ._scored import StepContext
 from ._steps import Step, featureset_step, head_spec
 from ._targets import check_data_options, check_targets, data_options, explain_mismatch
@@ -123,7 +125,7 @@ def result_spec(
     it: see :func:`named_pooling`) and
     ``finetune`` join the key only when given, so the keys of requests without them (a frozen
     probe's among them) are as they were: the record carries them, and one key has one record.
-    A request's notes are no part of it: they are the registry's (``Store.add_note``)."""
+    A request's notes are no part of it: they are the registry's (``store.notes.add``)."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -319,7 +321,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
         if manifest is None or not runner.frozen_features:
             continue
-        step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
+        step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run,
+                               make_featureset)
         features[role] = step
         steps.append(step)
     steps.extend(runner.steps(StepContext(store, ref, task, task_params, eval_m, train_m,
@@ -392,7 +395,8 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
              Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)})]
     features = None
     if not finetune:
-        features = featureset_step(store, ref, train_m, extractor, "train", False, False)
+        features = featureset_step(store, ref, train_m, extractor, "train", False, False,
+                                   make_featureset)
         steps.append(features)
     steps += runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
                                       {"train": features} if features else {}, None, [seed],

@@ -278,7 +278,7 @@ class ResultRequest:
         data: The evaluation split.
         train: The training split (tasks that fit a head, unless ``probe.head`` is given).
         notes: Free text attached to the result (VisBench's ``notes``): a row of the
-            registry (``Store.notes``), never part of the result's document or key, so the same
+            registry (``store.notes``), never part of the result's document or key, so the same
             computation with other notes is the same result, answered from the store.
     """
 

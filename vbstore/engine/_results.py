@@ -172,7 +172,7 @@ def execute(
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     request = the_plan.request
     if isinstance(request, ResultRequest) and request.notes:
-        the_plan.store.check_notes()  # asked for, so refused before computing, never dropped
+        the_plan.store.notes.check()  # asked for, so refused before computing, never dropped
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
         result = _execute(the_plan, device, progress, recompute, executor, lease_timeout,
                           batch_size)
@@ -181,7 +181,7 @@ def execute(
                                                           executor, lease_timeout, batch_size))
     if isinstance(request, ResultRequest) and request.notes:
         # the registry's, never the document's: a cached answer takes them too
-        the_plan.store.add_note(result.id, request.notes)
+        the_plan.store.notes.add(result.id, request.notes)
     return result
 
 
@@ -294,7 +294,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
             answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
             return Result(oid, ResultRecord.from_dict(doc), True,
                           time.perf_counter() - the_plan.started, source="store",
-                          recorded=store.origin(key), run=store.last_run(oid))
+                          recorded=store.origin(key), run=store.runs.last(oid))
     run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
 
     def compute() -> Made[ResultRecord]:
@@ -322,7 +322,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         computed=tuple(computed),
         extracted=run.extracted,
         recorded=store.origin(key) if derived.source == "store" else None,
-        run=store.last_run(derived.id),
+        run=store.runs.last(derived.id),
         features=dict(run.features),
     )
 
@@ -338,7 +338,7 @@ def stored_result(the_plan: Plan) -> Result | None:
     answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
     return Result(oid, ResultRecord.from_dict(doc), True,
                   time.perf_counter() - the_plan.started, source="store",
-                  recorded=store.origin(key), run=store.last_run(oid))
+                  recorded=store.origin(key), run=store.runs.last(oid))
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
@@ -377,7 +377,7 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
             raise NotReproduced(previous, oid, worst)
     return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison,
                   computed=tuple(run.computed), extracted=run.extracted,
-                  run=store.last_run(oid))
+                  run=store.runs.last(oid))
 
 
 def result_request(
@@ -527,7 +527,7 @@ def get_result(
     docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
     vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
     default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
-    attached to the result in the registry (``Store.notes``; no part of its id, so a stored
+    attached to the result in the registry (``store.notes``; no part of its id, so a stored
     result takes them without computing again; a read-only store refuses them with
     ``StoreReadOnly`` before anything is computed). ``finetune_blocks=N`` trains
     the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
@@ -624,27 +624,18 @@ def get_head(
 def execute_head(the_plan: Plan, *, device: str | None = None,
                  progress: bool | Callable[..., Any] = True, executor: Any = None,
                  batch_size: int = 32) -> HeadResult:
-    """Train (or fetch) the head a :func:`plan_head` plan names; the features it is fit on are
-    extracted first when missing."""
+    """Train (or fetch) the head a :func:`plan_head` plan names: its steps are walked, so the
+    features (or the prefix, fine-tuning) it is fit on are made first when missing."""
     # the compute path: see execute
     from ..heads import head_compat
-    from ._toolbox import Feed, featureset, train_head
-
-    seed = the_plan.request.probe.seed
 
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
-        if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
-            from ._finetune_run import head_of  # the compute path: see execute
-
-            with reporting(progress is True), about(the_plan.request.backbone.label):
-                return the_plan, head_of(the_plan, run)
-        train = Feed(
-            the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
-        )
         with reporting(progress is True), about(the_plan.request.backbone.label):
-            return the_plan, train_head(the_plan, run, train, seed)
+            the_plan.walk(run)
+        last = the_plan.steps[-1]  # the head's step: its output is the head, as derived
+        return the_plan, run.made[(last.op, last.role)]
 
     the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(

@@ -223,17 +223,17 @@ BASE_COLUMNS = [
     "params",
     "baseline",
 ]
-# when, how long and where each result was last computed: the run log (store.last_run), or the
+# when, how long and where each result was last computed: the run log (store.runs.last), or the
 # record itself for a result stored before it; after the metric columns in csv and jsonl
 RUN_COLUMNS = ["computed_at", "seconds", "device", "notes"]
 
 
 def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
     """``RUN_COLUMNS`` of a stored result (None where nothing says); ``notes``: the notes
-    attached to it (``Store.notes``, newest first, joined by ``; ``), or those a document
+    attached to it (``store.notes``, newest first, joined by ``; ``), or those a document
     stored before notes left it carries."""
-    notes = "; ".join(store.notes(oid)) or record.notes
-    run = store.last_run(oid)
+    notes = "; ".join(store.notes.of(oid)) or record.notes
+    run = store.runs.last(oid)
     if run is not None:
         return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device,
                 "notes": notes}

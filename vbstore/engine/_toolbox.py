@@ -2,7 +2,7 @@
 
 What a runner (``._runners``) computes with, below the runners: :class:`Feed` (a task's inputs
 for one featureset, loaded on first use), :func:`featureset`, :func:`train_head` (fit with the
-plan's runner), the derived views and pairs the view shapes score, and a head's bootstrap draws.
+plan's runner), the pairs the view shapes score, and a head's bootstrap draws.
 Nothing here knows a shape: a runner picks what it reads. It runs on a cache miss only;
 torch is imported lazily by the pieces that make tensors.
 """
@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..backbones import BackboneCfg
-from ..data import get_target_kind, warped_views
+from ..data import get_target_kind
 from ..heads import save_head
 from ..records import HeadCompat
 from ..store import Made
@@ -150,13 +150,6 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
     if derived.computed:
         run.computed.append(key)
     return derived
-
-
-def warped_feed(plan: Plan, run: Run, evaluation: Feed) -> Feed:
-    """The derived views of the eval images (stored once) and their features."""
-    params = plan.task_params
-    views = warped_views(plan.store, evaluation.manifest, params["warp_seed"], params["max_warp"])
-    return Feed(plan, run, featureset(plan, run, views, "views"), views)
 
 
 def warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:

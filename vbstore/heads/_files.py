@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import digest
-from ..errors import BadHead, HeadMismatch, UsageError, VbstoreError
-from ..records import BackboneRecord, HeadCompat, ResultRecord, StagedReader, arrival_problems
+from ..errors import BadHead, HeadMismatch, SchemaError, UsageError, VbstoreError
+from ..records import (
+    BackboneRecord,
+    HeadCompat,
+    HeadMetadata,
+    ResultRecord,
+    StagedReader,
+    arrival_problems,
+)
 from ..store import parse_safetensors_header, validate
 from ._load import check_values
 from ._record import HEAD_FORMAT, check_compat, head_record, name_backbones
@@ -76,8 +83,8 @@ def _read_record(data: bytes, path: Path) -> dict[str, Any]:
                          f"(format {metadata.get('format')!r})",
                          hint="heads are written by `vbstore export head`")
     try:
-        record = json.loads(metadata["vbstore.compat"])
-    except (KeyError, ValueError):
+        record = json.loads(HeadMetadata.from_dict(metadata).compat_json)
+    except (SchemaError, ValueError):
         raise UsageError(f"{path} has no readable compatibility record") from None
     validate("head.compat", record)
     return record

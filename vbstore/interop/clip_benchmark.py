@@ -9,7 +9,7 @@ the settings it writes beside them (``weight_decay``, ``epochs``, ``seed``, ``fe
 ``normalized``); vbstore's own ``classification`` probe is exported under that task too, its
 ``top1``/``top5`` as ``lp_acc1``/``lp_acc5``. Its zero-shot tasks share vbstore's task and
 metric names. ``dataset`` is the dataset's name: a named source's (``cifar10``,
-``wds/NAME``), else the name the data was read under (a folder's, ``Store.data_names``).
+``wds/NAME``), else the name the data was read under (a folder's, ``store.data_names``).
 
 Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag, and neither the
 harness version nor the data. A vbstore export adds ``vbstore_version`` (the vbstore that
@@ -249,7 +249,7 @@ def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None 
         weights: Its ``weights`` record: with it the row carries the ``vbstore`` field that
             an import reads the weights back from; without it an import refuses the row
             (unless it is a pretrained open_clip model's).
-        dataset: The name the eval data was read under (``Store.data_names``), for a manifest
+        dataset: The name the eval data was read under (``store.data_names``), for a manifest
             with no source; without one its id's first 12 characters stand in.
 
     Raises:
@@ -457,7 +457,7 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str],
         weights_id = record.inputs.get("weights")
         weights = (WeightsRecord.from_dict(store.read_json(weights_id))
                    if weights_id and store.has(weights_id) else None)
-        named = store.data_names(manifest_id) if manifest_id else []
+        named = store.data_names.of(manifest_id) if manifest_id else []
         row = clip_benchmark_record(record, manifest, weights,
                                     dataset=named[0] if named else None)
         if dump_classnames or dump_templates:

@@ -41,11 +41,11 @@ if TYPE_CHECKING:
     from ._shape_split import BoxesTask, DenseZeroShotTask, SplitTask
     from ._shape_views import KeypointViewsTask, ViewsTask
     from ._shape_zero_shot import TextTask, ZeroShotContext, ZeroShotTask
+    from ._view_pairs import KeypointPairs, WarpPairs
     from .aggregate import aggregate_seeds
-    from .correspondence import KeypointPairs, WarpPairs
 
 # from their modules when first used: a cached result needs none of them
-_LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
+_LAZY = {"KeypointPairs": "_view_pairs", "WarpPairs": "_view_pairs",
          "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
          "Baseline": "_baselines", "keep_declared": "_baselines",
          "targets_baseline": "_baselines", "finetune": "_finetune", "Loss": "_linear",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -19,8 +19,32 @@ from ..errors import UsageError
 from ._errors import TaskInputError, TrainingDiverged
 
 if TYPE_CHECKING:
-    from ._dense import DenseTask
     from ._split import DenseSplit
+
+
+class DenseTask(Protocol):
+    """What the recipe asks of a dense task: its name and hooks (``._dense.DenseTask``
+    declares them; declared here so the recipe imports no task). Targets and predictions are
+    a shape's own (tensors; boxes' lists and grid outputs)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def prepare_batch(self, split: Any, batch: Any, params: dict[str, Any], role: str) -> Any: ...
+
+    def _outputs(self, params: dict[str, Any]) -> int: ...
+
+    def _init_head(self, output: nn.Conv2d, params: dict[str, Any]) -> None: ...
+
+    def _predict(self, raw: Any, size: tuple[int, int], params: dict[str, Any]) -> Any: ...
+
+    def _loss(self, pred: Any, target: Any, params: dict[str, Any]) -> torch.Tensor | None: ...
+
+    def _scorer(self, params: dict[str, Any]) -> Any: ...
+
+    def _scorer_bytes(self, params: dict[str, Any]) -> int: ...
+
+    def _no_signal(self, target: Any, params: dict[str, Any]) -> str | None: ...
 
 
 class LinearHead(nn.Module):
