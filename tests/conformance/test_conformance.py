@@ -40,9 +40,15 @@ conformance = _load_harness()
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, peers_site):
+    import torch
+
+    threads = torch.get_num_threads()
     begin = time.perf_counter()
-    out = conformance.compare(peers_site, tmp_path_factory.mktemp("conformance"), seeds=3,
-                              threads=2)
+    try:
+        out = conformance.compare(peers_site, tmp_path_factory.mktemp("conformance"), seeds=3,
+                                  threads=2)
+    finally:  # compare sets torch's threads for its runs: the worker's next files keep one
+        torch.set_num_threads(threads)
     print(f"\nconformance: {time.perf_counter() - begin:.0f} s\n{conformance.table(out)}")
     return {(row["probe"], row["ours_key"]): row for row in out["rows"]}
 
