@@ -226,7 +226,7 @@ def test_a_damaged_prefix_is_found_by_fsck_and_never_trained_on(tmp_path):
 
 
 @pytest.mark.parametrize(("kw", "words"), [
-    ({"backbone_lr": 1e-3, "finetune_blocks": 0}, "without argument finetune_blocks"),
+    ({"backbone_lr": 1e-3, "finetune_blocks": 0}, "without finetune_blocks="),
     ({"finetune_blocks": 4}, "test_vit has 3 blocks"),
     ({"finetune_blocks": 1, "precision": "bf16"}, "fp32"),
 ])

@@ -200,7 +200,8 @@ print(json.dumps({"read_only": store.read_only, "version": store.db.version,
 
 def _downgraded(root, version: int) -> str:
     """A store with one ranked evaluation whose registry is rolled back to ``version`` (6: before
-    board variants and corrections; 7: before data names); return the evaluation's id."""
+    board variants and corrections; 7: before data names; 10: before the verified-scores
+    cache); return the evaluation's id."""
     from vbstore.suites import build, push_suite, record
 
     with Store(root) as store:
@@ -216,7 +217,10 @@ def _downgraded(root, version: int) -> str:
             protocol={"task": "segmentation", "params": {}},
             evaluator={"package": "vbstore", "version": "0.1.0"}), recorded=1.0).id
     conn = sqlite3.connect(root / "registry.db")
-    conn.execute("DROP TABLE data_names")  # as migration 8 found it
+    if version < 11:  # as migration 11 found it
+        conn.execute("DROP TABLE verified_scores")
+    if version < 8:  # as migration 8 found it
+        conn.execute("DROP TABLE data_names")
     if version < 7:  # as migration 7 found it
         conn.execute("DROP INDEX idx_evaluations_board")
         conn.execute("ALTER TABLE evaluations DROP COLUMN variant")
@@ -229,7 +233,7 @@ def _downgraded(root, version: int) -> str:
     return oid
 
 
-@pytest.mark.parametrize("version", [6, 7])
+@pytest.mark.parametrize("version", [6, 7, 10])
 def test_a_read_only_store_before_variants_and_names_serves_its_board(tmp_path, version):
     root = tmp_path / "shared"
     oid = _downgraded(root, version)
@@ -237,6 +241,20 @@ def test_a_read_only_store_before_variants_and_names_serves_its_board(tmp_path, 
     assert run_read_only(root, READ_BOARD, str(root), oid) == {
         "read_only": True, "version": version, "rows": [[oid, {}]], "listed": [[oid, None]],
         "names": []}
+
+
+def test_a_store_before_the_verified_scores_cache_migrates_and_its_board_fills_it(tmp_path):
+    """Migration 11 adds an empty cache; the first board reads the blob and records it."""
+    from vbstore.suites import leaderboard
+
+    root = tmp_path / "s"
+    oid = _downgraded(root, 10)
+    with Store(root) as store:
+        assert store.db.version == 11
+        assert store.db.query("SELECT id FROM verified_scores") == []
+        assert [r["evaluation"] for r in leaderboard(store, "road-test@1").rows] == [oid]
+        assert store.db.query("SELECT id FROM verified_scores") == [(oid,)]
+        assert fsck(store).mismatched == []
 
 
 def test_creating_a_store_does_not_load_pandas(tmp_path):

@@ -52,7 +52,8 @@ def test_a_read_only_store_refuses_a_note_and_an_old_registry_has_none(tmp_path)
     assert run_read_only(root, READ_NOTES, str(root), pack) == {
         "read_only": True, "version": REGISTRY_VERSION, "notes": ["kept"], "refused": REFUSED}
     conn = sqlite3.connect(root / "registry.db")
-    conn.execute("DROP TABLE result_notes")  # as migration 9 found it (undoing 10 first)
+    conn.execute("DROP TABLE verified_scores")  # undoing 11 and 10 first
+    conn.execute("DROP TABLE result_notes")  # as migration 9 found it
     conn.execute("DROP TABLE evaluation_uuids")
     conn.execute("ALTER TABLE evaluations DROP COLUMN project")
     conn.execute("PRAGMA user_version=8")

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from .._budget import check_input_size
+from .._fields import field_ref
 from ..store import tensor_identity
 from ._clip_loaders import clip_sources
 from ._errors import InvalidSpec, NoPretrainedWeights
@@ -175,14 +176,16 @@ def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
             raise NoPretrainedWeights(
                 f"pretrained weights for {name}",
                 "this backbone has none"
-                + (f" (--weights {choice.tag!r} reads as a pretrained tag)" if choice.tag else ""),
-                hint="use --weights random (seeded) or --weights PATH to a checkpoint",
+                + (f" ({field_ref('weights', repr(choice.tag))} reads as a pretrained tag)"
+                   if choice.tag else ""),
+                hint=f"use {field_ref('weights', 'random')} (seeded) or {field_ref('weights')} "
+                     "PATH to a checkpoint",
             )
         if choice.tag is not None:
             raise InvalidSpec(
                 name,
                 f"{name} takes no pretrained tag ({choice.tag!r})",
-                hint="use --weights default",
+                hint=f"use {field_ref('weights', 'default')}",
             )
         backbone = make(True)
         tensor_hash = tensor_identity(backbone.module.state_dict())

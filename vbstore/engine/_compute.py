@@ -13,6 +13,7 @@ batches.
 from __future__ import annotations
 
 import platform
+import sys
 import time
 from dataclasses import replace
 from importlib import metadata
@@ -148,6 +149,8 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
 
 
 def _device_name(run: Run) -> str:
+    if "torch" not in sys.modules:  # scored in numpy from stored rows: nothing left the CPU
+        return f"cpu:{platform.machine()}"
     import torch
 
     device = resolve_device(run.device)

@@ -25,6 +25,7 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..errors import HeadMismatch, UsageError
 from ..records import StoreReader, finetuned_differences
 from ..store import derivation_key
@@ -89,19 +90,22 @@ def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     """
     if not task.finetunes:  # declared by the task layer (its shape and head recipe)
         raise UsageError(
-            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains the blocks with a "
+            f"task {task.name!r} cannot fine-tune: {field_ref('finetune_blocks')} trains the "
+            "blocks with a "
             "head whose recipe trains them too (classification, multilabel, the trained dense "
             "and box probes)",
-            hint="drop --finetune-blocks, or probe with a task that fine-tunes")
+            hint=f"drop {field_ref('finetune_blocks')}, or probe with a task that fine-tunes")
     backbone = request.backbone
     if backbone.precision != "fp32":
-        raise UsageError("fine-tuning trains in fp32", hint="drop --precision bf16")
+        raise UsageError("fine-tuning trains in fp32",
+                         hint=f"drop {field_ref('precision', 'bf16')}")
     if backbone.layers != (-1,) and not trained_runner(task).finetune_layers:
         raise UsageError(f"a fine-tuned {task.name} head reads the last layer only, the "
                          f"output of the last block (not {list(backbone.layers)})",
-                         hint="drop --layers")
+                         hint=f"drop {field_ref('layers')}")
     if backbone.pooling == "none":
-        raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
+        raise UsageError("fine-tuning trains on pooled features",
+                         hint=f"drop {field_ref('pooling', 'none')}")
 
 
 def check_backbone_blocks(ref: Any, blocks: int, layers: tuple[int, ...]) -> None:

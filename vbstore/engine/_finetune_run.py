@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
@@ -45,7 +46,8 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
         if not changed:
             raise UsageError(f"task {task.name!r}: training changed none of the last blocks' "
                              "weights, so its head recipe does not fine-tune them",
-                             hint="drop --finetune-blocks, or raise --backbone-lr")
+                             hint=f"drop {field_ref('finetune_blocks')}, or raise "
+                                  f"{field_ref('backbone_lr')}")
         weights_id = plan.backbone.doc["weights"]
         inputs = {"weights": weights_id, "backbone": plan.backbone.id,
                   "train_manifest": plan.train_m.id, "prefix": train_prefix}

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import canonical
+from .._fields import field_ref
 from ..backbones import check_generate, clip_sources, parse_spec
 from ..errors import UsageError
 from ..tasks import Task, get_shape
@@ -160,7 +161,7 @@ class Runner(ABC):
     def width(self, feed: Feed) -> int:
         """The feature width a head of this shape reads (only a shape that trains one is
         asked: a zero-shot shape refuses a head before this)."""
-        raise UsageError(f"a {self.shape} probe reads no head", hint="drop --head")
+        raise UsageError(f"a {self.shape} probe reads no head", hint=f"drop {field_ref('head')}")
 
 
 class _Trained(Runner):
@@ -190,7 +191,8 @@ class _Trained(Runner):
         Raises:
             UsageError: this shape does not fine-tune (refused at plan time before this).
         """
-        raise UsageError(f"a {self.shape} probe cannot fine-tune", hint="drop --finetune-blocks")
+        raise UsageError(f"a {self.shape} probe cannot fine-tune",
+                         hint=f"drop {field_ref('finetune_blocks')}")
 
     @abstractmethod
     def evaluate(self, plan: Plan, run: Run, state: Any, evaluation: Feed, targets: Any
@@ -345,7 +347,7 @@ class BoxesRunner(DenseRunner):
             raise UsageError(
                 f"the eval boxes are labelled {plan.eval_m.classes[:5]}, the head's classes are "
                 f"{list(classes)[:5]}: box class indices would not agree",
-                hint="train and evaluate with one class list (--classes FILE)")
+                hint=f"train and evaluate with one class list ({field_ref('classes', 'FILE')})")
 
     def eval_data(self, evaluation: Feed) -> dict[str, Any]:
         return {"boxes_dropped": evaluation.split().boxes_dropped}
@@ -374,10 +376,14 @@ class ZeroShotRunner(Runner):
         task, params = plan.task, plan.task_params
         files = param_files(plan.store, task, params)
         context = self.context(plan, files)
-        metrics = task.evaluate_zero_shot(evaluation.vectors(), evaluation.targets(), params,
-                                          context)
+        if getattr(task, "array", "torch") == "numpy":  # the stored rows alone: no torch
+            feats, targets = evaluation.rows(), evaluation.targets(array="numpy")
+        else:
+            feats, targets = evaluation.vectors(), evaluation.targets()
+        metrics = task.evaluate_zero_shot(feats, targets, params, context)
         scored = Scored([metrics] * len(plan.request.probe.seed_list),
                         edges={key: params[key] for key in files})  # gc keeps them
+        scored.targets = targets  # the trivial baseline's, read once
         used = getattr(context.get("text_encoder"), "used", None)
         if used:  # the stored text-tower outputs it read: a list, so not a record input
             scored.edges["text_embeddings"] = sorted(set(used))
@@ -468,9 +474,10 @@ class GenerateRunner(Runner):
         check_clip(task, request)
         # the model writes in its own precision from its own output: no feature setting applies
         backbone = request.backbone
-        named = [flag for flag, given in (("--pooling", backbone.pooling is not None),
-                                          ("--layers", tuple(backbone.layers) != (-1,)),
-                                          ("--precision bf16", backbone.precision != "fp32"))
+        named = [flag for flag, given in ((field_ref("pooling"), backbone.pooling is not None),
+                                          (field_ref("layers"), tuple(backbone.layers) != (-1,)),
+                                          (f"{field_ref('precision', 'bf16')}",
+                                           backbone.precision != "fp32"))
                  if given]
         if named:
             raise UsageError(f"task {task.name!r} reads no features (the model writes "
@@ -548,7 +555,7 @@ def trained_runner(task: Task) -> _Trained:
     runner = runner_for(task)
     if not isinstance(runner, _Trained):
         raise UsageError(f"task {task.name!r} trains no head, so it cannot fine-tune",
-                         hint="drop --finetune-blocks")
+                         hint=f"drop {field_ref('finetune_blocks')}")
     return runner
 
 

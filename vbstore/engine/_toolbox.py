@@ -37,6 +37,7 @@ class Feed:
     def __init__(self, plan: Plan, run: Run, features_id: str, manifest) -> None:
         self.plan, self.run, self.id, self.manifest = plan, run, features_id, manifest
         self._x: Any = None
+        self._rows: Any = None
         self._grid: dict[int, Any] = {}
         self._split: Any = None
 
@@ -47,6 +48,15 @@ class Feed:
 
             self._x = Features(self.plan.store, self.id).pooled()
         return self._x
+
+    def rows(self):
+        """(N, C) pooled features as a numpy array, read without torch (a task that scores the
+        stored rows in numpy: ``ZeroShotTask.array``); the same bits as :meth:`vectors`."""
+        if self._rows is None:
+            from ..features import pooled_rows  # numpy and safetensors: only when rows are read
+
+            self._rows = pooled_rows(self.plan.store, self.id)
+        return self._rows
 
     def grid_vectors(self, grid: int):
         """(N, C * grid * grid): each dense map of the last layer average-pooled to a grid x grid
@@ -73,17 +83,22 @@ class Feed:
                                     resolve_device(self.run.device))
         return self._split
 
-    def targets(self, classes=None):
+    def targets(self, classes=None, array: str = "torch"):
         """Per-sample targets as the task's target kind reads them from the manifest (None:
         they come another way, e.g. captions in a zero-shot context).
 
         ``classes`` (the training classes) re-indexes labels by class name, so an eval split read
-        with another class list is still scored against the right head outputs.
+        with another class list is still scored against the right head outputs. ``array``:
+        ``"numpy"`` gives the kind's numpy array as read, with no torch.
         """
+        read = get_target_kind(self.plan.task.target_kind).per_sample
+        if read is None:
+            return None
+        if array == "numpy":
+            return read(self.manifest, classes)
         import torch
 
-        read = get_target_kind(self.plan.task.target_kind).per_sample
-        return None if read is None else torch.from_numpy(read(self.manifest, classes))
+        return torch.from_numpy(read(self.manifest, classes))
 
 
 def featureset(plan: Plan, run: Run, manifest, role: str) -> str:

@@ -20,16 +20,17 @@ if TYPE_CHECKING:
     from ._prefix import PrefixRows, write_prefix
     from ._progress import ExtractProgress
     from ._read import Features
+    from ._rows import pooled_rows
 
-# loaded on first use: extraction and reading need torch; the executors only a command given
-# --executor (a cached `get` needs none of them)
+# loaded on first use: extraction and reading need torch (pooled_rows: numpy only); the
+# executors only a command given --executor (a cached `get` needs none of them)
 _LAZY = {"ExtractionStats": "._extract", "extract_featureset": "._extract", "Features": "._read",
          "decode_image": "._extract",
          "store_featureset": "._extract", "ExtractPlan": "._extract", "PackWriter": "._packs",
          "PrefixRows": "._prefix", "write_prefix": "._prefix",
          "ExtractProgress": "._progress", "RayExecutor": "._executor",
          "make_executor": "._executor", "clear_feature_cache": "._cache",
-         "feature_cache": "._cache"}
+         "feature_cache": "._cache", "pooled_rows": "._rows"}
 
 __all__ = [
     "OP_VERSION",
@@ -48,6 +49,7 @@ __all__ = [
     "extractor_key",
     "feature_cache",
     "make_executor",
+    "pooled_rows",
     "store_featureset",
     "write_prefix",
 ]

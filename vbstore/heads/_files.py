@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..canonical import digest
 from ..errors import BadHead, HeadMismatch, SchemaError, UsageError, VbstoreError
 from ..records import (
@@ -187,7 +188,8 @@ def evaluation_metrics(store, head_id: str, result_ref: str) -> tuple[dict[str, 
     record = ResultRecord.from_dict(store.read_json(oid))
     if record.inputs.get("head") != head_id:
         raise UsageError(f"result {oid[:12]} was not computed with head {head_id[:12]}",
-                         hint="evaluate this head: vbstore get result ... --head NAME")
+                         hint=f"evaluate this head: vbstore get result ... {field_ref('head')} "
+                              "NAME")
     metrics = {k: v for k, v in record.metrics.items() if isinstance(v, (int, float))}
     return metrics, record.eval_data.get("manifest", "")
 

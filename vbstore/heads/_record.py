@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
+from .._fields import field_ref
 from ..errors import NotAHead, SchemaError
 from ..records import (
     BackboneRecord,
@@ -184,7 +185,8 @@ def name_backbones(store, record: Mapping[str, Any], expected: Mapping[str, Any]
 
 
 # the head's settings a command-line flag chooses for the features it is applied to
-FLAGS = (("pooling", "--pooling"), ("input_size", "--input-size"), ("layers", "--layers"))
+FLAGS = (("pooling", field_ref("pooling")), ("input_size", field_ref("input_size")),
+         ("layers", field_ref("layers")))
 
 
 def reading_flags(record: Mapping[str, Any], expected: Mapping[str, Any],

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..backbones import list_backbones, parse_spec
 from ..data import data_prefixes
 from ..errors import LeftOutWarning, UnidentifiedWeights, UsageError, VbstoreError
@@ -315,7 +316,8 @@ def clip_benchmark_identity(row: Mapping[str, Any], where: str, *,
                 f"field ({identity.spec}, {identity.weights} weights)")
         if vouched is not None and vouched != identity.weights:
             raise UsageError(f"{where} says its weights are {identity.weights}, not {vouched}",
-                             hint="drop --weights: this file names its weights itself")
+                             hint=f"drop {field_ref('weights')}: this file names its weights "
+                                  "itself")
         return identity
     if not isinstance(model, str) or not model or not isinstance(pretrained, str):
         raise UnidentifiedWeights(where, "model or pretrained is missing or not text")
@@ -332,7 +334,7 @@ def clip_benchmark_identity(row: Mapping[str, Any], where: str, *,
         raise UnidentifiedWeights(
             where, f"pretrained {pretrained!r} is not an open_clip tag",
             hint="nothing was imported; if it is a checkpoint file open_clip loaded, vouch for "
-            "it with --weights checkpoint")
+            f"it with {field_ref('weights', 'checkpoint')}")
     return WeightsIdentity(f"open_clip:{model}@{pretrained}", vouched or "pretrained")
 
 

@@ -26,6 +26,8 @@ _LAZY = {
     "forget": "._forget", "ForgetReport": "._forget", "rebuild_registry": "._rebuild",
     "db_id": "._ids", "hex_id": "._ids",
     "JSON_KINDS": "._kinds", "KINDS": "._kinds", "TENSOR_KINDS": "._kinds", "encoding": "._kinds",
+    "VERIFIED_COLUMNS": "._verified", "VERIFIED_FROM": "._verified",
+    "remember_verified": "._verified", "verified_claims": "._verified",
     "ObjectFiles": "._objects", "RunInfo": "._runs", "validate": "._schemas",
     "pack_index": "._rows",
     "ObjectInfo": "._base", "Store": "._store", "default_root": "._store",
@@ -65,6 +67,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         tensor_identity,
         to_safetensors_bytes,
     )
+    from ._verified import (
+        VERIFIED_COLUMNS,
+        VERIFIED_FROM,
+        remember_verified,
+        verified_claims,
+    )
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -73,6 +81,8 @@ __all__ = [
     "RACY_SECONDS",
     "REGISTRY_VERSION",
     "TENSOR_KINDS",
+    "VERIFIED_COLUMNS",
+    "VERIFIED_FROM",
     "Derivation",
     "ForgetReport",
     "FsckReport",
@@ -104,11 +114,13 @@ __all__ = [
     "reachable",
     "read_safetensors_header",
     "rebuild_registry",
+    "remember_verified",
     "safetensors_identity",
     "sniff_kind",
     "tensor_identity",
     "to_safetensors_bytes",
     "validate",
+    "verified_claims",
 ]
 
 

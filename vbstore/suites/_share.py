@@ -39,7 +39,7 @@ from ..errors import (
     TamperedBlob,
     VbstoreError,
 )
-from ..records import EvaluationRecord, SuiteRecord
+from ..records import EvaluationRecord, StoreReader, SuiteRecord
 from ..remotes import (
     BoardListing,
     RefUpdate,
@@ -279,6 +279,59 @@ def index_stored(store: Store, oids: list[str]) -> list[str]:
         items.append((oid, data, doc, rejudge(suite, doc), store.info(oid).created))
     admit(store, items)
     return [oid for oid, *_ in items]
+
+
+def judge_staged(reader, oid: str) -> list[str]:
+    """The gate's judge of an evaluation arriving by a plain pull (or a cache answer) rather
+    than on a board: :func:`judge_pulled`, run on the transfer's staged files before any enters
+    the store. Its suite must come along or be here, and be the document this store holds
+    under that ``slug@version``, if it holds one."""
+    doc = reader.json(oid)
+    suite, problems = _staged_suite(reader, doc)
+    if suite is None:
+        return problems
+    staged = getattr(reader, "staged", {})
+    return judge_pulled(reader.store, doc, suite=suite,
+                        lookup=lambda other: reader.json(other) if other in staged else None)
+
+
+def _staged_suite(reader, doc: dict[str, Any]) -> tuple[Suite | None, list[str]]:
+    """The suite an arriving evaluation names, from the transfer or this store, or why not."""
+    ref, oid = doc.get("suite"), doc.get("suite_id")
+    if not isinstance(oid, str) or not reader.present(oid):
+        return None, [f"its suite {ref} ({str(oid)[:12]}) neither came with it nor is here"]
+    suite_doc = reader.json(oid)
+    if suite_doc.get("kind") != "suite" or f"{suite_doc.get('slug')}@" \
+            f"{suite_doc.get('version')}" != ref:
+        return None, [f"its suite_id {oid[:12]} is not suite {ref}"]
+    try:
+        here = get_suite(reader.store, ref)
+    except SuiteNotFound:
+        here = None
+    if here is not None and here.id != oid:
+        return None, [f"this store holds {ref} as another suite document ({here.id[:12]}) "
+                      f"than the one it names ({oid[:12]})"]
+    return Suite(oid, normalize(suite_doc)), []
+
+
+def index_pulled(store: Store, oid: str) -> None:
+    """After a plain pull stored evaluation ``oid`` (judged by :func:`judge_staged`): index it
+    as a board pull indexes its evaluations (its suite first, when this store lacks that
+    version; re-judged as a copy where its verdict does not hold here). One already indexed is
+    left as it is.
+
+    Raises:
+        TamperedBlob: it fails :func:`judge_pulled` here (one stored before, by an older
+            vbstore's plain pull); it stays unindexed and gets no name.
+    """
+    doc = store.read_json(oid)
+    if oid in indexed(store, doc["suite"]):
+        return
+    _add_suite(store, store.read_json(doc["suite_id"]))
+    if index_stored(store, [oid]) != [oid]:
+        problems = judge_staged(StoreReader(store), oid) or ["it cannot be judged here"]
+        raise TamperedBlob(f"store {store.root}", oid, "; ".join(problems[:3]),
+                           what=f"evaluation {oid[:12]}")
 
 
 def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str, Any] | None,

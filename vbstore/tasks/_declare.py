@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from ..errors import UsageError
+from ..errors import UndefinedMetric, UsageError
 
 Direction = Literal["higher", "lower"]
 ParamValue = bool | int | float | str
@@ -136,3 +136,27 @@ class Param:
         if self.file is not None:
             out["file"] = True
         return out
+
+
+class _Named(Protocol):
+    name: str
+
+
+def metrics_out(
+    task: _Named, values: Mapping[str, Any], declared: Sequence[Metric]
+) -> dict[str, float]:
+    """Exactly the declared metrics, as finite Python floats, in declared order (a metric
+    reported only from some class count on, ``Metric.min_classes``, may be absent)."""
+    names = [m.name for m in declared if m.name in values or not m.min_classes]
+    if set(values) != set(names):
+        raise RuntimeError(
+            f"task {task.name!r} returned metrics {sorted(values)}, declared {sorted(names)}"
+        )
+    out = {}
+    for name in names:
+        value = float(values[name])
+        if not math.isfinite(value):
+            raise UndefinedMetric(task.name, name, f"it evaluated to {value}")
+        out[name] = value
+    return out
+

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._budget import check_memory
+from .._fields import field_ref
 from .._progress import progress
 from ..errors import UsageError
 from ._errors import TaskInputError, TrainingDiverged
@@ -111,7 +112,8 @@ def build_head(params: dict[str, Any], channels: tuple[int, ...], n_out: int, se
         raise UsageError(
             f"task {task!r}: the dpt head fuses several layers but the features have "
             f"{len(channels)}",
-            hint="extract with several --layers (e.g. --layers 2 5 8 11), or use head=linear",
+            hint=f"extract with several {field_ref('layers')} (e.g. {field_ref('layers')} 2 5 8 "
+                 "11), or use head=linear",
         )
     kind = LinearHead if params["head"] == "linear" else DptHead
     # torch's own initialisers draw from the global generator: fork it so the caller's RNG
@@ -256,7 +258,8 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
                 raise TrainingDiverged(
                     f"task {task.name!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
                     hint=f"lower lr (now {params['lr']:g})" + (
-                        f" or --backbone-lr (now {trainable.lr:g})" if trainable else ""))
+                        f" or {field_ref('backbone_lr')} (now {trainable.lr:g})"
+                        if trainable else ""))
             shown.update(1, loss=loss_sum / rows)
     for p in blocks:
         p.requires_grad_(False)
