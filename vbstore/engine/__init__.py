@@ -41,11 +41,14 @@ _LAZY = {
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
     "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
     "StepContext": "._scored",
+    "check_saves_classifier": "._classifier", "save_classifier": "._classifier",
+    "zero_shot_classifier": "._classifier",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
+    from ._classifier import check_saves_classifier, save_classifier, zero_shot_classifier
     from ._demo import (
         DENSE_TRAINING,
         DemoRun,
@@ -142,6 +145,7 @@ __all__ = [
     "SweepEntry",
     "answer_inputs",
     "baseline_metrics",
+    "check_saves_classifier",
     "data_options_for",
     "demo_setup",
     "demo_shapes",
@@ -170,6 +174,7 @@ __all__ = [
     "result_rows",
     "run_demo",
     "run_fields",
+    "save_classifier",
     "scenes_setup",
     "show_data",
     "store_param_files",
@@ -177,6 +182,7 @@ __all__ = [
     "summary",
     "sweep",
     "weights_of_tensor_hash",
+    "zero_shot_classifier",
 ]
 
 
