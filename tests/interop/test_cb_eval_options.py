@@ -1,12 +1,16 @@
-"""CLIP_benchmark 1.6.2's ``--save_clf`` / ``--load_clfs`` against its own code (installed for
-the test, never imported by vbstore): the classifier vbstore saves is the one its
-``zero_shot_classifier`` makes, in a file its ``--load_clfs`` reads back to the same numbers;
-the files it saves (one, or several averaged) give vbstore's ``load_clfs`` its numbers.
+"""CLIP_benchmark 1.6.2's ``--save_clf`` / ``--load_clfs`` and its caption webdatasets against
+its own code (installed for the test, never imported by vbstore): the classifier vbstore saves
+is the one its ``zero_shot_classifier`` makes, in a file its ``--load_clfs`` reads back to the
+same numbers; the files it saves (one, or several averaged) give vbstore's ``load_clfs`` its
+numbers; a ``cb:wds/flickr30k`` copy written locally in its webdataset layout is read as its
+builder reads it and scored as its retrieval scores it.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
+import tarfile
 
 import numpy as np
 import pytest
@@ -16,6 +20,8 @@ from torchvision import datasets, transforms
 
 import vbstore
 from vbstore.backbones import register_clip_loader
+from vbstore.data import load_manifest
+from vbstore.errors import UsageError
 from vbstore.engine import plan, result_request, save_classifier
 from vbstore.tasks.zeroshot_classification import TEMPLATES
 
@@ -141,3 +147,66 @@ def test_classifiers_go_both_ways_with_clip_benchmark(clip_benchmark, store, tmp
                                  params={"load_clfs": ",".join(map(str, files))}, **kw)
         assert got.metrics == expected_here, files
         assert got.metrics != expected and got.id not in (ours.id, loaded.id)
+
+
+WORDS = ["a", "red", "dog", "on", "blue", "cat", "under", "green", "table", "the", "big", "box"]
+
+
+def _caption_shards(root, n=16, per_image=2, kind="retrieval"):
+    """CLIP_benchmark's webdataset layout of a caption set (what its convert_retrieval_dataset
+    writes): dataset_type.txt, test/nshards.txt, test/0.tar of PNG + TXT (a caption a line)."""
+    rng = np.random.default_rng(3)
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "nshards.txt").write_text("1\n")
+    (root / "dataset_type.txt").write_text(f"{kind}\n")
+    with tarfile.open(root / "test" / "0.tar", "w") as tar:
+        for i in range(n):
+            image = io.BytesIO()
+            pixels = rng.integers(0, 256, (SIZE + 4, SIZE + 4, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(image, "png")
+            captions = [" ".join(rng.choice(WORDS, size=5)) for _ in range(per_image)]
+            label = "\n".join(captions) if kind == "retrieval" else str(i % 2)
+            for ext, data in (("png", image.getvalue()),
+                              ("txt" if kind == "retrieval" else "cls", label.encode())):
+                info = tarfile.TarInfo(f"s{i:07d}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+
+
+def test_a_caption_webdataset_is_read_and_scored_as_clip_benchmark_does(clip_benchmark, store,
+                                                                        tmp_path):
+    pytest.importorskip("webdataset")
+    root = tmp_path / "wds_flickr30k"
+    _caption_shards(root)
+    options = {"dataset_root": str(tmp_path / "wds_{dataset_cleaned}")}
+    doc = load_manifest(store, "cb:wds/flickr30k", split="test", **options).doc
+    builder = importlib.import_module("clip_benchmark.datasets.builder")
+    theirs = list(builder.build_dataset("wds/flickr30k", root=str(root), split="test",
+                                        transform=None, download=False,
+                                        task="zeroshot_retrieval"))
+    assert [s["captions"] for s in doc["samples"]] == [captions for _, captions in theirs]
+    assert len(doc["samples"]) == 16 and all(len(s["captions"]) == 2 for s in doc["samples"])
+
+    result = vbstore.get_result(CLIP, "zeroshot_retrieval", "cb:wds/flickr30k", split="test",
+                                data_options=options, store=store, progress=False)
+    model, transform, tokenizer = _load("tiny", "v1")
+    model.eval()
+    metric = importlib.import_module("clip_benchmark.metrics.zeroshot_retrieval")
+    pairs = [(transform(image), captions) for image, captions in theirs]
+    loader = torch.utils.data.DataLoader(pairs, batch_size=4, shuffle=False,
+                                         collate_fn=builder.image_captions_collate_fn)
+    expected = metric.evaluate(model, loader, tokenizer, "cpu", amp=False,
+                               recall_k_list=[1, 5, 10])
+    # 16 images, 32 captions: every recall a multiple of 1/32, exact in float32 and float64
+    assert result.metrics == expected
+    assert 0 < result.metrics["image_retrieval_recall@1"] < 1
+
+
+def test_class_shards_under_a_caption_set_name_are_refused(clip_benchmark, store, tmp_path):
+    pytest.importorskip("webdataset")
+    _caption_shards(tmp_path / "wds_flickr30k", kind="classification")
+    with pytest.raises(UsageError, match="cb:wds/flickr30k sample 0 has int where captions "
+                                         "belong") as caught:
+        load_manifest(store, "cb:wds/flickr30k", split="test",
+                      dataset_root=str(tmp_path / "wds_{dataset_cleaned}"))
+    assert "dataset_type.txt must say retrieval" in caught.value.hint
