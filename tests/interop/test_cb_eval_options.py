@@ -21,8 +21,8 @@ from torchvision import datasets, transforms
 import vbstore
 from vbstore.backbones import register_clip_loader
 from vbstore.data import load_manifest
-from vbstore.errors import UsageError
 from vbstore.engine import plan, result_request, save_classifier
+from vbstore.errors import UsageError
 from vbstore.tasks.zeroshot_classification import TEMPLATES
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ def _accuracy(output, target, topk=(1,)):
 
 def _folder(root):
     rng = np.random.default_rng(7)
-    for c, name in enumerate(CLASSES):  # a colour per class, so the scores follow the class
+    for name in CLASSES:  # a colour per class, so the scores follow the class
         (root / "val" / name).mkdir(parents=True)
         colour = rng.integers(0, 256, size=3)
         for i in range(4):
@@ -130,7 +130,8 @@ def test_classifiers_go_both_ways_with_clip_benchmark(clip_benchmark, store, tmp
     # their file through ours
     loaded = vbstore.get_result(CLIP, "zeroshot_classification", str(root),
                                 params={"load_clfs": str(saved)}, **kw)
-    assert loaded.metrics == expected and loaded.id != ours.id
+    assert loaded.metrics == expected
+    assert loaded.id != ours.id
     # a classifier of class prototypes (the mean image embedding of each class, unnormalised
     # columns) tells apart what the tiny text tower cannot: read by both, alone and averaged
     # with the text one, as it averages (A / n + B / n, not normalised again)
@@ -146,7 +147,8 @@ def test_classifiers_go_both_ways_with_clip_benchmark(clip_benchmark, store, tmp
         got = vbstore.get_result(CLIP, "zeroshot_classification", str(root),
                                  params={"load_clfs": ",".join(map(str, files))}, **kw)
         assert got.metrics == expected_here, files
-        assert got.metrics != expected and got.id not in (ours.id, loaded.id)
+        assert got.metrics != expected
+        assert got.id not in (ours.id, loaded.id)
 
 
 WORDS = ["a", "red", "dog", "on", "blue", "cat", "under", "green", "table", "the", "big", "box"]
@@ -185,7 +187,8 @@ def test_a_caption_webdataset_is_read_and_scored_as_clip_benchmark_does(clip_ben
                                         transform=None, download=False,
                                         task="zeroshot_retrieval"))
     assert [s["captions"] for s in doc["samples"]] == [captions for _, captions in theirs]
-    assert len(doc["samples"]) == 16 and all(len(s["captions"]) == 2 for s in doc["samples"])
+    assert len(doc["samples"]) == 16
+    assert all(len(s["captions"]) == 2 for s in doc["samples"])
 
     result = vbstore.get_result(CLIP, "zeroshot_retrieval", "cb:wds/flickr30k", split="test",
                                 data_options=options, store=store, progress=False)

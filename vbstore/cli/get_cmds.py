@@ -13,10 +13,13 @@ from ._visflags import (
     FLAGS,
     POOLINGS,
     append_results,
+    check_save_clf,
     flag_params,
     merge,
     probe_flag_options,
     results_option,
+    save_classifier_to,
+    save_clf_option,
 )
 from .data_cmds import manifest_cmd
 
@@ -84,7 +87,9 @@ def parse_layers(text: str | None) -> list[int] | None:
 @get.command("result")
 @backbone_options
 @click.option("--task", "-t", default=None,
-              help="Probe task (vbstore list tasks); with --suite, the suite's.")
+              help="Probe task (vbstore list tasks); with --suite, the suite's; auto: the task "
+                   "CLIP_benchmark's --task auto runs on --data (retrieval on caption sets, "
+                   "else zero-shot classification), as sweep --tasks auto.")
 @click.option("--data", "-d", default=None,
               help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes; "
                    "with --suite, the suite's unless its data is elsewhere.")
@@ -135,6 +140,7 @@ def parse_layers(text: str | None) -> list[int] | None:
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
 @results_option
+@save_clf_option
 @probe_flag_options
 @data_layout_options
 @executor_options
@@ -143,8 +149,8 @@ def parse_layers(text: str | None) -> list[int] | None:
 def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
                    task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
                    params, finetune_blocks, backbone_lr, language, head, no_strict, recompute,
-                   dry_run, suite_ref, notes, plugins, results_file, data_options, executor,
-                   as_json, batch_size, pooling, **flags) -> None:
+                   dry_run, suite_ref, notes, plugins, results_file, save_clf, data_options,
+                   executor, as_json, batch_size, pooling, **flags) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -166,6 +172,12 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             raise UsageError("--results writes one run's record; --suite runs one per condition",
                              hint="drop --results, then `vbstore export results --format "
                                   "visbench` writes every stored result")
+        if save_clf is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--save-clf writes one run's classifier; --suite runs one per "
+                             "condition", hint="drop --save-clf, and ask for the condition "
+                                               "with get result -t and -d")
         run = {"device": device, "progress": progress_for(executor, as_json),
                "recompute": recompute, "executor": executor, "batch_size": batch_size}
         request = {"train_data": train_data, "split": split, "train_split": train_split,
@@ -181,6 +193,11 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     for name, value in (("--task", task), ("--data", data)):
         if value is None:
             raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
+    if task == "auto":  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
+        from ..interop import clip_benchmark_task
+
+        task = clip_benchmark_task(str(data))
+    check_save_clf(task, save_clf, dry_run)
     task_params = merge(task, parse_params(params), flag_params(flags))
 
     def request_for(data, split):
@@ -203,6 +220,7 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
                      recompute=recompute, executor=executor, batch_size=batch_size)
     append_results(store, result.id, None if dry_run else results_file)
+    save_classifier_to(the_plan, save_clf)
     emit(as_json, result.as_dict(), lambda: print_result(result))
     _answers.record(store, pending, the_plan, result, as_json)
 

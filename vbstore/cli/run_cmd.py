@@ -17,7 +17,15 @@ from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
-from ._visflags import FLAGS, POOLINGS, append_results, results_option
+from ._visflags import (
+    FLAGS,
+    POOLINGS,
+    append_results,
+    check_save_clf,
+    results_option,
+    save_classifier_to,
+    save_clf_option,
+)
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -96,6 +104,8 @@ def _command(task: Task) -> click.Command:
             return
         given = parse_params(params)
         save_probe = kw.pop("save_probe", None)
+        save_clf = kw.pop("save_clf", None)
+        check_save_clf(task.name, save_clf, kw["dry_run"])
         push_to, public = kw.pop("push_to", None), kw.pop("public", False)
         if save_probe is not None or push_to is not None:
             _check_save_probe(task, kw, "--push-to" if save_probe is None else "--save-probe")
@@ -124,6 +134,7 @@ def _command(task: Task) -> click.Command:
         result = execute(the_plan, device=kw["device"], progress=progress_for(executor, as_json),
                          executor=executor, batch_size=kw["batch_size"])
         append_results(store, result.id, kw["results_file"])
+        save_classifier_to(the_plan, save_clf)
         emit(as_json, result.as_dict(), lambda: print_result(result))
         if save_probe is not None:
             from ..heads import export_head
@@ -203,6 +214,8 @@ def _command(task: Task) -> click.Command:
             click.option("--backbone-lr", type=float, default=None,
                          help="Peak learning rate of the fine-tuned blocks [default: lr / 100]."),
         ]
+    if "load_clfs" in task.params:  # a zero-shot classifier to write (CLIP_benchmark's)
+        options.append(save_clf_option)
     if "language" not in task.params:  # the language of cb: data (a zero-shot task's: its own)
         options.append(click.option("--language", "task__language", default=None,
                                     help="Language of cb: data (CLIP_benchmark's --language)."))

@@ -45,7 +45,7 @@ def _read(path: str) -> torch.Tensor:
         value = torch.load(Path(path).expanduser(), map_location="cpu", weights_only=True)
     except OSError as exc:
         raise UsageError(f"load_clfs {path!r}: {exc.strerror or exc}", hint=HINT) from None
-    except Exception as exc:  # noqa: BLE001 - torch.load on foreign bytes raises anything
+    except Exception as exc:  # torch.load on foreign bytes raises anything
         # (UnpicklingError, BadZipFile, RuntimeError, EOFError, KeyError...): all one refusal
         raise UsageError(f"load_clfs {path!r} is not a tensor file torch.save wrote (torch.load "
                          f"refused it: {type(exc).__name__})", hint=HINT) from None
