@@ -245,3 +245,16 @@ def test_save_clf_writes_its_file_every_time_never_from_the_answer_cache(shapes,
     saved.unlink()
     assert by("--save-clf", str(saved)) == "full"
     assert saved.read_bytes() == first
+
+
+def test_val_proportion_and_fewshot_k_take_clip_benchmarks_spellings(run, shapes):
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    common = ["-b", CLIP, "-t", "linear_probe", *data, "--json"]
+    by_p = _ok(run("get", "result", *common, "-p", "val_proportion=0.4", "-p", "fewshot_k=-1"))
+    assert by_p["record"]["params"]["val_proportion"] == 0.4
+    for flags in (("--val-proportion", "0.4", "--fewshot-k", "-1"),
+                  ("--val_proportion", "0.4", "--fewshot_k", "-1")):
+        assert _ok(run("get", "result", *common, *flags))["id"] == by_p["id"], flags
+    out = run("get", "result", *common, "--val-proportion", "0.4", "-p", "val_proportion=0.2")
+    assert out.exit_code == 2
+    assert "--val-proportion 0.4 and -p val_proportion=0.2 disagree" in out.output
