@@ -192,9 +192,9 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
                               "test") from None
     if text or streamed_text:
         key = folder_key("cb", 1, name, language, split, _state(where))
-        records = (_streamed_captions(name, dataset) if streamed_text
-                   else _checked(text_records(dataset), root))
-        list_path = write_list(store, f"cb-v1-{key}", records)
+        rows = (_streamed_captions(name, dataset) if streamed_text
+                else _checked(text_records(dataset), root))
+        list_path = write_list(store, f"cb-v1-{key}", rows)
         return Source(list_path, None, {"kind": "cb", "name": name, "language": language})
     classes = [str(c) for c in getattr(dataset, "classes", None) or []] or None
     named = classes

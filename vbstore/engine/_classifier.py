@@ -44,14 +44,16 @@ def zero_shot_classifier(plan: Any) -> Any:
     """
     from ..tasks.zeroshot_classification import saved_classifier
     from ._requests import param_files
-    from ._runners import runner_for
+    from ._runners import ZeroShotRunner, runner_for
 
     check_saves_classifier(plan.task)
+    runner = runner_for(plan.task)
+    assert isinstance(runner, ZeroShotRunner)  # the tasks with load_clfs score zero-shot
     if plan.backbone is None:
         raise UsageError("the classifier needs the backbone, and a dry run does not build it",
                          hint="drop --dry-run")
     files = param_files(plan.store, plan.task, plan.task_params)
-    context = runner_for(plan.task).context(plan, files)
+    context = runner.context(plan, files)
     dim = int(plan.backbone.doc["geometry"]["embed_dim"])
     return saved_classifier(plan.task.resolve_params(plan.task_params), context,
                             list(plan.eval_m.classes), dim)

@@ -72,7 +72,7 @@ def load(value: str) -> bytes:
     files = paths(value)
     if not files:
         raise UsageError(f"load_clfs {value!r} names no file", hint=HINT)
-    tensors = {}
+    tensors: dict[str, Any] = {}
     for i, path in enumerate(files):
         tensor = _read(path)
         if tensors and tensor.shape != tensors["0"].shape:

@@ -90,7 +90,8 @@ def text_classifier(
                              hint="run through vbstore (get result/run), which reads the "
                                   "files, or pass context['files']['load_clfs']")
         average = _classifiers.average(list(loaded))
-        _classifiers.check_shape(*average.shape, dim, len(class_names))
+        d, c = average.shape
+        _classifiers.check_shape(d, c, dim, len(class_names))
         return average.T.to(device=device, dtype=torch.float32)
     prompts = context.get("dataset_prompts")
     if params["templates"] == DATASET_TEMPLATES and prompts:
