@@ -176,6 +176,18 @@ def test_task_auto_is_the_task_clip_benchmark_picks(run, shapes):
     named = _ok(run("get", "result", "-t", "zeroshot_classification", *common))
     auto = _ok(run("get", "result", "-t", "auto", *common))
     assert (auto["id"], auto["record"]["task"]) == (named["id"], "zeroshot_classification")
+    # a caption set's name picks retrieval, as sweep --tasks auto does: its recall_k is taken
+    # (the data is then asked for its root), where classification has no such parameter
+    out = run("get", "result", "-t", "auto", "-b", CLIP, "-d", "cb:wds/flickr30k", "--split",
+              "test", "-p", "recall_k=5")
+    assert out.exit_code == 2
+    assert "cb:wds/flickr30k reads its files from a dataset root" in out.output
+    out = run("get", "result", "-t", "auto", *common[:-1], "-p", "recall_k=5")
+    assert out.exit_code == 2
+    assert "task 'zeroshot_classification' has no parameter 'recall_k'" in out.output
+    out = run("get", "result", "-t", "auto", "-b", CLIP, "--suite", "some@1")
+    assert out.exit_code == 2
+    assert "-t auto picks the task from --data" in out.output
 
 
 PLUGIN = '''

@@ -163,6 +163,12 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
     for path in plugins:
         load_plugin(path)
+    if task == "auto":  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
+        from ..interop import clip_benchmark_task
+
+        if data is None:
+            raise click.UsageError("-t auto picks the task from --data, which is not given.")
+        task = clip_benchmark_task(str(data))
     if suite_ref is not None:  # the suite's task, parameters and settings, then its verdict
         from .suite_cmds import result_on_suite
 
@@ -193,10 +199,6 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
     for name, value in (("--task", task), ("--data", data)):
         if value is None:
             raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
-    if task == "auto":  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
-        from ..interop import clip_benchmark_task
-
-        task = clip_benchmark_task(str(data))
     check_save_clf(task, save_clf, dry_run)
     task_params = merge(task, parse_params(params), flag_params(flags))
 
