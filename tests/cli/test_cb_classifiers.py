@@ -103,7 +103,9 @@ def test_a_saved_classifier_loads_back_as_another_result(run, shapes, tmp_path):
     for asked in (("get", "result", *common, "-p", f"load_clfs={saved}"),
                   ("get", "result", *common, "--load_clfs", str(copy)),
                   ("run", "zeroshot_classification", *common[:2], *common[4:],
-                   "--load-clfs", str(copy))):
+                   "--load-clfs", str(copy)),
+                  ("run", "zeroshot_classification", *common[:2], *common[4:],
+                   "--load_clfs", str(saved))):
         assert _ok(run(*asked))["id"] == loaded["id"], asked
     # two files averaged (repeated or comma-separated): another question
     twice = _ok(run("get", "result", *common, "--load-clfs", str(saved), "--load-clfs",
@@ -267,6 +269,8 @@ def test_val_proportion_and_fewshot_k_take_clip_benchmarks_spellings(run, shapes
     for flags in (("--val-proportion", "0.4", "--fewshot-k", "-1"),
                   ("--val_proportion", "0.4", "--fewshot_k", "-1")):
         assert _ok(run("get", "result", *common, *flags))["id"] == by_p["id"], flags
+        assert _ok(run("run", "linear_probe", *common[:2], *common[4:], *flags))["id"] == \
+            by_p["id"], flags
     out = run("get", "result", *common, "--val-proportion", "0.4", "-p", "val_proportion=0.2")
     assert out.exit_code == 2
     assert "--val-proportion 0.4 and -p val_proportion=0.2 disagree" in out.output

@@ -44,6 +44,10 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
 
+# task parameters that are CLIP_benchmark flags: its underscore spelling is an alias
+CB_SPELLED_PARAMS = ("fewshot_k", "load_clfs", "recall_k", "val_proportion")
+
+
 def _flag(name: str) -> str:
     if name in _RENAMED:
         return f"--{_RENAMED[name]}"
@@ -53,6 +57,8 @@ def _flag(name: str) -> str:
 def _option(name: str, spec: Param) -> click.Option:
     """The click option of one task parameter; None default, so only given values are sent."""
     names = [_flag(name), f"task__{name}"]
+    if name in CB_SPELLED_PARAMS:  # CLIP_benchmark's own spelling, as an alias: --fewshot_k
+        names.insert(1, f"--{name}")
     if len(name) == 1:
         names = [f"-{name}", f"task__{name}"]
     help_text = f"{spec.help} (default {spec.default!r})"
