@@ -19,6 +19,9 @@ from typing import Any
 from ..errors import UsageError
 from ..tasks import Task, get_task
 
+# Local imports: torch and the compute path (the task's classifier code, the runners) load
+# inside the functions that make or write a classifier, not with the engine's names.
+
 
 def check_saves_classifier(task: Task | str) -> None:
     """Refuse ``--save_clf`` for a task that scores no zero-shot classifier.

@@ -29,6 +29,9 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     import torch
 
+# Local imports: torch, safetensors and the store's serialiser load inside the functions that
+# read or score classifiers; declaring the parameter (importing a task) loads none of them.
+
 HINT = ("a file CLIP_benchmark's --save_clf (or vbstore's --save-clf) wrote: one (D, C) "
         "tensor, D the model's embedding size, C the classes")
 
