@@ -15,12 +15,12 @@ loopback-only namespace: ``unshare -n sh -c 'ip link set lo up; python benchmark
 ``--registry`` (no Ray) runs one measurement under two versions of vbstore, each in its own
 process: this checkout, and ``--baseline REF`` (default: the last commit before the compact
 registry layout) unpacked from git. For R feature rows (packs of 4096): registry bytes per row
-(SQLite's ``dbstat``) and per image (the whole file), insert rate through ``add_feature_rows``,
-lookup rate through ``feature_rows`` (the whole manifest at once, as a plan asks). For M objects
-(half reachable from results, as ``store_bench.py`` builds them, with a blob file each): ``fsck``
-and ``gc`` seconds, per 10^5 objects, and over their floors measured in the same run (open,
-read, hash and close every blob in a plain loop; unlink as many files as gc removed, one after
-the other: gc unlinks from two threads, so on free cores it can go below that floor), and
+(SQLite's ``dbstat``) and per image (the whole file), insert rate through ``feature_rows.add``,
+lookup rate through ``feature_rows.find`` (the whole manifest at once, as a plan asks). For M
+objects (half reachable from results, as ``store_bench.py`` builds them, with a blob file each):
+``fsck`` and ``gc`` seconds, per 10^5 objects, and over their floors measured in the same run
+(open, read, hash and close every blob in a plain loop; unlink as many files as gc removed, one
+after the other: gc unlinks from two threads, so on free cores it can go below that floor), and
 projected to 10^7 objects (issue 13's target: gc in 60 s). On a slow or busy disk the floors
 dominate; ``--dir /dev/shm`` isolates what the registry costs.
 
@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import blake3
@@ -114,6 +115,22 @@ def _table_bytes(store, tables: tuple[str, ...]) -> int:
     return total or 0
 
 
+def _store_op(store, name: str):
+    """``store.<name>`` (a method before the Store split) or ``vbstore.store.<name>(store)``
+    (a function since): a worker runs under either vbstore."""
+    import vbstore.store
+
+    method = getattr(store, name, None)
+    return method if method is not None else partial(getattr(vbstore.store, name), store)
+
+
+def _feature_rows(store):
+    """(add, find) of the feature-row index, before the Store split or since."""
+    if hasattr(store, "add_feature_rows"):
+        return store.add_feature_rows, store.feature_rows
+    return store.feature_rows.add, store.feature_rows.find
+
+
 def rows_worker(root: Path, n: int) -> dict:
     """Insert and look up ``n`` feature rows through the Store API; measure their bytes."""
     from vbstore import Store
@@ -122,16 +139,17 @@ def rows_worker(root: Path, n: int) -> dict:
     extractor = blake3.blake3(b"extractor").hexdigest()
     with Store(root) as store:
         packs = [store.put_bytes(b"pack %d" % i, "pack") for i in range(0, n, PACK_ROWS)]
+        add_rows, find_rows = _feature_rows(store)
         start = time.perf_counter()
         for pack, i in zip(packs, range(0, n, PACK_ROWS), strict=True):
-            store.add_feature_rows(extractor, pack, images[i : i + PACK_ROWS])
+            add_rows(extractor, pack, images[i : i + PACK_ROWS])
         insert_s = time.perf_counter() - start
         store.db.query("PRAGMA wal_checkpoint(TRUNCATE)")
         table = _table_bytes(store, ("feature_rows", "packs", "extractors"))
         whole = os.path.getsize(root / "registry.db")
         random.Random(0).shuffle(images)  # noqa: S311 - an order, not a secret
         start = time.perf_counter()
-        found = store.feature_rows(extractor, images)
+        found = find_rows(extractor, images)
         lookup_s = time.perf_counter() - start
     assert len(found) == n
     return {"rows": n, "bytes_per_row": round(table / n, 1), "file_bytes_per_image":
@@ -172,10 +190,10 @@ def objects_worker(root: Path, n: int) -> dict:
             blake3.blake3(handle.read()).hexdigest()
     hash_floor_s = time.perf_counter() - start
     start, cpu = time.perf_counter(), time.process_time()
-    fsck = store.fsck()
+    fsck = _store_op(store, "fsck")()
     fsck_s, fsck_cpu = time.perf_counter() - start, time.process_time() - cpu
     start, cpu = time.perf_counter(), time.process_time()
-    gc = store.gc()
+    gc = _store_op(store, "gc")()
     gc_s, gc_cpu = time.perf_counter() - start, time.process_time() - cpu
     store.close()
     assert fsck.clean, fsck.as_dict()

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import blake3
 
+from vbstore.store import fsck, gc, reachable
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vbstore import Store
 from vbstore.store import db_id
@@ -65,8 +67,8 @@ def bench_put_read(work: Path, count: int, size: int) -> dict:
     store_read = best_of(3, lambda: [store.read_bytes(i) for i in ids])
     hash_mem = best_of(3, lambda: [blake3.blake3(b).hexdigest() for b in blobs])
     hash_files = best_of(3, lambda: [hash_file(store.files.path(i)) for i in ids])
-    report = store.fsck()
-    fsck_time = best_of(3, store.fsck)
+    report = fsck(store)
+    fsck_time = best_of(3, lambda: fsck(store))
     store.close()
     return {
         "put_MBps": total / min(put_times), "raw_write_MBps": total / min(raw_times),
@@ -98,9 +100,9 @@ def bench_gc(work: Path, n: int) -> dict:
         conn.executemany(
             "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)
         conn.executemany("INSERT INTO edges(parent, child, role) VALUES (?,?,?)", edges)
-    mark = timed(store.reachable)
+    mark = timed(lambda: reachable(store))
     start = time.perf_counter()
-    report = store.gc()
+    report = gc(store)
     gc_time = time.perf_counter() - start
     store.close()
     return {"objects": n, "removed": len(report.removed), "gc_s": gc_time, "mark_s": mark}
@@ -119,8 +121,8 @@ def bench_folder(work: Path, n: int, size: int) -> dict:
         os.utime(path, (past, past))
     store = Store(work / "store")
     _ = store.db  # open the registry before the clock starts
-    cold = timed(lambda: store.hash_files(paths))
-    warm = best_of(3, lambda: store.hash_files(paths))
+    cold = timed(lambda: store.file_states.hash(paths))
+    warm = best_of(3, lambda: store.file_states.hash(paths))
     store.close()
     return {"files": n, "cold_s": cold, "warm_s": warm}
 

@@ -1,4 +1,5 @@
-"""The Python API's errors speak of arguments; the CLI's of flags."""
+"""An error names the request field it is about; the CLI spells it as a flag, the Python API
+as a keyword, both from the one table (vbstore._fields)."""
 
 from __future__ import annotations
 
@@ -6,27 +7,51 @@ import pytest
 from click.testing import CliRunner
 
 import vbstore
-from vbstore._api import as_arguments
+from vbstore._fields import FIELDS, field_ref, spell, spell_flag, spell_keyword
 from vbstore.cli import cli
 from vbstore.errors import UsageError
 
 
-def test_flags_become_the_arguments_that_do_the_same():
-    assert as_arguments("use --seed instead of -p seed=...") == (
-        "use argument seed instead of params={'seed': ...}")
-    assert as_arguments("drop --train-data") == "drop argument train_data"
-    assert as_arguments("read them with --target depth, or") == (
-        "read them with data_options={'target': 'depth'}, or")
-    assert as_arguments("--target-dir X") == "data_options={'target_dir': 'X'}"
-    assert as_arguments("try --no-such-flag") == "try --no-such-flag"  # no argument: kept
+def test_a_field_is_spelled_by_each_front_end_from_its_row():
+    text = (f"use {field_ref('seed')} instead of {field_ref('param:seed')}; drop "
+            f"{field_ref('train_data')}; read them with {field_ref('target', 'depth')}; "
+            f"{field_ref('strict')}")
+    assert spell(text, spell_flag) == ("use --seed instead of -p seed; drop --train-data; read "
+                                       "them with --target depth; --no-strict")
+    assert spell(text, spell_keyword) == (
+        "use seed= instead of params={'seed': ...}; drop train_data=; read them with "
+        "data_options={'target': 'depth'}; strict=False")
+    with pytest.raises(KeyError):
+        field_ref("no_such_field")  # a message cannot name a field the table lacks
 
 
-def test_the_api_names_arguments_and_the_cli_flags(tmp_path):
+def test_an_error_carries_its_field_and_says_it_as_a_flag_by_default():
+    err = UsageError(f"{field_ref('input_size')} must be >= 1",
+                     hint=f"e.g. {field_ref('input_size')} 224")
+    assert err.field == "input_size"
+    assert str(err) == "--input-size must be >= 1; e.g. --input-size 224"
+    err.spell_fields(spell_keyword)
+    assert str(err) == "input_size= must be >= 1; e.g. input_size= 224"
+    assert UsageError("plain words").field is None
+    assert UsageError("plain words", field="limit").field == "limit"
+
+
+def test_every_flag_of_get_result_is_a_row_of_the_table():
+    from vbstore.cli.get_cmds import get_result_cmd
+
+    flags = {opt for param in get_result_cmd.params for opt in param.opts}
+    for row in FIELDS.values():
+        if row.flag is not None and row.within is None and row.name not in (
+                "mode", "executor"):  # get features' only; --executor is the Ray flags'
+            assert row.flag in flags, row.flag
+
+
+def test_the_api_names_keywords_and_the_cli_flags(tmp_path):
     store = vbstore.Store(tmp_path / "s")
     with pytest.raises(UsageError) as err:
         vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
                            train_split="train", weights="random", params={"seed": 3})
-    assert "use argument seed instead of params={'seed': ...}" in str(err.value)
+    assert "use seed= instead of params={'seed': ...}" in str(err.value)
     assert "--seed" not in str(err.value)
     store.close()
     out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
@@ -36,10 +61,18 @@ def test_the_api_names_arguments_and_the_cli_flags(tmp_path):
     assert "use --seed instead of -p seed=..." in out.output
 
 
-def test_a_suite_contradicted_in_python_says_which_argument_to_drop(tmp_path):
+def test_an_unknown_keyword_is_refused_as_python_refuses_one():
+    with pytest.raises(TypeError, match=r"get_result\(\) got an unexpected keyword argument "
+                                        r"'input_sise'"):
+        vbstore.get_result("test_cnn", "knn", "shapes", "shapes", input_sise=32)
+    with pytest.raises(TypeError, match=r"sweep\(\) got an unexpected keyword argument "
+                                        r"'device'"):
+        list(vbstore.engine.sweep([], ["knn"], "shapes", device="cpu"))
+
+
+def test_a_suite_contradicted_in_python_says_which_keyword_to_drop(tmp_path):
     from vbstore.suites import new_suite, push_suite
 
-    assert as_arguments("drop -p k: s@1 sets it") == "drop params={'k': ...}: s@1 sets it"
     store = vbstore.Store(tmp_path / "s")
     push_suite(store, new_suite(store, slug="s", task="knn", data="shapes", split="val",
                                 params={"k": 5}, weights="random"))
@@ -49,3 +82,53 @@ def test_a_suite_contradicted_in_python_says_which_argument_to_drop(tmp_path):
     assert "params={'k': 20} contradicts s@1, which pins k=5" in str(err.value)
     assert err.value.hint == "drop params={'k': ...}: s@1 sets it"
     store.close()
+
+
+def test_each_option_type_takes_its_defaults_from_the_rows_of_its_names():
+    import dataclasses
+
+    from vbstore.engine import _options
+
+    kinds = (_options.RunOptions, _options.ResultOptions, _options.HeadOptions,
+             _options.FeatureOptions, _options.SweepOptions)
+    for kind in kinds:
+        for f in dataclasses.fields(kind):
+            row = f.metadata.get("row")
+            if row is None:  # FeatureOptions.layers: (-1,), not the CLI's text
+                continue
+            # get_features' seed is the backbone's (it has no probe): its one alias
+            assert row.name == f.name or (kind, f.name, row.name) == (
+                _options.FeatureOptions, "seed", "backbone_seed"), (kind, f.name)
+            assert f.default == row.default, (kind, f.name)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: vbstore.get_head("test_cnn", "knn", "shapes", split="val"), "get_head"),
+    (lambda: vbstore.get_features("test_cnn", "shapes", train_split="x"), "get_features"),
+    (lambda: vbstore.engine.result_request("test_cnn", "knn", "shapes", device="cpu"),
+     "result_request"),
+    (lambda: vbstore.register_backbone(default_pool="cls"), "register_backbone"),
+])
+def test_every_keyword_function_refuses_a_keyword_it_has_no_field_for(call, name):
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument"):
+        call()
+
+
+def test_the_generated_commands_take_their_flags_from_the_rows():
+    from vbstore.cli.get_cmds import get_features_cmd, get_head_cmd
+    from vbstore.cli.results_cmds import sweep
+
+    for command in (get_head_cmd, get_features_cmd, sweep):
+        for param in command.params:
+            row = FIELDS.get(param.name)
+            if row is not None and row.flag is not None and not param.hidden:
+                assert row.flag in param.opts, (command.name, param.name)
+
+
+def test_a_hint_replaced_above_is_kept_when_the_api_spells_the_fields():
+    err = UsageError(f"{field_ref('split')} is wrong", hint=f"choose one with {field_ref('split')}")
+    err.refer_hint(field_ref("split"), field_ref("train_split"))
+    assert str(err) == "--split is wrong; choose one with --train-split"
+    err.hint = "something else entirely"  # as a caller that rewords an error's hint does
+    err.spell_fields(spell_keyword)
+    assert str(err) == "split= is wrong; something else entirely"

@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Store": "vbstore.store",
-    "get": "vbstore.engine",
-    # the engine's, with errors that speak of arguments, not flags (vbstore/_api.py)
+    # the engine's, with the fields their errors name spelled as keywords (vbstore/_api.py)
+    "get": "vbstore._api",
     "get_result": "vbstore._api",
     "get_features": "vbstore._api",
     "get_head": "vbstore._api",

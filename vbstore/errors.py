@@ -8,6 +8,17 @@ the CLI exits with; ``hint`` is the next step the user should take.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+
+# A reference to a request field in a message: REF_OPEN, the field's name (and =VALUE),
+# REF_CLOSE.
+# vbstore._fields makes them (field_ref) and spells them; it loads only for an error with one.
+REF_OPEN, REF_CLOSE = "\x1e", "\x1f"
+
+
+def _ref(name: str, value: str | None = None) -> str:
+    """``vbstore._fields.field_ref`` for this module's own messages, which load no table."""
+    return f"{REF_OPEN}{name}{'' if value is None else '=' + value}{REF_CLOSE}"
 
 
 class VbstoreError(Exception):
@@ -15,11 +26,53 @@ class VbstoreError(Exception):
 
     exit_code = 1
     hint = ""
+    field: str | None = None  # the request field it is about (vbstore._fields), if any
+    # with references to fields: the message and hint as raised, and as last spelled
+    _said: tuple[str, str | None] | None = None
+    _spelled: tuple[str, str | None] = ("", None)
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None,
+                 field: str | None = None) -> None:
         super().__init__(message)
         if hint is not None:
             self.hint = hint
+        if field is not None:
+            self.field = field
+        if REF_OPEN in message or REF_OPEN in (hint or ""):  # names fields: as flags
+            # the table imports this module, and loads only for an error that names a field
+            from ._fields import fields_named, spell_flag
+
+            self._said, self._spelled = (message, hint), (message, hint)
+            self.field = self.field or next(iter(fields_named(message + (hint or ""))), None)
+            self.spell_fields(spell_flag)
+
+    def refer_hint(self, old: str, new: str) -> None:
+        """Refer to field reference ``new`` where the hint refers to ``old`` (``--train-split``
+        for ``--split`` when the split was of the training data)."""
+        if self._said is None or self._said[1] is None or old not in self._said[1]:
+            return
+        from ._fields import spell, spell_flag  # the table imports this module (as above)
+
+        if self.hint != self._spelled[1]:  # replaced since: nothing of it to refer again
+            return
+        self._said = (self._said[0], self._said[1].replace(old, new))
+        self.hint = spell(self._said[1], spell_flag)
+        self._spelled = (self._spelled[0], self.hint)
+
+    def spell_fields(self, speller: Callable[[str, str | None], str]) -> None:
+        """Name the request fields this error refers to as ``speller`` says (the CLI: flags,
+        the default; the Python API: keyword arguments; see ``vbstore._fields``). A message or
+        hint that code above replaced since (``exc.hint = ...``) is kept as it is."""
+        if self._said is None:
+            return
+        from ._fields import spell  # the table imports this module (as above)
+
+        message, hint = self._said
+        if self.args and self.args[0] == self._spelled[0]:
+            self.args = (spell(message, speller), *self.args[1:])
+        if hint is not None and self.hint == self._spelled[1]:
+            self.hint = spell(hint, speller)
+        self._spelled = (self.args[0] if self.args else "", self.hint)
 
     def __str__(self) -> str:
         message = self.args[0] if self.args else ""
@@ -236,8 +289,9 @@ class NotReproduced(VbstoreError, RuntimeError):
 # -- backbones -------------------------------------------------------------------------------------
 
 _WAYS_OUT = (
-    "pass a local checkpoint (--weights PATH.pth|.safetensors), warm the cache on a connected "
-    "machine (HF_HOME / TORCH_HOME), or choose a seeded random init (--weights random)"
+    f"pass a local checkpoint ({_ref('weights')} PATH.pth|.safetensors), warm the cache on "
+    "a connected machine (HF_HOME / TORCH_HOME), or choose a seeded random init "
+    f"({_ref('weights', 'random')})"
 )
 
 
@@ -311,7 +365,8 @@ class TamperedWeights(VbstoreError, ValueError):
         super().__init__(
             f"refused {what}: {path} {reason}",
             hint=f"delete {path} so vbstore fetches it again from upstream, or pass your own "
-                 "checkpoint with --weights PATH (recorded as a checkpoint, not as pretrained)",
+                 f"checkpoint with {_ref('weights', 'PATH')} (recorded as a checkpoint, not "
+                 "as pretrained)",
         )
         self.path = path
 
@@ -332,7 +387,8 @@ class CheckpointNotFound(CheckpointError, FileNotFoundError):
     exit_code = 9
 
     def __init__(self, path: str) -> None:
-        super().__init__(path, "no such file", hint="check the path given to --weights")
+        super().__init__(path, "no such file", hint="check the path given to "
+                                                    f"{_ref('weights')}")
 
 
 class BackboneAlreadyRegistered(VbstoreError, ValueError):
@@ -532,7 +588,8 @@ class HeadMismatch(VbstoreError, ValueError):
 
     def __init__(self, differences: list[str], flags: str | None = None) -> None:
         other_task = any(d.startswith("task is ") for d in differences)
-        strict = "--no-strict to apply it anyway (its results are then comparable with nothing)"
+        strict = (f"{_ref('strict')} to apply it anyway (its results are then comparable "
+                  "with nothing)")
         super().__init__(
             "head does not fit: " + "; ".join(differences),
             hint="use a head trained by this task (list them with: vbstore ls heads)" if other_task

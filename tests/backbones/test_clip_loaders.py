@@ -20,6 +20,7 @@ from vbstore.backbones import (
 )
 from vbstore.cli import cli
 from vbstore.errors import UsageError
+from vbstore.store import gc, rebuild_registry
 
 SIZE = 16
 
@@ -197,7 +198,7 @@ def test_gc_keeps_the_text_tower_outputs_a_stored_result_used(store, shapes):
     assert [n["id"] for n in shown] == used
     assert shown[0]["op"] == "text-embeddings v1"
     assert shown[0]["summary"].startswith("embeddings [")
-    store.gc(grace=0)
+    gc(store, grace=0)
     assert all(store.has(oid) for oid in used)
     # computed afresh (features and text read back): the text tower does not run
     TEXTS.clear()
@@ -213,7 +214,7 @@ def test_gc_keeps_the_text_tower_outputs_a_stored_result_used(store, shapes):
     encoder(["a pinned text"])
     loose, pinned = encoder.used
     store.tag("pinned-text", pinned)
-    store.gc(grace=0)
+    gc(store, grace=0)
     assert (store.has(loose), store.has(pinned)) == (False, True)
     assert all(store.has(oid) for oid in used)
 
@@ -226,10 +227,10 @@ def test_a_registry_rebuild_loses_the_text_tower_edges_as_documented(store, shap
     first = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes, **kw)
     used = [child for role, child in store.children(first.id) if role == "text_embeddings"]
     assert used
-    store.rebuild_registry(force=True)
+    rebuild_registry(store, force=True)
     assert store.has(first.id)
     assert not [c for role, c in store.children(first.id) if role == "text_embeddings"]
-    store.gc(grace=0)
+    gc(store, grace=0)
     assert not any(store.has(oid) for oid in used)
     TEXTS.clear()
     again = vbstore.get_result("tiny_clip:tiny@v1", "zeroshot_classification", shapes,

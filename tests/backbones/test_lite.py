@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 from skimage import data as skdata
 
 import vbstore
-from vbstore.backbones import _lite, build_backbone, catalog_rows, spec_params
+from vbstore.backbones import _lite, _wheel, build_backbone, catalog_rows, spec_params
 from vbstore.backbones._weights import read_state_dict
 from vbstore.backbones.efficientnet_lite import map_in_order
 from vbstore.cli import cli
@@ -93,7 +93,7 @@ def test_the_identity_is_the_tensors_not_the_file(lite0, tmp_path):
 
 
 def test_an_altered_package_file_is_refused_in_one_line(monkeypatch):
-    monkeypatch.setattr(_lite, "file_digest", lambda path: "0" * 64)
+    monkeypatch.setattr(_wheel, "file_digest", lambda path: "0" * 64)
     with pytest.raises(CheckpointError, match="not the file pinned for efficientnet_lite1") as exc:
         build_backbone("efficientnet_lite1")
     assert "force-reinstall" in exc.value.hint
@@ -114,9 +114,9 @@ def test_a_missing_package_names_the_extra(monkeypatch):
     assert not dataclasses.replace(absent, module="no_such_module").installed()
 
     def uninstalled(name):
-        raise _lite.importlib.metadata.PackageNotFoundError(name)
+        raise _wheel.importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(_lite.importlib.metadata, "distribution", uninstalled)
+    monkeypatch.setattr(_wheel.importlib.metadata, "distribution", uninstalled)
     result = CliRunner().invoke(cli, ["get", "features", "-b", "efficientnet_lite2", "-d",
                                       "sklearn:digits", "--split", "val", "--limit", "4"])
     assert result.exit_code == 2

@@ -471,7 +471,7 @@ def make_copy(data, to):
 
 
 def test_a_command_line_with_notes_is_never_answered_here(store_dir, data):
-    """--notes writes the registry (Store.add_note): the full command answers, every time."""
+    """--notes writes the registry (store.notes.add): the full command answers, every time."""
     from vbstore import Store
 
     args = args_for(store_dir, data, "--notes", "for the paper")
@@ -481,7 +481,7 @@ def test_a_command_line_with_notes_is_never_answered_here(store_dir, data):
     assert answers(store_dir) == []
     with Store(store_dir) as store:
         (oid,) = [o.id for o in store.ls("result")]
-        assert store.notes(oid) == ["for the paper"]
+        assert store.notes.of(oid) == ["for the paper"]
 
 
 def test_a_computed_answer_checks_every_module_a_stored_answer_runs(store_dir, data):

@@ -87,7 +87,7 @@ def test_export_writes_one_clip_benchmark_file_per_result(run, shapes, tmp_path)
             # what CLIP_benchmark's rows lack: the harness version and the data's identity
             assert doc["vbstore_version"] == record["versions"]["vbstore"]
             assert doc["vbstore_manifest"] == manifest
-            assert store.data_names(manifest) == ["shapes"]
+            assert store.data_names.of(manifest) == ["shapes"]
             assert doc["dataset"] == "shapes"  # the folder's name, as CLIP_benchmark's --dataset
             assert (doc["model"], doc["pretrained"]) == ("test_vit", "random-seed0")
             weights = store.read_json(record["inputs"]["weights"])

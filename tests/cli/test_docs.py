@@ -29,7 +29,7 @@ def test_every_exit_code_raised_is_documented():
 
 
 def test_the_layout_flag_offers_every_layout_the_data_package_reads():
-    from vbstore.cli._dataopts import LAYOUTS as CLI_LAYOUTS
+    from vbstore._fields import LAYOUTS as CLI_LAYOUTS  # the --layout choices
     from vbstore.data import LAYOUTS
 
     assert CLI_LAYOUTS == LAYOUTS

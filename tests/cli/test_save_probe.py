@@ -111,3 +111,15 @@ def test_no_cache_with_push_to_names_the_conflict_not_a_missing_remote(run, shap
     assert "--no-cache" in out.output
     assert "--push-to" in out.output
     assert not (tmp_path / "team").exists() or not any((tmp_path / "team").rglob("*.safetensors"))
+
+
+def test_public_without_push_to_is_refused_not_ignored(run, shapes):
+    """--public only says who may read what --push-to sends: alone it was dropped unseen and
+    the run went on; now it is refused before anything runs, with the usage exit code."""
+    data = ["-d", shapes, "--split", "val", "--train-data", shapes, "--train-split", "train"]
+    for extra in ([], ["--no-cache"]):
+        out = run("run", "classification", *TINY, *data, "--public", *extra)
+        assert out.exit_code == 2, out.output
+        assert "--public" in out.output
+        assert "--push-to" in out.output
+    assert json.loads(run("ls", "result", "--json").stdout) == []

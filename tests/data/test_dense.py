@@ -16,7 +16,7 @@ def test_dense_split_pairs_images_and_targets_by_stem(store, dense_folder):
     assert view.names == [f"images/s{i}.jpg" for i in range(5)]
     assert [s["target_name"] for s in view.samples] == [f"masks/s{i}.png" for i in range(5)]
     assert view.target_path(2) == dense_folder / "train" / "masks" / "s2.png"
-    assert view.samples[0]["target"] == store.hash_files([view.target_path(0)])[0]
+    assert view.samples[0]["target"] == store.file_states.hash([view.target_path(0)])[0]
     with pytest.raises(UsageError, match="not one label"):
         view.labels()
 

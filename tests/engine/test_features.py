@@ -1,3 +1,4 @@
+
 import shutil
 
 import pytest
@@ -5,6 +6,7 @@ import torch
 
 import vbstore
 from vbstore.features import Features
+from vbstore.store import gc
 
 
 def test_second_get_features_does_no_forward(store, shapes, forwards):
@@ -63,7 +65,7 @@ def test_missing_pack_is_recomputed(store, shapes, forwards):
     # a result keeps the featureset (a gc root); --max-size may still evict the packs under it
     store.put_json({"task": "t", "op_version": 1, "metrics": {}, "params": {}, "inputs": {}},
                    "result", edges={"features": first.id})
-    report = store.gc(grace=0, max_size=0)
+    report = gc(store, grace=0, max_size=0)
     assert [o["kind"] for o in report.evicted] == ["pack"]
     assert report.removed == []
     forwards.clear()

@@ -16,6 +16,7 @@ from vbstore import Store
 from vbstore.engine import lineage
 from vbstore.errors import CorruptObject, HeadMismatch, UsageError
 from vbstore.heads import head_record, load_head
+from vbstore.store import fsck, gc
 
 LIMIT = 3  # per class: 30 train and 30 eval digits
 QUICK = {"epochs": 3, "batch_size": 16}
@@ -141,14 +142,14 @@ def test_why_gc_and_fsck_know_the_chain(tuned):
 
     walk(lineage(store, result.id))
     assert {"prefix", "finetuned", "head", "weights", "manifest"} <= kinds
-    store.gc(grace=0)
+    gc(store, grace=0)
     again = _ask(store)
     assert again.from_cache
     assert again.id == result.id
     weights = head_record(store, result.record.inputs["head"])["finetune"]["weights"]
     assert store.has(weights)
     assert store.has(result.record.inputs["train_prefix"])
-    report = store.fsck()
+    report = fsck(store)
     assert not report.corrupt
     assert not report.missing
     assert not report.dangling_edges
@@ -219,13 +220,13 @@ def test_a_damaged_prefix_is_found_by_fsck_and_never_trained_on(tmp_path):
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF  # one activation changed
     path.write_bytes(bytes(data))
-    assert prefix in store.fsck().corrupt
+    assert prefix in fsck(store).corrupt
     with pytest.raises(CorruptObject):
         _ask(store, backbone_lr=1e-3)  # verified before a row is read
 
 
 @pytest.mark.parametrize(("kw", "words"), [
-    ({"backbone_lr": 1e-3, "finetune_blocks": 0}, "without argument finetune_blocks"),
+    ({"backbone_lr": 1e-3, "finetune_blocks": 0}, "without finetune_blocks="),
     ({"finetune_blocks": 4}, "test_vit has 3 blocks"),
     ({"finetune_blocks": 1, "precision": "bf16"}, "fp32"),
 ])

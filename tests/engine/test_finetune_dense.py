@@ -17,6 +17,7 @@ from vbstore import Store
 from vbstore.engine import lineage
 from vbstore.errors import UsageError
 from vbstore.heads import head_record
+from vbstore.store import gc
 
 SCENES = "scenes:per_split=6,size=32"
 SEG = dict(split="val", train_split="train", weights="random", progress=False,
@@ -131,7 +132,7 @@ def test_why_shows_the_chain_and_gc_keeps_it(tuned):
 
     walk(lineage(store, result.id))
     assert {"prefix", "finetuned", "head", "featureset", "weights", "manifest"} <= kinds
-    store.gc(grace=0)
+    gc(store, grace=0)
     weights = head_record(store, result.record.inputs["head"])["finetune"]["weights"]
     for oid in (weights, result.record.inputs["train_prefix"],
                 result.record.inputs["eval_prefix"], result.record.inputs["eval_features"]):

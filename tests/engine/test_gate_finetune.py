@@ -91,6 +91,46 @@ def test_a_cache_remote_prefix_that_answers_another_question_is_refused(first, t
     assert receiver.lookup(derivation_key(spec)) == honest.lookup(derivation_key(spec))
 
 
+@pytest.mark.parametrize("origin", ["pulled from team", "remote team"])
+def test_a_prefix_from_outside_gets_the_activation_check_however_it_came(first, tmp_path,
+                                                                         origin):
+    """The activation spot check ran only on a prefix the binary cache answered in the same
+    run: one a pull recorded, or a cache answer recorded by a run killed before its check,
+    was used as it was (rolled rows whose header keeps the images in order: other numbers).
+    Now the gate's row for prefixes runs it at first use whatever the recorded origin says,
+    once; a plain pull of a prefix ref stores it but records no answer, so it is never used
+    unchecked either."""
+    from vbstore.remotes import pull
+
+    honest, result = first
+    spec = _eval_spec(honest, result)
+    key = derivation_key(spec)
+    evil = Store(tmp_path / "evil")
+    _ask(evil)
+    bad = _rolled(evil, evil.lookup(key), names=False)
+    evil.record(spec, bad)
+    evil.tag("evil", bad)
+    add_remote(evil, "team", str(tmp_path / "team"))
+    push(evil, "team", "evil")
+
+    receiver = Store(tmp_path / "b")
+    add_remote(receiver, "team", str(tmp_path / "team"), cache=False)
+    pull(receiver, "team/evil")  # its image ids agree with the manifest: stored
+    assert receiver.has(bad)
+    assert receiver.lookup(key) is None  # a plain pull records no prefix answer
+    # what a pull or an unfinished cache answer leaves: the answer recorded from outside
+    _ask(receiver)
+    receiver.record(spec, bad, origin=origin)
+    got = _ask(receiver, backbone_lr=1e-3)  # a new head: the eval prefix is read
+    assert got.record.inputs["eval_prefix"] == honest.lookup(key)
+    assert got.metrics == _ask(honest, backbone_lr=1e-3).metrics
+    assert receiver.origin(key) == "computed"
+    # an honest one from outside is checked once, and the record says so
+    receiver.record(spec, honest.lookup(key), origin=origin)
+    _ask(receiver, backbone_lr=1e-2)
+    assert receiver.origin(key) == f"{origin}, activations checked"
+
+
 def test_a_recorded_train_prefix_under_the_eval_key_is_refused_found_and_repaired(tmp_path):
     """The issue: a recorded train prefix under the eval key made every later run fail (exit
     2), surviving fsck --repair. Now it is refused on use with the fix named, fsck finds it,

@@ -8,7 +8,7 @@ import torch
 
 import vbstore
 from vbstore.errors import CorruptObject, NotReproduced
-from vbstore.store import derivation_key
+from vbstore.store import derivation_key, fsck, gc
 
 KW = dict(split="val", train_split="train", weights="random", input_size=32, progress=False)
 
@@ -76,7 +76,7 @@ def test_repair_invalidates_everything_built_on_the_damaged_pack(store, shapes):
     wrong = store.put_json(wrong_doc, "result", edges=edges)
     store.record(spec, wrong)
     _damage(store, pack)
-    report = store.fsck(repair=True)
+    report = fsck(store, repair=True)
     assert report.repaired == [pack]
     built_on_it = [first.record.inputs["train_features"], first.record.inputs["head"],
                    first.id, wrong]
@@ -139,13 +139,13 @@ def test_gc_with_no_grace_never_breaks_a_running_get(tmp_path, shapes):
         while not store.live_leases() and any(p.poll() is None for p in procs):
             time.sleep(0.01)
         while any(p.poll() is None for p in procs):
-            store.gc(grace=0)
+            gc(store, grace=0)
             time.sleep(0.02)
     outs = [p.communicate() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
     answer = json.loads(outs[0][0])
     with Store(root) as store:
-        assert store.fsck().clean
+        assert fsck(store).clean
         for oid in answer["record"]["inputs"].values():
             assert store.has(oid), oid
 

@@ -21,7 +21,7 @@ from vbstore.engine import (
     result_request,
 )
 from vbstore.errors import NotReproduced, UsageError
-from vbstore.store import derivation_key
+from vbstore.store import derivation_key, fsck, gc
 
 KW = dict(split="val", train_split="train", weights="random", input_size=32, progress=False)
 ARGS = ["-b", "test_cnn", "-t", "knn", "--split", "val", "--train-split", "train",
@@ -163,10 +163,10 @@ def test_a_gc_between_plan_and_execute_does_not_fail_the_command(tmp_path, shape
     expected = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store, **KW)
     store = vbstore.Store(tmp_path / "raced")
     the_plan = plan(_request(shapes), store)
-    assert store.gc(grace=0).removed_count >= 4  # backbone, weights, both manifests
+    assert gc(store, grace=0).removed_count >= 4  # backbone, weights, both manifests
     result = execute(the_plan, progress=False)
     assert result.record.metrics == expected.record.metrics
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_a_gc_while_a_backbone_is_first_stored_keeps_it(tmp_path, shapes, monkeypatch):
@@ -177,7 +177,7 @@ def test_a_gc_while_a_backbone_is_first_stored_keeps_it(tmp_path, shapes, monkey
         if spec["op"] == "backbone":  # stored, not yet recorded: reachable from nothing
             # the manifests plan read first may go (execute plans again); the backbone and
             # its weights, stored under their alias's lease, stay
-            self.gc(grace=0)
+            gc(self, grace=0)
             assert self.has(output)
             assert self.has(self.read_json(output)["weights"])
         return record(self, spec, output, extra_edges)
@@ -190,7 +190,7 @@ def test_a_gc_while_a_backbone_is_first_stored_keeps_it(tmp_path, shapes, monkey
     expected = vbstore.get_result("test_cnn", "knn", shapes, shapes,
                                   store=vbstore.Store(tmp_path / "fresh"), **KW)
     assert execute(the_plan, progress=False).record.metrics == expected.record.metrics
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monkeypatch):
@@ -202,7 +202,7 @@ def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monk
     def plan_then_gc(request, store, **kwargs):
         the_plan = planned(request, store, **kwargs)
         if not removed:  # once: a gc between the plan and the run's first lease
-            removed.append(store.gc(grace=0).removed_count)
+            removed.append(gc(store, grace=0).removed_count)
         return the_plan
 
     monkeypatch.setattr(_results, "plan_head", plan_then_gc)
@@ -211,7 +211,7 @@ def test_a_gc_right_after_get_head_plans_does_not_fail_it(tmp_path, shapes, monk
                             params={"epochs": 2}, progress=False)
     assert removed[0] >= 3  # backbone, weights, manifest
     assert store.has(head.id)
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_a_lost_weights_blob_is_named_not_taken_for_a_gc(tmp_path, shapes):
@@ -226,11 +226,11 @@ def test_a_lost_weights_blob_is_named_not_taken_for_a_gc(tmp_path, shapes):
     with pytest.raises(BlobMissing, match="fsck --repair"):
         vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store,
                            params={"k": 3}, **KW)
-    assert store.fsck(repair=True).missing == [weights]
+    assert fsck(store, repair=True).missing == [weights]
     again = vbstore.get_result("test_cnn", "knn", shapes, shapes, store=store,
                                params={"k": 3}, **KW)
     assert again.record.inputs["backbone"] == first.record.inputs["backbone"]
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_an_input_size_equal_to_the_default_is_the_same_identity(shapes):

@@ -152,3 +152,67 @@ def test_a_trained_head_is_returned_as_made(store, shapes, monkeypatch):
     again = vbstore.get_head("test_vit", "knn", shapes, train_split="train", weights="random",
                              input_size=32, store=store, progress=False)
     assert (again.from_cache, again.record) == (True, trained.record)
+
+
+def _recording(the_plan, made):
+    """``the_plan`` with each step's maker wrapped to note ``(op, role)`` when execute calls it."""
+    def wrap(step):
+        inner = step.make
+
+        def make(p, run, s):
+            made.append((s.op, s.role))
+            return inner(p, run, s)
+
+        return replace(step, make=make)
+
+    the_plan.steps[:] = [wrap(s) if s.make is not None else s for s in the_plan.steps]
+    return the_plan
+
+
+def test_execute_walks_the_plan_steps_in_order(store, shapes):
+    """Execute makes each step through the maker it carries, top-down, then scores: the plan
+    is the program, not a key cache (a step's maker replaced is the one that runs)."""
+    request = knn_request(shapes)
+    request = replace(request, probe=replace(request.probe, seeds=2))
+    made: list[tuple[str, str]] = []
+    the_plan = _recording(plan(request, store), made)
+    # what the planner resolved itself (backbone, the request's manifests) and the result
+    # (derived around the walk) carry no maker
+    assert [(s.op, s.role) for s in the_plan.steps if s.make is None] == [
+        ("backbone", ""), ("manifest", "eval"), ("manifest", "train"), ("result", "")]
+    result = execute(the_plan, progress=False)
+    assert made == [("featureset", "eval"), ("featureset", "train"),
+                    ("head", "seed 0"), ("head", "seed 1")]
+    assert result.record.inputs["head.1"]
+    # a cached answer walks nothing
+    made.clear()
+    again = execute(_recording(plan(request, store), made), progress=False)
+    assert (again.id, again.from_cache, made) == (result.id, True, [])
+
+
+def test_a_step_is_made_by_the_maker_it_carries(store, shapes):
+    the_plan = plan(knn_request(shapes), store)
+    i = next(i for i, s in enumerate(the_plan.steps) if (s.op, s.role) == ("head", "seed 0"))
+
+    def refuse(p, run, step):
+        raise UsageError(f"made by the plan's step {step.op} ({step.role})")
+
+    the_plan.steps[i] = replace(the_plan.steps[i], make=refuse)
+    with pytest.raises(UsageError, match=r"made by the plan's step head \(seed 0\)"):
+        execute(the_plan, progress=False)
+
+
+def test_a_head_plan_and_a_views_plan_are_walked_too(store, shapes):
+    made: list[tuple[str, str]] = []
+    head_plan = vbstore.engine.plan_head(vbstore.engine.HeadRequest(
+        BackboneRequest("test_vit", weights="random", input_size=32),
+        ProbeRequest("knn", params={"k": 3}), DataRef(shapes, split="train")), store)
+    head = vbstore.engine.execute_head(_recording(head_plan, made), progress=False)
+    assert made == [("featureset", "train"), ("head", "seed 0")]
+    assert head.id == head_plan.store.lookup(  # the walked head step's key
+        next(s for s in plan(knn_request(shapes), store).steps if s.op == "head").key)
+    made.clear()
+    views = ResultRequest(BackboneRequest("test_vit", weights="random", input_size=32),
+                          ProbeRequest("correspondence"), DataRef(shapes, split="val"))
+    execute(_recording(plan(views, store), made), progress=False)
+    assert made == [("featureset", "eval"), ("manifest", "views"), ("featureset", "views")]

@@ -50,14 +50,14 @@ def test_notes_go_to_the_registry_and_a_named_pooling_makes_its_own_result(tmp_p
                              notes=notes)
 
     plain = get(request(), store=store, progress=False)
-    assert store.notes(plain.id) == []
+    assert store.notes.of(plain.id) == []
     noted = get(request(notes="rerun for the paper"), store=store, progress=False)
     assert (noted.id, noted.from_cache) == (plain.id, True)  # the same computation, stored
     assert noted.record.notes is None  # the document holds no notes
-    assert store.notes(plain.id) == ["rerun for the paper"]
+    assert store.notes.of(plain.id) == ["rerun for the paper"]
     get(request(notes="second look"), store=store, progress=False)
     get(request(notes="  "), store=store, progress=False)  # empty notes say nothing
-    assert store.notes(plain.id) == ["second look", "rerun for the paper"]
+    assert store.notes.of(plain.id) == ["second look", "rerun for the paper"]
     from vbstore.engine import run_fields
 
     assert run_fields(store, plain.id, plain.record)["notes"] == (

@@ -54,9 +54,9 @@ def test_result_lineage_reaches_weights_and_manifests(store, shapes):
 
 
 def test_data_argument_errors(store, shapes):
-    with pytest.raises(UsageError, match=r"zero-shot.*argument train_data"):
+    with pytest.raises(UsageError, match=r"zero-shot.*drop train_data="):
         vbstore.get_result("test_cnn", "retrieval", shapes, shapes, store=store, **KW)
-    with pytest.raises(UsageError, match="argument train_data"):
+    with pytest.raises(UsageError, match="train_data="):
         vbstore.get_result("test_cnn", "classification", shapes, store=store, split="val",
                            weights="random", progress=False)
     with pytest.raises(UsageError, match="k"):
@@ -164,7 +164,7 @@ def test_head_for_another_input_size_is_refused(store, shapes):
 def test_get_head_without_a_train_split_names_train_split(store, shapes):
     from vbstore.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"choose one with argument train_split$"):
+    with pytest.raises(UsageError, match=r"choose one with train_split=$"):
         vbstore.get_head("test_cnn", "classification", shapes, store=store, weights="random",
                          input_size=32, progress=False)
 
@@ -241,6 +241,6 @@ def test_one_computation_is_one_result_id_in_any_store(tmp_path, monkeypatch, sh
     assert again.id == ids[1]
     assert again.reproduced["reproduced"]
     assert [info.id for info in store.ls("result")] == [ids[1]]
-    assert len(store.runs(ids[1])) == 2
-    assert again.run == store.runs(ids[1])[0]
+    assert len(store.runs.of(ids[1])) == 2
+    assert again.run == store.runs.of(ids[1])[0]
     assert again.as_dict()["run"]["seconds"] > 0

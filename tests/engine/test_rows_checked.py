@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from vbstore import Store
 from vbstore.cli import cli
 from vbstore.engine import get_result
+from vbstore.store import rebuild_registry
 
 LIMIT, SMALLER = 8, 6  # per class: the smaller request shares its images with the larger one
 
@@ -76,7 +77,7 @@ def test_a_rebuild_indexes_only_rows_a_featureset_vouches_for(base, tmp_path):
             path = store.path(pack)
             path.chmod(0o644)
             path.unlink()
-        report = store.rebuild_registry(force=True)
+        report = rebuild_registry(store, force=True)
         assert report.packs_not_indexed == [planted]
     with Store(tmp_path / "s") as store:
         assert store.db.one("SELECT count(*) FROM feature_rows f JOIN packs p ON p.id = f.pack "

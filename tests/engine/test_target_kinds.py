@@ -54,7 +54,7 @@ def test_any_task_on_another_kind_of_targets_is_refused(store, task, target, nee
                            data_options={"target": target}, **KW)
     message = str(caught.value)
     # the Python API names its arguments, not the command line's flags
-    assert f"task {task!r} needs {need} as targets, but the targets of argument data are {have}" \
+    assert f"task {task!r} needs {need} as targets, but the targets of data= are {have}" \
         in message
     assert fix.replace("tasks made for", "a task made for") in message
     assert caught.value.exit_code == 2

@@ -13,6 +13,7 @@ from vbstore import Store
 from vbstore.engine import get_features, get_result, resolve_backbone
 from vbstore.engine._features import derive_featureset
 from vbstore.features import ExtractorParams, RayExecutor
+from vbstore.store import fsck
 
 pytestmark = pytest.mark.slow
 BB = {"weights": "random", "seed": 0}
@@ -44,7 +45,7 @@ def test_ray_features_are_byte_identical_to_local(tmp_path, ray_cluster, shapes_
         remote = _features(there, shapes_data, small_packs, executor, mode="both")
         assert remote.id == local.id
         assert len(there.read_json(remote.id)["packs"]) > 1
-        assert there.fsck().clean
+        assert fsck(there).clean
 
 
 def test_results_after_ray_extraction_are_cache_hits_locally(tmp_path, ray_cluster, shapes_data):
@@ -128,7 +129,7 @@ def test_an_actor_killed_mid_extraction_changes_nothing(tmp_path, ray_cluster, s
                 os.replace(real, target)
         assert "pid" in killed, "no actor ever read the swapped image"
         assert remote_id == local.id
-        report = there.fsck()
+        report = fsck(there)
         assert report.clean, report.as_dict()
 
 
@@ -154,4 +155,4 @@ def test_workers_write_to_an_s3_sink_the_driver_adopts(tmp_path, ray_cluster, sh
         uploaded = {item["Key"].split("/", 2)[2].replace("/", "") for item in listing["Contents"]}
         assert set(packs) <= uploaded  # every pack went through the sink
         assert all(there.verify(p) for p in packs)
-        assert there.fsck().clean
+        assert fsck(there).clean

@@ -19,6 +19,7 @@ from vbstore import Store
 from vbstore.data import load_manifest
 from vbstore.engine import get_features
 from vbstore.features import RayExecutor
+from vbstore.store import fsck
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +130,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_the_store_consistent(tmp_path, ray_
     time.sleep(2)
     assert sorted(p.name for p in (store_dir / "objects").rglob("*") if p.is_file()) == before
     with Store(store_dir) as there:
-        report = there.fsck()
+        report = fsck(there)
         assert report.clean, report.as_dict()
     with Store(store_dir) as there:  # run again (here, on the same cluster): only the rest
         again = get_features("test_vit", str(data), store=there, split="train", weights="random",

@@ -13,6 +13,7 @@ import pytest
 from vbstore import Store
 from vbstore.data import load_manifest
 from vbstore.engine import read_backbones_file, sweep
+from vbstore.store import fsck
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_two_drivers_sweep_one_grid_computing_each_derivation_once(tmp_path, ray
         assert ops.count("result") == 4
         images = sum(len(load_manifest(store, shapes_data, split=s)) for s in ("train", "val"))
         assert sum(row["extracted"] for row in rows) == 2 * images  # each image once per backbone
-        report = store.fsck()
+        report = fsck(store)
         assert report.clean, report.as_dict()
 
         with Store(tmp_path / "local") as local:  # the same grid, swept here without Ray

@@ -19,6 +19,7 @@ from test_board_share import SUITE, evaluate
 
 import vbstore
 from vbstore.remotes import add_remote
+from vbstore.store import fsck
 from vbstore.store._fsck import unindexed
 from vbstore.suites import index_stored, list_evaluations, pull_board, push_board, push_suite
 
@@ -93,7 +94,7 @@ def test_the_next_pull_indexes_what_a_killed_pull_stored(board, where, limit):
     assert again.added == COUNT - before
     assert len(list_evaluations(b, "road-test@1")) == COUNT
     assert unindexed(b) == []
-    assert b.fsck().clean
+    assert fsck(b).clean
 
 
 @pytest.mark.parametrize(("where", "limit"), KILLS)
@@ -101,7 +102,7 @@ def test_fsck_reports_and_repair_indexes_what_a_killed_pull_stored(board, where,
     b = board
     _killed_pull(b, where, limit)
     rows = len(list_evaluations(b))
-    report = b.fsck()
+    report = fsck(b)
     stored_only = report.unindexed
     # every evaluation stored but not indexed is reported (a kill after a batch's renames and
     # before its commit leaves some); none is lost from fsck's sight
@@ -109,11 +110,11 @@ def test_fsck_reports_and_repair_indexes_what_a_killed_pull_stored(board, where,
     assert report.clean == (not stored_only)
     if where == "blob" and limit == BATCH:
         assert len(stored_only) == BATCH  # the whole first batch, renamed, never committed
-    repaired = b.fsck(repair=True, index=lambda ids: index_stored(b, ids))
+    repaired = fsck(b, repair=True, index=lambda ids: index_stored(b, ids))
     assert sorted(repaired.indexed) == sorted(stored_only)
     assert repaired.unindexed == []
     assert len(list_evaluations(b)) == _stored(b)
-    assert b.fsck().clean
+    assert fsck(b).clean
     # and the pull then completes the board
     pull_board(b, "team", "road-test@1")
     assert len(list_evaluations(b, "road-test@1")) == COUNT

@@ -11,6 +11,7 @@ from test_board_share import SUITE, _plant, evaluate, recorded
 
 from vbstore.errors import InvalidScores
 from vbstore.remotes import TamperedBlob, add_remote, board_ref
+from vbstore.store import fsck
 from vbstore.suites import (
     build,
     get_suite,
@@ -215,7 +216,7 @@ def test_a_correction_of_an_evaluation_re_judged_here_is_accepted(stores, team):
     rows = {r["id"]: r for r in list_evaluations(b, "road-test@1")}
     assert rows[item["as"]]["superseded_by"] == fix
     assert fix in [r["evaluation"] for r in leaderboard(b, "road-test@1").rows]
-    assert b.fsck().clean
+    assert fsck(b).clean
 
 
 def test_a_pulled_evaluation_with_a_nan_literal_is_refused(stores, team):

@@ -25,6 +25,7 @@ from vbstore.remotes import (
 )
 from vbstore.remotes._closure import ref_document
 from vbstore.remotes._fsspec import DirRemote
+from vbstore.store import fsck
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_push_then_pull_gives_same_ids_bytes_and_lineage(stores, lineage, remote
         assert b.info(oid).kind == a.info(oid).kind
     assert b.lookup(lineage["train_key"]) == lineage["head"]
     assert b.derivation_of(lineage["result"]) == a.derivation_of(lineage["result"])
-    assert b.fsck().clean
+    assert fsck(b).clean
 
 
 def test_second_push_changes_nothing_and_second_pull_downloads_nothing(stores, lineage, remote_dir):
@@ -193,7 +194,7 @@ def test_fetch_object_repairs_a_damaged_blob(stores, lineage, remote_dir):
     path.write_bytes(b"rot")
     with pytest.raises(CorruptObject):
         fetch_object(a, lineage["pack"])  # the damaged copy must be moved aside first
-    report = a.fsck(repair=True)
+    report = fsck(a, repair=True)
     assert lineage["pack"] in report.repaired
     assert not a.has(lineage["pack"])
     assert fetch_object(a, lineage["pack"]) == "d"
@@ -209,7 +210,7 @@ def test_a_blob_refetched_by_repair_is_present_and_verified(stores, lineage, rem
     path = a.path(pack)
     os.chmod(path, 0o644)
     path.write_bytes(b"rot")
-    report = a.fsck(repair=True, refetch=lambda oid: fetch_object(a, oid) is not None)
+    report = fsck(a, repair=True, refetch=lambda oid: fetch_object(a, oid) is not None)
     assert report.refetched == [pack]
     info = a.info(pack)
     assert a.verify(pack)
@@ -228,4 +229,4 @@ def test_push_skips_inputs_that_are_not_present(stores, lineage, remote_dir):
     assert not b.has(image)
     assert ("image", image) not in b.children(lineage["manifest"])
     assert pulled.id == lineage["result"]
-    assert b.fsck().clean
+    assert fsck(b).clean

@@ -22,6 +22,7 @@ from vbstore import Store, canonical
 from vbstore.heads import HeadMismatchWarning
 from vbstore.remotes import Entry, registry
 from vbstore.remotes._closure import ref_document
+from vbstore.store import fsck
 
 BACKBONE = ("-b", "test_cnn", "--weights", "random", "--input-size", "32")
 HUB_REPO = "user/heads"
@@ -145,7 +146,7 @@ def test_head_pushed_to_a_directory_is_pulled_and_applies_in_another_store(
     assert theirs["record"]["train_metrics"] == my_head["record"]["train_metrics"]
     with Store(tmp_path / "b") as b:  # the pulled head is verified and traceable in b too
         assert b.verify(head)
-        assert b.fsck().clean
+        assert fsck(b).clean
 
 
 def test_push_head_carries_only_what_checks_and_uses_it_unless_asked(vbj, team, my_head,

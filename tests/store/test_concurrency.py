@@ -8,7 +8,7 @@ import textwrap
 import time
 
 from vbstore import Store
-from vbstore.store import derivation_spec
+from vbstore.store import derivation_spec, fsck
 
 WRITE_SAME_BLOB = """
 import random, sys
@@ -52,7 +52,7 @@ def test_eight_processes_write_the_same_blob(tmp_path):
     ids = _run(WRITE_SAME_BLOB, str(tmp_path))
     assert len(set(ids)) == 1
     with Store(tmp_path) as s:
-        assert s.fsck().clean
+        assert fsck(s).clean
         assert len(s.ls()) == 1
 
 

@@ -1,3 +1,4 @@
+
 import errno
 import os
 
@@ -5,7 +6,7 @@ import pytest
 from store_support import suite_doc
 
 from vbstore.errors import DiskFull
-from vbstore.store import db_id
+from vbstore.store import db_id, fsck
 
 
 def _snapshot(store):
@@ -34,7 +35,7 @@ def test_disk_full_is_a_clear_error_and_changes_nothing(store, monkeypatch):
         store.put_json(suite_doc("n"), "suite")
     monkeypatch.undo()
     assert _snapshot(store) == before
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_flipped_byte_is_reported_and_fsck_fails(store):
@@ -45,7 +46,7 @@ def test_flipped_byte_is_reported_and_fsck_fails(store):
     data = bytearray(path.read_bytes())
     data[1234] ^= 0x40
     path.write_bytes(bytes(data))
-    report = store.fsck(jobs=4)
+    report = fsck(store, jobs=4)
     assert report.corrupt == [bad]
     assert not report.clean
     assert good not in report.corrupt
@@ -64,7 +65,7 @@ def test_fsck_reconciles_rows_files_temps_and_edges(store):
     os.utime(dead_temp, (0, 0))
     store.add_edges(kept, {"input": "f" * 64})
 
-    report = store.fsck()
+    report = fsck(store)
     assert report.adopted == [orphan]
     assert store.info(orphan).kind == "blob"
     assert report.missing == [gone]
@@ -85,7 +86,7 @@ def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     assert store.lookup(derivation_key(spec)) is None  # a corrupt hit is a miss...
     assert (store.root / "quarantine" / out).exists()  # ...moved aside, so a recompute republishes
     assert store.info(out).evicted_at is not None
-    assert store.fsck().clean
+    assert fsck(store).clean
     again = store.put_json(suite_doc("n"), "suite")
     assert again == out
     assert store.verify(out)
@@ -95,11 +96,11 @@ def test_repair_moves_corrupt_blob_aside_and_forgets_its_derivation(store):
     path = store.files.path(other)
     os.chmod(path, 0o644)
     path.write_bytes(b"tampered")
-    report = store.fsck(repair=True)
+    report = fsck(store, repair=True)
     assert report.repaired == [other]
     assert report.corrupt == [other]
     assert (store.root / "quarantine" / other).exists()
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_fsck_adopts_orphans_with_their_own_kind(store):
@@ -110,7 +111,7 @@ def test_fsck_adopts_orphans_with_their_own_kind(store):
     suite = store.put_json(suite_doc("n"), "suite")
     with store.db.write() as conn:  # a crash between rename and row insert, twice
         conn.execute("DELETE FROM objects")
-    assert sorted(store.fsck().adopted) == sorted([pack, suite])
+    assert sorted(fsck(store).adopted) == sorted([pack, suite])
     assert store.info(pack).kind == "pack"
     assert store.info(suite).kind == "suite"
 
@@ -134,7 +135,7 @@ def test_fsck_runs_sqlite_integrity_check(store):
     # the index page's cell area (cells grow from the end of the page), not the file header
     data[start + page_size // 2 : start + page_size] = os.urandom(page_size // 2)
     db.write_bytes(bytes(data))
-    report = store.fsck()
+    report = fsck(store)
     assert not report.clean
     assert report.registry_errors
 
@@ -150,13 +151,13 @@ def test_fsck_refuses_symlinked_blobs_and_fixes_writable_modes(store, tmp_path):
     target.parent.mkdir(exist_ok=True)
     target.symlink_to(outside)
     store.files.path(oid).chmod(0o644)
-    report = store.fsck()
+    report = fsck(store)
     assert report.unsafe == [linked]
     assert not report.clean
     assert linked not in report.adopted
     assert report.modes_fixed == [oid]
     assert (store.files.path(oid).stat().st_mode & 0o777) == 0o444
-    store.fsck(repair=True)
+    fsck(store, repair=True)
     assert not target.is_symlink()
     assert outside.read_bytes() == b"a file outside the store"  # never followed, never touched
 
@@ -170,7 +171,7 @@ def test_fsck_removes_stale_lock_files(store):
     os.utime(stale, (old, old))
     fresh = store.root / "locks" / ("b" * 64 + ".lock")
     fresh.write_bytes(b"")
-    report = store.fsck()
+    report = fsck(store)
     assert report.locks_removed == [stale.name]
     assert not stale.exists()
     assert fresh.exists()  # young: its owner may be about to lock it
@@ -190,7 +191,7 @@ def test_fsck_stamps_every_verified_row_and_only_those(store):
     with store.db.write() as conn:
         conn.execute("DELETE FROM objects WHERE id=?", (db_id(orphan),))
 
-    report = store.fsck()
+    report = fsck(store)
     assert report.corrupt == [bad]
     assert report.adopted == [orphan]
     assert report.dangling_edges == []

@@ -37,16 +37,16 @@ def _count_hashes(monkeypatch):
 
 def test_warm_hash_is_served_from_file_state(store, folder, monkeypatch):
     calls = _count_hashes(monkeypatch)
-    cold = store.hash_files(folder)
+    cold = store.file_states.hash(folder)
     assert cold == [digest(p.read_bytes()) for p in folder]
     assert len(calls) == 200
     calls.clear()
-    assert store.hash_files(folder) == cold
+    assert store.file_states.hash(folder) == cold
     assert calls == []
 
 
 def test_touched_and_replaced_files_are_rehashed(store, folder, monkeypatch):
-    store.hash_files(folder)
+    store.file_states.hash(folder)
     calls = _count_hashes(monkeypatch)
     folder[3].write_bytes(b"new content")
     past = time.time() - 5
@@ -56,7 +56,7 @@ def test_touched_and_replaced_files_are_rehashed(store, folder, monkeypatch):
     os.replace(replacement, folder[7])
     os.utime(folder[7], (past, past))
     os.utime(folder[9])  # touched, same content
-    hashes = store.hash_files(folder)
+    hashes = store.file_states.hash(folder)
     assert sorted(map(str, calls)) == sorted(map(str, [folder[3], folder[7], folder[9]]))
     assert hashes[3] == digest(b"new content")
     assert hashes[7] == digest(folder[7].read_bytes())
@@ -66,7 +66,7 @@ def test_missing_file_is_named(store, tmp_path):
     from vbstore.errors import StoreIOError
 
     with pytest.raises(StoreIOError, match=r"nope\.jpg"):
-        store.hash_files([tmp_path / "nope.jpg"])
+        store.file_states.hash([tmp_path / "nope.jpg"])
 
 
 def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
@@ -76,11 +76,11 @@ def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
         return "odd" if int(path.stem) % 2 else None
 
     with pytest.raises(BadInput, match=r"100 unusable files: .*0001.bin: odd.*and 95 more"):
-        store.hash_files(folder, check=reject_odd)
+        store.file_states.hash(folder, check=reject_odd)
     evens = folder[::2]
-    store.hash_files(evens, check=reject_odd)
+    store.file_states.hash(evens, check=reject_odd)
     seen = []
-    store.hash_files(evens, check=lambda p: seen.append(p))
+    store.file_states.hash(evens, check=lambda p: seen.append(p))
     assert seen == []  # cached: not checked again
 
 
@@ -97,6 +97,6 @@ def test_files_reach_the_threads_in_runs_and_come_back_in_order(store, folder, m
         return real(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
-    hashes = store.hash_files(folder, threads=2)
+    hashes = store.file_states.hash(folder, threads=2)
     assert hashes == [digest(p.read_bytes()) for p in folder]
     assert 1 < len(submitted) <= 200 // 8

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 import vbstore
 from vbstore.cli import cli
 from vbstore.errors import UsageError
+from vbstore.store import forget, fsck, gc
 
 KW = dict(split="val", train_split="train", weights="random", input_size=32, progress=False)
 
@@ -32,24 +33,24 @@ def test_forget_removes_the_result_and_releases_what_only_it_kept(shapes):
     other = vbstore.get_result("test_cnn", "knn", shapes, shapes, params={"k": 5}, **KW)
     held = _ids(store)
     # the features and manifests are shared: forgetting one result releases its head alone
-    planned = store.forget([first.id[:10]], dry_run=True)
+    planned = forget(store, [first.id[:10]], dry_run=True)
     assert [f["id"] for f in planned.forgotten] == [first.id]
     assert [(o["kind"], o["id"]) for o in planned.released] == [
         ("head", first.record.inputs["head"])]
     assert _ids(store) == held  # a dry run removes nothing
-    done = store.forget([first.id])
+    done = forget(store, [first.id])
     assert done.as_dict() == {**planned.as_dict(), "dry_run": False}
     assert _ids(store) == held - {first.id}  # the head stays until gc removes it
-    assert store.gc(grace=0).removed_count == 1
+    assert gc(store, grace=0).removed_count == 1
     assert not store.has(first.id)
     # the last result that kept them releases the features, manifests and backbone
-    last = store.forget([other.id])
+    last = forget(store, [other.id])
     kinds = {o["kind"] for o in last.released}
     assert {"featureset", "pack", "manifest", "backbone"} <= kinds
     assert last.released_bytes > 0
-    assert store.gc(grace=0).removed_count == len(last.released)
+    assert gc(store, grace=0).removed_count == len(last.released)
     assert _ids(store) == set()
-    report = store.fsck()
+    report = fsck(store)
     assert report.faults == 0, report
     # the same question again computes the same result
     again = vbstore.get_result("test_cnn", "knn", shapes, shapes, params={"k": 3}, **KW)
@@ -62,12 +63,12 @@ def test_forget_refuses_what_is_still_kept_or_not_a_result(shapes):
     result = vbstore.get_result("test_cnn", "knn", shapes, shapes, params={"k": 2}, **KW)
     store.tag("mine", result.id)
     with pytest.raises(UsageError, match="ref 'mine' names result") as err:
-        store.forget([result.id])
+        forget(store, [result.id])
     assert err.value.hint == "remove the ref first: vbstore tag -d mine"
     store.untag("mine")
     manifest = result.record.inputs["eval_manifest"]
     with pytest.raises(UsageError, match="is a manifest, not a result"):
-        store.forget([manifest])
+        forget(store, [manifest])
     assert store.has(result.id)
 
 

@@ -6,7 +6,7 @@ import sqlite3
 
 from store_support import run_on_small_disk, suite_doc
 
-from vbstore.store import db_id
+from vbstore.store import db_id, fsck, gc
 
 FULL = r"""
 import json, os, sys
@@ -143,7 +143,7 @@ def test_gc_unlinks_first_when_the_registry_cannot_journal(store):
     paths = [str(store.files.path(o)) for o in [*leftovers, pack, fresh]]
     full = _FullUntilFreed(store.db.conn, paths)
     store.db.conn = full
-    report = store.gc(grace=60)
+    report = gc(store, grace=60)
     assert full.refused == 1
     assert sorted(o["id"] for o in report.removed) == sorted(leftovers)
     assert not any(store.files.exists(o) for o in leftovers)
@@ -152,11 +152,11 @@ def test_gc_unlinks_first_when_the_registry_cannot_journal(store):
 
     full = _FullUntilFreed(full._conn, [str(store.files.path(pack))])
     store.db.conn = full
-    report = store.gc(grace=60, max_size=1)
+    report = gc(store, grace=60, max_size=1)
     assert full.refused == 1
     assert [o["id"] for o in report.evicted] == [pack]
     assert not store.has(pack)
     assert store.info(pack).evicted_at is not None
     store.db.conn = full._conn
-    assert store.fsck().clean
+    assert fsck(store).clean
 

@@ -1,3 +1,4 @@
+
 import os
 import threading
 import time
@@ -6,7 +7,7 @@ import blake3
 import pytest
 from store_support import suite_doc
 
-from vbstore.store import db_id, derivation_key, derivation_spec
+from vbstore.store import db_id, derivation_key, derivation_spec, du, fsck, gc
 
 PACK_META = {"format": "vbstore.pack.v1", "extractor": "e" * 64, "layers": "[-1]", "images": "[]"}
 
@@ -49,23 +50,23 @@ def test_gc_keeps_roots_and_what_they_need(store):
     junk = store.put_bytes(b"junk")
     _old(store, weights, pack, result, tagged, junk)
 
-    dry = store.gc(dry_run=True)
+    dry = gc(store, dry_run=True)
     assert [o["id"] for o in dry.removed] == [junk]
     assert store.has(junk)
 
-    report = store.gc()
+    report = gc(store)
     assert [o["id"] for o in report.removed] == [junk]
     assert not store.has(junk)
     for oid in (weights, pack, result, tagged):
         assert store.has(oid)
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_grace_period_protects_young_objects(store):
     young = store.put_bytes(b"young")
-    assert store.gc().removed == []
+    assert gc(store).removed == []
     assert store.has(young)
-    assert [o["id"] for o in store.gc(grace=0).removed] == [young]
+    assert [o["id"] for o in gc(store, grace=0).removed] == [young]
 
 
 def test_gc_spares_inputs_of_a_running_computation(store):
@@ -90,7 +91,7 @@ def test_gc_spares_inputs_of_a_running_computation(store):
     thread = threading.Thread(target=run)
     thread.start()
     assert inside.wait(10)
-    report = store.gc(grace=0)
+    report = gc(store, grace=0)
     assert feature not in [o["id"] for o in report.removed]
     assert store.has(feature)
     release.set()
@@ -113,7 +114,7 @@ def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
                             edges={f"p{i}": p for i, (p, _) in enumerate(packs)})
     _old(store, manifest, result, *[p for p, _ in packs])
     _old(store, packs[1][0], age=9000)  # least recently used
-    report = store.gc(max_size=250_000)
+    report = gc(store, max_size=250_000)
     assert [o["id"] for o in report.evicted] == [packs[1][0]]
     assert not store.has(packs[1][0])
     assert store.lookup(packs[1][1]) is None
@@ -121,7 +122,7 @@ def test_max_size_evicts_lru_packs_only_and_lookup_misses(store):
     assert store.has(manifest)
     assert store.has(result)
     assert store.info(packs[1][0]).evicted_at is not None
-    assert store.fsck().clean  # an evicted row is not a missing blob
+    assert fsck(store).clean  # an evicted row is not a missing blob
 
 
 def test_max_size_warns_when_cap_is_below_one_working_set(store):
@@ -129,23 +130,23 @@ def test_max_size_warns_when_cap_is_below_one_working_set(store):
     pack = put_pack(store, {"x": np.zeros(50_000, dtype=np.float32)})
     store.put_json({"extractor": {}, "extractor_key": pack, "manifest": pack, "backbone": pack,
                     "packs": [pack], "rows": [[0, 0]]}, "featureset", edges={"pack": pack})
-    report = store.gc(max_size=1000, dry_run=True)
+    report = gc(store, max_size=1000, dry_run=True)
     assert any("smaller than one feature set" in w for w in report.warnings)
 
 
 def test_max_size_says_when_the_store_cannot_shrink_to_it(store):
     np = pytest.importorskip("numpy")
     put_pack(store, {"x": np.zeros(50_000, dtype=np.float32)})  # young: within --grace
-    report = store.gc(max_size=1000, dry_run=True)
+    report = gc(store, max_size=1000, dry_run=True)
     assert report.evicted == []
     assert any("above --max-size 1000 B" in w and "--grace 0" in w for w in report.warnings)
-    assert not any("above --max-size" in w for w in store.gc(max_size=10**9).warnings)
+    assert not any("above --max-size" in w for w in gc(store, max_size=10**9).warnings)
 
 
 def test_gc_of_many_objects_is_batched(store):
     ids = [store.put_bytes(str(i).encode()) for i in range(1200)]
     _old(store, *ids)
-    assert len(store.gc().removed) == 1200
+    assert len(gc(store).removed) == 1200
     assert store.ls() == []
     assert not any(store.files.iter_files())
 
@@ -157,9 +158,9 @@ def test_old_inputs_of_a_young_artifact_are_kept(store):
     with store.db.write() as conn:  # make it a plain young non-root artifact
         conn.execute("UPDATE objects SET kind='blob' WHERE id=?", (db_id(young),))
     store.add_edges(young, {"input": old_input})
-    assert store.gc().removed == []
+    assert gc(store).removed == []
     assert store.has(old_input)
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_max_size_never_evicts_what_a_ref_needs(store):
@@ -170,25 +171,27 @@ def test_max_size_never_evicts_what_a_ref_needs(store):
     featureset = store.put_json(doc, "featureset", edges={"pack": pack})
     store.tag("keep", featureset)
     _old(store, pack, featureset)
-    report = store.gc(grace=0, max_size=0)
+    report = gc(store, grace=0, max_size=0)
     assert report.evicted == []
     assert store.has(pack)
 
 
 def test_a_parent_recorded_during_gc_keeps_its_old_input(store, monkeypatch):
+    from vbstore.store import _gc
+
     child = store.put_bytes(b"old and unreachable")
     _old(store, child)
-    real = store.reachable
+    real = _gc.reachable
 
     def walk_then_a_writer_arrives(*args, **kwargs):
         seen = real(*args, **kwargs)
         store.put_bytes(b"new parent", edges={"input": child})  # after the walk, before the sweep
         return seen
 
-    monkeypatch.setattr(store, "reachable", walk_then_a_writer_arrives)
-    assert store.gc().removed == []
+    monkeypatch.setattr(_gc, "reachable", walk_then_a_writer_arrives)
+    assert gc(store).removed == []
     assert store.has(child)
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_gc_spares_outputs_a_running_computation_has_published(store):
@@ -197,11 +200,11 @@ def test_gc_spares_outputs_a_running_computation_has_published(store):
     spec = derivation_spec("op", 1, {}, {})
     with store.lease(derivation_key(spec)), Store(store.root) as other:
         pack = put_pack(store, {"x": __import__("numpy").zeros(3)})  # written, not yet recorded
-        assert other.gc(grace=0).removed == []
-        assert other.gc(grace=0, max_size=0).evicted == []
+        assert gc(other, grace=0).removed == []
+        assert gc(other, grace=0, max_size=0).evicted == []
         assert store.has(pack)
     with Store(store.root) as other:  # the lease ended and nothing recorded the pack: garbage
-        assert [o["id"] for o in other.gc(grace=0).removed] == [pack]
+        assert [o["id"] for o in gc(other, grace=0).removed] == [pack]
 
 
 def test_gc_across_transactions_removes_exactly_the_unreachable(store):
@@ -219,19 +222,19 @@ def test_gc_across_transactions_removes_exactly_the_unreachable(store):
             "INSERT INTO objects(id, kind, size, created, last_used) VALUES (?,?,?,?,?)", rows)
         conn.executemany("INSERT INTO edges(parent, child, role) VALUES (?,?,?)", edges)
     kept_pack, doomed_pack = ids[7], ids[2303]  # both packs (i % 7 == 0)
-    store.add_feature_rows("e" * 64, kept_pack, ["a" * 64])
-    store.add_feature_rows("e" * 64, doomed_pack, ["b" * 64])
+    store.feature_rows.add("e" * 64, kept_pack, ["a" * 64])
+    store.feature_rows.add("e" * 64, doomed_pack, ["b" * 64])
     store.record(derivation_spec("made", 1, {}, {}), ids[4000])
     _old(store, kept_pack, doomed_pack)
 
-    removed = {o["id"] for o in store.gc().removed}
+    removed = {o["id"] for o in gc(store).removed}
     assert removed == set(ids[2300:])
     assert {o.id for o in store.ls()} == set(ids[:2300])
     assert {oid for oid, _ in store.files.iter_files()} == set(ids[:2300])
-    assert store.feature_rows("e" * 64, ["a" * 64, "b" * 64]) == {"a" * 64: (kept_pack, 0)}
+    assert store.feature_rows.find("e" * 64, ["a" * 64, "b" * 64]) == {"a" * 64: (kept_pack, 0)}
     assert store.db.one("SELECT count(*) FROM packs")[0] == 1
     assert store.lookup(derivation_key(derivation_spec("made", 1, {}, {}))) is None
-    report = store.fsck()  # intact, but for the row the stand-in pack (not safetensors) holds
+    report = fsck(store)  # intact, but for the row the stand-in pack (not safetensors) holds
     assert [m["table"] for m in report.mismatched] == ["feature_rows"]
     assert report.faults == 1
 
@@ -241,24 +244,25 @@ def test_a_put_between_delete_and_unlink_keeps_its_blob(store, monkeypatch, writ
     """The unlink skips its probe only when no write landed since the rows went: a put
     re-registering the blob in between (this connection or another) keeps the file."""
     from vbstore import Store
+    from vbstore.store import _gc
 
     ids = [store.put_bytes(b"old %d" % i) for i in range(3)]
     _old(store, *ids)
-    real = store._sweep_step
+    real = _gc._sweep_step
     other = Store(store.root) if writer == "other" else store
 
-    def a_put_arrives_first(batch, cutoff, report, walked, since, pending, unlinkers):
+    def a_put_arrives_first(on, batch, cutoff, report, walked, since, pending, unlinkers):
         if pending:  # the rows went in the last transaction, the files go in this one
             other.put_bytes(b"old 1")  # its row is gone, its blob not yet: the put re-registers it
-        return real(batch, cutoff, report, walked, since, pending, unlinkers)
+        return real(on, batch, cutoff, report, walked, since, pending, unlinkers)
 
-    monkeypatch.setattr(store, "_sweep_step", a_put_arrives_first)
-    assert len(store.gc().removed) == 3  # the rows went; the put brought one back
+    monkeypatch.setattr(_gc, "_sweep_step", a_put_arrives_first)
+    assert len(gc(store).removed) == 3  # the rows went; the put brought one back
     assert [o.id for o in store.ls()] == [ids[1]]
     assert store.path(ids[1]).read_bytes() == b"old 1"
     assert not store.files.exists(ids[0])
     assert not store.files.exists(ids[2])
-    assert store.fsck().clean
+    assert fsck(store).clean
     if other is not store:
         other.close()
 
@@ -273,21 +277,21 @@ def test_a_write_after_the_walk_makes_every_later_batch_recheck(store, monkeypat
     _old(store, *ids)
     monkeypatch.setattr(_gc, "_TRANSACTION", 1)
     late = sorted(ids)[-1]  # swept in the last transaction (ids go in registry order)
-    real = store._sweep_step
+    real = _gc._sweep_step
     calls = []
 
-    def a_writer_arrives(batch, *args):
+    def a_writer_arrives(on, batch, *args):
         if len(calls) == 1:  # after the first batch went
             with Store(store.root) as other:
                 other.put_bytes(b"new parent", edges={"input": late})
         calls.append(batch)
-        return real(batch, *args)
+        return real(on, batch, *args)
 
-    monkeypatch.setattr(store, "_sweep_step", a_writer_arrives)
-    assert {o["id"] for o in store.gc().removed} == set(ids) - {late}
+    monkeypatch.setattr(_gc, "_sweep_step", a_writer_arrives)
+    assert {o["id"] for o in gc(store).removed} == set(ids) - {late}
     assert store.has(late)
     assert len(calls) == 6  # six batches; the last deleted nothing, so no seventh to unlink
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_every_unlink_runs_under_the_write_lock(store, monkeypatch):
@@ -315,11 +319,11 @@ def test_every_unlink_runs_under_the_write_lock(store, monkeypatch):
         return real(base, keys, *args)
 
     monkeypatch.setattr(_gc, "_unlink_keys", unlink_and_look)
-    assert store.gc().removed_count == 25
+    assert gc(store).removed_count == 25
     assert sum(n for n, _, _ in seen) == 25
     assert all(inside and locked for _, inside, locked in seen), seen
     assert not any(store.files.iter_files())
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 class _FailsOnce:
@@ -351,12 +355,12 @@ def test_a_batch_that_fails_leaves_no_row_without_its_blob(store, monkeypatch):
     real = store.db.conn
     store.db.conn = _FailsOnce(real, 2)
     with pytest.raises(StoreIOError):
-        store.gc()
+        gc(store)
     store.db.conn = real
     assert [store.files.exists(oid) for oid in ids] == [False, False, True, True, True, True]
     assert sorted(o.id for o in store.ls()) == ids[2:]
-    assert store.fsck().clean
-    assert store.gc().removed_count == 4
+    assert fsck(store).clean
+    assert gc(store).removed_count == 4
 
 
 def test_the_report_totals_need_no_entry_per_object(store):
@@ -365,8 +369,8 @@ def test_the_report_totals_need_no_entry_per_object(store):
     pack = put_pack(store, {"x": np.zeros(4, dtype=np.float32)})
     _old(store, *blobs, pack)
     pack_size = store.info(pack).size
-    dry = store.gc(dry_run=True)
-    report = store.gc()
+    dry = gc(store, dry_run=True)
+    report = gc(store)
     for r in (dry, report):
         assert r.removed_count == 3
         assert r.removed_bytes == r.freed_bytes == 30 + pack_size
@@ -406,16 +410,16 @@ def test_puts_racing_a_gc_never_lose_their_blob(store, monkeypatch):
     thread = threading.Thread(target=put_back)
     thread.start()
     assert ready.wait(10)
-    report = store.gc()
+    report = gc(store)
     done.set()
     thread.join(30)
     assert put  # the race happened
-    assert not set(put) & {o["id"] for o in store.gc(dry_run=True).removed}
+    assert not set(put) & {o["id"] for o in gc(store, dry_run=True).removed}
     for oid in put:
         assert store.has(oid), oid
     assert {o.id for o in store.ls()} == set(put)
     assert report.removed_count + len(put) >= 3000
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def test_adopting_a_blob_gc_unlinks_meanwhile_registers_nothing(store, monkeypatch):
@@ -438,7 +442,7 @@ def test_adopting_a_blob_gc_unlinks_meanwhile_registers_nothing(store, monkeypat
     with pytest.raises(ObjectNotFound, match="no object matches"):
         store.adopt(oid, "blob")
     assert not store.has(oid)
-    assert store.fsck().clean
+    assert fsck(store).clean
 
 
 def _dead_pid() -> int:
@@ -460,11 +464,11 @@ def test_gc_removes_the_temp_files_of_dead_writers(store):
     dead.write_bytes(b"x" * 5000)
     live = store.files.tmp / f"{HOST}.{os.getpid()}.{'b' * 32}.tmp"  # a write in progress
     live.write_bytes(b"y" * 10)
-    report = store.gc(dry_run=True)
+    report = gc(store, dry_run=True)
     assert report.temp_removed == [dead.name]
     assert dead.exists()
     assert report.freed_bytes == 5000
-    report = store.gc()
+    report = gc(store)
     assert report.temp_removed == [dead.name]
     assert report.freed_bytes == 5000
     assert not dead.exists()
@@ -481,7 +485,7 @@ def test_kept_counts_what_du_counts_and_sizes_read_in_units(store):
     store.tag("p", pack)
     with store.db.write() as conn:  # an evicted pack: a registry row, no blob
         conn.execute("UPDATE objects SET evicted_at = 1 WHERE id = ?", (db_id(pack),))
-    report = store.gc(grace=0)
-    assert report.kept == store.du()["objects"] == 1
+    report = gc(store, grace=0)
+    assert report.kept == du(store)["objects"] == 1
     assert human_bytes(5242880) == "5.0 MiB"
     assert human_bytes(1000) == "1000 B"

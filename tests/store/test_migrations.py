@@ -10,7 +10,7 @@ from store_support import run_read_only
 import vbstore.store._registry as registry_module
 from vbstore import Store
 from vbstore.errors import StoreIOError
-from vbstore.store import db_id, derivation_key, derivation_spec, hex_id
+from vbstore.store import db_id, derivation_key, derivation_spec, fsck, gc, hex_id
 
 
 def _v2_registry(root, monkeypatch):
@@ -85,19 +85,19 @@ def test_a_v2_store_migrates_in_place_and_every_row_survives(tmp_path, monkeypat
                       for r, c in store.children(p)) == sorted(old["edges"])
         assert store.parents(old["image"]) == [("image", old["pack"])]
         for extractor in ("e" * 64, "f" * 64):
-            assert store.feature_rows(extractor, [*old["images"], "c" * 64]) == {
+            assert store.feature_rows.find(extractor, [*old["images"], "c" * 64]) == {
                 img: (old["pack"], i) for i, img in enumerate(old["images"])}
-        assert store.hash_files([old["cached"]]) == [old["fake"]]
+        assert store.file_states.hash([old["cached"]]) == [old["fake"]]
         assert store.lookup(old["key"]) == old["featureset"]
         assert store.resolve("named") == old["featureset"]
         assert store.resolve(old["pack"][:8]) == old["pack"]
         # every blob and row is intact; only the stand-in pack (bytes, not safetensors) cannot
         # vouch for the feature rows that name it
-        report = store.fsck()
+        report = fsck(store)
         assert {m["table"] for m in report.mismatched} == {"feature_rows"}
         assert report.faults == len(report.mismatched) == 100
         # gc on the migrated tables: the orphan goes, what the ref reaches stays
-        removed = [o["id"] for o in store.gc(grace=0).removed]
+        removed = [o["id"] for o in gc(store, grace=0).removed]
         assert removed == [old["orphan"]]
         assert store.has(old["pack"])
         assert not store.has(old["orphan"])
@@ -162,7 +162,7 @@ def test_a_feature_row_costs_under_a_third_of_the_old_layout(store):
     images = [blake3.blake3(str(i).encode()).hexdigest() for i in range(20_000)]
     for start in range(0, len(images), 4096):
         pack = store.put_bytes(f"pack {start}".encode(), "pack")
-        store.add_feature_rows("e" * 64, pack, images[start : start + 4096])
+        store.feature_rows.add("e" * 64, pack, images[start : start + 4096])
     try:  # dbstat is a compile-time option of SQLite (on in Python's builds and Debian's)
         pages = store.db.conn.execute(
             "SELECT sum(pgsize) FROM dbstat WHERE name IN "
@@ -194,13 +194,14 @@ board = leaderboard(store, "road-test@1")
 print(json.dumps({"read_only": store.read_only, "version": store.db.version,
                   "rows": [[r["evaluation"], r["variant"]] for r in board.rows],
                   "listed": [[r["id"], r["superseded_by"]] for r in list_evaluations(store)],
-                  "names": store.data_names(sys.argv[2])}))
+                  "names": store.data_names.of(sys.argv[2])}))
 """
 
 
 def _downgraded(root, version: int) -> str:
     """A store with one ranked evaluation whose registry is rolled back to ``version`` (6: before
-    board variants and corrections; 7: before data names); return the evaluation's id."""
+    board variants and corrections; 7: before data names; 10: before the verified-scores
+    cache); return the evaluation's id."""
     from vbstore.suites import build, push_suite, record
 
     with Store(root) as store:
@@ -216,7 +217,10 @@ def _downgraded(root, version: int) -> str:
             protocol={"task": "segmentation", "params": {}},
             evaluator={"package": "vbstore", "version": "0.1.0"}), recorded=1.0).id
     conn = sqlite3.connect(root / "registry.db")
-    conn.execute("DROP TABLE data_names")  # as migration 8 found it
+    if version < 11:  # as migration 11 found it
+        conn.execute("DROP TABLE verified_scores")
+    if version < 8:  # as migration 8 found it
+        conn.execute("DROP TABLE data_names")
     if version < 7:  # as migration 7 found it
         conn.execute("DROP INDEX idx_evaluations_board")
         conn.execute("ALTER TABLE evaluations DROP COLUMN variant")
@@ -229,7 +233,7 @@ def _downgraded(root, version: int) -> str:
     return oid
 
 
-@pytest.mark.parametrize("version", [6, 7])
+@pytest.mark.parametrize("version", [6, 7, 10])
 def test_a_read_only_store_before_variants_and_names_serves_its_board(tmp_path, version):
     root = tmp_path / "shared"
     oid = _downgraded(root, version)
@@ -237,6 +241,20 @@ def test_a_read_only_store_before_variants_and_names_serves_its_board(tmp_path, 
     assert run_read_only(root, READ_BOARD, str(root), oid) == {
         "read_only": True, "version": version, "rows": [[oid, {}]], "listed": [[oid, None]],
         "names": []}
+
+
+def test_a_store_before_the_verified_scores_cache_migrates_and_its_board_fills_it(tmp_path):
+    """Migration 11 adds an empty cache; the first board reads the blob and records it."""
+    from vbstore.suites import leaderboard
+
+    root = tmp_path / "s"
+    oid = _downgraded(root, 10)
+    with Store(root) as store:
+        assert store.db.version == 11
+        assert store.db.query("SELECT id FROM verified_scores") == []
+        assert [r["evaluation"] for r in leaderboard(store, "road-test@1").rows] == [oid]
+        assert store.db.query("SELECT id FROM verified_scores") == [(oid,)]
+        assert fsck(store).mismatched == []
 
 
 def test_creating_a_store_does_not_load_pandas(tmp_path):

@@ -7,22 +7,23 @@ from store_support import run_read_only
 from test_gc import _old, put_pack
 
 from vbstore import Store
+from vbstore.store import gc
 from vbstore.store._layout import REGISTRY_VERSION
 
 
 def test_notes_newest_first_again_bumps_and_gc_deletes_them_with_their_object(store):
     pack = put_pack(store, {"pooled": torch.zeros(2, 3)})
-    store.add_note(pack, "first")
-    store.add_note(pack, "second")
-    assert store.notes(pack) == ["second", "first"]
-    store.add_note(pack, "first")  # given again: the newest
-    assert store.notes(pack) == ["first", "second"]
-    store.add_note(pack, "   ")  # empty text says nothing
-    assert store.notes(pack) == ["first", "second"]
+    store.notes.add(pack, "first")
+    store.notes.add(pack, "second")
+    assert store.notes.of(pack) == ["second", "first"]
+    store.notes.add(pack, "first")  # given again: the newest
+    assert store.notes.of(pack) == ["first", "second"]
+    store.notes.add(pack, "   ")  # empty text says nothing
+    assert store.notes.of(pack) == ["first", "second"]
     _old(store, pack)
-    store.gc(grace=0)  # an unreachable pack goes, and its rows with it
+    gc(store, grace=0)  # an unreachable pack goes, and its rows with it
     assert not store.has(pack)
-    assert store.notes(pack) == []
+    assert store.notes.of(pack) == []
     assert store.db.query("SELECT count(*) FROM result_notes") == [(0,)]
 
 
@@ -33,13 +34,13 @@ from vbstore import Store
 from vbstore.errors import StoreReadOnly
 store = Store(sys.argv[1])
 try:  # asked for, so refused on a read-only store rather than dropped
-    store.add_note(sys.argv[2], "not kept")
+    store.notes.add(sys.argv[2], "not kept")
     refused = None
 except StoreReadOnly as exc:
     refused = exc.doing
-store.add_note(sys.argv[2], "  ")  # empty text says nothing, so writes nothing
+store.notes.add(sys.argv[2], "  ")  # empty text says nothing, so writes nothing
 print(json.dumps({"read_only": store.read_only, "version": store.db.version,
-                  "notes": store.notes(sys.argv[2]), "refused": refused}))
+                  "notes": store.notes.of(sys.argv[2]), "refused": refused}))
 """
 
 
@@ -47,11 +48,12 @@ def test_a_read_only_store_refuses_a_note_and_an_old_registry_has_none(tmp_path)
     root = tmp_path / "s"
     with Store(root) as store:
         pack = put_pack(store, {"pooled": torch.zeros(1, 1)})
-        store.add_note(pack, "kept")
+        store.notes.add(pack, "kept")
     assert run_read_only(root, READ_NOTES, str(root), pack) == {
         "read_only": True, "version": REGISTRY_VERSION, "notes": ["kept"], "refused": REFUSED}
     conn = sqlite3.connect(root / "registry.db")
-    conn.execute("DROP TABLE result_notes")  # as migration 9 found it (undoing 10 first)
+    conn.execute("DROP TABLE verified_scores")  # undoing 11 and 10 first
+    conn.execute("DROP TABLE result_notes")  # as migration 9 found it
     conn.execute("DROP TABLE evaluation_uuids")
     conn.execute("ALTER TABLE evaluations DROP COLUMN project")
     conn.execute("PRAGMA user_version=8")
@@ -61,4 +63,4 @@ def test_a_read_only_store_refuses_a_note_and_an_old_registry_has_none(tmp_path)
         "read_only": True, "version": 8, "notes": [], "refused": REFUSED}
     with Store(root) as store:  # migrated again on a writable open
         assert store.db.version == REGISTRY_VERSION
-        assert store.notes(pack) == []
+        assert store.notes.of(pack) == []

@@ -15,6 +15,7 @@ from vbstore.errors import (
     StoreIOError,
     UsageError,
 )
+from vbstore.store import fsck
 
 
 def test_a_store_path_through_a_file_is_one_line_naming_the_fix(tmp_path):
@@ -218,7 +219,7 @@ def test_put_many_stores_a_batch_with_its_rows_in_one_transaction(store, monkeyp
     # the blob stands whole without a row (no row without its blob); fsck adopts it
     assert store.files.exists(oid)
     assert store.db.one("SELECT 1 FROM objects WHERE id=?", (bytes.fromhex(oid),)) is None
-    assert oid in store.fsck().adopted
+    assert oid in fsck(store).adopted
     assert not list(store.files.tmp.iterdir())  # no temp file left behind
 
 

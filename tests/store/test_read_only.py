@@ -13,7 +13,7 @@ LIBRARY = r"""
 import json, sys
 from vbstore import Store
 from vbstore.errors import CorruptObject, StoreReadOnly
-from vbstore.store import derivation_key, derivation_spec
+from vbstore.store import derivation_key, derivation_spec, gc
 
 store = Store(sys.argv[1])
 out = {"read_only": store.read_only, "ids": [o.id for o in store.ls()]}
@@ -24,12 +24,12 @@ try:  # a damaged answer cannot be moved aside and recomputed here: it is an int
     store.lookup(derivation_key(derivation_spec("op", 3, {}, {})))
 except CorruptObject as exc:
     out["corrupt"] = exc.exit_code
-out["hash"] = store.hash_files([sys.argv[2]])  # the file-state cache is not written
+out["hash"] = store.file_states.hash([sys.argv[2]])  # the file-state cache is not written
 out["again"] = store.put_json(store.read_json(suite), "suite")  # already there: nothing to write
 for name, write in [("put", lambda: store.put_bytes(b"new bytes")),
                     ("tag", lambda: store.tag("other", suite)),
                     ("record", lambda: store.record(derivation_spec("op", 2, {}, {}), suite)),
-                    ("gc", lambda: store.gc(grace=0))]:
+                    ("gc", lambda: gc(store, grace=0))]:
     try:
         write()
         out[name] = "written"

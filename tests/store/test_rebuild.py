@@ -14,6 +14,7 @@ from store_support import suite_doc
 from vbstore import Store
 from vbstore.cli import cli
 from vbstore.errors import UsageError, VbstoreError
+from vbstore.store import fsck, rebuild_registry
 
 _ID = re.compile(r"[0-9a-f]{64}")
 
@@ -98,7 +99,7 @@ def test_damaged_index_is_rebuilt(store):
     ids = [store.put_bytes(f"blob {i}".encode() * 20) for i in range(300)]
     suite = store.put_json(suite_doc("n"), "suite")
     with pytest.raises(UsageError, match="intact"):  # a healthy registry is never thrown away
-        store.rebuild_registry()
+        rebuild_registry(store)
     store.close()
     db = store.root / "registry.db"
     with sqlite3.connect(db) as conn:
@@ -110,11 +111,11 @@ def test_damaged_index_is_rebuilt(store):
     start = (root - 1) * page_size
     data[start + page_size // 2 : start + page_size] = os.urandom(page_size // 2)
     db.write_bytes(bytes(data))
-    assert store.fsck().registry_errors
+    assert fsck(store).registry_errors
 
-    report = store.rebuild_registry()
+    report = rebuild_registry(store)
     assert report.kinds == {"blob": 300, "suite": 1}
-    assert store.fsck().clean
+    assert fsck(store).clean
     assert {o.id for o in store.ls()} == {*ids, suite}
     assert store.info(suite).kind == "suite"
 
@@ -126,7 +127,7 @@ def test_rebuild_leaves_corrupt_blobs_out(tmp_path):
         path = store.files.path(bad)
         path.chmod(0o644)
         path.write_bytes(b"tampered")
-        report = store.rebuild_registry(force=True)
+        report = rebuild_registry(store, force=True)
         assert report.corrupt == [bad]
         assert [o.id for o in store.ls()] == [good]
 
@@ -173,7 +174,7 @@ def killed(*args, **kwargs):  # inside the rebuild's one write: a crash, a power
     os.kill(os.getpid(), signal.SIGKILL)
 
 _rebuild.insert_feature_rows = killed
-Store(sys.argv[1]).rebuild_registry(force=True)
+_rebuild.rebuild_registry(Store(sys.argv[1]), force=True)
 """
 
 
@@ -200,6 +201,6 @@ def test_a_rebuild_killed_midway_leaves_no_empty_registry_behind(tmp_path):
     with Store(tmp_path / "s") as store, pytest.raises(VbstoreError, match="fsck --rebuild"):
         store.ls()
     with Store(tmp_path / "s") as store:
-        store.rebuild_registry()
+        rebuild_registry(store)
         assert {o.id for o in store.ls()} == {blob, pack, manifest, featureset}
-        assert store.fsck().clean
+        assert fsck(store).clean

@@ -11,7 +11,7 @@ import pytest
 
 from vbstore import Store
 from vbstore.store import _answers as cache
-from vbstore.store import derivation_key, derivation_spec
+from vbstore.store import derivation_key, derivation_spec, gc
 
 KEY = "k" * 64
 RESULT = {"kind": "result", "task": "knn", "op_version": 1, "metrics": {"top1": 0.5},
@@ -34,16 +34,16 @@ def setup(tmp_path):
     spec = derivation_spec("result", 1, {"eval_manifest": "e" * 64}, {})
     oid = store.put_json(RESULT, "result")
     store.record(spec, oid)
-    store.record_run(oid, device="cpu:test", seconds=1.5, timings={"evaluate_s": 1.0},
+    store.runs.record(oid, device="cpu:test", seconds=1.5, timings={"evaluate_s": 1.0},
                      features_from_cache=True)
     settled()
 
     def record(result=oid, **kw):
-        store.watch_reads()
+        store.answers.watch()
         assert store.lookup(derivation_key(spec)) == oid
         options = {"started_ns": time.time_ns(), "folders": {str(data): {}}, "samples": 2,
                    "extra": {"json": False}, **kw}
-        return store.record_answer(KEY, result, **options)
+        return store.answers.record(KEY, result, **options)
 
     yield store, data, oid, record, spec
     store.close()
@@ -55,7 +55,7 @@ def test_a_recorded_answer_comes_back_with_its_newest_run(setup):
     found = cache.lookup(str(store.root), KEY)
     assert found is not None
     assert (found.oid, found.doc, found.extra) == (oid, RESULT, {"json": False})
-    assert found.run == store.last_run(oid).as_dict()
+    assert found.run == store.runs.last(oid).as_dict()
     assert cache.lookup(str(store.root), "x" * 64) is None  # another key: nothing
 
 
@@ -105,13 +105,13 @@ def test_a_newer_run_shows_at_the_next_lookup(setup):
     store, _, oid, record, _ = setup
     assert record()
     time.sleep(0.01)
-    store.record_run(oid, device="cuda:test", seconds=0.5)
+    store.runs.record(oid, device="cuda:test", seconds=0.5)
     assert cache.lookup(str(store.root), KEY).run["device"] == "cuda:test"
 
 
 def test_what_is_not_recorded(setup):
     store, data, oid, record, _ = setup
-    assert not store.record_answer(KEY, oid, started_ns=time.time_ns(), folders={}, samples=0)
+    assert not store.answers.record(KEY, oid, started_ns=time.time_ns(), folders={}, samples=0)
     assert not record(started_ns=time.time_ns() - 10**12)  # racy: changed since it started
     assert not record(result="0" * 64)  # not found through the lookups watched
     # a folder far larger than what the answer read: a marker, until its own listing changes
@@ -120,16 +120,16 @@ def test_what_is_not_recorded(setup):
     assert not record()
     deps = json.loads(store.db.one("SELECT deps FROM answers WHERE key=?", (KEY,))[0])
     assert deps["skip"][0][0] == str(data)
-    assert store.answer_skipped(KEY)
+    assert store.answers.skipped(KEY)
     assert cache.lookup(str(store.root), KEY) is None
     os.unlink(data / "0")
-    assert not store.answer_skipped(KEY)
+    assert not store.answers.skipped(KEY)
 
 
 def test_gc_empties_the_cache_and_an_older_registry_is_not_read(setup):
     store, _, _, record, _ = setup
     assert record()
-    store.gc()
+    gc(store)
     assert store.db.query("SELECT * FROM answers") == []
     assert store.db.query("SELECT * FROM answer_trees") == []
     assert cache.lookup(str(store.root), KEY) is None
@@ -149,17 +149,17 @@ def test_a_computed_answer_is_recorded_with_the_rows_it_wrote(tmp_path):
     spec = derivation_spec("result", 1, {"eval_manifest": "e" * 64}, {})
     key = derivation_key(spec)
     settled()
-    store.watch_reads()
+    store.answers.watch()
     started = time.time_ns()
     assert store.lookup(key) is None  # nothing yet: the caller computes
     oid = store.put_json(RESULT, "result")
     store.record(spec, oid)
     options = {"started_ns": started, "folders": {str(data): {}}, "samples": 1}
-    assert not store.record_answer(KEY, oid, **options)  # a row that appeared: not the caller's
-    store.watch_reads()
+    assert not store.answers.record(KEY, oid, **options)  # a row that appeared: not the caller's
+    store.answers.watch()
     assert store.lookup(key) == oid
     store.reads[0] = ("derivations", key, None)  # as the computing caller saw it
-    assert store.record_answer(KEY, oid, wrote=[key], **options)
+    assert store.answers.record(KEY, oid, wrote=[key], **options)
     assert cache.lookup(str(store.root), KEY).oid == oid
     with store.db.write() as conn:  # the row it wrote, changed: a miss
         conn.execute("UPDATE derivations SET output = ? WHERE key = ?", ("f" * 64, key))

@@ -12,6 +12,7 @@ from vbstore.errors import UsageError
 from vbstore.features import ExtractorParams
 from vbstore.heads import head_record
 from vbstore.records import ManifestRecord, ResultRecord
+from vbstore.store import fsck
 from vbstore.suites import (
     build,
     content_sha256,
@@ -375,13 +376,13 @@ def test_fsck_knows_a_correction_and_a_variant_edited_in_sql(store):
     first = _attempt(store, suite, 1.0)
     fix = record(store, build(suite, **evidence(settings=settings()), supersedes=first.id),
                  recorded=2.0)
-    assert store.fsck().clean  # the corrected one's ranked 0 is what its correction says
+    assert fsck(store).clean  # the corrected one's ranked 0 is what its correction says
     with store.db.write() as conn:
         conn.execute("UPDATE evaluations SET variant='' WHERE id=?", (fix.id,))
-    assert store.fsck().mismatched
-    store.fsck(repair=True)
+    assert fsck(store).mismatched
+    fsck(store, repair=True)
     reindex(store)
-    assert store.fsck().clean
+    assert fsck(store).clean
     rows = {r["id"]: r for r in list_evaluations(store)}
     assert rows[first.id]["superseded_by"] == fix.id  # a rebuilt index keeps the correction
     assert [r["evaluation"] for r in leaderboard(store, "road-test@1").rows] == [fix.id]

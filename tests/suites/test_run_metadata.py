@@ -10,6 +10,7 @@ from suites_support import evidence, road_test
 
 from vbstore.cli import cli
 from vbstore.errors import UuidConflict
+from vbstore.store import rebuild_registry
 from vbstore.suites import board_page, build, leaderboard, push_suite, record
 
 RESULTS = {"day": {"overall": {"miou": 0.8, "pixel_acc": 0.9}},
@@ -188,7 +189,7 @@ def test_a_rebuilt_registry_keeps_projects_and_forgets_uuids(store):
     suite = push_suite(store, road_test())[0]
     record(store, build(suite, **evidence(), project="road"), uuid="u")
     assert uuid_names(store, "u") is not None
-    store.rebuild_registry(force=True)
+    rebuild_registry(store, force=True)
     reindex(store)
     assert [r["label"] for r in leaderboard(store, "road-test@1", project="road").rows] == [
         "model-a"]

@@ -35,7 +35,7 @@ def _data(seed: int = 0):
 def _score(params):
     feats, labels = _data()
     resolved = TASK.resolve_params(params)
-    return TASK._evaluate_zero_shot(torch.from_numpy(feats), torch.from_numpy(labels), resolved,
+    return TASK._evaluate_zero_shot(feats, labels, resolved,
                                     {})
 
 

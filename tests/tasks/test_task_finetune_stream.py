@@ -20,7 +20,7 @@ from vbstore import Store
 from vbstore.backbones import Backbone
 from vbstore.engine import _finetune_compute
 from vbstore.features import PrefixRows
-from vbstore.tasks import finetune
+from vbstore.tasks import Recipe, finetune
 
 TOKENS, WIDTH, BATCH, EPOCHS = 5, 4, 8, 2
 
@@ -63,8 +63,9 @@ def _train(n: int) -> Rows:
         return tokens[:, 0]  # the class token: a view of the whole batch's output
 
     y = torch.arange(n) % 3
-    finetune(rows, y, [block], forward, n_out=3, loss="cross_entropy", epochs=EPOCHS, lr=1e-2,
-             weight_decay=0.0, batch_size=BATCH, backbone_lr=1e-3, seed=0, task="t")
+    recipe = Recipe(epochs=EPOCHS, lr=1e-2, weight_decay=0.0, batch_size=BATCH, backbone_lr=1e-3,
+                    seed=0)
+    finetune(rows, y, [block], forward, recipe, n_out=3, loss="cross_entropy", task="t")
     return rows
 
 

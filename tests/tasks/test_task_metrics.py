@@ -101,7 +101,9 @@ def test_ties_go_to_the_lower_index():
 
 
 def test_row_blocks_cover_every_row_once(monkeypatch):
-    monkeypatch.setattr(_metrics, "BLOCK_ELEMENTS", 10)
+    from vbstore.tasks import _blocks
+
+    monkeypatch.setattr(_blocks, "BLOCK_ELEMENTS", 10)
     blocks = list(_metrics.row_blocks(7, 3))
     assert [(b.start, b.stop) for b in blocks] == [(0, 3), (3, 6), (6, 7)]
     assert [(b.start, b.stop) for b in _metrics.row_blocks(2, 50)] == [(0, 1), (1, 2)]

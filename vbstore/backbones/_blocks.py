@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._base import Backbone, LayerOut
 from ._hooks import to_layer
@@ -71,10 +72,12 @@ def check_blocks(backbone: Backbone, blocks: int, layers: Sequence[int] = (-1,)
     if split is None:
         raise UsageError(
             f"{backbone.name} does not say how its blocks split, so it cannot be fine-tuned",
-            hint="drop --finetune-blocks, or build a CustomBackbone with block_split=...")
+            hint=f"drop {field_ref('finetune_blocks')}, or build a CustomBackbone with "
+                 "block_split=...")
     depth = len(split.blocks)
     if not 1 <= blocks <= depth:
-        raise UsageError(f"--finetune-blocks {blocks} is out of range: {backbone.name} has "
+        raise UsageError(f"{field_ref('finetune_blocks', blocks)} is out of range: "
+                         f"{backbone.name} has "
                          f"{depth} blocks", hint=f"use 1..{depth}")
     cut = depth - blocks
     resolved = backbone.resolve_layers(layers)
@@ -82,13 +85,15 @@ def check_blocks(backbone: Backbone, blocks: int, layers: Sequence[int] = (-1,)
         if not split.indexes_layers or backbone.num_blocks != depth:
             raise UsageError(f"{backbone.name}'s layers are not its blocks one for one, so a "
                              "fine-tuned probe reads its last layer only",
-                             hint="drop --layers (a dense probe: -p head=linear)")
+                             hint=f"drop {field_ref('layers')} (a dense probe: "
+                                  f"{field_ref('param:head', 'linear')})")
         frozen = sorted(layer for layer in resolved if layer < cut)
         if frozen:
             raise UsageError(
                 f"layer {frozen[0]} lies in the frozen blocks (0..{cut - 1}): a fine-tuned "
                 "head reads the outputs of the blocks it trains",
-                hint=f"use --finetune-blocks {depth - frozen[0]}, or --layers from {cut} on")
+                hint=f"use {field_ref('finetune_blocks', depth - frozen[0])}, or "
+                     f"{field_ref('layers')} from {cut} on")
     return split, cut
 
 
@@ -126,7 +131,7 @@ def run_prefix(backbone: Backbone, split: BlockSplit, cut: int,
             f"block {cut} of {backbone.name}'s block split never ran in its forward pass, so "
             "the backbone cannot be cut there",
             hint="make block_split= name modules its forward runs, in order, or drop "
-                 "--finetune-blocks")
+                 f"{field_ref('finetune_blocks')}")
     return captured[0].detach()
 
 
@@ -166,7 +171,8 @@ def run_suffix(backbone: Backbone, split: BlockSplit, blocks: Sequence[torch.nn.
     out = run_suffix_layer(backbone, split, blocks, x)
     pooled = Backbone._pool(out, pooling)
     if pooled is None:
-        raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
+        raise UsageError("fine-tuning trains on pooled features",
+                         hint=f"drop {field_ref('pooling', 'none')}")
     return pooled
 
 
@@ -196,4 +202,5 @@ def check_split(backbone: Backbone, split: BlockSplit, cut: int, pooling: str,
         raise UsageError(
             f"{backbone.name} cut at block {cut} does not give its own last layer back, so its "
             "blocks cannot be fine-tuned as the split says",
-            hint="drop --finetune-blocks, or give a CustomBackbone a block_split= that holds")
+            hint=f"drop {field_ref('finetune_blocks')}, or give a CustomBackbone a block_split= "
+                 "that holds")

@@ -7,17 +7,17 @@ has already built. ``build_backbone`` does the work.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from .._budget import check_input_size
+from .._fields import field_ref
 from ..store import tensor_identity
 from ._clip_loaders import clip_sources
 from ._errors import InvalidSpec, NoPretrainedWeights
 from ._registry import BackboneEntry, get_entry
+from ._request import BuildRequest
 from ._spec import BackboneSpec, parse_spec
 from ._weights import (
-    WeightsChoice,
     file_digest,
     load_strict,
     parse_weights,
@@ -28,23 +28,6 @@ from ._weights import (
 
 # Local imports: the torch-bound modules (_base, custom) load when a plugin backbone is built;
 # parsing a spec and naming weights (all a cached result needs) stays torch-free.
-
-
-@dataclass(frozen=True)
-class BuildRequest:
-    """Everything a source's build function receives.
-
-    Attributes:
-        spec: the parsed spec.
-        weights: the classified weights choice (tag merged from ``@TAG`` and ``weights=``).
-        input_size: an input size overriding the model's default, or None.
-        use_projection: open_clip only: pool to the projected (joint-space) embedding.
-    """
-
-    spec: BackboneSpec
-    weights: WeightsChoice
-    input_size: int | None = None
-    use_projection: bool = False
 
 
 def _request(
@@ -193,14 +176,16 @@ def _build_plugin(entry: BackboneEntry, request: BuildRequest) -> Any:
             raise NoPretrainedWeights(
                 f"pretrained weights for {name}",
                 "this backbone has none"
-                + (f" (--weights {choice.tag!r} reads as a pretrained tag)" if choice.tag else ""),
-                hint="use --weights random (seeded) or --weights PATH to a checkpoint",
+                + (f" ({field_ref('weights', repr(choice.tag))} reads as a pretrained tag)"
+                   if choice.tag else ""),
+                hint=f"use {field_ref('weights', 'random')} (seeded) or {field_ref('weights')} "
+                     "PATH to a checkpoint",
             )
         if choice.tag is not None:
             raise InvalidSpec(
                 name,
                 f"{name} takes no pretrained tag ({choice.tag!r})",
-                hint="use --weights default",
+                hint=f"use {field_ref('weights', 'default')}",
             )
         backbone = make(True)
         tensor_hash = tensor_identity(backbone.module.state_dict())

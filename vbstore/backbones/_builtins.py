@@ -9,21 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ._errors import MissingExtra
+from ._names import DINOV2_CATALOG
 from ._registry import register_backbone
 
 # Local imports: each adapter module imports its library (torch, torchvision, timm, open_clip) at
 # its top, so it loads only when that source builds a backbone.
-
-DINOV2_CATALOG = {
-    "dinov2_vits14": 384,
-    "dinov2_vitb14": 768,
-    "dinov2_vitl14": 1024,
-    "dinov2_vitg14": 1536,
-    "dinov2_vits14_reg": 384,
-    "dinov2_vitb14_reg": 768,
-    "dinov2_vitl14_reg": 1024,
-    "dinov2_vitg14_reg": 1536,
-}
 
 
 @register_backbone(source="torchvision", prefix=True, tags=True)

@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .._fields import field_ref
 from .._net import forget, probe_timeout, unreachable_reason
 from ._errors import TamperedWeights, WeightsUnavailable
 from ._pins import (
@@ -130,7 +131,7 @@ def hf_file(
         what,
         f"{upstream} has none of {filenames} ({last})",
         upstream=upstream,
-        hint="choose another tag, or pass a checkpoint with --weights PATH",
+        hint=f"choose another tag, or pass a checkpoint with {field_ref('weights', 'PATH')}",
     )
 
 

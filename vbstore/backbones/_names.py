@@ -7,7 +7,18 @@ one cache. A registered plugin of the same name wins: bare names are a fallback,
 
 from __future__ import annotations
 
-from ._builtins import DINOV2_CATALOG
+# the DINOv2 hub models and their widths: bare names here, a catalog for the dinov2 source
+# (``._builtins``)
+DINOV2_CATALOG = {
+    "dinov2_vits14": 384,
+    "dinov2_vitb14": 768,
+    "dinov2_vitl14": 1024,
+    "dinov2_vitg14": 1536,
+    "dinov2_vits14_reg": 384,
+    "dinov2_vitb14_reg": 768,
+    "dinov2_vitl14_reg": 1024,
+    "dinov2_vitg14_reg": 1536,
+}
 
 # VisBench name -> vbstore spec. timm tags follow VisBench: in1k recipes, not the flattering
 # 21k ones, so CNN and ViT rows compare architectures and objectives on one pretraining set.

@@ -26,6 +26,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from .._fields import field_ref
 from ._errors import InvalidSpec
 from ._registry import register_backbone
 
@@ -110,7 +111,8 @@ def test_pixels(*, pretrained: bool = False, input_size: int | None = None) -> A
     size = input_size or SIZE
     if size % PATCH:
         raise InvalidSpec("test_pixels", f"input size {size} is not a multiple of its {PATCH} px "
-                          "grid", hint=f"pass --input-size {size - size % PATCH or PATCH}")
+                          "grid", hint=f"pass {field_ref('input_size')} "
+                                       f"{size - size % PATCH or PATCH}")
     module = _net()(PATCH)
     if pretrained:
         module.set_fixed()

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._fields import check_keywords
 from ..errors import UsageError
 from ._errors import BackboneAlreadyRegistered, UnknownBackbone
 
@@ -71,26 +72,12 @@ class BackboneEntry:
 _REGISTRY: dict[str, BackboneEntry] = {}
 
 
-def register_backbone(
-    fn: Callable[..., Any] | None = None,
-    *,
-    source: str = "custom",
-    prefix: bool = False,
-    extra: str | None = None,
-    extra_module: str | None = None,
-    default_pooling: str | None = None,
-    embed_dim: int | None = None,
-    pretrained: bool = False,
-    tags: bool = False,
-    upstream: str | None = None,
-    revision: str | None = None,
-    weights_origin: str = "pretrained",
-    catalog: Mapping[str, int | None] | None = None,
-) -> Any:
+def register_backbone(fn: Callable[..., Any] | None = None, **declared: Any) -> Any:
     """Register a backbone under its function's name; usable bare or with arguments.
 
     Args:
         fn: the decorated function (when used bare, ``@register_backbone``).
+        **declared: the fields of :class:`BackboneEntry` it declares:
         source: the source recorded in the backbone record (``custom`` for plugins).
         prefix: the entry is a source written ``NAME:ARCH`` (see the module docstring).
         extra: the pip extra the entry needs (``clip``), shown in listings.
@@ -107,10 +94,16 @@ def register_backbone(
         catalog: a source's known architectures with their embedding widths.
 
     Raises:
+        TypeError: a keyword that is not one of those above.
         BackboneAlreadyRegistered: the name is taken.
         UsageError: a ``weights_origin`` other than those above, or one given to a source or to
             a plugin without default weights.
     """
+
+    check_keywords(BackboneEntry, declared, "register_backbone",
+                   without=("name", "fn", "description"))
+    declared = {"source": "custom", **declared}
+    default_pooling = declared.get("default_pooling")
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
         name = func.__name__
@@ -118,25 +111,13 @@ def register_backbone(
             raise BackboneAlreadyRegistered(name, _REGISTRY[name].owner)
         if default_pooling is not None and default_pooling not in POOLINGS:
             raise ValueError(f"default_pooling must be one of {POOLINGS}, not {default_pooling!r}")
-        _check_origin(name, weights_origin, prefix=prefix, pretrained=pretrained)
+        _check_origin(name, declared.get("weights_origin", "pretrained"),
+                      prefix=declared.get("prefix", False),
+                      pretrained=declared.get("pretrained", False))
         doc = (func.__doc__ or "").strip().splitlines()
         _REGISTRY[name] = BackboneEntry(
-            name=name,
-            fn=func,
-            source=source,
-            prefix=prefix,
-            extra=extra,
-            extra_module=extra_module,
-            default_pooling=default_pooling,
-            embed_dim=embed_dim,
-            pretrained=pretrained,
-            tags=tags,
-            upstream=upstream,
-            revision=revision,
-            weights_origin=weights_origin,
-            catalog=dict(catalog or {}),
-            description=doc[0] if doc else "",
-        )
+            name=name, fn=func, **{**declared, "catalog": dict(declared.get("catalog") or {})},
+            description=doc[0] if doc else "")
         return func
 
     return wrap(fn) if fn is not None else wrap

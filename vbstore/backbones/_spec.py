@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._fields import field_ref
 from ._errors import InvalidSpec, UnknownBackbone
 from ._names import BARE_NAMES, bare_name
 from ._registry import _REGISTRY, entries
@@ -82,7 +83,8 @@ def parse_spec(text: str) -> BackboneSpec:
         raise InvalidSpec(
             text,
             "looks like a path or URL",
-            hint="give the architecture as the spec and the file as weights (--weights PATH)",
+            hint="give the architecture as the spec and the file as weights "
+                 f"({field_ref('weights', 'PATH')})",
         )
     head, sep, rest = text.partition(":")
     if not sep:
@@ -101,7 +103,8 @@ def parse_spec(text: str) -> BackboneSpec:
                 text, f"source {name!r} needs an architecture", hint=f"write {name}:ARCH"
             )
         if at:
-            raise InvalidSpec(text, f"{name!r} takes no @TAG", hint="choose weights with --weights")
+            raise InvalidSpec(text, f"{name!r} takes no @TAG", hint="choose weights with "
+                                                                    f"{field_ref('weights')}")
         return BackboneSpec(name=name, source=entry.source, arch=name)
 
     entry = _REGISTRY.get(head)
@@ -110,7 +113,7 @@ def parse_spec(text: str) -> BackboneSpec:
             raise InvalidSpec(
                 text,
                 f"{head}: models are not pinned sources",
-                hint="download the checkpoint and pass it with --weights PATH",
+                hint=f"download the checkpoint and pass it with {field_ref('weights', 'PATH')}",
             )
         raise UnknownBackbone(
             head,
@@ -126,7 +129,8 @@ def parse_spec(text: str) -> BackboneSpec:
         raise InvalidSpec(
             text,
             f"architecture {arch!r} contains ':' or '/'",
-            hint="remote model ids are not pinned; pass the checkpoint file with --weights PATH",
+            hint="remote model ids are not pinned; pass the checkpoint file with "
+                 f"{field_ref('weights', 'PATH')}",
         )
     if at and not tag:
         raise InvalidSpec(

@@ -22,6 +22,7 @@ from typing import Any
 
 import blake3
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ..records import WeightsRecord
 from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
@@ -63,8 +64,10 @@ def check_seed(weights: str | os.PathLike[str], seed: int | None) -> None:
     text = os.fspath(weights)
     if seed is not None and text != "random":
         raise UsageError(
-            f"--backbone-seed only applies with --weights random, not --weights {text}",
-            hint="drop --backbone-seed (backbone_seed= in Python), or use --weights random",
+            f"{field_ref('backbone_seed')} only applies with {field_ref('weights', 'random')}, not "
+            f"{field_ref('weights', text)}",
+            hint=f"drop {field_ref('backbone_seed')} (backbone_seed= in Python), or use "
+                 f"{field_ref('weights', 'random')}",
         )
 
 

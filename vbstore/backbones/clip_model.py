@@ -13,11 +13,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .._fields import field_ref
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec
+from ._request import BuildRequest
 from ._weights import seeded, weights_record
 
 _IGNORED_STEPS = ("ToTensor", "PILToTensor", "ConvertImageDtype")
@@ -108,7 +109,7 @@ def build_from_loader(name: str, load: Any, request: BuildRequest) -> ClipModelB
     spec = f"{name}:{arch}"
     if choice.kind == "pretrained" and not choice.tag:
         raise InvalidSpec(spec, "a model type's weights are named by a tag",
-                          hint=f"e.g. {spec}@PRETRAINED, or --weights random")
+                          hint=f"e.g. {spec}@PRETRAINED, or {field_ref('weights', 'random')}")
     pretrained = {"pretrained": choice.tag, "checkpoint": str(choice.path)}.get(choice.kind)
     try:
         with seeded(choice.seed or 0):

@@ -17,11 +17,11 @@ import torch
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec
 from ._fetch import github_repo, url_file
 from ._pins import source_only
+from ._request import BuildRequest
 from ._weights import load_strict, read_state_dict, seeded, weights_record
 
 DINOV2_OWNER, DINOV2_REPO = "facebookresearch", "dinov2"

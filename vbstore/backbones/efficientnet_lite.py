@@ -17,8 +17,8 @@ import timm
 import torch
 
 from ._errors import CheckpointError
-from ._lite import LiteWheel
 from ._weights import read_state_dict
+from ._wheel import LiteWheel
 from .timm import TimmBackbone, _cfg_from
 
 

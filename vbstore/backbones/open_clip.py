@@ -23,10 +23,10 @@ from ..errors import MissingDependency
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import CheckpointError, InvalidSpec, UnknownBackbone, WeightsUnavailable
 from ._fetch import hf_file, url_file
+from ._request import BuildRequest
 from ._weights import read_state_dict, seeded, weights_record
 
 _MODES = {"shortest": "center", "squash": "squash", "longest": "center"}

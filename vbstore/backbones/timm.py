@@ -15,14 +15,15 @@ from typing import Any
 import timm
 import torch
 
+from .._fields import field_ref
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import CheckpointError, UnknownBackbone, WeightsUnavailable
 from ._fetch import hf_file, url_file
 from ._hooks import run_hooked, to_layer
+from ._request import BuildRequest
 from ._weights import read_state_dict, seeded, weights_record
 
 _CROP_MODES = {"center": "center", "squash": "squash", "border": "center"}
@@ -168,7 +169,8 @@ def _weights_file(pretrained_cfg: dict[str, Any], arch: str) -> tuple[Any, str, 
     raise WeightsUnavailable(
         what,
         "timm lists no weights file vbstore can read",
-        hint="pass a converted checkpoint with --weights PATH, or --weights random",
+        hint=f"pass a converted checkpoint with {field_ref('weights', 'PATH')}, or "
+             f"{field_ref('weights', 'random')}",
     )
 
 
@@ -180,8 +182,10 @@ def build(request: BuildRequest) -> TimmBackbone:
         if "." in arch:
             raise UnknownBackbone(
                 choice.tag,
-                f"timm:{arch} already names its tag, and --weights names another ({choice.tag!r})",
-                hint="give the tag once; --weights also takes default, random or a checkpoint path",
+                f"timm:{arch} already names its tag, and {field_ref('weights')} names another "
+                f"({choice.tag!r})",
+                hint=f"give the tag once; {field_ref('weights')} also takes default, random or "
+                     "a checkpoint path",
             )
         arch = f"{arch}.{choice.tag}"
     base = arch.split(".")[0]

@@ -13,14 +13,15 @@ import torch
 import torchvision.models as tvm
 from torchvision.models.vision_transformer import interpolate_embeddings
 
+from .._fields import field_ref
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit
-from ._build import BuildRequest
 from ._cfg import BackboneCfg
 from ._errors import InvalidSpec, UnknownBackbone
 from ._fetch import url_file
 from ._hooks import run_hooked, to_layer
+from ._request import BuildRequest
 from ._weights import load_strict, read_state_dict, seeded, weights_record
 
 # classifier heads: never on the feature path, so a checkpoint's head may differ in size
@@ -152,7 +153,7 @@ def build(request: BuildRequest) -> TorchvisionBackbone:
                 raise UnknownBackbone(
                     arch,
                     f"torchvision:{arch} has no pretrained weights",
-                    hint="use --weights random or --weights PATH",
+                    hint=f"use {field_ref('weights', 'random')} or {field_ref('weights', 'PATH')}",
                 )
             kwargs["num_classes"] = len(enum.meta["categories"])
             path = url_file(enum.url, what=f"pretrained weights for torchvision:{arch} ({enum})")

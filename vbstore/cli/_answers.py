@@ -204,7 +204,7 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
             result.id, store.read_json(result.id), run, result.seconds, result.recorded):
         return
     record = result.record
-    store.record_answer(pending.key, result.id, started_ns=pending.started_ns,
+    store.answers.record(pending.key, result.id, started_ns=pending.started_ns,
                         folders=inputs.folders, samples=inputs.samples, used=inputs.used,
                         files=inputs.files, wrote=wrote, modules=modules,
                         extra={"metric_order": metric_order(record.task, record.params),
@@ -216,7 +216,7 @@ def watch(store, pending: Pending | None) -> None:
     """Have ``store`` log its lookups when this command line's answer may be recorded, and
     note the modules loaded before planning (see :func:`answer_modules`)."""
     if pending is not None:
-        store.watch_reads()
+        store.answers.watch()
         pending.loaded = frozenset(sys.modules)
 
 

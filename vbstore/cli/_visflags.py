@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from ..errors import UsageError
+from ._fields import field_option
 
 # flag (without --) -> (task parameter, click type, help)
 FLAGS: dict[str, tuple[str, Any, str]] = {
@@ -49,7 +50,6 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
 }
 # flags CLIP_benchmark spells with underscores: its spelling is an alias (--fewshot_k)
 CB_SPELLED = ("fewshot-k", "val-proportion")
-POOLINGS = ("cls", "mean", "gap")
 
 
 def flag_of(name: str) -> str:
@@ -64,12 +64,8 @@ def probe_flag_options(func):
     """``get result``'s VisBench flags: the extraction batch, pooling, and one flag per task
     parameter of :data:`FLAGS` (``--standardize`` included)."""
     options = [
-        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-                     help="Images per forward pass (extraction; changes no id). The head's "
-                          "batch is --train-batch-size."),
-        click.option("--pooling", type=click.Choice(POOLINGS), default=None,
-                     help="Pooled vector a pooled task reads (default: the backbone's own; "
-                          "VisBench's cls|mean)."),
+        field_option("batch_size"),
+        field_option("pooling"),
         click.option("--standardize/--no-standardize", "standardize", default=None,
                      help="classification: standardise features before the head "
                           "(-p standardize)."),

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
+from .._fields import FIELDS, POOLINGS
 from . import _answers
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
+from ._fields import field_option, field_options
 from ._resulttext import result_lines
 from ._visflags import (
     FLAGS,
-    POOLINGS,
     append_results,
     check_save_clf,
     flag_params,
@@ -45,30 +46,15 @@ def _typed_backbone(ctx: click.Context, param: click.Parameter, value: str) -> s
 def backbone_options(func):
     """The flags that choose a backbone and its weights."""
     for option in reversed([
-        click.option("--backbone", "-b", required=True, callback=_typed_backbone,
-                     help="Backbone spec: torchvision:resnet18, timm:NAME, dinov2:dinov2_vits14, "
-                          "open_clip:MODEL@TAG, or a registered name (vbstore list backbones)."),
+        field_option("backbone", callback=_typed_backbone),
         # eager, and consumed by --backbone's callback: no command signature changes
         click.option("--model-type", default=None, is_eager=True, expose_value=False,
                      callback=_remember_model_type,
                      help="CLIP_benchmark's --model_type: read -b MODEL@TAG (or MODEL,TAG) as "
                           "a model of this registered type (open_clip, or a "
                           "register_clip_loader plugin's)."),
-        click.option("--weights", default="default", show_default=True,
-                     help="default (pinned pretrained), a pretrained tag, a checkpoint path, "
-                          "or random."),
-        click.option("--backbone-seed", type=int, default=None,
-                     help="Init seed for --weights random (default 0); an error with other "
-                          "weights."),
-        click.option("--input-size", type=int, default=None, help="Override the input resolution."),
-        click.option("--layers", default=None,
-                     help="Comma-separated block indices (negative from the end); default -1."),
-        click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32",
-                     show_default=True,
-                     help="Compute precision; bf16 is faster on recent CPUs/GPUs but changes the "
-                          "numbers."),
-        click.option("--device", default=None,
-                     help="cpu, cuda, cuda:1... (default: cuda if available)."),
+        *(field_option(name) for name in ("weights", "backbone_seed", "input_size", "layers",
+                                          "precision", "device")),
     ]):
         func = option(func)
     return func
@@ -86,45 +72,14 @@ def parse_layers(text: str | None) -> list[int] | None:
 
 @get.command("result")
 @backbone_options
-@click.option("--task", "-t", default=None,
-              help="Probe task (vbstore list tasks); with --suite, the suite's; auto: the task "
-                   "CLIP_benchmark's --task auto runs on --data (retrieval on caption sets, "
-                   "else zero-shot classification), as sweep --tasks auto.")
-@click.option("--data", "-d", default=None,
-              help="Evaluation data: a folder, a .csv/.jsonl list, sklearn:digits, shapes; "
-                   "with --suite, the suite's unless its data is elsewhere.")
-@click.option("--split", default=None, help="Split of --data to evaluate on (val, test...).")
-@click.option("--train-data", default=None, help="Training data for tasks that fit a head.")
-@click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--limit", type=click.IntRange(min=1), default=None,
-              help="Per-class (or total) cap on eval samples.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None,
-              help="The same cap for training data.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the probe's training.")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run N seeds on one set of features; report mean, std, min, max and a 95% "
-                   "t-interval over the seeds (the probe's randomness; the eval sample's is "
-                   "the bootstrap CI every result carries).")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-              help="A task parameter, e.g. -p k=10 -p temperature=0.05 (see vbstore list tasks).")
-@click.option("--finetune-blocks", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Train the backbone's last N blocks with the head (classification, "
-                   "multilabel, the trained dense and box probes); the frozen blocks' output is "
-                   "stored once, and the result is never ranked with a frozen one "
-                   "(docs/finetune.md).")
-@click.option("--backbone-lr", type=float, default=None,
-              help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
-@click.option("--language", default=None,
-              help="CLIP_benchmark's --language: of cb: data (its class names, templates, "
-                   "captions) and of a zero-shot task's prompts (-p language).")
-@click.option("--head", default=None,
-              help="Apply this stored head (id or ref) instead of training one.")
-@click.option("--no-strict", is_flag=True,
-              help="Apply a mismatched head anyway (warns; the result is comparable with nothing).")
-@click.option("--recompute", is_flag=True,
-              help="Compute the result afresh (heads retrained, features reused); exit 12 if it "
-                   "did not reproduce.")
+@field_options(
+    # the command's own help for the same row: get result resolves -t auto
+    FIELDS["task"].but(help="Probe task (vbstore list tasks); with --suite, the suite's; auto: "
+                            "the task CLIP_benchmark's --task auto runs on --data (retrieval on "
+                            "caption sets, else zero-shot classification), as sweep --tasks "
+                            "auto."),
+    "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
+    "params", "finetune_blocks", "backbone_lr", "language", "head", "strict", "recompute")
 @click.option("--dry-run", is_flag=True,
               help="Print each step (stored, on a remote, or to compute with its cost) and "
                    "compute nothing.")
@@ -132,10 +87,7 @@ def parse_layers(text: str | None) -> list[int] | None:
               help="Score every condition of this suite (slug@version) with its task, "
                    "parameters and pinned settings (a flag that contradicts one is refused), "
                    "record the evaluation and print its verdict and place on the board.")
-@click.option("--notes", default=None, metavar="TEXT",
-              help="Free text to attach to the result (VisBench's --notes): kept in the "
-                   "registry, shown by show, why and export results; no part of the result's "
-                   "id, so a stored result takes it without computing again.")
+@field_options("notes")
 @click.option("--plugin", "plugins", multiple=True, metavar="FILE.py",
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
@@ -146,11 +98,9 @@ def parse_layers(text: str | None) -> list[int] | None:
 @executor_options
 @json_option
 @with_store
-def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
-                   task, data, split, train_data, train_split, limit, train_limit, seed, seeds,
-                   params, finetune_blocks, backbone_lr, language, head, no_strict, recompute,
-                   dry_run, suite_ref, notes, plugins, results_file, save_clf, data_options,
-                   executor, as_json, batch_size, pooling, **flags) -> None:
+def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[str, ...],
+                   results_file: str | None, save_clf: str | None, as_json: bool,
+                   **options) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -163,6 +113,12 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
 
     for path in plugins:
         load_plugin(path)
+    flags = flag_params(options)  # the VisBench flags' task parameters
+    options["layers"] = parse_layers(options["layers"])
+    run = {name: options.pop(name) for name in ("device", "recompute", "executor",
+                                                "batch_size")}
+    run["progress"] = progress_for(run["executor"], as_json)
+    backbone, task, data = (options.pop(name) for name in ("backbone", "task", "data"))
     if task == "auto":  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
         from ..interop import clip_benchmark_task
 
@@ -184,47 +140,34 @@ def get_result_cmd(store, backbone, weights, backbone_seed, input_size, layers, 
             raise UsageError("--save-clf writes one run's classifier; --suite runs one per "
                              "condition", hint="drop --save-clf, and ask for the condition "
                                                "with get result -t and -d")
-        run = {"device": device, "progress": progress_for(executor, as_json),
-               "recompute": recompute, "executor": executor, "batch_size": batch_size}
-        request = {"train_data": train_data, "split": split, "train_split": train_split,
-                   "limit": limit, "train_limit": train_limit, "seed": seed, "head": head,
-                   "strict": not no_strict, "backbone_seed": backbone_seed,
-                   "data_options": data_options, "language": language, "notes": notes}
-        result_on_suite(store, suite_ref, backbone, data, request, run, dry_run, as_json,
-                        _given(task, params, flags, layers=parse_layers(layers),
-                               pooling=pooling, input_size=input_size, precision=precision,
-                               seeds=seeds, finetune_blocks=finetune_blocks,
-                               backbone_lr=backbone_lr, weights=weights))
+        pinned = {name: options.pop(name) for name in SUITE_PINS}
+        given = _given(task, options.pop("params"), flags, **pinned)
+        # the rest is what the suite leaves to the command line
+        result_on_suite(store, suite_ref, backbone, data, options, run, dry_run, as_json, given)
         return
     for name, value in (("--task", task), ("--data", data)):
         if value is None:
             raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
     check_save_clf(task, save_clf, dry_run)
-    task_params = merge(task, parse_params(params), flag_params(flags))
-
-    def request_for(data, split):
-        return result_request(
-            backbone, task, data, train_data, params=task_params, split=split,
-            train_split=train_split, limit=limit, train_limit=train_limit, seed=seed, seeds=seeds,
-            head=head, strict=not no_strict, weights=weights, backbone_seed=backbone_seed,
-            input_size=input_size, layers=parse_layers(layers), precision=precision,
-            data_options=data_options, pooling=pooling, finetune_blocks=finetune_blocks,
-            backbone_lr=backbone_lr, language=language, notes=notes)
-
+    options["params"] = merge(task, parse_params(options["params"]), flags)
     # the key main made of this command line, when the answer cache could not answer it
-    pending = None if dry_run or recompute else (click.get_current_context().find_root().obj
-                                                 or {}).get("answer")
+    pending = None if dry_run or run["recompute"] else (
+        click.get_current_context().find_root().obj or {}).get("answer")
     _answers.watch(store, pending)  # the store notes what this answer reads
-    the_plan = plan(request_for(data, split), store, dry_run=dry_run)
+    the_plan = plan(result_request(backbone, task, data, **options), store, dry_run=dry_run)
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
         return
-    result = execute(the_plan, device=device, progress=progress_for(executor, as_json),
-                     recompute=recompute, executor=executor, batch_size=batch_size)
-    append_results(store, result.id, None if dry_run else results_file)
+    result = execute(the_plan, **run)
+    append_results(store, result.id, results_file)
     save_classifier_to(the_plan, save_clf)
     emit(as_json, result.as_dict(), lambda: print_result(result))
     _answers.record(store, pending, the_plan, result, as_json)
+
+
+# the settings a suite pins: a flag given for one must agree with the suite (suite_cmds)
+SUITE_PINS = ("layers", "pooling", "input_size", "precision", "seeds", "finetune_blocks",
+              "backbone_lr", "weights")
 
 
 def _given(task: str | None, params: tuple[str, ...], flags: dict, **settings) -> dict:
@@ -276,34 +219,29 @@ def features_lines(features) -> list[str]:
 
 @get.command("features")
 @backbone_options
-@click.option("--data", "-d", required=True,
-              help="A folder, a .csv/.jsonl list, sklearn:digits, shapes.")
-@click.option("--split", default=None, help="Split to read (train, val...).")
-@click.option("--limit", type=click.IntRange(min=1), default=None,
-              help="Per-class (or total) cap on samples.")
-@click.option("--pooling", type=click.Choice(["cls", "mean", "gap", "none"]), default=None,
-              help="Pooled vector to keep (default: the backbone's own).")
-@click.option("--mode", type=click.Choice(["pooled", "dense", "both"]), default="pooled",
-              show_default=True,
-              help="Keep pooled vectors, dense maps (float16), or both.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Images per forward pass.")
+@field_options(
+    FIELDS["data"].but(required=True,
+                       help="A folder, a .csv/.jsonl list, sklearn:digits, shapes."),
+    FIELDS["split"].but(help="Split to read (train, val...)."),
+    FIELDS["limit"].but(help="Per-class (or total) cap on samples."),
+    FIELDS["pooling"].but(kind=(*POOLINGS, "none"),
+                          help="Pooled vector to keep (default: the backbone's own)."),
+    "mode",
+    FIELDS["batch_size"].but(help="Images per forward pass."),
+)
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
-                     data, split, limit, pooling, mode, batch_size, data_options, executor,
-                     as_json) -> None:
+def get_features_cmd(store, as_json: bool, backbone: str, data: str, backbone_seed: int | None,
+                     layers: str | None, **options) -> None:
     """Features of DATA under a backbone, extracted once and shared by every task."""
     from ..engine import get_features
 
-    result = get_features(
-        backbone, data, store=store, split=split, limit=limit, layers=parse_layers(layers) or (-1,),
-        pooling=pooling, mode=mode, precision=precision, weights=weights, seed=backbone_seed,
-        input_size=input_size, batch_size=batch_size, device=device,
-        progress=progress_for(executor, as_json), data_options=data_options, executor=executor,
-    )
+    # get_features' seed is the backbone's (it has no probe)
+    result = get_features(backbone, data, store=store, seed=backbone_seed,
+                          layers=parse_layers(layers) or (-1,),
+                          progress=progress_for(options["executor"], as_json), **options)
     info = result.as_dict()
 
     def text() -> None:
@@ -320,55 +258,40 @@ def get_features_cmd(store, backbone, weights, backbone_seed, input_size, layers
 
 @get.command("head")
 @backbone_options
-@click.option("--task", "-t", required=True, help="A task that trains a head (vbstore list tasks).")
-@click.option("--train-data", required=True,
-              help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, shapes, "
-              "hf:NAME, torchvision:NAME, wds:PATH.")
-@click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None,
-              help="Per-class cap on training samples.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the probe's training.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-              help="A task parameter.")
-@click.option("--finetune-blocks", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Train the backbone's last N blocks with the head (classification, "
-                   "multilabel, the trained dense and box probes); the frozen blocks' output is "
-                   "stored once, and the result is never ranked with a frozen one "
-                   "(docs/finetune.md).")
-@click.option("--backbone-lr", type=float, default=None,
-              help="Peak learning rate of the fine-tuned blocks [default: the task's lr / 100].")
+@field_options(
+    FIELDS["task"].but(required=True, help="A task that trains a head (vbstore list tasks)."),
+    FIELDS["train_data"].but(required=True,
+                             help="Training data: a folder, a .csv/.jsonl list, sklearn:digits, "
+                                  "shapes, hf:NAME, torchvision:NAME, wds:PATH."),
+    "train_split",
+    FIELDS["train_limit"].but(help="Per-class cap on training samples."),
+    "seed",
+    FIELDS["params"].but(help="A task parameter."),
+    "finetune_blocks", "backbone_lr",
+)
 @click.option("--tag", "tag_name", default=None, help="Also name the head (a ref, and a gc root).")
-@click.option("--pooling", type=click.Choice(POOLINGS), default=None,
-              help="Pooled vector a pooled task trains on (default: the backbone's own; the "
-                   "same head as leaving it out when equal).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Images per forward pass (extraction; changes no id). The head's batch is "
-                   "--train-batch-size.")
+@field_options(
+    FIELDS["pooling"].but(help="Pooled vector a pooled task trains on (default: the backbone's "
+                               "own; the same head as leaving it out when equal)."),
+    "batch_size",
+)
 @click.option("--train-batch-size", type=FLAGS["train-batch-size"][1], default=None,
               help=FLAGS["train-batch-size"][2])
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def get_head_cmd(store, backbone, weights, backbone_seed, input_size, layers, precision, device,
-                 task, train_data, train_split, train_limit, seed, params, finetune_blocks,
-                 backbone_lr, tag_name, pooling, batch_size, train_batch_size, data_options,
-                 executor, as_json):
+def get_head_cmd(store, as_json: bool, backbone: str, task: str, train_data: str,
+                 tag_name: str | None, train_batch_size: int | None, **options):
     """Train a probe head on a backbone's features, or fetch it from the store or a remote."""
     from ..engine import get_head
 
     # a task parameter, as on get result: in the head's key, refused where -p disagrees
-    head_params = merge(task, parse_params(params), {} if train_batch_size is None
-                        else {"batch_size": train_batch_size})
-    result = get_head(backbone, task, train_data, store=store, train_split=train_split,
-                      train_limit=train_limit, seed=seed, weights=weights,
-                      backbone_seed=backbone_seed,
-                      input_size=input_size, layers=parse_layers(layers), precision=precision,
-                      device=device, progress=progress_for(executor, as_json),
-                      data_options=data_options, executor=executor, params=head_params,
-                      finetune_blocks=finetune_blocks, backbone_lr=backbone_lr, pooling=pooling,
-                      batch_size=batch_size)
+    options["params"] = merge(task, parse_params(options["params"]), {} if train_batch_size is None
+                              else {"batch_size": train_batch_size})
+    options["layers"] = parse_layers(options["layers"])
+    result = get_head(backbone, task, train_data, store=store,
+                      progress=progress_for(options["executor"], as_json), **options)
     if tag_name:
         store.tag(tag_name, result.id)
 

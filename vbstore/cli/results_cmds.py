@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import sys
@@ -13,12 +14,14 @@ from typing import Any
 
 import click
 
+from .._fields import FIELDS
 from ..engine import BASE_COLUMNS, RUN_COLUMNS, result_rows
 from ..errors import LeftOutWarning, UsageError
 from ._common import emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options
-from ._visflags import FLAGS, POOLINGS, flag_of
+from ._fields import field_options
+from ._visflags import FLAGS, flag_of
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -181,6 +184,26 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
             f"{rate:.1f} images/s")
 
 
+def _backbone_line_flags(func):
+    """get result's backbone flags, hidden, refused with where a sweep takes them: each
+    backbone's own line of the --backbones file."""
+    flags = (("--weights", "weights"), ("--backbone-seed", "seed"), ("--input-size", "input_size"))
+
+    @functools.wraps(func)
+    def refuse(*args, **kwargs):
+        for flag, key in flags:
+            value = kwargs.pop(f"line_{key}")
+            if value is not None:
+                raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line "
+                                 "of the --backbones file",
+                                 hint=f"write it there, e.g. 'test_cnn {key}={value}'")
+        return func(*args, **kwargs)
+
+    for flag, key in reversed(flags):
+        refuse = click.option(flag, f"line_{key}", default=None, hidden=True)(refuse)
+    return refuse
+
+
 @click.command()
 @click.option("--backbones", "backbones_file", required=True,
               help="File with one backbone spec per line (optionally weights=, seed=, "
@@ -189,53 +212,43 @@ def sweep_progress_line(done: int, total: int, extracted: int, seconds: float) -
 @click.option("--tasks", required=True,
               help="Comma-separated tasks; auto: the task CLIP_benchmark's --task auto runs on "
                    "each dataset (retrieval on caption sets, else zero-shot classification).")
-@click.option("--data", "-d", default=None, help="Evaluation data.")
+@field_options(FIELDS["data"].but(help="Evaluation data."))
 @click.option("--datasets", "datasets_file", default=None,
               help="Instead of --data: CLIP_benchmark's dataset list, one dataset per line "
               "(a name is cb:NAME, read with --dataset-root; a folder or source as is), or one "
               "of its collections (vtab, vtab+, imagenet_robustness, retrieval, sugar_crepe); "
               "with --train-split, each dataset trains on its own train split.")
-@click.option("--split", default=None, help="Split of --data to evaluate on.")
-@click.option("--train-data", default=None, help="Training data (used by tasks that fit a head).")
-@click.option("--train-split", default=None, help="Split of --train-data to train on.")
-@click.option("--limit", type=click.IntRange(min=1), default=None,
-              help="Per-class cap on eval samples.")
-@click.option("--train-limit", type=click.IntRange(min=1), default=None,
-              help="Per-class cap on training samples.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of each probe.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-              help="A parameter for every task.")
+@field_options(
+    FIELDS["split"].but(help="Split of --data to evaluate on."),
+    FIELDS["train_data"].but(help="Training data (used by tasks that fit a head)."),
+    "train_split",
+    FIELDS["limit"].but(help="Per-class cap on eval samples."),
+    FIELDS["train_limit"].but(help="Per-class cap on training samples."),
+    FIELDS["seed"].but(help="Seed of each probe."),
+    FIELDS["params"].but(help="A parameter for every task."),
+)
 @click.option("--fewshot-k", type=click.IntRange(min=-1), default=None,
               help="linear_probe: training samples per class, -1 every one (CLIP_benchmark's "
                    "--fewshot_k; -p fewshot_k).")
-@click.option("--language", default=None,
-              help="CLIP_benchmark's --language: of cb: data and of the zero-shot tasks' "
-                   "prompts (-p language).")
+@field_options(FIELDS["language"].but(help="CLIP_benchmark's --language: of cb: data and of the "
+                                           "zero-shot tasks' prompts (-p language)."))
 @click.option("--model-type", default=None,
               help="CLIP_benchmark's --model_type: read the file's MODEL,PRETRAINED lines as "
               "models of this registered type (default open_clip).")
-@click.option("--pooling", type=click.Choice(POOLINGS), default=None,
-              help="Pooled vector the pooled tasks read (default: each backbone's own; dense "
-                   "tasks read their maps), as on get result.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Images per forward pass (extraction; changes no id). The head's batch is "
-                   "--train-batch-size.")
+@field_options(
+    FIELDS["pooling"].but(help="Pooled vector the pooled tasks read (default: each backbone's "
+                               "own; dense tasks read their maps), as on get result."),
+    "batch_size",
+)
 @click.option("--train-batch-size", type=FLAGS["train-batch-size"][1], default=None,
               help=FLAGS["train-batch-size"][2] + " For every task that trains with one.")
-# get result's backbone flags, refused with where a sweep takes them (each backbone's own line)
-@click.option("--weights", "line_weights", default=None, hidden=True)
-@click.option("--backbone-seed", "line_seed", default=None, hidden=True)
-@click.option("--input-size", "line_size", default=None, hidden=True)
 @data_layout_options
 @executor_options
 @json_option
 @with_store
-def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, train_split, limit,
-          train_limit,
-          seed, params, fewshot_k, language, model_type, pooling, batch_size, train_batch_size,
-          line_weights,
-          line_seed, line_size,
-          data_options, executor, as_json) -> None:
+@_backbone_line_flags
+def sweep(store, backbones_file, tasks, data, datasets_file, fewshot_k, model_type,
+          train_batch_size, as_json, **options) -> None:
     """Every backbone x task combination; rerunning resumes, since finished results are cached.
 
     With --executor ray each combination missing from the store runs as a Ray task (one GPU, or
@@ -245,26 +258,20 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
     from ..engine import read_backbones_file
     from ..engine import sweep as run_sweep
 
-    for flag, value, key in (("--weights", line_weights, "weights"),
-                             ("--backbone-seed", line_seed, "seed"),
-                             ("--input-size", line_size, "input_size")):
-        if value is not None:
-            raise UsageError(f"sweep takes no {flag}: each backbone has its own, on its line of "
-                             "the --backbones file",
-                             hint=f"write it there, e.g. 'test_cnn {key}={value}'")
     if (data is None) == (datasets_file is None):
         raise UsageError("sweep evaluates on --data or on --datasets FILE",
                          hint="give exactly one of them")
     if datasets_file is not None:
         from ..interop import clip_benchmark_datasets
 
-        if train_data is not None:
+        if options.pop("train_data") is not None:
             raise UsageError("--datasets trains each dataset on its own train split",
                              hint="drop --train-data; name the split with --train-split")
-        units = [(d, d if train_split else None) for d in clip_benchmark_datasets(datasets_file)]
+        units = [(d, d if options["train_split"] else None)
+                 for d in clip_benchmark_datasets(datasets_file)]
     else:
-        units = [(data, train_data)]
-    given = parse_params(params)
+        units = [(data, options.pop("train_data"))]
+    given = parse_params(options.pop("params"))
     for name, value in (("fewshot_k", fewshot_k), ("batch_size", train_batch_size)):
         if value is None:
             continue
@@ -278,13 +285,12 @@ def sweep(store, backbones_file, tasks, data, datasets_file, split, train_data, 
     from ..interop import clip_benchmark_task
 
     asked = [t.strip() for t in tasks.split(",") if t.strip()]
+    executor = options["executor"]
     grid = (row for evaluated, trained in units for row in run_sweep(
         entries, list(dict.fromkeys(clip_benchmark_task(str(evaluated)) if t == "auto" else t
                                     for t in asked)), evaluated, trained,
-        params=given, store=store, split=split, train_split=train_split,
-        limit=limit, train_limit=train_limit, seed=seed, progress=True,  # stderr: --json keeps it
-        data_options=data_options, executor=executor, language=language, pooling=pooling,
-        batch_size=batch_size))
+        params=given, store=store, progress=True,  # stderr: --json keeps it
+        **options))
     for row in grid:
         rows.append(row)
         failures += "error" in row

@@ -8,18 +8,20 @@ so both find the same cached result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
 
+from .._fields import FIELDS
 from ..errors import UsageError, VbstoreError
 from ..tasks import Param, Task, get_task, list_tasks
 from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
+from ._fields import field_option
 from ._visflags import (
     FLAGS,
-    POOLINGS,
     append_results,
     check_save_clf,
     results_option,
@@ -96,6 +98,9 @@ def _command(task: Task) -> click.Command:
     def run(store, *, data_options, executor, as_json, params, **kw) -> None:
         from ..engine import execute, plan, result_request
 
+        if kw.get("public") and kw.get("push_to") is None:  # it would be dropped unseen
+            raise UsageError("--public says who may read what --push-to sends; there is no "
+                             "--push-to", hint="add --push-to REMOTE, or drop --public")
         if kw.pop("no_cache", False):  # VisBench's cold run: a scratch store, then gone
             _check_no_cache(kw)
             import tempfile
@@ -120,26 +125,24 @@ def _command(task: Task) -> click.Command:
         # --language is the engine's (cb: data and the prompts), whether or not the task has one
         language = kw.pop("task__language", None)
         for key in [k for k in kw if k.startswith("task__")]:
-            if kw[key] is not None:
+            value = kw.pop(key)
+            if value is not None:
                 name = key.removeprefix("task__")
-                _agree(task, name, given, kw[key])
-                given[name] = kw[key]
-        request = result_request(
-            kw["backbone"], task.name, kw["data"], kw.get("train_data"), params=given,
-            split=kw["split"], train_split=kw.get("train_split"), limit=kw["limit"],
-            train_limit=kw.get("train_limit"), seed=kw["seed"], seeds=kw["seeds"],
-            head=kw.get("head"), strict=not kw.get("no_strict", False), weights=kw["weights"],
-            backbone_seed=kw["backbone_seed"], input_size=kw["input_size"],
-            layers=parse_layers(kw["layers"]), precision=kw["precision"], data_options=data_options,
-            pooling=kw.get("pooling"), finetune_blocks=kw.get("finetune_blocks", 0),
-            backbone_lr=kw.get("backbone_lr"), language=language, notes=kw["notes"])
-        the_plan = plan(request, store, dry_run=kw["dry_run"])
-        if kw["dry_run"]:
+                _agree(task, name, given, value)
+                given[name] = value
+        dry_run, results_file = kw.pop("dry_run"), kw.pop("results_file")
+        how = {"device": kw.pop("device"), "progress": progress_for(executor, as_json),
+               "executor": executor, "batch_size": kw.pop("batch_size")}
+        kw["layers"] = parse_layers(kw["layers"])
+        request = result_request(kw.pop("backbone"), task.name, kw.pop("data"),
+                                 kw.pop("train_data", None), params=given, language=language,
+                                 data_options=data_options, **kw)
+        the_plan = plan(request, store, dry_run=dry_run)
+        if dry_run:
             emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
             return
-        result = execute(the_plan, device=kw["device"], progress=progress_for(executor, as_json),
-                         executor=executor, batch_size=kw["batch_size"])
-        append_results(store, result.id, kw["results_file"])
+        result = execute(the_plan, **how)
+        append_results(store, result.id, results_file)
         save_classifier_to(the_plan, save_clf)
         emit(as_json, result.as_dict(), lambda: print_result(result))
         if save_probe is not None:
@@ -157,20 +160,17 @@ def _command(task: Task) -> click.Command:
     summary = (type(task).__doc__ or task.name).strip().splitlines()[0]
     doc = (f"{summary}\n\nData: {task.data_layout}.\n\n"
            f"Metrics: {metrics} (headline {task.headline}); {kind}.")
-    options = [
-        click.option("--data", "-d", required=True, help="Evaluation data."),
-        click.option("--split", default=None, help="Split of --data to evaluate on."),
-        click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="Per-class (or total) cap on eval samples."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the probe."),
-        click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Run N seeds on one set of features."),
-        click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-                     help="A task parameter as KEY=VALUE (for scripts; same as the flags)."),
+    options: list[Callable[[Any], Any]] = [
+        field_option(FIELDS["data"].but(required=True, help="Evaluation data.")),
+        field_option(FIELDS["split"].but(help="Split of --data to evaluate on.")),
+        field_option("limit"),
+        field_option(FIELDS["seed"].but(help="Seed of the probe.")),
+        field_option(FIELDS["seeds"].but(help="Run N seeds on one set of features.")),
+        field_option(FIELDS["params"].but(
+            help="A task parameter as KEY=VALUE (for scripts; same as the flags).")),
         click.option("--dry-run", is_flag=True, help="Print the plan and compute nothing."),
-        click.option("--notes", default=None, metavar="TEXT",
-                     help="Free text to attach to the result (kept in the registry; no part "
-                          "of its id)."),
+        field_option(FIELDS["notes"].but(help="Free text to attach to the result (kept in the "
+                                              "registry; no part of its id).")),
         click.option("--no-cache", is_flag=True,
                      help="A cold run (VisBench's --no-cache): computed in a scratch store "
                           "removed afterwards, so nothing is read from or kept in this one; "
@@ -187,38 +187,32 @@ def _command(task: Task) -> click.Command:
                           "for a zero-shot task or a remote not configured."),
         click.option("--public", is_flag=True,
                      help="With --push-to on the Hub: a public repository (default: the "
-                          "remote's own setting)."),
-        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-                     help="Images per forward pass (extraction; changes no id)."
-                          + (" The head's batch is --train-batch-size."
-                             if "batch_size" in task.params else "")),
+                          "remote's own setting); refused without --push-to."),
+        field_option(FIELDS["batch_size"].but(
+            help="Images per forward pass (extraction; changes no id)."
+                 + (" The head's batch is --train-batch-size." if "batch_size" in task.params
+                    else ""))),
     ]
     # a dense task's maps have no pooling to choose
-    options += shape.pooled_input([click.option(
-        "--pooling", type=click.Choice(POOLINGS), default=None,
-        help="Pooled vector to read (default: the backbone's own).")]) or []
+    options += shape.pooled_input([field_option(FIELDS["pooling"].but(
+        help="Pooled vector to read (default: the backbone's own)."))]) or []
     # the training flags, for a shape that takes training data
     options += shape.train_input([
-        click.option("--train-data", default=None,
-                     help="Training data (the head is fit on it)."),
-        click.option("--train-split", default=None, help="Split of --train-data to train on."),
-        click.option("--train-limit", type=click.IntRange(min=1), default=None,
-                     help="Per-class (or total) cap on training samples."),
+        field_option(FIELDS["train_data"].but(help="Training data (the head is fit on it).")),
+        field_option("train_split"),
+        field_option(FIELDS["train_limit"].but(
+            help="Per-class (or total) cap on training samples.")),
         # a dense task's own `head` parameter (linear|dpt) keeps --head; the stored head moves
-        click.option("--apply-head" if "head" in task.params else "--head", "head",
-                     default=None,
-                     help="Apply this stored head (id or ref) instead of training one."),
-        click.option("--no-strict", is_flag=True,
-                     help="Apply a mismatched head anyway (warns)."),
+        field_option(FIELDS["head"].but(flag="--apply-head") if "head" in task.params
+                     else "head"),
+        field_option(FIELDS["strict"].but(help="Apply a mismatched head anyway (warns).")),
     ]) or []
     if task.finetunes:  # a task whose head can train with the blocks (declared in tasks/)
         options += [
-            click.option("--finetune-blocks", type=click.IntRange(min=0), default=0,
-                         show_default=True,
-                         help="Train the backbone's last N blocks with the head "
-                              "(docs/finetune.md)."),
-            click.option("--backbone-lr", type=float, default=None,
-                         help="Peak learning rate of the fine-tuned blocks [default: lr / 100]."),
+            field_option(FIELDS["finetune_blocks"].but(
+                help="Train the backbone's last N blocks with the head (docs/finetune.md).")),
+            field_option(FIELDS["backbone_lr"].but(
+                help="Peak learning rate of the fine-tuned blocks [default: lr / 100].")),
         ]
     if "load_clfs" in task.params:  # a zero-shot classifier to write (CLIP_benchmark's)
         options.append(save_clf_option)

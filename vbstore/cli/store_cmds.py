@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .. import store as store_ops  # gc, fsck...: functions of a store, named as the commands
 from ..engine import lineage, result_columns, summary, weights_of_tensor_hash
 from ..errors import ObjectNotFound, VbstoreError
 from ..records import ResultRecord
@@ -118,10 +119,10 @@ def show(store, ref: str, as_json: bool, task: str | None, data_options: dict[st
                             "refs": [n for n, i in store.refs().items() if i == oid],
                             "inputs": [{"role": r, "id": c} for r, c in store.children(oid)],
                             "used_by": [{"role": r, "id": p} for r, p in store.parents(oid)]}
-    runs = store.runs(oid)
+    runs = store.runs.of(oid)
     if runs:  # when, where and how long it was computed: the run log, not the content
         data["runs"] = [run.as_dict() for run in runs]
-    notes = store.notes(oid)
+    notes = store.notes.of(oid)
     if notes:  # what a user attached to it (--notes): the registry's, not the content
         data["notes"] = notes
     if data["present"]:
@@ -249,7 +250,7 @@ def why(store, ref: str, depth: int | None, as_json: bool) -> None:
 @with_store
 def du(store, as_json: bool) -> None:
     """Disk usage of the store, per kind."""
-    usage = store.du()
+    usage = store_ops.du(store)
 
     def text() -> None:
         click.echo(f"store {usage['store']}")
@@ -277,8 +278,8 @@ def du(store, as_json: bool) -> None:
 def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
        as_json: bool) -> None:
     """Remove what no ref, result or suite needs; optionally shrink to a size."""
-    report = store.gc(grace=parse_duration(grace), dry_run=dry_run,
-                      max_size=parse_size(max_size) if max_size else None)
+    report = store_ops.gc(store, grace=parse_duration(grace), dry_run=dry_run,
+                         max_size=parse_size(max_size) if max_size else None)
 
     def text() -> None:
         done = ("would remove", "evict", "free") if dry_run else ("removed", "evicted", "freed")
@@ -307,7 +308,7 @@ def forget(store, results: tuple[str, ...], dry_run: bool, as_json: bool) -> Non
     result that a ref names or an evaluation cites is refused, naming what keeps it; asking the
     same question again computes it again.
     """
-    report = store.forget(list(results), dry_run=dry_run)
+    report = store_ops.forget(store, list(results), dry_run=dry_run)
 
     def text() -> None:
         verb = "would forget" if dry_run else "forgot"
@@ -340,7 +341,7 @@ def forget(store, results: tuple[str, ...], dry_run: bool, as_json: bool) -> Non
 @with_store
 def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) -> None:
     """Re-hash every blob and check the registry; exit 1 on any fault."""
-    rebuilt = store.rebuild_registry(jobs=jobs) if rebuild else None
+    rebuilt = store_ops.rebuild_registry(store, jobs=jobs) if rebuild else None
     if rebuilt is not None:
         # only a rebuild needs the suites package: ls, show and gc do not pay for its import
         from ..suites import reindex
@@ -355,9 +356,9 @@ def fsck(store, jobs: int | None, repair: bool, rebuild: bool, as_json: bool) ->
 
         return index_stored(store, ids)  # judged as a board pull judges them
 
-    report = store.fsck(jobs=jobs, repair=repair, refetch=_refetcher(store),
-                        answers=lambda spec, output: answer_differences(spec, output, reader),
-                        index=index)
+    report = store_ops.fsck(store, jobs=jobs, repair=repair, refetch=_refetcher(store),
+                            answers=lambda spec, output: answer_differences(spec, output, reader),
+                            index=index)
     if repair and any(m["table"] == "evaluations" for m in report.mismatched):
         from ..suites import reindex  # see above
 

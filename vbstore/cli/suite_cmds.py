@@ -223,41 +223,22 @@ def suite_digest(file, as_json) -> None:
 @data_layout_options
 @json_option
 @with_store
-def suite_new(
-    store,
-    slug,
-    version,
-    name,
-    task,
-    data,
-    split,
-    conditions,
-    params,
-    pins,
-    weights,
-    output,
-    data_options,
-    as_json,
-) -> None:
+def suite_new(store, conditions: tuple[str, ...], params: tuple[str, ...], pins: tuple[str, ...],
+              output: str | None, as_json: bool, **suite) -> None:
     """Write a suite file from vbstore's own manifests: digests and counts computed for you.
 
     The protocol is Visin's; what only vbstore reads (task params, weights rule, pinned
     settings, each condition's split, the content digest) is in the `vbstore` block.
     """
+    # suite: slug, version, name, task, data, split, weights and data_options, as new_suite
+    # takes them
     doc = suites.new_suite(
         store,
-        slug=slug,
-        task=task,
-        data=data,
-        split=split,
-        version=version,
-        name=name,
         conditions=suites.parse_assignments(conditions, "NAME=SPLIT_OR_LIST") or None,
         params=parse_params(params),
-        weights=weights,
-        data_options=data_options,
         pin={k: _json_value(v) for k, v in
              suites.parse_assignments(pins, "SETTING=VALUE").items()},
+        **suite,
     )
     doc.pop("kind")
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"

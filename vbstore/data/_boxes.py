@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..errors import BadInput
 
 if TYPE_CHECKING:
@@ -250,7 +251,8 @@ def _class(name: object, index: dict[str, int]) -> int:
     if not isinstance(name, str) or name not in index:
         known = ", ".join(list(index)[:8]) + (" ..." if len(index) > 8 else "")
         raise _Bad(f"class {name!r} is not in the class list ({known})",
-                   "pass the dataset's class names with --classes FILE (one per line)")
+                   f"pass the dataset's class names with {field_ref('classes', 'FILE')} (one "
+                   "per line)")
     return index[name]
 
 

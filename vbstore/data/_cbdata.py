@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from .._net import unreachable_reason
 from ..errors import DataUnavailable, MissingDependency, UsageError
 from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
@@ -73,14 +74,14 @@ def check_template(template: str) -> None:
         fields = [(f, c, spec) for _, f, spec, c in string.Formatter().parse(template)
                   if f is not None]
     except ValueError as exc:
-        raise UsageError(f"--dataset-root {template!r} is not a template: {exc}",
+        raise UsageError(f"{field_ref('dataset_root', repr(template))} is not a template: {exc}",
                          hint="double a literal brace ({{ }}); the fields are {dataset} and "
                               "{dataset_cleaned}") from None
     for field, conversion, spec in fields:
         if field not in TEMPLATE_FIELDS or conversion or spec:
             shown = "{" + field + (f"!{conversion}" if conversion else "") + \
                 (f":{spec}" if spec else "") + "}"
-            raise UsageError(f"--dataset-root {template!r} names {shown}: only "
+            raise UsageError(f"{field_ref('dataset_root', repr(template))} names {shown}: only "
                              "{dataset} and {dataset_cleaned} are filled in",
                              hint="e.g. 'https://huggingface.co/datasets/clip-benchmark/"
                                   "wds_{dataset_cleaned}/tree/main' or 'data/{dataset}'")
@@ -116,15 +117,17 @@ def _reachable(name: str, url: str, download: bool) -> None:
     if not name.startswith(_WDS):
         raise UsageError(f"cb:{name} is not read from a URL ({url}): CLIP_benchmark reads URLs "
                          "only for its webdataset copies",
-                         hint=f"ask for cb:{_WDS}{name}, or point --dataset-root at a folder")
+                         hint=f"ask for cb:{_WDS}{name}, or point {field_ref('dataset_root')} "
+                              "at a folder")
     if not download:
         raise UsageError(f"cb:{name} would be read from {url}, and nothing is downloaded "
-                         "without --download", hint="add --download")
+                         f"without {field_ref('download')}", hint=f"add {field_ref('download')}")
     reason = unreachable_reason(url)
     if reason is not None:
         raise DataUnavailable(f"cb:{name} reads {url}, which cannot be reached: {reason}",
                               hint="check the network (or unset the offline variable), or copy "
-                                   "the shards to a folder and point --dataset-root at it")
+                                   "the shards to a folder and point "
+                                   f"{field_ref('dataset_root')} at it")
     try:
         import webdataset  # noqa: F401  CLIP_benchmark's wds reader; named here if missing
     except ImportError:
@@ -141,8 +144,9 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     name, language = parse_name(rest)
     if options.get("dataset_root") is None:
         raise UsageError(f"cb:{name} reads its files from a dataset root",
-                         hint="pass --dataset-root DIR or a template such as 'data/{dataset}' "
-                              "(add --download to fetch them there)")
+                         hint=f"pass {field_ref('dataset_root', 'DIR')} or a template such as "
+                              f"'data/{{dataset}}' "
+                              f"(add {field_ref('download')} to fetch them there)")
     where = dataset_root(str(options["dataset_root"]), name)
     download = bool(options.get("download"))
     url = is_url(where)
@@ -151,7 +155,8 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         _reachable(name, where, download)
     elif not download and not root.is_dir():  # some builders would fetch a missing root anyway
         raise UsageError(f"cb:{name} is not on disk: {root} does not exist",
-                         hint="point --dataset-root at it, or add --download to fetch it there")
+                         hint=f"point {field_ref('dataset_root')} at it, or add "
+                              f"{field_ref('download')} to fetch it there")
     text = is_text_set(name)
     # a caption set's webdataset copy (its dataset_type.txt says retrieval): a stream of
     # (image, captions), read into a list with a captions column as the folder copy is
@@ -182,8 +187,9 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     except (RuntimeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {where}: "
                          f"{str(exc).splitlines()[0][:200].rstrip('. ')}",
-                         hint="point --dataset-root at the folder that holds it, or add "
-                              "--download") from None
+                         hint=f"point {field_ref('dataset_root')} at the folder that holds it, "
+                              "or add "
+                              f"{field_ref('download')}") from None
     except (AssertionError, ValueError, KeyError, TypeError) as exc:
         # TypeError: no templates file in that language (CLIP_benchmark indexes None)
         raise UsageError(f"CLIP_benchmark refuses cb:{name} split {split or 'test'}: "

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._sources import Record
 
@@ -59,14 +60,15 @@ def check_on_disk(name: str, root: Path, split: str, language: str) -> None:
     """
     if language != "en" and (name in _ENGLISH_ONLY or name.startswith("sugar_crepe")):
         raise UsageError(f"cb:{name} has English captions only; CLIP_benchmark reads no "
-                         f"{language!r} ones", hint="drop the language (@LANG, --language)")
+                         f"{language!r} ones", hint="drop the language (@LANG, "
+                                                    f"{field_ref('language')})")
     needed = _needed(name, split, language)
     missing = [path for path in needed if not (root / path).exists()]
     if missing:
         raise UsageError(f"cb:{name} ({split}) is not complete in {root}: "
                          f"{', '.join(missing)} missing",
                          hint="put CLIP_benchmark's files there (see docs/data.md), or add "
-                              "--download")
+                              f"{field_ref('download')}")
 
 
 def _needed(name: str, split: str, language: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Listing dataset files and checking that freshly seen ones decode.
 
-The checks run inside :meth:`vbstore.Store.hash_files`, i.e. only on files whose (inode, size,
+The checks run inside ``store.file_states.hash``, i.e. only on files whose (inode, size,
 mtime, ctime) state is not cached yet, so a folder is decoded once, when first seen.
 """
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import DataUnavailable, MissingDependency, UsageError
 from ._sources import Record, Source, folder_key, write_list
 
@@ -77,7 +78,8 @@ def _load(name: str, revision: str | None, config: str | None, download: bool):
             # a network problem (exit 6), like weights that are not cached: not a usage error
             raise DataUnavailable(
                 f"hf:{name} is not in the local datasets cache ({type(exc).__name__})",
-                hint="pass --download to fetch it, or give a folder written by save_to_disk",
+                hint=f"pass {field_ref('download')} to fetch it, or give a folder written by "
+                     "save_to_disk",
             ) from None
         except ValueError as exc:  # an unknown config or split names the valid ones
             raise UsageError(f"hf:{name}: {exc}") from None
@@ -92,7 +94,7 @@ def _pick_split(loaded, split: str | None, name: str):
         if len(splits) == 1:
             return loaded[splits[0]]
         raise UsageError(f"hf:{name} has splits ({', '.join(splits)})",
-                         hint="choose one with --split")
+                         hint=f"choose one with {field_ref('split')}")
     if split not in loaded:
         raise UsageError(f"no split {split!r} in hf:{name}", hint=f"splits: {', '.join(splits)}")
     return loaded[split]
@@ -123,7 +125,8 @@ def _columns(features, image_column: str | None, label_column: str | None) -> tu
         found = [c for c in names if isinstance(features[c], datasets.Image)]
         if not found:
             raise UsageError("no Image column in the dataset",
-                             hint=f"name it with --image-column (columns: {', '.join(names)})")
+                             hint=f"name it with {field_ref('image_column')} (columns: "
+                                  f"{', '.join(names)})")
         image = found[0]
     if label_column is not None:
         return image, check(label_column, "label")
@@ -136,7 +139,7 @@ def _columns(features, image_column: str | None, label_column: str | None) -> tu
     if found:
         return image, found[0]
     raise UsageError("no ClassLabel or caption column in the dataset",
-                     hint=f"name it with --label-column (columns: {', '.join(names)})")
+                     hint=f"name it with {field_ref('label_column')} (columns: {', '.join(names)})")
 
 
 def _target(feature, column: str) -> tuple[str, list[str] | None]:
@@ -156,7 +159,7 @@ def _target(feature, column: str) -> tuple[str, list[str] | None]:
     if dtype is not None and dtype.startswith(("int", "uint")):
         return "label", None
     raise UsageError(f"the {column!r} column ({type(feature).__name__}) is no label or caption",
-                     hint="name another with --label-column")
+                     hint=f"name another with {field_ref('label_column')}")
 
 
 def _value(column: str, raw: Any, names: list[str] | None) -> Any:
@@ -181,7 +184,7 @@ def open_hf(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
     held = _revision(dataset)
     if revision is not None and _SHA.match(revision) and held and not held.startswith(revision):
         raise UsageError(f"the cache holds hf:{name}@{held[:12]}, not @{revision}",
-                         hint="pass --download to fetch that revision")
+                         hint=f"pass {field_ref('download')} to fetch that revision")
     image, target = _columns(dataset.features, options.get("image_column"),
                              options.get("label_column"))
     column, names = _target(dataset.features[target], target)

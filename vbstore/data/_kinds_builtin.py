@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from . import _trivial
 from ._kinds import DataOption, TargetKind, register_target_kind
@@ -95,7 +96,8 @@ def _depth_check(files: list[Path], options: Mapping[str, Any]) -> None:
     if pngs and not options.get("target_scale"):
         raise UsageError(
             f"depth PNGs ({pngs[0].name}...) need their scale to metres",
-            hint="pass -p target_scale=1000 for millimetres (512 for Taskonomy, 1 for metres), "
+            hint=f"pass {field_ref('param:target_scale', '1000')} for millimetres (512 for "
+                 "Taskonomy, 1 for metres), "
                  "or state it in the dataset's targets.json (docs/data.md)")
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import CONTROL, Within
 from ._scan import Entry, Scan
@@ -213,7 +214,7 @@ def scan_list(
     if target_type is not None and kind != "target":
         raise UsageError(
             f"target_type applies to a list with a target column, not to {kind!r}",
-            hint="drop --target-type",
+            hint=f"drop {field_ref('target_type')}",
         )
     parse = {"label": _name, "labels": _names, "target": _path, "captions": _captions}[kind]
     by_name: dict[str, tuple[Any, str | None]] = {}

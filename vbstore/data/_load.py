@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import canonical
+from .._fields import field_ref
 from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
+from ..store import move_aside
 from ._files import loose_images, subdirs
 from ._kinds import TargetsSeen, targets_seen
 from ._manifest import (
@@ -73,8 +75,8 @@ OPTIONS = ("layout", *sorted({o for opts in _APPLIES.values() for o in opts}), *
 _VOC_DIRS = {"image_dir": "JPEGImages", "target_dir": "SegmentationClass"}
 _LAYOUT_HELP = (
     "layouts: root/<split>/<class>/<image>, root/<class>/<image>, "
-    "root/<split>/{images,<target>}, a stems list (--stems), a .csv/.jsonl list, "
-    "root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
+    f"root/<split>/{{images,<target>}}, a stems list ({field_ref('stems')}), a .csv/.jsonl "
+    "list, root/data.csv of 2AFC triplets, root/pairs.csv of view pairs, a flat folder of images, "
     "SPair-71k, a VOC folder (Annotations/, ImageSets/Main/), COCO (annotations/instances_*.json), "
     "NYUv2 folders (root/<split>/{rgb,<target>}), Taskonomy (root/{rgb,<domain>}/<building>/), "
     "NAVI (root/<object>/<scene>/annotations.json)"
@@ -136,7 +138,7 @@ class Listing:
         source: The external source it came from, if any.
         limit: The per-class (or overall) limit the manifest will record.
         name: What a reader calls the data (its folder, list or generated source), recorded
-            beside the manifest (``Store.name_data``); None for an external source, whose
+            beside the manifest (``store.data_names.add``); None for an external source, whose
             manifest names itself.
     """
 
@@ -220,7 +222,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
             if touch:
                 store.touch([known])  # in use: gc's grace period must see it
             if name:
-                store.name_data(known, name)
+                store.data_names.add(known, name)
             return ManifestView(scan.root, known, read=lambda: _read_stored(store, known, build),
                                 size=len(entries), files=files)
     doc = build()
@@ -230,7 +232,7 @@ def store_listing(store, listing: Listing, *, touch: bool = True,
     if alias is not None:
         store.set_alias(alias, oid)
     if name:
-        store.name_data(oid, name)
+        store.data_names.add(oid, name)
     return ManifestView(scan.root, oid, doc, files=files)
 
 
@@ -263,7 +265,8 @@ def _scan_data(store, data: str | Path, split: str | None, limit: int | None,
         raise UsageError(
             f"the {layout} layout takes no {', '.join(refused)} option",
             hint=f"it takes: {', '.join(_APPLIES[layout])}" if _APPLIES[layout]
-            else "this layout takes none: drop it, or name the layout the data is in (--layout)",
+            else "this layout takes none: drop it, or name the layout the data is in "
+                 f"({field_ref('layout')})",
         )
     return _scan(layout, root, split, options), source
 
@@ -278,7 +281,7 @@ def _read_stored(store, oid: str, build: Callable[[], dict[str, Any]]) -> dict[s
     try:
         return store.read_json(oid)
     except VbstoreError:
-        store.move_aside(oid)  # damaged: rebuilt from the file-state cache, published afresh
+        move_aside(store, oid)  # damaged: rebuilt from the file-state cache, published afresh
     doc = build()
     rebuilt = store_document(store, doc)
     if rebuilt != oid:
@@ -350,7 +353,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
             return "list"
         raise UsageError(
             f"unknown layout: {root} is a file but not a .csv or .jsonl sample list",
-            hint="a stems list goes with --stems FILE and the dataset folder as DATA",
+            hint=f"a stems list goes with {field_ref('stems', 'FILE')} and the dataset folder "
+                 "as DATA",
         )
     if "stems" in options or "train_stems" in options:
         return "stems"
@@ -369,7 +373,7 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         found = subdirs(root)
         raise UsageError(
             f"no split {split!r} in {root}",
-            hint=f"splits found: {', '.join(found)}" if found else "omit --split",
+            hint=f"splits found: {', '.join(found)}" if found else f"omit {field_ref('split')}",
         )
     if (base / "images").is_dir():
         return "dense"
@@ -384,7 +388,8 @@ def _detect(root: Path, split: str | None, options: dict[str, Any]) -> str:
         nested = [f for f in folders if (base / f / "images").is_dir() or subdirs(base / f)]
         if nested:
             raise UsageError(
-                f"{root} has splits ({', '.join(folders)})", hint="choose one with --split"
+                f"{root} has splits ({', '.join(folders)})", hint="choose one with "
+                                                                  f"{field_ref('split')}"
             )
     if folders:
         return "image_folder"
@@ -414,7 +419,7 @@ def _with_boxes(scan: Scan, options: dict[str, Any], default: Sequence[str] | Pa
     elif isinstance(default, Path):
         if not default.is_file():
             raise UsageError(f"box annotations need a class list: no {default}",
-                             hint="pass --classes FILE (one class name per line)")
+                             hint=f"pass {field_ref('classes', 'FILE')} (one class name per line)")
         classes = _classes(default)
     else:
         classes = list(default)
@@ -434,7 +439,7 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "pairs":
         if pairs_csv(root, split) is None and is_navi(root):  # relative_pose reads pairs.csv
             raise UsageError(f"no pairs.csv in {root}: it is laid out as NAVI",
-                             hint="read it with --layout navi (layout='navi')")
+                             hint=f"read it with {field_ref('layout', 'navi')} (layout='navi')")
         return scan_pairs(root, split)
     if layout == "spair":
         return scan_spair(root, split)
@@ -497,14 +502,16 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
             listed = base.parent / "classes.txt" if split is not None else base / "classes.txt"
             return _with_boxes(scan, options, listed)
         if "classes" in options:
-            raise UsageError("the dense layout takes --classes only for box annotations",
+            raise UsageError(f"the dense layout takes {field_ref('classes')} only for box "
+                             "annotations",
                              hint="classes name the boxes of a .json/.xml target folder")
         return scan
     stems = _stems_list(options, split)
     if stems is None:
         raise UsageError(
             "the stems layout needs a stems list",
-            hint="pass --stems FILE (and --train-stems FILE for the train split)",
+            hint=f"pass {field_ref('stems', 'FILE')} (and {field_ref('train_stems', 'FILE')} "
+                 "for the train split)",
         )
     paths = {key: root / options.get(key, default) for key, default in _VOC_DIRS.items()}
     return scan_stems(

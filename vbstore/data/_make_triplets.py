@@ -18,8 +18,8 @@ import numpy as np
 from PIL import Image
 
 from ..errors import UsageError
-from ._packaged import SKIMAGE_CAPTIONS
 from ._png import write_png
+from ._samples import SKIMAGE_CAPTIONS
 from ._triplets import MIN_VOTES
 
 # Local imports: skimage and sklearn load when a triplet set is generated from their sample images.

@@ -18,6 +18,7 @@ from typing import Any
 import blake3
 
 from .. import canonical
+from .._fields import field_ref
 from ..errors import BadInput, StoreIOError, UsageError
 from ..store import RACY_SECONDS
 from ._files import (
@@ -51,7 +52,8 @@ def manifest_digest(classes: Sequence[str], samples: Sequence[dict[str, Any]],
 def check_limit(limit: int | None) -> int | None:
     """``limit`` itself, or :class:`UsageError` when it is not a positive integer."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise UsageError(f"limit must be a positive integer, not {limit!r}", hint="e.g. --limit 10")
+        raise UsageError(f"limit must be a positive integer, not {limit!r}",
+                         hint=f"e.g. {field_ref('limit', '10')}")
     return limit
 
 
@@ -96,11 +98,11 @@ def kept_pairs(scan: Scan, limit: int | None) -> list[tuple[str, str, str, tuple
 
 def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
     try:
-        return store.hash_files(paths, check=check, what=f"unreadable or corrupt {noun}")
+        return store.file_states.hash(paths, check=check, what=f"unreadable or corrupt {noun}")
     except StoreIOError as exc:
         if exc.__cause__ is not None:  # the registry itself (disk full, damaged): not the files
             raise
-        # hash_files names the first unreadable file; list them all, as for corrupt ones
+        # file_states.hash names the first unreadable file; list them all, as for corrupt ones
         raise unreadable(paths, f"missing or unreadable {noun}") from None
 
 

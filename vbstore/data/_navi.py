@@ -38,6 +38,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import is_image, name_hash, subdirs
 from ._scan import Entry, Scan
@@ -209,7 +210,8 @@ def check_draw(options: dict[str, Any]) -> dict[str, Any]:
             and isinstance(draw["stride"], int) and draw["stride"] >= 1
             and isinstance(draw["pair_seed"], int) and draw["pair_seed"] >= 0):
         raise UsageError("partners and stride are integers >= 1, pair_seed >= 0",
-                         hint="e.g. --partners 8 --stride 1 --pair-seed 8")
+                         hint=f"e.g. {field_ref('partners', '8')} {field_ref('stride', '1')} "
+                              f"{field_ref('pair_seed', '8')}")
     if not 0 < float(draw["max_angle"]) <= 180:
         raise UsageError(f"max_angle must be in (0, 180], got {draw['max_angle']}",
                          hint="the largest rotation a pair may span, in degrees (120)")
@@ -287,7 +289,7 @@ def scan_navi(root: Path, split: str | None, draw: dict[str, Any] | None = None)
                        [(str(root), f"no <object>/<scene>/{ANNOTATIONS}")])
     found = sorted({v[1] for listed in views.values() for v in listed})
     if split is None or split not in found:
-        raise UsageError("NAVI needs --split" if split is None
+        raise UsageError(f"NAVI needs {field_ref('split')}" if split is None
                          else f"no image of {root} is in split {split!r}",
                          hint=f"splits found: {', '.join(found)}")
     rows = (_drawn_pairs(views, split, draw) if draw is not None else

@@ -30,23 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
+from ._samples import SKIMAGE_CAPTIONS
 from ._source_kinds import source_kinds
 
 # Local imports: numpy, sklearn, skimage and the generators built on numpy load when a packaged
 # source is materialised, never to parse its name; so do shutil and tempfile (with bz2, lzma,
 # random: ~3 ms) and the PNG writer (zlib), which a cached read of a folder does not need.
 
-# Descriptions from OpenAI's CLIP "Interacting with CLIP" notebook (MIT), which uses these images.
-SKIMAGE_CAPTIONS = {
-    "page": "a page of text about segmentation",
-    "chelsea": "a facial photo of a tabby cat",
-    "astronaut": "a portrait of an astronaut with the American flag",
-    "rocket": "a rocket standing on a launchpad",
-    "motorcycle_right": "a red motorcycle standing in a garage",
-    "camera": "a person looking at a camera on a tripod",
-    "horse": "a black-and-white silhouette of a horse",
-    "coffee": "a cup of coffee on a saucer",
-}
 _SHAPES_DEFAULTS = {"per_class": 20, "noise": 0.0, "seed": 0, "size": 64, "classes": 5,
                     "grain": 0.0, "contrast": 0.0}
 # added later: named in the folder only when set, so the folders made before keep their names

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import (
     Within,
@@ -121,7 +122,8 @@ def scan_images(root: Path, split: str | None) -> Scan:
     if not base.is_dir():
         found = subdirs(root) if root.is_dir() else []
         raise UsageError(f"no split {split!r} in {root}",
-                         hint=f"splits found: {', '.join(found)}" if found else "omit --split")
+                         hint=f"splits found: {', '.join(found)}" if found
+                         else f"omit {field_ref('split')}")
     names = loose_images(base)
     if not names:
         raise BadInput("image folders without images", [(str(base), "no image files in it")],

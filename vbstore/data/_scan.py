@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import is_hidden, loose_images, subdirs, walk_files
 
@@ -206,7 +207,7 @@ def scan_dense(base: Path, split: str | None, target: str | None, target_type: s
             found = ", ".join(others) or "none"
             raise UsageError(
                 f"{base} has {len(others)} target folders beside {image_dir}/ ({found})",
-                hint="choose one with --target NAME"
+                hint=f"choose one with {field_ref('target', 'NAME')}"
                 if others
                 else "add a folder of targets (masks, depth...)",
             )
@@ -294,7 +295,7 @@ def scan_voc(root: Path, split: str | None, stems: Path | None = None) -> Scan:
         raise UsageError(
             f"no VOC stems list ImageSets/Main/{split}.txt in {root}" if split
             else f"{root} is a VOC folder: choose its split",
-            hint=f"choose a split with --split ({', '.join(found) or 'none found'})",
+            hint=f"choose a split with {field_ref('split')} ({', '.join(found) or 'none found'})",
         )
     entries = _pair(root, root / "JPEGImages", root / "Annotations",
                     read_stems(main / f"{split}.txt"))
@@ -316,7 +317,7 @@ def scan_coco(root: Path, split: str | None) -> Scan:
         raise UsageError(
             f"no COCO split {split!r} (annotations/instances_{split}.json and {split}/) in {root}"
             if split else f"{root} is a COCO folder: choose its split",
-            hint=f"choose a split with --split ({', '.join(found) or 'none found'})",
+            hint=f"choose a split with {field_ref('split')} ({', '.join(found) or 'none found'})",
         )
     names = sorted(walk_files(root / split))
     if not names:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 
 # Local imports: the built-in kinds (._sources_builtin) register the first time a kind is
@@ -80,7 +81,7 @@ def check_source_options(kind: str | None, options: dict[str, Any]) -> None:
     if kind is None and given:
         raise UsageError(
             f"{', '.join(given)} applies to hf:, torchvision: or wds: data, not to a folder",
-            hint="e.g. --data torchvision:CIFAR10 --dataset-root ~/data",
+            hint=f"e.g. {field_ref('data')} torchvision:CIFAR10 {field_ref('dataset_root')} ~/data",
         )
     takes = () if kind is None else _get(kind).options
     refused = [k for k in given if kind is not None and k not in takes]

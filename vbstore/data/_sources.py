@@ -25,6 +25,7 @@ from typing import Any
 
 import blake3
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import IMAGE_EXTENSIONS
 from ._packaged import once
@@ -141,13 +142,14 @@ def _shards(root: Path, split: str | None) -> tuple[list[Path], Path]:
     if split is not None and not base.is_dir():
         found = sorted(p.name for p in root.iterdir() if p.is_dir())
         raise UsageError(f"no split {split!r} in {root}",
-                         hint=f"splits found: {', '.join(found)}" if found else "omit --split")
+                         hint=f"splits found: {', '.join(found)}" if found
+                         else f"omit {field_ref('split')}")
     shards = sorted(base.glob("*.tar"))
     if not shards:
         splits = sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.tar")))
         if split is None and splits:
             raise UsageError(f"{root} has splits ({', '.join(splits)})",
-                             hint="choose one with --split")
+                             hint=f"choose one with {field_ref('split')}")
         raise UsageError(f"no .tar shards in {base}",
                          hint="WebDataset shards are <root>/<split>/*.tar")
     return shards, root

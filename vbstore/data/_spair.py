@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import Within, subdirs
 from ._scan import Entry, Scan
@@ -107,7 +108,8 @@ def scan_spair(root: Path, split: str | None) -> Scan:
     """
     found = subdirs(root / PAIRS_DIR)
     if split is None or split not in found:
-        raise UsageError(f"SPair-71k needs --split ({', '.join(found) or 'none found'})"
+        raise UsageError(f"SPair-71k needs {field_ref('split')} "
+                         f"({', '.join(found) or 'none found'})"
                          if split is None else f"no split {split!r} in {root / PAIRS_DIR}",
                          hint=f"splits found: {', '.join(found) or 'none'}")
     rows, problems = [], []

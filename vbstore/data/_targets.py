@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fields import field_ref
 from ..canonical import digest
 from ..errors import BadInput, UsageError
 
@@ -101,7 +102,7 @@ def decode_target(data: bytes, path: Path, kind: str, target_scale: float | None
             if target_scale is None:
                 raise UsageError(
                     f"depth PNG {path.name} needs its scale to metres",
-                    hint="pass -p target_scale=1000 for millimetres (512 for "
+                    hint=f"pass {field_ref('param:target_scale', '1000')} for millimetres (512 for "
                     "Taskonomy, 1 for metres)",
                 )
             if np.issubdtype(raw.dtype, np.integer):  # 65535: no depth (Taskonomy: sky, holes)

@@ -21,6 +21,7 @@ import os
 import re
 from pathlib import Path
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import subdirs, walk_files
 from ._scan import Entry, Scan
@@ -133,7 +134,8 @@ def scan_taskonomy(root: Path, split: str | None, target: str | None,
     else:
         if splits is None:
             raise UsageError(f"Taskonomy's split {split!r} needs the CSV listing its buildings",
-                             hint="pass --splits FILE (e.g. train_val_test_tiny.csv)")
+                             hint=f"pass {field_ref('splits', 'FILE')} (e.g. "
+                                  "train_val_test_tiny.csv)")
         table = read_split_csv(splits)
         if split not in table:
             raise UsageError(f"no split {split!r} in {splits}",
@@ -151,7 +153,8 @@ def scan_taskonomy(root: Path, split: str | None, target: str | None,
     elif target is None:
         if len(domains) != 1:
             raise UsageError(f"{root} has {len(domains)} domain folders beside rgb/ "
-                             f"({', '.join(domains)})", hint="choose one with --target DOMAIN")
+                             f"({', '.join(domains)})", hint="choose one with "
+                                                             f"{field_ref('target', 'DOMAIN')}")
         target = domains[0]
     elif target not in domains:
         raise UsageError(f"no domain folder {target!r} in {root}",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from .._fields import field_ref
 from ..errors import BadInput, UsageError
 from ._files import Within, check_unique_ids, read_table, relative_image
 from ._scan import Entry, Scan
@@ -68,7 +69,7 @@ def scan_triplets(root: Path, split: str | None, min_votes: int = MIN_VOTES) -> 
     """
     if isinstance(min_votes, bool) or not isinstance(min_votes, int) or min_votes < 0:
         raise UsageError(f"min_votes must be an integer >= 0, not {min_votes!r}",
-                         hint=f"e.g. --min-votes {MIN_VOTES} (the default)")
+                         hint=f"e.g. {field_ref('min_votes', MIN_VOTES)} (the default)")
     path = root / DATA_FILE if root.is_dir() else root
     if not path.is_file():
         raise UsageError(f"no triplet table {path}",
@@ -112,7 +113,8 @@ def scan_triplets(root: Path, split: str | None, min_votes: int = MIN_VOTES) -> 
     if split is not None and not any(_split_matches(split, s.strip()) for s in splits):
         raise UsageError(f"no split {split!r} in {path}", hint=f"splits found: {found}")
     if split is None and len({s.strip() for s in splits}) > 1:  # as for split folders: no mixing
-        raise UsageError(f"{path} has splits ({found})", hint="choose one with --split")
+        raise UsageError(f"{path} has splits ({found})", hint="choose one with "
+                                                              f"{field_ref('split')}")
     if not rows:
         raise BadInput("triplet tables without usable triplets",
                        [(str(path), f"no triplet has {min_votes} or more votes")])

@@ -13,6 +13,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._sources import Record, Source, file_states, folder_key, write_list
 
@@ -38,11 +39,12 @@ def _arguments(cls, name: str, split: str | None, download: bool) -> dict[str, A
     if "train" in params:
         if split not in ("train", "test"):
             raise UsageError(f"torchvision:{name} has the splits train and test",
-                             hint="choose one with --split")
+                             hint=f"choose one with {field_ref('split')}")
         kwargs["train"] = split == "train"
     elif "split" in params:
         if split is None:
-            raise UsageError(f"torchvision:{name} needs a split", hint="choose one with --split")
+            raise UsageError(f"torchvision:{name} needs a split", hint="choose one with "
+                                                                       f"{field_ref('split')}")
         kwargs["split"] = split
     if "download" in params:
         kwargs["download"] = download
@@ -94,15 +96,16 @@ def open_torchvision(store, name: str, split: str | None, options: dict[str, Any
     root = options.get("dataset_root")
     if root is None:
         raise UsageError(f"torchvision:{name} reads its files from a dataset root",
-                         hint="pass --dataset-root DIR (add --download to fetch them there)")
+                         hint=f"pass {field_ref('dataset_root', 'DIR')} (add "
+                              f"{field_ref('download')} to fetch them there)")
     download = bool(options.get("download"))
     kwargs = _arguments(cls, name, split, download)
     try:
         dataset = cls(str(Path(root).expanduser()), **kwargs)
     except RuntimeError as exc:  # torchvision's "Dataset not found or corrupted"
         raise UsageError(f"torchvision:{name} is not in {root} ({exc})",
-                         hint="point --dataset-root at the folder that holds it, "
-                         "or add --download") from None
+                         hint=f"point {field_ref('dataset_root')} at the folder that holds it, "
+                         f"or add {field_ref('download')}") from None
     folder = _files_folder(dataset)
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     key = folder_key("torchvision", 1, name, split, file_states(files))

@@ -24,7 +24,7 @@ _PLAIN_OPTIONS = frozenset({"layout", "target", "target_type"})
 
 @dataclass(frozen=True)
 class AnswerInputs:
-    """What :meth:`vbstore.Store.record_answer` needs to know of a plan's answer.
+    """What ``store.answers.record`` needs to know of a plan's answer.
 
     Attributes:
         folders: Each data folder (absolute, through any link given) with the states its

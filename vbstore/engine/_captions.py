@@ -64,7 +64,7 @@ def captions_steps(store: Any, ref: Any, task: Any, task_params: Mapping[str, An
             steps.append(Step("captions", role, "unneeded" if unneeded else "compute", work=work))
             continue
         planned = Step.of(captions_spec(ref.id, eval_m.id, decoding), "captions", role,
-                          work=work)
+                          work=work, make=make_captions)
         assert planned.key is not None
         # under a stored result nothing here is read: its record is shown, unchecked
         oid = store.lookup(planned.key, check=not unneeded)
@@ -75,13 +75,21 @@ def captions_steps(store: Any, ref: Any, task: Any, task_params: Mapping[str, An
     return steps
 
 
+def make_captions(plan: Plan, run: Run, step: Step) -> str:
+    """A captions step's output: the id of the captions of its decoding, stored or written
+    now."""
+    assert step.spec is not None  # an executed plan names its backbone
+    return generated_captions(plan, run, step.spec["params"]["decoding"])
+
+
 def read_captions(store: Any, oid: str) -> list[str]:
     """The captions of a stored ``captions`` blob, in manifest order."""
     return list(json.loads(store.read_bytes(oid))["captions"])
 
 
-def generated_captions(plan: Plan, run: Run, decoding: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """The id and captions of the eval split under ``decoding``: stored, or written now."""
+def generated_captions(plan: Plan, run: Run, decoding: Mapping[str, Any]) -> str:
+    """The id of the captions of the eval split under ``decoding``: stored, or written now
+    (:func:`read_captions` reads them)."""
     from ._cache import derive  # the binary cache's check: the compute path only
 
     store, ref, manifest = plan.store, plan.backbone, plan.eval_m
@@ -104,7 +112,7 @@ def generated_captions(plan: Plan, run: Run, decoding: Mapping[str, Any]) -> tup
     run.from_cache["captions"] = run.from_cache.get("captions", True) and not derived.computed
     run.timings["captions_s"] = round(run.timings.get("captions_s", 0.0)
                                       + time.perf_counter() - start, 4)
-    return derived.id, read_captions(store, derived.id)
+    return derived.id
 
 
 def _write(plan: Plan, run: Run, decoding: Mapping[str, Any]) -> list[str]:

@@ -1,14 +1,19 @@
-"""Executing a plan: the runner it holds scores it, then the result record is made and stored.
+"""Executing a plan: its steps are walked, the runner it holds scores them, then the result
+record is made and stored.
 
-Everything here runs only on a cache miss; torch is imported lazily by the pieces it calls. The
-plan holds the runner of the task's shape (``._runners``), which scores the eval featureset
-through a ``._toolbox.Feed``: pooled ``(N, C)`` vectors with per-sample targets, dense maps
-pooled to a grid, or a ``PackSplit`` that streams dense maps and per-pixel targets in batches.
+Everything here runs only on a cache miss; torch is imported lazily by the pieces it calls.
+``compute_result`` runs the runner's checks, walks the plan's steps in order (``Plan.walk``:
+featuresets or prefixes, heads, derived views, captions; each made by its ``Step.make``, from
+the store or computed), and the plan's runner (``._runners``) scores the result from what they
+made: through a ``._toolbox.Feed``, pooled ``(N, C)`` vectors with per-sample targets, dense
+maps pooled to a grid, or a ``PackSplit`` that streams dense maps and per-pixel targets in
+batches.
 """
 
 from __future__ import annotations
 
 import platform
+import sys
 import time
 from dataclasses import replace
 from importlib import metadata
@@ -44,10 +49,13 @@ def versions() -> dict[str, str | None]:
 
 
 def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> Made[ResultRecord]:
-    """Compute every missing input, evaluate with the runner the plan names, and store the
-    result record; return its id and the record (what is returned, never read back)."""
+    """Walk the plan's steps (each input made, from the store or computed), score them with
+    the runner the plan holds, and store the result record; return its id and the record (what
+    is returned, never read back)."""
     runner = plan.runner
-    runner.prepare(plan)
+    runner.prepare(plan)  # refused before any step is made (box class lists)
+    run.fresh_heads = fresh_heads
+    plan.walk(run)
     evaluation, scored = runner.run(plan, run, fresh_heads)
     edges: dict[str, Any] = {"backbone": plan.backbone.id, "eval_manifest": plan.eval_m.id,
                              **({"eval_features": evaluation.id} if evaluation else {}),
@@ -67,7 +75,7 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> Made[Resu
     oid = store.put_json(result.to_dict(), "result", edges=edges)
     # when, where and how long: the registry's run log, not the hashed document, so the same
     # computation is the same result id in any store
-    store.record_run(oid, device=_device_name(run), timings=run.timings,
+    store.runs.record(oid, device=_device_name(run), timings=run.timings,
                      seconds=round(time.perf_counter() - plan.started, 4),
                      features_from_cache=all(run.from_cache.values()))
     return Made(oid, result)
@@ -141,6 +149,8 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
 
 
 def _device_name(run: Run) -> str:
+    if "torch" not in sys.modules:  # scored in numpy from stored rows: nothing left the CPU
+        return f"cpu:{platform.machine()}"
     import torch
 
     device = resolve_device(run.device)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._fields import field_ref
 from ..backbones import BackboneCfg
 from ..data import get_target_kind, read_verified
 from ..errors import CorruptObject, VbstoreError
@@ -91,7 +92,8 @@ class PackSplit:
                 entry = header.get(f"dense.{layer}")
                 if entry is None:
                     raise VbstoreError(f"pack {oid[:12]} holds no dense maps of layer {layer}",
-                                       hint="extract with --mode dense (a dense task does so "
+                                       hint=f"extract with {field_ref('mode')} dense (a dense "
+                                            "task does so "
                                             "itself)")
                 start, end = entry["data_offsets"]
                 maps.append(np.memmap(path, dtype=_NUMPY[entry["dtype"]], mode="r",
@@ -154,7 +156,8 @@ class PackSplit:
             size = image.size
         if "target" not in sample:
             raise VbstoreError(f"sample {sample['name']} has no target file",
-                               hint="a dense task needs the dense or stems layout (--target NAME)")
+                               hint="a dense task needs the dense or stems layout "
+                                    f"({field_ref('target', 'NAME')})")
         return self.manifest.target_path(position), sample["target"], size
 
     def _open_image(self, position: int):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._fields import field_ref
 from ..errors import UsageError
 
 
@@ -24,7 +25,7 @@ def resolve_device(device: str | None) -> str:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0 or (parsed.index or 0) >= count:
             raise UsageError(f"device {device!r} is not available on this machine "
-                             f"({count} CUDA devices)", hint="use --device cpu")
+                             f"({count} CUDA devices)", hint=f"use {field_ref('device')} cpu")
     elif parsed.type not in ("cpu", "mps"):
         raise UsageError(f"device type {parsed.type!r} is not supported", hint="use cpu or cuda")
     return str(parsed)

@@ -21,26 +21,66 @@ fits a shape's runner calls) under ``._finetune_run`` (heads, their eval feature
 
 from __future__ import annotations
 
+import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..errors import HeadMismatch, UsageError
 from ..records import StoreReader, finetuned_differences
 from ..store import derivation_key
 from ..tasks import Task
 from ._features import featureset_spec, packs_present
 from ._finetune_specs import finetune_head_spec, finetuned_weights, prefix_spec
-from ._runners import Runner, runner_for, trained_runner
+from ._runners import Runner, add_seconds, runner_for, trained_runner
 from ._scored import Scored, StepContext
 from ._steps import Step
 
 if TYPE_CHECKING:
+    from ._cache import Derived
     from ._planned import Plan
     from ._requests import HeadRequest, ResultRequest
     from ._run import Run
     from ._toolbox import Feed
 
-# Local imports: the compute path (._finetune_run: torch; heads) loads in run, on a miss,
-# and where a stored head is read.
+# Local imports: the compute path (._finetune_run: torch; heads) loads in the makers and run,
+# on a miss, and where a stored head is read.
+
+
+def make_prefix(plan: Plan, run: Run, step: Step) -> str:
+    """A prefix step's output: the id of its split's frozen-block activations, stored or
+    computed now."""
+    from ._finetune_compute import prefix
+    from ._finetune_run import model_of
+
+    manifest = plan.train_m if step.role == "train" else plan.eval_m
+    return prefix(plan, run, model_of(plan, run), manifest, step.role)
+
+
+def make_tuned_head(plan: Plan, run: Run, step: Step, *, seed: int) -> Derived:
+    """A head step's output: the head of ``seed`` trained with the last blocks on the train
+    prefix made before it, and its fine-tuned weights."""
+    from ._finetune_run import trained_head
+
+    start = time.perf_counter()
+    head = trained_head(plan, run, run.made[("prefix", "train")], seed)
+    add_seconds(run, "heads_s", start)
+    return head
+
+
+def make_tuned_features(plan: Plan, run: Run, step: Step, *, head: str, seed: int,
+                        first: bool) -> Feed:
+    """A featureset step's output: the feed of the eval split's features under the fine-tuned
+    weights of the head made (or given) above it (``head``: that step's role)."""
+    from ._finetune_run import tuned_features
+
+    made = run.made.get(("head", head))
+    head_id = plan.head if made is None else made.id
+    assert head_id is not None  # a head step came first, trained or given
+    # the first seed's features are the result's eval features (run.features["eval ..."])
+    return tuned_features(plan, run, head_id, run.made[("prefix", "eval")],
+                          "eval" if first else f"eval_seed_{seed}")
+
 
 def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     """Refuse, before anything is read or stored, a fine-tuning request that cannot run.
@@ -50,19 +90,22 @@ def check_finetune(task: Task, request: ResultRequest | HeadRequest) -> None:
     """
     if not task.finetunes:  # declared by the task layer (its shape and head recipe)
         raise UsageError(
-            f"task {task.name!r} cannot fine-tune: --finetune-blocks trains the blocks with a "
+            f"task {task.name!r} cannot fine-tune: {field_ref('finetune_blocks')} trains the "
+            "blocks with a "
             "head whose recipe trains them too (classification, multilabel, the trained dense "
             "and box probes)",
-            hint="drop --finetune-blocks, or probe with a task that fine-tunes")
+            hint=f"drop {field_ref('finetune_blocks')}, or probe with a task that fine-tunes")
     backbone = request.backbone
     if backbone.precision != "fp32":
-        raise UsageError("fine-tuning trains in fp32", hint="drop --precision bf16")
+        raise UsageError("fine-tuning trains in fp32",
+                         hint=f"drop {field_ref('precision', 'bf16')}")
     if backbone.layers != (-1,) and not trained_runner(task).finetune_layers:
         raise UsageError(f"a fine-tuned {task.name} head reads the last layer only, the "
                          f"output of the last block (not {list(backbone.layers)})",
-                         hint="drop --layers")
+                         hint=f"drop {field_ref('layers')}")
     if backbone.pooling == "none":
-        raise UsageError("fine-tuning trains on pooled features", hint="drop --pooling none")
+        raise UsageError("fine-tuning trains on pooled features",
+                         hint=f"drop {field_ref('pooling', 'none')}")
 
 
 def check_backbone_blocks(ref: Any, blocks: int, layers: tuple[int, ...]) -> None:
@@ -123,21 +166,25 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
             continue
         oid = (None if ctx.ref is None else
                _lookup(ctx.store, prefix_spec(ctx.ref.id, manifest.id, blocks), ctx))
+        # a given head reads no train prefix: shown, never made
+        make = make_prefix if role == "eval" or ctx.head is None else None
         steps.append(Step("prefix", role, "stored" if oid and not ctx.unneeded else status, oid,
-                          {} if oid else {"forward_passes": len(manifest)}))
+                          {} if oid else {"forward_passes": len(manifest)}, make=make))
     for seed in ctx.seeds if ctx.head is None else ctx.seeds[:1]:
         if ctx.head is not None:
             head: str | None = ctx.head
-            steps.append(Step("head", f"given, {tuned}", "stored", head))
+            head_role = f"given, {tuned}"
+            steps.append(Step("head", head_role, "stored", head))
         else:
             work = {"samples": len(ctx.train_m), "epochs": ctx.task_params.get("epochs", 1)}
             head = None if ctx.ref is None or ctx.finetune is None else _lookup(
                 ctx.store, finetune_head_spec(ctx.task, ctx.task_params, ctx.ref.id,
                                               ctx.train_m.id, ctx.extractor, ctx.finetune, seed),
                 ctx)
-            steps.append(Step("head", f"seed {seed}, {tuned}",
+            head_role = f"seed {seed}, {tuned}"
+            steps.append(Step("head", head_role,
                               "stored" if head and not ctx.unneeded else status, head,
-                              {} if head else work))
+                              {} if head else work, make=partial(make_tuned_head, seed=seed)))
         if ctx.eval_m is None:
             continue
         features = None
@@ -145,9 +192,12 @@ def finetune_steps(ctx: StepContext) -> list[Step]:
             spec = featureset_spec(finetuned_weights(ctx.store, head), ctx.eval_m.id,
                                    ctx.extractor)
             features = _lookup(ctx.store, spec, ctx, lambda o: packs_present(ctx.store, o))
+        first = not any(s.op == "featureset" for s in steps)
         steps.append(Step("featureset", f"eval, seed {seed} fine-tuned",
                           "stored" if features and not ctx.unneeded else status, features,
-                          {} if features else {"samples": len(ctx.eval_m)}))
+                          {} if features else {"samples": len(ctx.eval_m)},
+                          make=partial(make_tuned_features, head=head_role, seed=seed,
+                                       first=first)))
     return steps
 
 

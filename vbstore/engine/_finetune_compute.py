@@ -34,8 +34,9 @@ from ..features import (
     store_featureset,
 )
 from ..features import write_prefix as write_prefix_blob
+from ..records.gate import ARRIVALS, resolve
 from ..store import derivation_key
-from ..tasks import Loss, PooledTask, SplitTask, Trainable, finetune, of_shape
+from ..tasks import Loss, PooledTask, Recipe, SplitTask, Trainable, finetune, of_shape
 from ._cache import Derived, derive
 from ._dense import PackSplit
 from ._device import resolve_device
@@ -134,16 +135,23 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
                                  backbone.preprocess, batch_size=run.batch_size)
 
     spec = prefix_spec(plan.backbone.id, manifest.id, blocks)
+    key = derivation_key(spec)
     derived = derive(store, spec, compute, valid=store.has)
-    if derived.source == "remote" and not rows_agree(plan, model, manifest, derived.id):
-        # a cache answer whose rows name the right images but hold other activations (rolled,
-        # shuffled, another model's): refused, computed here and recorded over it
-        log.warning("binary cache %s: prefix %s holds other activations than the frozen "
-                    "blocks give its images; computing it", derived.remote, derived.id[:12])
-        derived = Derived(compute(), "computed")
-        store.record(spec, derived.id)
+    came = None if derived.computed else _unchecked(store, key, derived)
+    if came is not None:
+        # from outside (a cache answer, or a pull from a cache remote) and never checked here:
+        # the gate's use-time check of the kind, once
+        if resolve(ARRIVALS["prefix"].used)(plan, model, manifest, derived.id):
+            store.record(spec, derived.id, origin=f"{came}, {CHECKED}", key=key)
+        else:
+            # rows that name the right images but hold other activations (rolled, shuffled,
+            # another model's): refused, computed here and recorded over it
+            log.warning("%s: prefix %s holds other activations than the frozen blocks give "
+                        "its images; computing it", came, derived.id[:12])
+            derived = Derived(compute(), "computed")
+            store.record(spec, derived.id, key=key)
     if derived.computed:
-        run.computed.append(derivation_key(prefix_spec(plan.backbone.id, manifest.id, blocks)))
+        run.computed.append(key)
     run.from_cache[f"{role}_prefix"] = not derived.computed
     run.features[f"{role} prefix"] = {"id": derived.id, "stored": not derived.computed,
                                       "extracted": len(manifest) if derived.computed else 0,
@@ -153,6 +161,20 @@ def prefix(plan: Plan, run: Run, model: Model, manifest, role: str) -> str:
 
 
 SPOT_ROWS = 3  # rows of a fetched prefix run again through the frozen blocks
+CHECKED = "activations checked"  # the end of a recorded origin once the spot check passed
+
+
+def _unchecked(store, key: str, derived: Derived) -> str | None:
+    """Where a stored prefix came from when that is outside this store (a remote's binary
+    cache answered, or a pull recorded it) and its activations were never checked here; None
+    when it was computed here or checked already."""
+    origin = store.origin(key) or ""
+    if derived.source == "remote":
+        return origin or f"remote {derived.remote}"
+    if origin.startswith(("remote ", "pulled from ")) and not origin.endswith(CHECKED):
+        return origin
+    return None
+
 
 
 def rows_agree(plan: Plan, model: Model, manifest, prefix_id: str) -> bool:
@@ -241,11 +263,11 @@ def fit_pooled(plan: Plan, tuning: Tuning, train: Feed, seed: int
     y = train.targets()
     n_out = len(classes) if task.finetune_loss == "cross_entropy" and classes else (
         int(y.max()) + 1 if y.ndim == 1 else int(y.shape[1]))
+    recipe = Recipe(**{k: params[k] for k in TRAIN_PARAMS}, backbone_lr=tuning.backbone_lr,
+                    seed=seed, standardize=bool(params.get("standardize", True)))
     state, loss, feats = finetune(
-        tuning.rows, y, tuning.blocks, tuning.model.forward, n_out=n_out,
-        loss=cast(Loss, task.finetune_loss), **{k: params[k] for k in TRAIN_PARAMS},
-        backbone_lr=tuning.backbone_lr, standardize=bool(params.get("standardize", True)),
-        seed=seed, task=task.name, device=tuning.device)
+        tuning.rows, y, tuning.blocks, tuning.model.forward, recipe, n_out=n_out,
+        loss=cast(Loss, task.finetune_loss), task=task.name, device=tuning.device)
     state = {k: v.cpu() for k, v in state.items()}
     scored = task.evaluate(state, feats.cpu(), y, params)
     train_metrics = {f"train_{task.headline}": scored[task.headline], "train_loss": loss}

@@ -12,11 +12,12 @@ import time
 
 import torch
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
 from ._cache import Derived, derive
-from ._finetune_compute import FINETUNED_FORMAT, Model, Tuning, compat, features, prefix, tuning_of
+from ._finetune_compute import FINETUNED_FORMAT, Model, Tuning, compat, features, tuning_of
 from ._finetune_specs import finetune_head_spec, finetuned_weights
 from ._planned import Plan
 from ._run import Run
@@ -45,7 +46,8 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
         if not changed:
             raise UsageError(f"task {task.name!r}: training changed none of the last blocks' "
                              "weights, so its head recipe does not fine-tune them",
-                             hint="drop --finetune-blocks, or raise --backbone-lr")
+                             hint=f"drop {field_ref('finetune_blocks')}, or raise "
+                                  f"{field_ref('backbone_lr')}")
         weights_id = plan.backbone.doc["weights"]
         inputs = {"weights": weights_id, "backbone": plan.backbone.id,
                   "train_manifest": plan.train_m.id, "prefix": train_prefix}
@@ -72,21 +74,36 @@ def head(plan: Plan, run: Run, model: Model, train: Feed, train_prefix: str, see
     return derived
 
 
-def head_of(plan: Plan, run: Run) -> Derived:
-    """The head a fine-tuning ``plan_head`` plan names (its train prefix first)."""
-    model = Model(plan, run)
-    train_prefix = prefix(plan, run, model, plan.train_m, "train")
-    return head(plan, run, model, Feed(plan, run, train_prefix, plan.train_m), train_prefix,
-                plan.request.probe.seed, False)
+def model_of(plan: Plan, run: Run) -> Model:
+    """The parent backbone of this run, built once when something must run through it: the
+    prefix, head and feature steps share it (kept in ``run.made``, though no step makes it)."""
+    model = run.made.get(("model", "finetune"))
+    if model is None:
+        model = run.made[("model", "finetune")] = Model(plan, run)
+    return model
+
+
+def trained_head(plan: Plan, run: Run, train_prefix: str, seed: int) -> Derived:
+    """The head of ``seed`` trained with the last blocks on the stored ``train_prefix``."""
+    train = Feed(plan, run, train_prefix, plan.train_m)
+    return head(plan, run, model_of(plan, run), train, train_prefix, seed, run.fresh_heads)
+
+
+def tuned_features(plan: Plan, run: Run, head_id: str, eval_prefix: str, role: str) -> Feed:
+    """The eval feed under the fine-tuned weights of ``head_id``."""
+    tuned = finetuned_weights(plan.store, head_id)
+    return Feed(plan, run, features(plan, run, model_of(plan, run), tuned, eval_prefix,
+                                    plan.eval_m, role), plan.eval_m)
 
 
 def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
-    """Every seed's head trained with the last blocks, scored on the eval split's features
-    under its fine-tuned weights; the first seed's feed is the result's eval feed."""
-    model, store, inner = Model(plan, run), plan.store, trained_runner(plan.task)
+    """Every seed's head, trained with the last blocks, scored on the eval split's features
+    under its fine-tuned weights (prefixes, heads and features made by the plan's steps); the
+    first seed's feed is the result's eval feed."""
+    store, inner = plan.store, trained_runner(plan.task)
     given = plan.head
-    train_prefix = None if given else prefix(plan, run, model, plan.train_m, "train")
-    eval_prefix = prefix(plan, run, model, plan.eval_m, "eval")
+    train_prefix = None if given else run.made[("prefix", "train")]
+    eval_prefix = run.made[("prefix", "eval")]
     train = None if train_prefix is None else Feed(plan, run, train_prefix, plan.train_m)
     classes = (plan.train_m.classes if given is None
                else head_record(store, given).get("class_names") or None)
@@ -96,17 +113,13 @@ def run_finetuned(plan: Plan, run: Run, fresh: bool) -> tuple[Feed, Scored]:
     feeds: list[Feed] = []
     start = time.perf_counter()
     seeds = plan.request.probe.seed_list
-    for seed in seeds if given is None else seeds[:1]:
-        if given is not None:
-            head_id = given
-        else:
-            assert train is not None
-            assert train_prefix is not None
-            head_id = head(plan, run, model, train, train_prefix, seed, fresh).id
+    made = [s for s in plan.steps if s.op in ("head", "featureset")]
+    for head_step, features_step in zip(made[::2], made[1::2], strict=True):
+        head_id = (given if given is not None
+                   else run.made[(head_step.op, head_step.role)].id)
+        assert head_id is not None
         tuned = finetuned_weights(store, head_id)
-        role = "eval" if not feeds else f"eval_seed_{seed}"
-        feed = Feed(plan, run, features(plan, run, model, tuned, eval_prefix, plan.eval_m, role),
-                    plan.eval_m)
+        feed = run.made[(features_step.op, features_step.role)]
         # scored as the frozen probe of the task's shape scores a head on its featureset
         targets = inner.targets(feed, classes)
         expected = compat(plan, tuned, inner.width(feed))

@@ -3,15 +3,18 @@ only the missing extraction, under the key the plan made."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._fields import field_ref, options_of, split_keywords
 from ..data import load_manifest
+from ..errors import UsageError
 from ..features import ExtractorParams
 from ..store import Store
 from ._backbone import BackboneRef, resolve_backbone
 from ._features import derive_featureset
+from ._options import FeatureOptions, RunOptions
 from ._requests import BackboneRequest, DataRef, FeaturesRequest, layers_arg
 from ._steps import Step, featureset_step
 
@@ -118,17 +121,11 @@ def execute_features(the_plan: FeaturesPlan, *, device: str | None = None,
                          not derived.computed, stats)
 
 
-def get_features(
-    backbone: Any, data: Any, *, store=None, split: str | None = None, limit: int | None = None,
-    layers: Sequence[int] = (-1,), pooling: str | None = None, mode: str = "pooled",
-    precision: str = "fp32", dense_dtype: str = "float16", weights: str = "default",
-    seed: int | None = None, input_size: int | None = None, use_projection: bool = False,
-    batch_size: int = 32, workers: int = 2, device: str | None = None,
-    progress: bool | Callable[..., Any] = True,
-    data_options: dict[str, Any] | None = None, loader: str = "threads", executor: Any = None,
-) -> FeatureResult:
+def get_features(backbone: Any, data: Any, **options: Any) -> FeatureResult:
     """Features of ``data`` under ``backbone``, computing only what the store lacks: the keyword
-    form of ``vbstore.get(FeaturesRequest(...))``.
+    form of ``vbstore.get(FeaturesRequest(...))``. ``options`` are the fields of
+    :class:`~vbstore.engine.FeatureOptions` and :class:`~vbstore.engine.RunOptions` but
+    ``recompute``.
 
     ```python
     result = vbstore.get_features("test_vit", "path/to/images", split="val", weights="random")
@@ -137,12 +134,22 @@ def get_features(
 
     ``executor=vbstore.features.RayExecutor(address="auto")`` extracts on a Ray cluster instead
     (the same featureset id); None extracts here.
+
+    Raises:
+        TypeError: a keyword that is no field of either.
+        UsageError: ``recompute`` (a feature set is a derivation: recompute a result).
     """
+    asked, how = split_keywords(options, FeatureOptions, RunOptions)
+    o: FeatureOptions = options_of(FeatureOptions, asked, "get_features")
+    run: RunOptions = options_of(RunOptions, how, "get_features")
+    if run.recompute:
+        raise UsageError("a featureset is not recomputed on its own",
+                         hint=f"recompute a result that reads it ({field_ref('recompute')})")
     request = FeaturesRequest(
-        BackboneRequest(backbone, weights=weights, seed=seed, input_size=input_size,
-                        layers=layers_arg(layers), pooling=pooling, precision=precision),
-        DataRef(data, split=split, limit=limit, options=data_options or {}),
-        mode=mode, dense_dtype=dense_dtype, use_projection=use_projection)
-    return execute_features(plan_features(request, store), device=device, progress=progress,
-                            batch_size=batch_size, workers=workers, loader=loader,
-                            executor=executor)
+        BackboneRequest(backbone, weights=o.weights, seed=o.seed, input_size=o.input_size,
+                        layers=layers_arg(o.layers), pooling=o.pooling, precision=o.precision),
+        DataRef(data, split=o.split, limit=o.limit, options=o.data_options or {}),
+        mode=o.mode, dense_dtype=o.dense_dtype, use_projection=o.use_projection)
+    return execute_features(plan_features(request, run.store), device=run.device,
+                            progress=run.progress, batch_size=run.batch_size, workers=o.workers,
+                            loader=o.loader, executor=run.executor)

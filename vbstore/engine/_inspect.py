@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._fields import field_ref
 from ..data import load_manifest
 from ..errors import UsageError
 from ..heads import load_head
@@ -62,7 +63,8 @@ def open_dense_result(store, result: str, data: Any, *, split: str | None = None
         raise UsageError(
             f"{data} (split {split}) is manifest {manifest.id[:12]}, but result {oid[:12]} was "
             f"scored on {expected[:12]}",
-            hint="pass the data, --split, --limit and --target the result was computed with")
+            hint=f"pass the data, {field_ref('split')}, {field_ref('limit')} and "
+                 f"{field_ref('target')} the result was computed with")
     backbone = store.read_json(record.inputs["backbone"])
     params = task.resolve_params(record.params)
     view = PackSplit(store, record.inputs["eval_features"], manifest, backbone["preprocessing"],

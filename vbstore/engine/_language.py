@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ..tasks import Task
 
@@ -57,9 +58,11 @@ def _in_language(source: Any, language: str) -> Any:
         return source
     if "@" in source:
         if named != language:
-            raise UsageError(f"{source} is read in {named!r} but --language says {language!r}",
+            raise UsageError(f"{source} is read in {named!r} but {field_ref('language')} says "
+                             f"{language!r}",
                              hint=f"give the language once: {source.partition('@')[0]} "
-                                  f"--language {language}, or drop --language")
+                                  f"{field_ref('language', language)}, or drop "
+                                  f"{field_ref('language')}")
         return source
     return source if language == "en" else f"{source}@{language}"
 
@@ -75,12 +78,14 @@ def with_language(task: Task, params: Mapping[str, Any], data: Any, train_data: 
     out = dict(params)
     if language is not None:
         if not isinstance(language, str) or not _LANGUAGE.fullmatch(language):
-            raise UsageError(f"--language {language!r} is not a language code",
+            raise UsageError(f"{field_ref('language', repr(language))} is not a language code",
                              hint="an ISO 639 code as CLIP_benchmark writes it: en, fr, jp, cn...")
         if not applies(task, data, train_data):
-            raise UsageError(f"--language {language} reaches nothing: {task.name} has no language "
+            raise UsageError(f"{field_ref('language', language)} reaches nothing: {task.name} "
+                             "has no language "
                              "parameter and the data is not cb: data",
-                             hint="drop --language (it names the language of cb: data and of the "
+                             hint=f"drop {field_ref('language')} (it names the language of cb: "
+                                  "data and of the "
                                   "zero-shot tasks' prompts)")
         data, train_data = _in_language(data, language), _in_language(train_data, language)
     if "language" not in task.params:
@@ -88,9 +93,10 @@ def with_language(task: Task, params: Mapping[str, Any], data: Any, train_data: 
     stated = language or cb_language(data)
     given = out.get("language")
     if given is not None and stated is not None and given != stated:
-        where = f"--language {language}" if language else f"{data}"
-        raise UsageError(f"-p language={given} and {where} disagree",
-                         hint="give the language once: --language (or cb:NAME@LANG) or -p")
+        where = f"{field_ref('language', language)}" if language else f"{data}"
+        raise UsageError(f"{field_ref('param:language', given)} and {where} disagree",
+                         hint=f"give the language once: {field_ref('language')} (or "
+                              "cb:NAME@LANG) or -p")
     if stated is not None:
         out["language"] = stated
     return out, data, train_data

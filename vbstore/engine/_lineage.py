@@ -99,7 +99,7 @@ _NAMES: dict[str, str] = {}
 
 def data_name(store, manifest: str | None) -> str:
     """The data a manifest lists, by name: its named source (``hf:NAME``, ``cb:NAME``...), else
-    the name it was last read under (``-d scenes``, a folder's name: ``Store.data_names``), else
+    the name it was last read under (``-d scenes``, a folder's name: ``store.data_names``), else
     its layout."""
     if not manifest:
         return ""
@@ -111,7 +111,7 @@ def data_name(store, manifest: str | None) -> str:
         doc = store.read_json(manifest)
     except VbstoreError:
         return ""
-    named = store.data_names(manifest)
+    named = store.data_names.of(manifest)
     _NAMES[manifest] = ((doc.get("source") or {}).get("name") or (named[0] if named else None)
                         or doc.get("layout") or "")
     return _NAMES[manifest]
@@ -167,10 +167,10 @@ def lineage(store, oid: str, depth: int | None = None, _seen: set | None = None)
     if spec:
         node["op"] = f"{spec['op']} v{spec['op_version']}"
         node["origin"] = store.origin_of(oid) or "origin unknown"
-    run = store.last_run(oid) if kind == "result" else None
+    run = store.runs.last(oid) if kind == "result" else None
     if run is not None:  # when, where and how long: the run log
         node["run"] = run.as_dict()
-    notes = store.notes(oid) if kind == "result" else []
+    notes = store.notes.of(oid) if kind == "result" else []
     if notes:  # what a user attached to it: the registry's, not the content
         node["notes"] = notes
     if oid in seen:

@@ -3,7 +3,9 @@
 ``plan(request)`` resolves every id it can without torch (backbone alias, manifests, derivation
 keys) and says, step by step, whether the output is already stored, on a remote's binary cache,
 or to be computed, with the forward passes and training epochs that would cost.
-``execute(plan)`` then computes only what is missing, through the store's derivations.
+``execute(plan)`` then walks the plan's steps in order (``Step.make``: each made from the store,
+or computed when missing, through the store's derivations) and the plan's runner scores the
+result from what they made.
 
 A backbone the store has never seen cannot be named without building the model (its weights
 identity is the hash of its tensors), so a dry run says so and stops short of torch: every step
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from .._fields import field_ref
 from ..data import Listing, get_target_kind, list_split, store_listing
 from ..errors import UsageError, VbstoreError
 from ..features import OP_VERSION as FEATURES_VERSION
@@ -30,7 +33,7 @@ from ._finetune import FINETUNE_RUNNER, check_backbone_blocks, check_finetune, g
 from ._finetune_specs import FINETUNE_OP_VERSION, finetune_head_spec
 from ._planned import Plan
 from ._requests import HeadRequest, ResultRequest, store_param_files
-from ._runners import Runner, runner_for
+from ._runners import Runner, make_featureset, runner_for
 from ._scored import StepContext
 from ._steps import Step, featureset_step, head_spec
 from ._targets import check_data_options, check_targets, data_options, explain_mismatch
@@ -80,15 +83,15 @@ def data_options_for(task: Task, options: Mapping[str, Any], source: Any = None)
 def _listing(store, ref, flag: str, task: Task) -> Listing:
     """``ref``'s split listed and its targets checked against ``task``; nothing stored yet."""
     options = data_options_for(task, ref.options, ref.source)
-    data_flag = "--data" if flag == "--split" else "--train-data"
+    data_flag = field_ref("data") if flag == field_ref("split") else field_ref("train_data")
     split = ref.split
-    if split is None and flag != "--split" and options.get("train_stems") is not None:
+    if split is None and flag != field_ref("split") and options.get("train_stems") is not None:
         split = "train"  # --train-stems names the training split (VisBench's --train-split train)
     try:
         listing = list_split(store, ref.source, split=split, limit=ref.limit, **options)
     except UsageError as exc:
-        if flag != "--split" and "--split" in exc.hint:  # name the flag this data came with
-            exc.hint = exc.hint.replace("--split", flag)
+        if flag != field_ref("split"):  # name the field this data came with
+            exc.refer_hint(field_ref("split"), flag)
         raise
     check_targets(task, listing.targets, data_flag)
     return listing
@@ -123,7 +126,7 @@ def result_spec(
     it: see :func:`named_pooling`) and
     ``finetune`` join the key only when given, so the keys of requests without them (a frozen
     probe's among them) are as they were: the record carries them, and one key has one record.
-    A request's notes are no part of it: they are the registry's (``Store.add_note``)."""
+    A request's notes are no part of it: they are the registry's (``store.notes.add``)."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
@@ -236,7 +239,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     except UsageError:
         # data of the wrong kind is the mistake to name, not the parameter it then lacks
         # (num_classes for depth maps)
-        for data, flag in ((request.data, "--data"), (request.train, "--train-data")):
+        for data, flag in ((request.data, field_ref("data")),
+                           (request.train, field_ref("train_data"))):
             if data is not None:
                 explain_mismatch(store, task, data, flag,
                                  data_options_for(task, data.options, data.source))
@@ -247,13 +251,13 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     # the data before the backbone, and both splits listed before either is stored: a split
     # the task cannot read is refused (its targets are checked on the listing) before a model is
     # built or anything stored, and each split is listed once
-    eval_l = _listing(store, request.data, "--split", task)
-    train_l = (_listing(store, request.train, "--train-split", task)
+    eval_l = _listing(store, request.data, field_ref("split"), task)
+    train_l = (_listing(store, request.train, field_ref("train_split"), task)
                if request.train is not None else None)
     # the target kind's data options (target_scale...): the user's, else what the data states;
     # a split its kind cannot read with them is refused here, before anything is stored
-    listed: list[tuple[Any, Listing, str]] = [(request.data, eval_l, "--data")]
-    listed += [(request.train, train_l, "--train-data")] if train_l is not None else []
+    listed: list[tuple[Any, Listing, str]] = [(request.data, eval_l, field_ref("data"))]
+    listed += [(request.train, train_l, field_ref("train_data"))] if train_l is not None else []
     stated = data_options(task, request.probe.params, listed)
     if stated:
         params = request.probe.resolved_params(stated)
@@ -319,7 +323,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
         if manifest is None or not runner.frozen_features:
             continue
-        step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run)
+        step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run,
+                               make_featureset)
         features[role] = step
         steps.append(step)
     steps.extend(runner.steps(StepContext(store, ref, task, task_params, eval_m, train_m,
@@ -366,11 +371,11 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
     try:
         params = request.probe.resolved_params()
     except UsageError:  # data of the wrong kind is the mistake to name (see plan)
-        explain_mismatch(store, task, request.train, "--train-data",
+        explain_mismatch(store, task, request.train, field_ref("train_data"),
                          data_options_for(task, request.train.options, request.train.source))
         raise
-    train_l = _listing(store, request.train, "--train-split", task)
-    listed: list[tuple[Any, Listing, str]] = [(request.train, train_l, "--train-data")]
+    train_l = _listing(store, request.train, field_ref("train_split"), task)
+    listed: list[tuple[Any, Listing, str]] = [(request.train, train_l, field_ref("train_data"))]
     stated = data_options(task, request.probe.params, listed)
     if stated:
         params = request.probe.resolved_params(stated)
@@ -392,7 +397,8 @@ def plan_head(request: HeadRequest, store: Store | None = None) -> Plan:
              Step("manifest", "train", "stored", train_m.id, {"samples": len(train_m)})]
     features = None
     if not finetune:
-        features = featureset_step(store, ref, train_m, extractor, "train", False, False)
+        features = featureset_step(store, ref, train_m, extractor, "train", False, False,
+                                   make_featureset)
         steps.append(features)
     steps += runner.steps(StepContext(store, ref, task, task_params, None, train_m, extractor,
                                       {"train": features} if features else {}, None, [seed],

@@ -43,7 +43,8 @@ class PlanRunner(Protocol):
         ...
 
     def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Any, Scored]:
-        """The eval feed (None: no features read) and every seed's metrics."""
+        """The eval feed (None: no features read) and every seed's metrics, from what the
+        plan's steps made (``run.made``)."""
         ...
 
     def baseline(self, plan: Plan, evaluation: Any, scored: Scored) -> Any:
@@ -77,7 +78,8 @@ class Plan:
         head: The resolved id of a given head.
         spec: The derivation spec of what is asked, the result or the head (None when the
             backbone is unresolved).
-        steps: Every derivation, top-down order of dependencies (backbone first).
+        steps: Every derivation, top-down order of dependencies (backbone first); execute
+            walks them (:meth:`walk`), each made by its ``Step.make``.
     """
 
     store: Store
@@ -135,6 +137,14 @@ class Plan:
         key = self.steps[-1].key  # the result's step, or the head's in a plan of one head
         assert key is not None  # set whenever the spec is
         return key
+
+    def walk(self, run: Run) -> None:
+        """Make every step that has a maker, in order (what a step reads was made by one above
+        it), each from the store or computed now, keeping its output in ``run.made``; the
+        runner then scores from what they made. Called by execute, on a cache miss only."""
+        for step in self.steps:
+            if step.make is not None:
+                run.made[(step.op, step.role)] = step.make(self, run, step)
 
     def step(self, op: str, role: str = "") -> Step | None:
         """The planned step of ``op`` (``featureset``, ``head``...) in ``role``, if any."""

@@ -25,33 +25,20 @@ from typing import Any
 
 from .. import canonical
 from .._budget import check_input_size
+from .._fields import PRECISIONS, field_ref
 from ..backbones import check_seed
 from ..errors import UsageError
 from ..store import Store
 from ..tasks import Task, get_task
 
-PRECISIONS = ("fp32", "bf16")
 _OID = re.compile(r"[0-9a-f]{64}")
 
-# Engine options a user might try to pass as a task parameter: named with the flag to use.
-ENGINE_OPTIONS = {
-    "seed": "--seed",
-    "seeds": "--seeds",
-    "weights": "--weights",
-    "backbone_seed": "--backbone-seed",
-    "input_size": "--input-size",
-    "layers": "--layers",
-    "precision": "--precision",
-    "device": "--device",
-    "split": "--split",
-    "train_split": "--train-split",
-    "limit": "--limit",
-    "train_limit": "--train-limit",
-    "strict": "--no-strict",
-    "recompute": "--recompute",
-    "finetune_blocks": "--finetune-blocks",
-    "backbone_lr": "--backbone-lr",
-}
+# Engine options a user might try to pass as a task parameter: named as the field to use.
+ENGINE_OPTIONS = frozenset({
+    "seed", "seeds", "weights", "backbone_seed", "input_size", "layers", "precision", "device",
+    "split", "train_split", "limit", "train_limit", "strict", "recompute", "finetune_blocks",
+    "backbone_lr",
+})
 
 
 def _int(name: str, value: Any, minimum: int, *, optional: bool = False) -> None:
@@ -91,7 +78,8 @@ class BackboneRequest:
     def __post_init__(self) -> None:
         if isinstance(self.spec, str) and not self.spec.strip():
             raise UsageError(
-                "a backbone spec is empty", hint="e.g. --backbone torchvision:resnet18"
+                "a backbone spec is empty", hint=f"e.g. {field_ref('backbone')} "
+                                                 "torchvision:resnet18"
             )
         object.__setattr__(self, "weights", str(self.weights))
         _int("backbone seed", self.seed, 0, optional=True)
@@ -102,7 +90,8 @@ class BackboneRequest:
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
         if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):
             raise UsageError(
-                f"layers must be integers, not {self.layers!r}", hint="e.g. --layers 2,5,8,11"
+                f"layers must be integers, not {self.layers!r}",
+                hint=f"e.g. {field_ref('layers', '2,5,8,11')}"
             )
         if len(set(layers)) != len(layers):
             raise UsageError(f"layers {list(layers)} name a layer twice")
@@ -140,7 +129,8 @@ class DataRef:
 
     def __post_init__(self) -> None:
         if self.source is None or (isinstance(self.source, str) and not self.source.strip()):
-            raise UsageError("no data given", hint="pass --data PATH (a folder, a list, or shapes)")
+            raise UsageError("no data given", hint=f"pass {field_ref('data', 'PATH')} (a folder, a "
+                                                   "list, or shapes)")
         _int("limit", self.limit, 1, optional=True)
         object.__setattr__(self, "options", _frozen(self.options))
 
@@ -211,15 +201,19 @@ class ProbeRequest:
             lr = self.backbone_lr
             if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1e6:
                 raise UsageError(f"backbone lr must be a number > 0, not {lr!r}",
-                                 hint="e.g. --backbone-lr 1e-4")
+                                 hint=f"e.g. {field_ref('backbone_lr', '1e-4')}")
             if not self.finetune_blocks:
                 raise UsageError(
-                    f"--backbone-lr {lr:g} was given without --finetune-blocks, so no block "
-                    "would train with it", hint="add --finetune-blocks N, or drop --backbone-lr")
+                    f"{field_ref('backbone_lr', format(lr, 'g'))} was given without "
+                    f"{field_ref('finetune_blocks')}, so no block "
+                    "would train with it", hint=f"add {field_ref('finetune_blocks')} N, or drop "
+                                                f"{field_ref('backbone_lr')}")
             object.__setattr__(self, "backbone_lr", float(lr))
         if self.finetune_blocks and self.head is not None:
-            raise UsageError("--finetune-blocks trains blocks with a new head; a given head "
-                             "brings its own", hint="drop --finetune-blocks or --head")
+            raise UsageError(f"{field_ref('finetune_blocks')} trains blocks with a new head; a "
+                             "given head "
+                             "brings its own", hint=f"drop {field_ref('finetune_blocks')} or "
+                                                    f"{field_ref('head')}")
 
     def finetune(self, task_params: Mapping[str, Any]) -> dict[str, Any] | None:
         """``{"blocks", "backbone_lr"}`` of a fine-tuning request (the lr resolved against the
@@ -231,7 +225,7 @@ class ProbeRequest:
             lr = float(task_params.get("lr", 0.0)) / 100
         if not lr > 0:
             raise UsageError(f"task {self.task!r} has no lr to take the backbone's from",
-                             hint="pass --backbone-lr")
+                             hint=f"pass {field_ref('backbone_lr')}")
         return {"blocks": self.finetune_blocks, "backbone_lr": lr}
 
     @property
@@ -258,7 +252,8 @@ class ProbeRequest:
                 raise UsageError(
                     f"{key!r} is not a parameter of task {task.name!r} but an option "
                     "of vbstore itself",
-                    hint=f"use {ENGINE_OPTIONS[key]} instead of -p {key}=...",
+                    hint=f"use {field_ref(key)} instead of "
+                         f"{field_ref('param:' + key, '...')}",
                 )
         stated = {k: v for k, v in (data or {}).items() if k in task.params}
         return task.resolve_params({**stated, **self.params})
@@ -278,7 +273,7 @@ class ResultRequest:
         data: The evaluation split.
         train: The training split (tasks that fit a head, unless ``probe.head`` is given).
         notes: Free text attached to the result (VisBench's ``notes``): a row of the
-            registry (``Store.notes``), never part of the result's document or key, so the same
+            registry (``store.notes``), never part of the result's document or key, so the same
             computation with other notes is the same result, answered from the store.
     """
 
@@ -316,7 +311,8 @@ class HeadRequest:
     def __post_init__(self) -> None:
         self.probe.spec.shape_spec.check_trains(self.probe.task)
         if self.probe.head is not None:
-            raise UsageError("a head request trains a head; it applies none", hint="drop --head")
+            raise UsageError("a head request trains a head; it applies none",
+                             hint=f"drop {field_ref('head')}")
         self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
 
 

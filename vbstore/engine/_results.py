@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from .._fields import field_ref, options_of, split_keywords
 from .._progress import about, reporting
 from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
 from ..records import ResultRecord
@@ -23,6 +24,7 @@ from ..tasks import get_task
 from ._cache import Derived, answer_check, derive
 from ._getfeatures import FeatureResult, execute_features, plan_features
 from ._language import with_language
+from ._options import BackboneOptions, HeadOptions, ResultOptions, RunOptions
 from ._plan import Plan, plan, plan_head
 from ._requests import (
     BackboneRequest,
@@ -172,7 +174,7 @@ def execute(
     the_plan.derivation  # noqa: B018 - UsageError for a dry-run plan, before any lease
     request = the_plan.request
     if isinstance(request, ResultRequest) and request.notes:
-        the_plan.store.check_notes()  # asked for, so refused before computing, never dropped
+        the_plan.store.notes.check()  # asked for, so refused before computing, never dropped
     if the_plan.cached and not recompute:  # a stored answer writes nothing, not even a lease
         result = _execute(the_plan, device, progress, recompute, executor, lease_timeout,
                           batch_size)
@@ -181,7 +183,7 @@ def execute(
                                                           executor, lease_timeout, batch_size))
     if isinstance(request, ResultRequest) and request.notes:
         # the registry's, never the document's: a cached answer takes them too
-        the_plan.store.add_note(result.id, request.notes)
+        the_plan.store.notes.add(result.id, request.notes)
     return result
 
 
@@ -294,7 +296,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
             answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
             return Result(oid, ResultRecord.from_dict(doc), True,
                           time.perf_counter() - the_plan.started, source="store",
-                          recorded=store.origin(key), run=store.last_run(oid))
+                          recorded=store.origin(key), run=store.runs.last(oid))
     run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
 
     def compute() -> Made[ResultRecord]:
@@ -322,7 +324,7 @@ def _execute(the_plan: Plan, device: str | None, progress: bool | Callable[..., 
         computed=tuple(computed),
         extracted=run.extracted,
         recorded=store.origin(key) if derived.source == "store" else None,
-        run=store.last_run(derived.id),
+        run=store.runs.last(derived.id),
         features=dict(run.features),
     )
 
@@ -338,7 +340,7 @@ def stored_result(the_plan: Plan) -> Result | None:
     answer_check(store, spec, {oid: doc})(oid, lambda: store.source(key))
     return Result(oid, ResultRecord.from_dict(doc), True,
                   time.perf_counter() - the_plan.started, source="store",
-                  recorded=store.origin(key), run=store.last_run(oid))
+                  recorded=store.origin(key), run=store.runs.last(oid))
 
 
 def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[..., Any],
@@ -377,66 +379,46 @@ def _recompute(the_plan: Plan, device: str | None, progress: bool | Callable[...
             raise NotReproduced(previous, oid, worst)
     return Result(oid, record, False, time.perf_counter() - the_plan.started, comparison,
                   computed=tuple(run.computed), extracted=run.extracted,
-                  run=store.last_run(oid))
+                  run=store.runs.last(oid))
 
 
-def result_request(
-    backbone: Any,
-    task: str,
-    data: Any,
-    train_data: Any = None,
-    *,
-    params: Mapping[str, Any] | None = None,
-    split: str | None = None,
-    train_split: str | None = None,
-    limit: int | None = None,
-    train_limit: int | None = None,
-    seed: int = 0,
-    seeds: int = 1,
-    head: str | None = None,
-    strict: bool = True,
-    weights: str = "default",
-    backbone_seed: int | None = None,
-    input_size: int | None = None,
-    layers: Sequence[int] | None = None,
-    precision: str = "fp32",
-    data_options: Mapping[str, Any] | None = None,
-    pooling: str | None = None,
-    notes: str | None = None,
-    finetune_blocks: int = 0,
-    backbone_lr: float | None = None,
-    language: str | None = None,
-) -> ResultRequest:
-    """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same).
+def result_request(backbone: Any, task: str, data: Any, train_data: Any = None,
+                   **options: Any) -> ResultRequest:
+    """The :class:`ResultRequest` of ``get_result``'s arguments (the CLI builds the same);
+    ``options`` are :class:`ResultOptions`' fields.
 
     As in VisBench, a trained task given ``train_stems`` and no ``train_data`` trains on
     ``data``: the stems list names the training split in the same folder. ``language``
     (CLIP_benchmark's ``--language``) is the language of ``cb:`` data and of a zero-shot task's
     prompts (see :func:`with_language`); ``cb:NAME@LANG`` data states it too.
+
+    Raises:
+        TypeError: a keyword that is no field of :class:`ResultOptions`.
     """
-    options = data_options or {}
-    if train_data is None and head is None and options.get("train_stems") is not None:
+    o: ResultOptions = options_of(ResultOptions, options, "result_request")
+    data_options = o.data_options or {}
+    if train_data is None and o.head is None and data_options.get("train_stems") is not None:
         train_data = get_task(task).shape_spec.train_input(data)  # None for a zero-shot task
-    params, data, train_data = with_language(get_task(task), params or {}, data, train_data,
-                                             language)
+    params, data, train_data = with_language(get_task(task), o.params or {}, data, train_data,
+                                             o.language)
     return ResultRequest(
-        BackboneRequest(
-            backbone,
-            weights=weights,
-            seed=backbone_seed,
-            input_size=input_size,
-            layers=layers_arg(layers),
-            pooling=pooling,
-            precision=precision,
-        ),
-        ProbeRequest(task, params=params or {}, seed=seed, seeds=seeds, head=head, strict=strict,
-                     finetune_blocks=finetune_blocks, backbone_lr=backbone_lr),
-        DataRef(data, split=split, limit=limit, options=options),
-        DataRef(train_data, split=train_split, limit=train_limit, options=options)
+        backbone_request(backbone, o),
+        ProbeRequest(task, params=params or {}, seed=o.seed, seeds=o.seeds, head=o.head,
+                     strict=o.strict, finetune_blocks=o.finetune_blocks,
+                     backbone_lr=o.backbone_lr),
+        DataRef(data, split=o.split, limit=o.limit, options=data_options),
+        DataRef(train_data, split=o.train_split, limit=o.train_limit, options=data_options)
         if train_data is not None
         else None,
-        notes=notes,
+        notes=o.notes,
     )
+
+
+def backbone_request(backbone: Any, o: BackboneOptions) -> BackboneRequest:
+    """The :class:`BackboneRequest` of ``backbone`` seen as ``o`` says."""
+    return BackboneRequest(backbone, weights=o.weights, seed=o.backbone_seed,
+                           input_size=o.input_size, layers=layers_arg(o.layers),
+                           pooling=o.pooling, precision=o.precision)
 
 
 @overload
@@ -476,7 +458,7 @@ def get(request: ResultRequest | HeadRequest | FeaturesRequest, *, store: Store 
     if isinstance(request, (HeadRequest, FeaturesRequest)) and recompute:
         what = "a head" if isinstance(request, HeadRequest) else "a featureset"
         raise UsageError(f"{what} is not recomputed on its own",
-                         hint="recompute a result that reads it (--recompute)")
+                         hint=f"recompute a result that reads it ({field_ref('recompute')})")
     if isinstance(request, FeaturesRequest):
         return execute_features(plan_features(request, store), device=device,
                                 progress=progress, executor=executor, batch_size=batch_size)
@@ -487,51 +469,23 @@ def get(request: ResultRequest | HeadRequest | FeaturesRequest, *, store: Store 
                    executor=executor, batch_size=batch_size)
 
 
-def get_result(
-    backbone: Any,
-    task: str,
-    data: Any,
-    train_data: Any = None,
-    *,
-    params: Mapping[str, Any] | None = None,
-    store: Store | None = None,
-    split: str | None = None,
-    train_split: str | None = None,
-    limit: int | None = None,
-    train_limit: int | None = None,
-    seed: int = 0,
-    seeds: int = 1,
-    recompute: bool = False,
-    head: str | None = None,
-    strict: bool = True,
-    weights: str = "default",
-    backbone_seed: int | None = None,
-    input_size: int | None = None,
-    layers: Sequence[int] | None = None,
-    precision: str = "fp32",
-    device: str | None = None,
-    progress: bool | Callable[..., Any] = True,
-    data_options: Mapping[str, Any] | None = None,
-    executor: Any = None,
-    pooling: str | None = None,
-    batch_size: int = 32,
-    notes: str | None = None,
-    finetune_blocks: int = 0,
-    backbone_lr: float | None = None,
-    language: str | None = None,
-) -> Result:
+def get_result(backbone: Any, task: str, data: Any, train_data: Any = None,
+               **options: Any) -> Result:
     """A probe's metrics for ``backbone`` on ``data``, computing only what the store lacks.
 
-    Task parameters go in ``params``; every other keyword is the engine's own, so the two can
-    never be confused. ``executor`` extracts missing features elsewhere (Ray; see
-    docs/features.md); the result is the same as a local run's. ``pooling`` overrides the pooled
-    vector the task reads (``cls``, ``mean``, ``gap``: a new feature set unless it is the
-    default); ``batch_size`` is the extraction batch and changes no id. ``notes``: free text
-    attached to the result in the registry (``Store.notes``; no part of its id, so a stored
-    result takes them without computing again; a read-only store refuses them with
-    ``StoreReadOnly`` before anything is computed). ``finetune_blocks=N`` trains
-    the backbone's last N blocks with the head (``backbone_lr``: their learning rate; see
-    docs/finetune.md), a measurement kept apart from the frozen probe's. ``language``:
+    ``options`` are the fields of :class:`ResultOptions` (what is asked) and of
+    :class:`RunOptions` (how it runs: ``store``, ``device``, ``progress``, ``recompute``,
+    ``executor``, ``batch_size``), each the keyword of one row of the request table
+    (``vbstore._fields``). Task parameters go in ``params``; every other keyword is the
+    engine's own, so the two can never be confused. ``executor`` extracts missing features
+    elsewhere (Ray; see docs/features.md); the result is the same as a local run's.
+    ``pooling`` overrides the pooled vector the task reads (``cls``, ``mean``, ``gap``: a new
+    feature set unless it is the default); ``batch_size`` is the extraction batch and changes
+    no id. ``notes``: free text attached to the result in the registry (``store.notes``; no
+    part of its id, so a stored result takes them without computing again; a read-only store
+    refuses them with ``StoreReadOnly`` before anything is computed). ``finetune_blocks=N``
+    trains the backbone's last N blocks with the head (``backbone_lr``: their learning rate;
+    see docs/finetune.md), a measurement kept apart from the frozen probe's. ``language``:
     CLIP_benchmark's ``--language``, of ``cb:`` data and of a zero-shot task's prompts.
 
     ```python
@@ -541,110 +495,59 @@ def get_result(
     ```
 
     Raises:
+        TypeError: a keyword that is no field of either.
         UsageError: training data given to a zero-shot task, or missing for a trained one; an
             unknown or invalid task parameter.
         UnknownTask, UnknownBackbone, WeightsUnavailable, BadInput, HeadMismatch: from below.
         NotReproduced: ``recompute`` gave other numbers than the stored result.
     """
-    # the keyword form of get(ResultRequest(...))
-    request = result_request(
-        backbone,
-        task,
-        data,
-        train_data,
-        params=params,
-        split=split,
-        train_split=train_split,
-        limit=limit,
-        train_limit=train_limit,
-        seed=seed,
-        seeds=seeds,
-        head=head,
-        strict=strict,
-        weights=weights,
-        backbone_seed=backbone_seed,
-        input_size=input_size,
-        layers=layers,
-        precision=precision,
-        data_options=data_options,
-        pooling=pooling,
-        notes=notes,
-        finetune_blocks=finetune_blocks,
-        backbone_lr=backbone_lr,
-        language=language,
-    )
-    return get(request, store=store, device=device, progress=progress, recompute=recompute,
-               executor=executor, batch_size=batch_size)
+    asked, how = split_keywords(options, ResultOptions, RunOptions)
+    run: RunOptions = options_of(RunOptions, how, "get_result")
+    return get(result_request(backbone, task, data, train_data, **asked), **run.keywords())
 
 
-def get_head(
-    backbone: Any,
-    task: str,
-    train_data: Any,
-    *,
-    params: Mapping[str, Any] | None = None,
-    store: Store | None = None,
-    train_split: str | None = None,
-    train_limit: int | None = None,
-    seed: int = 0,
-    weights: str = "default",
-    backbone_seed: int | None = None,
-    input_size: int | None = None,
-    layers: Sequence[int] | None = None,
-    precision: str = "fp32",
-    device: str | None = None,
-    progress: bool | Callable[..., Any] = True,
-    data_options: Mapping[str, Any] | None = None,
-    executor: Any = None,
-    finetune_blocks: int = 0,
-    backbone_lr: float | None = None,
-    pooling: str | None = None,
-    batch_size: int = 32,
-) -> HeadResult:
+def get_head(backbone: Any, task: str, train_data: Any, **options: Any) -> HeadResult:
     """The probe head of ``task`` trained on ``train_data`` features: from the store, a remote,
     or trained now (with ``finetune_blocks``, trained with the backbone's last blocks, its
     record naming the fine-tuned weights). ``pooling`` and ``batch_size`` mean what they mean
     for :func:`get_result`: a pooling equal to the one the task reads without it is the same
     head, and the extraction batch changes no id.
 
+    ``options`` are the fields of :class:`HeadOptions` and :class:`RunOptions` but
+    ``recompute``.
+
     Raises:
+        TypeError: a keyword that is no field of either.
         UsageError: the task is zero-shot (it has no head).
     """
+    asked, how = split_keywords(options, HeadOptions, RunOptions)
+    o: HeadOptions = options_of(HeadOptions, asked, "get_head")
+    run: RunOptions = options_of(RunOptions, how, "get_head")
     request = HeadRequest(
-        BackboneRequest(backbone, weights=weights, seed=backbone_seed, input_size=input_size,
-                        layers=layers_arg(layers), precision=precision, pooling=pooling),
-        ProbeRequest(task, params=params or {}, seed=seed, finetune_blocks=finetune_blocks,
-                     backbone_lr=backbone_lr),
-        DataRef(train_data, split=train_split, limit=train_limit, options=data_options or {}),
+        backbone_request(backbone, o),
+        ProbeRequest(task, params=o.params or {}, seed=o.seed, finetune_blocks=o.finetune_blocks,
+                     backbone_lr=o.backbone_lr),
+        DataRef(train_data, split=o.train_split, limit=o.train_limit,
+                options=o.data_options or {}),
     )
-    return get(request, store=store, device=device, progress=progress, executor=executor,
-               batch_size=batch_size)
+    return get(request, **run.keywords(recompute=run.recompute))
 
 
 def execute_head(the_plan: Plan, *, device: str | None = None,
                  progress: bool | Callable[..., Any] = True, executor: Any = None,
                  batch_size: int = 32) -> HeadResult:
-    """Train (or fetch) the head a :func:`plan_head` plan names; the features it is fit on are
-    extracted first when missing."""
+    """Train (or fetch) the head a :func:`plan_head` plan names: its steps are walked, so the
+    features (or the prefix, fine-tuning) it is fit on are made first when missing."""
     # the compute path: see execute
     from ..heads import head_compat
-    from ._toolbox import Feed, featureset, train_head
-
-    seed = the_plan.request.probe.seed
 
     def attempt(the_plan: Plan) -> tuple[Plan, Derived]:
         _pin(the_plan)
         run = Run(device=device, progress=progress, executor=executor, batch_size=batch_size)
-        if the_plan.finetune:  # the head trains with the last blocks on the stored prefix
-            from ._finetune_run import head_of  # the compute path: see execute
-
-            with reporting(progress is True), about(the_plan.request.backbone.label):
-                return the_plan, head_of(the_plan, run)
-        train = Feed(
-            the_plan, run, featureset(the_plan, run, the_plan.train_m, "train"), the_plan.train_m
-        )
         with reporting(progress is True), about(the_plan.request.backbone.label):
-            return the_plan, train_head(the_plan, run, train, seed)
+            the_plan.walk(run)
+        last = the_plan.steps[-1]  # the head's step: its output is the head, as derived
+        return the_plan, run.made[(last.op, last.role)]
 
     the_plan, head = _replanning(the_plan, attempt)
     return HeadResult(

@@ -7,8 +7,11 @@ engine asks a task whether it is dense, zero-shot or scored on views: a new shap
 runner, registered once (:func:`register_runner`, here for the built-ins, from its plugin
 file for a plugin's shape).
 
-The plan-side methods (``check``, ``steps``) are torch-free; ``score`` and ``fit`` run on a
-cache miss only and import the compute path (features, heads, torch) when called.
+The plan-side methods (``check``, ``steps``) are torch-free. Each step a runner plans carries
+what makes it (``Step.make``: :func:`make_featureset`, :func:`make_head`, :func:`make_views`
+here); execute walks the plan's steps, making each in turn, then the runner's ``score`` reads
+what they made (``Run.made``). The makers, ``score`` and ``fit`` run on a cache miss only and
+import the compute path (features, heads, torch) when called.
 """
 
 from __future__ import annotations
@@ -16,28 +19,66 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import canonical
+from .._fields import field_ref
 from ..backbones import check_generate, clip_sources, parse_spec
 from ..errors import UsageError
 from ..tasks import Task, get_shape
-from ._captions import captions_steps, decodings
+from ._captions import captions_steps, decodings, read_captions
 from ._requests import param_files
 from ._scored import Scored, StepContext
 from ._steps import Step, head_step, views_steps
 
 if TYPE_CHECKING:
     from ..tasks import Baseline
+    from ._cache import Derived
     from ._planned import Plan
     from ._requests import ResultRequest
     from ._run import Run
     from ._toolbox import Feed
 
 # Local imports: the compute path (._toolbox: feeds, heads, the bootstrap, torch; ._baseline,
-# ._finetune_compute) loads inside score and fit, which run only on a cache miss; a plan and a
-# cached answer never load it.
+# ._finetune_compute) loads inside the makers, score and fit, which run only on a cache miss; a
+# plan and a cached answer never load it.
+
+
+def make_featureset(plan: Plan, run: Run, step: Step) -> Feed:
+    """A featureset step's output: the feed of its role's manifest (the request's eval or train
+    split, or one an earlier step derived: views), from the store or extracted now."""
+    from ._toolbox import Feed, featureset
+
+    manifest = {"eval": plan.eval_m, "train": plan.train_m}.get(step.role)
+    if manifest is None:
+        manifest = run.made[("manifest", step.role)]
+    return Feed(plan, run, featureset(plan, run, manifest, step.role), manifest)
+
+
+def make_head(plan: Plan, run: Run, step: Step, *, seed: int) -> Derived:
+    """A head step's output: the head of ``seed`` on the train featureset made before it."""
+    from ._toolbox import train_head
+
+    start = time.perf_counter()
+    head = train_head(plan, run, run.made[("featureset", "train")], seed, run.fresh_heads)
+    add_seconds(run, "heads_s", start)
+    return head
+
+
+def add_seconds(run: Run, name: str, start: float) -> None:
+    """Add the seconds since ``start`` to the run's timing ``name`` (summed over its steps)."""
+    run.timings[name] = round(run.timings.get(name, 0.0) + time.perf_counter() - start, 4)
+
+
+def make_views(plan: Plan, run: Run, step: Step) -> Any:
+    """A views step's output: the warped copies of the eval images, as a manifest (derived
+    once and stored)."""
+    from ..data import warped_views  # numpy: only when views are derived
+
+    params = plan.task_params
+    return warped_views(plan.store, plan.eval_m, params["warp_seed"], params["max_warp"])
 
 
 class Runner(ABC):
@@ -97,11 +138,9 @@ class Runner(ABC):
         """Every seed's metrics on the eval featureset (computing what is missing)."""
 
     def run(self, plan: Plan, run: Run, fresh_heads: bool = False) -> tuple[Feed | None, Scored]:
-        """The eval feed and every seed's metrics: the frozen eval featureset, then ``score``
-        (no feed: a shape that reads no features)."""
-        from ._toolbox import Feed, featureset
-
-        evaluation = Feed(plan, run, featureset(plan, run, plan.eval_m, "eval"), plan.eval_m)
+        """The eval feed and every seed's metrics: the frozen eval featureset (made by its step),
+        then ``score`` (no feed: a shape that reads no features)."""
+        evaluation = run.made[("featureset", "eval")]
         start = time.perf_counter()
         scored = self.score(plan, run, evaluation, fresh_heads)
         run.timings["evaluate_s"] = round(time.perf_counter() - start, 4)
@@ -122,7 +161,7 @@ class Runner(ABC):
     def width(self, feed: Feed) -> int:
         """The feature width a head of this shape reads (only a shape that trains one is
         asked: a zero-shot shape refuses a head before this)."""
-        raise UsageError(f"a {self.shape} probe reads no head", hint="drop --head")
+        raise UsageError(f"a {self.shape} probe reads no head", hint=f"drop {field_ref('head')}")
 
 
 class _Trained(Runner):
@@ -132,7 +171,8 @@ class _Trained(Runner):
         if ctx.head is not None:
             return [Step("head", "given", "stored", ctx.head)]
         return [head_step(ctx.store, ctx.task, ctx.task_params, ctx.features["train"],
-                          ctx.train_m, seed, ctx.unneeded, ctx.dry_run) for seed in ctx.seeds]
+                          ctx.train_m, seed, ctx.unneeded, ctx.dry_run,
+                          partial(make_head, seed=seed)) for seed in ctx.seeds]
 
     def targets(self, evaluation: Feed, classes: list[str] | None) -> Any:
         """The eval targets the task scores against (None: they come with the split)."""
@@ -151,7 +191,8 @@ class _Trained(Runner):
         Raises:
             UsageError: this shape does not fine-tune (refused at plan time before this).
         """
-        raise UsageError(f"a {self.shape} probe cannot fine-tune", hint="drop --finetune-blocks")
+        raise UsageError(f"a {self.shape} probe cannot fine-tune",
+                         hint=f"drop {field_ref('finetune_blocks')}")
 
     @abstractmethod
     def evaluate(self, plan: Plan, run: Run, state: Any, evaluation: Feed, targets: Any
@@ -161,18 +202,18 @@ class _Trained(Runner):
     def score(self, plan: Plan, run: Run, evaluation: Feed, fresh_heads: bool = False
               ) -> Scored:
         from ..heads import head_record, load_head
-        from ._toolbox import Feed, compat, featureset, train_head
+        from ._toolbox import compat
 
         store, seeds = plan.store, plan.request.probe.seed_list
         scored = Scored([])
         if plan.head is not None:
             heads = [plan.head]
             classes = head_record(store, plan.head).get("class_names") or None
-        else:
-            train = Feed(plan, run, featureset(plan, run, plan.train_m, "train"), plan.train_m)
+        else:  # the train featureset and each seed's head: made by the plan's steps
+            train = run.made[("featureset", "train")]
             scored.train = train
             scored.edges.update(train_manifest=plan.train_m.id, train_features=train.id)
-            heads = [train_head(plan, run, train, seed, fresh_heads).id for seed in seeds]
+            heads = [run.made[("head", f"seed {seed}")].id for seed in seeds]
             classes = plan.train_m.classes
         # frozen features: a head trained with fine-tuned blocks does not fit them
         expected = {**compat(plan, evaluation.id, self.width(evaluation)), "finetune": None}
@@ -306,7 +347,7 @@ class BoxesRunner(DenseRunner):
             raise UsageError(
                 f"the eval boxes are labelled {plan.eval_m.classes[:5]}, the head's classes are "
                 f"{list(classes)[:5]}: box class indices would not agree",
-                hint="train and evaluate with one class list (--classes FILE)")
+                hint=f"train and evaluate with one class list ({field_ref('classes', 'FILE')})")
 
     def eval_data(self, evaluation: Feed) -> dict[str, Any]:
         return {"boxes_dropped": evaluation.split().boxes_dropped}
@@ -335,10 +376,14 @@ class ZeroShotRunner(Runner):
         task, params = plan.task, plan.task_params
         files = param_files(plan.store, task, params)
         context = self.context(plan, files)
-        metrics = task.evaluate_zero_shot(evaluation.vectors(), evaluation.targets(), params,
-                                          context)
+        if getattr(task, "array", "torch") == "numpy":  # the stored rows alone: no torch
+            feats, targets = evaluation.rows(), evaluation.targets(array="numpy")
+        else:
+            feats, targets = evaluation.vectors(), evaluation.targets()
+        metrics = task.evaluate_zero_shot(feats, targets, params, context)
         scored = Scored([metrics] * len(plan.request.probe.seed_list),
                         edges={key: params[key] for key in files})  # gc keeps them
+        scored.targets = targets  # the trivial baseline's, read once
         used = getattr(context.get("text_encoder"), "used", None)
         if used:  # the stored text-tower outputs it read: a list, so not a record input
             scored.edges["text_embeddings"] = sorted(set(used))
@@ -404,12 +449,12 @@ class ViewsRunner(Runner):
 
     def steps(self, ctx: StepContext) -> list[Step]:
         return views_steps(ctx.store, ctx.ref, ctx.eval_m, ctx.extractor, ctx.task_params,
-                           ctx.unneeded, ctx.dry_run)
+                           ctx.unneeded, ctx.dry_run, make_views, make_featureset)
 
     def score(self, plan, run, evaluation, fresh_heads=False):
-        from ._toolbox import warp_pairs, warped_feed
+        from ._toolbox import warp_pairs
 
-        views = warped_feed(plan, run, evaluation)
+        views = run.made[("featureset", "views")]  # derived and extracted by the plan's steps
         metrics = plan.task.evaluate_views(warp_pairs(plan, evaluation, views), plan.task_params)
         return Scored([metrics] * len(plan.request.probe.seed_list),
                       edges={"views_manifest": views.manifest.id, "views_features": views.id})
@@ -442,9 +487,10 @@ class GenerateRunner(Runner):
         check_clip(task, request)
         # the model writes in its own precision from its own output: no feature setting applies
         backbone = request.backbone
-        named = [flag for flag, given in (("--pooling", backbone.pooling is not None),
-                                          ("--layers", tuple(backbone.layers) != (-1,)),
-                                          ("--precision bf16", backbone.precision != "fp32"))
+        named = [flag for flag, given in ((field_ref("pooling"), backbone.pooling is not None),
+                                          (field_ref("layers"), tuple(backbone.layers) != (-1,)),
+                                          (f"{field_ref('precision', 'bf16')}",
+                                           backbone.precision != "fp32"))
                  if given]
         if named:
             raise UsageError(f"task {task.name!r} reads no features (the model writes "
@@ -469,16 +515,19 @@ class GenerateRunner(Runner):
     def score(self, plan: Plan, run: Run, evaluation: Feed | None, fresh_heads: bool = False
               ) -> Scored:
         from ..tasks import GenerateTask, of_shape
-        from ._captions import generated_captions  # the compute path only
 
         task, params = of_shape(plan.task, GenerateTask), plan.task_params
         references = [list(s.get("captions") or []) for s in plan.eval_m.samples]
+        # the captions of each distinct decoding, written (or read back) by the plan's steps
+        written = {canonical.dumps(s.spec["params"]["decoding"]): run.made[(s.op, s.role)]
+                   for s in plan.steps if s.op == "captions" and s.spec is not None}
         scored, done = Scored([]), {}
         for decoding in decodings(task, params, plan.request.probe.seed_list):
             key = canonical.dumps(decoding)
             if key not in done:  # a deterministic decoding: one set of captions for every seed
-                oid, captions = generated_captions(plan, run, decoding)
-                done[key] = task.evaluate_captions(captions, references, params)
+                oid = written[key]
+                done[key] = task.evaluate_captions(read_captions(plan.store, oid), references,
+                                                   params)
                 scored.edges.setdefault("captions", []).append(oid)
             scored.per_seed.append(done[key])
         return scored
@@ -519,7 +568,7 @@ def trained_runner(task: Task) -> _Trained:
     runner = runner_for(task)
     if not isinstance(runner, _Trained):
         raise UsageError(f"task {task.name!r} trains no head, so it cannot fine-tune",
-                         hint="drop --finetune-blocks")
+                         hint=f"drop {field_ref('finetune_blocks')}")
     return runner
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._fields import field_ref
 from ..backbones import BackboneCfg
 from ..data import get_target_kind, list_split, read_verified, store_listing
 from ..errors import UsageError
@@ -83,7 +84,8 @@ class _Reader:
         sample = self.manifest.samples[position]
         if "target" not in sample:
             raise UsageError(f"sample {sample['name']} has no target file",
-                             hint="name the target folder with --target (dense layouts)")
+                             hint=f"name the target folder with {field_ref('target')} (dense "
+                                  "layouts)")
         with self._open(position) as image:
             size = image.size
         return self.manifest.target_path(position), sample["target"], size
@@ -116,7 +118,7 @@ def show_data(store, data: Any, task: str, *, split: str | None = None,
     resolved = spec.resolve_params(params or {})
     options = data_options_for(spec, data_options or {}, data)
     listing = list_split(store, data, split=split, limit=limit, **options)
-    check_targets(spec, listing.targets, "--data")
+    check_targets(spec, listing.targets, field_ref("data"))
     manifest = store_listing(store, listing)
     if start >= len(manifest):
         raise UsageError(f"--start {start} is past the split's {len(manifest)} samples")

@@ -1,11 +1,17 @@
-"""The steps of a plan: one derivation each, and how the plan finds what is stored.
+"""The steps of a plan: one derivation each, how the plan finds what is stored, and what
+makes it.
 
-Torch-free: the planner, a dry run and the shape runners' own steps (heads, derived views)
-build them from cheap ids alone.
+A plan is a list of steps in dependency order (backbone, manifests, featuresets or prefixes,
+heads or captions, the result). Execute walks that list: each step that has a ``make`` is made
+in turn (``make(plan, run, step)``, from the store when it is there, else computed), its output
+kept in ``Run.made`` for the steps below it, and the plan's runner scores the last one, the
+result. Torch-free: the planner, a dry run and the shape runners' own steps build them from
+cheap ids alone; a ``make`` loads the compute path only when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,6 +21,10 @@ from ..store import derivation_key, derivation_spec
 from ..tasks import Task
 from ._cache import remote_has
 from ._features import featureset_spec, packs_present
+
+# make(plan, run, step) -> the step's output (see Step.make); Plan and Run are not named here,
+# since this module sits below both
+Make = Callable[[Any, Any, "Step"], Any]
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,11 @@ class Step:
             None where an input is made only by an earlier step (a head on features still to
             extract, the features of views still to derive): execute makes them when that
             input exists (:meth:`Plan.spec_of`).
+        make: What execute calls to make its output, ``make(plan, run, step)`` (stored: read
+            back; else computed), kept in ``run.made[(op, role)]``: a featureset's feed, a
+            head's :class:`._cache.Derived`, a derived manifest, a prefix's or captions' id.
+            None for what the plan resolved itself (the backbone, the request's manifests) or
+            was given (a head), and for the result, which execute derives around the walk.
     """
 
     op: str
@@ -45,14 +60,15 @@ class Step:
     remote: str | None = None
     spec: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     key: str | None = None
+    make: Make | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, spec: dict[str, Any] | None, op: str, role: str = "", status: str = "compute",
            id: str | None = None, work: dict[str, Any] | None = None,
-           remote: str | None = None) -> Step:
+           remote: str | None = None, make: Make | None = None) -> Step:
         """A step of derivation ``spec``, its key made from it."""
         return cls(op, role, status, id, work or {}, remote, spec,
-                   derivation_key(spec) if spec is not None else None)
+                   derivation_key(spec) if spec is not None else None, make)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -103,10 +119,14 @@ def _on_remote(store, step: Step) -> Step:
     return replace(step, status="remote", work={}, remote=name)
 
 
-def featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) -> Step:
+def featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run,
+                    make: Make | None = None) -> Step:
+    """The featureset of ``manifest`` in ``role``: stored, on a remote, or to extract (with the
+    rows already stored for other manifests counted as reused); ``make`` extracts it."""
     if ref is None:
-        return Step("featureset", role, work={"forward_passes": len(manifest)})
-    planned = Step.of(featureset_spec(ref.id, manifest.id, extractor), "featureset", role)
+        return Step("featureset", role, work={"forward_passes": len(manifest)}, make=make)
+    planned = Step.of(featureset_spec(ref.id, manifest.id, extractor), "featureset", role,
+                      make=make)
     key = planned.key
     assert key is not None
     if unneeded:  # under a stored result nothing here is read: its record is shown, unchecked
@@ -114,33 +134,42 @@ def featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run) ->
     oid = store.lookup(key, valid=lambda o: packs_present(store, o))
     if oid is not None:
         return replace(planned, status="stored", id=oid)
-    reused = len(store.feature_rows(extractor_key(ref.id, extractor), manifest.image_ids))
+    reused = len(store.feature_rows.find(extractor_key(ref.id, extractor), manifest.image_ids))
     step = replace(planned, work={"forward_passes": len(manifest) - reused,
                                   "reused_rows": reused})
     return _on_remote(store, step) if dry_run else step
 
 
-def views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run) -> list[Step]:
-    """The derived views of ``eval_m`` (a task with ``views``) and their features."""
+def views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run,
+                make_views: Make | None = None, make_features: Make | None = None
+                ) -> list[Step]:
+    """The derived views of ``eval_m`` (a task with ``views``) and their features; ``make_views``
+    derives the views' manifest, ``make_features`` their featureset."""
     oid = find_warped_views(store, eval_m, params["warp_seed"], params["max_warp"])
     status = "unneeded" if unneeded else "compute"
     if oid is None or not store.has(oid):
-        return [Step("manifest", "views", status, work={"samples": len(eval_m)}),
-                Step("featureset", "views", status, work={"forward_passes": len(eval_m)})]
+        return [Step("manifest", "views", status, work={"samples": len(eval_m)},
+                     make=make_views),
+                Step("featureset", "views", status, work={"forward_passes": len(eval_m)},
+                     make=make_features)]
     views = ManifestView(eval_m.root, oid, store.read_json(oid))  # only its ids are read
-    return [Step("manifest", "views", "stored", oid, {"samples": len(views)}),
-            featureset_step(store, ref, views, extractor, "views", unneeded, dry_run)]
+    return [Step("manifest", "views", "stored", oid, {"samples": len(views)}, make=make_views),
+            featureset_step(store, ref, views, extractor, "views", unneeded, dry_run,
+                            make_features)]
 
 
-def head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run) -> Step:
+def head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run,
+              make: Make | None = None) -> Step:
+    """The head of ``seed`` on the train featureset ``features``; ``make`` trains it."""
     role = f"seed {seed}"
     work = {"samples": len(train_m)}
     if "epochs" in task_params:
         work["epochs"] = task_params["epochs"]
     if features.id is None or features.status not in ("stored", "unneeded"):
         # its key needs the features' id: execute makes it once they are extracted
-        return Step("head", role, "unneeded" if unneeded else "compute", work=work)
-    planned = Step.of(head_spec(task, task_params, features.id, seed), "head", role, work=work)
+        return Step("head", role, "unneeded" if unneeded else "compute", work=work, make=make)
+    planned = Step.of(head_spec(task, task_params, features.id, seed), "head", role, work=work,
+                      make=make)
     key = planned.key
     assert key is not None
     if unneeded:  # as for a featureset under a stored result

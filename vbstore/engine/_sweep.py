@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref, options_of, split_keywords
 from ..backbones import check_seed, with_model_type
 from ..errors import UsageError, VbstoreError
 from ..interop import clip_benchmark_models, clip_benchmark_spec
@@ -16,6 +17,7 @@ from ..store import Store
 from ..tasks import get_task, ordered_metrics
 from ._language import applies
 from ._lineage import data_name, finetune_label
+from ._options import RunOptions, SweepOptions
 from ._plan import plan
 from ._raysweep import Unit, result_fields, sweep_on_ray
 from ._results import execute, result_request
@@ -104,26 +106,8 @@ def read_backbones_file(path: str | Path, model_type: str | None = None) -> list
     return entries
 
 
-def sweep(
-    entries: Sequence[SweepEntry],
-    tasks: Sequence[str],
-    data: Any,
-    train_data: Any = None,
-    *,
-    params: Mapping[str, Any] | None = None,
-    store=None,
-    split: str | None = None,
-    train_split: str | None = None,
-    limit: int | None = None,
-    train_limit: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    data_options: Mapping[str, Any] | None = None,
-    executor: Any = None,
-    language: str | None = None,
-    pooling: str | None = None,
-    batch_size: int = 32,
-) -> Iterator[dict[str, Any]]:
+def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_data: Any = None,
+          **options: Any) -> Iterator[dict[str, Any]]:
     """Run every backbone x task; yield one row per combination, an ``error`` row on failure.
 
     Rerunning resumes: finished results are cache hits. Each parameter goes to the tasks that
@@ -139,23 +123,28 @@ def sweep(
     finish, and two drivers sweeping one grid compute each derivation once (the store's leases).
 
     ``language`` (``--language``), like a parameter, goes where it reaches: to ``cb:`` data and
-    to the tasks with a ``language`` parameter.
+    to the tasks with a ``language`` parameter. ``options`` are the fields of
+    :class:`SweepOptions` and of :class:`RunOptions` but ``device`` and ``recompute``.
 
     Raises:
+        TypeError: a keyword that is no field of either.
         UnknownTask: before any work, for a task name nobody registered.
         UsageError: a parameter (or ``language``) no task of the sweep takes.
     """
+    asked, how = split_keywords(options, SweepOptions, RunOptions)
+    o: SweepOptions = options_of(SweepOptions, asked, "sweep")
+    run: RunOptions = options_of(RunOptions, how, "sweep", without=("device", "recompute"))
     task_objs = [get_task(name) for name in tasks]  # unknown tasks fail before any work
-    given = dict(params or {})
+    given = dict(o.params or {})
     unused = sorted(k for k in given if not any(k in t.params for t in task_objs))
-    if language is not None and not any(applies(t, data, train_data) for t in task_objs):
-        unused.append("--language")
+    if o.language is not None and not any(applies(t, data, train_data) for t in task_objs):
+        unused.append(field_ref("language"))
     if unused:
         raise UsageError(
             f"no task of this sweep takes {', '.join(unused)}",
             hint="see the parameters with: vbstore list tasks",
         )
-    store = store if store is not None else Store()
+    store = run.store if run.store is not None else Store()
     units = []
     for entry in entries:
         for task in task_objs:
@@ -172,25 +161,25 @@ def sweep(
                     task.name,
                     data,
                     takes(train_data),
-                    split=split,
-                    train_split=takes(train_split),
-                    limit=limit,
-                    train_limit=takes(train_limit),
-                    seed=seed,
+                    split=o.split,
+                    train_split=takes(o.train_split),
+                    limit=o.limit,
+                    train_limit=takes(o.train_limit),
+                    seed=o.seed,
                     weights=entry.weights,
                     backbone_seed=entry.seed,
                     input_size=entry.input_size,
-                    data_options=data_options,
+                    data_options=o.data_options,
                     params={k: v for k, v in given.items() if k in task.params},
-                    language=language if applies(task, data, takes(train_data)) else None,
-                    pooling=task.shape_spec.pooled_input(pooling),
+                    language=o.language if applies(task, data, takes(train_data)) else None,
+                    pooling=task.shape_spec.pooled_input(o.pooling),
                 )
             except VbstoreError as exc:
                 units.append(Unit(row, None, str(exc)))
                 continue
             units.append(Unit(row, request))
-    if executor is not None:
-        yield from sweep_on_ray(executor, store, units, batch_size)
+    if run.executor is not None:
+        yield from sweep_on_ray(run.executor, store, units, run.batch_size)
         return
     for done, unit in enumerate(units, 1):
         row = {**unit.row, "done": done, "total": len(units)}
@@ -199,8 +188,8 @@ def sweep(
             yield row
             continue
         try:
-            result = execute(plan(unit.request, store), progress=progress,
-                             batch_size=batch_size)
+            result = execute(plan(unit.request, store), progress=run.progress,
+                             batch_size=run.batch_size)
             row.update(result_fields(unit.request.probe.task, result))
         except VbstoreError as exc:
             row["error"] = str(exc)
@@ -223,17 +212,17 @@ BASE_COLUMNS = [
     "params",
     "baseline",
 ]
-# when, how long and where each result was last computed: the run log (store.last_run), or the
+# when, how long and where each result was last computed: the run log (store.runs.last), or the
 # record itself for a result stored before it; after the metric columns in csv and jsonl
 RUN_COLUMNS = ["computed_at", "seconds", "device", "notes"]
 
 
 def run_fields(store, oid: str, record: ResultRecord) -> dict[str, Any]:
     """``RUN_COLUMNS`` of a stored result (None where nothing says); ``notes``: the notes
-    attached to it (``Store.notes``, newest first, joined by ``; ``), or those a document
+    attached to it (``store.notes``, newest first, joined by ``; ``), or those a document
     stored before notes left it carries."""
-    notes = "; ".join(store.notes(oid)) or record.notes
-    run = store.last_run(oid)
+    notes = "; ".join(store.notes.of(oid)) or record.notes
+    run = store.runs.last(oid)
     if run is not None:
         return {"computed_at": utc(run.recorded), "seconds": run.seconds, "device": run.device,
                 "notes": notes}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._fields import field_ref
 from ..data import TargetsSeen, describe_kind, get_target_kind, list_split
 from ..errors import UsageError, VbstoreError
 from ..tasks import Task, list_tasks
@@ -30,7 +31,7 @@ def check_targets(task: Task, seen: TargetsSeen, flag: str) -> None:
     need = wanted.description
     have = describe_kind(seen.kind).split(" (")[0]
     # a kind that reads any data (images alone) is no answer: name the ones made for it
-    picks = [f"--target {name}" for name, kind in seen.folders.items()
+    picks = [field_ref("target", name) for name, kind in seen.folders.items()
              if kind is not None and kind in wanted.reads_strictly()]
     fits = list_tasks(reads=seen.kind)
     ways = []
@@ -78,7 +79,8 @@ def data_options(task: Task, given: Mapping[str, Any], listed: Sequence[tuple[An
             raise UsageError(
                 f"{' and '.join(values)} state different {name} ("
                 f"{', '.join(f'{flag} {v}' for flag, v in values.items())})",
-                hint=f"one value serves both splits: pass -p {name}=VALUE")
+                hint="one value serves both splits: pass "
+                     f"{field_ref('param:' + name, 'VALUE')}")
         if values:
             out[name] = next(iter(values.values()))
     return out

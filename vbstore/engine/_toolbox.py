@@ -2,7 +2,7 @@
 
 What a runner (``._runners``) computes with, below the runners: :class:`Feed` (a task's inputs
 for one featureset, loaded on first use), :func:`featureset`, :func:`train_head` (fit with the
-plan's runner), the derived views and pairs the view shapes score, and a head's bootstrap draws.
+plan's runner), the pairs the view shapes score, and a head's bootstrap draws.
 Nothing here knows a shape: a runner picks what it reads. It runs on a cache miss only;
 torch is imported lazily by the pieces that make tensors.
 """
@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..backbones import BackboneCfg
-from ..data import get_target_kind, warped_views
+from ..data import get_target_kind
 from ..heads import save_head
 from ..records import HeadCompat
 from ..store import Made
@@ -37,6 +37,7 @@ class Feed:
     def __init__(self, plan: Plan, run: Run, features_id: str, manifest) -> None:
         self.plan, self.run, self.id, self.manifest = plan, run, features_id, manifest
         self._x: Any = None
+        self._rows: Any = None
         self._grid: dict[int, Any] = {}
         self._split: Any = None
 
@@ -47,6 +48,15 @@ class Feed:
 
             self._x = Features(self.plan.store, self.id).pooled()
         return self._x
+
+    def rows(self):
+        """(N, C) pooled features as a numpy array, read without torch (a task that scores the
+        stored rows in numpy: ``ZeroShotTask.array``); the same bits as :meth:`vectors`."""
+        if self._rows is None:
+            from ..features import pooled_rows  # numpy and safetensors: only when rows are read
+
+            self._rows = pooled_rows(self.plan.store, self.id)
+        return self._rows
 
     def grid_vectors(self, grid: int):
         """(N, C * grid * grid): each dense map of the last layer average-pooled to a grid x grid
@@ -73,17 +83,22 @@ class Feed:
                                     resolve_device(self.run.device))
         return self._split
 
-    def targets(self, classes=None):
+    def targets(self, classes=None, array: str = "torch"):
         """Per-sample targets as the task's target kind reads them from the manifest (None:
         they come another way, e.g. captions in a zero-shot context).
 
         ``classes`` (the training classes) re-indexes labels by class name, so an eval split read
-        with another class list is still scored against the right head outputs.
+        with another class list is still scored against the right head outputs. ``array``:
+        ``"numpy"`` gives the kind's numpy array as read, with no torch.
         """
+        read = get_target_kind(self.plan.task.target_kind).per_sample
+        if read is None:
+            return None
+        if array == "numpy":
+            return read(self.manifest, classes)
         import torch
 
-        read = get_target_kind(self.plan.task.target_kind).per_sample
-        return None if read is None else torch.from_numpy(read(self.manifest, classes))
+        return torch.from_numpy(read(self.manifest, classes))
 
 
 def featureset(plan: Plan, run: Run, manifest, role: str) -> str:
@@ -150,13 +165,6 @@ def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False
     if derived.computed:
         run.computed.append(key)
     return derived
-
-
-def warped_feed(plan: Plan, run: Run, evaluation: Feed) -> Feed:
-    """The derived views of the eval images (stored once) and their features."""
-    params = plan.task_params
-    views = warped_views(plan.store, evaluation.manifest, params["warp_seed"], params["max_warp"])
-    return Feed(plan, run, featureset(plan, run, views, "views"), views)
 
 
 def warp_pairs(plan: Plan, evaluation: Feed, views: Feed) -> WarpPairs:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..records import BackboneRecord
+from ..store import evict_features, feature_packs
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -41,7 +42,7 @@ def backbones_named(store: Store, name: str) -> list[str]:
 def feature_cache(store: Store, backbone: str | None = None) -> dict[str, Any]:
     """What ``cache clear`` would evict: ``{"backbones", "packs", "bytes"}``."""
     ids = backbones_named(store, backbone) if backbone is not None else None
-    packs = store.feature_packs(ids)
+    packs = feature_packs(store, ids)
     return {"backbones": ids, "packs": len(packs), "bytes": sum(p["size"] for p in packs)}
 
 
@@ -54,5 +55,5 @@ def clear_feature_cache(store: Store, backbone: str | None = None) -> dict[str, 
         StoreLocked: a computation is running in the store.
     """
     ids = backbones_named(store, backbone) if backbone is not None else None
-    evicted = store.evict_features(ids)
+    evicted = evict_features(store, ids)
     return {"backbones": ids, "packs": len(evicted), "bytes": sum(p["size"] for p in evicted)}

@@ -16,27 +16,6 @@ EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
-class ExtractProgress:
-    """How far one extraction is, over all its workers; handed to a ``progress`` callback.
-
-    Attributes:
-        done: images whose features are stored (registered by this process).
-        total: images this extraction runs through the backbone.
-        seconds: since the first image was sent to a worker.
-        workers: forward workers (1 for a local extraction).
-    """
-
-    done: int
-    total: int
-    seconds: float
-    workers: int = 1
-
-    @property
-    def images_per_s(self) -> float:
-        return self.done / self.seconds if self.seconds > 0 else 0.0
-
-
-@dataclass(frozen=True)
 class RayExecutor:
     """Extract on a Ray cluster; the packs and the featureset are byte-identical to a local run.
 

@@ -28,9 +28,9 @@ from .._progress import progress as step_progress
 from ..canonical import digest
 from ..errors import BadInput
 from ..store import pack_index
-from ._executor import ExtractProgress
 from ._packs import PackWriter
 from ._params import ExtractorParams, extractor_doc, extractor_key
+from ._progress import ExtractProgress
 
 DTYPES = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -139,7 +139,7 @@ def plan_extraction(store, manifest, key: str) -> Plan:
     computed again, and the new pack's row replaces it.
     """
     images = [sample["image"] for sample in manifest.samples]
-    have = tied_rows(store, key, store.feature_rows(key, images))
+    have = tied_rows(store, key, store.feature_rows.find(key, images))
     first_index: dict[str, int] = {}
     for index, image in enumerate(images):
         if image not in have:

@@ -69,7 +69,7 @@ class PackWriter:
                     "layers": json.dumps(self.layers, separators=compact),
                     "images": json.dumps(self._images, separators=compact)}
         pack = self.store.put_tensors(tensors, "pack", metadata)
-        self.store.add_feature_rows(self.extractor, pack, self._images)
+        self.store.feature_rows.add(self.extractor, pack, self._images)
         self.packs.append(pack)
         for row, image in enumerate(self._images):
             self.rows[image] = (pack, row)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import canonical
+from .._fields import field_ref
 from ..errors import UsageError
 
 # Bump when the features produced for the same backbone and settings would change.
@@ -46,10 +47,11 @@ class ExtractorParams:
             raise UsageError(f"unknown dense dtype {self.dense_dtype!r}",
                              hint=f"use one of: {', '.join(DENSE_DTYPES)}")
         if not self.layers:
-            raise UsageError("no layers requested", hint="pass --layers -1 for the last block")
+            raise UsageError("no layers requested", hint=f"pass {field_ref('layers')} -1 for "
+                                                         "the last block")
         if self.mode == "pooled" and self.pooling == "none":
             raise UsageError("pooling none keeps no pooled vector",
-                             hint="use --mode dense or another pooling")
+                             hint=f"use {field_ref('mode')} dense or another pooling")
 
     def with_pooling(self, pooling: str) -> ExtractorParams:
         return ExtractorParams(**{**asdict(self), "pooling": pooling})

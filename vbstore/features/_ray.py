@@ -30,10 +30,10 @@ from .. import canonical
 from ..errors import ExecutorError
 from ..store import ObjectFiles, to_safetensors_bytes
 from . import _packs
-from ._executor import ExtractProgress
 from ._extract import DTYPES, Plan, _prefetch, decode_image, progress_bar
 from ._packs import PackWriter, row_bytes, rows_per_pack
 from ._params import ExtractorParams, extractor_key
+from ._progress import ExtractProgress
 
 # Local imports: ray loads when something is extracted on Ray; the backbone (torch), the remotes
 # and safetensors load inside a Ray worker or the sink that needs them.
@@ -73,12 +73,20 @@ def _probe_row_bytes(source: Any, backbone_id: str, params: ExtractorParams, pat
     return row_bytes(out, params.layers, params.mode, DTYPES[params.dense_dtype])
 
 
+class _NoRows:
+    """A worker's ``feature_rows``: rows are the driver's to register."""
+
+    def add(self, extractor: str, pack: str, images) -> None:
+        pass
+
+
 class _Sink:
     """Where a worker's :class:`PackWriter` puts packs: store files or a remote, no registry."""
 
     def __init__(self, target: tuple[str, Any]) -> None:
         self.kind, self.where = target
         self.packs: list[str] = []
+        self.feature_rows = _NoRows()
 
     def put_tensors(self, tensors, kind: str, metadata) -> str:
         data = to_safetensors_bytes(tensors, kind, metadata)
@@ -97,9 +105,6 @@ class _Sink:
                     remote.publish({path: data}, None, f"vbstore ray pack {oid[:12]}")
         self.packs.append(oid)
         return oid
-
-    def add_feature_rows(self, extractor: str, pack: str, images) -> None:
-        """Rows are the driver's to register."""
 
 
 class _PackActor:
@@ -251,7 +256,7 @@ def extract_on_ray(executor, store, manifest, plan: Plan, backbone_id: str,
                     raise ExecutorError(f"pack {pack[:12]} from a Ray worker holds other images "
                                         "than its range",
                                         hint="run `vbstore fsck`, then the command again")
-                store.add_feature_rows(key, pack, job["images"])
+                store.feature_rows.add(key, pack, job["images"])
                 rows.update({image: (pack, row) for row, image in enumerate(job["images"])})
                 stats.forward_passes += int(out["forward_passes"])
                 done.add(number)

@@ -18,8 +18,10 @@ This module is the package's face; the code lives in its rooms:
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ..errors import HeadMismatch, HeadMismatchWarning
-from ._files import ImportedHead, evaluation_metrics, export_head, hub_files, import_head
 from ._load import check_values, load_head
 from ._record import (
     FLAGS,
@@ -38,7 +40,16 @@ from ._record import (
     reading_flags,
     save_head,
 )
-from ._share import HeadPush, PulledHead, pull_head, push_head
+
+if TYPE_CHECKING:
+    from ._files import ImportedHead, evaluation_metrics, export_head, hub_files, import_head
+    from ._share import HeadPush, PulledHead, pull_head, push_head
+
+# loaded on first use: heads as files and through remotes (the remotes package, urllib, ssl) are
+# not on the compute path, which trains, stores and loads heads
+_LAZY = {"ImportedHead": "._files", "evaluation_metrics": "._files", "export_head": "._files",
+         "hub_files": "._files", "import_head": "._files", "HeadPush": "._share",
+         "PulledHead": "._share", "pull_head": "._share", "push_head": "._share"}
 
 __all__ = [
     "FLAGS", "HEAD_FORMAT", "HeadMismatch", "HeadMismatchWarning", "HeadPush", "ImportedHead",
@@ -48,3 +59,9 @@ __all__ = [
     "head_problems", "head_record", "head_summary", "hub_files", "import_head", "link_backbone",
     "load_head", "name_backbones", "pull_head", "push_head", "reading_flags", "save_head",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'vbstore.heads' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name], __name__), name)

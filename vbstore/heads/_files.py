@@ -18,9 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..canonical import digest
-from ..errors import BadHead, HeadMismatch, UsageError, VbstoreError
-from ..records import BackboneRecord, HeadCompat, ResultRecord, StagedReader, arrival_problems
+from ..errors import BadHead, HeadMismatch, SchemaError, UsageError, VbstoreError
+from ..records import (
+    BackboneRecord,
+    HeadCompat,
+    HeadMetadata,
+    ResultRecord,
+    StagedReader,
+    arrival_problems,
+)
 from ..store import parse_safetensors_header, validate
 from ._load import check_values
 from ._record import HEAD_FORMAT, check_compat, head_record, name_backbones
@@ -76,8 +84,8 @@ def _read_record(data: bytes, path: Path) -> dict[str, Any]:
                          f"(format {metadata.get('format')!r})",
                          hint="heads are written by `vbstore export head`")
     try:
-        record = json.loads(metadata["vbstore.compat"])
-    except (KeyError, ValueError):
+        record = json.loads(HeadMetadata.from_dict(metadata).compat_json)
+    except (SchemaError, ValueError):
         raise UsageError(f"{path} has no readable compatibility record") from None
     validate("head.compat", record)
     return record
@@ -180,7 +188,8 @@ def evaluation_metrics(store, head_id: str, result_ref: str) -> tuple[dict[str, 
     record = ResultRecord.from_dict(store.read_json(oid))
     if record.inputs.get("head") != head_id:
         raise UsageError(f"result {oid[:12]} was not computed with head {head_id[:12]}",
-                         hint="evaluate this head: vbstore get result ... --head NAME")
+                         hint=f"evaluate this head: vbstore get result ... {field_ref('head')} "
+                              "NAME")
     metrics = {k: v for k, v in record.metrics.items() if isinstance(v, (int, float))}
     return metrics, record.eval_data.get("manifest", "")
 

@@ -9,10 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
+from .._fields import field_ref
 from ..errors import NotAHead, SchemaError
 from ..records import (
     BackboneRecord,
     HeadCompat,
+    HeadMetadata,
     StoreReader,
     WeightsRecord,
     finetuned_differences,
@@ -30,13 +32,24 @@ def save_head(store, state: Mapping[str, Any], compat: Mapping[str, Any],
     return store.put_tensors(dict(state), "head", metadata, edges=edges)
 
 
+def head_metadata(header: Mapping[str, Any]) -> HeadMetadata | None:
+    """The head metadata in a safetensors header; None when it is not a vbstore head's (another
+    format, or no compatibility record)."""
+    try:
+        metadata = HeadMetadata.from_dict(header.get("__metadata__") or {})
+    except SchemaError:
+        return None
+    return metadata if metadata.format == HEAD_FORMAT else None
+
+
 def head_record(store, head_id: str) -> dict[str, Any]:
-    """The compatibility record of a stored head (no tensors loaded)."""
-    header, _ = read_safetensors_header(store.path(head_id))
-    metadata = header.get("__metadata__") or {}
-    if metadata.get("format") != HEAD_FORMAT or "vbstore.compat" not in metadata:
+    """The compatibility record of a stored head (no tensors loaded), as stored: complete or not
+    (a pulled head's is checked field by field before it is refused; :func:`head_compat` reads
+    a complete one typed)."""
+    metadata = head_metadata(read_safetensors_header(store.path(head_id))[0])
+    if metadata is None:
         raise NotAHead(head_id)
-    return json.loads(metadata["vbstore.compat"])
+    return json.loads(metadata.compat_json)
 
 
 def head_compat(store, head_id: str) -> HeadCompat:
@@ -172,7 +185,8 @@ def name_backbones(store, record: Mapping[str, Any], expected: Mapping[str, Any]
 
 
 # the head's settings a command-line flag chooses for the features it is applied to
-FLAGS = (("pooling", "--pooling"), ("input_size", "--input-size"), ("layers", "--layers"))
+FLAGS = (("pooling", field_ref("pooling")), ("input_size", field_ref("input_size")),
+         ("layers", field_ref("layers")))
 
 
 def reading_flags(record: Mapping[str, Any], expected: Mapping[str, Any],

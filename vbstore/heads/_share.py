@@ -22,7 +22,13 @@ from ..records import StoreReader, finetuned_differences
 from ..remotes import PullResult, PushResult, list_remotes, pull, push
 from ..store import read_safetensors_header
 from ._files import hub_files
-from ._record import HEAD_FORMAT, head_dependencies, head_problems, head_record, link_backbone
+from ._record import (
+    head_dependencies,
+    head_metadata,
+    head_problems,
+    head_record,
+    link_backbone,
+)
 
 # what a head for a backbone is checked against: a stored backbone's id or ref, its record
 # and id, or a function giving them once the head is here (a spec resolved only then)
@@ -153,10 +159,11 @@ def arrival_problems(reader: StoreReader, oid: str) -> list[str]:
     """The gate's check of an arriving head: how its record contradicts the fine-tuned weights
     and backbone record staged with it or already here (a missing field is not a
     contradiction: ``pull_head`` reports it, and refuses it unless told not to)."""
-    metadata = read_safetensors_header(reader.path(oid))[0].get("__metadata__") or {}
-    if metadata.get("format") != HEAD_FORMAT or "vbstore.compat" not in metadata:
+    metadata = head_metadata(read_safetensors_header(reader.path(oid))[0])
+    if metadata is None:
         return ["it is not a vbstore head (no compatibility record)"]
-    compat = json.loads(metadata["vbstore.compat"])
+    # read as a document, not a HeadCompat: a missing field is not this check's to refuse
+    compat = json.loads(metadata.compat_json)
     if not isinstance(compat, dict):
         return ["its compatibility record is not an object"]
     out = finetuned_differences(compat, reader)

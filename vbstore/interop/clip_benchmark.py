@@ -9,7 +9,7 @@ the settings it writes beside them (``weight_decay``, ``epochs``, ``seed``, ``fe
 ``normalized``); vbstore's own ``classification`` probe is exported under that task too, its
 ``top1``/``top5`` as ``lp_acc1``/``lp_acc5``. Its zero-shot tasks share vbstore's task and
 metric names. ``dataset`` is the dataset's name: a named source's (``cifar10``,
-``wds/NAME``), else the name the data was read under (a folder's, ``Store.data_names``).
+``wds/NAME``), else the name the data was read under (a folder's, ``store.data_names``).
 
 Those fields name weights only as an open_clip ``MODEL`` and ``PRETRAINED`` tag, and neither the
 harness version nor the data. A vbstore export adds ``vbstore_version`` (the vbstore that
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..backbones import list_backbones, parse_spec
 from ..data import data_prefixes
 from ..errors import LeftOutWarning, UnidentifiedWeights, UsageError, VbstoreError
@@ -249,7 +250,7 @@ def clip_benchmark_record(record: ResultRecord, manifest: ManifestRecord | None 
         weights: Its ``weights`` record: with it the row carries the ``vbstore`` field that
             an import reads the weights back from; without it an import refuses the row
             (unless it is a pretrained open_clip model's).
-        dataset: The name the eval data was read under (``Store.data_names``), for a manifest
+        dataset: The name the eval data was read under (``store.data_names``), for a manifest
             with no source; without one its id's first 12 characters stand in.
 
     Raises:
@@ -315,7 +316,8 @@ def clip_benchmark_identity(row: Mapping[str, Any], where: str, *,
                 f"field ({identity.spec}, {identity.weights} weights)")
         if vouched is not None and vouched != identity.weights:
             raise UsageError(f"{where} says its weights are {identity.weights}, not {vouched}",
-                             hint="drop --weights: this file names its weights itself")
+                             hint=f"drop {field_ref('weights')}: this file names its weights "
+                                  "itself")
         return identity
     if not isinstance(model, str) or not model or not isinstance(pretrained, str):
         raise UnidentifiedWeights(where, "model or pretrained is missing or not text")
@@ -332,7 +334,7 @@ def clip_benchmark_identity(row: Mapping[str, Any], where: str, *,
         raise UnidentifiedWeights(
             where, f"pretrained {pretrained!r} is not an open_clip tag",
             hint="nothing was imported; if it is a checkpoint file open_clip loaded, vouch for "
-            "it with --weights checkpoint")
+            f"it with {field_ref('weights', 'checkpoint')}")
     return WeightsIdentity(f"open_clip:{model}@{pretrained}", vouched or "pretrained")
 
 
@@ -457,7 +459,7 @@ def clip_benchmark_export(store: Store, result_ids: Iterable[str],
         weights_id = record.inputs.get("weights")
         weights = (WeightsRecord.from_dict(store.read_json(weights_id))
                    if weights_id and store.has(weights_id) else None)
-        named = store.data_names(manifest_id) if manifest_id else []
+        named = store.data_names.of(manifest_id) if manifest_id else []
         row = clip_benchmark_record(record, manifest, weights,
                                     dataset=named[0] if named else None)
         if dump_classnames or dump_templates:

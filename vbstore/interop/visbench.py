@@ -167,10 +167,10 @@ def visbench_export(store: Store, result_ids: Iterable[str]) -> list[dict[str, A
                     if backbone_id and store.has(backbone_id) else None)
         manifest = ((record.data or {}).get("eval", {}).get("manifest")
                     or record.inputs.get("eval_manifest"))
-        named = store.data_names(manifest) if manifest else []
-        notes = store.notes(oid) or ([record.notes] if record.notes else [])
+        named = store.data_names.of(manifest) if manifest else []
+        notes = store.notes.of(oid) or ([record.notes] if record.notes else [])
         doc = visbench_record(record, created=store.info(oid).created, backbone=backbone,
-                              run=store.last_run(oid), dataset=named[0] if named else None,
+                              run=store.runs.last(oid), dataset=named[0] if named else None,
                               notes="; ".join(notes) or None)
         out.append({"id": oid, "record": doc})
     return out

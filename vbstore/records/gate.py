@@ -14,8 +14,10 @@ declared (a test walks both and fails on a kind without one):
 - :data:`ARRIVALS`, per artifact kind (``vbstore.store.KINDS``, and the ``board`` listing): what
   a blob of that kind must agree with once every blob of a transfer is staged, before any enters
   the store (``remotes.install`` runs it on every pull and cache answer), or which function
-  judges it on its own path (a board's evaluations), or why its own shape is all it claims (its
-  schema or safetensors header, checked blob by blob as it arrives).
+  judges it on its own path (a board's evaluations; ``staged`` runs the same judge on one that
+  arrives by a plain pull instead), or why its own shape is all it claims (its schema or
+  safetensors header, checked blob by blob as it arrives); and, where a use sees more than an
+  arrival can, the check at first use of one from outside (``used``: a prefix's activations).
 
 A check named ``"module:function"`` lives above the records layer (a head's, a board's) and is
 imported when first used, as the task registry finds a built-in's module.
@@ -63,7 +65,13 @@ class Arrival:
     ``judge`` (the ``"module:function"`` that judges it on its own path), or ``alone`` (why
     its own schema or header, checked as each blob arrives, is all it claims). ``named``: the
     ``"module:function"`` (``named(store, oid)``) a pull runs before an object of this kind gets
-    a local name, unless the caller checks it itself (a head's compatibility check).
+    a local name, unless the caller checks it itself (a head's compatibility check, an
+    evaluation's indexing). ``staged``: for a kind judged on its own path, the
+    ``"module:function"`` (``staged(reader, oid)``, as ``check``) that runs the same judge on
+    one arriving by a plain pull or a cache answer instead, from the transfer's staged files.
+    ``used``: the ``"module:function"`` that checks, once, at its first use, what only a
+    computation can see of one that came from outside by any path (a prefix's activations
+    through the frozen blocks: the engine runs it with the plan in hand).
     """
 
     kind: str
@@ -71,6 +79,8 @@ class Arrival:
     judge: str | None = None
     alone: str | None = None
     named: str | None = None
+    staged: str | None = None
+    used: str | None = None
 
 
 QUESTIONS: dict[str, Question] = {q.op: q for q in (
@@ -104,7 +114,11 @@ ARRIVALS: dict[str, Arrival] = {a.kind: a for a in (
                                 "row by row"),
     Arrival("result", alone="served only as the answer of op result, checked there"),
     Arrival("suite", alone="a protocol: it claims no number"),
-    Arrival("evaluation", judge="vbstore.suites._judge:judge_pulled"),
+    # a plain pull of an evaluation ref is judged as a board pull judges each of its
+    # evaluations, then indexed (or re-judged) as they are: never a blob no board ranks
+    Arrival("evaluation", judge="vbstore.suites._judge:judge_pulled",
+            staged="vbstore.suites._share:judge_staged",
+            named="vbstore.suites._share:index_pulled"),
     Arrival("board", judge="vbstore.remotes._boards:parse_board"),
     Arrival("pack", alone="its header names the extractor and image of each row; a featureset "
                           "is checked against it"),
@@ -112,7 +126,10 @@ ARRIVALS: dict[str, Arrival] = {a.kind: a for a in (
             named="vbstore.heads._share:refuse_unfit"),
     Arrival("tensors", alone="served only as the answer of op text-embeddings, checked there, "
                              "or as a result's input named by its hash (load_clfs classifiers)"),
-    Arrival("prefix", check=lambda reader, oid: _prefix_arrival(reader, oid)),
+    # its header's image ids at arrival; its activations (first, middle and last rows run again
+    # through the frozen blocks) when first used, however it came: cache answer or pull
+    Arrival("prefix", check=lambda reader, oid: _prefix_arrival(reader, oid),
+            used="vbstore.engine._finetune_compute:rows_agree"),
     Arrival("finetuned", check=lambda reader, oid: _finetuned_arrival(reader, oid)),
     Arrival("blob", alone="raw bytes claim nothing; served only as the answer of op captions"),
 )}
@@ -157,12 +174,14 @@ def answer_differences(spec: Mapping[str, Any], output: str, reader: StoreReader
 
 def arrival_problems(kind: str, oid: str, reader: StoreReader) -> list[str]:
     """How an arriving ``oid`` of ``kind`` contradicts what is staged or stored with it
-    (empty for a kind whose own shape is all it claims, or one judged on its own path)."""
+    (empty for a kind whose own shape is all it claims); a kind judged on its own path is
+    judged here by its ``staged`` judge."""
     declared = ARRIVALS.get(kind)
-    if declared is None or declared.check is None:
+    check = None if declared is None else declared.check or declared.staged
+    if check is None:
         return []
     try:
-        return resolve(declared.check)(reader, oid)
+        return resolve(check)(reader, oid)
     except (VbstoreError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return [f"it cannot be read as a {kind} ({exc})"]
 

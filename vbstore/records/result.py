@@ -87,7 +87,7 @@ class ResultRecord(Record):
             one), as VisBench records it.
         notes: Free text given with the request, in documents written while notes were keyed
             (before registry migration 9); vbstore keeps notes in the registry now
-            (``Store.notes``), so it writes none.
+            (``store.notes``), so it writes none.
         finetune: ``{"blocks", "backbone_lr"}`` when the backbone's last blocks were trained
             with the head (docs/finetune.md); absent: a frozen probe. The two are different
             measurements and never ranked together.

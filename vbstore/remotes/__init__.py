@@ -15,8 +15,6 @@ opened, so importing this package stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ._base import RefUpdate, Remote, forget_unreachable
 from ._boards import (
     BoardListing,
@@ -42,29 +40,20 @@ from ._errors import (
     UnknownRemote,
     UnsafeRemotePath,
 )
-from ._open import list_remote_refs, open_remote, registry, remote_for
+from ._open import (
+    add_remote,
+    list_remote_refs,
+    list_remotes,
+    open_remote,
+    registry,
+    remote_for,
+    remove_remote,
+)
 from ._paths import object_path
 from ._peek import remote_has_derivation
 from ._pull import PullResult, fetch_derivation, fetch_object, install, pull
 from ._push import PushResult, push, push_ref
 from ._results import LINEAGE_KINDS, ResultsPush, push_results, result_kinds
-
-
-def add_remote(store, name: str, url: str, options: Mapping[str, str] | None = None,
-               replace: bool = False, cache: bool | None = None) -> RemoteConfig:
-    """Configure remote ``name`` for ``store`` (see :meth:`RemoteRegistry.add`)."""
-    return registry(store).add(name, url, options, replace=replace, cache=cache)
-
-
-def remove_remote(store, name: str) -> None:
-    """Forget remote ``name`` (nothing on the remote is touched)."""
-    registry(store).remove(name)
-
-
-def list_remotes(store) -> list[RemoteConfig]:
-    """The configured remotes, by name."""
-    return registry(store).all()
-
 
 __all__ = [
     "LINEAGE_KINDS", "BoardListing", "Entry", "PullResult", "PushResult", "RefUpdate", "Remote",

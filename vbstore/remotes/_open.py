@@ -52,3 +52,19 @@ def list_remote_refs(store_or_root, name: str, revision: str | None = None) -> l
     with open_remote(store_or_root, name) as remote:
         remote.check_online()
         return remote.list_refs(remote.resolve(revision))
+
+
+def add_remote(store, name: str, url: str, options: Mapping[str, str] | None = None,
+               replace: bool = False, cache: bool | None = None) -> RemoteConfig:
+    """Configure remote ``name`` for ``store`` (see :meth:`RemoteRegistry.add`)."""
+    return registry(store).add(name, url, options, replace=replace, cache=cache)
+
+
+def remove_remote(store, name: str) -> None:
+    """Forget remote ``name`` (nothing on the remote is touched)."""
+    registry(store).remove(name)
+
+
+def list_remotes(store) -> list[RemoteConfig]:
+    """The configured remotes, by name."""
+    return registry(store).all()

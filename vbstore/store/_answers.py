@@ -10,7 +10,7 @@ depended on:
 * the state of every file and folder under each data folder it read (a folder's mtime changes
   when an entry is added, removed or renamed in it, so an unchanged tree lists the same), the
   folder statted through the path given (a link pointed elsewhere changes its state);
-* every ``derivations`` and ``aliases`` row the store looked up meanwhile (:meth:`watch_reads`),
+* every ``derivations`` and ``aliases`` row the store looked up meanwhile (:meth:`Answers.watch`),
   with the id each gave.
 
 :func:`lookup` -- which imports nothing beyond the standard library and blake3, and opens the
@@ -24,7 +24,7 @@ caller started), for a read-only store, when a row changed while the caller ran,
 folder holding many more files than the answer reads (statting them all would cost more than
 the full command: a marker remembers that until the folder's own listing changes), nor when
 recording fails (it never fails the caller). The tables (migration 4) belong to the registry;
-gc empties them (:meth:`AnswersMixin.clear_answers`), since every answer is re-checked anyway
+gc empties them (:meth:`Answers.clear`), since every answer is re-checked anyway
 and the next full answer records it again.
 """
 
@@ -46,9 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-    from ._base import _StoreBase
-else:
-    _StoreBase = object
+    from ._base import StoreBase
 
 VERSION = 2  # of the key and of the recorded document (2: answers carry their run row)
 RACY_NS = int(RACY_SECONDS * 1e9)
@@ -179,22 +177,25 @@ def _run_dict(row: tuple) -> dict[str, Any]:
 # ---- recording ---------------------------------------------------------------------------
 
 
-class AnswersMixin(_StoreBase):
-    """Answer-cache methods of :class:`vbstore.Store`."""
+class Answers:
+    """The answer cache of one store: ``store.answers``."""
 
-    def watch_reads(self) -> None:
-        """Log every derivation and alias lookup from now on, for :meth:`record_answer` (not on
+    def __init__(self, store: StoreBase) -> None:
+        self.store = store
+
+    def watch(self) -> None:
+        """Log every derivation and alias lookup from now on, for :meth:`record` (not on
         a read-only store, which records nothing)."""
-        if not self.read_only:
-            self.reads = []
+        if not self.store.read_only:
+            self.store.reads = []
 
-    def record_answer(self, key: str, result: str, *, started_ns: int,
+    def record(self, key: str, result: str, *, started_ns: int,
                       folders: Mapping[str, Mapping[str, tuple[int, ...]]], samples: int,
                       used: Iterable[str] = (), files: Iterable[str] = (),
                       wrote: Iterable[str] = (), modules: Iterable[str] | None = None,
                       extra: Mapping[str, Any] | None = None) -> bool:
         """Record that ``key`` is answered by the result ``result``, found through the lookups
-        logged since :meth:`watch_reads`; return whether it was recorded.
+        logged since :meth:`watch`; return whether it was recorded.
 
         Args:
             started_ns: When the caller began (``time.time_ns()``): a state newer than
@@ -215,16 +216,16 @@ class AnswersMixin(_StoreBase):
         Nothing here raises: an answer that cannot be recorded (a name that is not UTF-8, a
         folder gone meanwhile, a registry another process is writing, a full disk) is not.
         """
-        reads, self.reads = self.reads, None
-        if reads is None or self.read_only:
+        reads, self.store.reads = self.store.reads, None
+        if reads is None or self.store.read_only:
             return False
         from ..errors import VbstoreError  # loaded by any caller that computed an answer
 
-        conn = self.db.conn
+        conn = self.store.db.conn
         waits = conn.execute("PRAGMA busy_timeout").fetchone()[0]
         conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_MS}")
         try:
-            return self._record_answer(key, result, reads, started_ns, folders, samples,
+            return self._record(key, result, reads, started_ns, folders, samples,
                                        set(used), set(files), set(wrote), modules,
                                        dict(extra or {}))
         except (OSError, sqlite3.Error, ValueError, VbstoreError):
@@ -234,9 +235,9 @@ class AnswersMixin(_StoreBase):
         finally:
             conn.execute(f"PRAGMA busy_timeout={waits}")
 
-    def _record_answer(self, key, result, reads, started_ns, folders, samples, used, files,
+    def _record(self, key, result, reads, started_ns, folders, samples, used, files,
                        wrote, modules, extra) -> bool:
-        if self.answer_skipped(key):
+        if self.skipped(key):
             return False
         seen: dict[tuple[str, str], str | None] = {}
         for table, name, value in reads:
@@ -245,14 +246,14 @@ class AnswersMixin(_StoreBase):
             if seen.setdefault((table, name), value) != value:
                 return False  # a row that changed while the caller ran
         for name in sorted(wrote):
-            row = self.db.one("SELECT output FROM derivations WHERE key = ?", (name,))
+            row = self.store.db.one("SELECT output FROM derivations WHERE key = ?", (name,))
             if row is None:
                 return False  # written, then gone (a gc meanwhile)
             seen[("derivations", name)] = row[0]
         for (table, name), value in seen.items():
             if value is None:  # a row the caller wrote after finding none (a manifest it built)
                 column, where = ("output", "key") if table == "derivations" else ("id", "spec")
-                row = self.db.one(f"SELECT {column} FROM {table} WHERE {where} = ?", (name,))  # noqa: S608 - names from the line above
+                row = self.store.db.one(f"SELECT {column} FROM {table} WHERE {where} = ?", (name,))  # noqa: S608 - names from the line above
                 if row is not None and row[0] in used:
                     seen[(table, name)] = row[0]
         result_key = next((k for (t, k), v in seen.items() if t == "derivations" and v == result),
@@ -276,7 +277,7 @@ class AnswersMixin(_StoreBase):
                 "trees": [[tree_id, digest] for tree_id, _, _, digest in trees],
                 "reads": [[t, k, v] for (t, k), v in sorted(seen.items())],
                 "result": result_key, "extra": extra}
-        self._write_answer(key, deps, trees)
+        self._write(key, deps, trees)
         return True
 
     def _trees(self, key: str, folders: Mapping[str, Mapping[str, tuple[int, ...]]], budget: int,
@@ -287,7 +288,7 @@ class AnswersMixin(_StoreBase):
         for root, known in sorted(folders.items()):
             names = walk(root, budget)
             if names is None:
-                self._write_answer(key, {"skip": [[r, _folder_state(r)] for r in sorted(folders)]})
+                self._write(key, {"skip": [[r, _folder_state(r)] for r in sorted(folders)]})
                 return None
             found = states(root + os.sep, names, known)
             if found is None or found[1] >= started_ns - RACY_NS:
@@ -297,10 +298,10 @@ class AnswersMixin(_StoreBase):
             out.append((tree_id, root, listing, found[0]))
         return out
 
-    def _write_answer(self, key: str, deps: dict[str, Any],
+    def _write(self, key: str, deps: dict[str, Any],
                       trees: list[tuple[str, str, str, str]] | None = None) -> None:
         """Store ``key``'s row and the listings it names, in one transaction."""
-        with self.db.write() as conn:
+        with self.store.db.write() as conn:
             added = sum(conn.execute("INSERT OR IGNORE INTO answer_trees(id, root, names) "
                                      "VALUES (?,?,?)", tree[:3]).rowcount for tree in trees or ())
             conn.execute("INSERT OR REPLACE INTO answers(key, deps, created) VALUES (?,?,?)",
@@ -309,10 +310,10 @@ class AnswersMixin(_StoreBase):
                 conn.execute("DELETE FROM answer_trees WHERE id NOT IN (SELECT json_extract("
                              "t.value, '$[0]') FROM answers, json_each(answers.deps, '$.trees') t)")
 
-    def answer_skipped(self, key: str) -> bool:
+    def skipped(self, key: str) -> bool:
         """Whether a marker says ``key``'s data folder is too large to snapshot, and the
         folder's own listing has not changed since."""
-        row = self.db.one("SELECT deps FROM answers WHERE key = ?", (key,))
+        row = self.store.db.one("SELECT deps FROM answers WHERE key = ?", (key,))
         if row is None:
             return False
         marker = json.loads(row[0]).get("skip")
@@ -321,10 +322,10 @@ class AnswersMixin(_StoreBase):
         except OSError:
             return False
 
-    def clear_answers(self) -> None:
+    def clear(self) -> None:
         """Forget every recorded answer (gc does, before it collects: an answer found through
         a row gc deletes would miss anyway, and the next full answer records it again)."""
-        with self.db.write() as conn:
+        with self.store.db.write() as conn:
             conn.execute("DELETE FROM answers")
             conn.execute("DELETE FROM answer_trees")
 

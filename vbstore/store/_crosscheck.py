@@ -6,7 +6,7 @@ being part of it: ``feature_rows`` (this pack row holds that image's features), 
 evaluation blob). A row edited in SQL would change numbers while every blob stays whole, so
 ``fsck`` compares each with its blob and calls such a row a fault; ``fsck --repair`` forgets it
 (feature rows and derivations are found or computed again; an evaluation's row is indexed again
-from its blob).
+from its blob). The verified-scores cache (:mod:`._verified`) is checked the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 from .. import canonical
 from ._ids import db_id, hex_id
 from ._rows import pack_index
+from ._verified import verified_faults
 
 # what an evaluation blob holds for each column of its leaderboard row (as
 # vbstore.suites' index_evaluation writes it)
@@ -45,7 +46,7 @@ def cross_check(store, answers: Callable[[dict[str, Any], str], list[str]] | Non
     ``answers(spec, output)`` lists what an output declares that its spec does not ask
     (:func:`vbstore.records.answer_differences`); without it derivations are not compared.
     """
-    found = feature_row_faults(store) + evaluation_faults(store)
+    found = feature_row_faults(store) + evaluation_faults(store) + verified_faults(store)
     if answers is not None:
         found += derivation_faults(store, answers)
     return found
@@ -136,3 +137,5 @@ def forget_rows(conn, found: list[dict[str, Any]]) -> None:
             conn.execute("DELETE FROM derivations WHERE key = ?", (fault["key"],))
         elif fault["table"] == "evaluations":
             conn.execute("DELETE FROM evaluations WHERE id = ?", (fault["key"],))
+        elif fault["table"] == "verified_scores":  # the next board reads the blob again
+            conn.execute("DELETE FROM verified_scores WHERE id = ?", (fault["key"],))

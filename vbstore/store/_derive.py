@@ -1,7 +1,7 @@
 """Derivation records (key → output) and the per-key leases that stop duplicate work.
 
 A derivation key is the BLAKE3 of the canonical JSON ``{"op", "op_version", "inputs",
-"params"}``. A recorded key is only a hint: :meth:`DeriveMixin.lookup` returns it only when the
+"params"}``. A recorded key is only a hint: :meth:`~vbstore.Store.lookup` returns it only when the
 output blob is present (and, for JSON, still hashes to its id).
 
 Leases: the owner holds an exclusive ``flock`` on ``locks/<key>.lock`` and a row in ``leases``.
@@ -22,7 +22,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from .. import canonical
 from ..errors import CorruptObject, DiskFull, LeaseTimeout
-from ._base import _StoreBase
+from ._base import StoreBase
 from ._ids import db_id
 from ._kinds import encoding
 from ._objects import HOST
@@ -53,7 +53,7 @@ class Made(NamedTuple, Generic[T]):
 
 
 class Derivation(NamedTuple, Generic[T]):
-    """What :meth:`DeriveMixin.derive` gave.
+    """What :meth:`~vbstore.Store.derive` gave.
 
     Attributes:
         id: The output.
@@ -67,7 +67,7 @@ class Derivation(NamedTuple, Generic[T]):
     made: T | None = None
 
 
-class DeriveMixin(_StoreBase):
+class DeriveMixin(StoreBase):
     """Derivation and lease methods of :class:`vbstore.Store`."""
 
     def lookup(self, key: str, valid: Callable[[str], bool] | None = None, *,
@@ -100,7 +100,10 @@ class DeriveMixin(_StoreBase):
             except CorruptObject:
                 if self.read_only:  # nothing to recompute into
                     raise
-                self._quarantine([output], None)  # the recompute then publishes good bytes
+                from ._fsck import quarantine  # only for a damaged blob
+
+                # the recompute then publishes good bytes
+                quarantine(self, [output], None)
                 return None
         if valid is not None and not valid(output):
             return None

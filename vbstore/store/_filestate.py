@@ -2,7 +2,8 @@
 
 A second hash of an unchanged folder costs one ``stat`` per file and one indexed query per
 chunk of files; a touched or replaced file changes its state and is re-hashed. The same cache
-lets a blob that is read many times (a feature pack) be verified once per state of its file.
+lets a blob that is read many times (a feature pack) be verified once per state of its file
+(:meth:`vbstore.Store.verified_path`).
 """
 
 from __future__ import annotations
@@ -12,18 +13,24 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..errors import BadInput, CorruptObject, StoreIOError
-from ._base import _StoreBase
+from ..errors import BadInput, StoreIOError
 from ._ids import db_id, hex_id
 from ._layout import RACY_SECONDS  # a file modified this recently is never cached
 from ._objects import hash_file
 
+if TYPE_CHECKING:
+    from ._base import StoreBase
 
-class FileStateMixin(_StoreBase):
-    """File hashing methods of :class:`vbstore.Store`."""
 
-    def hash_files(
+class FileStates:
+    """The file-state cache of one store: ``store.file_states``."""
+
+    def __init__(self, store: StoreBase) -> None:
+        self.store = store
+
+    def hash(
         self, paths: Sequence[str | Path], threads: int | None = None,
         check: Callable[[Path], str | None] | None = None, what: str = "unusable files",
     ) -> list[str]:
@@ -78,8 +85,8 @@ class FileStateMixin(_StoreBase):
             rows = [(*states[i], db_id(fresh[i])) for i in missing
                     if states[i][3] < cutoff and str(paths[i]) not in bad]
             # a cache: best effort, skipped on a read-only store
-            if rows and not self.read_only:
-                with self.db.write() as conn:
+            if rows and not self.store.read_only:
+                with self.store.db.write() as conn:
                     conn.executemany(
                         "INSERT OR REPLACE INTO file_state(dev, inode, size, mtime_ns, ctime_ns, "
                         "hash) VALUES (?,?,?,?,?,?)", rows,
@@ -87,22 +94,6 @@ class FileStateMixin(_StoreBase):
             if problems:  # the good files stay cached: fixing one file re-reads only it
                 raise BadInput(what, sorted(problems))
         return hashes  # type: ignore[return-value]
-
-    def verified_path(self, oid: str) -> Path:
-        """The path of blob ``oid`` after checking its bytes still hash to ``oid``.
-
-        Read through mmap, a blob's values reach a task without passing any hash; this hashes
-        the file once and remembers the answer under the file's state, so the next read costs a
-        ``stat`` and a query, and any write to the file (which changes its state) re-hashes it.
-
-        Raises:
-            ObjectNotFound: no such blob.
-            CorruptObject: its bytes no longer hash to ``oid`` (the hint names ``fsck --repair``).
-        """
-        path = self.path(oid)
-        if self.hash_files([path])[0] != oid:
-            raise CorruptObject(oid, str(path))
-        return path
 
     def _cached_states(self, states: list[tuple]) -> dict[tuple, str]:
         # one indexed query per device: (dev, inode) is the primary key, and json_each passes
@@ -113,14 +104,15 @@ class FileStateMixin(_StoreBase):
         for state in states:
             by_dev.setdefault(state[0], []).append(state[1])
         for dev, inodes in by_dev.items():
-            ((rows_for_dev,),) = self.db.query(
+            ((rows_for_dev,),) = self.store.db.query(
                 "SELECT count(*) FROM file_state WHERE dev = ?", (dev,))
             # asking for most of them: one range scan is cheaper
             if 4 * len(inodes) >= rows_for_dev:
-                rows = self.db.query("SELECT inode, size, mtime_ns, ctime_ns, hash FROM file_state "
-                                     "WHERE dev = ?", (dev,))
+                rows = self.store.db.query(
+                    "SELECT inode, size, mtime_ns, ctime_ns, hash FROM file_state WHERE dev = ?",
+                    (dev,))
             else:
-                rows = self.db.query(
+                rows = self.store.db.query(
                     "SELECT inode, size, mtime_ns, ctime_ns, hash FROM file_state "
                     "WHERE dev = ? AND inode IN (SELECT value FROM json_each(?))",
                     (dev, json.dumps(inodes)),

@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DiskFull, StoreLocked
-from ._base import _StoreBase
+from ._answers import Answers
 from ._ids import db_id, hex_id
 from ._kinds import EVICTABLE, ROOT_KINDS
 from ._registry import now
 from ._rows import forget_pack_rows
 
 if TYPE_CHECKING:
+    from ._base import StoreBase
     from ._reports import GcReport
 
 DEFAULT_GRACE = 3600.0
@@ -77,7 +78,7 @@ class _Walked:
                    _doomed(db.query("SELECT id FROM aliases"), keep))
 
     def forget(self, conn, keys: list, packs: list) -> None:
-        """:meth:`GcMixin._forget` and the edges delete, for rows as they were walked."""
+        """:func:`forget_lookups` and the edges delete, for rows as they were walked."""
         outputs = [fs for key in keys if key in self.built_on for fs in self.built_on[key]]
         if self.outputs:
             outputs += [hex_id(key) for key in keys if key in self.outputs]
@@ -103,355 +104,364 @@ def _doomed(rows: list[tuple], keep: set) -> set:
     return keys - keep
 
 
-class GcMixin(_StoreBase):
-    """gc and du methods of :class:`vbstore.Store`."""
+def reachable(
+    store: StoreBase, young_since: float | None = None, roots_only_pinned: bool = False,
+    registry_ids: bool = False,
+) -> set:
+    """Every id reachable through edges from a root.
 
-    def reachable(
-        self, young_since: float | None = None, roots_only_pinned: bool = False,
-        registry_ids: bool = False,
-    ) -> set:
-        """Every id reachable through edges from a root.
+    Roots are refs, results, suites, the inputs of live leases and every object created or
+    used since the oldest live lease began (the outputs in progress), and, with
+    ``young_since``, every object created or used since then: a fresh artifact's inputs
+    are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and what
+    live leases need only (what size eviction must never touch). ``registry_ids`` returns
+    the ids in the registry's form (:func:`~vbstore.store.db_id`), sparing gc a
+    conversion per object.
+    """
+    keys = _reachable_keys(store, young_since, roots_only_pinned)
+    return keys if registry_ids else {hex_id(key) for key in keys}
 
-        Roots are refs, results, suites, the inputs of live leases and every object created or
-        used since the oldest live lease began (the outputs in progress), and, with
-        ``young_since``, every object created or used since then: a fresh artifact's inputs
-        are needed as much as the artifact itself. ``roots_only_pinned`` keeps refs and what
-        live leases need only (what size eviction must never touch). ``registry_ids`` returns
-        the ids in the registry's form (:func:`~vbstore.store.db_id`), sparing gc a
-        conversion per object.
-        """
-        keys = self._reachable_keys(young_since, roots_only_pinned)
-        return keys if registry_ids else {hex_id(key) for key in keys}
 
-    def _reachable_keys(self, young_since: float | None, roots_only_pinned: bool,
-                        unrooted: set | frozenset = frozenset()) -> set:
-        roots = {db_id(r[0]) for r in self.db.query("SELECT id FROM refs")}
-        leases = self.live_leases()
-        for lease in leases:
-            roots |= {db_id(oid) for oid in lease["inputs"]}
-        # a running computation publishes outputs (packs, heads) long before it records the
-        # derivation that makes them reachable, however long it runs: every object written or
-        # used since the oldest live lease began may be one of them
-        since = min([lease["since"] for lease in leases]
-                    + ([young_since] if young_since is not None else []), default=None)
-        kinds = () if roots_only_pinned else ROOT_KINDS
-        if since is not None or kinds:
-            marks = ",".join("?" * len(kinds))
-            roots |= {r[0] for r in self.db.query(
-                f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
-                "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
-        roots -= unrooted  # what ``forget`` asks about: the walk without these roots
-        # breadth first, in SQL: each round reads the children of the objects it just reached
-        # that have any (an index range each), never a map of the whole edges table
-        parents = {parent for (parent,) in self.db.query("SELECT DISTINCT parent FROM edges")}
-        seen = set(roots)
-        frontier = list(seen & parents)
-        while frontier:
-            found: set = set()
-            for i in range(0, len(frontier), _BATCH):
-                some = frontier[i : i + _BATCH]
-                found.update(child for (child,) in self.db.query(
-                    f"SELECT child FROM edges WHERE parent IN ({_marks(some)})", some))  # noqa: S608
-            found -= seen
-            seen |= found
-            frontier = list(found & parents)
-        return seen
+def _reachable_keys(store: StoreBase, young_since: float | None, roots_only_pinned: bool,
+                    unrooted: set | frozenset = frozenset()) -> set:
+    roots = {db_id(r[0]) for r in store.db.query("SELECT id FROM refs")}
+    leases = store.live_leases()
+    for lease in leases:
+        roots |= {db_id(oid) for oid in lease["inputs"]}
+    # a running computation publishes outputs (packs, heads) long before it records the
+    # derivation that makes them reachable, however long it runs: every object written or
+    # used since the oldest live lease began may be one of them
+    since = min([lease["since"] for lease in leases]
+                + ([young_since] if young_since is not None else []), default=None)
+    kinds = () if roots_only_pinned else ROOT_KINDS
+    if since is not None or kinds:
+        marks = ",".join("?" * len(kinds))
+        roots |= {r[0] for r in store.db.query(
+            f"SELECT id FROM objects WHERE kind IN ({marks}) "  # noqa: S608 - marks is a fixed "?" list
+            "OR max(created, last_used) >= ?", (*kinds, math.inf if since is None else since))}
+    roots -= unrooted  # what ``forget`` asks about: the walk without these roots
+    # breadth first, in SQL: each round reads the children of the objects it just reached
+    # that have any (an index range each), never a map of the whole edges table
+    parents = {parent for (parent,) in store.db.query("SELECT DISTINCT parent FROM edges")}
+    seen = set(roots)
+    frontier = list(seen & parents)
+    while frontier:
+        found: set = set()
+        for i in range(0, len(frontier), _BATCH):
+            some = frontier[i : i + _BATCH]
+            found.update(child for (child,) in store.db.query(
+                f"SELECT child FROM edges WHERE parent IN ({_marks(some)})", some))  # noqa: S608
+        found -= seen
+        seen |= found
+        frontier = list(found & parents)
+    return seen
 
-    def gc(self, grace: float = DEFAULT_GRACE, dry_run: bool = False,
-           max_size: int | None = None) -> GcReport:
-        """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``.
 
-        On a full disk the registry has no room even to journal a deletion: every blob this gc
-        will remove (unreachable, or evicted by size) is then unlinked first, each re-checked
-        under the registry lock, and the rows are written in the space that freed. A crash in
-        between leaves rows without blobs, which lookups treat as misses and the next gc removes.
-        """
-        if not dry_run:
-            self.writable("collect garbage (`gc --dry-run` says what would go)")
-        from ._reports import GcReport  # loads with its first report (_reports says why)
+def gc(store: StoreBase, grace: float = DEFAULT_GRACE, dry_run: bool = False,
+       max_size: int | None = None) -> GcReport:
+    """Remove unreachable objects older than ``grace`` seconds, then evict down to ``max_size``.
 
-        report = GcReport(dry_run=dry_run)
-        # first, as it needs no registry write: a writer killed mid-write (a partial pack) left
-        # these behind, and on a full disk they may be what frees room for the rest
-        report._temps = self._remove_dead_temps(dry_run=dry_run)
-        if not dry_run and self.db.one("SELECT 1 FROM answers LIMIT 1"):
-            # the answer cache (_answers.py), refilled by the next gets; every answer is
-            # re-checked anyway, so on a full disk it stays as it is
-            with contextlib.suppress(DiskFull):
-                self.clear_answers()
-        cutoff = now() - grace
-        # the registry as the walk will see it: while no write lands after this, the walk's
-        # verdicts stand and the sweep need not re-check each row
-        version = self.db.one("PRAGMA data_version")
-        assert version is not None  # a pragma always answers one row
-        seen = version[0], self.db.conn.total_changes  # as _changes reads them
-        keep = self.reachable(young_since=cutoff, registry_ids=True)
-        rows = self.db.query("SELECT id, kind, CASE WHEN evicted_at IS NULL THEN size ELSE 0 END "
-                             "FROM objects")
-        doomed = [row for row in rows if row[0] not in keep]
-        # what `du` counts afterwards: present objects kept (an evicted row holds no blob)
-        evicted = {r[0] for r in self.db.query(
-            "SELECT id FROM objects WHERE evicted_at IS NOT NULL")}
-        report.kept = sum(1 for row in rows if row[0] in keep and row[0] not in evicted)
-        del rows, evicted
-        walked = None if dry_run else _Walked.read(self.db, seen, keep)
-        del keep
-        chosen = [] if max_size is None else self._eviction(
-            max_size, cutoff, {row[0] for row in doomed}, report)
-        report.kept -= len(chosen)  # evicted now: no longer present
-        if dry_run:
-            report._rows, report.evicted = doomed, chosen
-            return report
-        pending: list = []
-        try:
-            self._sweep(doomed, chosen, cutoff, report, walked, pending)
-        except DiskFull:
-            base = os.fspath(self.files.objects)
-            with self.db.write() as conn:  # reads only: needs no space, and puts wait
-                _unlink_keys(base, _absent(conn, pending))  # rows deleted before it filled
-                _unlink_where(conn, base, [row[0] for row in doomed], _COLLECTABLE,
-                              (cutoff, cutoff))
-                _unlink_where(conn, base, [db_id(o["id"]) for o in chosen],
-                              "max(created, last_used) < ?", (cutoff,))
-            self._sweep(doomed, chosen, cutoff, report, None, [])
+    On a full disk the registry has no room even to journal a deletion: every blob this gc
+    will remove (unreachable, or evicted by size) is then unlinked first, each re-checked
+    under the registry lock, and the rows are written in the space that freed. A crash in
+    between leaves rows without blobs, which lookups treat as misses and the next gc removes.
+    """
+    if not dry_run:
+        store.writable("collect garbage (`gc --dry-run` says what would go)")
+    from ._reports import GcReport  # loads with its first report (_reports says why)
+
+    report = GcReport(dry_run=dry_run)
+    # first, as it needs no registry write: a writer killed mid-write (a partial pack) left
+    # these behind, and on a full disk they may be what frees room for the rest
+    report._temps = store.files.remove_dead_temps(dry_run=dry_run)
+    if not dry_run and store.db.one("SELECT 1 FROM answers LIMIT 1"):
+        # the answer cache (_answers.py), refilled by the next gets; every answer is
+        # re-checked anyway, so on a full disk it stays as it is
+        with contextlib.suppress(DiskFull):
+            Answers(store).clear()
+    cutoff = now() - grace
+    # the registry as the walk will see it: while no write lands after this, the walk's
+    # verdicts stand and the sweep need not re-check each row
+    version = store.db.one("PRAGMA data_version")
+    assert version is not None  # a pragma always answers one row
+    seen = version[0], store.db.conn.total_changes  # as _changes reads them
+    keep = reachable(store, young_since=cutoff, registry_ids=True)
+    rows = store.db.query("SELECT id, kind, CASE WHEN evicted_at IS NULL THEN size ELSE 0 END "
+                         "FROM objects")
+    doomed = [row for row in rows if row[0] not in keep]
+    # what `du` counts afterwards: present objects kept (an evicted row holds no blob)
+    evicted = {r[0] for r in store.db.query(
+        "SELECT id FROM objects WHERE evicted_at IS NOT NULL")}
+    report.kept = sum(1 for row in rows if row[0] in keep and row[0] not in evicted)
+    del rows, evicted
+    walked = None if dry_run else _Walked.read(store.db, seen, keep)
+    del keep
+    chosen = [] if max_size is None else _eviction(store,
+        max_size, cutoff, {row[0] for row in doomed}, report)
+    report.kept -= len(chosen)  # evicted now: no longer present
+    if dry_run:
+        report._rows, report.evicted = doomed, chosen
         return report
+    pending: list = []
+    try:
+        _sweep(store, doomed, chosen, cutoff, report, walked, pending)
+    except DiskFull:
+        base = os.fspath(store.files.objects)
+        with store.db.write() as conn:  # reads only: needs no space, and puts wait
+            _unlink_keys(base, _absent(conn, pending))  # rows deleted before it filled
+            _unlink_where(conn, base, [row[0] for row in doomed], _COLLECTABLE,
+                          (cutoff, cutoff))
+            _unlink_where(conn, base, [db_id(o["id"]) for o in chosen],
+                          "max(created, last_used) < ?", (cutoff,))
+        _sweep(store, doomed, chosen, cutoff, report, None, [])
+    return report
 
-    def _sweep(self, doomed: list[tuple], chosen: list[dict[str, Any]], cutoff: float,
-               report: GcReport, walked: _Walked | None, pending: list) -> None:
-        """Delete the objects of ``doomed`` (registry rows, id first) and evict ``chosen``; safe
-        to run again (rows are re-checked unless nothing but this sweep wrote since ``walked``).
 
-        ``pending`` holds the ids whose rows a committed transaction deleted and whose files
-        the next one has yet to unlink: what the caller must still unlink should this raise.
-        """
-        # a thread pool (with logging: ~4 ms of imports) only where gc removes blobs,
-        # never on a cached `get`
-        from concurrent.futures import ThreadPoolExecutor
+def _sweep(store: StoreBase, doomed: list[tuple], chosen: list[dict[str, Any]], cutoff: float,
+           report: GcReport, walked: _Walked | None, pending: list) -> None:
+    """Delete the objects of ``doomed`` (registry rows, id first) and evict ``chosen``; safe
+    to run again (rows are re-checked unless nothing but this sweep wrote since ``walked``).
 
-        since = None if walked is None else walked.changes
-        folders = _open_folders(os.fspath(self.files.objects)) if doomed else {}
+    ``pending`` holds the ids whose rows a committed transaction deleted and whose files
+    the next one has yet to unlink: what the caller must still unlink should this raise.
+    """
+    # a thread pool (with logging: ~4 ms of imports) only where gc removes blobs,
+    # never on a cached `get`
+    from concurrent.futures import ThreadPoolExecutor
+
+    since = None if walked is None else walked.changes
+    folders = _open_folders(os.fspath(store.files.objects)) if doomed else {}
+    try:
+        with ThreadPoolExecutor(_HELPERS) as pool:
+            # one transaction more than there are batches: the last unlinks the last batch
+            for start in range(0, len(doomed) + _TRANSACTION, _TRANSACTION):
+                batch = doomed[start : start + _TRANSACTION]
+                if not batch and not pending:
+                    break
+                since, walked = _sweep_step(store, batch, cutoff, report, walked, since,
+                                                 pending, (pool, folders))
+    finally:
+        for folder in folders.values():
+            os.close(folder)
+    if chosen:
+        report.evicted += _mark_evicted(store, chosen, cutoff)
+        _unlink_unregistered(store, [o["id"] for o in report.evicted], evicted_only=True)
+
+
+def _sweep_step(store: StoreBase, batch: list[tuple], cutoff: float, report: GcReport,
+                walked: _Walked | None, since: tuple | None, pending: list,
+                unlinkers: tuple) -> tuple[tuple, _Walked | None]:
+    """One write transaction: unlink the files of ``pending`` while the rows of ``batch``
+    are deleted; then ``pending`` is what this one deleted. ``unlinkers`` is the thread
+    pool and the fan-out folders' descriptors (:func:`_open_folders`).
+
+    ``since`` is :func:`_changes` as this gc last left the registry. While it still holds,
+    no other write has landed: nothing re-registered ``pending`` (its files go without a
+    probe) and, with ``walked``, every row of ``batch`` is as the walk saw it, collectable,
+    and is deleted without a re-check. Once another write landed, no batch trusts the walk
+    again. Returns the new ``since`` and ``walked``.
+    """
+    with store.db.write() as conn:
+        quiet = since is not None and _changes(conn) == since
+        if not quiet:
+            walked = None
+        keys = pending if quiet else _absent(conn, pending)
+        pool, folders = unlinkers
+        base = os.fspath(store.files.objects)
+        # small chunks, taken by whichever thread is free: the helper from the start, this
+        # thread once its statements are done
+        chunks = iter([keys[i : i + _CHUNK] for i in range(0, len(keys), _CHUNK)])
+        helping = [pool.submit(_unlink_chunks, base, chunks, folders)
+                   for _ in range(_HELPERS)] if keys else []
         try:
-            with ThreadPoolExecutor(_HELPERS) as pool:
-                # one transaction more than there are batches: the last unlinks the last batch
-                for start in range(0, len(doomed) + _TRANSACTION, _TRANSACTION):
-                    batch = doomed[start : start + _TRANSACTION]
-                    if not batch and not pending:
-                        break
-                    since, walked = self._sweep_step(batch, cutoff, report, walked, since,
-                                                     pending, (pool, folders))
-        finally:
-            for folder in folders.values():
-                os.close(folder)
-        if chosen:
-            report.evicted += self._mark_evicted(chosen, cutoff)
-            self._unlink_unregistered([o["id"] for o in report.evicted], evicted_only=True)
+            gone = _delete_rows(store, conn, batch, cutoff, walked)
+            _unlink_chunks(base, chunks, folders)
+        finally:  # every unlink ends before the lock is released, whatever happened
+            errors = _join(helping)
+            pending.clear()
+        if errors:  # a blob that could not be unlinked: this batch's rows stay
+            raise errors[0]
+        since = _changes(conn)  # read under the lock: no other writer is between
+    pending += [row[0] for row in gone]
+    report._rows += gone
+    return since, walked
 
-    def _sweep_step(self, batch: list[tuple], cutoff: float, report: GcReport,
-                    walked: _Walked | None, since: tuple | None, pending: list,
-                    unlinkers: tuple) -> tuple[tuple, _Walked | None]:
-        """One write transaction: unlink the files of ``pending`` while the rows of ``batch``
-        are deleted; then ``pending`` is what this one deleted. ``unlinkers`` is the thread
-        pool and the fan-out folders' descriptors (:func:`_open_folders`).
 
-        ``since`` is :func:`_changes` as this gc last left the registry. While it still holds,
-        no other write has landed: nothing re-registered ``pending`` (its files go without a
-        probe) and, with ``walked``, every row of ``batch`` is as the walk saw it, collectable,
-        and is deleted without a re-check. Once another write landed, no batch trusts the walk
-        again. Returns the new ``since`` and ``walked``.
-        """
-        with self.db.write() as conn:
-            quiet = since is not None and _changes(conn) == since
-            if not quiet:
-                walked = None
-            keys = pending if quiet else _absent(conn, pending)
-            pool, folders = unlinkers
-            base = os.fspath(self.files.objects)
-            # small chunks, taken by whichever thread is free: the helper from the start, this
-            # thread once its statements are done
-            chunks = iter([keys[i : i + _CHUNK] for i in range(0, len(keys), _CHUNK)])
-            helping = [pool.submit(_unlink_chunks, base, chunks, folders)
-                       for _ in range(_HELPERS)] if keys else []
-            try:
-                gone = self._delete_rows(conn, batch, cutoff, walked)
-                _unlink_chunks(base, chunks, folders)
-            finally:  # every unlink ends before the lock is released, whatever happened
-                errors = _join(helping)
-                pending.clear()
-            if errors:  # a blob that could not be unlinked: this batch's rows stay
-                raise errors[0]
-            since = _changes(conn)  # read under the lock: no other writer is between
-        pending += [row[0] for row in gone]
-        report._rows += gone
-        return since, walked
-
-    def _delete_rows(self, conn, batch: list[tuple], cutoff: float,
-                     walked: _Walked | None) -> list[tuple]:
-        """Delete the rows of ``batch`` that are still collectable (all of them, unchecked,
-        with ``walked``) and every row pointing at them; return the deleted ones."""
-        keys = [row[0] for row in batch]
-        if walked is not None:
-            for i in range(0, len(keys), _BATCH):
-                some = keys[i : i + _BATCH]
-                conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(some)})", some)  # noqa: S608
-                walked.forget(conn, some, [row[0] for row in batch[i : i + _BATCH]
-                                           if row[1] == "pack"])
-            return batch
-        collected: set = set()
+def _delete_rows(store: StoreBase, conn, batch: list[tuple], cutoff: float,
+                 walked: _Walked | None) -> list[tuple]:
+    """Delete the rows of ``batch`` that are still collectable (all of them, unchecked,
+    with ``walked``) and every row pointing at them; return the deleted ones."""
+    keys = [row[0] for row in batch]
+    if walked is not None:
         for i in range(0, len(keys), _BATCH):
             some = keys[i : i + _BATCH]
-            # a put or lookup may have used it since we looked
-            # ...and so may a parent recorded since the reachability walk
-            rows = conn.execute(
-                f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
-                f"AND {_COLLECTABLE}", (*some, cutoff, cutoff)).fetchall()
-            gone = [key for key, _ in rows]
-            if not gone:
-                continue
-            conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(gone)})", gone)  # noqa: S608
-            self._forget(conn, gone, [key for key, kind in rows if kind == "pack"])
-            conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
-            collected.update(gone)
-        return [row for row in batch if row[0] in collected]
+            conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(some)})", some)  # noqa: S608
+            walked.forget(conn, some, [row[0] for row in batch[i : i + _BATCH]
+                                       if row[1] == "pack"])
+        return batch
+    collected: set = set()
+    for i in range(0, len(keys), _BATCH):
+        some = keys[i : i + _BATCH]
+        # a put or lookup may have used it since we looked
+        # ...and so may a parent recorded since the reachability walk
+        rows = conn.execute(
+            f"SELECT id, kind FROM objects WHERE id IN ({_marks(some)}) "  # noqa: S608
+            f"AND {_COLLECTABLE}", (*some, cutoff, cutoff)).fetchall()
+        gone = [key for key, _ in rows]
+        if not gone:
+            continue
+        conn.execute(f"DELETE FROM objects WHERE id IN ({_marks(gone)})", gone)  # noqa: S608
+        forget_lookups(conn, gone, [key for key, kind in rows if kind == "pack"])
+        conn.execute(f"DELETE FROM edges WHERE parent IN ({_marks(gone)})", gone)  # noqa: S608
+        collected.update(gone)
+    return [row for row in batch if row[0] in collected]
 
-    def _unlink_unregistered(self, oids: list[str], evicted_only: bool = False) -> None:
-        """Unlink the blobs of ``oids`` whose row is (still) gone, or (still) evicted."""
-        with self.db.write() as conn:  # a concurrent put re-registers under this same lock
-            for i in range(0, len(oids), _BATCH):
-                some = [db_id(oid) for oid in oids[i : i + _BATCH]]
-                rows = dict(conn.execute(
-                    f"SELECT id, evicted_at FROM objects WHERE id IN ({_marks(some)})",  # noqa: S608
-                    some))
-                _unlink_keys(os.fspath(self.files.objects),
-                             [key for key in some if key not in rows
-                              or (evicted_only and rows[key] is not None)])
 
-    @staticmethod
-    def _forget(conn, keys: list, packs: list | None = None) -> None:
-        """Drop every row that would point a lookup at these objects (registry ids) or at a
-        featureset built from one of them; ``packs``, when known, are those that are packs."""
-        featuresets = [hex_id(r[0]) for r in conn.execute(
-            "SELECT DISTINCT e.parent FROM edges e JOIN objects o ON o.id = e.parent "  # noqa: S608
-            f"WHERE e.child IN ({_marks(keys)}) AND o.kind='featureset'", keys)]
-        oids = [hex_id(key) for key in keys]
-        conn.execute("DELETE FROM derivations WHERE output IN (SELECT value FROM json_each(?))",
-                     (json.dumps(oids + featuresets),))
-        conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
-                     (json.dumps(oids),))
-        conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
-        forget_pack_rows(conn, keys if packs is None else packs)
+def _unlink_unregistered(store: StoreBase, oids: list[str], evicted_only: bool = False) -> None:
+    """Unlink the blobs of ``oids`` whose row is (still) gone, or (still) evicted."""
+    with store.db.write() as conn:  # a concurrent put re-registers under this same lock
+        for i in range(0, len(oids), _BATCH):
+            some = [db_id(oid) for oid in oids[i : i + _BATCH]]
+            rows = dict(conn.execute(
+                f"SELECT id, evicted_at FROM objects WHERE id IN ({_marks(some)})",  # noqa: S608
+                some))
+            _unlink_keys(os.fspath(store.files.objects),
+                         [key for key in some if key not in rows
+                          or (evicted_only and rows[key] is not None)])
 
-    def _eviction(self, max_size: int, cutoff: float, gone: set,
-                  report: GcReport) -> list[dict[str, Any]]:
-        """What to evict so the store fits ``max_size`` once ``gone`` (registry ids) is removed."""
-        total = sum(size for key, size in self.db.query(
-            "SELECT id, size FROM objects WHERE evicted_at IS NULL") if key not in gone)
-        working_set = max((s for (s,) in self.db.query(
-            "SELECT sum(o.size) FROM edges e JOIN objects o ON o.id = e.child "
-            "WHERE o.kind='pack' GROUP BY e.parent")), default=0) or 0
-        if working_set > max_size:
-            report.warnings.append(
-                f"--max-size {human_bytes(max_size)} is smaller than one feature set "
-                f"({human_bytes(working_set)}): "
-                "the next run will have to recompute its features"
-            )
+
+def forget_lookups(conn, keys: list, packs: list | None = None) -> None:
+    """Drop every row that would point a lookup at these objects (registry ids) or at a
+    featureset built from one of them; ``packs``, when known, are those that are packs."""
+    featuresets = [hex_id(r[0]) for r in conn.execute(
+        "SELECT DISTINCT e.parent FROM edges e JOIN objects o ON o.id = e.parent "  # noqa: S608
+        f"WHERE e.child IN ({_marks(keys)}) AND o.kind='featureset'", keys)]
+    oids = [hex_id(key) for key in keys]
+    conn.execute("DELETE FROM derivations WHERE output IN (SELECT value FROM json_each(?))",
+                 (json.dumps(oids + featuresets),))
+    conn.execute("DELETE FROM aliases WHERE id IN (SELECT value FROM json_each(?))",
+                 (json.dumps(oids),))
+    conn.execute(f"DELETE FROM runs WHERE object IN ({_marks(keys)})", keys)  # noqa: S608
+    forget_pack_rows(conn, keys if packs is None else packs)
+
+
+def _eviction(store: StoreBase, max_size: int, cutoff: float, gone: set,
+              report: GcReport) -> list[dict[str, Any]]:
+    """What to evict so the store fits ``max_size`` once ``gone`` (registry ids) is removed."""
+    total = sum(size for key, size in store.db.query(
+        "SELECT id, size FROM objects WHERE evicted_at IS NULL") if key not in gone)
+    working_set = max((s for (s,) in store.db.query(
+        "SELECT sum(o.size) FROM edges e JOIN objects o ON o.id = e.child "
+        "WHERE o.kind='pack' GROUP BY e.parent")), default=0) or 0
+    if working_set > max_size:
+        report.warnings.append(
+            f"--max-size {human_bytes(max_size)} is smaller than one feature set "
+            f"({human_bytes(working_set)}): "
+            "the next run will have to recompute its features"
+        )
+    if total <= max_size:
+        return []
+    # what a ref names or a running computation needs, directly or through its inputs
+    pinned = _reachable_keys(store, None, roots_only_pinned=True)
+    order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
+    marks = ",".join("?" * len(EVICTABLE))
+    # marks is a fixed "?" list; order is built from the EVICTABLE kind constants
+    candidates = store.db.query(
+        f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "  # noqa: S608
+        f"AND max(created, last_used) < ? ORDER BY CASE kind {order} END, last_used",
+        (*EVICTABLE, cutoff),
+    )
+    chosen = []
+    for key, kind, size in candidates:
         if total <= max_size:
-            return []
-        # what a ref names or a running computation needs, directly or through its inputs
-        pinned = self._reachable_keys(None, roots_only_pinned=True)
-        order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(EVICTABLE))
-        marks = ",".join("?" * len(EVICTABLE))
-        # marks is a fixed "?" list; order is built from the EVICTABLE kind constants
-        candidates = self.db.query(
-            f"SELECT id, kind, size FROM objects WHERE kind IN ({marks}) AND evicted_at IS NULL "  # noqa: S608
-            f"AND max(created, last_used) < ? ORDER BY CASE kind {order} END, last_used",
-            (*EVICTABLE, cutoff),
+            break
+        if key in pinned or key in gone:
+            continue
+        chosen.append({"id": hex_id(key), "kind": kind, "size": size})
+        total -= size
+    if total > max_size:
+        report.warnings.append(
+            f"the store stays at {human_bytes(total)}, above --max-size "
+            f"{human_bytes(max_size)}: the rest is "
+            "used within --grace, needed by a ref or a running computation, or not "
+            "recomputable (weights, manifests, results, suites); --grace 0 also evicts "
+            "features used recently"
         )
-        chosen = []
-        for key, kind, size in candidates:
-            if total <= max_size:
-                break
-            if key in pinned or key in gone:
-                continue
-            chosen.append({"id": hex_id(key), "kind": kind, "size": size})
-            total -= size
-        if total > max_size:
-            report.warnings.append(
-                f"the store stays at {human_bytes(total)}, above --max-size "
-                f"{human_bytes(max_size)}: the rest is "
-                "used within --grace, needed by a ref or a running computation, or not "
-                "recomputable (weights, manifests, results, suites); --grace 0 also evicts "
-                "features used recently"
-            )
-        return chosen
+    return chosen
 
-    def _mark_evicted(self, chosen: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
-        evicted = []
-        with self.db.write() as conn:
-            for obj in chosen:
-                if conn.execute(
-                    "UPDATE objects SET evicted_at=? WHERE id=? AND evicted_at IS NULL "
-                    "AND max(created, last_used) < ?",
-                    (now(), db_id(obj["id"]), cutoff),
-                ).rowcount:
-                    self._forget(conn, [db_id(obj["id"])])
-                    evicted.append(obj)
-        return evicted
 
-    def feature_packs(self, backbones: list[str] | None = None) -> list[dict[str, Any]]:
-        """The present feature packs (``id``, ``kind``, ``size``) of the featuresets built by
-        ``backbones`` (backbone object ids; None: every pack): what VisBench calls its feature
-        cache."""
-        if backbones is None:
-            rows = self.db.query("SELECT id, kind, size FROM objects WHERE kind='pack' AND "
-                                 "evicted_at IS NULL ORDER BY id")
-        else:
-            keys = [db_id(oid) for oid in backbones]
-            rows = self.db.query(  # _marks is a fixed "?" list
-                "SELECT DISTINCT o.id, o.kind, o.size FROM edges f JOIN edges p ON "  # noqa: S608
-                "p.parent = f.parent AND p.role = 'pack' JOIN objects o ON o.id = p.child "
-                f"WHERE f.role = 'backbone' AND f.child IN ({_marks(keys)}) AND o.kind = 'pack' "
-                "AND o.evicted_at IS NULL ORDER BY o.id", keys) if keys else []
-        return [{"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in rows]
+def _mark_evicted(store: StoreBase, chosen: list[dict[str, Any]],
+                  cutoff: float) -> list[dict[str, Any]]:
+    evicted = []
+    with store.db.write() as conn:
+        for obj in chosen:
+            if conn.execute(
+                "UPDATE objects SET evicted_at=? WHERE id=? AND evicted_at IS NULL "
+                "AND max(created, last_used) < ?",
+                (now(), db_id(obj["id"]), cutoff),
+            ).rowcount:
+                forget_lookups(conn, [db_id(obj["id"])])
+                evicted.append(obj)
+    return evicted
 
-    def evict_features(self, backbones: list[str] | None = None) -> list[dict[str, Any]]:
-        """Evict the feature packs of ``backbones`` (None: every pack), VisBench's ``cache
-        clear``: their blobs go, their rows stay marked evicted, and the next request that needs
-        them extracts them again. A ref does not keep them (they are recomputable); a running
-        computation does, so this refuses while one holds a lease.
 
-        Raises:
-            StoreLocked: a computation is running in this store.
-        """
-        self.writable("evict features")
-        leases = self.live_leases()
-        if leases:
-            raise StoreLocked(
-                f"{len(leases)} computation{'s' if len(leases) != 1 else ''} running in "
-                f"{self.root}: its features may be in use",
-                hint="clear the feature cache once it has finished")
-        chosen = self.feature_packs(backbones)
-        evicted = self._mark_evicted(chosen, now() + 1)  # whenever last used
-        self._unlink_unregistered([o["id"] for o in evicted], evicted_only=True)
-        return evicted
+def feature_packs(store: StoreBase, backbones: list[str] | None = None) -> list[dict[str, Any]]:
+    """The present feature packs (``id``, ``kind``, ``size``) of the featuresets built by
+    ``backbones`` (backbone object ids; None: every pack): what VisBench calls its feature
+    cache."""
+    if backbones is None:
+        rows = store.db.query("SELECT id, kind, size FROM objects WHERE kind='pack' AND "
+                             "evicted_at IS NULL ORDER BY id")
+    else:
+        keys = [db_id(oid) for oid in backbones]
+        rows = store.db.query(  # _marks is a fixed "?" list
+            "SELECT DISTINCT o.id, o.kind, o.size FROM edges f JOIN edges p ON "  # noqa: S608
+            "p.parent = f.parent AND p.role = 'pack' JOIN objects o ON o.id = p.child "
+            f"WHERE f.role = 'backbone' AND f.child IN ({_marks(keys)}) AND o.kind = 'pack' "
+            "AND o.evicted_at IS NULL ORDER BY o.id", keys) if keys else []
+    return [{"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in rows]
 
-    def du(self) -> dict[str, Any]:
-        """Bytes and counts per kind, for present and evicted objects."""
-        kinds = {}
-        for kind, count, size, evicted in self.db.query(
-            "SELECT kind, count(*), sum(CASE WHEN evicted_at IS NULL THEN size ELSE 0 END), "
-            "sum(evicted_at IS NOT NULL) FROM objects GROUP BY kind ORDER BY kind"
-        ):
-            kinds[kind] = {"count": count - evicted, "bytes": size, "evicted": evicted}
-        db_bytes = sum(
-            os.path.getsize(p) for p in self.root.glob("registry.db*") if p.is_file()
-        )
-        return {
-            "store": str(self.root),
-            "kinds": kinds,
-            "objects": sum(k["count"] for k in kinds.values()),
-            "bytes": sum(k["bytes"] for k in kinds.values()),
-            "registry_bytes": db_bytes,
-        }
+
+def evict_features(store: StoreBase, backbones: list[str] | None = None) -> list[dict[str, Any]]:
+    """Evict the feature packs of ``backbones`` (None: every pack), VisBench's ``cache
+    clear``: their blobs go, their rows stay marked evicted, and the next request that needs
+    them extracts them again. A ref does not keep them (they are recomputable); a running
+    computation does, so this refuses while one holds a lease.
+
+    Raises:
+        StoreLocked: a computation is running in this store.
+    """
+    store.writable("evict features")
+    leases = store.live_leases()
+    if leases:
+        raise StoreLocked(
+            f"{len(leases)} computation{'s' if len(leases) != 1 else ''} running in "
+            f"{store.root}: its features may be in use",
+            hint="clear the feature cache once it has finished")
+    chosen = feature_packs(store, backbones)
+    evicted = _mark_evicted(store, chosen, now() + 1)  # whenever last used
+    _unlink_unregistered(store, [o["id"] for o in evicted], evicted_only=True)
+    return evicted
+
+
+def du(store: StoreBase) -> dict[str, Any]:
+    """Bytes and counts per kind, for present and evicted objects."""
+    kinds = {}
+    for kind, count, size, evicted in store.db.query(
+        "SELECT kind, count(*), sum(CASE WHEN evicted_at IS NULL THEN size ELSE 0 END), "
+        "sum(evicted_at IS NOT NULL) FROM objects GROUP BY kind ORDER BY kind"
+    ):
+        kinds[kind] = {"count": count - evicted, "bytes": size, "evicted": evicted}
+    db_bytes = sum(
+        os.path.getsize(p) for p in store.root.glob("registry.db*") if p.is_file()
+    )
+    return {
+        "store": str(store.root),
+        "kinds": kinds,
+        "objects": sum(k["count"] for k in kinds.values()),
+        "bytes": sum(k["bytes"] for k in kinds.values()),
+        "registry_bytes": db_bytes,
+    }
 
 
 def human_bytes(size: float) -> str:

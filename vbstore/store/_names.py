@@ -10,32 +10,39 @@ with it, and a pushed manifest travels without them.
 
 from __future__ import annotations
 
-from ._base import _StoreBase
+from typing import TYPE_CHECKING
+
 from ._ids import db_id
 from ._registry import now
+
+if TYPE_CHECKING:
+    from ._base import StoreBase
 
 NAMES_FROM = 8  # the registry migration that made the data_names table
 
 
-class DataNamesMixin(_StoreBase):
-    """Data-name methods of :class:`vbstore.Store`."""
+class DataNames:
+    """The data names of one store: ``store.data_names``."""
 
-    def name_data(self, oid: str, name: str) -> None:
+    def __init__(self, store: StoreBase) -> None:
+        self.store = store
+
+    def add(self, oid: str, name: str) -> None:
         """Record that manifest ``oid`` was read as ``name`` (skipped on a read-only store, and
         when it is already its newest name)."""
-        if self.read_only or not name or self.db.version < NAMES_FROM:
+        if self.store.read_only or not name or self.store.db.version < NAMES_FROM:
             return
-        names = self.data_names(oid)
+        names = self.of(oid)
         if names and names[0] == name:
             return
-        with self.db.write() as conn:
+        with self.store.db.write() as conn:
             conn.execute("INSERT OR REPLACE INTO data_names(object, name, recorded) "
                          "VALUES (?,?,?)", (db_id(oid), name, now()))
 
-    def data_names(self, oid: str) -> list[str]:
+    def of(self, oid: str) -> list[str]:
         """Every name manifest ``oid`` was read under, newest first (none before migration
         8)."""
-        if self.db.version < NAMES_FROM:
+        if self.store.db.version < NAMES_FROM:
             return []
-        return [row[0] for row in self.db.query(
+        return [row[0] for row in self.store.db.query(
             "SELECT name FROM data_names WHERE object=? ORDER BY recorded DESC", (db_id(oid),))]

@@ -9,28 +9,35 @@ migration 9), one per distinct text attached to the object, the newest first. ``
 an object's rows with it, and a pushed result travels without them. A note is asked for, so it
 is never dropped: a read-only store (a read-only mount, or a registry older than migration 9,
 which is opened read-only) refuses it with :class:`~vbstore.errors.StoreReadOnly`, and a run
-asks :meth:`NotesMixin.check_notes` before it computes anything.
+asks :meth:`Notes.check` before it computes anything.
 """
 
 from __future__ import annotations
 
-from ._base import _StoreBase
+from typing import TYPE_CHECKING
+
 from ._ids import db_id
 from ._registry import now
+
+if TYPE_CHECKING:
+    from ._base import StoreBase
 
 NOTES_FROM = 9  # the registry migration that made the result_notes table
 _ATTACH = ("attach notes (they are rows of its registry; without notes the result is read as "
            "usual)")
 
 
-class NotesMixin(_StoreBase):
-    """Result-note methods of :class:`vbstore.Store`."""
+class Notes:
+    """The result notes of one store: ``store.notes``."""
 
-    def check_notes(self) -> None:
-        """Raise :class:`~vbstore.errors.StoreReadOnly` where :meth:`add_note` could not write."""
-        self.writable(_ATTACH)
+    def __init__(self, store: StoreBase) -> None:
+        self.store = store
 
-    def add_note(self, oid: str, text: str) -> None:
+    def check(self) -> None:
+        """Raise :class:`~vbstore.errors.StoreReadOnly` where :meth:`add` could not write."""
+        self.store.writable(_ATTACH)
+
+    def add(self, oid: str, text: str) -> None:
         """Attach ``text`` to object ``oid`` (again: it becomes the newest); empty text says
         nothing.
 
@@ -39,15 +46,15 @@ class NotesMixin(_StoreBase):
         """
         if not text.strip():
             return
-        self.check_notes()
-        with self.db.write() as conn:
+        self.check()
+        with self.store.db.write() as conn:
             conn.execute("INSERT OR REPLACE INTO result_notes(object, text, recorded) "
                          "VALUES (?,?,?)", (db_id(oid), text, now()))
 
-    def notes(self, oid: str) -> list[str]:
+    def of(self, oid: str) -> list[str]:
         """Every note attached to ``oid``, newest first (none before migration 9)."""
-        if self.db.version < NOTES_FROM:
+        if self.store.db.version < NOTES_FROM:
             return []
-        return [row[0] for row in self.db.query(
+        return [row[0] for row in self.store.db.query(
             "SELECT text FROM result_notes WHERE object=? ORDER BY recorded DESC, text",
             (db_id(oid),))]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import blake3
 from ..errors import DiskFull, StoreIOError
 
 CHUNK = 1 << 20
+DEAD_TEMP_AGE = 24 * 3600.0  # a temp this old is dead whoever wrote it (another host's)
 SMALL_FILE = 1 << 20
 HOST = os.uname().nodename  # socket.gethostname()'s answer, without importing socket
 
@@ -178,6 +180,36 @@ class ObjectFiles:
                     links.append(fan.name + entry.name)
         return files, links
 
+    def remove_dead_temps(self, dry_run: bool = False) -> list[tuple[str, int]]:
+        """Remove (unless ``dry_run``) the temp files of dead writers: ``(name, bytes)`` of each.
+
+        A temp file is dead when its writer (named in it, on this host) is gone, or when it is
+        older than a day (a writer on another host of a shared store). fsck and gc both call
+        this: gc is the way out of a full disk, and a writer killed mid-write leaves its
+        partial pack here.
+        """
+        removed: list[tuple[str, int]] = []
+        if not self.tmp.is_dir():  # a read-only store made without one
+            return removed
+        for entry in os.scandir(self.tmp):
+            parts = entry.name.rsplit(".", 3)  # host.pid.uuid.tmp (the host may hold dots)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:  # its writer just published it
+                continue
+            dead = time.time() - st.st_mtime > DEAD_TEMP_AGE
+            if len(parts) == 4 and parts[0] == HOST and parts[1].isdigit():
+                dead = dead or not _pid_alive(int(parts[1]))
+            if not dead:
+                continue
+            if not dry_run:
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    continue
+            removed.append((entry.name, st.st_size))
+        return removed
+
 
 def hash_and_stat(path: str) -> tuple[str, os.stat_result]:
     """BLAKE3 of a file and its ``fstat``, from one open that refuses a symlink."""
@@ -236,3 +268,13 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

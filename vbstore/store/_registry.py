@@ -203,6 +203,17 @@ def _m10_evaluation_uploads(db) -> None:
                "recorded FLOAT NOT NULL)")
 
 
+def _m11_verified_scores(db) -> None:
+    # What each evaluation blob says that a board checks, recorded when the blob is judged and
+    # indexed or re-hashed by a board (vbstore/store/_verified.py), keyed by the blob's id: a
+    # board compares its rows with these instead of reading one blob per ranked row. A cache:
+    # empty here, filled as blobs are verified; fsck compares each with its blob.
+    db.execute("CREATE TABLE verified_scores (id TEXT NOT NULL PRIMARY KEY, suite TEXT NOT NULL, "
+               "checkpoint TEXT NOT NULL, label TEXT, weights TEXT, state TEXT NOT NULL, "
+               "ranked INTEGER NOT NULL, evidence TEXT NOT NULL, scores TEXT NOT NULL) "
+               "WITHOUT ROWID")
+
+
 def _db_id_or_null(value):
     return db_id(value) if isinstance(value, str) else value
 
@@ -220,6 +231,7 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (8, "data names", _m8_data_names),
     (9, "result notes", _m9_result_notes),
     (10, "evaluation projects and upload uuids", _m10_evaluation_uploads),
+    (11, "verified evaluation scores", _m11_verified_scores),
 ]
 if MIGRATIONS[-1][0] != REGISTRY_VERSION:  # pragma: no cover - a developer's slip, at import
     raise ImportError(f"_layout.REGISTRY_VERSION is {REGISTRY_VERSION}, the last migration "

@@ -13,21 +13,27 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import VbstoreError
-from ._base import _StoreBase
 from ._ids import db_id, hex_id
 from ._tensors import read_safetensors_header
+
+if TYPE_CHECKING:
+    from ._base import StoreBase
 
 _CHUNK = 500
 
 
-class FeatureRowsMixin(_StoreBase):
-    """feature_rows methods of :class:`vbstore.Store`."""
+class FeatureRows:
+    """The feature-row index of one store: ``store.feature_rows``."""
 
-    def feature_rows(self, extractor: str, images: Iterable[str]) -> dict[str, tuple[str, int]]:
+    def __init__(self, store: StoreBase) -> None:
+        self.store = store
+
+    def find(self, extractor: str, images: Iterable[str]) -> dict[str, tuple[str, int]]:
         """``image id → (pack id, row)`` for the images already extracted by ``extractor``."""
-        number = self.db.one("SELECT id FROM extractors WHERE key=?", (db_id(extractor),))
+        number = self.store.db.one("SELECT id FROM extractors WHERE key=?", (db_id(extractor),))
         if number is None:
             return {}
         keys = {db_id(image): image for image in images}
@@ -39,22 +45,22 @@ class FeatureRowsMixin(_StoreBase):
         for i in range(0, len(wanted), _CHUNK):
             chunk = wanted[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            hits += self.db.query(
+            hits += self.store.db.query(
                 "SELECT image, pack, row FROM feature_rows "  # noqa: S608 - marks is a fixed "?" list
                 f"WHERE extractor=? AND image IN ({marks})",
                 [number[0], *chunk],
             )
         packs: dict[int, str | None] = {}
         for pack in {pack for _, pack, _ in hits}:
-            row = self.db.one("SELECT oid FROM packs WHERE id=?", (pack,))
+            row = self.store.db.one("SELECT oid FROM packs WHERE id=?", (pack,))
             oid = hex_id(row[0]) if row else None
-            packs[pack] = oid if oid is not None and self.has(oid) else None
+            packs[pack] = oid if oid is not None and self.store.has(oid) else None
         return {keys[image]: (packs[pack], row) for image, pack, row in hits  # type: ignore[misc]
                 if packs[pack] is not None}
 
-    def add_feature_rows(self, extractor: str, pack: str, images: Sequence[str]) -> None:
+    def add(self, extractor: str, pack: str, images: Sequence[str]) -> None:
         """Record that row ``i`` of ``pack`` holds the features of ``images[i]``."""
-        with self.db.write() as conn:
+        with self.store.db.write() as conn:
             insert_feature_rows(conn, extractor, pack, enumerate(images))
 
 

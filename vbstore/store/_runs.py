@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._base import _StoreBase
 from ._ids import db_id
 from ._objects import HOST
 from ._registry import now
+
+if TYPE_CHECKING:
+    from ._base import StoreBase
 
 RUNS_FROM = 5  # the registry migration that made the runs table
 
@@ -67,17 +69,20 @@ class RunInfo:
 RUN_COLUMNS = "recorded, host, device, seconds, timings, features_from_cache"
 
 
-class RunsMixin(_StoreBase):
-    """Run-log methods of :class:`vbstore.Store`."""
+class RunLog:
+    """The run log of one store: ``store.runs``."""
 
-    def record_run(self, oid: str, *, device: str | None = None, seconds: float | None = None,
+    def __init__(self, store: StoreBase) -> None:
+        self.store = store
+
+    def record(self, oid: str, *, device: str | None = None, seconds: float | None = None,
                    timings: dict[str, float] | None = None,
                    features_from_cache: bool | None = None) -> RunInfo | None:
         """Log one computation of ``oid``; None on a read-only store (nothing is logged)."""
-        if self.read_only:
+        if self.store.read_only:
             return None
         run = RunInfo(now(), HOST, device, seconds, dict(timings or {}), features_from_cache)
-        with self.db.write() as conn:
+        with self.store.db.write() as conn:
             conn.execute(
                 f"INSERT OR REPLACE INTO runs(object, {RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?)",  # noqa: S608 - a constant
                 (db_id(oid), run.recorded, run.host, run.device, run.seconds,
@@ -85,16 +90,16 @@ class RunsMixin(_StoreBase):
                  None if features_from_cache is None else int(features_from_cache)))
         return run
 
-    def runs(self, oid: str) -> list[RunInfo]:
+    def of(self, oid: str) -> list[RunInfo]:
         """Every logged computation of ``oid``, newest first (none for a registry older than
         migration 5, which a read-only store may be)."""
-        if self.db.version < RUNS_FROM:
+        if self.store.db.version < RUNS_FROM:
             return []
-        return [RunInfo.from_row(row) for row in self.db.query(
+        return [RunInfo.from_row(row) for row in self.store.db.query(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE object=? ORDER BY recorded DESC",  # noqa: S608 - a constant
             (db_id(oid),))]
 
-    def last_run(self, oid: str) -> RunInfo | None:
+    def last(self, oid: str) -> RunInfo | None:
         """The newest logged computation of ``oid``, or None."""
-        found = self.runs(oid)
+        found = self.of(oid)
         return found[0] if found else None

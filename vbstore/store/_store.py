@@ -1,4 +1,14 @@
-"""The :class:`Store`: blobs + registry, and the operations every other layer builds on."""
+"""The :class:`Store`: blobs + registry, and the operations every other layer builds on.
+
+The store itself is the object database: its folder, blobs put and read (and re-hashed), the
+registry and its transactions, edges, refs, aliases and, from :mod:`._derive`, derivations and
+leases (how a derived artifact is named). What is kept beside the blobs is a view over the
+registry, each in its own module: ``store.answers`` (the answer cache), ``store.runs`` (the run
+log), ``store.notes``, ``store.data_names``, ``store.feature_rows``, ``store.file_states``.
+What keeps a store whole is a function of it: :func:`~vbstore.store.gc`,
+:func:`~vbstore.store.forget`, :func:`~vbstore.store.fsck`,
+:func:`~vbstore.store.rebuild_registry` (``vbstore.store``'s face lists them all).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +17,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,21 +32,17 @@ from ..errors import (
     VbstoreError,
 )
 from . import _kinds, _layout, _schemas
-from ._answers import AnswersMixin
-from ._base import Edges
+from ._answers import Answers
+from ._base import Edges, ObjectInfo
 from ._derive import DeriveMixin
-from ._filestate import FileStateMixin
-from ._forget import ForgetMixin
-from ._fsck import FsckMixin
-from ._gc import GcMixin
+from ._filestate import FileStates
 from ._ids import db_id, hex_id, prefix_range
-from ._names import DataNamesMixin
-from ._notes import NotesMixin
+from ._names import DataNames
+from ._notes import Notes
 from ._objects import CHUNK, ObjectFiles, hash_file, read_chunks
-from ._rebuild import RebuildMixin
 from ._registry import Registry, now
-from ._rows import FeatureRowsMixin
-from ._runs import RunsMixin
+from ._rows import FeatureRows
+from ._runs import RunLog
 from ._tensors import check_safetensors_bytes, to_safetensors_bytes
 
 _HEX = re.compile(r"^[0-9a-f]+\Z")
@@ -63,25 +68,7 @@ def default_root() -> Path:
     return Path(_layout.default_home())
 
 
-@dataclass(frozen=True)
-class ObjectInfo:
-    """One registry row."""
-
-    id: str
-    kind: str
-    size: int
-    created: float
-    last_used: float
-    verified_at: float | None
-    evicted_at: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesMixin,
-            NotesMixin, AnswersMixin, ForgetMixin, GcMixin,
-            FsckMixin, RebuildMixin):
+class Store(DeriveMixin):
     """A content-addressed object store with its SQLite registry.
 
     ```python
@@ -93,6 +80,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesM
     A read-only store (a shared cache on a read-only mount) serves reads; what must write
     raises :class:`~vbstore.errors.StoreReadOnly`, and what only keeps the store tidy (a
     blob's ``last_used``, the file-state cache, dead leases) is skipped.
+
+    The registry's side tables are views (``store.answers``, ``store.runs``, ``store.notes``,
+    ``store.data_names``, ``store.feature_rows``, ``store.file_states``); gc, forget, fsck
+    and the registry rebuild are functions of the store (``vbstore.store.gc(store)``...).
     """
 
     def __init__(self, root: str | Path | None = None) -> None:
@@ -115,8 +106,10 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesM
                 raise StoreReadOnly(str(self.root), "create it") from None
         self.files = ObjectFiles(self.root)
         self._db: Registry | None = None
-        self.reads = None
-        self._has_origins: bool | None = None
+        # ("derivations" | "aliases", key, the id it gave or None) of each lookup, between
+        # answers.watch and answers.record (the answer cache); None otherwise
+        self.reads: list[tuple[str, str, str | None]] | None = None
+        self._has_origins: bool | None = None  # whether the registry's derivations keep origins
 
     @property
     def db(self) -> Registry:
@@ -139,6 +132,38 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesM
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ---- views over the registry's side tables (made on each use: they hold no state) ------
+
+    @property
+    def answers(self) -> Answers:
+        """The answer cache (:mod:`._answers`)."""
+        return Answers(self)
+
+    @property
+    def runs(self) -> RunLog:
+        """The run log: when, where and how long each result was computed (:mod:`._runs`)."""
+        return RunLog(self)
+
+    @property
+    def notes(self) -> Notes:
+        """The notes users attached to results (:mod:`._notes`)."""
+        return Notes(self)
+
+    @property
+    def data_names(self) -> DataNames:
+        """The names each manifest's data was read under (:mod:`._names`)."""
+        return DataNames(self)
+
+    @property
+    def feature_rows(self) -> FeatureRows:
+        """Which pack row holds an image's features under an extractor (:mod:`._rows`)."""
+        return FeatureRows(self)
+
+    @property
+    def file_states(self) -> FileStates:
+        """File hashes cached under their states (:mod:`._filestate`)."""
+        return FileStates(self)
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -417,6 +442,22 @@ class Store(DeriveMixin, FileStateMixin, FeatureRowsMixin, RunsMixin, DataNamesM
             return hash_file(self.path(oid)) == oid
         except ObjectNotFound:
             return False
+
+    def verified_path(self, oid: str) -> Path:
+        """The path of blob ``oid`` after checking its bytes still hash to ``oid``.
+
+        Read through mmap, a blob's values reach a task without passing any hash; this hashes
+        the file once and remembers the answer under the file's state, so the next read costs a
+        ``stat`` and a query, and any write to the file (which changes its state) re-hashes it.
+
+        Raises:
+            ObjectNotFound: no such blob.
+            CorruptObject: its bytes no longer hash to ``oid`` (the hint names ``fsck --repair``).
+        """
+        path = self.path(oid)
+        if self.file_states.hash([path])[0] != oid:
+            raise CorruptObject(oid, str(path))
+        return path
 
     def info(self, oid: str) -> ObjectInfo:
         row = self.db.one(

@@ -6,13 +6,17 @@ rank and the next rank skips (1, 1, 3). Each row shows the weakest condition on 
 and the gap below the overall figure. A setting the suite leaves open (vbstore.suites._settings)
 makes a variant: a checkpoint has a row per variant, labelled with the settings in which the
 variants under its label differ. Rows come from the registry's ``evaluations`` table, so a
-board over 100k evaluations reads one row per checkpoint and variant; the numbers it ranks are
-then read from those rows' evaluation documents, each re-hashed, which is what ``fsck``
-verifies: a row edited in SQL, or one whose blob is gone, is listed but not ranked.
+board over 100k evaluations reads one row per checkpoint and variant. The numbers it ranks are
+those of the rows' evaluation documents, not the rows' copies: each ranked row is compared with
+what its blob says, from the record of the blob's verification (``verified_scores``, kept when
+the blob was judged and indexed, or re-hashed by an earlier board; ``fsck`` checks it against
+the blobs), else by reading and re-hashing the blob, which is then recorded. A row edited in
+SQL, or one whose blob is gone, is listed but not ranked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -20,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .. import canonical
-from ..store import Store
+from ..errors import VbstoreError
+from ..store import VERIFIED_FROM, Store, remember_verified, verified_claims
 from ._baseline import beats, board_baseline, mark_overlaps
 from ._evaluate import UPLOADS_FROM, VARIANTS_FROM
 from ._settings import show
@@ -95,14 +100,23 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False,
     # a read-only store made before the variant column reads every variant as ''
     variant, e_variant = (("variant", "e.variant") if store.db.version >= VARIANTS_FROM
                           else ("''", "''"))
-    rows = store.db.query(  # the f-strings add only placeholders and constant column lists
+    # whether the row agrees with what its blob says, when the blob's verification is on
+    # record (store/_verified.py): the claims a board checks, and the scores' text (when only
+    # the text differs, _verify compares the numbers)
+    cached, verified_join = (
+        ("v.suite IS e.suite AND v.checkpoint IS e.checkpoint AND v.label IS e.label AND "
+         "v.weights IS e.weights AND v.state IS e.state AND v.ranked IS 1 AND "
+         "v.evidence IS e.evidence, v.scores IS e.scores",
+         "LEFT JOIN verified_scores v ON v.id = e.id ")
+        if store.db.version >= VERIFIED_FROM else ("0, 0", ""))
+    found = store.db.query(  # the f-strings add only placeholders and constant column lists
         f"SELECT e.id, e.checkpoint, e.label, e.weights, e.ranked, e.evidence, e.recorded, "  # noqa: S608
-        f"e.state, e.reasons, g.attempts, {e_variant}, {columns} FROM (SELECT checkpoint, "
-        f"{variant} AS variant, COUNT(*) AS attempts, MAX(ranked) AS ever FROM evaluations "
-        f"WHERE {pool} GROUP BY checkpoint, variant) g "
+        f"e.state, e.reasons, g.attempts, {e_variant}, {columns}, {cached} FROM (SELECT "
+        f"checkpoint, {variant} AS variant, COUNT(*) AS attempts, MAX(ranked) AS ever FROM "
+        f"evaluations WHERE {pool} GROUP BY checkpoint, variant) g "
         f"JOIN evaluations e ON e.id = (SELECT id FROM evaluations WHERE {pool} AND "
         f"checkpoint=g.checkpoint AND {variant}=g.variant AND ranked=g.ever "
-        "ORDER BY recorded DESC, id DESC LIMIT 1) "
+        f"ORDER BY recorded DESC, id DESC LIMIT 1) {verified_join}"
         f"ORDER BY e.label, e.checkpoint, {e_variant}",  # the order ties keep (see _rank)
         (
             *([_json_path(p) for p in paths] if in_sql else []),
@@ -114,8 +128,8 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False,
             *scope,
         ),
     )
-    total = sum(r[9] for r in rows)
-    rows = [_verified(store, suite, r, paths, in_sql) if r[4] else r for r in rows]
+    total = sum(r[9] for r in found)
+    rows = _verify(store, suite, found, paths, in_sql)
     labels = _Labels(rows)
     ranked = _ranked_rows(headline, metrics, names, rows, in_sql, labels)
     _rank(ranked, headline)
@@ -147,11 +161,66 @@ def leaderboard(store: Store, ref: str, *, observed: bool = False,
 _EDITED = "registry-edited({}): run vbstore fsck --repair"
 
 
+def _verify(store: Store, suite: Suite, found: list[tuple], paths: Sequence[tuple[str, ...]],
+            in_sql: bool) -> list[tuple]:
+    """The board's rows (each query row less its last two columns, whether it agrees with the
+    record of its blob), every ranked one checked against what its blob says.
+
+    Where the blob's verification is on record (``verified_scores``) and the row's claims and
+    scores agree with it, the blob is only looked for; otherwise it is read and re-hashed
+    (:func:`_verified`), and what it says is recorded for the next board when it agrees. A row
+    edited in SQL differs from the record of its blob, so it is read and listed unranked.
+    """
+    rows, learned = [], []
+    for r in found:
+        row = r[:-2]
+        if not r[4]:
+            rows.append(row)
+            continue
+        same_claims, same_text = r[-2:]
+        if same_claims and (same_text or _same_scores(store, row, paths, in_sql)) \
+                and _here(store.files.fspath(row[0])):
+            rows.append(row)
+            continue
+        checked, doc = _verified(store, suite, row, paths, in_sql)
+        rows.append(checked)
+        if doc is not None and checked[4]:  # it agrees with its blob: on record from now on
+            learned.append((row[0], verified_claims(doc)))
+    if learned and not store.db.read_only and store.db.version >= VERIFIED_FROM:
+        # a cache: a board that cannot write it (locked, disk full) is still right
+        with contextlib.suppress(VbstoreError), store.db.write() as conn:
+            remember_verified(conn, learned)
+    return rows
+
+
+def _same_scores(store: Store, row: tuple, paths: Sequence[tuple[str, ...]],
+                 in_sql: bool) -> bool:
+    """Whether the blob's recorded scores agree with the row's numbers, where their text
+    differs (a row indexed by an older vbstore wrote its JSON otherwise, or it was edited)."""
+    cached = store.db.one("SELECT scores FROM verified_scores WHERE id=?", (row[0],))
+    if cached is None:
+        return False
+    scores, values = json.loads(cached[0]), row[11:]
+    if in_sql:
+        return tuple(_extract(scores, path) for path in paths) == tuple(values)
+    return bool(scores == json.loads(values[0]))
+
+
+def _here(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
+
+
 def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str, ...]],
-              in_sql: bool) -> tuple:
-    """A ranked row with the numbers of its re-hashed evaluation document; not ranked, with the
-    reason, when the document is not here or says otherwise than the row."""
+              in_sql: bool) -> tuple[tuple, dict[str, Any] | None]:
+    """A ranked row with the numbers of its re-hashed evaluation document, and the document;
+    not ranked, with the reason, when the document is not here or says otherwise than the
+    row."""
     oid = row[0]
+    doc = None
     try:
         data = _read(store.files.fspath(oid))
         if canonical.digest(data) != oid:
@@ -176,12 +245,12 @@ def _verified(store: Store, suite: Suite, row: tuple, paths: Sequence[tuple[str,
     except (OSError, ValueError, KeyError, TypeError):
         return (*row[:4], 0, *row[5:8], json.dumps(
             ["unverified: its evaluation blob is missing or damaged (run vbstore fsck)"]),
-            *row[9:])
+            *row[9:]), None
     edited = [name for name, holds in claims.items() if not holds]
     if edited:
         return (*row[:4], 0, *row[5:8], json.dumps([_EDITED.format(", ".join(edited))]),
-                *row[9:11], *values)
-    return (*row[:11], *values)
+                *row[9:11], *values), doc
+    return (*row[:11], *values), doc
 
 
 def _read(path: str) -> bytes:

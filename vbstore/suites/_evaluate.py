@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from .._fields import options_of
 from ..canonical import digest, dumps
 from ..errors import UsageError, UuidConflict
 from ..interop import WeightsIdentity
@@ -35,7 +36,7 @@ from ..records import (
     SuiteRecord,
     WeightsRecord,
 )
-from ..store import Store
+from ..store import VERIFIED_COLUMNS, Store, remember_verified, verified_claims
 from ._judge import judge_pulled
 from ._manifest import manifest_sha256
 from ._settings import PARAMS, content_sha256, settings_of, variant_key
@@ -78,64 +79,84 @@ class Evaluation:
         }
 
 
-def build(
-    suite: Suite,
-    *,
-    checkpoint: Mapping[str, str],
-    results: Mapping[str, Any],
-    sample_counts: Mapping[str, int],
-    data: Mapping[str, Any] | None = None,
-    protocol: Mapping[str, Any] | None = None,
-    evaluator: Mapping[str, Any] | None = None,
-    comparable: bool = True,
-    sources: Mapping[str, Any] | None = None,
-    promoted_from: str | None = None,
-    settings: Mapping[str, Any] | None = None,
-    classes: Mapping[str, Any] | None = None,
-    supersedes: str | None = None,
-    project: str | None = None,
-    run: str | None = None,
-    epoch: int | None = None,
-) -> dict[str, Any]:
-    """An evaluation document with its evidence level and verdict.
+@dataclass(frozen=True)
+class EvaluationFields:
+    """What :func:`build` makes an evaluation of: the evidence and Visin's run metadata.
 
     ``results`` is Visin's condition → class → metric structure (``{"day": {"overall":
     {"top1": 0.9}}}``); ``checkpoint`` has ``id``, ``label`` and ``weights``. ``settings``
     are the comparability settings (vbstore.suites._settings; None when not known),
     ``classes`` Visin's ``{"scored", "ignored"}``, ``supersedes`` the evaluation this one
     corrects; ``project``, ``run`` and ``epoch`` Visin's run metadata (module docstring).
+    """
+
+    checkpoint: Mapping[str, str]
+    results: Mapping[str, Any]
+    sample_counts: Mapping[str, int]
+    data: Mapping[str, Any] | None = None
+    protocol: Mapping[str, Any] | None = None
+    evaluator: Mapping[str, Any] | None = None
+    comparable: bool = True
+    sources: Mapping[str, Any] | None = None
+    promoted_from: str | None = None
+    settings: Mapping[str, Any] | None = None
+    classes: Mapping[str, Any] | None = None
+    supersedes: str | None = None
+    project: str | None = None
+    run: str | None = None
+    epoch: int | None = None
+
+
+def build(suite: Suite, **fields: Any) -> dict[str, Any]:
+    """An evaluation document with its evidence level and verdict; ``fields`` are those of
+    :class:`EvaluationFields`.
 
     Raises:
+        TypeError: a keyword that is no field of :class:`EvaluationFields`, or a required one
+            left out.
         InvalidScores: a score that is not finite, or a suite metric outside its ``range``
             (the rule a pulled evaluation meets too: ``._verdict.score_problems``).
     """
+    f: EvaluationFields = options_of(EvaluationFields, fields, "build")
     doc: dict[str, Any] = {
         "kind": "evaluation",
         "suite": suite.ref,
         "suite_id": suite.id,
         "protocol_digest": suite.digest,
-        "checkpoint": dict(checkpoint),
-        "results": json.loads(json.dumps(results)),
-        "sample_counts": dict(sample_counts),
-        "data": dict(data) if data else None,
-        "protocol": dict(protocol) if protocol else None,
-        "evaluator": dict(evaluator) if evaluator else None,
-        "comparable": comparable,
-        "sources": dict(sources or {}),
+        "checkpoint": dict(f.checkpoint),
+        "results": json.loads(json.dumps(f.results)),
+        "sample_counts": dict(f.sample_counts),
+        "data": dict(f.data) if f.data else None,
+        "protocol": dict(f.protocol) if f.protocol else None,
+        "evaluator": dict(f.evaluator) if f.evaluator else None,
+        "comparable": f.comparable,
+        "sources": dict(f.sources or {}),
     }
     check_scores(suite, doc["results"])
-    if promoted_from:
-        doc["promoted_from"] = promoted_from
-    if settings is not None:
-        doc["settings"] = json.loads(json.dumps(settings))
-    if classes:
-        doc["classes"] = {k: [str(c) for c in classes.get(k) or []] for k in ("scored", "ignored")}
-    if supersedes:
-        doc["supersedes"] = supersedes
-    with_run_metadata(doc, project=project, run=run, epoch=epoch)
+    if f.promoted_from:
+        doc["promoted_from"] = f.promoted_from
+    if f.settings is not None:
+        doc["settings"] = json.loads(json.dumps(f.settings))
+    if f.classes:
+        doc["classes"] = {k: [str(c) for c in f.classes.get(k) or []]
+                          for k in ("scored", "ignored")}
+    if f.supersedes:
+        doc["supersedes"] = f.supersedes
+    with_run_metadata(doc, project=f.project, run=f.run, epoch=f.epoch)
     doc["evidence"], doc["missing"] = evidence_of(doc)
     doc["verdict"] = judge(suite, doc)
     return doc
+
+
+@dataclass(frozen=True)
+class RunMetadata:
+    """Visin's run metadata of an upload (module docstring): ``project``, ``run`` and
+    ``epoch`` go in the evaluation document, ``uuid`` (the upload's name) in the registry."""
+
+    project: str | None = None
+    run: str | None = None
+    epoch: int | None = None
+    uuid: str | None = None
 
 
 def with_run_metadata(doc: dict[str, Any], *, project: str | None = None,
@@ -263,6 +284,12 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
     """
     checkpoint, verdict = evaluation.checkpoint, evaluation.verdict
     project = evaluation.extra.get("project")
+    # what the blob says, for boards to compare its row with (the verified-scores cache):
+    # ``evaluation`` is the stored blob's document, judged by the caller
+    claims = verified_claims({"suite": evaluation.suite, "checkpoint": checkpoint,
+                              "verdict": verdict, "evidence": evaluation.evidence})
+    remember_verified(conn, [(oid, claims)])
+    scores = claims[VERIFIED_COLUMNS.index("scores")]
     return bool(conn.execute(
         "INSERT OR IGNORE INTO evaluations(id, suite, checkpoint, label, weights, state, "
         "ranked, evidence, recorded, scores, reasons, variant, project) "
@@ -277,7 +304,7 @@ def index_evaluation(conn, oid: str, evaluation: EvaluationRecord, when: float) 
             int(evaluation.ranked),
             evaluation.evidence,
             when,
-            json.dumps(verdict["scores"], sort_keys=True),
+            scores,
             json.dumps(evaluation.reasons),
             variant_key(verdict.get("variant") or {}),
             project if isinstance(project, str) else None,

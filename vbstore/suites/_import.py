@@ -21,11 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._fields import options_of
 from ..errors import BadInput, UsageError
 from ..interop import clip_benchmark_identity
 from ..store import Store
 from . import _files
-from ._evaluate import Evaluation, build, record
+from ._evaluate import Evaluation, RunMetadata, build, record
 from ._external import external_evidence, is_visin_results
 from ._openclip import is_openclip_table
 from ._suite import get_suite
@@ -136,34 +137,35 @@ def import_results(
     dry_run: bool = False,
     recorded: float | None = None,
     checkpoint: Mapping[str, str] | None = None,
-    project: str | None = None,
-    run: str | None = None,
-    epoch: int | None = None,
-    uuid: str | None = None,
+    **metadata: Any,
 ) -> list[Evaluation]:
     """Record the file's results on suite ``suite_ref`` as reported evaluations.
 
     ``condition`` puts every record under one condition name (default: the record's split, or
     dataset for CLIP_benchmark); ``sample_counts`` and ``weights`` (pretrained, fixed, checkpoint,
-    random or unknown) vouch for what the file does not say. ``project``, ``run``, ``epoch``
-    and ``uuid`` are Visin's run metadata (vbstore.suites._evaluate): a uuid names one upload,
-    so it is refused for a file that makes several evaluations.
+    random or unknown) vouch for what the file does not say. ``metadata`` is Visin's run
+    metadata (:class:`~vbstore.suites._evaluate.RunMetadata`: ``project``, ``run``, ``epoch``,
+    ``uuid``): a uuid names one upload, so it is refused for a file that makes several
+    evaluations.
 
     Raises:
+        TypeError: a keyword that is no field of ``RunMetadata``.
         UsageError: an unknown ``weights`` kind, a ``uuid`` for several evaluations (and see
             :func:`read_records`).
         UuidConflict: ``uuid`` names another evaluation already; nothing is stored.
         UnidentifiedWeights: a CLIP_benchmark row that does not say which weights made it;
             nothing is stored.
     """
+    meta: RunMetadata = options_of(RunMetadata, metadata, "import_results")
+    uuid = meta.uuid
+    in_doc: dict[str, Any] = {"project": meta.project, "run": meta.run, "epoch": meta.epoch}
     if weights is not None and weights not in WEIGHTS:
         raise UsageError(f"unknown weights kind {weights!r}", hint=f"one of {', '.join(WEIGHTS)}")
     suite = get_suite(store, suite_ref)
     fmt, records = read_records(path)
-    metadata: dict[str, Any] = {"project": project, "run": run, "epoch": epoch}
     if fmt == "visin":
         return [_visin(store, suite, Path(path), records[0], checkpoint, weights, sample_counts,
-                       dry_run, recorded, metadata, uuid)]
+                       dry_run, recorded, in_doc, uuid)]
     if checkpoint is not None:
         raise UsageError(f"{Path(path).name} names its checkpoints itself",
                          hint="--checkpoint is for a Visin results file")
@@ -228,7 +230,7 @@ def import_results(
             protocol=group["protocol"],
             evaluator=group["evaluator"],
             sources=group["sources"],
-            **metadata,
+            **in_doc,
         )
         out.append(record(store, doc, dry_run=dry_run, recorded=recorded, uuid=uuid))
     return out

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._fields import field_ref
 from ..data import load_manifest
 from ..engine import data_options_for, store_param_files
 from ..errors import UsageError
@@ -71,7 +72,8 @@ def new_suite(
     unknown = sorted(set(pin or {}) - set(NAMES))
     if unknown:
         raise UsageError(f"{unknown[0]!r} is not a setting a suite pins",
-                         hint=f"one of: {', '.join(NAMES)} (task parameters: --param)")
+                         hint=f"one of: {', '.join(NAMES)} (task parameters: "
+                              f"{field_ref('params')})")
     samples, counts, manifests, splits = {}, [], {}, {}
     classes: set[str] = set()
     for condition, source in where.items():

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fields import field_ref
 from ..data import SOURCES
 from ..engine import execute, plan, result_request, store_param_files
 from ..errors import UsageError
@@ -32,11 +33,11 @@ from ._verdict import UNTRAINED, same_task, task_name
 
 # the settings a request can set, as (setting, argument of get_result, flag of get result)
 _ARGUMENTS = (
-    ("layers", "layers", "--layers"),
-    ("pooling", "pooling", "--pooling"),
-    ("input_size", "input_size", "--input-size"),
-    ("precision", "precision", "--precision"),
-    ("seeds", "seeds", "--seeds"),
+    ("layers", "layers", field_ref("layers")),
+    ("pooling", "pooling", field_ref("pooling")),
+    ("input_size", "input_size", field_ref("input_size")),
+    ("precision", "precision", field_ref("precision")),
+    ("seeds", "seeds", field_ref("seeds")),
 )
 
 
@@ -80,8 +81,9 @@ def suite_arguments(suite: Suite, given: Mapping[str, Any]) -> dict[str, Any]:
     pinned_task = task_name(suite.protocol["task"])
     asked = given.get("task")
     if asked is not None and not same_task(asked, pinned_task):
-        raise UsageError(f"--task {asked} contradicts {ref}, whose task is {pinned_task}",
-                         hint=f"drop --task: {ref} sets it")
+        raise UsageError(f"{field_ref('task', asked)} contradicts {ref}, whose task is "
+                         f"{pinned_task}",
+                         hint=f"drop {field_ref('task')}: {ref} sets it")
     task = get_task(pinned_task)
     settings = suite.settings
     if "op_version" in settings and settings["op_version"] != task.op_version:
@@ -130,8 +132,9 @@ def _params(suite: Suite, task, given: dict[str, Any]) -> dict[str, Any]:
     for key, value in sorted(given.items()):
         if key in pinned and not _same(task.resolve_params({key: value})[key], pinned[key]):
             raise UsageError(
-                f"-p {key}={show(value)} contradicts {suite.ref}, which pins "
-                f"{key}={show(pinned[key])}", hint=f"drop -p {key}: {suite.ref} sets it")
+                f"{field_ref('param:' + key, show(value))} contradicts {suite.ref}, which pins "
+                f"{key}={show(pinned[key])}",
+                hint=f"drop {field_ref('param:' + key)}: {suite.ref} sets it")
     declared = task.params  # a parameter this vbstore's task no longer has: the verdict's
     own = {k: v for k, v in pinned.items()
            if k in declared and not _same(v, declared[k].default)}
@@ -152,11 +155,14 @@ def _finetune(suite: Suite, given: Mapping[str, Any]) -> dict[str, Any]:
     want_blocks, want_lr = pinned.get("blocks", 0), pinned.get("backbone_lr")
     shown = show(pinned or None)
     if blocks is not None and blocks != want_blocks:
-        raise UsageError(f"--finetune-blocks {blocks} contradicts {suite.ref}, which pins "
-                         f"finetune={shown}", hint=f"drop --finetune-blocks: {suite.ref} sets it")
+        raise UsageError(f"{field_ref('finetune_blocks', blocks)} contradicts {suite.ref}, "
+                         "which pins "
+                         f"finetune={shown}", hint=f"drop {field_ref('finetune_blocks')}: "
+                                                   f"{suite.ref} sets it")
     if lr is not None and (want_lr is None or not math.isclose(lr, want_lr)):
-        raise UsageError(f"--backbone-lr {lr} contradicts {suite.ref}, which pins "
-                         f"finetune={shown}", hint=f"drop --backbone-lr: {suite.ref} sets it")
+        raise UsageError(f"{field_ref('backbone_lr', lr)} contradicts {suite.ref}, which pins "
+                         f"finetune={shown}", hint=f"drop {field_ref('backbone_lr')}: "
+                                                   f"{suite.ref} sets it")
     return {"finetune_blocks": want_blocks,
             **({"backbone_lr": want_lr} if want_lr is not None else {})}
 
@@ -189,7 +195,8 @@ def suite_data(suite: Suite, data: Any) -> Any:
         return label
     raise UsageError(
         f"{suite.ref}'s data ({label or 'unnamed'}) is not on this machine",
-        hint="give --data: where its samples are here (the suite checks they are the same)")
+        hint=f"give {field_ref('data')}: where its samples are here (the suite checks they are "
+             "the same)")
 
 
 # get_result's keywords that the suite decides (a value given must agree with it), and those
@@ -229,8 +236,9 @@ def run_suite(store: Store, suite_ref: str, backbone: Any, *, data: Any = None,
     """
     suite = get_suite(store, suite_ref)
     if arguments.get("split") is not None:
-        raise UsageError("--split and --suite both say where the samples are",
-                         hint=f"drop --split: {suite.ref} names each condition's split")
+        raise UsageError(f"{field_ref('split')} and --suite both say where the samples are",
+                         hint=f"drop {field_ref('split')}: {suite.ref} names each condition's "
+                              "split")
     arguments.pop("split", None)
     chosen = {k: arguments.pop(k) for k in DECIDED if k in arguments}
     given = {k: v for k, v in chosen.items() if v is not None}  # None: the suite's
@@ -272,7 +280,8 @@ def _check_train_data(suite: Suite, planned) -> None:
     raise UsageError(
         f"the training data given is manifest {show(planned.train_m.id)}; {suite.ref} pins "
         f"train_data={show(pinned)}",
-        hint="give the --train-data and --train-split the suite was made with")
+        hint=f"give the {field_ref('train_data')} and {field_ref('train_split')} the suite was "
+             "made with")
 
 
 def _check_weights(suite: Suite, backbone: Any, plans: Mapping[str, Any]) -> None:
@@ -293,7 +302,9 @@ def _check_weights(suite: Suite, backbone: Any, plans: Mapping[str, Any]) -> Non
             raise UsageError(
                 f"{backbone}'s default weights are {origin}; {suite.ref} ranks untrained "
                 "weights (random or fixed)",
-                hint="give --weights random (or --weights default to evaluate these on purpose:"
+                hint=f"give {field_ref('weights', 'random')} (or "
+                     f"{field_ref('weights', 'default')} to "
+                     "evaluate these on purpose:"
                      " they will not rank)")
 
 
@@ -317,7 +328,7 @@ def _check_content(suite: Suite, source: Any, plans: Mapping[str, Any]) -> None:
     label = (suite.protocol.get("data") or {}).get("label") or "unnamed"
     raise UsageError(
         f"the samples of {source} are not those {suite.ref} pins (data-mismatch(content)): "
-        "other files, pixels, labels or a --limit",
+        f"other files, pixels, labels or a {field_ref('limit')}",
         hint=f"give the data {suite.ref} was made from ({label}), all of it")
 
 

@@ -137,7 +137,7 @@ def settings_of(store: Store, record: ResultRecord) -> dict[str, Any]:
     preprocessing.pop("input_size", None)
     mode = extractor.get("mode")
     train = (record.data or {}).get("train") or {}
-    finetune = record.to_dict().get("finetune")
+    finetune = record.finetune
     return {
         "op_version": record.op_version,
         "layers": list(extractor["layers"]) if "layers" in extractor else None,

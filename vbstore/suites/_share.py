@@ -39,7 +39,7 @@ from ..errors import (
     TamperedBlob,
     VbstoreError,
 )
-from ..records import EvaluationRecord
+from ..records import EvaluationRecord, StoreReader, SuiteRecord
 from ..remotes import (
     BoardListing,
     RefUpdate,
@@ -55,7 +55,7 @@ from ..remotes import (
 from ..store import Store, hex_id, validate
 from ._evaluate import index_evaluation, supersede
 from ._judge import REJUDGED, judge_pulled, rejudge
-from ._suite import Suite, get_suite, normalize, protocol_digest, push_suite
+from ._suite import Suite, get_suite, normalize, push_suite
 
 BATCH = 1000  # evaluations a pull stores and indexes per transaction, with one flush to disk
 ATTEMPTS = 5  # conditional swaps a push tries before it gives up on a busy board
@@ -271,7 +271,7 @@ def index_stored(store: Store, oids: list[str]) -> list[str]:
         try:
             data = store.read_bytes(oid)
             doc = check_record(f"store {store.root}", oid, "evaluation", data)
-            suite = get_suite(store, doc["suite"])
+            suite = get_suite(store, EvaluationRecord.from_dict(doc).suite)
         except VbstoreError:
             continue
         if judge_pulled(store, doc, suite=suite):
@@ -279,6 +279,59 @@ def index_stored(store: Store, oids: list[str]) -> list[str]:
         items.append((oid, data, doc, rejudge(suite, doc), store.info(oid).created))
     admit(store, items)
     return [oid for oid, *_ in items]
+
+
+def judge_staged(reader, oid: str) -> list[str]:
+    """The gate's judge of an evaluation arriving by a plain pull (or a cache answer) rather
+    than on a board: :func:`judge_pulled`, run on the transfer's staged files before any enters
+    the store. Its suite must come along or be here, and be the document this store holds
+    under that ``slug@version``, if it holds one."""
+    doc = reader.json(oid)
+    suite, problems = _staged_suite(reader, doc)
+    if suite is None:
+        return problems
+    staged = getattr(reader, "staged", {})
+    return judge_pulled(reader.store, doc, suite=suite,
+                        lookup=lambda other: reader.json(other) if other in staged else None)
+
+
+def _staged_suite(reader, doc: dict[str, Any]) -> tuple[Suite | None, list[str]]:
+    """The suite an arriving evaluation names, from the transfer or this store, or why not."""
+    ref, oid = doc.get("suite"), doc.get("suite_id")
+    if not isinstance(oid, str) or not reader.present(oid):
+        return None, [f"its suite {ref} ({str(oid)[:12]}) neither came with it nor is here"]
+    suite_doc = reader.json(oid)
+    if suite_doc.get("kind") != "suite" or f"{suite_doc.get('slug')}@" \
+            f"{suite_doc.get('version')}" != ref:
+        return None, [f"its suite_id {oid[:12]} is not suite {ref}"]
+    try:
+        here = get_suite(reader.store, ref)
+    except SuiteNotFound:
+        here = None
+    if here is not None and here.id != oid:
+        return None, [f"this store holds {ref} as another suite document ({here.id[:12]}) "
+                      f"than the one it names ({oid[:12]})"]
+    return Suite(oid, normalize(suite_doc)), []
+
+
+def index_pulled(store: Store, oid: str) -> None:
+    """After a plain pull stored evaluation ``oid`` (judged by :func:`judge_staged`): index it
+    as a board pull indexes its evaluations (its suite first, when this store lacks that
+    version; re-judged as a copy where its verdict does not hold here). One already indexed is
+    left as it is.
+
+    Raises:
+        TamperedBlob: it fails :func:`judge_pulled` here (one stored before, by an older
+            vbstore's plain pull); it stays unindexed and gets no name.
+    """
+    doc = store.read_json(oid)
+    if oid in indexed(store, doc["suite"]):
+        return
+    _add_suite(store, store.read_json(doc["suite_id"]))
+    if index_stored(store, [oid]) != [oid]:
+        problems = judge_staged(StoreReader(store), oid) or ["it cannot be judged here"]
+        raise TamperedBlob(f"store {store.root}", oid, "; ".join(problems[:3]),
+                           what=f"evaluation {oid[:12]}")
 
 
 def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str, Any] | None,
@@ -293,29 +346,32 @@ def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str,
     recorded here are never changed.
     """
     copies = {original: copy for copy, original in _copies(store)}
-    out: list[tuple[str, bytes, dict[str, Any], float, tuple[bytes, dict[str, Any]] | None]] = []
+    # each document read once, as its record
+    out: list[tuple[str, bytes, EvaluationRecord, float,
+                    tuple[bytes, EvaluationRecord] | None]] = []
     for oid, data, doc, again, when in pulled:
         if again is not None:
             made = {**again, REJUDGED: oid}
             encoded = canonical.dumps(made)
             validate("evaluation", made)
             copies[oid] = canonical.digest(encoded)
-            out.append((oid, data, doc, when, (encoded, made)))
+            out.append((oid, data, EvaluationRecord.from_dict(doc), when,
+                        (encoded, EvaluationRecord.from_dict(made))))
         else:
-            out.append((oid, data, doc, when, None))
+            out.append((oid, data, EvaluationRecord.from_dict(doc), when, None))
     # a correction replaces what its original is ranked as here: a re-judged one's local copy
-    corrections = {copies.get(doc["supersedes"], doc["supersedes"]): copies.get(oid, oid)
-                   for oid, _, doc, _, _ in out if doc.get("supersedes")}
+    corrections = {copies.get(replaced, replaced): copies.get(oid, oid)
+                   for oid, _, record, _, _ in out if (replaced := _supersedes(record))}
     added = 0
     for start in range(0, len(out), BATCH):
         batch = out[start : start + BATCH]
         blobs: list[tuple[bytes, str, dict[str, Any] | None]] = []
-        rows: list[tuple[str, dict[str, Any], float]] = []
-        for oid, data, doc, when, copy in batch:
-            edges = _edges(store, doc)
+        rows: list[tuple[str, EvaluationRecord, float]] = []
+        for oid, data, record, when, copy in batch:
+            edges = _edges(store, record)
             if copy is None:
                 blobs.append((data, "evaluation", edges))
-                rows.append((oid, doc, when))
+                rows.append((oid, record, when))
                 continue
             # the copy first: a kill between the two renames leaves no unjudged original
             blobs.append((copy[0], "evaluation", {**edges, REJUDGED: oid}))
@@ -323,17 +379,17 @@ def admit(store: Store, pulled: list[tuple[str, bytes, dict[str, Any], dict[str,
             rows.append((copies[oid], copy[1], when))
             if result is not None:
                 result.rejudged.append({
-                    "id": oid, "as": copies[oid], "was": doc["verdict"]["state"],
-                    "now": copy[1]["verdict"]["state"], "reasons": copy[1]["verdict"]["reasons"],
-                    "evidence": [doc["evidence"], copy[1]["evidence"]]})
+                    "id": oid, "as": copies[oid], "was": record.state, "now": copy[1].state,
+                    "reasons": copy[1].reasons,
+                    "evidence": [record.evidence, copy[1].evidence]})
 
         def index(conn, rows=rows) -> None:
             nonlocal added
-            for oid, doc, when in rows:
-                added += index_evaluation(conn, oid, EvaluationRecord.from_dict(doc), when)
-            for oid, doc, _ in rows:
-                if doc.get("supersedes"):
-                    supersede(conn, copies.get(doc["supersedes"], doc["supersedes"]), oid)
+            for oid, record, when in rows:
+                added += index_evaluation(conn, oid, record, when)
+            for oid, record, _ in rows:
+                if replaced := _supersedes(record):
+                    supersede(conn, copies.get(replaced, replaced), oid)
                 if oid in corrections:  # its correction may be in an earlier batch
                     supersede(conn, oid, corrections[oid])
 
@@ -360,13 +416,14 @@ def _suite_of(store: Store, source, listing: BoardListing, rev: str | None
                              hint="push the board again from a store that has it")
     data, doc = got
     what = f"suite {listing.suite}"
-    if f"{doc.get('slug')}@{doc.get('version')}" != listing.suite:
+    remote = Suite(listing.suite_id, doc)  # a suite document: fetch_record checked its schema
+    if remote.ref != listing.suite:
         raise TamperedBlob(source.name, listing.suite_id, "the board's suite is another suite",
                            what=what)
     if canonical.dumps(normalize(doc)) != data:
         raise TamperedBlob(source.name, listing.suite_id, "the suite is not in its stored form",
                            what=what)
-    digest = protocol_digest(doc["protocol"])
+    digest = remote.digest
     if digest != listing.protocol_digest:
         raise TamperedBlob(source.name, listing.suite_id,
                            "the suite's protocol does not hash to the board's digest", what=what)
@@ -376,7 +433,6 @@ def _suite_of(store: Store, source, listing: BoardListing, rev: str | None
             f"the board on remote {source.name!r} ({digest[:12]})",
             hint="a published suite version never changes: one of the two must become a new "
                  "version")
-    remote = Suite(listing.suite_id, doc)
     if here is not None:  # the same protocol in another document: refused, as a push is
         differs = ("other vbstore settings (params, pins)"
                    if here.extension_digest != remote.extension_digest else "another name")
@@ -393,17 +449,22 @@ def _add_suite(store: Store, doc: dict[str, Any]) -> bool:
     """Store the remote's suite document: indexed unless this store has that version already
     (the same protocol, checked before), where it is kept for the evaluations that name it."""
     try:
-        get_suite(store, f"{doc['slug']}@{doc['version']}")
+        get_suite(store, SuiteRecord.from_dict(doc).ref)
     except SuiteNotFound:
         return push_suite(store, doc)[1]
     store.put_json(doc, "suite")
     return False
 
 
-def _edges(store: Store, doc: dict[str, Any]) -> dict[str, str | list[str]]:
+def _supersedes(evaluation: EvaluationRecord) -> str | None:
+    """The evaluation it corrects (Visin's ``supersedes``, kept in the record's extra)."""
+    return evaluation.extra.get("supersedes") or None
+
+
+def _edges(store: Store, evaluation: EvaluationRecord) -> dict[str, str | list[str]]:
     """An evaluation's edges as ``record`` writes them: its suite, and its results when here."""
-    edges: dict[str, str | list[str]] = {"suite": doc["suite_id"]}
-    sources = [v for v in (doc.get("sources") or {}).values()
+    edges: dict[str, str | list[str]] = {"suite": evaluation.suite_id}
+    sources = [v for v in (evaluation.sources or {}).values()
                if isinstance(v, str) and len(v) == 64 and store.has(v)]
     if sources:
         edges["result"] = sources

@@ -284,9 +284,8 @@ def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
     """
     doc = normalize(doc)
     oid = store.put_json(doc, "suite")  # validates against schemas/suite.schema.json
-    suite = SuiteRecord.from_dict(doc)
-    digest = protocol_digest(suite.protocol)
-    extension = extension_digest(doc[EXTENSION])
+    suite = Suite(oid, doc)
+    digest, extension = suite.digest, suite.extension_digest
     slug, version = suite.slug, suite.version
     with store.db.write() as conn:
         row = conn.execute(
@@ -298,17 +297,15 @@ def push_suite(store: Store, doc: Mapping[str, Any]) -> tuple[Suite, bool]:
                 "VALUES (?,?,?,?,?)",
                 (slug, version, oid, digest, time.time()),
             )
-            return Suite(oid, doc), True
+            return suite, True
         # stored before the extension block: compare it read the way it is read now
-        stored = normalize(store.read_json(row[0])) if row[0] != oid else doc
-        if (protocol_digest(stored["protocol"]), extension_digest(stored[EXTENSION])) != (
-            digest, extension
-        ):
+        stored = Suite(row[0], normalize(store.read_json(row[0]))) if row[0] != oid else suite
+        if (stored.digest, stored.extension_digest) != (digest, extension):
             latest = conn.execute(
                 "SELECT MAX(version) FROM suites WHERE slug=?", (slug,)
             ).fetchone()[0]
             raise SuiteConflict(f"{slug}@{version}", latest + 1)
-    return Suite(row[0], stored), False
+    return stored, False
 
 
 def get_suite(store: Store, ref: str) -> Suite:

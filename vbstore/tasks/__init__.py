@@ -34,21 +34,22 @@ from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSp
 if TYPE_CHECKING:
     from ._baselines import Baseline, keep_declared, targets_baseline
     from ._dense import DenseTask, as_dense
-    from ._finetune import finetune
+    from ._finetune import Recipe, finetune
     from ._linear import Loss
     from ._shape_generate import GenerateTask
     from ._shape_pooled import EmbeddingTask, PairsTask, PooledTask
     from ._shape_split import BoxesTask, DenseZeroShotTask, SplitTask
     from ._shape_views import KeypointViewsTask, ViewsTask
     from ._shape_zero_shot import TextTask, ZeroShotContext, ZeroShotTask
+    from ._view_pairs import KeypointPairs, WarpPairs
     from .aggregate import aggregate_seeds
-    from .correspondence import KeypointPairs, WarpPairs
 
 # from their modules when first used: a cached result needs none of them
-_LAZY = {"KeypointPairs": "correspondence", "WarpPairs": "correspondence",
+_LAZY = {"KeypointPairs": "_view_pairs", "WarpPairs": "_view_pairs",
          "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
          "Baseline": "_baselines", "keep_declared": "_baselines",
-         "targets_baseline": "_baselines", "finetune": "_finetune", "Loss": "_linear",
+         "targets_baseline": "_baselines", "finetune": "_finetune", "Recipe": "_finetune",
+         "Loss": "_linear",
          # each shape's base class: imported by the tasks of that shape, and a plugin's
          "PooledTask": "_shape_pooled", "EmbeddingTask": "_shape_pooled",
          "PairsTask": "_shape_pooled", "ZeroShotTask": "_shape_zero_shot",
@@ -81,6 +82,7 @@ __all__ = [
     "PairsTask",
     "Param",
     "PooledTask",
+    "Recipe",
     "Shape",
     "SplitTask",
     "Task",

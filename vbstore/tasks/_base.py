@@ -35,6 +35,7 @@ from dataclasses import asdict, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from .._fields import field_ref
 from ..data import get_target_kind
 from ..errors import UsageError
 from ._declare import Direction, FileParam, Metric, Param, ParamValue
@@ -366,7 +367,8 @@ def _remake(cls: type[T], state: dict[str, Any]) -> T:
 
 # A call of another shape's base, and what the wide Task answered: (zero-shot task, trained one)
 _OTHER_SHAPES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
-    "fit": (("is zero-shot and takes no training data", "drop the train split (--train-data)"),
+    "fit": (("is zero-shot and takes no training data", "drop the train split "
+                                                        f"({field_ref('train_data')})"),
             ("trains its head on a dense split", "call fit_split")),
     "evaluate": (("is zero-shot and has no head", "call evaluate_zero_shot instead"),
                  ("scores a dense split", "call evaluate_split")),

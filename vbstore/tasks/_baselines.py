@@ -3,15 +3,8 @@
 A probe's number means little alone: ``top1 0.31`` is good on 100 classes and worthless on 3.
 Every result therefore carries the score of its task's trivial predictor on the same eval split
 (the engine puts it in the record as ``baseline``), computed from the targets alone by the
-task's target kind (``TargetKind.baseline``; the built-ins' are in ``vbstore.data._trivial``):
-
-- class indices: the train split's majority class (top-k: its k most frequent classes) for a
-  trained head; chance, a uniform guess over the classes (expected value), zero-shot;
-- multi-hot labels: one constant score per label, so each label's AP is its frequency;
-- class indices scored by retrieval: a random ranking (expected recall@k and AP, exactly);
-- captions: a random ranking of images and of captions (expected recall@k);
-- triplets (2AFC): a coin flip, accuracy 0.5;
-- view pairs: the train pairs' mean pose (:func:`.relative_pose.trivial_metrics`).
+task's target kind (``TargetKind.baseline``). The built-in kinds' predictors, one per kind, are
+listed where they live: ``vbstore.data._trivial``.
 
 Dense tasks score their own constant map (the majority class, the mean depth...) with their own
 scorer: :meth:`vbstore.tasks.DenseTask.baseline_split`. Only metrics a task declares are

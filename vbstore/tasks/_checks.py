@@ -5,7 +5,6 @@ Imported only inside task calls, because it imports torch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,10 +12,11 @@ import torch
 
 from ..data import _target_rows, get_target_kind
 from ..errors import UsageError
-from ._errors import TaskInputError, UndefinedMetric
+from ._declare import metrics_out  # noqa: F401  (the shapes call it as _checks.metrics_out)
+from ._errors import TaskInputError
 
 if TYPE_CHECKING:
-    from ._base import HeadState, Metric, Task
+    from ._base import HeadState
 
 
 def seed(value: Any) -> int:
@@ -118,22 +118,3 @@ def head_out(head: Any) -> HeadState:
     """Contiguous CPU tensors, so the state serialises to safetensors as is."""
     state = head_in(head)
     return {k: v.detach().to("cpu").contiguous() for k, v in sorted(state.items())}
-
-
-def metrics_out(
-    task: Task, values: Mapping[str, Any], declared: Sequence[Metric]
-) -> dict[str, float]:
-    """Exactly the declared metrics, as finite Python floats, in declared order (a metric
-    reported only from some class count on, ``Metric.min_classes``, may be absent)."""
-    names = [m.name for m in declared if m.name in values or not m.min_classes]
-    if set(values) != set(names):
-        raise RuntimeError(
-            f"task {task.name!r} returned metrics {sorted(values)}, declared {sorted(names)}"
-        )
-    out = {}
-    for name in names:
-        value = float(values[name])
-        if not math.isfinite(value):
-            raise UndefinedMetric(task.name, name, f"it evaluated to {value}")
-        out[name] = value
-    return out

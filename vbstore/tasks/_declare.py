@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import UsageError
+from ..errors import UndefinedMetric, UsageError
+
+if TYPE_CHECKING:
+    from ._base import Task
 
 Direction = Literal["higher", "lower"]
 ParamValue = bool | int | float | str
@@ -150,3 +153,23 @@ class Param:
         if self.file is not None:
             out["file"] = True
         return out
+
+
+def metrics_out(
+    task: Task, values: Mapping[str, Any], declared: Sequence[Metric]
+) -> dict[str, float]:
+    """Exactly the declared metrics, as finite Python floats, in declared order (a metric
+    reported only from some class count on, ``Metric.min_classes``, may be absent)."""
+    names = [m.name for m in declared if m.name in values or not m.min_classes]
+    if set(values) != set(names):
+        raise RuntimeError(
+            f"task {task.name!r} returned metrics {sorted(values)}, declared {sorted(names)}"
+        )
+    out = {}
+    for name in names:
+        value = float(values[name])
+        if not math.isfinite(value):
+            raise UndefinedMetric(task.name, name, f"it evaluated to {value}")
+        out[name] = value
+    return out
+

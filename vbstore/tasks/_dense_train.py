@@ -7,20 +7,45 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .._budget import check_memory
+from .._fields import field_ref
 from .._progress import progress
 from ..errors import UsageError
 from ._errors import TaskInputError, TrainingDiverged
 
 if TYPE_CHECKING:
-    from ._dense import DenseTask
     from ._split import DenseSplit
+
+
+class DenseTask(Protocol):
+    """What the recipe asks of a dense task: its name and hooks (``._dense.DenseTask``
+    declares them; declared here so the recipe imports no task). Targets and predictions are
+    a shape's own (tensors; boxes' lists and grid outputs)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def prepare_batch(self, split: Any, batch: Any, params: dict[str, Any], role: str) -> Any: ...
+
+    def _outputs(self, params: dict[str, Any]) -> int: ...
+
+    def _init_head(self, output: nn.Conv2d, params: dict[str, Any]) -> None: ...
+
+    def _predict(self, raw: Any, size: tuple[int, int], params: dict[str, Any]) -> Any: ...
+
+    def _loss(self, pred: Any, target: Any, params: dict[str, Any]) -> torch.Tensor | None: ...
+
+    def _scorer(self, params: dict[str, Any]) -> Any: ...
+
+    def _scorer_bytes(self, params: dict[str, Any]) -> int: ...
+
+    def _no_signal(self, target: Any, params: dict[str, Any]) -> str | None: ...
 
 
 class LinearHead(nn.Module):
@@ -87,7 +112,8 @@ def build_head(params: dict[str, Any], channels: tuple[int, ...], n_out: int, se
         raise UsageError(
             f"task {task!r}: the dpt head fuses several layers but the features have "
             f"{len(channels)}",
-            hint="extract with several --layers (e.g. --layers 2 5 8 11), or use head=linear",
+            hint=f"extract with several {field_ref('layers')} (e.g. {field_ref('layers')} 2 5 8 "
+                 "11), or use head=linear",
         )
     kind = LinearHead if params["head"] == "linear" else DptHead
     # torch's own initialisers draw from the global generator: fork it so the caller's RNG
@@ -232,7 +258,8 @@ def fit(task: DenseTask, split: DenseSplit, params: dict[str, Any], seed: int
                 raise TrainingDiverged(
                     f"task {task.name!r}: the head's weights became NaN/Inf in epoch {epoch + 1}",
                     hint=f"lower lr (now {params['lr']:g})" + (
-                        f" or --backbone-lr (now {trainable.lr:g})" if trainable else ""))
+                        f" or {field_ref('backbone_lr')} (now {trainable.lr:g})"
+                        if trainable else ""))
             shown.update(1, loss=loss_sum / rows)
     for p in blocks:
         p.requires_grad_(False)

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from .._fields import field_ref
 from .._progress import progress
 from ._errors import TaskInputError, TrainingDiverged
 from ._linear import Loss, _loss, standardisation
@@ -48,22 +50,40 @@ def pooled(rows: Any, blocks: Sequence[torch.nn.Module], forward: Forward, batch
     return torch.cat(out)
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """The numbers of one fine-tuning run (the recipe itself is the module docstring's).
+
+    Attributes:
+        epochs: Passes over the train split.
+        lr: Peak learning rate of the head.
+        weight_decay: AdamW's, on the head's weights and on the blocks.
+        batch_size: Rows per step (and per pass of the pooled features).
+        backbone_lr: Peak learning rate of the blocks.
+        seed: Seeds the head's init and the minibatch order.
+        standardize: Standardise with the train split's statistics under the parent blocks
+            (else mean 0, std 1: the identity), as the task's frozen probe does.
+    """
+
+    epochs: int
+    lr: float
+    weight_decay: float
+    batch_size: int
+    backbone_lr: float
+    seed: int
+    standardize: bool = True
+
+
 def finetune(
     rows: Any,
     y: torch.Tensor,
     blocks: Sequence[torch.nn.Module],
     forward: Forward,
+    recipe: Recipe,
     *,
     n_out: int,
     loss: Loss,
-    epochs: int,
-    lr: float,
-    weight_decay: float,
-    batch_size: int,
-    backbone_lr: float,
-    seed: int,
     task: str,
-    standardize: bool = True,
     device: Any = "cpu",
 ) -> tuple[dict[str, torch.Tensor], float, torch.Tensor]:
     """Train a linear head and ``blocks`` (modified in place) on stored prefix ``rows``.
@@ -73,8 +93,7 @@ def finetune(
         y: (N,) class indices for ``cross_entropy``; (N, K) 0/1 for ``binary_cross_entropy``.
         blocks: The trainable blocks, on ``device``.
         forward: Pooled features of a batch of activations through the blocks.
-        standardize: Standardise with the train split's statistics under the parent blocks
-            (else mean 0, std 1: the identity), as the task's frozen probe does.
+        recipe: Epochs, learning rates, batch and seed.
 
     Returns:
         (head, final loss over the whole train split, the split's pooled features under the
@@ -86,15 +105,16 @@ def finetune(
         TrainingDiverged: the weights or the loss stopped being finite.
     """
     n = len(rows)
+    epochs, lr, batch_size = recipe.epochs, recipe.lr, recipe.batch_size
     if len(y) != n:
         raise TaskInputError(f"{len(y)} targets for {n} stored prefix rows")
     y = y.to(device)
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    generator = torch.Generator(device="cpu").manual_seed(recipe.seed)
     params = [p for block in blocks for p in block.parameters()]
     for block in blocks:
         block.eval()
     first = pooled(rows, blocks, forward, batch_size, device).cpu()
-    if standardize:
+    if recipe.standardize:
         mean, std = standardisation(first)
     else:
         mean, std = torch.zeros(first.shape[1]), torch.ones(first.shape[1])
@@ -107,9 +127,9 @@ def finetune(
     for p in params:
         p.requires_grad_(True)
     optimiser = torch.optim.AdamW(
-        [{"params": [weight], "weight_decay": weight_decay},
+        [{"params": [weight], "weight_decay": recipe.weight_decay},
          {"params": [bias], "weight_decay": 0.0},
-         {"params": params, "weight_decay": weight_decay, "lr": backbone_lr}],
+         {"params": params, "weight_decay": recipe.weight_decay, "lr": recipe.backbone_lr}],
         lr=lr,
     )
     batch = min(batch_size, n)
@@ -132,7 +152,8 @@ def finetune(
             if not all(torch.isfinite(p).all() for p in (weight, bias, *params)):
                 raise TrainingDiverged(
                     f"task {task!r}: fine-tuned weights became NaN/Inf in epoch {epoch + 1}",
-                    hint=f"lower --backbone-lr (now {backbone_lr:g}) or lr (now {lr:g})")
+                    hint=f"lower {field_ref('backbone_lr')} (now {recipe.backbone_lr:g}) or lr "
+                         f"(now {lr:g})")
             if shown.active:
                 shown.update(1, loss=float(step_loss.detach()))
     for p in params:

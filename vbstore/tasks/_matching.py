@@ -11,12 +11,12 @@ import numpy as np
 
 from ..data import apply_homography
 from ._errors import TaskInputError, UndefinedMetric
-from .correspondence import UNITS, name_of, thresholds_of
+from ._view_pairs import UNITS, name_of, thresholds_of
 
 if TYPE_CHECKING:
     import torch
 
-    from .correspondence import Geometry, KeypointPairs, WarpPairs
+    from ._view_pairs import Geometry, KeypointPairs, WarpPairs
 
 # Local imports: torch loads when features are matched.
 

@@ -9,22 +9,12 @@ Imported only inside task calls, because it imports torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import torch
 
-# Elements of a (rows x columns) score block held at once: 2**24 float32 is 64 MiB, so a
-# 1.28M-image kNN bank or a 25k-caption gallery is scored in slices, not all in memory.
-BLOCK_ELEMENTS = 1 << 24
+from ._blocks import row_blocks
 
-
-def row_blocks(n_rows: int, n_cols: int, elements: int | None = None) -> Iterator[slice]:
-    """Slices of rows such that a (rows, n_cols) block stays under ``elements`` (default
-    :data:`BLOCK_ELEMENTS`, read at call time)."""
-    limit = BLOCK_ELEMENTS if elements is None else elements
-    step = max(1, limit // max(1, n_cols))
-    for start in range(0, n_rows, step):
-        yield slice(start, min(start + step, n_rows))
+__all__ = ["average_precision", "average_precision_ranked", "l2_normalise",
+           "mean_per_class_recall", "ranking", "row_blocks", "topk_accuracies", "topk_hits"]
 
 
 def l2_normalise(x: torch.Tensor) -> torch.Tensor:

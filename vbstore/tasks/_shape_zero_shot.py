@@ -8,15 +8,17 @@ implements ``_evaluate_zero_shot``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from ..errors import UsageError
 from ._base import Task, unimplemented
+from ._declare import metrics_out
 
 if TYPE_CHECKING:
     import torch
 
-# Local imports: _checks (torch) loads inside the calls; importing a task only declares it.
+# Local imports: _checks (torch) or _rows (numpy) loads inside the calls; importing a task only
+# declares it.
 
 
 class ZeroShotContext(TypedDict, total=False):
@@ -43,9 +45,18 @@ class ZeroShotContext(TypedDict, total=False):
 
 
 class ZeroShotTask(Task):
-    """Base of a task that scores pooled features with no training (shape ``zero_shot``)."""
+    """Base of a task that scores pooled features with no training (shape ``zero_shot``).
+
+    Attributes:
+        array: What ``_evaluate_zero_shot`` computes with: ``"torch"`` tensors, or ``"numpy"``
+            arrays, for a task that scores the stored rows alone (no text tower, no bootstrap
+            draws: those come from torch's generator) and then loads no torch
+            (``tasks._rows``: its checks and library-independent similarities). Its class-index
+            targets are checked in numpy; torch tensors from a Python caller are converted.
+    """
 
     shape = "zero_shot"
+    array: ClassVar[Literal["torch", "numpy"]] = "torch"
 
     def evaluate_zero_shot(
         self,
@@ -61,8 +72,6 @@ class ZeroShotTask(Task):
             TaskInputError: inputs or context that do not fit.
             UndefinedMetric: a metric would be NaN (the message names why).
         """
-        from . import _checks
-
         context = dict(context or {})
         if self.needs_text and not callable(context.get("text_encoder")):
             raise UsageError(
@@ -70,15 +79,26 @@ class ZeroShotTask(Task):
                 hint="use a CLIP backbone (one with a text tower), e.g. an open_clip model",
             )
         params = self.resolve_params(params)
-        feats = _checks.features(eval_feats, "eval")
-        targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
+        feats: Any
+        if self.array == "numpy":
+            from . import _rows  # numpy: a task that scores stored rows loads no torch
+
+            feats = _rows.features(eval_feats, "eval")
+            targets = _rows.targets(self.target_kind, eval_targets, len(feats), "eval")
+        else:
+            from . import _checks  # torch
+
+            feats = _checks.features(eval_feats, "eval")
+            targets = _checks.targets(self.target_kind, eval_targets, len(feats), "eval", None)
         metrics = self._evaluate_zero_shot(feats, targets, params, context)
-        return _checks.metrics_out(self, metrics, self.metrics_for(params))
+        return metrics_out(self, metrics, self.metrics_for(params))
 
     @unimplemented
     def _evaluate_zero_shot(
-        self, feats: torch.Tensor, targets: Any, params: dict[str, Any], context: dict[str, Any]
+        self, feats: Any, targets: Any, params: dict[str, Any], context: dict[str, Any]
     ) -> dict[str, float]:
+        """The metrics of checked (N, C) float32 features: a ``torch.Tensor``, or a numpy array
+        where the task declares ``array = "numpy"``."""
         raise NotImplementedError(f"task {self.name!r} is not zero-shot")
 
 

@@ -35,6 +35,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from .._fields import field_ref
 from ..data import get_target_kind
 from ..errors import UsageError
 
@@ -96,12 +97,14 @@ class Shape:
         """
         if not self.trains_head and train:
             raise UsageError(f"task {task!r} is zero-shot and takes no training data",
-                             hint="drop --train-data")
+                             hint=f"drop {field_ref('train_data')}")
         if not self.trains_head and head:
-            raise UsageError(f"task {task!r} is zero-shot and uses no head", hint="drop --head")
+            raise UsageError(f"task {task!r} is zero-shot and uses no head",
+                             hint=f"drop {field_ref('head')}")
         if self.trains_head and not (train or head):
             raise UsageError(f"task {task!r} trains a head on training data",
-                             hint="pass --train-data DATA (and --train-split if it has splits)")
+                             hint=f"pass {field_ref('train_data', 'DATA')} (and "
+                                  f"{field_ref('train_split')} if it has splits)")
 
     def check_saves_head(self, task: str) -> None:
         """Refuse saving the head of a task that trains none (VisBench's ``--save-probe``).
@@ -148,7 +151,7 @@ class Shape:
         """
         if pooling is not None and self.feature_mode != "pooled":
             raise UsageError(f"task {task!r} reads dense feature maps; a pooling does not "
-                             "apply to it", hint="drop --pooling")
+                             "apply to it", hint=f"drop {field_ref('pooling')}")
 
     @property
     def kind(self) -> str:

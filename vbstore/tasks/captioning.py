@@ -33,6 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .._fields import field_ref
 from ..errors import MissingDependency, MissingTool, UsageError
 from ._base import Metric, Param
 from ._registry import register_task
@@ -198,7 +199,7 @@ class Captioning(GenerateTask):
             raise MissingTool(f"SPICE needs Stanford CoreNLP's jars in {folder / 'spice' / 'lib'}"
                               " (pycocoevalcap downloads them on first use)",
                               hint=f"fetch them once online with `{SPICE_FETCH}`, or pass "
-                                   "-p spice=false to score without SPICE")
+                                   f"{field_ref('param:spice', 'false')} to score without SPICE")
 
     def _evaluate_captions(self, generated: list[str], references: list[list[str]],
                            params: dict[str, Any]) -> dict[str, float]:

@@ -36,6 +36,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._base import HeadState, Metric, Param, TargetKind
 from ._dense import DenseTask, dense_params
@@ -102,7 +103,7 @@ class Detection(DenseTask):
         if params["num_classes"] == 0:
             if not n:
                 raise UsageError(f"task {self.name!r} found no class list in {where}",
-                                 hint="pass -p num_classes=N")
+                                 hint=f"pass {field_ref('param:num_classes', 'N')}")
             params = {**params, "num_classes": n}
         return params
 
@@ -176,7 +177,8 @@ class Detection(DenseTask):
         c = params["num_classes"]
         if c < 1:
             raise UsageError(f"task {self.name!r} needs num_classes >= 1, got {c}",
-                             hint="pass -p num_classes=N, or train on data with a class list")
+                             hint=f"pass {field_ref('param:num_classes', 'N')}, or train on "
+                                  "data with a class list")
         return 2 * c + 4 if self._masks else c + 4
 
     # box targets come as lists of per-image rows, and predictions as a grid plus its size:
@@ -206,7 +208,8 @@ class Detection(DenseTask):
                 raise TaskInputError(
                     f"task {self.name!r}: {role} boxes have class {int(rows[:, 4].max())}, "
                     f"outside 0..{c - 1}",
-                    hint="train and evaluate with one class list (classes.txt or --classes)")
+                    hint="train and evaluate with one class list (classes.txt or "
+                         f"{field_ref('classes')})")
             out.append(rows)
         return out
 

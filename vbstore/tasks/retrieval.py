@@ -22,6 +22,7 @@ distinct, each >= 1) names the ``recall@k`` metrics reported, the headline being
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -33,11 +34,10 @@ from ._registry import register_task
 from ._shape_zero_shot import ZeroShotTask
 
 if TYPE_CHECKING:
-    import torch
+    import numpy as np
 
-# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
-# load inside the functions that compute; importing a task only declares it, and a cached result
-# reads nothing more.
+# Local imports: numpy and the helpers built on it (_rows, _metrics_np) load inside the function
+# that computes; importing a task only declares it, and a cached result reads nothing more.
 
 RECALL_KS = (1, 5, 10)
 # Elements of a block of similarities ranked at once: its sort, order, gathers and float64
@@ -94,6 +94,7 @@ class Retrieval(ZeroShotTask):
     op_version = 1
     target_kind = "class_index"
     shape = "zero_shot"
+    array = "numpy"  # the stored rows, scored without torch (tasks._rows)
     stochastic = False
     params = MappingProxyType({
         "metric": Param("cosine", "ranking: cosine similarity, or l2 (Euclidean distance between "
@@ -129,53 +130,65 @@ class Retrieval(ZeroShotTask):
 
     def _evaluate_zero_shot(
         self,
-        feats: torch.Tensor,
-        targets: torch.Tensor,
+        feats: np.ndarray,
+        targets: np.ndarray,
         params: dict[str, Any],
         context: dict[str, Any],
     ) -> dict[str, float]:
-        import torch
+        import numpy as np
 
-        from ._metrics import average_precision_ranked, l2_normalise, row_blocks
+        from . import _blocks
+        from ._rows import (
+            average_precisions_ranked,
+            cosine,
+            cosine_grid,
+            l2_grid,
+            negative_squared_distance,
+            row_blocks,
+        )
 
         n = len(feats)
         ks = topk_of(params)
         headline = f"recall@{min(ks)}"  # the metric reported first (topk may leave out 1)
         if n < 2:
             raise UndefinedMetric(self.name, headline, "retrieval needs at least 2 eval images")
-        cosine = params.get("metric", "cosine") == "cosine"
-        x = l2_normalise(feats) if cosine else feats.to(torch.float64)
+        if params.get("metric", "cosine") == "cosine":
+            grid, norms = cosine_grid(feats)
+
+            def similarities(rows: slice) -> np.ndarray:
+                return cosine(grid, norms, rows)
+        else:  # a distance negated, so higher is better for both (VisBench's ranking)
+            grid, squares = l2_grid(feats)
+
+            def similarities(rows: slice) -> np.ndarray:
+                return negative_squared_distance(grid, squares, rows)
         hits = dict.fromkeys(ks, 0)
-        ap_sum = 0.0
-        used = 0
-        for rows in row_blocks(n, n):
-            # a block's similarities, as one product (its numbers depend on the product's
-            # shape); ranked a few rows at a time, so that the sort and its int64 order, the
-            # gathers and the float64 precision take a bounded slice of memory, not ~15 times
-            # the block (rows are ranked independently: the numbers are the same)
-            # a distance negated, so higher is better for both (VisBench's ranking)
-            sims = x[rows] @ x.T if cosine else -torch.cdist(x[rows], x)
-            sims[torch.arange(len(sims)), torch.arange(rows.start, rows.stop)] = -torch.inf
-            aps = []
+        aps: list[float] = []
+        # half a block of float32 similarities: each is first a float64 dot product
+        for rows in row_blocks(n, n, _blocks.BLOCK_ELEMENTS // 2):
+            sims = similarities(rows)
+            sims[np.arange(len(sims)), np.arange(rows.start, rows.stop)] = -np.inf
+            # ranked a few rows at a time, so that the sort and its int64 order, the gathers and
+            # the float64 precisions take a bounded slice of memory, not ~15 times the block
+            # (rows are ranked independently: the numbers are the same)
             for part in row_blocks(len(sims), n, RANK_ELEMENTS):
-                index = torch.arange(rows.start + part.start, rows.start + part.stop,
-                                     device=x.device)
+                index = np.arange(rows.start + part.start, rows.start + part.stop)
                 relevant = targets[index, None] == targets[None, :]
                 # The query itself is not in its gallery: last in the ranking, never relevant.
-                relevant[torch.arange(len(index)), index] = False
-                sorted_sims, order = torch.sort(sims[part], dim=1, descending=True, stable=True)
-                sorted_relevant = relevant.gather(1, order)
-                del order, relevant
-                keep = sorted_relevant.any(dim=1)
+                relevant[np.arange(len(index)), index] = False
+                # descending and stable: equal similarities keep gallery order
+                order = np.argsort(-sims[part], axis=1, kind="stable")
+                sorted_relevant = np.take_along_axis(relevant, order, axis=1)
+                keep = sorted_relevant.any(axis=1)
                 if not keep.any():
                     continue
-                sorted_sims, sorted_relevant = sorted_sims[keep], sorted_relevant[keep]
-                used += int(keep.sum())
+                sorted_sims = np.take_along_axis(sims[part], order, axis=1)[keep]
+                sorted_relevant = sorted_relevant[keep]
+                del order, relevant
                 for k in ks:
-                    hits[k] += int(sorted_relevant[:, : min(k, n - 1)].any(dim=1).sum())
-                aps.append(average_precision_ranked(sorted_sims, sorted_relevant))
-            if aps:  # summed per block, as when the block was ranked at once
-                ap_sum += float(torch.cat(aps).sum())
+                    hits[k] += int(sorted_relevant[:, : min(k, n - 1)].any(axis=1).sum())
+                aps.extend(average_precisions_ranked(sorted_sims, sorted_relevant))
+        used = len(aps)
         if used == 0:
             raise UndefinedMetric(
                 self.name,
@@ -183,5 +196,6 @@ class Retrieval(ZeroShotTask):
                 "no eval image shares its class with another, so no query has anything to find",
             )
         metrics = {f"recall@{k}": hits[k] / used for k in ks}
-        metrics["mAP"] = ap_sum / used
+        # correctly rounded (math.fsum): the same bits whatever the blocks or the machine
+        metrics["mAP"] = math.fsum(aps) / used
         return metrics

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._base import Metric, Param
 from ._dense import DenseTask, dense_params
@@ -73,11 +74,11 @@ class SemanticSegmentation(DenseTask):
         if k < 2:
             seen = sorted(set().union(*(split.labels() for _, split in splits)) - {ignore})
             shown = f"the labels run {seen[0]}..{seen[-1]}: " if seen else ""
+            count = seen[-1] + 1 if seen and seen[-1] >= 1 else 21
             raise UsageError(
                 f"task {self.name!r} needs num_classes >= 2, got {k}",
-                hint=f"{shown}pass the class count, e.g. -p num_classes="
-                     f"{seen[-1] + 1 if seen and seen[-1] >= 1 else 21}"
-                     f"{'' if seen else ' for VOC'}")
+                hint=f"{shown}pass the class count, e.g. "
+                     f"{field_ref('param:num_classes', count)}{'' if seen else ' for VOC'}")
         for role, split in splits:
             scored = split.labels() - {ignore}
             outside = sorted(v for v in scored if v < 0 or v >= k)
@@ -85,8 +86,9 @@ class SemanticSegmentation(DenseTask):
                 raise UsageError(
                     f"task {self.name!r}: {role} labels hold {outside[-1]}, outside 0..{k - 1} "
                     f"and not ignore_index {ignore} (in {split.holding(outside[-1])})",
-                    hint=f"the labels run {min(scored)}..{max(scored)}: -p num_classes="
-                         f"{max(scored) + 1}, or set ignore_index (an RGB label image is not "
+                    hint=f"the labels run {min(scored)}..{max(scored)}: "
+                         f"{field_ref('param:num_classes', max(scored) + 1)}, or set "
+                         "ignore_index (an RGB label image is not "
                          "a label map: read the PNG as palette indices)")
         if data.train is not None and len(data.train.labels() - {ignore}) < 2:
             only = sorted(data.train.labels() - {ignore})
@@ -100,7 +102,7 @@ class SemanticSegmentation(DenseTask):
         if params["num_classes"] < 2:
             raise UsageError(
                 f"task {self.name!r} needs num_classes >= 2, got {params['num_classes']}",
-                hint="pass the class count, e.g. -p num_classes=21 for VOC",
+                hint=f"pass the class count, e.g. {field_ref('param:num_classes', '21')} for VOC",
             )
         return params["num_classes"]
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._base import Metric
 from ._errors import TaskInputError
@@ -101,7 +102,7 @@ def text_classifier(
         if params["classnames"] != "":
             raise UsageError("class-specific prompts name their classes themselves: a "
                              "classnames file has nothing to fill",
-                             hint="drop -p classnames, or use a template set")
+                             hint=f"drop {field_ref('param:classnames')}, or use a template set")
         return class_prompt_embeddings(context["text_encoder"], prompts, dim, device)
     templates, names = prompt_sets(params, context, class_names)
     return class_embeddings(context["text_encoder"], names, templates, dim, device)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._fields import field_ref
 from ..errors import UsageError
 from ._base import Metric, Param
 from ._errors import TaskInputError
@@ -57,11 +58,13 @@ def parse_recall_k(value: Any) -> str:
             k = 0
         if k < 1 or str(k) != part.strip():
             raise UsageError(f"zeroshot_retrieval recall_k {part!r} is not an integer >= 1",
-                             hint="e.g. -p recall_k=5 or recall_k=1,5,10 (CLIP_benchmark's "
+                             hint=f"e.g. {field_ref('param:recall_k', '5')} or recall_k=1,5,10 "
+                                  "(CLIP_benchmark's "
                                   "--recall_k)")
         ks.add(k)
     if not ks:
-        raise UsageError("zeroshot_retrieval recall_k names no k", hint="e.g. -p recall_k=5")
+        raise UsageError("zeroshot_retrieval recall_k names no k",
+                         hint=f"e.g. {field_ref('param:recall_k', '5')}")
     ordered = tuple(sorted(ks))
     return "" if ordered == RECALL_KS else ",".join(map(str, ordered))
 
