@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import REF_CLOSE, REF_OPEN
+from ._refmarks import REF_CLOSE, REF_OPEN, ref
 
 # a field's reference in a message is never seen by a user: VbstoreError spells each when it is
 # made, and a front end spells them again its own way
@@ -257,8 +257,7 @@ def field_ref(name: str, value: Any = None) -> str:
     ``value`` to show beside it: spelled when the error is made (:func:`spell`)."""
     if not name.startswith("param:") and name not in FIELDS:
         raise KeyError(f"no request field {name!r}")  # a typo in vbstore, not a user's error
-    shown = "" if value is None else f"={value}"
-    return f"{REF_OPEN}{name}{shown}{REF_CLOSE}"
+    return ref(name, value)
 
 
 def spell_flag(name: str, value: str | None) -> str:

@@ -10,15 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-# A reference to a request field in a message: REF_OPEN, the field's name (and =VALUE),
-# REF_CLOSE.
-# vbstore._fields makes them (field_ref) and spells them; it loads only for an error with one.
-REF_OPEN, REF_CLOSE = "\x1e", "\x1f"
-
-
-def _ref(name: str, value: str | None = None) -> str:
-    """``vbstore._fields.field_ref`` for this module's own messages, which load no table."""
-    return f"{REF_OPEN}{name}{'' if value is None else '=' + value}{REF_CLOSE}"
+# A reference to a request field in a message (vbstore._refmarks); vbstore._fields makes them
+# (field_ref) and spells them, and loads only for an error with one. `_ref` is field_ref
+# unchecked, for this module's own messages, which load no table.
+from ._refmarks import REF_OPEN
+from ._refmarks import ref as _ref
 
 
 class VbstoreError(Exception):

@@ -6,12 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..errors import UndefinedMetric, UsageError
-
-if TYPE_CHECKING:
-    from ._base import Task
 
 Direction = Literal["higher", "lower"]
 ParamValue = bool | int | float | str
@@ -155,8 +152,12 @@ class Param:
         return out
 
 
+class _Named(Protocol):
+    name: str
+
+
 def metrics_out(
-    task: Task, values: Mapping[str, Any], declared: Sequence[Metric]
+    task: _Named, values: Mapping[str, Any], declared: Sequence[Metric]
 ) -> dict[str, float]:
     """Exactly the declared metrics, as finite Python floats, in declared order (a metric
     reported only from some class count on, ``Metric.min_classes``, may be absent)."""
