@@ -95,6 +95,10 @@ def test_a_saved_classifier_loads_back_as_another_result(run, shapes, tmp_path):
 
     loaded = _ok(run("get", "result", *common, "--load-clfs", str(saved)))
     assert loaded["record"]["metrics"] == plain["record"]["metrics"]
+    # at the baseline (random tiny towers), the likely cause named is the classifier, not prompts
+    said = run("get", "result", *common[:-1], "--load-clfs", str(saved)).output
+    assert "loaded classifiers (load_clfs) made for other data" in said
+    assert "prompts or class names" not in said
     assert loaded["id"] != plain["id"]
     assert loaded["record"]["params"]["load_clfs"] != str(saved)  # the tensors' id, not a path
     # the same question however it is asked: -p, the underscore flag, run TASK, another name
