@@ -43,11 +43,15 @@ _LAZY = {
     "StepContext": "._scored",
     "ResultOptions": "._options", "HeadOptions": "._options", "FeatureOptions": "._options",
     "SweepOptions": "._options", "RunOptions": "._options",
+
+    "check_saves_classifier": "._classifier", "save_classifier": "._classifier",
+    "zero_shot_classifier": "._classifier",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
+    from ._classifier import check_saves_classifier, save_classifier, zero_shot_classifier
     from ._demo import (
         DENSE_TRAINING,
         DemoRun,
@@ -150,6 +154,7 @@ __all__ = [
     "SweepOptions",
     "answer_inputs",
     "baseline_metrics",
+    "check_saves_classifier",
     "data_options_for",
     "demo_setup",
     "demo_shapes",
@@ -178,6 +183,7 @@ __all__ = [
     "result_rows",
     "run_demo",
     "run_fields",
+    "save_classifier",
     "scenes_setup",
     "show_data",
     "store_param_files",
@@ -185,6 +191,7 @@ __all__ = [
     "summary",
     "sweep",
     "weights_of_tensor_hash",
+    "zero_shot_classifier",
 ]
 
 
