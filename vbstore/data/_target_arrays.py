@@ -1,0 +1,41 @@
+"""Pooled targets checked in numpy, for tasks that score stored rows without torch (the
+numpy counterparts of :mod:`._target_rows`' checks, registered as ``TargetKind.check_array``).
+
+Imported only inside task calls, because it imports numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import TaskInputError
+
+
+def as_array(x: Any) -> Any:
+    """A numpy view of ``x``: torch tensors (a caller of the Python API) are detached and
+    copied to the CPU without importing torch here."""
+    if hasattr(x, "detach") and hasattr(x, "numpy"):
+        return x.detach().cpu().numpy()
+    return x
+
+
+def class_index(y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
+    """Class-index targets as int64 (n,), each >= 0 and below ``n_classes`` when known (the
+    checks of ``data._target_rows.class_index``, in numpy)."""
+    y = as_array(y)
+    if not isinstance(y, np.ndarray):
+        raise TaskInputError(f"{split} targets must be an array, got {type(y).__name__}")
+    if y.ndim != 1 or len(y) != n:
+        raise TaskInputError(
+            f"{split} targets must be class indices of shape ({n},), got {tuple(y.shape)}")
+    if not np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_:
+        raise TaskInputError(f"{split} targets must be integer class indices, got {y.dtype}")
+    y = y.astype(np.int64)
+    if int(y.min()) < 0:
+        raise TaskInputError(f"{split} targets hold a negative class index")
+    if n_classes is not None and int(y.max()) >= n_classes:
+        raise TaskInputError(
+            f"{split} targets hold class {int(y.max())} but there are {n_classes} class names")
+    return y
