@@ -147,3 +147,15 @@ def test_a_hint_replaced_above_is_kept_when_the_api_spells_the_fields():
     err.hint = "something else entirely"  # as a caller that rewords an error's hint does
     err.spell_fields(spell_keyword)
     assert str(err) == "split= is wrong; something else entirely"
+
+
+def test_a_hint_says_each_field_once_in_its_front_ends_words(tmp_path):
+    # the seed's hint spelled the keyword in words of its own as well: "drop backbone_seed=
+    # (backbone_seed= in Python)" once the API spelled the field itself
+    from vbstore.backbones._weights import check_seed
+
+    with pytest.raises(UsageError) as err:
+        check_seed("default", 3)
+    assert err.value.hint == "drop --backbone-seed, or use --weights random"
+    err.value.spell_fields(spell_keyword)
+    assert err.value.hint == "drop backbone_seed=, or use weights=random"

@@ -65,7 +65,7 @@ def check_seed(weights: str | os.PathLike[str], seed: int | None) -> None:
         raise UsageError(
             f"{field_ref('backbone_seed')} only applies with {field_ref('weights', 'random')}, not "
             f"{field_ref('weights', text)}",
-            hint=f"drop {field_ref('backbone_seed')} (backbone_seed= in Python), or use "
+            hint=f"drop {field_ref('backbone_seed')}, or use "
                  f"{field_ref('weights', 'random')}",
         )
 
