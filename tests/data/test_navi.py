@@ -230,7 +230,13 @@ def test_navi_needs_a_split_it_has(store, tree):
 def test_navi_read_as_pairs_names_the_navi_layout(store, tree):
     with pytest.raises(UsageError, match="it is laid out as NAVI") as exc:
         load_manifest(store, tree, split="val", layout="pairs")
-    assert "--layout navi" in exc.value.hint
+    assert exc.value.hint == "read it with --layout navi"
+    # the Python API spells the field its own way, once (it also said "(layout='navi')",
+    # a keyword no function takes)
+    from vbstore._fields import spell_keyword
+
+    exc.value.spell_fields(spell_keyword)
+    assert exc.value.hint == "read it with data_options={'layout': 'navi'}"
 
 
 # VisBench's pair draw (--partners, --max-angle, --pair-seed, --stride): its rules, checked

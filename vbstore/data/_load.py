@@ -438,7 +438,7 @@ def _scan(layout: str, root: Path, split: str | None, options: dict[str, Any]) -
     if layout == "pairs":
         if pairs_csv(root, split) is None and is_navi(root):  # relative_pose reads pairs.csv
             raise UsageError(f"no pairs.csv in {root}: it is laid out as NAVI",
-                             hint=f"read it with {field_ref('layout', 'navi')} (layout='navi')")
+                             hint=f"read it with {field_ref('layout', 'navi')}")
         return scan_pairs(root, split)
     if layout == "spair":
         return scan_spair(root, split)
