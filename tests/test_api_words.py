@@ -159,3 +159,20 @@ def test_a_hint_says_each_field_once_in_its_front_ends_words(tmp_path):
     assert err.value.hint == "drop --backbone-seed, or use --weights random"
     err.value.spell_fields(spell_keyword)
     assert err.value.hint == "drop backbone_seed=, or use weights=random"
+
+
+@pytest.mark.parametrize(("task", "params", "said"), [
+    ("retrieval", {"topk": "0"}, "params={'topk': 1,5,10}"),
+    ("retrieval", {"topk": ","}, "params={'topk': 1,5,10}"),
+    ("correspondence", {"thresholds": "-1"}, "params={'thresholds': 1,2,5,10}"),
+    ("correspondence", {"thresholds": ","}, "params={'thresholds': 1,2,5,10}"),
+])
+def test_a_task_parameter_hint_names_the_api_s_params_not_a_flag(tmp_path, task, params, said):
+    # these hints said "e.g. --topk 1,5,10" in Python too: a flag no function takes
+    store = vbstore.Store(tmp_path / "s")
+    with pytest.raises(UsageError) as err:
+        vbstore.get_result("test_cnn", task, "shapes", store=store, split="val",
+                           weights="random", params=params)
+    store.close()
+    assert said in err.value.hint
+    assert "--" not in str(err.value)

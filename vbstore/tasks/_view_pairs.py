@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,7 +73,8 @@ def parse_thresholds(value: Any) -> str:
         return ""
     if not parts:
         raise UsageError(f"correspondence thresholds {value!r} name no threshold",
-                         hint="give at least one, e.g. --thresholds 1,2,5,10, or leave them out")
+                         hint="give at least one, e.g. "
+                              f"{field_ref('param:thresholds', '1,2,5,10')}, or leave them out")
     out: list[float] = []
     for part in parts:
         try:
@@ -82,7 +83,8 @@ def parse_thresholds(value: Any) -> str:
             number = math.nan
         if not (math.isfinite(number) and number > 0):
             raise UsageError(f"correspondence threshold {part!r} is not a number > 0",
-                             hint="give thresholds as numbers > 0, e.g. --thresholds 1,2,5,10")
+                             hint="give thresholds as numbers > 0, e.g. "
+                                  f"{field_ref('param:thresholds', '1,2,5,10')}")
         if float(f"{number:g}") != number:
             raise UsageError(f"correspondence threshold {part!r} has more digits than its metric "
                              f"name keeps ({number:g})",

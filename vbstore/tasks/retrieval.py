@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import Metric, Param
 from ._errors import UndefinedMetric
 from ._registry import register_task
@@ -64,11 +64,13 @@ def parse_topk(value: Any) -> str:
             k = 0
         if k < 1:
             raise UsageError(f"retrieval topk {part!r} is not an integer >= 1",
-                             hint="give k values as integers >= 1, e.g. --topk 1,5,10")
+                             hint="give k values as integers >= 1, e.g. "
+                                  f"{field_ref('param:topk', '1,5,10')}")
         ks.add(k)
     if not ks:
         raise UsageError(f"retrieval topk {value!r} names no k",
-                         hint="give at least one, e.g. --topk 1,5,10, or leave it out")
+                         hint=f"give at least one, e.g. {field_ref('param:topk', '1,5,10')}, "
+                              "or leave it out")
     return ",".join(str(k) for k in sorted(ks))
 
 
