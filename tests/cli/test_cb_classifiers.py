@@ -278,3 +278,29 @@ def test_val_proportion_and_fewshot_k_take_clip_benchmarks_spellings(run, shapes
     out = run("get", "result", *common, "--val-proportion", "0.4", "-p", "val_proportion=0.2")
     assert out.exit_code == 2
     assert "--val-proportion 0.4 and -p val_proportion=0.2 disagree" in out.output
+
+
+@pytest.mark.parametrize(("tensors", "says"), [
+    ({"0": torch.full((8, 5), float("nan"))}, "holds NaN or Inf"),
+    ({"weight": torch.zeros(8, 5)}, "not classifiers 0, 1"),
+    ({"0": torch.zeros(8, 5), "1": torch.zeros(8, 4)}, "cannot be averaged"),
+])
+def test_a_stored_object_named_as_load_clfs_passes_the_files_checks(run, shapes, tmp_path,
+                                                                    tensors, says):
+    # -p load_clfs=ID (a record's params, replayed) named a stored tensors object that no file
+    # check had read: NaN scored, another object's tensor names failed with a KeyError
+    from vbstore import Store
+    from vbstore.store import to_safetensors_bytes
+
+    common = ["-b", CLIP, "-t", "zeroshot_classification", "-d", shapes, "--split", "val"]
+    _ok(run("get", "result", *common, "--json"))
+    before = _results(run)
+    store = Store(tmp_path / "s")
+    oid = store.put_bytes(to_safetensors_bytes(tensors, "tensors", {}), "tensors")
+    store.close()
+    for extra in ((), ("--dry-run",)):
+        out = run("get", "result", *common, "-p", f"load_clfs={oid}", *extra)
+        assert out.exit_code == 2, out.output
+        assert says in out.output
+        assert len(out.output.strip().splitlines()) == 1
+    assert _results(run) == before

@@ -354,6 +354,8 @@ def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> di
             continue
         kind = spec.file.kind
         if _OID.fullmatch(value) and store.has(value) and store.info(value).kind == kind:
+            if spec.file.entries is not None:  # checked as the files it stands for were
+                spec.file.entries(store.read_bytes(value, verify=True))
             continue
         if spec.file.load is not None:  # tensor files: read (torch) and checked by the task's
             out[key] = store.put_bytes(spec.file.load(value), kind)

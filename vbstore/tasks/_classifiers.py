@@ -52,14 +52,21 @@ def _read(path: str) -> torch.Tensor:
         # (UnpicklingError, BadZipFile, RuntimeError, EOFError, KeyError...): all one refusal
         raise UsageError(f"load_clfs {path!r} is not a tensor file torch.save wrote (torch.load "
                          f"refused it: {type(exc).__name__})", hint=HINT) from None
+    return _checked(repr(path), value)
+
+
+def _checked(what: str, value: Any) -> torch.Tensor:
+    """``value`` if it is a finite floating ``(D, C)`` matrix (``what`` names it)."""
+    import torch
+
     if not isinstance(value, torch.Tensor):
-        raise UsageError(f"load_clfs {path!r} holds a {type(value).__name__}, not a tensor",
+        raise UsageError(f"load_clfs {what} holds a {type(value).__name__}, not a tensor",
                          hint=HINT)
     if value.ndim != 2 or not value.is_floating_point() or 0 in value.shape:
-        raise UsageError(f"load_clfs {path!r} holds a {value.dtype} tensor of shape "
+        raise UsageError(f"load_clfs {what} holds a {value.dtype} tensor of shape "
                          f"{tuple(value.shape)}, not a (D, C) matrix of floats", hint=HINT)
     if not torch.isfinite(value).all():
-        raise UsageError(f"load_clfs {path!r} holds NaN or Inf", hint=HINT)
+        raise UsageError(f"load_clfs {what} holds NaN or Inf", hint=HINT)
     return value.detach().contiguous()
 
 
@@ -87,11 +94,27 @@ def load(value: str) -> bytes:
 
 
 def entries(data: bytes) -> list[Any]:
-    """The stored classifiers, in the order given (the compute path: torch)."""
+    """The stored classifiers, in the order given (the compute path: torch), checked as
+    :func:`load` checks files: a ``tensors`` object named by its id (a record's parameters,
+    replayed) was read by no file check.
+
+    Raises:
+        UsageError: tensors not named ``0``, ``1``..., one that is not a finite floating
+            ``(D, C)`` matrix, or two of different shapes.
+    """
     from safetensors.torch import load as load_tensors
 
     tensors = load_tensors(data)
-    return [tensors[str(i)] for i in range(len(tensors))]
+    if sorted(tensors) != sorted(str(i) for i in range(len(tensors))) or not tensors:
+        raise UsageError(f"load_clfs names a stored object of tensors {sorted(tensors)[:4]}, "
+                         "not classifiers 0, 1...", hint=HINT)
+    out = [_checked(f"object tensor {i}", tensors[str(i)]) for i in range(len(tensors))]
+    for i, tensor in enumerate(out[1:], 1):
+        if tensor.shape != out[0].shape:
+            raise UsageError(f"load_clfs object tensor {i} has shape {tuple(tensor.shape)} but "
+                             f"tensor 0 has {tuple(out[0].shape)}: they cannot be averaged",
+                             hint="load classifiers of one model and one dataset")
+    return out
 
 
 def shape_of(header: dict[str, Any]) -> tuple[int, int]:
