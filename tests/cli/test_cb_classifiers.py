@@ -304,3 +304,27 @@ def test_a_stored_object_named_as_load_clfs_passes_the_files_checks(run, shapes,
         assert says in out.output
         assert len(out.output.strip().splitlines()) == 1
     assert _results(run) == before
+
+
+@pytest.mark.parametrize(("entries", "says"), [
+    (["a photo"], "has no {c} placeholder"),
+    (["a {c}", "a {c}", "{x} {c}"], "has a placeholder other than {c}"),
+    ({"not": "a list"}, "is no list of templates"),
+])
+def test_a_stored_blob_named_as_templates_passes_the_files_checks(run, shapes, tmp_path,
+                                                                  entries, says):
+    # -p templates=ID named any stored blob, read by no template check: a template without
+    # {c} scored every class with one prompt
+    from vbstore import Store, canonical
+
+    common = ["-b", CLIP, "-t", "zeroshot_classification", "-d", shapes, "--split", "val"]
+    _ok(run("get", "result", *common, "--json"))
+    before = _results(run)
+    store = Store(tmp_path / "s")
+    oid = store.put_bytes(canonical.dumps(entries), "blob")
+    store.close()
+    out = run("get", "result", *common, "-p", f"templates={oid}")
+    assert out.exit_code == 2, out.output
+    assert says in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert _results(run) == before

@@ -354,8 +354,12 @@ def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> di
             continue
         kind = spec.file.kind
         if _OID.fullmatch(value) and store.has(value) and store.info(value).kind == kind:
-            if spec.file.entries is not None:  # checked as the files it stands for were
+            # checked as the files it stands for were (a record's params, replayed, or any
+            # stored object named by hand)
+            if spec.file.entries is not None:
                 spec.file.entries(store.read_bytes(value, verify=True))
+            else:
+                _check_stored_entries(store, key, value, spec.file.parse)
             continue
         if spec.file.load is not None:  # tensor files: read (torch) and checked by the task's
             out[key] = store.put_bytes(spec.file.load(value), kind)
@@ -372,6 +376,26 @@ def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> di
                              hint=f"{key}: {spec.help}") from None
         out[key] = store.put_bytes(canonical.dumps(spec.file.parse(text)), "blob")
     return out
+
+
+def _check_stored_entries(store: Store, key: str, oid: str, parse: Any) -> None:
+    """Refuse a stored blob named as text file parameter ``key`` unless it is the JSON list of
+    entries ``parse`` makes of that list's own text (what storing a file writes).
+
+    Raises:
+        UsageError: naming the parameter and the object, or the parser's own refusal.
+    """
+    try:
+        entries = canonical.loads(store.read_bytes(oid, verify=True))
+    except ValueError:
+        entries = None
+    hint = f"give {key} as a file: one entry a line, or a JSON list"
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise UsageError(f"{key} names stored object {oid[:12]}, which is no list of {key}",
+                         hint=hint)
+    if parse(canonical.dumps(entries).decode()) != entries:
+        raise UsageError(f"{key} names stored object {oid[:12]}, which is no list of {key} "
+                         "as a file gives", hint=hint)
 
 
 def param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, list[Any]]:
