@@ -195,7 +195,7 @@ def print_result(result) -> None:
     from ..tasks import metric_order
 
     record = result.record
-    lines = result_lines(record.to_dict(), result.id, result.origin, result.seconds,
+    lines = result_lines(record, result.id, result.origin, result.seconds,
                          metric_order(record.task, record.params),
                          # per feature set below instead of one line for all
                          from_cache=result.from_cache or bool(result.features),
