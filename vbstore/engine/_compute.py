@@ -110,6 +110,9 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     if plan.train_m is not None:
         data["train"] = {"manifest": plan.train_m.id, "split": plan.train_m.split,
                          "samples": len(plan.train_m)}
+    if plan.val_m is not None:  # val_split: the samples the head's settings were searched on
+        data["val"] = {"manifest": plan.val_m.id, "split": plan.val_m.split,
+                       "samples": len(plan.val_m)}
     metrics, aggregate = dict(per_seed[0]), None
     if len(seeds) > 1:
         aggregate = aggregate_seeds(per_seed)
