@@ -133,9 +133,9 @@ FIELDS: dict[str, Field] = _rows(
     Field("train_data", "--train-data", help="Training data for tasks that fit a head."),
     Field("train_split", "--train-split", help="Split of --train-data to train on."),
     Field("val_split", "--val-split",
-          help="Split of --train-data that searches the head's settings (linear_probe's weight "
-               "decay, CLIP_benchmark's --val_split); the final head trains on train+val "
-               "(few-shot: the shots alone)."),
+          help="Split of --train-data that searches linear_probe's weight decay "
+               "(CLIP_benchmark's --val_split); the head then trains on train+val (few-shot: "
+               "its shots)."),
     Field("limit", "--limit", kind=int, minimum=1,
           help="Per-class (or total) cap on eval samples."),
     Field("train_limit", "--train-limit", kind=int, minimum=1,
