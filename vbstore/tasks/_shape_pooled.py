@@ -89,8 +89,8 @@ class PooledTask(Task):
                     f"the val features are {tuple(val_feats.shape[1:])} wide, the train "
                     f"features {tuple(feats.shape[1:])}",
                     hint="extract both splits with the same backbone settings")
-            head, train_metrics = self._fit(feats, targets, params, seed, names,
-                                            val=(val_feats, val_targets))
+            head, train_metrics = self._fit_val(feats, targets, params, seed, names,
+                                                (val_feats, val_targets))
         return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)
 
     def evaluate(
@@ -167,6 +167,19 @@ class PooledTask(Task):
         class_names: list[str] | None,
     ) -> tuple[HeadState, dict[str, float]]:
         raise NotImplementedError(f"task {self.name!r} does not train a head")
+
+    def _fit_val(
+        self,
+        feats: torch.Tensor,
+        targets: Any,
+        params: dict[str, Any],
+        seed: int,
+        class_names: list[str] | None,
+        val: tuple[torch.Tensor, Any],
+    ) -> tuple[HeadState, dict[str, float]]:
+        """``_fit`` with a validation split's checked ``(features, targets)``: the hook of a task
+        that :attr:`takes_val_split`."""
+        raise TaskInputError(f"task {self.name!r} takes no validation split")
 
     @unimplemented
     def _evaluate(

@@ -70,9 +70,13 @@ class LinearProbe(EmbeddingTask):
     headline = "lp_acc1"
 
     def _fit(self, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any],
-             seed: int, class_names: list[str] | None,
-             val: tuple[torch.Tensor, torch.Tensor] | None = None
-             ) -> tuple[HeadState, dict[str, float]]:
+             seed: int, class_names: list[str] | None) -> tuple[HeadState, dict[str, float]]:
+        return self._fit_val(feats, targets, params, seed, class_names, None)
+
+    def _fit_val(self, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any],
+                 seed: int, class_names: list[str] | None,
+                 val: tuple[torch.Tensor, torch.Tensor] | None
+                 ) -> tuple[HeadState, dict[str, float]]:
         import torch
 
         from . import _cb_linear as cb
