@@ -156,6 +156,9 @@ def test_val_split_is_clip_benchmarks(clip_benchmark, splits, tmp_path, monkeypa
     assert len(heads) == 3
     assert "val" not in none["record"]["data"]
     assert "val_manifest" not in none["record"]["inputs"]
+    assert not any("searched on the evaluated" in w for w in got["record"].get("warnings", []))
+    tuned = _ok(_cli(store, "get", "result", *common, "--val-split", "test"))
+    assert any("searched on the evaluated samples" in w for w in tuned["record"]["warnings"])
 
 
 @pytest.mark.parametrize(("extra", "says"), [
