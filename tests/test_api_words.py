@@ -147,3 +147,27 @@ def test_a_hint_replaced_above_is_kept_when_the_api_spells_the_fields():
     err.hint = "something else entirely"  # as a caller that rewords an error's hint does
     err.spell_fields(spell_keyword)
     assert str(err) == "split= is wrong; something else entirely"
+
+
+@pytest.mark.parametrize(("keywords", "said"), [
+    ({"input_size": -1}, "input_size= must be an integer >= 1, not -1"),
+    ({"batch_size": 0}, "batch_size= must be an integer >= 1, not 0"),  # was range()'s crash
+    ({"seeds": 0}, "seeds= must be an integer >= 1, not 0"),
+    ({"train_limit": 0}, "train_limit= must be an integer >= 1, not 0"),
+    ({"backbone_seed": -1}, "backbone_seed= must be an integer >= 0, not -1"),
+])
+def test_a_bad_number_names_its_keyword_in_python_and_its_flag_on_the_cli(
+        tmp_path, keywords, said):
+    store = vbstore.Store(tmp_path / "s")
+    with pytest.raises(UsageError) as err:
+        vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
+                           train_split="train", weights="random", **keywords)
+    assert str(err.value) == said
+    assert err.value.field == next(iter(keywords))
+    store.close()
+    out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
+                                   "test_cnn", "--weights", "random", "-t", "knn", "-d", "shapes",
+                                   "--split", "val", "--train-data", "shapes", "--train-split",
+                                   "train", "--input-size", "-1"])
+    assert out.exit_code == 2
+    assert "--input-size must be an integer >= 1, not -1" in out.output

@@ -42,10 +42,11 @@ ENGINE_OPTIONS = frozenset({
 
 
 def _int(name: str, value: Any, minimum: int, *, optional: bool = False) -> None:
+    """Refuse ``value`` of request field ``name`` unless an integer >= ``minimum``."""
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UsageError(f"{name} must be an integer >= {minimum}, not {value!r}")
+        raise UsageError(f"{field_ref(name)} must be an integer >= {minimum}, not {value!r}")
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -82,9 +83,9 @@ class BackboneRequest:
                                                  "torchvision:resnet18"
             )
         object.__setattr__(self, "weights", str(self.weights))
-        _int("backbone seed", self.seed, 0, optional=True)
+        _int("backbone_seed", self.seed, 0, optional=True)
         check_seed(self.weights, self.seed)
-        _int("input size", self.input_size, 1, optional=True)
+        _int("input_size", self.input_size, 1, optional=True)
         if self.input_size is not None:  # before any data is read or stored for the request
             check_input_size(self.input_size, forward=False)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
@@ -196,7 +197,7 @@ class ProbeRequest:
         object.__setattr__(self, "params", _frozen(self.params))
         _int("seed", self.seed, 0)
         _int("seeds", self.seeds, 1)
-        _int("finetune blocks", self.finetune_blocks, 0)
+        _int("finetune_blocks", self.finetune_blocks, 0)
         if self.backbone_lr is not None:
             lr = self.backbone_lr
             if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1e6:
