@@ -155,6 +155,10 @@ def test_a_hint_replaced_above_is_kept_when_the_api_spells_the_fields():
     ({"seeds": 0}, "seeds= must be an integer >= 1, not 0"),
     ({"train_limit": 0}, "train_limit= must be an integer >= 1, not 0"),
     ({"backbone_seed": -1}, "backbone_seed= must be an integer >= 0, not -1"),
+    ({"precision": "fp16"}, "precision= must be one of fp32, bf16, not 'fp16'"),
+    ({"layers": (1, 1)}, "layers= names a layer twice: [1, 1]"),
+    ({"finetune_blocks": 1, "backbone_lr": 0},
+     "backbone_lr= must be a number > 0, not 0; e.g. backbone_lr=1e-4"),
 ])
 def test_a_bad_number_names_its_keyword_in_python_and_its_flag_on_the_cli(
         tmp_path, keywords, said):
@@ -163,7 +167,7 @@ def test_a_bad_number_names_its_keyword_in_python_and_its_flag_on_the_cli(
         vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
                            train_split="train", weights="random", **keywords)
     assert str(err.value) == said
-    assert err.value.field == next(iter(keywords))
+    assert err.value.field == list(keywords)[-1]
     store.close()
     out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
                                    "test_cnn", "--weights", "random", "-t", "knn", "-d", "shapes",

@@ -91,15 +91,16 @@ class BackboneRequest:
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
         if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):
             raise UsageError(
-                f"layers must be integers, not {self.layers!r}",
+                f"{field_ref('layers')} must be integers, not {self.layers!r}",
                 hint=f"e.g. {field_ref('layers', '2,5,8,11')}"
             )
         if len(set(layers)) != len(layers):
-            raise UsageError(f"layers {list(layers)} name a layer twice")
+            raise UsageError(f"{field_ref('layers')} names a layer twice: {list(layers)}")
         object.__setattr__(self, "layers", layers)
         if self.precision not in PRECISIONS:
             raise UsageError(
-                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}"
+                f"{field_ref('precision')} must be one of {', '.join(PRECISIONS)}, "
+                f"not {self.precision!r}"
             )
 
     @property
@@ -201,7 +202,7 @@ class ProbeRequest:
         if self.backbone_lr is not None:
             lr = self.backbone_lr
             if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1e6:
-                raise UsageError(f"backbone lr must be a number > 0, not {lr!r}",
+                raise UsageError(f"{field_ref('backbone_lr')} must be a number > 0, not {lr!r}",
                                  hint=f"e.g. {field_ref('backbone_lr', '1e-4')}")
             if not self.finetune_blocks:
                 raise UsageError(
