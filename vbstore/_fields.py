@@ -132,6 +132,10 @@ FIELDS: dict[str, Field] = _rows(
     Field("split", "--split", help="Split of --data to evaluate on (val, test...)."),
     Field("train_data", "--train-data", help="Training data for tasks that fit a head."),
     Field("train_split", "--train-split", help="Split of --train-data to train on."),
+    Field("val_split", "--val-split",
+          help="Split of --train-data that searches linear_probe's weight decay "
+               "(CLIP_benchmark's --val_split); the head then trains on train+val (few-shot: "
+               "its shots)."),
     Field("limit", "--limit", kind=int, minimum=1,
           help="Per-class (or total) cap on eval samples."),
     Field("train_limit", "--train-limit", kind=int, minimum=1,

@@ -86,3 +86,39 @@ def test_linear_probe_equals_clip_benchmark(clip_benchmark, tmp_path, monkeypatc
     assert train_metrics["weight_decay"] == theirs["weight_decay"]
     if p:  # the search ran and picked from the grid
         assert theirs["weight_decay"] > 0
+
+
+def _clip_benchmark_val_split(tmp_path, monkeypatch, x, y, x_val, y_val, x_test, y_test, *, k,
+                              seed):
+    """CLIP_benchmark's run with ``--val_split``: its val split's features cached beside the
+    train split's, nothing held out of the train split."""
+    linear_probe = importlib.import_module("clip_benchmark.metrics.linear_probe")
+    _on_cpu(monkeypatch)
+    monkeypatch.setattr(linear_probe, "accuracy", _accuracy)
+    torch.manual_seed(seed)  # its run(): the seed; a named val split draws nothing
+    folder = tmp_path / "features" / "model"
+    folder.mkdir(parents=True)
+    for name, feats, labels in (("train", x, y), ("val", x_val, y_val), ("test", x_test, y_test)):
+        torch.save(F.normalize(feats, dim=-1), folder / f"features_{name}.pt")
+        torch.save(labels, folder / f"targets_{name}.pt")
+    return linear_probe.evaluate(
+        None, None, None, k, 16, 0, 0.1, 10, "model", seed, str(tmp_path / "features"),
+        "cuda", val_dataloader=object(), amp=False)
+
+
+@pytest.mark.parametrize(("k", "seed"), [(-1, 0), (3, 2)])
+def test_linear_probe_with_a_val_split_equals_clip_benchmark(clip_benchmark, tmp_path,
+                                                             monkeypatch, k, seed):
+    x, y, x_test, y_test = _features(20 + seed, 84)
+    x_val, y_val = _features(40 + seed, 42)[:2]
+    task = get_task("linear_probe")
+    params = {"fewshot_k": k, "batch_size": 16}
+    head, train_metrics = task.fit(x, y, params, seed=seed, val=(x_val, y_val))
+    ours = task.evaluate(head, x_test, y_test, params)
+    theirs = _clip_benchmark_val_split(tmp_path, monkeypatch, x, y, x_val, y_val, x_test, y_test,
+                                       k=k, seed=seed)
+    assert ours == {key: theirs[key] for key in ours}
+    assert train_metrics["weight_decay"] == theirs["weight_decay"] > 0
+    # the val split made a difference: without it the weight decay is 0 and the head another
+    alone, _ = task.fit(x, y, params, seed=seed)
+    assert not torch.equal(alone["weight"], head["weight"])

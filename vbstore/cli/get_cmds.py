@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from .._fields import FIELDS, POOLINGS
@@ -70,6 +72,14 @@ def parse_layers(text: str | None) -> list[int] | None:
                                  param_hint="--layers") from None
 
 
+def val_split_option(func: Callable) -> Callable:
+    """``--val-split`` (its row of the table), with CLIP_benchmark's ``--val_split`` as an
+    alias."""
+    row = FIELDS["val_split"]
+    assert row.flag is not None
+    return click.option(row.flag, "--val_split", row.name, default=None, help=row.help)(func)
+
+
 @get.command("result")
 @backbone_options
 @field_options(
@@ -80,6 +90,7 @@ def parse_layers(text: str | None) -> list[int] | None:
                             "auto."),
     "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
     "params", "finetune_blocks", "backbone_lr", "language", "head", "strict", "recompute")
+@val_split_option
 @click.option("--dry-run", is_flag=True,
               help="Print each step (stored, on a remote, or to compute with its cost) and "
                    "compute nothing.")
@@ -204,7 +215,7 @@ def print_result(result) -> None:
     from ..tasks import metric_order
 
     record = result.record
-    lines = result_lines(record.to_dict(), result.id, result.origin, result.seconds,
+    lines = result_lines(record, result.id, result.origin, result.seconds,
                          metric_order(record.task, record.params),
                          # per feature set below instead of one line for all
                          from_cache=result.from_cache or bool(result.features),

@@ -28,7 +28,13 @@ from ._visflags import (
     save_classifier_to,
     save_clf_option,
 )
-from .get_cmds import backbone_options, parse_layers, print_plan, print_result
+from .get_cmds import (
+    backbone_options,
+    parse_layers,
+    print_plan,
+    print_result,
+    val_split_option,
+)
 
 # Local imports: the library loads when a command runs, not with this module: listing the
 # commands (--help) imports every command module, and a cached get loads only what it reads.
@@ -41,7 +47,7 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
              "min_votes", "partners", "max_angle", "pair_seed", "stride",
              "executor", "ray_address", "ray_sink", "ray_workers", "help", "store", "pooling",
              "finetune_blocks", "backbone_lr", "notes", "results", "save_probe", "no_cache",
-             "push_to", "public"}
+             "push_to", "public", "val_split"}
 # VisBench's names: --batch-size is the extraction batch, the head's is --train-batch-size
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
@@ -207,6 +213,8 @@ def _command(task: Task) -> click.Command:
                      else "head"),
         field_option(FIELDS["strict"].but(help="Apply a mismatched head anyway (warns).")),
     ]) or []
+    if task.takes_val_split:  # a task whose fit searches its settings on a validation split
+        options.append(val_split_option)
     if task.finetunes:  # a task whose head can train with the blocks (declared in tasks/)
         options += [
             field_option(FIELDS["finetune_blocks"].but(

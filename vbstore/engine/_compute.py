@@ -110,6 +110,9 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     if plan.train_m is not None:
         data["train"] = {"manifest": plan.train_m.id, "split": plan.train_m.split,
                          "samples": len(plan.train_m)}
+    if plan.val_m is not None:  # val_split: the samples the head's settings were searched on
+        data["val"] = {"manifest": plan.val_m.id, "split": plan.val_m.split,
+                       "samples": len(plan.val_m)}
     metrics, aggregate = dict(per_seed[0]), None
     if len(seeds) > 1:
         aggregate = aggregate_seeds(per_seed)
@@ -117,6 +120,9 @@ def _record(plan: Plan, per_seed, train_metrics, comparable, edges) -> ResultRec
     same = plan.train_m is not None and plan.train_m.id == plan.eval_m.id
     warnings = (["trained and evaluated on the same samples: the metrics are train metrics"]
                 if same else [])
+    if plan.val_m is not None and plan.val_m.id == plan.eval_m.id:
+        warnings.append("the head's settings were searched on the evaluated samples "
+                        "(--val-split is the eval split): the metrics are optimistic")
     if len(seeds) > 1 and not plan.task.uses_seed(plan.task_params):
         warnings.append(f"{plan.task.name} ignores the seed: the {len(seeds)} seeds ran the same "
                         "computation, so their spread is 0 by construction")

@@ -105,6 +105,7 @@ class ResultOptions(HeadOptions):
     strict: bool = opt("strict")
     notes: str | None = opt("notes")
     language: str | None = opt("language")
+    val_split: str | None = opt("val_split")
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,7 @@ def result_spec(
     finetune: dict[str, Any] | None = None,
     *,
     pooling_requested: str | None = None,
+    val_id: str | None = None,
 ) -> dict[str, Any]:
     """The result's derivation spec: cheap ids and every setting, so a hit needs no features.
 
@@ -125,10 +126,14 @@ def result_spec(
     it: see :func:`named_pooling`) and
     ``finetune`` join the key only when given, so the keys of requests without them (a frozen
     probe's among them) are as they were: the record carries them, and one key has one record.
-    A request's notes are no part of it: they are the registry's (``store.notes.add``)."""
+    A request's notes are no part of it: they are the registry's (``store.notes.add``).
+    ``val_id`` (the manifest of a validation split, ``val_split``) joins the inputs only when
+    given, for the same reason."""
     inputs = {"backbone": ref_id, "eval_manifest": eval_id}
     if train_id is not None:
         inputs["train_manifest"] = train_id
+    if val_id is not None:
+        inputs["val_manifest"] = val_id
     if head is not None:
         inputs["head"] = head
     return derivation_spec(
@@ -160,34 +165,38 @@ def _result_extractor(task: Task, request: ResultRequest, ref: BackboneRef
 
 def _request_spec(task: Task, task_params: dict[str, Any], request: ResultRequest,
                   ref: BackboneRef, eval_id: str, train_id: str | None, head: str | None,
-                  finetune: dict[str, Any] | None) -> dict[str, Any]:
+                  finetune: dict[str, Any] | None, val_id: str | None = None
+                  ) -> dict[str, Any]:
     """The result spec of ``request`` (every key it names: the one source for the blocks check
     before anything is stored and the plan's own lookup, so both hit or miss together)."""
     return result_spec(task, task_params, ref.id, eval_id, train_id, head,
                        request.probe.seed_list, _result_extractor(task, request, ref),
                        request.probe.strict, finetune,
-                       pooling_requested=named_pooling(task, request, ref))
+                       pooling_requested=named_pooling(task, request, ref), val_id=val_id)
 
 
 def _stored_already(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
                     eval_l: Listing, train_l: Listing | None, head: str | None,
-                    finetune: dict[str, Any] | None) -> tuple[BackboneRef | None, bool]:
+                    finetune: dict[str, Any] | None, val_l: Listing | None = None
+                    ) -> tuple[BackboneRef | None, bool]:
     """The backbone as the store knows it (None: only building could name it) and whether the
     result is stored, found without storing a manifest or building a model."""
     ref = backbone_of(store, request, task, build=False)
     if ref is None:  # a backbone never seen has no result: no file is hashed for it
         return ref, False
     ids = [store_listing(store, listing, touch=False, write=False).id if listing else None
-           for listing in (eval_l, train_l)]
+           for listing in (eval_l, train_l, val_l)]
     if ids[0] is None:
         return ref, False
-    spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune)
+    spec = _request_spec(task, task_params, request, ref, ids[0], ids[1], head, finetune,
+                         ids[2])
     return ref, store.lookup(derivation_key(spec), touch=False) is not None
 
 
 def _check_tools_first(store, runner: Runner, request: ResultRequest, task: Task,
                        task_params: dict[str, Any], eval_l: Listing, train_l: Listing | None,
-                       head: str | None, finetune: dict[str, Any] | None) -> None:
+                       head: str | None, finetune: dict[str, Any] | None,
+                       val_l: Listing | None = None) -> None:
     """Refuse a run whose scorers or libraries are missing here (:meth:`Runner.check_tools`)
     before anything is stored or built, a dry run too; a stored result, answered without them,
     is not refused.
@@ -199,18 +208,19 @@ def _check_tools_first(store, runner: Runner, request: ResultRequest, task: Task
         runner.check_tools(task, task_params, request)
     except VbstoreError:
         if not _stored_already(store, request, task, task_params, eval_l, train_l, head,
-                               finetune)[1]:
+                               finetune, val_l)[1]:
             raise
 
 
 def _check_blocks_first(store, request: ResultRequest, task: Task, task_params: dict[str, Any],
                         eval_l: Listing, train_l: Listing | None, head: str | None,
-                        finetune: dict[str, Any]) -> BackboneRef | None:
+                        finetune: dict[str, Any], val_l: Listing | None = None
+                        ) -> BackboneRef | None:
     """Refuse a fine-tuning request whose backbone cannot be cut into blocks before anything
     (a manifest, a prefix) is stored; a stored result is answered without building a model.
     Returns the backbone it resolved (built when it was checked), for the plan to keep."""
     ref, stored = _stored_already(store, request, task, task_params, eval_l, train_l, head,
-                                  finetune)
+                                  finetune, val_l)
     if stored:
         return ref
     ref = ref or backbone_of(store, request, task, build=True)
@@ -253,10 +263,14 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     eval_l = _listing(store, request.data, field_ref("split"), task)
     train_l = (_listing(store, request.train, field_ref("train_split"), task)
                if request.train is not None else None)
+    # a validation split of the training data (val_split): listed and checked as the train one
+    val_l = (_listing(store, request.val, field_ref("val_split"), task)
+             if request.val is not None else None)
     # the target kind's data options (target_scale...): the user's, else what the data states;
     # a split its kind cannot read with them is refused here, before anything is stored
     listed: list[tuple[Any, Listing, str]] = [(request.data, eval_l, field_ref("data"))]
     listed += [(request.train, train_l, field_ref("train_data"))] if train_l is not None else []
+    listed += [(request.val, val_l, field_ref("train_data"))] if val_l is not None else []
     stated = data_options(task, request.probe.params, listed)
     if stated:
         params = request.probe.resolved_params(stated)
@@ -268,18 +282,20 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     notes = check_against_data(
         task, params, request.probe.params, eval_l, train_l,
         lambda: _stored_already(store, request, task, task_params, eval_l, train_l, head,
-                                finetune)[1])
+                                finetune, val_l)[1])
     # the scorers' programs (java, jars) before a manifest is stored or a model built
     _check_tools_first(store, runner, request, task, task_params, eval_l, train_l, head,
-                       finetune)
+                       finetune, val_l)
     checked = None
     if finetune and not dry_run:
         checked = _check_blocks_first(store, request, task, task_params, eval_l, train_l, head,
-                                      finetune)
+                                      finetune, val_l)
     # a dry run writes no manifest: it names each by its document's hash
     eval_m = store_listing(store, eval_l, touch=False, write=not dry_run)
     train_m = (store_listing(store, train_l, touch=False, write=not dry_run)
                if train_l is not None else None)
+    val_m = (store_listing(store, val_l, touch=False, write=not dry_run)
+             if val_l is not None else None)
     # a fine-tuning request's backbone, checked (and built) above, is not built twice
     ref = checked or backbone_of(store, request, task, build=not dry_run)
     tuned = given_finetune(store, head) if head is not None else None
@@ -295,7 +311,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
             work={} if ref else {"builds": f"builds {request.backbone.spec} (imports torch)"},
         )
     ]
-    for role, manifest in (("eval", eval_m), ("train", train_m)):
+    for role, manifest in (("eval", eval_m), ("train", train_m), ("val", val_m)):
         if manifest is not None:  # a dry run's new manifest: to store (files hashed, no model)
             steps.append(Step("manifest", role, "stored" if store.has(manifest.id) else "compute",
                               manifest.id, {"samples": len(manifest)}))
@@ -304,7 +320,8 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     else:
         extractor = _result_extractor(task, request, ref)
         spec = _request_spec(task, task_params, request, ref, eval_m.id,
-                             train_m.id if train_m else None, head, finetune)
+                             train_m.id if train_m else None, head, finetune,
+                             val_m.id if val_m else None)
     key = derivation_key(spec) if spec is not None else None  # made once: execute uses it
     result_id = store.lookup(key, touch=False) if key is not None else None
     # a dry run names the remote whose binary cache has the result: execute would fetch it and
@@ -317,9 +334,10 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
     # the inputs found above are in use from here on: touched, in one write, before anything
     # is computed from them.
     if result_id is None:
-        store.touch([m.id for m in (ref, eval_m, train_m) if m is not None])
+        store.touch([m.id for m in (ref, eval_m, train_m, val_m) if m is not None])
     features = {}
-    for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None)):
+    for role, manifest in (("eval", eval_m), ("train", train_m if head is None else None),
+                           ("val", val_m)):
         if manifest is None or not runner.frozen_features:
             continue
         step = featureset_step(store, ref, manifest, extractor, role, unneeded, dry_run,
@@ -353,6 +371,7 @@ def plan(request: ResultRequest, store: Store | None = None, *, dry_run: bool = 
         begun,
         notes,
         finetune,
+        val_m,
     )
 
 

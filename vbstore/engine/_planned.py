@@ -52,8 +52,10 @@ class PlanRunner(Protocol):
         ...
 
     def fit(self, task: Task, train: Any, params: dict[str, Any], seed: int,
-            classes: list[str] | None) -> tuple[dict[str, Any], dict[str, float]]:
-        """A head's state and train metrics, fit on the ``train`` feed."""
+            classes: list[str] | None, val: Any = None
+            ) -> tuple[dict[str, Any], dict[str, float]]:
+        """A head's state and train metrics, fit on the ``train`` feed (``val``: a validation
+        split's feed, searched on)."""
         ...
 
     def width(self, feed: Any) -> int:
@@ -101,6 +103,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     # {"blocks", "backbone_lr"} when the backbone's last blocks train with the head
     finetune: dict[str, Any] | None = None
+    # the validation split's manifest (val_split: the head's settings searched on it), or None
+    val_m: Any = None
 
     @property
     def backbone(self) -> BackboneRef:

@@ -274,6 +274,8 @@ class ResultRequest:
         probe: The probe request.
         data: The evaluation split.
         train: The training split (tasks that fit a head, unless ``probe.head`` is given).
+        val: A validation split of the training data whose samples search the head's settings
+            (``val_split``; only a task that ``takes_val_split``), or None.
         notes: Free text attached to the result (VisBench's ``notes``): a row of the
             registry (``store.notes``), never part of the result's document or key, so the same
             computation with other notes is the same result, answered from the store.
@@ -284,8 +286,11 @@ class ResultRequest:
     data: DataRef
     train: DataRef | None = None
     notes: str | None = None
+    val: DataRef | None = None
 
     def __post_init__(self) -> None:
+        if self.val is not None:
+            check_val_split(self.probe, self.train is not None)
         if self.notes is not None and not isinstance(self.notes, str):
             raise UsageError(f"notes must be text, not {type(self.notes).__name__}")
         if self.notes is not None and not self.notes.strip():
@@ -294,6 +299,36 @@ class ResultRequest:
         self.probe.spec.check_inputs(train=self.train is not None,
                                      head=self.probe.head is not None)
         self.probe.spec.shape_spec.check_pooling(self.probe.task, self.backbone.pooling)
+
+
+def check_val_split(probe: ProbeRequest, train: bool) -> None:
+    """Refuse a validation split (``val_split``) the request cannot read.
+
+    Raises:
+        UsageError: the task takes none, no head is trained on training data, or
+            ``val_proportion`` names held-out samples too.
+    """
+    task, flag = probe.spec, field_ref("val_split")
+    if not task.takes_val_split:
+        raise UsageError(f"task {task.name!r} takes no validation split ({flag})",
+                         hint=f"drop {flag}; linear_probe searches its weight decay on one")
+    if probe.head is not None or not train:
+        raise UsageError(f"{flag} names a split of {field_ref('train_data')}, and no head is "
+                         "trained here",
+                         hint=f"drop {flag}, or give {field_ref('train_data')} without "
+                              f"{field_ref('head')}")
+    if probe.finetune_blocks:
+        raise UsageError(f"{flag} is not read with {field_ref('finetune_blocks')}",
+                         hint=f"drop one of {flag} and {field_ref('finetune_blocks')}")
+    try:
+        share = float(probe.params.get("val_proportion") or 0)
+    except (TypeError, ValueError):
+        share = 0.0  # not a number: the parameter's own check names it
+    if share > 0:
+        raise UsageError(f"{flag} and {field_ref('param:val_proportion')} both name the samples "
+                         "that search the weight decay",
+                         hint=f"give one: {flag} (CLIP_benchmark's --val_split), or "
+                              "val_proportion (its --val_proportion)")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from ._requests import (
     HeadRequest,
     ProbeRequest,
     ResultRequest,
+    check_val_split,
     layers_arg,
 )
 from ._run import Run
@@ -408,16 +409,22 @@ def result_request(backbone: Any, task: str, data: Any, train_data: Any = None,
         train_data = get_task(task).shape_spec.train_input(data)  # None for a zero-shot task
     params, data, train_data = with_language(get_task(task), o.params or {}, data, train_data,
                                              o.language)
+    probe = ProbeRequest(task, params=params or {}, seed=o.seed, seeds=o.seeds, head=o.head,
+                         strict=o.strict, finetune_blocks=o.finetune_blocks,
+                         backbone_lr=o.backbone_lr)
+    if o.val_split is not None:  # a split of the training data: refused without it
+        check_val_split(probe, train_data is not None)
     return ResultRequest(
         backbone_request(backbone, o),
-        ProbeRequest(task, params=params or {}, seed=o.seed, seeds=o.seeds, head=o.head,
-                     strict=o.strict, finetune_blocks=o.finetune_blocks,
-                     backbone_lr=o.backbone_lr),
+        probe,
         DataRef(data, split=o.split, limit=o.limit, options=data_options),
         DataRef(train_data, split=o.train_split, limit=o.train_limit, options=data_options)
         if train_data is not None
         else None,
         notes=o.notes,
+        val=DataRef(train_data, split=o.val_split, options=data_options)
+        if o.val_split is not None and train_data is not None
+        else None,
     )
 
 

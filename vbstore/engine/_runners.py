@@ -50,18 +50,20 @@ def make_featureset(plan: Plan, run: Run, step: Step) -> Feed:
     split, or one an earlier step derived: views), from the store or extracted now."""
     from ._toolbox import Feed, featureset
 
-    manifest = {"eval": plan.eval_m, "train": plan.train_m}.get(step.role)
+    manifest = {"eval": plan.eval_m, "train": plan.train_m, "val": plan.val_m}.get(step.role)
     if manifest is None:
         manifest = run.made[("manifest", step.role)]
     return Feed(plan, run, featureset(plan, run, manifest, step.role), manifest)
 
 
 def make_head(plan: Plan, run: Run, step: Step, *, seed: int) -> Derived:
-    """A head step's output: the head of ``seed`` on the train featureset made before it."""
+    """A head step's output: the head of ``seed`` on the train featureset made before it (and
+    the validation featureset, when the request names a validation split)."""
     from ._toolbox import train_head
 
     start = time.perf_counter()
-    head = train_head(plan, run, run.made[("featureset", "train")], seed, run.fresh_heads)
+    head = train_head(plan, run, run.made[("featureset", "train")], seed, run.fresh_heads,
+                      run.made.get(("featureset", "val")))
     add_seconds(run, "heads_s", start)
     return head
 
@@ -153,8 +155,10 @@ class Runner(ABC):
         return targets_baseline_of(plan, evaluation, scored.train, scored.targets)
 
     def fit(self, task: Task, train: Feed, params: dict[str, Any], seed: int,
-            classes: list[str] | None) -> tuple[dict[str, Any], dict[str, float]]:
-        """A head's state and train metrics, fit on ``train`` (a shape that trains one)."""
+            classes: list[str] | None, val: Feed | None = None
+            ) -> tuple[dict[str, Any], dict[str, float]]:
+        """A head's state and train metrics, fit on ``train`` (a shape that trains one; ``val``:
+        a validation split's feed, for a task that ``takes_val_split``)."""
         raise UsageError(f"task {task.name!r} is zero-shot and has no head")
 
     def width(self, feed: Feed) -> int:
@@ -171,7 +175,8 @@ class _Trained(Runner):
             return [Step("head", "given", "stored", ctx.head)]
         return [head_step(ctx.store, ctx.task, ctx.task_params, ctx.features["train"],
                           ctx.train_m, seed, ctx.unneeded, ctx.dry_run,
-                          partial(make_head, seed=seed)) for seed in ctx.seeds]
+                          partial(make_head, seed=seed), ctx.features.get("val"))
+                for seed in ctx.seeds]
 
     def targets(self, evaluation: Feed, classes: list[str] | None) -> Any:
         """The eval targets the task scores against (None: they come with the split)."""
@@ -212,6 +217,9 @@ class _Trained(Runner):
             train = run.made[("featureset", "train")]
             scored.train = train
             scored.edges.update(train_manifest=plan.train_m.id, train_features=train.id)
+            if plan.val_m is not None:
+                scored.edges.update(val_manifest=plan.val_m.id,
+                                    val_features=run.made[("featureset", "val")].id)
             heads = [run.made[("head", f"seed {seed}")].id for seed in seeds]
             classes = plan.train_m.classes
         # frozen features: a head trained with fine-tuned blocks does not fit them
@@ -241,8 +249,12 @@ class PooledRunner(_Trained):
     def vectors(self, plan: Plan, feed: Feed) -> Any:
         return feed.vectors()
 
-    def fit(self, task, train, params, seed, classes):
-        return task.fit(self.vectors(train.plan, train), train.targets(), params, seed, classes)
+    def fit(self, task, train, params, seed, classes, val=None):
+        # a validation split's labels are indexed as the train split's classes
+        held = (None if val is None
+                else (self.vectors(val.plan, val), val.targets(classes or None)))
+        return task.fit(self.vectors(train.plan, train), train.targets(), params, seed, classes,
+                        **({"val": held} if held is not None else {}))
 
     def width(self, feed: Feed) -> int:
         return int(self.vectors(feed.plan, feed).shape[1])

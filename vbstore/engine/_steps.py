@@ -159,17 +159,21 @@ def views_steps(store, ref, eval_m, extractor, params, unneeded, dry_run,
 
 
 def head_step(store, task, task_params, features: Step, train_m, seed, unneeded, dry_run,
-              make: Make | None = None) -> Step:
-    """The head of ``seed`` on the train featureset ``features``; ``make`` trains it."""
+              make: Make | None = None, val: Step | None = None) -> Step:
+    """The head of ``seed`` on the train featureset ``features`` (and, searched on it, the
+    validation featureset ``val``); ``make`` trains it."""
     role = f"seed {seed}"
     work = {"samples": len(train_m)}
     if "epochs" in task_params:
         work["epochs"] = task_params["epochs"]
-    if features.id is None or features.status not in ("stored", "unneeded"):
-        # its key needs the features' id: execute makes it once they are extracted
+    if any(f.id is None or f.status not in ("stored", "unneeded")
+           for f in (features, *([val] if val is not None else []))):
+        # its key needs the features' ids: execute makes it once they are extracted
         return Step("head", role, "unneeded" if unneeded else "compute", work=work, make=make)
-    planned = Step.of(head_spec(task, task_params, features.id, seed), "head", role, work=work,
-                      make=make)
+    assert features.id is not None
+    planned = Step.of(head_spec(task, task_params, features.id, seed,
+                                val.id if val is not None else None),
+                      "head", role, work=work, make=make)
     key = planned.key
     assert key is not None
     if unneeded:  # as for a featureset under a stored result
@@ -182,12 +186,18 @@ def head_step(store, task, task_params, features: Step, train_m, seed, unneeded,
 
 
 def head_spec(
-    task: Task, task_params: dict[str, Any], train_features: str, seed: int
+    task: Task, task_params: dict[str, Any], train_features: str, seed: int,
+    val_features: str | None = None,
 ) -> dict[str, Any]:
-    """The derivation spec of one seed's head on one train featureset."""
+    """The derivation spec of one seed's head on one train featureset; ``val_features`` (the
+    featureset of a validation split, ``val_split``) joins the inputs only when given, so every
+    other head keeps its key."""
+    inputs = {"features": train_features}
+    if val_features is not None:
+        inputs["val_features"] = val_features
     return derivation_spec(
         "head",
         task.op_version,
-        {"features": train_features},
+        inputs,
         {"task": task.name, "task_params": task.head_params(task_params), "seed": seed},
     )

@@ -138,23 +138,29 @@ def compat(plan: Plan, features_id: str, embed_dim: int) -> dict[str, Any]:
             "embed_dim": embed_dim, "task": plan.task.name, "task_op_version": plan.task.op_version}
 
 
-def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False) -> Derived:
-    """Fit (or fetch) the head for one seed: its id, where it came from, and (trained now) its
-    :class:`HeadCompat`."""
+def train_head(plan: Plan, run: Run, train: Feed, seed: int, fresh: bool = False,
+               val: Feed | None = None) -> Derived:
+    """Fit (or fetch) the head for one seed (``val``: the validation split's feed, searched
+    on): its id, where it came from, and (trained now) its :class:`HeadCompat`."""
     store, task, runner = plan.store, plan.task, plan.runner
+    val_inputs = {"val_features": val.id} if val is not None else {}
     spec, key = plan.spec_of("head", f"seed {seed}",
-                             lambda: head_spec(task, plan.task_params, train.id, seed),
-                             features=train.id)
+                             lambda: head_spec(task, plan.task_params, train.id, seed,
+                                               val.id if val is not None else None),
+                             features=train.id, **val_inputs)
     classes = plan.train_m.classes or None
 
     def compute() -> Made[HeadCompat]:
-        state, train_metrics = runner.fit(task, train, plan.task_params, seed, classes)
+        state, train_metrics = runner.fit(task, train, plan.task_params, seed, classes,
+                                          **({"val": val} if val is not None else {}))
         record = {**compat(plan, train.id, runner.width(train)),
                   "params": task.head_params(plan.task_params),
                   "seed": seed, "class_names": classes or [], "train_manifest": plan.train_m.id,
                   "train_metrics": train_metrics}
-        oid = save_head(store, state, record, edges={"features": train.id,
-                                                     "train_manifest": plan.train_m.id})
+        edges = {"features": train.id, "train_manifest": plan.train_m.id}
+        if val is not None:  # the validation split it was searched on
+            edges.update(val_features=val.id, val_manifest=val.manifest.id)
+        oid = save_head(store, state, record, edges=edges)
         return Made(oid, HeadCompat.from_dict(record))
 
     if fresh:

@@ -90,7 +90,8 @@ def _result(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[s
     for role, oid in inputs.items():
         _differ(out, role, declared.get(role), oid)
     data = doc.get("data") or {}
-    for role, split in (("eval_manifest", "eval"), ("train_manifest", "train")):
+    for role, split in (("eval_manifest", "eval"), ("train_manifest", "train"),
+                        ("val_manifest", "val")):
         if role in inputs or (split == "train" and "eval_manifest" in inputs):
             _differ(out, f"{split} data", (data.get(split) or {}).get("manifest"),
                     inputs.get(role))
@@ -148,6 +149,9 @@ def _head(spec: Mapping[str, Any], output: str, reader: StoreReader) -> list[str
         _differ(out, "extractor key", compat.get("extractor_key"), features.get("extractor_key"))
         _differ(out, "backbone", compat.get("backbone"), features.get("backbone"))
         _differ(out, "train data", compat.get("train_manifest"), features.get("manifest"))
+    if "val_features" in spec["inputs"]:  # --val-split: searched on features of the same kind
+        val = reader.json(spec["inputs"]["val_features"])
+        _differ(out, "val extractor key", compat.get("extractor_key"), val.get("extractor_key"))
     return out
 
 

@@ -89,6 +89,9 @@ class Task:
         needs_text: Whether the context must carry a CLIP ``text_encoder``.
         stochastic: Whether the seed changes the numbers; a task that ignores it gives the same
             result for every seed.
+        takes_val_split: Whether the task's fit reads a named validation split of the training
+            data (``val_split``: ``linear_probe`` searches its weight decay on it); its
+            ``fit`` then takes ``val=(features, targets)``.
         params: Parameter schema: name -> :class:`Param`.
         metrics: The evaluation metrics, in report order.
         train_metrics: Metrics the head's fit reports on the train split.
@@ -116,6 +119,7 @@ class Task:
     zero_shot: ClassVar[bool] = False
     needs_text: ClassVar[bool] = False
     stochastic: ClassVar[bool] = False
+    takes_val_split: ClassVar[bool] = False
     params: Mapping[str, Param] = MappingProxyType({})
     metrics: ClassVar[tuple[Metric, ...]] = ()
     train_metrics: ClassVar[tuple[Metric, ...]] = ()

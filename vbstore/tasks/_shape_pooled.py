@@ -39,6 +39,7 @@ class PooledTask(Task):
         params: Mapping[str, Any] | None = None,
         seed: int = 0,
         class_names: Sequence[str] | None = None,
+        val: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[HeadState, dict[str, float]]:
         """Fit the task's head on train features.
 
@@ -49,6 +50,8 @@ class PooledTask(Task):
             seed: Seeds every random draw (a local generator; global RNG state is untouched).
             class_names: The manifest's class names; they fix the class count, so a class
                 missing from the train split still gets an output. ``None``: inferred.
+            val: A validation split's ``(features, targets)``, targets indexed as the train
+                split's (only a task that :attr:`takes_val_split`).
 
         Returns:
             ``(head_state, train_metrics)``: CPU tensors for safetensors, and finite floats.
@@ -72,7 +75,22 @@ class PooledTask(Task):
             "train",
             None if names is None else len(names),
         )
-        head, train_metrics = self._fit(feats, targets, params, seed, names)
+        if val is None:
+            head, train_metrics = self._fit(feats, targets, params, seed, names)
+        else:
+            if not self.takes_val_split:
+                raise TaskInputError(f"task {self.name!r} takes no validation split",
+                                     hint="fit it without val")
+            val_feats = _checks.features(val[0], "val")
+            val_targets = _checks.targets(self.target_kind, val[1], len(val_feats), "val",
+                                          None if names is None else len(names))
+            if val_feats.shape[1:] != feats.shape[1:]:
+                raise TaskInputError(
+                    f"the val features are {tuple(val_feats.shape[1:])} wide, the train "
+                    f"features {tuple(feats.shape[1:])}",
+                    hint="extract both splits with the same backbone settings")
+            head, train_metrics = self._fit_val(feats, targets, params, seed, names,
+                                                (val_feats, val_targets))
         return _checks.head_out(head), _checks.metrics_out(self, train_metrics, self.train_metrics)
 
     def evaluate(
@@ -149,6 +167,19 @@ class PooledTask(Task):
         class_names: list[str] | None,
     ) -> tuple[HeadState, dict[str, float]]:
         raise NotImplementedError(f"task {self.name!r} does not train a head")
+
+    def _fit_val(
+        self,
+        feats: torch.Tensor,
+        targets: Any,
+        params: dict[str, Any],
+        seed: int,
+        class_names: list[str] | None,
+        val: tuple[torch.Tensor, Any],
+    ) -> tuple[HeadState, dict[str, float]]:
+        """``_fit`` with a validation split's checked ``(features, targets)``: the hook of a task
+        that :attr:`takes_val_split`."""
+        raise TaskInputError(f"task {self.name!r} takes no validation split")
 
     @unimplemented
     def _evaluate(

@@ -5,8 +5,9 @@ draw (:mod:`._cb_linear`): the image embeddings (``encode_image``) L2-normalised
 ``fewshot_k`` samples per class; AdamW at ``lr`` 0.1 with a cosine schedule for ``epochs`` 10
 in minibatches of ``batch_size`` 64; the weight decay searched on a held-out ``val_proportion``
 of the training data (CLIP_benchmark's ``--val_proportion``; 0, its default, trains with weight
-decay 0). With ``fewshot_k = -1`` the final layer trains on the train and held-out parts
-together; a few-shot layer trains on its shots alone.
+decay 0), or on a named validation split (``val_split``, its ``--val_split``: the fit's ``val``).
+With ``fewshot_k = -1`` the final layer trains on the train and validation samples together; a
+few-shot layer trains on its shots alone.
 
 Metrics as CLIP_benchmark names them: ``lp_acc1``, ``lp_acc5`` and ``lp_mean_per_class_recall``
 (balanced accuracy over the classes present in the eval split). CLIP_benchmark writes ``lp_acc5``
@@ -46,6 +47,7 @@ class LinearProbe(EmbeddingTask):
     target_kind = "class_index"
     shape = "embedding"
     stochastic = True
+    takes_val_split = True
     protocol = "clip_benchmark_linear_probe"
     params = MappingProxyType({
         "fewshot_k": Param(-1, "training samples per class (-1: every sample)", minimum=-1),
@@ -69,21 +71,38 @@ class LinearProbe(EmbeddingTask):
 
     def _fit(self, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any],
              seed: int, class_names: list[str] | None) -> tuple[HeadState, dict[str, float]]:
+        return self._fit_val(feats, targets, params, seed, class_names, None)
+
+    def _fit_val(self, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any],
+                 seed: int, class_names: list[str] | None,
+                 val: tuple[torch.Tensor, torch.Tensor] | None
+                 ) -> tuple[HeadState, dict[str, float]]:
         import torch
 
         from . import _cb_linear as cb
+        from ._errors import TaskInputError
 
         if params["fewshot_k"] == 0:
-            from ._errors import TaskInputError
-
             raise TaskInputError("fewshot_k=0 trains on nothing",
                                  hint="a positive number of shots, or -1 for every sample")
+        if val is not None and params["val_proportion"] > 0:
+            raise TaskInputError(
+                f"a validation split and val_proportion {params['val_proportion']:g} both name "
+                "the samples that search the weight decay",
+                hint="give one: the val split, or val_proportion with none")
         recipe = cb.Recipe(params["epochs"], params["lr"], params["batch_size"], seed)
         generator = torch.Generator().manual_seed(seed)
         x = cb.normalise(feats)
         train_rows, val_rows = cb.split_rows(len(x), params["val_proportion"], generator)
         x_train, y_train = x[train_rows], targets[train_rows]
         n_out = int(y_train.max()) + 1
+        if val is not None:  # CLIP_benchmark's --val_split: its own samples, none held out
+            x_val, y_val = cb.normalise(val[0]), val[1]
+            if len(y_val) and int(y_val.max()) >= n_out:
+                    raise TaskInputError(
+                    f"the validation split has label {int(y_val.max())}, but the train split's "
+                    f"labels stop at {n_out - 1}",
+                    hint="a validation split whose classes are among the train split's")
         shots = cb.fewshot_rows(y_train, params["fewshot_k"], generator)
         x_train, y_train = x_train[shots], y_train[shots]
 
@@ -91,9 +110,13 @@ class LinearProbe(EmbeddingTask):
                 ) -> HeadState:
             return cb.train(xs, ys, n_out, weight_decay, recipe, self.name)
 
-        if not val_rows:
-            return fit(0.0), {"weight_decay": 0.0}
-        x_val, y_val = x[val_rows], targets[val_rows]
+        if val is None:
+            if not val_rows:
+                return fit(0.0), {"weight_decay": 0.0}
+            x_val, y_val = x[val_rows], targets[val_rows]
+        elif not len(y_val):
+            raise TaskInputError("the validation split has no samples",
+                                 hint="name a split with samples, or none")
         weight_decay = cb.search_weight_decay(fit, x_val, y_val)
         if params["fewshot_k"] < 0:  # the full probe trains on the held-out part too
             head = fit(weight_decay, torch.cat([x_train, x_val]), torch.cat([y_train, y_val]))

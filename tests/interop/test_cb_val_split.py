@@ -1,0 +1,189 @@
+"""CLIP_benchmark's ``--val_split`` as a user runs it: ``get result -t linear_probe --val-split
+val`` on data with train, val and test splits searches the weight decay on the val split and
+trains the final probe on train+val, giving CLIP_benchmark 1.6.2's own numbers on the same
+embeddings (its ``linear_probe.evaluate``, run in this process on features computed here, not by
+vbstore); the val split is part of the question (another split, another head and result), and a
+request that cannot read one is refused in one line before anything is stored."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from click.testing import CliRunner
+from PIL import Image
+from torchvision import transforms
+
+from vbstore.backbones import register_clip_loader
+from vbstore.cli import cli
+
+pytestmark = pytest.mark.slow
+
+SIZE = 16
+CLIP = "vs_clip:tiny@v1"
+
+
+class _TinyClip(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
+        self.words = torch.nn.Embedding(64, 8)
+
+    def encode_image(self, images):
+        return self.visual(images.flatten(1))
+
+    def encode_text(self, tokens):
+        return self.words(tokens).mean(dim=1)
+
+
+def _on_cpu(monkeypatch):
+    # CLIP_benchmark asserts CUDA: its .cuda() a no-op, its .to("cuda") the CPU
+    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
+    to = torch.Tensor.to
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: to(
+        self, *["cpu" if v == "cuda" else v for v in a], **k))
+
+
+def _accuracy(output, target, topk=(1,)):
+    # clip_benchmark's accuracy, its float() on numpy 2 read with .item()
+    pred = output.topk(max(topk), 1, True, True)[1].t()
+    correct = pred.eq(target.view(1, -1).expand_as(pred))
+    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
+
+
+def _tokenize(texts):
+    return torch.zeros(len(texts), 6, dtype=torch.long)
+
+
+def _load(model_name, pretrained, cache_dir=None, device="cpu"):
+    torch.manual_seed(sum(map(ord, pretrained or "random")))
+    transform = transforms.Compose([transforms.Resize(SIZE), transforms.CenterCrop(SIZE),
+                                    transforms.ToTensor()])
+    return _TinyClip().to(device), transform, _tokenize
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _vs_clip():
+    from vbstore.backbones import _clip_loaders
+    from vbstore.backbones._registry import unregister_backbone
+
+    register_clip_loader("vs_clip")(_load)
+    yield
+    unregister_backbone("vs_clip")
+    _clip_loaders._LOADERS.pop("vs_clip")
+
+
+@pytest.fixture(scope="module")
+def splits(shapes_folder, tmp_path_factory) -> Path:
+    """Five shapes classes in four splits: train (6 a class), val and val2 (3), test (6)."""
+    root = tmp_path_factory.mktemp("val_split") / "data"
+    a, b, c = (Path(shapes_folder(n, seed)) for n, seed in ((6, 31), (3, 32), (6, 33)))
+    for name, source in (("train", a / "train"), ("val", b / "train"), ("val2", b / "val"),
+                         ("test", c / "val")):
+        shutil.copytree(source, root / name)
+    return root
+
+
+def _embeddings(folder: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tiny model's image embeddings of a split and their labels (sorted class folders)."""
+    model, transform, _ = _load("tiny", "v1")
+    images, labels = [], []
+    for label, name in enumerate(sorted(p.name for p in folder.iterdir())):
+        for file in sorted((folder / name).iterdir()):
+            images.append(transform(Image.open(file).convert("RGB")))
+            labels.append(label)
+    with torch.no_grad():
+        return model.encode_image(torch.stack(images)), torch.tensor(labels)
+
+
+def _cli(store: Path, *args: str):
+    return CliRunner().invoke(cli, ["--store", str(store), *args])
+
+
+def _ok(out) -> dict:
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)
+
+
+def test_val_split_is_clip_benchmarks(clip_benchmark, splits, tmp_path, monkeypatch):
+    store = tmp_path / "s"
+    data = ["-d", str(splits), "--split", "test", "--train-data", str(splits),
+            "--train-split", "train"]
+    common = ["-b", CLIP, "-t", "linear_probe", *data, "-p", "batch_size=16", "--json"]
+    planned = _ok(_cli(store, "get", "result", *common, "--val-split", "val", "--dry-run"))
+    steps = {(s["op"], s["role"]): s["status"] for s in planned["steps"]}
+    assert steps[("manifest", "val")] == steps[("featureset", "val")] == "compute"
+    got = _ok(_cli(store, "get", "result", *common, "--val-split", "val"))
+    record = got["record"]
+    assert record["data"]["val"]["split"] == "val"
+    assert record["data"]["val"]["samples"] == 15
+    assert "val_manifest" in record["inputs"]
+
+    # CLIP_benchmark 1.6.2's own linear probe on the same embeddings, computed here
+    linear_probe = importlib.import_module("clip_benchmark.metrics.linear_probe")
+    folder = tmp_path / "features" / "model"
+    folder.mkdir(parents=True)
+    for name in ("train", "val", "test"):
+        feats, labels = _embeddings(splits / name)
+        torch.save(F.normalize(feats, dim=-1), folder / f"features_{name}.pt")
+        torch.save(labels, folder / f"targets_{name}.pt")
+    _on_cpu(monkeypatch)
+    monkeypatch.setattr(linear_probe, "accuracy", _accuracy)
+    torch.manual_seed(0)
+    theirs = linear_probe.evaluate(None, None, None, -1, 16, 0, 0.1, 10, "model", 0,
+                                   str(tmp_path / "features"), "cuda",
+                                   val_dataloader=object(), amp=False)
+    for name in ("lp_acc1", "lp_mean_per_class_recall"):
+        assert record["metrics"][name] == pytest.approx(theirs[name], abs=1e-9), name
+    [trained] = record["train_metrics"] if isinstance(record["train_metrics"], list) else [
+        record["train_metrics"]]
+    assert trained["weight_decay"] == pytest.approx(theirs["weight_decay"])
+
+    # CLIP_benchmark's spelling and `run` ask the same question; another split another one
+    assert _ok(_cli(store, "get", "result", *common, "--val_split", "val"))["id"] == got["id"]
+    assert _ok(_cli(store, "run", "linear_probe", "-b", CLIP, *data, "--train-batch-size", "16",
+                    "--json", "--val-split", "val"))["id"] == got["id"]
+    other = _ok(_cli(store, "get", "result", *common, "--val-split", "val2"))
+    none = _ok(_cli(store, "get", "result", *common))
+    assert len({got["id"], other["id"], none["id"]}) == 3
+    heads = {json.dumps(r["record"]["inputs"].get("head")) for r in (got, other, none)}
+    assert len(heads) == 3
+    assert "val" not in none["record"]["data"]
+    assert "val_manifest" not in none["record"]["inputs"]
+    assert not any("searched on the evaluated" in w for w in got["record"].get("warnings", []))
+    tuned = _ok(_cli(store, "get", "result", *common, "--val-split", "test"))
+    assert any("searched on the evaluated samples" in w for w in tuned["record"]["warnings"])
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["-t", "linear_probe", "--val-split", "val", "-p", "val_proportion=0.2"],
+     "--val-split and -p val_proportion both name the samples"),
+    (["-t", "linear_probe", "--val-split", "nope"], "nope"),
+    (["-t", "knn", "--val-split", "val"], "task 'knn' takes no validation split (--val-split)"),
+])
+def test_val_split_refusals(splits, tmp_path, extra, says):
+    store = tmp_path / "s"
+    backbone = CLIP if "linear_probe" in extra else "test_vit"
+    out = _cli(store, "get", "result", "-b", backbone, *(["--weights", "random"]
+                                                        if backbone == "test_vit" else []),
+               "-d", str(splits), "--split", "test", "--train-data", str(splits),
+               "--train-split", "train", *extra)
+    assert out.exit_code == 2, out.output
+    assert says in out.output
+    assert len([line for line in out.output.splitlines() if line.strip()]) <= 2, out.output
+    assert "Traceback" not in out.output
+    listed = _cli(store, "ls", "results", "--json")
+    assert listed.exit_code != 0 or json.loads(listed.stdout) == []
+
+
+def test_val_split_needs_training_data(splits, tmp_path):
+    out = _cli(tmp_path / "s", "get", "result", "-b", CLIP, "-t", "linear_probe",
+               "-d", str(splits), "--split", "test", "--val-split", "val")
+    assert out.exit_code == 2, out.output
+    assert "--val-split names a split of --train-data" in out.output
