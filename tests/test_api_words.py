@@ -156,6 +156,7 @@ def test_a_hint_replaced_above_is_kept_when_the_api_spells_the_fields():
     ({"train_limit": 0}, "train_limit= must be an integer >= 1, not 0"),
     ({"backbone_seed": -1}, "backbone_seed= must be an integer >= 0, not -1"),
     ({"precision": "fp16"}, "precision= must be one of fp32, bf16, not 'fp16'"),
+    ({"notes": 3}, "notes= must be text, not int"),
     ({"layers": (1, 1)}, "layers= names a layer twice: [1, 1]"),
     ({"finetune_blocks": 1, "backbone_lr": 0},
      "backbone_lr= must be a number > 0, not 0; e.g. backbone_lr=1e-4"),

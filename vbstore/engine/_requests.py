@@ -292,7 +292,7 @@ class ResultRequest:
         if self.val is not None:
             check_val_split(self.probe, self.train is not None)
         if self.notes is not None and not isinstance(self.notes, str):
-            raise UsageError(f"notes must be text, not {type(self.notes).__name__}")
+            raise UsageError(f"{field_ref('notes')} must be text, not {type(self.notes).__name__}")
         if self.notes is not None and not self.notes.strip():
             object.__setattr__(self, "notes", None)  # empty notes say nothing
         # the task's shape says whether it takes training data and a head
