@@ -176,3 +176,31 @@ def test_a_task_parameter_hint_names_the_api_s_params_not_a_flag(tmp_path, task,
     store.close()
     assert said in err.value.hint
     assert "--" not in str(err.value)
+
+@pytest.mark.parametrize(("keywords", "said"), [
+    ({"input_size": -1}, "input_size= must be an integer >= 1, not -1"),
+    ({"batch_size": 0}, "batch_size= must be an integer >= 1, not 0"),  # was range()'s crash
+    ({"seeds": 0}, "seeds= must be an integer >= 1, not 0"),
+    ({"train_limit": 0}, "train_limit= must be an integer >= 1, not 0"),
+    ({"backbone_seed": -1}, "backbone_seed= must be an integer >= 0, not -1"),
+    ({"precision": "fp16"}, "precision= must be one of fp32, bf16, not 'fp16'"),
+    ({"notes": 3}, "notes= must be text, not int"),
+    ({"layers": (1, 1)}, "layers= names a layer twice: [1, 1]"),
+    ({"finetune_blocks": 1, "backbone_lr": 0},
+     "backbone_lr= must be a number > 0, not 0; e.g. backbone_lr=1e-4"),
+])
+def test_a_bad_number_names_its_keyword_in_python_and_its_flag_on_the_cli(
+        tmp_path, keywords, said):
+    store = vbstore.Store(tmp_path / "s")
+    with pytest.raises(UsageError) as err:
+        vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
+                           train_split="train", weights="random", **keywords)
+    assert str(err.value) == said
+    assert err.value.field == list(keywords)[-1]
+    store.close()
+    out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
+                                   "test_cnn", "--weights", "random", "-t", "knn", "-d", "shapes",
+                                   "--split", "val", "--train-data", "shapes", "--train-split",
+                                   "train", "--input-size", "-1"])
+    assert out.exit_code == 2
+    assert "--input-size must be an integer >= 1, not -1" in out.output

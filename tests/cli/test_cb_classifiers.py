@@ -191,6 +191,13 @@ def test_task_auto_is_the_task_clip_benchmark_picks(run, shapes):
     out = run("get", "result", "-t", "auto", *common[:-1], "-p", "recall_k=5")
     assert out.exit_code == 2
     assert "task 'zeroshot_classification' has no parameter 'recall_k'" in out.output
+    assert "-t auto picked zeroshot_classification for " in out.output
+    # a backbone the picked task cannot run: the refusal says the task was auto's pick
+    out = run("get", "result", "-t", "auto", "-b", "test_vit", "--weights", "random", "-d",
+              shapes, "--split", "val")
+    assert out.exit_code == 2
+    assert "needs a CLIP backbone" in out.output
+    assert f"-t auto picked zeroshot_classification for {shapes}" in out.output
     out = run("get", "result", "-t", "auto", "-b", CLIP, "--suite", "some@1")
     assert out.exit_code == 2
     assert "-t auto picks the task from --data" in out.output

@@ -151,3 +151,11 @@ def test_an_import_names_vbstore_as_the_evaluator_of_its_own_records():
     theirs = _visbench({**item, "visbench_version": "0.27.0"})[3]["evaluator"]
     assert (ours, theirs) == ({"package": "vbstore", "version": "0.1.0"},
                               {"package": "visbench", "version": "0.27.0"})
+
+
+@pytest.mark.parametrize("fmt", ["visbench", "md", "csv", "jsonl"])
+def test_an_export_to_a_folder_is_refused_naming_the_file_it_wants(run, tmp_path, fmt):
+    out = run("export", "results", "--format", fmt, "-o", str(tmp_path))
+    assert out.exit_code == 2  # was "Is a directory" from the filesystem, exit 7 (a store write)
+    assert f"-o {tmp_path} is a folder; --format {fmt} writes one file" in out.output
+    assert "only --format clip-benchmark writes into a folder" in out.output

@@ -55,9 +55,9 @@ def test_requests_are_frozen_and_validated():
         probe.params["k"] = 4  # type: ignore[index]
     with pytest.raises(AttributeError):
         probe.seed = 2  # type: ignore[misc]
-    with pytest.raises(UsageError, match="seeds must be an integer >= 1"):
+    with pytest.raises(UsageError, match="--seeds must be an integer >= 1"):
         ProbeRequest("knn", seeds=0)
-    with pytest.raises(UsageError, match=r"layers .* name a layer twice"):
+    with pytest.raises(UsageError, match=r"--layers names a layer twice"):
         BackboneRequest("test_cnn", layers=(-1, -1))
     with pytest.raises(UsageError, match="zero-shot and takes no training data"):
         ResultRequest(BackboneRequest("test_cnn"), ProbeRequest("retrieval"), DataRef("x"),

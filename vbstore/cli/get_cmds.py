@@ -121,6 +121,7 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
     """
     from .._plugins import load_plugin
     from ..engine import execute, plan, result_request
+    from ..errors import VbstoreError
 
     for path in plugins:
         load_plugin(path)
@@ -130,7 +131,8 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
                                                 "batch_size")}
     run["progress"] = progress_for(run["executor"], as_json)
     backbone, task, data = (options.pop(name) for name in ("backbone", "task", "data"))
-    if task == "auto":  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
+    auto = task == "auto"
+    if auto:  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
         from ..interop import clip_benchmark_task
 
         if data is None:
@@ -159,13 +161,20 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
     for name, value in (("--task", task), ("--data", data)):
         if value is None:
             raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
-    check_save_clf(task, save_clf, dry_run)
-    options["params"] = merge(task, parse_params(options["params"]), flags)
-    # the key main made of this command line, when the answer cache could not answer it
-    pending = None if dry_run or run["recompute"] else (
-        click.get_current_context().find_root().obj or {}).get("answer")
-    _answers.watch(store, pending)  # the store notes what this answer reads
-    the_plan = plan(result_request(backbone, task, data, **options), store, dry_run=dry_run)
+    try:
+        check_save_clf(task, save_clf, dry_run)
+        options["params"] = merge(task, parse_params(options["params"]), flags)
+        # the key main made of this command line, when the answer cache could not answer it
+        pending = None if dry_run or run["recompute"] else (
+            click.get_current_context().find_root().obj or {}).get("answer")
+        _answers.watch(store, pending)  # the store notes what this answer reads
+        the_plan = plan(result_request(backbone, task, data, **options), store, dry_run=dry_run)
+    except VbstoreError as exc:
+        if auto:  # the user named no task: say which one was refused, and why it was picked
+            exc.hint = "; ".join(filter(None, (
+                exc.hint, f"-t auto picked {task} for {data} (CLIP_benchmark's --task auto); "
+                          "name another task with -t")))
+        raise
     if dry_run:
         emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
         return

@@ -85,6 +85,10 @@ def export_results(store, fmt: str, task, backbone, weights, output, dump_classn
     if (dump_classnames or dump_templates) and fmt != "clip-benchmark":
         raise UsageError("--dump-classnames and --dump-templates add fields to CLIP_benchmark's "
                          "rows", hint="add --format clip-benchmark")
+    if output and fmt != "clip-benchmark" and Path(output).is_dir():
+        raise UsageError(f"-o {output} is a folder; --format {fmt} writes one file",
+                         hint=f"give a file name (-o results.{fmt.replace('visbench', 'jsonl')}"
+                              "); only --format clip-benchmark writes into a folder")
     rows = result_rows(store, task, backbone, weights)
     if task and not rows:
         from ..tasks import get_task

@@ -10,14 +10,37 @@ front ends cannot drift apart; a keyword no field names is refused as Python ref
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from .._fields import opt
+from ..errors import UsageError, field_ref
+
+
+class _Ranged:
+    """Options whose numbers are held to their rows' ranges, as the CLI's flags are (a click
+    range): ``batch_size=0`` is refused naming ``batch_size=``, not a crash deep in a run."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # type: ignore[arg-type]
+            row = f.metadata.get("row")
+            value = getattr(self, f.name)
+            if row is None or value is None or (row.minimum is None and row.maximum is None):
+                continue
+            number = "an integer" if row.kind is int else "a number"
+            kinds = (int,) if row.kind is int else (int, float)
+            low = "" if row.minimum is None else f" {'>' if row.min_open else '>='} {row.minimum}"
+            high = "" if row.maximum is None else f" <= {row.maximum}"
+            if (isinstance(value, bool) or not isinstance(value, kinds)
+                    or (row.minimum is not None and (value < row.minimum or (
+                        row.min_open and value == row.minimum)))
+                    or (row.maximum is not None and value > row.maximum)):
+                raise UsageError(f"{field_ref(row.name)} must be {number}"
+                                 f"{low}{' and' if low and high else ''}{high}, not {value!r}")
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class RunOptions(_Ranged):
     """How a request is computed (where, with what progress and batch): no id depends on it.
 
     Attributes:
@@ -46,7 +69,7 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
-class BackboneOptions:
+class BackboneOptions(_Ranged):
     """How the backbone is built and seen (``BackboneRequest``'s settings)."""
 
     weights: str = opt("weights")
@@ -86,7 +109,7 @@ class ResultOptions(HeadOptions):
 
 
 @dataclass(frozen=True)
-class FeatureOptions:
+class FeatureOptions(_Ranged):
     """What a feature set is extracted with (``get_features``' keywords beside the run's).
 
     ``seed`` is the backbone's init seed with ``weights="random"`` (``backbone_seed`` elsewhere).
@@ -109,7 +132,7 @@ class FeatureOptions:
 
 
 @dataclass(frozen=True)
-class SweepOptions:
+class SweepOptions(_Ranged):
     """What every combination of a sweep asks beyond backbone, task and data."""
 
     params: Mapping[str, Any] | None = opt("params")

@@ -42,10 +42,11 @@ ENGINE_OPTIONS = frozenset({
 
 
 def _int(name: str, value: Any, minimum: int, *, optional: bool = False) -> None:
+    """Refuse ``value`` of request field ``name`` unless an integer >= ``minimum``."""
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UsageError(f"{name} must be an integer >= {minimum}, not {value!r}")
+        raise UsageError(f"{field_ref(name)} must be an integer >= {minimum}, not {value!r}")
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -82,23 +83,24 @@ class BackboneRequest:
                                                  "torchvision:resnet18"
             )
         object.__setattr__(self, "weights", str(self.weights))
-        _int("backbone seed", self.seed, 0, optional=True)
+        _int("backbone_seed", self.seed, 0, optional=True)
         check_seed(self.weights, self.seed)
-        _int("input size", self.input_size, 1, optional=True)
+        _int("input_size", self.input_size, 1, optional=True)
         if self.input_size is not None:  # before any data is read or stored for the request
             check_input_size(self.input_size, forward=False)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers or (-1,))
         if any(isinstance(i, bool) or not isinstance(i, int) for i in layers):
             raise UsageError(
-                f"layers must be integers, not {self.layers!r}",
+                f"{field_ref('layers')} must be integers, not {self.layers!r}",
                 hint=f"e.g. {field_ref('layers', '2,5,8,11')}"
             )
         if len(set(layers)) != len(layers):
-            raise UsageError(f"layers {list(layers)} name a layer twice")
+            raise UsageError(f"{field_ref('layers')} names a layer twice: {list(layers)}")
         object.__setattr__(self, "layers", layers)
         if self.precision not in PRECISIONS:
             raise UsageError(
-                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}"
+                f"{field_ref('precision')} must be one of {', '.join(PRECISIONS)}, "
+                f"not {self.precision!r}"
             )
 
     @property
@@ -196,11 +198,11 @@ class ProbeRequest:
         object.__setattr__(self, "params", _frozen(self.params))
         _int("seed", self.seed, 0)
         _int("seeds", self.seeds, 1)
-        _int("finetune blocks", self.finetune_blocks, 0)
+        _int("finetune_blocks", self.finetune_blocks, 0)
         if self.backbone_lr is not None:
             lr = self.backbone_lr
             if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1e6:
-                raise UsageError(f"backbone lr must be a number > 0, not {lr!r}",
+                raise UsageError(f"{field_ref('backbone_lr')} must be a number > 0, not {lr!r}",
                                  hint=f"e.g. {field_ref('backbone_lr', '1e-4')}")
             if not self.finetune_blocks:
                 raise UsageError(
@@ -290,7 +292,7 @@ class ResultRequest:
         if self.val is not None:
             check_val_split(self.probe, self.train is not None)
         if self.notes is not None and not isinstance(self.notes, str):
-            raise UsageError(f"notes must be text, not {type(self.notes).__name__}")
+            raise UsageError(f"{field_ref('notes')} must be text, not {type(self.notes).__name__}")
         if self.notes is not None and not self.notes.strip():
             object.__setattr__(self, "notes", None)  # empty notes say nothing
         # the task's shape says whether it takes training data and a head
