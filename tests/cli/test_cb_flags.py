@@ -7,49 +7,18 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-from torchvision import transforms
+from clip_support import clip_loader, registered_clip
 
-from vbstore.backbones import register_clip_loader
-
-SIZE = 16
 CLIP = "flags_clip:tiny@v1"
 
 
-class _TinyClip(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
-        self.words = torch.nn.Embedding(64, 8)
-
-    def encode_image(self, images):
-        return self.visual(images.flatten(1))
-
-    def encode_text(self, tokens):
-        return self.words(tokens).mean(dim=1)
-
-
-def _tokenize(texts):
-    ids = [[sum(map(ord, w)) % 64 for w in t.split()][:6] for t in texts]
-    return torch.tensor([row + [0] * (6 - len(row)) for row in ids])
-
-
-def _load(model_name, pretrained, cache_dir=None, device="cpu"):
-    torch.manual_seed(sum(map(ord, pretrained or "random")))
-    transform = transforms.Compose([transforms.Resize(SIZE), transforms.CenterCrop(SIZE),
-                                    transforms.ToTensor()])
-    return _TinyClip().to(device), transform, _tokenize
+_load = clip_loader()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _flags_clip():
-    from vbstore.backbones import _clip_loaders
-    from vbstore.backbones._registry import unregister_backbone
-
-    register_clip_loader("flags_clip")(_load)
-    yield
-    unregister_backbone("flags_clip")
-    _clip_loaders._LOADERS.pop("flags_clip")
+    with registered_clip("flags_clip", _load):
+        yield
 
 
 def _id(out) -> str:

@@ -10,55 +10,22 @@ import json
 import numpy as np
 import pytest
 import torch
+from clip_support import SIZE, clip_loader, registered_clip
 from PIL import Image
-from torchvision import transforms
 
 import vbstore
-from vbstore.backbones import register_clip_loader
 
 pytestmark = pytest.mark.slow
-SIZE = 16
 WORDS = ["a", "red", "dog", "on", "blue", "cat", "under", "green", "table", "the", "big", "box"]
 
 
-class TinyClip(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
-        self.words = torch.nn.Embedding(64, 8)
-        self.order = torch.nn.Linear(8, 8)  # word order matters (Winoground's swaps)
-
-    def encode_image(self, images):
-        return self.visual(images.flatten(1))
-
-    def encode_text(self, tokens):
-        emb = self.words(tokens)
-        weights = torch.arange(1, tokens.shape[1] + 1, dtype=emb.dtype)[None, :, None]
-        return self.order((emb * weights).mean(dim=1))
-
-
-def tokenize(texts):
-    ids = [[sum(map(ord, w)) % 64 for w in t.split()][:8] for t in texts]
-    return torch.tensor([row + [0] * (8 - len(row)) for row in ids])
-
-
-def load_tiny(model_name, pretrained, cache_dir=None, device="cpu"):
-    torch.manual_seed(sum(map(ord, pretrained or "random")))
-    transform = transforms.Compose([transforms.Resize(SIZE), transforms.CenterCrop(SIZE),
-                                    transforms.ToTensor(),
-                                    transforms.Normalize((0.5,) * 3, (0.25,) * 3)])
-    return TinyClip().to(device), transform, tokenize
+load_tiny = clip_loader(ordered=True, normalize=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def tiny():
-    from vbstore.backbones import _clip_loaders
-    from vbstore.backbones._registry import unregister_backbone
-
-    register_clip_loader("ics_clip")(load_tiny)
-    yield
-    unregister_backbone("ics_clip")
-    _clip_loaders._LOADERS.pop("ics_clip")
+    with registered_clip("ics_clip", load_tiny):
+        yield
 
 
 def _caption(rng):

@@ -15,60 +15,28 @@ import tarfile
 import numpy as np
 import pytest
 import torch
+from clip_support import SIZE, clip_loader, registered_clip
 from PIL import Image
-from torchvision import datasets, transforms
+from torchvision import datasets
 
 import vbstore
-from vbstore.backbones import register_clip_loader
 from vbstore.data import load_manifest
 from vbstore.engine import plan, result_request, save_classifier
 from vbstore.errors import UsageError
 from vbstore.tasks.zeroshot_classification import TEMPLATES
 
 pytestmark = pytest.mark.slow
-SIZE = 16
 CLIP = "cbclf_clip:tiny@v1"
 CLASSES = ["apple", "boat", "cat", "dog", "eagle", "fox"]
 
 
-class _TinyClip(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
-        self.words = torch.nn.Embedding(64, 8)
-        self.order = torch.nn.Linear(8, 8)
-
-    def encode_image(self, images):
-        return self.visual(images.flatten(1))
-
-    def encode_text(self, tokens):
-        emb = self.words(tokens)
-        weights = torch.arange(1, tokens.shape[1] + 1, dtype=emb.dtype)[None, :, None]
-        return self.order((emb * weights).mean(dim=1))
-
-
-def _tokenize(texts):
-    ids = [[sum(map(ord, w)) % 64 for w in t.split()][:8] for t in texts]
-    return torch.tensor([row + [0] * (8 - len(row)) for row in ids])
-
-
-def _load(model_name, pretrained, cache_dir=None, device="cpu"):
-    torch.manual_seed(sum(map(ord, pretrained or "random")))
-    transform = transforms.Compose([transforms.Resize(SIZE), transforms.CenterCrop(SIZE),
-                                    transforms.ToTensor(),
-                                    transforms.Normalize((0.5,) * 3, (0.25,) * 3)])
-    return _TinyClip().to(device), transform, _tokenize
+_load = clip_loader(ordered=True, normalize=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _cbclf_clip():
-    from vbstore.backbones import _clip_loaders
-    from vbstore.backbones._registry import unregister_backbone
-
-    register_clip_loader("cbclf_clip")(_load)
-    yield
-    unregister_backbone("cbclf_clip")
-    _clip_loaders._LOADERS.pop("cbclf_clip")
+    with registered_clip("cbclf_clip", _load):
+        yield
 
 
 def _accuracy(output, target, topk=(1,)):

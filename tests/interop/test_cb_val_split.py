@@ -16,29 +16,23 @@ import pytest
 import torch
 import torch.nn.functional as F
 from click.testing import CliRunner
+from clip_support import clip_loader, registered_clip
 from PIL import Image
-from torchvision import transforms
 
-from vbstore.backbones import register_clip_loader
 from vbstore.cli import cli
 
 pytestmark = pytest.mark.slow
 
-SIZE = 16
 CLIP = "vs_clip:tiny@v1"
 
 
-class _TinyClip(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.visual = torch.nn.Linear(3 * SIZE * SIZE, 8)
-        self.words = torch.nn.Embedding(64, 8)
+_load = clip_loader(tokenize=lambda texts: torch.zeros(len(texts), 6, dtype=torch.long))
 
-    def encode_image(self, images):
-        return self.visual(images.flatten(1))
 
-    def encode_text(self, tokens):
-        return self.words(tokens).mean(dim=1)
+@pytest.fixture(scope="module", autouse=True)
+def _vs_clip():
+    with registered_clip("vs_clip", _load):
+        yield
 
 
 def _on_cpu(monkeypatch):
@@ -55,28 +49,6 @@ def _accuracy(output, target, topk=(1,)):
     pred = output.topk(max(topk), 1, True, True)[1].t()
     correct = pred.eq(target.view(1, -1).expand_as(pred))
     return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
-
-
-def _tokenize(texts):
-    return torch.zeros(len(texts), 6, dtype=torch.long)
-
-
-def _load(model_name, pretrained, cache_dir=None, device="cpu"):
-    torch.manual_seed(sum(map(ord, pretrained or "random")))
-    transform = transforms.Compose([transforms.Resize(SIZE), transforms.CenterCrop(SIZE),
-                                    transforms.ToTensor()])
-    return _TinyClip().to(device), transform, _tokenize
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _vs_clip():
-    from vbstore.backbones import _clip_loaders
-    from vbstore.backbones._registry import unregister_backbone
-
-    register_clip_loader("vs_clip")(_load)
-    yield
-    unregister_backbone("vs_clip")
-    _clip_loaders._LOADERS.pop("vs_clip")
 
 
 @pytest.fixture(scope="module")
