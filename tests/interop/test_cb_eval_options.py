@@ -15,6 +15,7 @@ import tarfile
 import numpy as np
 import pytest
 import torch
+from cb_support import accuracy as _accuracy
 from clip_support import SIZE, clip_loader, registered_clip
 from PIL import Image
 from torchvision import datasets
@@ -37,13 +38,6 @@ _load = clip_loader(ordered=True, normalize=True)
 def _cbclf_clip():
     with registered_clip("cbclf_clip", _load):
         yield
-
-
-def _accuracy(output, target, topk=(1,)):
-    # clip_benchmark.metrics.zeroshot_classification.accuracy, its float() on numpy 2
-    pred = output.topk(max(topk), 1, True, True)[1].t()
-    correct = pred.eq(target.view(1, -1).expand_as(pred))
-    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
 
 
 def _folder(root):

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from cb_support import accuracy as _accuracy
 from clip_support import SIZE, clip_loader, registered_clip
 from PIL import Image
 
@@ -258,13 +259,6 @@ def test_winoground_is_two_samples_per_instance_scored_as_clip_benchmark_scores_
         expected = metric.evaluate(model, loader, tokenizer, device="cpu", amp=False)
     assert result.metrics == expected
     assert result.metrics["acc"] < 1  # the data tells the metrics apart
-
-
-def _accuracy(output, target, topk=(1,)):
-    # clip_benchmark.metrics.zeroshot_classification.accuracy, its float() on numpy 2
-    pred = output.topk(max(topk), 1, True, True)[1].t()
-    correct = pred.eq(target.view(1, -1).expand_as(pred))
-    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
 
 
 def test_the_language_of_a_classification_set_reaches_its_names_templates_and_keys(

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from cb_support import accuracy as _accuracy
+from cb_support import on_cpu as _on_cpu
 from click.testing import CliRunner
 from clip_support import clip_loader, registered_clip
 from PIL import Image
@@ -33,22 +35,6 @@ _load = clip_loader(tokenize=lambda texts: torch.zeros(len(texts), 6, dtype=torc
 def _vs_clip():
     with registered_clip("vs_clip", _load):
         yield
-
-
-def _on_cpu(monkeypatch):
-    # CLIP_benchmark asserts CUDA: its .cuda() a no-op, its .to("cuda") the CPU
-    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
-    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
-    to = torch.Tensor.to
-    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: to(
-        self, *["cpu" if v == "cuda" else v for v in a], **k))
-
-
-def _accuracy(output, target, topk=(1,)):
-    # clip_benchmark's accuracy, its float() on numpy 2 read with .item()
-    pred = output.topk(max(topk), 1, True, True)[1].t()
-    correct = pred.eq(target.view(1, -1).expand_as(pred))
-    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ import importlib
 import pytest
 import torch
 import torch.nn.functional as F
+from cb_support import accuracy as _accuracy
+from cb_support import on_cpu as _on_cpu
 
 from vbstore.tasks import get_task
 
@@ -33,21 +35,6 @@ def _features(seed: int, n: int, classes: int = 7, dim: int = 12) -> list[torch.
         y = torch.arange(size) % classes
         out += [(centres[y] + 1.5 * torch.randn(size, dim, generator=g)) * 3.0, y]
     return out
-
-
-def _on_cpu(monkeypatch):
-    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
-    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
-    to = torch.Tensor.to
-    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: to(
-        self, *["cpu" if v == "cuda" else v for v in a], **k))
-
-
-def _accuracy(output, target, topk=(1,)):
-    # clip_benchmark.metrics.zeroshot_classification.accuracy, its float() on numpy 2
-    pred = output.topk(max(topk), 1, True, True)[1].t()
-    correct = pred.eq(target.view(1, -1).expand_as(pred))
-    return [float(correct[:k].reshape(-1).float().sum(0).item()) / len(target) for k in topk]
 
 
 def _clip_benchmark(tmp_path, monkeypatch, x, y, x_test, y_test, *, k, p, seed):
