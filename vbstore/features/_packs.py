@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..errors import CorruptObject, VbstoreError
+from ._rows import pack_tensor
 
 # Local imports: safetensors loads when a pack is opened or written.
 
@@ -106,24 +106,10 @@ def row_bytes(out: dict[str, Any], layers: Sequence[int], mode: str,
 
 def read_pack_tensor(store, pack: str, name: str,
                      rows: Sequence[int] | None = None) -> torch.Tensor:
-    """Rows of one tensor of a pack, read through mmap once the pack's hash is verified.
-
-    Raises:
-        CorruptObject: the pack does not hash to its id or cannot be parsed.
-        VbstoreError: the pack has no tensor ``name``.
-    """
-    from safetensors import SafetensorError
-    from safetensors.torch import safe_open
-
-    path = store.verified_path(pack)
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            if name not in handle.keys():
-                raise VbstoreError(f"pack {pack[:12]} holds no {name}",
-                                   hint="these features were extracted with other layers or mode")
-            if rows is None:
-                return handle.get_tensor(name)
-            index = torch.as_tensor(list(rows), dtype=torch.long)
-            return handle.get_tensor(name).index_select(0, index)
-    except SafetensorError as exc:
-        raise CorruptObject(pack, str(path)) from exc
+    """Rows of one tensor of a pack, read through mmap once the pack's hash is verified
+    (``._rows.pack_tensor``: its errors)."""
+    with pack_tensor(store, pack, name, "pt") as handle:
+        if rows is None:
+            return handle.get_tensor(name)
+        index = torch.as_tensor(list(rows), dtype=torch.long)
+        return handle.get_tensor(name).index_select(0, index)

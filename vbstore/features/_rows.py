@@ -8,7 +8,9 @@ pack verified against its id first, read through ``safetensors.numpy``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +20,10 @@ from ..records import FeaturesetRecord
 # Local imports: safetensors loads when a pack is opened.
 
 
-def read_pack_rows(store, pack: str, name: str, rows: Sequence[int]) -> np.ndarray:
-    """Rows of one tensor of a pack (``._packs.read_pack_tensor``, in numpy), read once the
-    pack's hash is verified.
+@contextmanager
+def pack_tensor(store, pack: str, name: str, framework: str) -> Iterator[Any]:
+    """The open safetensors handle of ``pack``, verified against its id and checked to hold
+    tensor ``name`` (``framework``: ``np`` here, ``pt`` for ``._packs.read_pack_tensor``).
 
     Raises:
         CorruptObject: the pack does not hash to its id or cannot be parsed.
@@ -30,13 +33,20 @@ def read_pack_rows(store, pack: str, name: str, rows: Sequence[int]) -> np.ndarr
 
     path = store.verified_path(pack)
     try:
-        with safe_open(str(path), framework="np") as handle:
+        with safe_open(str(path), framework=framework) as handle:
             if name not in handle.keys():
                 raise VbstoreError(f"pack {pack[:12]} holds no {name}",
                                    hint="these features were extracted with other layers or mode")
-            return handle.get_tensor(name)[np.asarray(rows, dtype=np.int64)]
+            yield handle
     except SafetensorError as exc:
         raise CorruptObject(pack, str(path)) from exc
+
+
+def read_pack_rows(store, pack: str, name: str, rows: Sequence[int]) -> np.ndarray:
+    """Rows of one tensor of a pack (``._packs.read_pack_tensor``, in numpy), read once the
+    pack's hash is verified (:func:`pack_tensor`)."""
+    with pack_tensor(store, pack, name, "np") as handle:
+        return handle.get_tensor(name)[np.asarray(rows, dtype=np.int64)]
 
 
 def pooled_rows(store, featureset_id: str, layer: int | None = None) -> np.ndarray:
