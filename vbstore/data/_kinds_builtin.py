@@ -76,6 +76,17 @@ def _rows(name: str) -> Callable[[Any, int, str, int | None], Any]:
     return check
 
 
+def _arrays(name: str) -> Callable[[Any, int, str, int | None], Any]:
+    """The numpy check of a kind's pooled targets, ``._target_arrays.<name>`` (numpy: loaded
+    inside task calls)."""
+    def check(y: Any, n: int, split: str, n_classes: int | None) -> Any:
+        from . import _target_arrays
+
+        return getattr(_target_arrays, name)(y, n, split, n_classes)
+
+    return check
+
+
 def _image(reader: Any, position: int) -> Any:
     return reader.image(position)  # the target is computed from the pixels
 
@@ -127,8 +138,8 @@ for _kind in (
                "an image folder root/<split>/<class>/<image>, a .csv/.jsonl list with a label "
                "column, or a named source (shapes, sklearn:digits, hf:NAME, torchvision:NAME, "
                "wds:PATH)", folders=("class",), per_sample=_class_index,
-               check_targets=_rows("class_index"), baseline=_trivial.class_index,
-               min_classes=2),
+               check_targets=_rows("class_index"), check_rows=_arrays("class_index"),
+               baseline=_trivial.class_index, min_classes=2),
     TargetKind("multi_hot", "class labels per image",
                "a .csv/.jsonl list with a labels column (several class names per image)",
                folders=("multi_label",), also_reads=("class_index",), per_sample=_multi_hot,

@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from ..data import get_target_kind
 from ..errors import TaskInputError
 from ._blocks import row_blocks
 
-__all__ = ["GRID_BITS", "L2_GRID_BITS", "average_precisions_ranked", "class_index", "cosine",
+__all__ = ["GRID_BITS", "L2_GRID_BITS", "average_precisions_ranked", "cosine",
            "cosine_grid", "descending_order", "features", "l2_grid", "negative_squared_distance",
            "row_blocks", "row_sums", "targets"]
 
@@ -73,26 +74,6 @@ def features(x: Any, split: str) -> np.ndarray:
         raise TaskInputError(f"{split} features hold NaN or Inf (first at row "
                              f"{int(np.flatnonzero(~finite)[0])})")
     return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def class_index(y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
-    """Class-index targets as int64 (n,), each >= 0 and below ``n_classes`` when known (the
-    checks of ``data._target_rows.class_index``, in numpy)."""
-    y = _array(y)
-    if not isinstance(y, np.ndarray):
-        raise TaskInputError(f"{split} targets must be an array, got {type(y).__name__}")
-    if y.ndim != 1 or len(y) != n:
-        raise TaskInputError(
-            f"{split} targets must be class indices of shape ({n},), got {tuple(y.shape)}")
-    if not np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_:
-        raise TaskInputError(f"{split} targets must be integer class indices, got {y.dtype}")
-    y = y.astype(np.int64)
-    if int(y.min()) < 0:
-        raise TaskInputError(f"{split} targets hold a negative class index")
-    if n_classes is not None and int(y.max()) >= n_classes:
-        raise TaskInputError(
-            f"{split} targets hold class {int(y.max())} but there are {n_classes} class names")
-    return y
 
 
 def row_sums(values: np.ndarray) -> np.ndarray:
@@ -164,16 +145,17 @@ def average_precisions_ranked(sorted_scores: np.ndarray, sorted_relevant: np.nda
 
 
 def targets(kind: str, y: Any, n: int, split: str) -> np.ndarray:
-    """The targets of a numpy-array task, checked for ``n`` rows.
+    """The targets of a numpy-array task, checked for ``n`` rows by the kind's numpy check
+    (``TargetKind.check_rows``).
 
     Raises:
-        TaskInputError: targets that do not fit, or a kind no numpy task reads (only
-            ``class_index`` has a numpy check).
+        TaskInputError: targets that do not fit, or a kind with no numpy check.
     """
-    if kind != "class_index":
+    check = get_target_kind(kind).check_rows
+    if check is None:
         raise TaskInputError(f"{kind} targets have no numpy check",
                              hint="declare the task's array as torch")
-    return class_index(y, n, split)
+    return check(y, n, split, None)
 
 
 def descending_order(scores: np.ndarray) -> np.ndarray:
