@@ -12,25 +12,35 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	# torch and torchvision first, pinned to the releases this project is tested with
-	$(BIN)/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1"
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	# torch and torchvision pinned to the releases this project is tested with, in the same
+	# resolve as the rest (one pip run: a second one re-checked every installed requirement);
+	# --no-compile: Python writes the bytecode of what it imports when it first imports it,
+	# rather than pip compiling all 19k modules of the environment (45 s of CPU) up front
+	$(BIN)/python -m pip install --quiet --no-compile "torch==2.14.1" "torchvision==0.29.1" -e ".[test]"
 	touch $(STAMP)
 
 # The suite on every core (pytest-xdist): whole test files to each worker (--dist loadfile), so
-# a file's module-scoped stores and data are built once, the files with the most slow cases
-# first (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). Before it, on
-# their own, the tests marked `serial` (machinery that must not share the machine: the two-node
-# Ray cluster). Both passes always run and print pytest's summary line, the whole suite's last;
-# either one failing fails the target. PYTEST_WORKERS=N sets the workers (1: one process).
+# a file's module-scoped stores and data are built once, the costliest files first
+# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). Before it, on their
+# own, the tests marked `serial` (machinery that must not share the machine with the suite: the
+# two-node Ray cluster), collected from the files that spell `mark.serial` only (collecting the
+# whole suite to pick them out cost 15 s; tests/conftest.py stops a run where a serial test's
+# file does not spell it), with mypy beside them (one process: the cluster waits on its
+# processes more than it computes). Both passes always run and print pytest's summary line, the
+# whole suite's last; either one failing fails the target, and so does mypy. PYTEST_WORKERS=N
+# sets the workers (1: one process).
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+SERIAL_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 
-# CI's command: the linters (ruff, mypy) first, then the whole suite, slow cases included (the
-# Datasette page in a real headless browser: `browser` installs one where none is found)
-test: lint browser
+# CI's command: ruff, mypy beside the serial pass, then the whole suite, slow cases included
+# (the Datasette page in a real headless browser: `browser` installs one where none is found)
+test: $(STAMP) browser
+	$(BIN)/python -m ruff check vbstore tests benchmarks
 	status=0; \
-	$(BIN)/python -m pytest -q -m serial || status=$$?; \
+	$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
+	$(BIN)/python -m pytest -q -m serial $(SERIAL_FILES) || status=$$?; \
+	wait $$mypy || status=$$?; cat $(VENV)/mypy.out; \
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || status=$$?; \
 	exit $$status
 

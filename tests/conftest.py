@@ -70,15 +70,33 @@ def shapes_folder(generated):
     return lambda per_class, seed: generated("shapes", per_class=per_class, seed=seed)
 
 
+# `make test`'s serial pass collects only the test files that spell this (grep), not the suite
+SERIAL_MARK = "mark.serial"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: every item is seen here
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``), the files with the most slow cases first, each file's
-    own order kept: ``--dist loadfile --no-loadscope-reorder`` hands whole files out in this
-    order, so the long files start at once and the short ones fill in around them, rather than a
-    long file starting last and running alone. A run in one process keeps pytest's order."""
+    """Under pytest-xdist (``make test``), the costliest files first, each file's own order
+    kept: ``--dist loadfile --no-loadscope-reorder`` hands whole files out in this order, so the
+    long files start at once and the short ones fill in around them, rather than a long file
+    starting last and running alone. A file's cost is its slow cases, each counted once or, where
+    one is marked ``slow(cost=N)``, N times. A run in one process keeps pytest's order.
+
+    A test marked ``serial`` in a file that does not spell ``mark.serial`` (the Makefile's serial
+    pass would never collect it, and the parallel pass leaves it out) stops the run."""
+    hidden = sorted({str(item.path) for item in items if item.get_closest_marker("serial")
+                     and SERIAL_MARK not in item.path.read_text(encoding="utf-8")})
+    if hidden:
+        raise pytest.UsageError(f"marked serial, but the file never spells {SERIAL_MARK!r} "
+                                f"(make test's serial pass finds its files by it): {hidden}")
     if not hasattr(config, "workerinput"):
         return
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -slow[item.path])  # stable: a file's items stay together
+    cost: Counter = Counter()
+    for item in items:
+        mark = item.get_closest_marker("slow")
+        if mark is not None:
+            cost[item.path] += mark.kwargs.get("cost", 1)
+    items.sort(key=lambda item: -cost[item.path])  # stable: a file's items stay together
 
 
 # The Ray cluster tests run only inside a loopback-only network namespace; outside, the runner
@@ -86,35 +104,53 @@ def pytest_collection_modifyitems(config, items):
 collect_ignore = [] if os.environ.get("VBSTORE_RAY_NETNS") else ["ray_cluster"]
 
 
-@pytest.fixture(scope="session")
-def visbench_site(tmp_path_factory):
-    """A folder holding VisBench 0.27.0 (``PYTHONPATH`` for a peer process; never imported
-    here): ``VBSTORE_CONFORMANCE_PEERS``, else installed as the conformance tier installs its
-    peers (``pip install --no-deps --target``, benchmarks/conformance.py)."""
-    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
-    if given:
-        return Path(given)
+def _conformance_harness():
+    """benchmarks/conformance.py, loaded by path (benchmarks/ is no package)."""
     import importlib.util
 
+    name = "vbstore_conformance"
+    if name in sys.modules:
+        return sys.modules[name]
     harness_path = Path(__file__).resolve().parents[1] / "benchmarks" / "conformance.py"
-    spec = importlib.util.spec_from_file_location("vbstore_conformance_peers", harness_path)
+    spec = importlib.util.spec_from_file_location(name, harness_path)
     assert spec is not None
     assert spec.loader is not None
     harness = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = harness  # its dataclasses look their module up by name
+    sys.modules[name] = harness  # its dataclasses look their module up by name
     spec.loader.exec_module(harness)
-    target = tmp_path_factory.mktemp("visbench")
+    return harness
+
+
+@pytest.fixture(scope="session")
+def peers_site(tmp_path_factory):
+    """A folder holding both peers, VisBench 0.27.0 and CLIP_benchmark 1.6.2 (``PYTHONPATH``
+    for a peer process, or ``sys.path`` for a test that imports CLIP_benchmark's builders; never
+    imported by vbstore): ``VBSTORE_CONFORMANCE_PEERS``, else installed as the conformance tier
+    installs them (``pip install --no-deps --target``, benchmarks/conformance.py), once per run:
+    under pytest-xdist (make test) the folder above a worker's basetemp is the run's own; the
+    first worker installs, the others wait and read it."""
+    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
+    if given:
+        return Path(given)
+    harness = _conformance_harness()
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        harness.install_peers(target, ("visbench==0.27.0",))
+        target = tmp_path_factory.mktemp("peers")
+        harness.install_peers(target)
         return target
-    # under pytest-xdist (make test) one install serves every worker of this run: the folder
-    # above a worker's basetemp is the run's own; the first worker installs, the others wait
     import fcntl
 
-    shared = tmp_path_factory.getbasetemp().parent / "visbench-0.27.0"
+    shared = tmp_path_factory.getbasetemp().parent / "peers"
     with open(f"{shared}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not shared.is_dir():
-            harness.install_peers(target, ("visbench==0.27.0",))
+            target = tmp_path_factory.mktemp("peers")
+            harness.install_peers(target)
             target.rename(shared)
     return shared
+
+
+@pytest.fixture(scope="session")
+def visbench_site(peers_site):
+    """A folder holding VisBench 0.27.0 (``PYTHONPATH`` for a VisBench process): the run's
+    :func:`peers_site`."""
+    return peers_site

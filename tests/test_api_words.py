@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 import vbstore
-from vbstore._fields import FIELDS, field_ref, spell, spell_flag, spell_keyword
+from vbstore._fields import FIELDS, spell_flag, spell_keyword
 from vbstore.cli import cli
-from vbstore.errors import UsageError
+from vbstore.errors import UsageError, field_ref, spell
 
 
 def test_a_field_is_spelled_by_each_front_end_from_its_row():
@@ -21,8 +21,23 @@ def test_a_field_is_spelled_by_each_front_end_from_its_row():
     assert spell(text, spell_keyword) == (
         "use seed= instead of params={'seed': ...}; drop train_data=; read them with "
         "data_options={'target': 'depth'}; strict=False")
-    with pytest.raises(KeyError):
-        field_ref("no_such_field")  # a message cannot name a field the table lacks
+
+
+def test_every_field_a_message_names_is_a_row_of_the_table():
+    import ast
+    from pathlib import Path
+
+    import vbstore as package
+
+    named = set()
+    for path in Path(package.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "field_ref"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                named.add((node.args[0].value, path.name))
+    assert len(named) > 100  # the messages of the engine, data, backbones, tasks and suites
+    assert [(name, where) for name, where in sorted(named)
+            if name not in FIELDS and not name.startswith("param:")] == []
 
 
 def test_an_error_carries_its_field_and_says_it_as_a_flag_by_default():

@@ -6,11 +6,12 @@ keyword functions (:func:`vbstore.get_result`, ``get_head``, ``get_features``, `
 ``**options`` and read them into a frozen options type whose defaults come from the same rows
 (:func:`opt`), so a keyword no row names is refused as Python refuses one (``TypeError``).
 
-An error about a setting names its field, never a spelling: ``UsageError(f"{field_ref('seed')} ...",
-field="seed")``. The error keeps the reference; the CLI prints it as ``--seed``, the Python API
-as ``seed=`` (:func:`spell_flag`, :func:`spell_keyword`). A task parameter is
-``field_ref("param:k")``: ``-p k=...`` on the command line, ``params={'k': ...}`` in Python;
-a data option's keyword is an entry of ``data_options``.
+An error about a setting names its field, never a spelling
+(``UsageError(f"{field_ref('seed')} ...")``, ``vbstore.errors.field_ref``). The error keeps the
+reference; the CLI prints it as ``--seed``, the Python API as ``seed=`` (:func:`spell_flag`,
+:func:`spell_keyword`). A task parameter is ``field_ref("param:k")``: ``-p k=...`` on the
+command line, ``params={'k': ...}`` in Python; a data option's keyword is an entry of
+``data_options``.
 
 ```python
 @dataclass(frozen=True)
@@ -23,16 +24,10 @@ class HeadOptions:
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._refmarks import REF_CLOSE, REF_OPEN, ref
-
-# a field's reference in a message is never seen by a user: VbstoreError spells each when it is
-# made, and a front end spells them again its own way
-_REF = re.compile(f"{REF_OPEN}([^{REF_CLOSE}]*){REF_CLOSE}")
 POOLINGS = ("cls", "mean", "gap")
 PRECISIONS = ("fp32", "bf16")
 # vbstore.data.LAYOUTS, without importing it
@@ -252,14 +247,6 @@ def split_keywords(keywords: Mapping[str, Any], *kinds: type[Any]) -> list[dict[
     return out
 
 
-def field_ref(name: str, value: Any = None) -> str:
-    """A message's reference to field ``name`` (or ``param:KEY``, a task parameter), with the
-    ``value`` to show beside it: spelled when the error is made (:func:`spell`)."""
-    if not name.startswith("param:") and name not in FIELDS:
-        raise KeyError(f"no request field {name!r}")  # a typo in vbstore, not a user's error
-    return ref(name, value)
-
-
 def spell_flag(name: str, value: str | None) -> str:
     """Field ``name`` as the command line says it: ``--input-size``, ``--target depth``,
     ``-p k=5``."""
@@ -284,17 +271,3 @@ def spell_keyword(name: str, value: str | None) -> str:
     if row.kind is bool and value is None:
         return f"{name}=True"
     return f"{name}=" + ("" if value is None else str(value))
-
-
-def spell(text: str, speller: Callable[[str, str | None], str] = spell_flag) -> str:
-    """``text`` with each :func:`ref` in it spelled by ``speller``."""
-    def one(match: re.Match[str]) -> str:
-        name, eq, value = match.group(1).partition("=")
-        return speller(name, value if eq else None)
-
-    return _REF.sub(one, text)
-
-
-def fields_named(text: str) -> tuple[str, ...]:
-    """The fields ``text`` refers to, in order."""
-    return tuple(dict.fromkeys(m.group(1).partition("=")[0] for m in _REF.finditer(text)))

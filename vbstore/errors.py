@@ -8,13 +8,36 @@ the CLI exits with; ``hint`` is the next step the user should take.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
+from typing import Any
 
-# A reference to a request field in a message (vbstore._refmarks); vbstore._fields makes them
-# (field_ref) and spells them, and loads only for an error with one. `_ref` is field_ref
-# unchecked, for this module's own messages, which load no table.
-from ._refmarks import REF_OPEN
-from ._refmarks import ref as _ref
+# A message refers to a request field (vbstore._fields' table) by name, never by a spelling:
+# REF_OPEN, the name (and =VALUE), REF_CLOSE. The error spells each reference as a flag when it
+# is made (the CLI prints that); the Python API spells them again as keywords (spell_fields).
+REF_OPEN, REF_CLOSE = "\x1e", "\x1f"
+_REF = re.compile(f"{REF_OPEN}([^{REF_CLOSE}]*){REF_CLOSE}")
+
+
+def field_ref(name: str, value: Any = None) -> str:
+    """A message's reference to request field ``name`` (or ``param:KEY``, a task parameter),
+    with the ``value`` to show beside it: ``f"{field_ref('seed')} must be >= 0"``."""
+    return f"{REF_OPEN}{name}{'' if value is None else f'={value}'}{REF_CLOSE}"
+
+
+def spell(text: str, speller: Callable[[str, str | None], str]) -> str:
+    """``text`` with each :func:`field_ref` in it spelled by ``speller`` (``name, value`` ->
+    words: ``vbstore._fields.spell_flag`` or ``spell_keyword``)."""
+    def one(match: re.Match[str]) -> str:
+        name, eq, value = match.group(1).partition("=")
+        return speller(name, value if eq else None)
+
+    return _REF.sub(one, text)
+
+
+def fields_named(text: str) -> tuple[str, ...]:
+    """The fields ``text`` refers to, in order."""
+    return tuple(dict.fromkeys(m.group(1).partition("=")[0] for m in _REF.finditer(text)))
 
 
 class VbstoreError(Exception):
@@ -35,8 +58,8 @@ class VbstoreError(Exception):
         if field is not None:
             self.field = field
         if REF_OPEN in message or REF_OPEN in (hint or ""):  # names fields: as flags
-            # the table imports this module, and loads only for an error that names a field
-            from ._fields import fields_named, spell_flag
+            # the table (a flag's spelling) loads only for an error that names a field
+            from ._fields import spell_flag
 
             self._said, self._spelled = (message, hint), (message, hint)
             self.field = self.field or next(iter(fields_named(message + (hint or ""))), None)
@@ -47,7 +70,7 @@ class VbstoreError(Exception):
         for ``--split`` when the split was of the training data)."""
         if self._said is None or self._said[1] is None or old not in self._said[1]:
             return
-        from ._fields import spell, spell_flag  # the table imports this module (as above)
+        from ._fields import spell_flag  # the table: as above
 
         if self.hint != self._spelled[1]:  # replaced since: nothing of it to refer again
             return
@@ -61,8 +84,6 @@ class VbstoreError(Exception):
         hint that code above replaced since (``exc.hint = ...``) is kept as it is."""
         if self._said is None:
             return
-        from ._fields import spell  # the table imports this module (as above)
-
         message, hint = self._said
         if self.args and self.args[0] == self._spelled[0]:
             self.args = (spell(message, speller), *self.args[1:])
@@ -285,9 +306,9 @@ class NotReproduced(VbstoreError, RuntimeError):
 # -- backbones -------------------------------------------------------------------------------------
 
 _WAYS_OUT = (
-    f"pass a local checkpoint ({_ref('weights')} PATH.pth|.safetensors), warm the cache on "
+    f"pass a local checkpoint ({field_ref('weights')} PATH.pth|.safetensors), warm the cache on "
     "a connected machine (HF_HOME / TORCH_HOME), or choose a seeded random init "
-    f"({_ref('weights', 'random')})"
+    f"({field_ref('weights', 'random')})"
 )
 
 
@@ -361,7 +382,7 @@ class TamperedWeights(VbstoreError, ValueError):
         super().__init__(
             f"refused {what}: {path} {reason}",
             hint=f"delete {path} so vbstore fetches it again from upstream, or pass your own "
-                 f"checkpoint with {_ref('weights', 'PATH')} (recorded as a checkpoint, not "
+                 f"checkpoint with {field_ref('weights', 'PATH')} (recorded as a checkpoint, not "
                  "as pretrained)",
         )
         self.path = path
@@ -384,7 +405,7 @@ class CheckpointNotFound(CheckpointError, FileNotFoundError):
 
     def __init__(self, path: str) -> None:
         super().__init__(path, "no such file", hint="check the path given to "
-                                                    f"{_ref('weights')}")
+                                                    f"{field_ref('weights')}")
 
 
 class BackboneAlreadyRegistered(VbstoreError, ValueError):
@@ -584,7 +605,7 @@ class HeadMismatch(VbstoreError, ValueError):
 
     def __init__(self, differences: list[str], flags: str | None = None) -> None:
         other_task = any(d.startswith("task is ") for d in differences)
-        strict = (f"{_ref('strict')} to apply it anyway (its results are then comparable "
+        strict = (f"{field_ref('strict')} to apply it anyway (its results are then comparable "
                   "with nothing)")
         super().__init__(
             "head does not fit: " + "; ".join(differences),

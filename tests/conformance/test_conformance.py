@@ -1,10 +1,10 @@
 """vbstore beside VisBench 0.27.0 and CLIP_benchmark 1.6.2 on the same data and weights.
 
-The rows are the slow tier (two cheap checks run in the fast one). The peers are installed here,
-by this test (``pip install --no-deps --target TMP``; the package index must be reachable), or
-read from ``VBSTORE_CONFORMANCE_PEERS`` (a folder holding both, e.g. one filled by
-``benchmarks/conformance.py --install --work DIR``). They run in their own process, never
-imported by vbstore or by this test (``benchmarks/conformance_peer.py``).
+The rows are the slow tier (two cheap checks run in the fast one). The peers are installed once
+per test run (tests/conftest.py's ``peers_site``: ``pip install --no-deps --target TMP``; the
+package index must be reachable), or read from ``VBSTORE_CONFORMANCE_PEERS`` (a folder holding
+both, e.g. one filled by ``benchmarks/conformance.py --install --work DIR``). They run in
+their own process, never imported by vbstore or by this test (``benchmarks/conformance_peer.py``).
 
 One row of ``benchmarks/conformance.py``'s :data:`ROWS` is one test: a row expected to agree must
 agree, and a known difference is a strict xfail naming the #23 item that fixes it, so a fix
@@ -39,13 +39,16 @@ conformance = _load_harness()
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
-    peers = Path(given) if given else tmp_path_factory.mktemp("peers")
-    if not given:
-        conformance.install_peers(peers)
+def report(tmp_path_factory, peers_site):
+    import torch
+
+    threads = torch.get_num_threads()
     begin = time.perf_counter()
-    out = conformance.compare(peers, tmp_path_factory.mktemp("conformance"), seeds=3, threads=2)
+    try:
+        out = conformance.compare(peers_site, tmp_path_factory.mktemp("conformance"), seeds=3,
+                                  threads=2)
+    finally:  # compare sets torch's threads for its runs: the worker's next files keep one
+        torch.set_num_threads(threads)
     print(f"\nconformance: {time.perf_counter() - begin:.0f} s\n{conformance.table(out)}")
     return {(row["probe"], row["ours_key"]): row for row in out["rows"]}
 

@@ -1,34 +1,29 @@
-"""CLIP_benchmark 1.6.2 as a yardstick: installed for the test session, never imported by vbstore.
+"""CLIP_benchmark 1.6.2 as a yardstick: installed once per test run (tests/conftest.py's
+``peers_site``, which the conformance tier shares), never imported by vbstore.
 
-``VBSTORE_PEERS_SITE`` may name the folders (``os.pathsep``-separated) that already hold it and
-pycocoevalcap, which its command line imports; otherwise pip installs both, without their
-dependencies (torch, open_clip, sklearn, pycocotools come with the test extras), into a temp
-folder.
+``VBSTORE_PEERS_SITE`` may name the folders (``os.pathsep``-separated) that already hold it;
+otherwise pip installs it and VisBench 0.27.0, without their dependencies (torch, open_clip,
+sklearn, pycocotools and pycocoevalcap, which its command line imports, come with the test
+extras), into a temp folder.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-PEERS = ("clip_benchmark==1.6.2", "pycocoevalcap==1.2")
-
 
 @pytest.fixture(scope="session")
-def clip_benchmark_site(tmp_path_factory) -> list[Path]:
-    """Folders that hold ``clip_benchmark`` 1.6.2 and pycocoevalcap."""
+def clip_benchmark_site(request) -> list[Path]:
+    """Folders that hold ``clip_benchmark`` 1.6.2 (pycocoevalcap comes with the test extras)."""
     given = os.environ.get("VBSTORE_PEERS_SITE")
     if given:
         return [Path(p) for p in given.split(os.pathsep) if p]
-    target = tmp_path_factory.mktemp("peers")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", "--target", str(target), *PEERS], check=True)
-    return [target]
+    return [request.getfixturevalue("peers_site")]
 
 
 @pytest.fixture

@@ -204,8 +204,8 @@ def test_the_language_reaches_the_captions_the_texts_and_the_result_key(no_fetch
     # @zh is --language zh: the same request
     again = vbstore.get_result(CLIP, "zeroshot_retrieval", "cb:flickr30k@zh", **kw)
     assert (again.id, again.from_cache) == (chinese.id, True)
-    with pytest.raises(UsageError, match=r"cb:flickr30k@zh is read in 'zh' but --language "
-                                         r"says 'en'"):
+    with pytest.raises(UsageError, match=r"cb:flickr30k@zh is read in 'zh' but language= "
+                                         r"says 'en'"):  # the keyword, as the API says it
         vbstore.get_result(CLIP, "zeroshot_retrieval", "cb:flickr30k@zh", language="en", **kw)
     with pytest.raises(UsageError, match=r"en\}? and cb:flickr30k@zh disagree"):
         vbstore.get_result(CLIP, "zeroshot_retrieval", "cb:flickr30k@zh",

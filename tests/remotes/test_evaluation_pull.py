@@ -60,3 +60,25 @@ def test_a_pulled_evaluation_the_judge_refuses_leaves_nothing(stores, team):
     assert b.ls() == []
     assert b.refs() == {}
     assert fsck(b).clean
+
+
+def test_a_pulled_evaluation_whose_verdict_does_not_hold_here_is_ranked_as_judged_here(
+        stores, team):
+    """A verdict that says eligible without the sample counts that make it so is judged again,
+    as on a board: the copy carrying this store's verdict is indexed, the original kept."""
+    a, b = stores
+    honest = dict(a.read_json(evaluate(a, "alpha", 0.6, 0.5, sample_counts={}).id))
+    assert honest["verdict"]["ranked"] is False
+    claimed = {**honest, "verdict": {**honest["verdict"], "state": "eligible", "ranked": True,
+                                     "reasons": []}}
+    oid = a.put_bytes(canonical.dumps(claimed), "evaluation",
+                      edges={"suite": get_suite(a, "road-test@1").id})
+    a.tag("evals/claimed", oid)
+    push(a, "team", "evals/claimed")
+    pull(b, "team/evals/claimed")
+    [row] = list_evaluations(b)
+    assert row["id"] != oid
+    assert (row["state"], row["ranked"]) == (honest["verdict"]["state"], 0)
+    assert b.read_json(row["id"])["rejudged_from"] == oid
+    assert leaderboard(b, "road-test@1").rows == []
+    assert fsck(b).clean

@@ -35,7 +35,7 @@ def setup(tmp_path):
     oid = store.put_json(RESULT, "result")
     store.record(spec, oid)
     store.runs.record(oid, device="cpu:test", seconds=1.5, timings={"evaluate_s": 1.0},
-                     features_from_cache=True)
+                      features_from_cache=True)
     settled()
 
     def record(result=oid, **kw):

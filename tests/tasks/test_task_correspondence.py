@@ -308,24 +308,6 @@ print(json.dumps({"recall": correspondence_recall(e, thresholds, unit=unit),
 """
 
 
-@pytest.fixture(scope="module")
-def visbench_site(tmp_path_factory):
-    """A folder holding VisBench 0.27.0: ``VBSTORE_CONFORMANCE_PEERS``, or installed here."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    given = os.environ.get("VBSTORE_CONFORMANCE_PEERS")
-    if given:
-        return Path(given)
-    target = tmp_path_factory.mktemp("visbench")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", "--target", str(target), "visbench==0.27.0"],
-                   check=True)
-    return target
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("thresholds", "unit"), [((1, 2, 5, 10), "px"), ((0.5, 1, 2, 4), "p"),
                                                   ((0.25, 3, 7.5), "px")])

@@ -26,8 +26,7 @@ from typing import Any
 
 import torch
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import Backbone, LayerOut
 from ._hooks import to_layer
 

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from .._budget import check_input_size
-from .._fields import field_ref
+from ..errors import field_ref
 from ..store import tensor_identity
 from ._clip_loaders import clip_sources
 from ._errors import InvalidSpec, NoPretrainedWeights

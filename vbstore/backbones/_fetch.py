@@ -17,8 +17,8 @@ import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .._fields import field_ref
 from .._net import forget, probe_timeout, unreachable_reason
+from ..errors import field_ref
 from ._errors import TamperedWeights, WeightsUnavailable
 from ._pins import (
     drop_bytecode,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from .._fields import field_ref
+from ..errors import field_ref
 from ._errors import InvalidSpec
 from ._registry import register_backbone
 

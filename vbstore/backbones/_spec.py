@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._fields import field_ref
+from ..errors import field_ref
 from ._errors import InvalidSpec, UnknownBackbone
 from ._names import BARE_NAMES, bare_name
 from ._registry import _REGISTRY, entries

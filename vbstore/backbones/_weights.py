@@ -22,8 +22,7 @@ from typing import Any
 
 import blake3
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..records import WeightsRecord
 from ._errors import CheckpointError, CheckpointNotFound, InvalidSpec
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .._fields import field_ref
+from ..errors import field_ref
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._cfg import BackboneCfg

@@ -15,7 +15,7 @@ from typing import Any
 import timm
 import torch
 
-from .._fields import field_ref
+from ..errors import field_ref
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit

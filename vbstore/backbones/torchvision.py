@@ -13,7 +13,7 @@ import torch
 import torchvision.models as tvm
 from torchvision.models.vision_transformer import interpolate_embeddings
 
-from .._fields import field_ref
+from ..errors import field_ref
 from ..store import tensor_identity
 from ._base import Backbone, LayerOut
 from ._blocks import BlockSplit

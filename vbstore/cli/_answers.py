@@ -19,7 +19,8 @@ computation is answered here.
 Nothing is recorded for a read-only store, for ``--head``, ``--suite``, ``--recompute`` or
 ``--dry-run`` (the command does not ask), or when the printed answer is not what the stored
 document would print; a command line with ``--notes`` or ``--results`` is never answered here
-(the full command attaches the notes in the registry, appends the record to the file).
+(the full command attaches the notes in the registry, appends the record to the file); nor
+one with ``--save-clf`` (the full command writes the classifier file).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 
 # options whose command writes beyond printing the answer: never answered here
-_WRITES = ("--notes", "--results")
+_WRITES = ("--notes", "--results", "--save-clf", "--save_clf")
 
 
 class Pending:
@@ -108,7 +109,8 @@ def answer(args: list[str]) -> Pending | bool:
     command = command_words(args)
     if command is None or any(a in _WRITES or a.startswith(tuple(f"{w}=" for w in _WRITES))
                               for a in args):
-        return False  # notes go to the registry, --results to a file: the full command writes
+        return False  # notes go to the registry, --results and --save-clf to a file: the full
+        # command writes
     root, words, json_flag = command
     try:
         pending = Pending(answer_key(root, words), started_ns, json_flag)  # OSError: cwd gone
@@ -203,11 +205,11 @@ def record(store, pending: Pending | None, the_plan, result, as_json: bool) -> N
         return
     record = result.record
     store.answers.record(pending.key, result.id, started_ns=pending.started_ns,
-                        folders=inputs.folders, samples=inputs.samples, used=inputs.used,
-                        files=inputs.files, wrote=wrote, modules=modules,
-                        extra={"metric_order": metric_order(record.task, record.params),
-                               "json": None if pending.json_flag else as_json,
-                               "origin": result.origin, "recorded": result.recorded})
+                         folders=inputs.folders, samples=inputs.samples, used=inputs.used,
+                         files=inputs.files, wrote=wrote, modules=modules,
+                         extra={"metric_order": metric_order(record.task, record.params),
+                                "json": None if pending.json_flag else as_json,
+                                "origin": result.origin, "recorded": result.recorded})
 
 
 def watch(store, pending: Pending | None) -> None:

@@ -44,7 +44,12 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
                "retrieval: rank by cosine similarity or l2 distance (-p metric)."),
     "topk": ("topk", click.STRING,
              "retrieval: the k of recall@k, e.g. 1,5,10; they name the metrics (-p topk)."),
+    "val-proportion": ("val_proportion", click.FloatRange(min=0.0, max=0.9),
+                       "linear_probe: share of the train split held out to search the weight "
+                       "decay, 0 none (CLIP_benchmark's --val_proportion; -p val_proportion)."),
 }
+# flags CLIP_benchmark spells with underscores: its spelling is an alias (--fewshot_k)
+CB_SPELLED = ("fewshot-k", "val-proportion")
 
 
 def flag_of(name: str) -> str:
@@ -65,8 +70,16 @@ def probe_flag_options(func):
                      help="classification: standardise features before the head "
                           "(-p standardize)."),
     ]
-    options += [click.option(f"--{flag}", f"vb__{param}", type=kind, default=None, help=text)
+    options += [click.option(f"--{flag}",
+                             *([f"--{flag.replace('-', '_')}"] if flag in CB_SPELLED else []),
+                             f"vb__{param}", type=kind, default=None, help=text)
                 for flag, (param, kind, text) in FLAGS.items()]
+    options.append(click.option(
+        "--load-clfs", "--load_clfs", "vb__load_clfs", multiple=True, metavar="FILE[,FILE]",
+        callback=lambda ctx, param, value: ",".join(value) if value else None,
+        help="zeroshot_classification, zeroshot_multilabel: score with these classifier files "
+             "(CLIP_benchmark's --save_clf output; several are averaged) instead of the text "
+             "tower; repeat the flag or separate with commas (its --load_clfs; -p load_clfs)."))
     for option in reversed(options):
         func = option(func)
     return func
@@ -131,3 +144,34 @@ def append_results(store, result_id: str, path: str | None) -> None:
         handle.write(visbench_lines(visbench_export(store, [result_id])))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+save_clf_option = click.option(
+    "--save-clf", "--save_clf", "save_clf", type=click.Path(dir_okay=False), default=None,
+    metavar="FILE",
+    help="Write the zero-shot classifier scored with, the (D, C) class-embedding matrix, to "
+         "FILE with torch.save, as CLIP_benchmark's --save_clf does (its --load_clfs reads it; "
+         "so does --load-clfs); also when the result came from the store.")
+
+
+def save_classifier_to(plan, path: str | None) -> None:
+    """Write ``plan``'s zero-shot classifier to ``path`` (nothing when None), as
+    CLIP_benchmark's ``--save_clf`` writes it (:func:`vbstore.engine.save_classifier`)."""
+    if path is None:
+        return
+    from ..engine import save_classifier  # torch: only for a command given --save-clf
+
+    save_classifier(plan, path)
+
+
+def check_save_clf(task: str, path: str | None, dry_run: bool) -> None:
+    """Refuse ``--save-clf`` before anything runs: with ``--dry-run`` (nothing is run to
+    save), or for a task that scores with no zero-shot classifier."""
+    if path is None:
+        return
+    if dry_run:
+        raise UsageError("--save-clf writes the classifier a run scores with; --dry-run runs "
+                         "nothing", hint="drop --dry-run or --save-clf")
+    from ..engine import check_saves_classifier  # the task registry: torch-free
+
+    check_saves_classifier(task)

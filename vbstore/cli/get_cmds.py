@@ -14,10 +14,13 @@ from ._resulttext import result_lines
 from ._visflags import (
     FLAGS,
     append_results,
+    check_save_clf,
     flag_params,
     merge,
     probe_flag_options,
     results_option,
+    save_classifier_to,
+    save_clf_option,
 )
 from .data_cmds import manifest_cmd
 
@@ -69,9 +72,14 @@ def parse_layers(text: str | None) -> list[int] | None:
 
 @get.command("result")
 @backbone_options
-@field_options("task", "data", "split", "train_data", "train_split", "limit", "train_limit",
-               "seed", "seeds", "params", "finetune_blocks", "backbone_lr", "language", "head",
-               "strict", "recompute")
+@field_options(
+    # the command's own help for the same row: get result resolves -t auto
+    FIELDS["task"].but(help="Probe task (vbstore list tasks); with --suite, the suite's; auto: "
+                            "the task CLIP_benchmark's --task auto runs on --data (retrieval on "
+                            "caption sets, else zero-shot classification), as sweep --tasks "
+                            "auto."),
+    "data", "split", "train_data", "train_split", "limit", "train_limit", "seed", "seeds",
+    "params", "finetune_blocks", "backbone_lr", "language", "head", "strict", "recompute")
 @click.option("--dry-run", is_flag=True,
               help="Print each step (stored, on a remote, or to compute with its cost) and "
                    "compute nothing.")
@@ -84,13 +92,15 @@ def parse_layers(text: str | None) -> list[int] | None:
               help="Import this Python file first: its own tasks and target kinds "
                    "(docs/tasks.md#your-own-probe). Repeatable.")
 @results_option
+@save_clf_option
 @probe_flag_options
 @data_layout_options
 @executor_options
 @json_option
 @with_store
 def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[str, ...],
-                   results_file: str | None, as_json: bool, **options) -> None:
+                   results_file: str | None, save_clf: str | None, as_json: bool,
+                   **options) -> None:
     """Metrics of a probe TASK for a backbone on data, from the store when known.
 
     Walks result -> head -> features -> manifest/backbone and computes only what is missing; a
@@ -109,6 +119,12 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
                                                 "batch_size")}
     run["progress"] = progress_for(run["executor"], as_json)
     backbone, task, data = (options.pop(name) for name in ("backbone", "task", "data"))
+    if task == "auto":  # the task CLIP_benchmark's --task auto runs on this data (sweep's)
+        from ..interop import clip_benchmark_task
+
+        if data is None:
+            raise click.UsageError("-t auto picks the task from --data, which is not given.")
+        task = clip_benchmark_task(str(data))
     if suite_ref is not None:  # the suite's task, parameters and settings, then its verdict
         from .suite_cmds import result_on_suite
 
@@ -118,6 +134,12 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
             raise UsageError("--results writes one run's record; --suite runs one per condition",
                              hint="drop --results, then `vbstore export results --format "
                                   "visbench` writes every stored result")
+        if save_clf is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--save-clf writes one run's classifier; --suite runs one per "
+                             "condition", hint="drop --save-clf, and ask for the condition "
+                                               "with get result -t and -d")
         pinned = {name: options.pop(name) for name in SUITE_PINS}
         given = _given(task, options.pop("params"), flags, **pinned)
         # the rest is what the suite leaves to the command line
@@ -126,6 +148,7 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
     for name, value in (("--task", task), ("--data", data)):
         if value is None:
             raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
+    check_save_clf(task, save_clf, dry_run)
     options["params"] = merge(task, parse_params(options["params"]), flags)
     # the key main made of this command line, when the answer cache could not answer it
     pending = None if dry_run or run["recompute"] else (
@@ -137,6 +160,7 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
         return
     result = execute(the_plan, **run)
     append_results(store, result.id, results_file)
+    save_classifier_to(the_plan, save_clf)
     emit(as_json, result.as_dict(), lambda: print_result(result))
     _answers.record(store, pending, the_plan, result, as_json)
 

@@ -20,7 +20,14 @@ from ._common import VbstoreGroup, emit, json_option, with_store
 from ._dataopts import data_layout_options, parse_params
 from ._executoropts import executor_options, progress_for
 from ._fields import field_option
-from ._visflags import FLAGS, append_results, results_option
+from ._visflags import (
+    FLAGS,
+    append_results,
+    check_save_clf,
+    results_option,
+    save_classifier_to,
+    save_clf_option,
+)
 from .get_cmds import backbone_options, parse_layers, print_plan, print_result
 
 # Local imports: the library loads when a command runs, not with this module: listing the
@@ -39,6 +46,10 @@ _RESERVED = {"backbone", "weights", "backbone_seed", "input_size", "layers", "pr
 _RENAMED = {param: flag for flag, (param, _, _) in FLAGS.items() if param == "batch_size"}
 
 
+# task parameters that are CLIP_benchmark flags: its underscore spelling is an alias
+CB_SPELLED_PARAMS = ("fewshot_k", "load_clfs", "recall_k", "val_proportion")
+
+
 def _flag(name: str) -> str:
     if name in _RENAMED:
         return f"--{_RENAMED[name]}"
@@ -48,6 +59,8 @@ def _flag(name: str) -> str:
 def _option(name: str, spec: Param) -> click.Option:
     """The click option of one task parameter; None default, so only given values are sent."""
     names = [_flag(name), f"task__{name}"]
+    if name in CB_SPELLED_PARAMS:  # CLIP_benchmark's own spelling, as an alias: --fewshot_k
+        names.insert(1, f"--{name}")
     if len(name) == 1:
         names = [f"-{name}", f"task__{name}"]
     help_text = f"{spec.help} (default {spec.default!r})"
@@ -102,6 +115,8 @@ def _command(task: Task) -> click.Command:
             return
         given = parse_params(params)
         save_probe = kw.pop("save_probe", None)
+        save_clf = kw.pop("save_clf", None)
+        check_save_clf(task.name, save_clf, kw["dry_run"])
         push_to, public = kw.pop("push_to", None), kw.pop("public", False)
         if save_probe is not None or push_to is not None:
             _check_save_probe(task, kw, "--push-to" if save_probe is None else "--save-probe")
@@ -128,6 +143,7 @@ def _command(task: Task) -> click.Command:
             return
         result = execute(the_plan, **how)
         append_results(store, result.id, results_file)
+        save_classifier_to(the_plan, save_clf)
         emit(as_json, result.as_dict(), lambda: print_result(result))
         if save_probe is not None:
             from ..heads import export_head
@@ -198,6 +214,8 @@ def _command(task: Task) -> click.Command:
             field_option(FIELDS["backbone_lr"].but(
                 help="Peak learning rate of the fine-tuned blocks [default: lr / 100].")),
         ]
+    if "load_clfs" in task.params:  # a zero-shot classifier to write (CLIP_benchmark's)
+        options.append(save_clf_option)
     if "language" not in task.params:  # the language of cb: data (a zero-shot task's: its own)
         options.append(click.option("--language", "task__language", default=None,
                                     help="Language of cb: data (CLIP_benchmark's --language)."))

@@ -279,7 +279,7 @@ def gc(store, dry_run: bool, grace: str, max_size: str | None, summary: bool,
        as_json: bool) -> None:
     """Remove what no ref, result or suite needs; optionally shrink to a size."""
     report = store_ops.gc(store, grace=parse_duration(grace), dry_run=dry_run,
-                         max_size=parse_size(max_size) if max_size else None)
+                          max_size=parse_size(max_size) if max_size else None)
 
     def text() -> None:
         done = ("would remove", "evict", "free") if dry_run else ("removed", "evicted", "freed")

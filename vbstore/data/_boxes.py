@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
-from ..errors import BadInput
+from ..errors import BadInput, field_ref
 
 if TYPE_CHECKING:
     import numpy as np

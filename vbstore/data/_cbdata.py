@@ -25,9 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
 from .._net import unreachable_reason
-from ..errors import DataUnavailable, MissingDependency, UsageError
+from ..errors import DataUnavailable, MissingDependency, UsageError, field_ref
 from ._cbtext import builder_task, check_on_disk, is_text_set, text_records
 from ._hf import _offline
 from ._sources import Record, Source, file_states, folder_key, write_list
@@ -158,9 +157,9 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
                          hint=f"point {field_ref('dataset_root')} at it, or add "
                               f"{field_ref('download')} to fetch it there")
     text = is_text_set(name)
-    if name.startswith(_WDS) and is_text_set(name.removeprefix(_WDS)):
-        raise UsageError(f"cb:{name}: CLIP_benchmark's caption webdatasets are not read yet",
-                         hint=f"read cb:{name.removeprefix(_WDS)} from a folder")
+    # a caption set's webdataset copy (its dataset_type.txt says retrieval): a stream of
+    # (image, captions), read into a list with a captions column as the folder copy is
+    streamed_text = name.startswith(_WDS) and is_text_set(name.removeprefix(_WDS))
     builder = _builder()
     if text and not download:  # its builder would fetch a missing file, whatever download says
         check_on_disk(name, root, split or "test", language)
@@ -179,7 +178,10 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
         with hub:
             dataset = builder.build_dataset(dataset_name=name, root=where, transform=None,
                                             split=split or "test", download=download,
-                                            language=language, task=builder_task(name),
+                                            language=language,
+                                            # a caption set's copy as its own: no class names
+                                            task=builder_task(name.removeprefix(_WDS)
+                                                              if streamed_text else name),
                                             **{k: v for k, v in custom.items() if v})
     except (RuntimeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"cb:{name} ({split or 'test'}) is not complete in {where}: "
@@ -193,9 +195,11 @@ def open_cb(store, rest: str, split: str | None, options: dict[str, Any]) -> Sou
                          f"{str(exc)[:200] or type(exc).__name__}",
                          hint="see CLIP_benchmark's dataset list; splits are usually train, "
                               "test") from None
-    if text:
+    if text or streamed_text:
         key = folder_key("cb", 1, name, language, split, _state(where))
-        list_path = write_list(store, f"cb-v1-{key}", _checked(text_records(dataset), root))
+        rows = (_streamed_captions(name, dataset) if streamed_text
+                else _checked(text_records(dataset), root))
+        list_path = write_list(store, f"cb-v1-{key}", rows)
         return Source(list_path, None, {"kind": "cb", "name": name, "language": language})
     classes = [str(c) for c in getattr(dataset, "classes", None) or []] or None
     named = classes
@@ -301,6 +305,26 @@ def _streamed(dataset: Any) -> Iterator[tuple[Any, int]]:
     for image, target in dataset:
         mode = "L" if image.mode in ("1", "L", "I", "I;16", "F") else "RGB"
         yield np.asarray(image.convert(mode), dtype=np.uint8), int(target)
+
+
+def _streamed_captions(name: str, dataset: Any) -> Iterator[Record]:
+    """One record per sample of a caption webdataset (its image's pixels, its captions, one
+    per line of its ``.txt`` as CLIP_benchmark splits them), numbered in stream order.
+
+    Raises:
+        UsageError: the shards are not a caption set (a class label where captions belong) or
+            a sample has no caption.
+    """
+    import numpy as np  # only when the samples are written
+
+    for index, (image, captions) in enumerate(dataset):
+        if not isinstance(captions, list) or not captions:
+            what = "no caption" if isinstance(captions, list) else type(captions).__name__
+            raise UsageError(f"cb:{name} sample {index} has {what} where captions belong",
+                             hint="its dataset_type.txt must say retrieval, and each sample "
+                                  "needs a .txt member (one caption per line)")
+        yield Record(f"{index:06d}", np.asarray(image.convert("RGB"), dtype=np.uint8),
+                     [str(c) for c in captions], column="captions")
 
 
 def _files(root: Path) -> list[Path]:

@@ -21,8 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._sources import Record
 
 # CLIP_benchmark's builder names (get_dataset_default_task in its builder.py)

@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import DataUnavailable, MissingDependency, UsageError
+from ..errors import DataUnavailable, MissingDependency, UsageError, field_ref
 from ._sources import Record, Source, folder_key, write_list
 
 # Local imports: the datasets library loads when an hf: source is read.

@@ -11,8 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from . import _trivial
 from ._kinds import DataOption, TargetKind, register_target_kind
 from ._navi import is_navi

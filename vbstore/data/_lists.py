@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import CONTROL, Within
 from ._scan import Entry, Scan
 

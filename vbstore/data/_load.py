@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import canonical
-from .._fields import field_ref
-from ..errors import BadInput, CorruptObject, UsageError, VbstoreError
+from ..errors import BadInput, CorruptObject, UsageError, VbstoreError, field_ref
 from ..store import move_aside
 from ._files import loose_images, subdirs
 from ._kinds import TargetsSeen, targets_seen

@@ -18,8 +18,7 @@ from typing import Any
 import blake3
 
 from .. import canonical
-from .._fields import field_ref
-from ..errors import BadInput, StoreIOError, UsageError
+from ..errors import BadInput, StoreIOError, UsageError, field_ref
 from ..store import RACY_SECONDS
 from ._files import (
     check_class_names,

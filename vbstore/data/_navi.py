@@ -38,8 +38,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import is_image, name_hash, subdirs
 from ._scan import Entry, Scan
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import is_hidden, loose_images, subdirs, walk_files
 
 

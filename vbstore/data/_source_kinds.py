@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 
 # Local imports: the built-in kinds (._sources_builtin) register the first time a kind is
 # looked up, imported by name as the target kinds' are (their readers import this registry).

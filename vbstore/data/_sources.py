@@ -25,8 +25,7 @@ from typing import Any
 
 import blake3
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import IMAGE_EXTENSIONS
 from ._packaged import once
 from ._png import png_bytes

@@ -21,8 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import Within, subdirs
 from ._scan import Entry, Scan
 

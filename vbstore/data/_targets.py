@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._fields import field_ref
 from ..canonical import digest
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 
 # A 16-bit depth PNG's largest value marks a pixel without depth (Taskonomy's depth_zbuffer in
 # 1/512 m: 128 m, no surface); in millimetres it would be 65.5 m, beyond a probe's 10 m range.

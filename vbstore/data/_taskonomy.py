@@ -21,8 +21,7 @@ import os
 import re
 from pathlib import Path
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import subdirs, walk_files
 from ._scan import Entry, Scan
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from .._fields import field_ref
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, UsageError, field_ref
 from ._files import Within, check_unique_ids, read_table, relative_image
 from ._scan import Entry, Scan
 

@@ -13,8 +13,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._sources import Record, Source, file_states, folder_key, write_list
 
 

@@ -41,11 +41,17 @@ _LAZY = {
     "DataView": "._show", "Frame": "._show", "show_data": "._show",
     "Runner": "._runners", "register_runner": "._runners", "Scored": "._scored",
     "StepContext": "._scored",
+    "ResultOptions": "._options", "HeadOptions": "._options", "FeatureOptions": "._options",
+    "SweepOptions": "._options", "RunOptions": "._options",
+
+    "check_saves_classifier": "._classifier", "save_classifier": "._classifier",
+    "zero_shot_classifier": "._classifier",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from ._answers import AnswerInputs, answer_inputs
     from ._backbone import BackboneDrift, BackboneRef, resolve_backbone
+    from ._classifier import check_saves_classifier, save_classifier, zero_shot_classifier
     from ._demo import (
         DENSE_TRAINING,
         DemoRun,
@@ -75,6 +81,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         open_dense_result,
     )
     from ._lineage import head_rows, lineage, result_columns, summary, weights_of_tensor_hash
+    from ._options import FeatureOptions, HeadOptions, ResultOptions, RunOptions, SweepOptions
     from ._plan import Plan, Step, data_options_for, plan, plan_head
     from ._requests import (
         BackboneRequest,
@@ -123,25 +130,31 @@ __all__ = [
     "DemoSetup",
     "DenseSample",
     "DenseView",
+    "FeatureOptions",
     "FeatureResult",
     "FeaturesPlan",
     "FeaturesRequest",
     "Frame",
+    "HeadOptions",
     "HeadRequest",
     "HeadResult",
     "PackSplit",
     "Plan",
     "ProbeRequest",
     "Result",
+    "ResultOptions",
     "ResultRequest",
+    "RunOptions",
     "Runner",
     "Scored",
     "ShapesDemo",
     "Step",
     "StepContext",
     "SweepEntry",
+    "SweepOptions",
     "answer_inputs",
     "baseline_metrics",
+    "check_saves_classifier",
     "data_options_for",
     "demo_setup",
     "demo_shapes",
@@ -170,6 +183,7 @@ __all__ = [
     "result_rows",
     "run_demo",
     "run_fields",
+    "save_classifier",
     "scenes_setup",
     "show_data",
     "store_param_files",
@@ -177,6 +191,7 @@ __all__ = [
     "summary",
     "sweep",
     "weights_of_tensor_hash",
+    "zero_shot_classifier",
 ]
 
 

@@ -92,6 +92,8 @@ def likely_cause(plan) -> str:
         causes.append(f"k (now {params['k']}) against the train split's size")
     size = plan.backbone.doc["preprocessing"].get("input_size")
     causes.append(f"an input size ({size} px) too small for the backbone (--input-size)")
-    if plan.runner.text_tower:  # scored against prompts
+    if params.get("load_clfs"):  # scored against loaded classifiers, not prompts
+        causes.append("loaded classifiers (load_clfs) made for other data or another model")
+    elif plan.runner.text_tower:  # scored against prompts
         causes.append("prompts or class names that do not fit the data")
     return "; ".join(causes)

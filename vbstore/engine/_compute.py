@@ -76,8 +76,8 @@ def compute_result(plan: Plan, run: Run, fresh_heads: bool = False) -> Made[Resu
     # when, where and how long: the registry's run log, not the hashed document, so the same
     # computation is the same result id in any store
     store.runs.record(oid, device=_device_name(run), timings=run.timings,
-                     seconds=round(time.perf_counter() - plan.started, 4),
-                     features_from_cache=all(run.from_cache.values()))
+                      seconds=round(time.perf_counter() - plan.started, 4),
+                      features_from_cache=all(run.from_cache.values()))
     return Made(oid, result)
 
 

@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._fields import field_ref
 from ..backbones import BackboneCfg
 from ..data import get_target_kind, read_verified
-from ..errors import CorruptObject, VbstoreError
+from ..errors import CorruptObject, VbstoreError, field_ref
 from ..store import read_safetensors_header
 from ..tasks import DenseBatch
 

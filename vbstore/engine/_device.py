@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 
 
 def resolve_device(device: str | None) -> str:

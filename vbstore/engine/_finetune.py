@@ -25,8 +25,7 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
-from ..errors import HeadMismatch, UsageError
+from ..errors import HeadMismatch, UsageError, field_ref
 from ..records import StoreReader, finetuned_differences
 from ..store import derivation_key
 from ..tasks import Task

@@ -12,8 +12,7 @@ import time
 
 import torch
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..heads import head_record, load_head, save_head
 from ..store import derivation_key
 from ._cache import Derived, derive

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._fields import field_ref, options_of, split_keywords
+from .._fields import options_of, split_keywords
 from ..data import load_manifest
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..features import ExtractorParams
 from ..store import Store
 from ._backbone import BackboneRef, resolve_backbone

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._fields import field_ref
 from ..data import load_manifest
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..heads import load_head
 from ..records import ResultRecord
 from ..tasks import DenseTask, as_dense, get_task

@@ -24,8 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..tasks import Task
 
 # ISO 639 codes as CLIP_benchmark writes them (en, fr, jp, cn), optionally with a region/script

@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .._fields import field_ref
 from ..data import Listing, get_target_kind, list_split, store_listing
-from ..errors import UsageError, VbstoreError
+from ..errors import UsageError, VbstoreError, field_ref
 from ..features import OP_VERSION as FEATURES_VERSION
 from ..features import ExtractorParams
 from ..store import Store, derivation_key, derivation_spec

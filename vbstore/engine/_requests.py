@@ -25,9 +25,9 @@ from typing import Any
 
 from .. import canonical
 from .._budget import check_input_size
-from .._fields import PRECISIONS, field_ref
+from .._fields import PRECISIONS
 from ..backbones import check_seed
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..store import Store
 from ..tasks import Task, get_task
 
@@ -352,8 +352,13 @@ def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> di
         value = out.get(key)
         if spec.file is None or not isinstance(value, str) or value in spec.file.names:
             continue
-        if _OID.fullmatch(value) and store.has(value) and store.info(value).kind == "blob":
+        kind = spec.file.kind
+        if _OID.fullmatch(value) and store.has(value) and store.info(value).kind == kind:
             continue
+        if spec.file.load is not None:  # tensor files: read (torch) and checked by the task's
+            out[key] = store.put_bytes(spec.file.load(value), kind)
+            continue
+        assert spec.file.parse is not None  # a text file param
         builtin = ", ".join(n for n in spec.file.names if n)
         try:
             text = Path(value).expanduser().read_text(encoding="utf-8")
@@ -367,12 +372,17 @@ def store_param_files(store: Store, task: Task, params: Mapping[str, Any]) -> di
     return out
 
 
-def param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The stored entries of each file parameter that names one, by parameter name."""
-    files = {}
+def param_files(store: Store, task: Task, params: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The stored entries of each file parameter that names one, by parameter name (a
+    tensor file parameter's through its ``entries``: the compute path, torch)."""
+    files: dict[str, list[Any]] = {}
     for key, spec in task.params.items():
         value = params.get(key)
-        if spec.file is not None and isinstance(value, str) and _OID.fullmatch(value):
+        if spec.file is None or not isinstance(value, str) or not _OID.fullmatch(value):
+            continue
+        if spec.file.entries is not None:
+            files[key] = spec.file.entries(store.read_bytes(value, verify=True))
+        else:
             files[key] = [str(entry) for entry in canonical.loads(store.read_bytes(value))]
     return files
 

@@ -15,9 +15,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .._fields import field_ref, options_of, split_keywords
+from .._fields import options_of, split_keywords
 from .._progress import about, reporting
-from ..errors import BlobMissing, CorruptObject, NotReproduced, ObjectNotFound, UsageError
+from ..errors import (
+    BlobMissing,
+    CorruptObject,
+    NotReproduced,
+    ObjectNotFound,
+    UsageError,
+    field_ref,
+)
 from ..records import ResultRecord
 from ..store import Made, Store
 from ..tasks import get_task

@@ -24,9 +24,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import canonical
-from .._fields import field_ref
 from ..backbones import check_generate, clip_sources, parse_spec
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..tasks import Task, get_shape
 from ._captions import captions_steps, decodings, read_captions
 from ._requests import param_files
@@ -358,7 +357,7 @@ class ZeroShotRunner(Runner):
 
     shape = "zero_shot"
 
-    def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
+    def context(self, plan: Plan, files: dict[str, list[Any]]) -> dict[str, Any]:
         source = plan.eval_m.doc.get("source") or {}
         return {"class_names": plan.eval_m.classes,
                 # a cb: source's own names, where the manifest's had to tell two apart
@@ -402,7 +401,20 @@ class TextRunner(ZeroShotRunner):
     def check(self, task: Task, request: ResultRequest) -> None:
         check_clip(task, request)
 
-    def context(self, plan: Plan, files: dict[str, list[str]]) -> dict[str, Any]:
+    def steps(self, ctx: StepContext) -> list[Step]:
+        # loaded classifiers (CLIP_benchmark's --load_clfs) refused before anything is
+        # extracted, a dry run too, when they do not fit the backbone and the data
+        loaded = ctx.task_params.get("load_clfs")
+        if loaded and not ctx.unneeded:
+            from ..store import parse_safetensors_header
+            from ..tasks._classifiers import check_shape, shape_of
+
+            d, c = shape_of(parse_safetensors_header(ctx.store.read_bytes(loaded)))
+            dim = (ctx.ref.doc.get("geometry") or {}).get("embed_dim") if ctx.ref else None
+            check_shape(d, c, dim if isinstance(dim, int) else None, len(ctx.eval_m.classes))
+        return super().steps(ctx)
+
+    def context(self, plan: Plan, files: dict[str, list[Any]]) -> dict[str, Any]:
         from ._textcache import StoredTextEncoder  # the compute path only
 
         # each batch of texts embedded once per backbone, read back by later tasks and data

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._fields import field_ref
 from ..backbones import BackboneCfg
 from ..data import get_target_kind, list_split, read_verified, store_listing
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..tasks import get_task
 from ._plan import data_options_for
 from ._targets import check_targets

@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref, options_of, split_keywords
+from .._fields import options_of, split_keywords
 from ..backbones import check_seed, with_model_type
-from ..errors import UsageError, VbstoreError
+from ..errors import UsageError, VbstoreError, field_ref
 from ..interop import clip_benchmark_models, clip_benchmark_spec
 from ..records import ResultRecord
 from ..store import Store

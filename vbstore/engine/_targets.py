@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._fields import field_ref
 from ..data import TargetsSeen, describe_kind, get_target_kind, list_split
-from ..errors import UsageError, VbstoreError
+from ..errors import UsageError, VbstoreError, field_ref
 from ..tasks import Task, list_tasks
 
 

@@ -6,8 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import canonical
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 
 # Bump when the features produced for the same backbone and settings would change.
 OP_VERSION = 1

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
 from ..canonical import digest
-from ..errors import BadHead, HeadMismatch, SchemaError, UsageError, VbstoreError
+from ..errors import BadHead, HeadMismatch, SchemaError, UsageError, VbstoreError, field_ref
 from ..records import (
     BackboneRecord,
     HeadCompat,

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import canonical
-from .._fields import field_ref
-from ..errors import NotAHead, SchemaError
+from ..errors import NotAHead, SchemaError, field_ref
 from ..records import (
     BackboneRecord,
     HeadCompat,

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
 from ..backbones import list_backbones, parse_spec
 from ..data import data_prefixes
-from ..errors import LeftOutWarning, UnidentifiedWeights, UsageError, VbstoreError
+from ..errors import LeftOutWarning, UnidentifiedWeights, UsageError, VbstoreError, field_ref
 from ..records import ManifestRecord, ResultRecord, WeightsRecord
 from ..tasks import DATASET_TEMPLATES, TEMPLATES
 from ._cb_collections import DATASET_COLLECTIONS

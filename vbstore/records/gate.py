@@ -124,7 +124,8 @@ ARRIVALS: dict[str, Arrival] = {a.kind: a for a in (
                           "is checked against it"),
     Arrival("head", check="vbstore.heads._share:arrival_problems",
             named="vbstore.heads._share:refuse_unfit"),
-    Arrival("tensors", alone="served only as the answer of op text-embeddings, checked there"),
+    Arrival("tensors", alone="served only as the answer of op text-embeddings, checked there, "
+                             "or as a result's input named by its hash (load_clfs classifiers)"),
     # its header's image ids at arrival; its activations (first, middle and last rows run again
     # through the frozen blocks) when first used, however it came: cache answer or pull
     Arrival("prefix", check=lambda reader, oid: _prefix_arrival(reader, oid),

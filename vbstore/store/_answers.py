@@ -190,10 +190,10 @@ class Answers:
             self.store.reads = []
 
     def record(self, key: str, result: str, *, started_ns: int,
-                      folders: Mapping[str, Mapping[str, tuple[int, ...]]], samples: int,
-                      used: Iterable[str] = (), files: Iterable[str] = (),
-                      wrote: Iterable[str] = (), modules: Iterable[str] | None = None,
-                      extra: Mapping[str, Any] | None = None) -> bool:
+               folders: Mapping[str, Mapping[str, tuple[int, ...]]], samples: int,
+               used: Iterable[str] = (), files: Iterable[str] = (),
+               wrote: Iterable[str] = (), modules: Iterable[str] | None = None,
+               extra: Mapping[str, Any] | None = None) -> bool:
         """Record that ``key`` is answered by the result ``result``, found through the lookups
         logged since :meth:`watch`; return whether it was recorded.
 
@@ -226,8 +226,8 @@ class Answers:
         conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_MS}")
         try:
             return self._record(key, result, reads, started_ns, folders, samples,
-                                       set(used), set(files), set(wrote), modules,
-                                       dict(extra or {}))
+                                set(used), set(files), set(wrote), modules,
+                                dict(extra or {}))
         except (OSError, sqlite3.Error, ValueError, VbstoreError):
             if os.environ.get("VBSTORE_DEBUG"):
                 raise
@@ -236,7 +236,7 @@ class Answers:
             conn.execute(f"PRAGMA busy_timeout={waits}")
 
     def _record(self, key, result, reads, started_ns, folders, samples, used, files,
-                       wrote, modules, extra) -> bool:
+                wrote, modules, extra) -> bool:
         if self.skipped(key):
             return False
         seen: dict[tuple[str, str], str | None] = {}
@@ -299,7 +299,7 @@ class Answers:
         return out
 
     def _write(self, key: str, deps: dict[str, Any],
-                      trees: list[tuple[str, str, str, str]] | None = None) -> None:
+               trees: list[tuple[str, str, str, str]] | None = None) -> None:
         """Store ``key``'s row and the listings it names, in one transaction."""
         with self.store.db.write() as conn:
             added = sum(conn.execute("INSERT OR IGNORE INTO answer_trees(id, root, names) "

@@ -84,7 +84,7 @@ def forget(store: StoreBase, refs: list[str], *, dry_run: bool = False) -> Forge
         report.released += [
             {"id": hex_id(key), "kind": kind, "size": size} for key, kind, size in
             store.db.query(f"SELECT id, kind, size FROM objects WHERE id IN ({_marks(some)})",  # noqa: S608
-                          some)]
+                           some)]
     report.released.sort(key=lambda o: (o["kind"], o["id"]))
     if dry_run:
         return report

@@ -163,7 +163,7 @@ def fsck(store: StoreBase, jobs: int | None = None, repair: bool = False,
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(store.files.path(oid))  # the link only, never its target
         report.repaired, report.refetched = quarantine(store, report.corrupt + report.missing,
-                                                             refetch)
+                                                       refetch)
     report.seconds = time.perf_counter() - start
     return report
 

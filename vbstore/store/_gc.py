@@ -187,7 +187,7 @@ def gc(store: StoreBase, grace: float = DEFAULT_GRACE, dry_run: bool = False,
     seen = version[0], store.db.conn.total_changes  # as _changes reads them
     keep = reachable(store, young_since=cutoff, registry_ids=True)
     rows = store.db.query("SELECT id, kind, CASE WHEN evicted_at IS NULL THEN size ELSE 0 END "
-                         "FROM objects")
+                          "FROM objects")
     doomed = [row for row in rows if row[0] not in keep]
     # what `du` counts afterwards: present objects kept (an evicted row holds no blob)
     evicted = {r[0] for r in store.db.query(
@@ -196,8 +196,8 @@ def gc(store: StoreBase, grace: float = DEFAULT_GRACE, dry_run: bool = False,
     del rows, evicted
     walked = None if dry_run else _Walked.read(store.db, seen, keep)
     del keep
-    chosen = [] if max_size is None else _eviction(store,
-        max_size, cutoff, {row[0] for row in doomed}, report)
+    chosen = [] if max_size is None else _eviction(
+        store, max_size, cutoff, {row[0] for row in doomed}, report)
     report.kept -= len(chosen)  # evicted now: no longer present
     if dry_run:
         report._rows, report.evicted = doomed, chosen
@@ -239,7 +239,7 @@ def _sweep(store: StoreBase, doomed: list[tuple], chosen: list[dict[str, Any]], 
                 if not batch and not pending:
                     break
                 since, walked = _sweep_step(store, batch, cutoff, report, walked, since,
-                                                 pending, (pool, folders))
+                                            pending, (pool, folders))
     finally:
         for folder in folders.values():
             os.close(folder)
@@ -411,7 +411,7 @@ def feature_packs(store: StoreBase, backbones: list[str] | None = None) -> list[
     cache."""
     if backbones is None:
         rows = store.db.query("SELECT id, kind, size FROM objects WHERE kind='pack' AND "
-                             "evicted_at IS NULL ORDER BY id")
+                              "evicted_at IS NULL ORDER BY id")
     else:
         keys = [db_id(oid) for oid in backbones]
         rows = store.db.query(  # _marks is a fixed "?" list

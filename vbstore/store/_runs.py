@@ -76,8 +76,8 @@ class RunLog:
         self.store = store
 
     def record(self, oid: str, *, device: str | None = None, seconds: float | None = None,
-                   timings: dict[str, float] | None = None,
-                   features_from_cache: bool | None = None) -> RunInfo | None:
+               timings: dict[str, float] | None = None,
+               features_from_cache: bool | None = None) -> RunInfo | None:
         """Log one computation of ``oid``; None on a read-only store (nothing is logged)."""
         if self.store.read_only:
             return None

@@ -207,6 +207,7 @@ def _same_scores(store: Store, row: tuple, paths: Sequence[tuple[str, ...]],
 
 
 def _here(path: str) -> bool:
+    """Whether the blob is still there (one ``stat``; a gone blob's row is not ranked)."""
     try:
         os.stat(path)
     except OSError:

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .._fields import field_ref
 from ..data import load_manifest
 from ..engine import data_options_for, store_param_files
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..records import ManifestRecord
 from ..store import Store, validate
 from ..tasks import get_task

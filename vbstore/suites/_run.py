@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._fields import field_ref
 from ..data import SOURCES
 from ..engine import execute, plan, result_request, store_param_files
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ..records import ManifestRecord
 from ..store import Store
 from ..tasks import get_task

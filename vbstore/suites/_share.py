@@ -324,10 +324,10 @@ def index_pulled(store: Store, oid: str) -> None:
         TamperedBlob: it fails :func:`judge_pulled` here (one stored before, by an older
             vbstore's plain pull); it stays unindexed and gets no name.
     """
-    doc = store.read_json(oid)
-    if oid in indexed(store, doc["suite"]):
+    evaluation = EvaluationRecord.from_dict(store.read_json(oid))  # the gate checked its schema
+    if oid in indexed(store, evaluation.suite):
         return
-    _add_suite(store, store.read_json(doc["suite_id"]))
+    _add_suite(store, store.read_json(evaluation.suite_id))
     if index_stored(store, [oid]) != [oid]:
         problems = judge_staged(StoreReader(store), oid) or ["it cannot be judged here"]
         raise TamperedBlob(f"store {store.root}", oid, "; ".join(problems[:3]),

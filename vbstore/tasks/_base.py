@@ -35,9 +35,8 @@ from dataclasses import asdict, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from .._fields import field_ref
 from ..data import get_target_kind
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._declare import Direction, FileParam, Metric, Param, ParamValue
 from ._shapes import SHAPES, Shape, get_shape, infer_shape
 

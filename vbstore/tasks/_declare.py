@@ -36,19 +36,33 @@ class Metric:
 
 @dataclass(frozen=True)
 class FileParam:
-    """How a str parameter may name a file of strings (prompt templates, class names).
+    """How a str parameter may name a file of strings (prompt templates, class names), or
+    files of tensors (CLIP_benchmark's saved classifiers).
 
     The engine reads a named file with ``parse``, stores the entries as a JSON blob and replaces
     the path by the blob's id, so a result depends on the file's content and not its path; the
-    task then finds the entries in ``context["files"][key]``.
+    task then finds the entries in ``context["files"][key]``. A parameter with ``load`` names
+    tensor files instead: ``load`` reads the value (one path, or several comma-separated) into
+    the bytes of a ``tensors`` object, stored and named by its id in the same way, and
+    ``entries`` turns those stored bytes back into the task's entries.
 
     Attributes:
         parse: The file's text -> its entries; raises UsageError on bad content.
         names: Values that name no file (built-in sets, an empty default).
+        load: The value -> the safetensors bytes to store (kind ``tensors``); raises
+            UsageError on a file it cannot read. None: a text file read with ``parse``.
+        entries: The stored bytes of ``load`` -> the entries the task reads.
     """
 
-    parse: Callable[[str], list[str]]
+    parse: Callable[[str], list[str]] | None
     names: tuple[str, ...] = ()
+    load: Callable[[str], bytes] | None = None
+    entries: Callable[[bytes], list[Any]] | None = None
+
+    @property
+    def kind(self) -> str:
+        """The kind of the stored object: ``tensors`` for tensor files, else ``blob``."""
+        return "tensors" if self.load is not None else "blob"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._budget import check_memory
-from .._fields import field_ref
 from .._progress import progress
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._errors import TaskInputError, TrainingDiverged
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from .._fields import field_ref
 from .._progress import progress
+from ..errors import field_ref
 from ._errors import TaskInputError, TrainingDiverged
 from ._linear import Loss, _loss, standardisation
 

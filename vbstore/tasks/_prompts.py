@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import UsageError
+from . import _classifiers
 from ._base import FileParam, Param
 from ._shape_zero_shot import TextTask
 
@@ -122,6 +123,12 @@ PROMPT_PARAMS: Mapping[str, Param] = MappingProxyType({
                        file=FileParam(read_templates, (*BUILTIN_SETS, DATASET_TEMPLATES))),
     "classnames": Param("", "a file of class names, one per class in the data's class order "
                         "(default: the data's own names)", file=FileParam(read_classnames, ("",))),
+    # added after results were stored: at its default it stays out of their keys
+    "load_clfs": Param("", "classifier files CLIP_benchmark's --save_clf wrote (comma-"
+                       "separated; several are averaged), scored instead of the text tower's "
+                       "(CLIP_benchmark's --load_clfs)",
+                       file=FileParam(None, ("",), load=_classifiers.load,
+                                      entries=_classifiers.entries), added=True),
 })
 
 
@@ -146,6 +153,13 @@ class Multilingual(TextTask):
                              hint="use an ISO 639 code as CLIP_benchmark does: en (the default), "
                                   "fr, jp, cn...")
         template = params.get("templates")
+        if params.get("load_clfs"):
+            for key in ("templates", "classnames"):
+                if params[key] != self.params[key].default:
+                    raise UsageError(f"{key} {params[key]!r} and load_clfs disagree: loaded "
+                                     "classifiers are scored instead of the prompts",
+                                     hint=f"drop {key}, or drop load_clfs to embed prompts")
+            return params  # no prompt is embedded: no templates needed in any language
         if template in BUILTIN_SETS and template not in TEMPLATES.get(language, {}):
             known = ", ".join(sorted(TEMPLATES))
             raise UsageError(f"no built-in {template!r} templates for language {language!r} "

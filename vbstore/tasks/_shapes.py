@@ -35,9 +35,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from .._fields import field_ref
 from ..data import get_target_kind
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 
 T = TypeVar("T")
 _DENSE_CI = ("dense task: each draw would stream every eval map through the head again (cost); "

@@ -33,8 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .._fields import field_ref
-from ..errors import MissingDependency, MissingTool, UsageError
+from ..errors import MissingDependency, MissingTool, UsageError, field_ref
 from ._base import Metric, Param
 from ._registry import register_task
 from ._shape_generate import GenerateTask

@@ -36,8 +36,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import HeadState, Metric, Param, TargetKind
 from ._dense import DenseTask, dense_params
 from ._errors import TaskInputError

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import Metric, Param
 from ._dense import DenseTask, dense_params
 from ._errors import TaskInputError

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import Metric
 from ._errors import TaskInputError
 from ._prompts import DATASET_TEMPLATES, PROMPT_PARAMS, Multilingual, prompt_sets
@@ -77,7 +76,23 @@ def text_classifier(
     device: torch.device,
 ) -> torch.Tensor:
     """The class embeddings of the params' language, templates and class names; with
-    ``--templates dataset`` on data that recorded class-specific prompts (CuPL), those."""
+    ``--templates dataset`` on data that recorded class-specific prompts (CuPL), those; with
+    ``load_clfs``, the loaded classifiers' average (transposed to (C, dim), not normalised
+    again, as CLIP_benchmark scores it), and the text tower is not run."""
+    if params.get("load_clfs"):
+        import torch
+
+        from . import _classifiers
+
+        loaded = (context.get("files") or {}).get("load_clfs")
+        if not loaded:
+            raise UsageError("load_clfs names classifiers that context['files'] lacks",
+                             hint="run through vbstore (get result/run), which reads the "
+                                  "files, or pass context['files']['load_clfs']")
+        average = _classifiers.average(list(loaded))
+        d, c = average.shape
+        _classifiers.check_shape(d, c, dim, len(class_names))
+        return average.T.to(device=device, dtype=torch.float32)
     prompts = context.get("dataset_prompts")
     if params["templates"] == DATASET_TEMPLATES and prompts:
         if len(prompts) != len(class_names):
@@ -90,6 +105,17 @@ def text_classifier(
         return class_prompt_embeddings(context["text_encoder"], prompts, dim, device)
     templates, names = prompt_sets(params, context, class_names)
     return class_embeddings(context["text_encoder"], names, templates, dim, device)
+
+
+def saved_classifier(
+    params: dict[str, Any], context: dict[str, Any], class_names: list[str], dim: int,
+) -> torch.Tensor:
+    """The classifier CLIP_benchmark's ``--save_clf`` writes: (dim, C) float32 on the CPU, one
+    column per class (:func:`text_classifier`, transposed, contiguous)."""
+    import torch
+
+    text = text_classifier(params, context, class_names, dim, torch.device("cpu"))
+    return text.T.clone(memory_format=torch.contiguous_format)
 
 
 @register_task(name="zeroshot_classification")

@@ -20,8 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .._fields import field_ref
-from ..errors import UsageError
+from ..errors import UsageError, field_ref
 from ._base import Metric, Param
 from ._errors import TaskInputError
 from ._prompts import Multilingual
