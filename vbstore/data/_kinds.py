@@ -104,9 +104,9 @@ class TargetKind:
             returned as it computes with them; raises ``TaskInputError``. None: a tensor with
             one finite row per feature row (``vbstore.data._target_rows.rows``). Called inside
             task calls only, where torch is loaded.
-        check_rows: Pooled kinds: the same check on numpy arrays, for a task that scores stored
-            rows without torch (``ZeroShotTask.array = "numpy"``); None: such a task cannot
-            read this kind.
+        check_array: Pooled kinds: the same check in numpy, returning an array, for a task
+            that scores stored rows without torch (``array = "numpy"``); None: no such task
+            reads this kind.
         baseline: ``(BaselineQuestion) -> (metrics, predictor, classes) | None``: the kind's
             trivial predictor on the eval split, from the targets alone
             (``vbstore.tasks.targets_baseline`` asks, and keeps the task's declared metrics).
@@ -132,7 +132,7 @@ class TargetKind:
     drawn: str = ""
     min_classes: int = 0
     check_targets: Callable[[Any, int, str, int | None], Any] | None = None
-    check_rows: Callable[[Any, int, str, int | None], Any] | None = None
+    check_array: Callable[[Any, int, str, int | None], Any] | None = None
     baseline: Callable[[BaselineQuestion], Any] | None = None
     dense_shape: str = ""
 

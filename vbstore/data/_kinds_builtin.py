@@ -76,8 +76,7 @@ def _rows(name: str) -> Callable[[Any, int, str, int | None], Any]:
 
 
 def _arrays(name: str) -> Callable[[Any, int, str, int | None], Any]:
-    """The numpy check of a kind's pooled targets, ``._target_arrays.<name>`` (numpy: loaded
-    inside task calls)."""
+    """The numpy check of a kind's pooled targets, ``._target_arrays.<name>``."""
     def check(y: Any, n: int, split: str, n_classes: int | None) -> Any:
         from . import _target_arrays
 
@@ -137,8 +136,9 @@ for _kind in (
                "an image folder root/<split>/<class>/<image>, a .csv/.jsonl list with a label "
                "column, or a named source (shapes, sklearn:digits, hf:NAME, torchvision:NAME, "
                "wds:PATH)", folders=("class",), per_sample=_class_index,
-               check_targets=_rows("class_index"), check_rows=_arrays("class_index"),
-               baseline=_trivial.class_index, min_classes=2),
+               check_targets=_rows("class_index"), check_array=_arrays("class_index"),
+               baseline=_trivial.class_index,
+               min_classes=2),
     TargetKind("multi_hot", "class labels per image",
                "a .csv/.jsonl list with a labels column (several class names per image)",
                folders=("multi_label",), also_reads=("class_index",), per_sample=_multi_hot,

@@ -1,9 +1,7 @@
-"""The built-in kinds' checks of a pooled task's targets as numpy arrays
-(``TargetKind.check_rows``): what ``._target_rows`` checks on tensors, for a task that scores
-stored rows without torch (``ZeroShotTask.array = "numpy"``, ``vbstore.tasks._rows``).
+"""Pooled targets checked in numpy, for tasks that score stored rows without torch (the
+numpy counterparts of :mod:`._target_rows`' checks, registered as ``TargetKind.check_array``).
 
-Each check takes ``(y, n, split, n_classes)`` and returns the targets as the task computes with
-them; a torch tensor (a Python caller's) is converted without importing torch here.
+Imported only inside task calls, because it imports numpy.
 """
 
 from __future__ import annotations
@@ -15,18 +13,20 @@ import numpy as np
 from ..errors import TaskInputError
 
 
-def array(y: Any, split: str) -> np.ndarray:
-    """Targets as a numpy array (a tensor is detached and copied to the CPU)."""
-    if hasattr(y, "detach") and hasattr(y, "numpy"):
-        y = y.detach().cpu().numpy()
+def as_array(x: Any) -> Any:
+    """A numpy view of ``x``: torch tensors (a caller of the Python API) are detached and
+    copied to the CPU without importing torch here."""
+    if hasattr(x, "detach") and hasattr(x, "numpy"):
+        return x.detach().cpu().numpy()
+    return x
+
+
+def class_index(y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
+    """Class-index targets as int64 (n,), each >= 0 and below ``n_classes`` when known (the
+    checks of ``data._target_rows.class_index``, in numpy)."""
+    y = as_array(y)
     if not isinstance(y, np.ndarray):
         raise TaskInputError(f"{split} targets must be an array, got {type(y).__name__}")
-    return y
-
-
-def class_index(y: Any, n: int, split: str, n_classes: int | None) -> np.ndarray:
-    """Class indices as int64 (n,), each >= 0 and below ``n_classes`` when known."""
-    y = array(y, split)
     if y.ndim != 1 or len(y) != n:
         raise TaskInputError(
             f"{split} targets must be class indices of shape ({n},), got {tuple(y.shape)}")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..data import get_target_kind
+from ..data._target_arrays import as_array as _array
 from ..errors import TaskInputError
 from ._blocks import row_blocks
 
@@ -44,14 +45,6 @@ GRID_BITS = 26
 # Grid of the Euclidean ranking's coordinates (rows scaled by one power of two to norm <= 1):
 # |a|^2 + |b|^2 - 2 a.b needs two bits more than a dot product.
 L2_GRID_BITS = 25
-
-
-def _array(x: Any) -> Any:
-    """A numpy view of ``x``: torch tensors (a caller of the Python API) are detached and
-    copied to the CPU without importing torch here."""
-    if hasattr(x, "detach") and hasattr(x, "numpy"):
-        return x.detach().cpu().numpy()
-    return x
 
 
 def features(x: Any, split: str) -> np.ndarray:
@@ -145,13 +138,13 @@ def average_precisions_ranked(sorted_scores: np.ndarray, sorted_relevant: np.nda
 
 
 def targets(kind: str, y: Any, n: int, split: str) -> np.ndarray:
-    """The targets of a numpy-array task, checked for ``n`` rows by the kind's numpy check
-    (``TargetKind.check_rows``).
+    """The targets of a numpy-array task, checked for ``n`` rows by the numpy check its kind
+    registers (``TargetKind.check_array``).
 
     Raises:
-        TaskInputError: targets that do not fit, or a kind with no numpy check.
+        TaskInputError: targets that do not fit, or a kind that registers no numpy check.
     """
-    check = get_target_kind(kind).check_rows
+    check = get_target_kind(kind).check_array
     if check is None:
         raise TaskInputError(f"{kind} targets have no numpy check",
                              hint="declare the task's array as torch")
