@@ -44,7 +44,8 @@ from ._view import ManifestView
 from ._views import find_warped_views, warped_views
 
 # the generators need numpy at import, the PNG writer zlib; loading a manifest needs neither
-_LAZY = {"SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
+_LAZY = {"as_array": "_target_arrays",
+         "SHAPES": "_shapes", "make_shapes": "_shapes", "SCENE_CLASSES": "_scenes",
          "SCENE_TARGETS": "_scenes", "make_scenes": "_scenes", "align": "_targets",
          "decode_target": "_targets", "read_verified": "_targets", "label_values": "_targets",
          "apply_homography": "_warp", "random_homography": "_warp", "warp_image": "_warp",
@@ -74,6 +75,7 @@ __all__ = [
     "align",
     "align_boxes",
     "apply_homography",
+    "as_array",
     "coco_index",
     "coco_mask",
     "data_prefixes",

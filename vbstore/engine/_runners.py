@@ -419,7 +419,7 @@ class TextRunner(ZeroShotRunner):
         loaded = ctx.task_params.get("load_clfs")
         if loaded and not ctx.unneeded:
             from ..store import parse_safetensors_header
-            from ..tasks._classifiers import check_shape, shape_of
+            from ..tasks import check_shape, shape_of
 
             d, c = shape_of(parse_safetensors_header(ctx.store.read_bytes(loaded)))
             dim = (ctx.ref.doc.get("geometry") or {}).get("embed_dim") if ctx.ref else None

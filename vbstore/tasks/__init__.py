@@ -33,6 +33,7 @@ from ._split import BOX_TARGETS, DENSE_TARGETS, DenseBatch, DenseSplit, TensorSp
 
 if TYPE_CHECKING:
     from ._baselines import Baseline, keep_declared, targets_baseline
+    from ._classifiers import check_shape, shape_of
     from ._dense import DenseTask, as_dense
     from ._finetune import Recipe, finetune
     from ._linear import Loss
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
     from .aggregate import aggregate_seeds
 
 # from their modules when first used: a cached result needs none of them
-_LAZY = {"KeypointPairs": "_view_pairs", "WarpPairs": "_view_pairs",
+_LAZY = {"check_shape": "_classifiers", "shape_of": "_classifiers",
+         "KeypointPairs": "_view_pairs", "WarpPairs": "_view_pairs",
          "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
          "Baseline": "_baselines", "keep_declared": "_baselines",
          "targets_baseline": "_baselines", "finetune": "_finetune", "Recipe": "_finetune",
@@ -99,6 +101,7 @@ __all__ = [
     "ZeroShotTask",
     "aggregate_seeds",
     "as_dense",
+    "check_shape",
     "finetune",
     "get_shape",
     "get_task",
@@ -109,6 +112,7 @@ __all__ = [
     "ordered_metrics",
     "register_shape",
     "register_task",
+    "shape_of",
     "targets_baseline",
     "unimplemented",
 ]

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ..data import as_array as _array
 from ..data import get_target_kind
-from ..data._target_arrays import as_array as _array
 from ..errors import TaskInputError
 from ._blocks import row_blocks
 
