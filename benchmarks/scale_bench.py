@@ -555,46 +555,53 @@ def overhead_worker(root: Path, batch_size: int, device: str, data: Path) -> dic
 
 
 def measure_overhead(data: Path, root: Path, device: str, batch_size: int | None) -> dict:
+    """Wall and CPU (all threads of this process) of each part, per image: CPU is the figure
+    to read on a shared machine, where wall time waits on other processes."""
     from PIL import Image
 
     from vbstore import Store, get_result
     from vbstore.data import load_manifest
 
     paths = sorted(data.rglob("*.png"))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for path in paths:
         with Image.open(path) as image:
             image.load()
-    decode_s = time.perf_counter() - start
+    decode_s, decode_cpu = time.perf_counter() - start, time.process_time() - cpu
     with Store(root / "tiny-manifest") as store:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for split in ("train", "val"):
             load_manifest(store, str(data), split=split)
-        manifest_s = time.perf_counter() - start
+        manifest_s, manifest_cpu = time.perf_counter() - start, time.process_time() - cpu
     with Store(root / "tiny-knn") as store:
         start, cpu = time.perf_counter(), time.process_time()
         result = get_result("test_pixels", "knn", str(data), str(data), split="val",
                             train_split="train", device=device, store=store, progress=False,
                             **({"batch_size": batch_size} if batch_size else {}))
         knn_s, knn_cpu = time.perf_counter() - start, time.process_time() - cpu
-    forward_s = bare_pixels_s(paths, device, batch_size or 32)
+    forward_s, forward_cpu = bare_pixels_s(paths, device, batch_size or 32)
 
     def ms(seconds: float) -> float:
         return round(1000 * seconds / len(paths), 4)
 
     return {"images": len(paths), "decode_ms": ms(decode_s), "manifest_ms": ms(manifest_s),
-            "knn_ms": ms(knn_s), "knn_cpu_ms": ms(knn_cpu), "forward_ms": ms(forward_s),
-            "own_ms": ms(knn_s - forward_s),
+            "knn_ms": ms(knn_s), "forward_ms": ms(forward_s), "own_ms": ms(knn_s - forward_s),
+            "decode_cpu_ms": ms(decode_cpu), "manifest_cpu_ms": ms(manifest_cpu),
+            "knn_cpu_ms": ms(knn_cpu), "forward_cpu_ms": ms(forward_cpu),
+            "own_cpu_ms": ms(knn_cpu - forward_cpu),
             "manifest_over_decode": round(manifest_s / decode_s, 2),
             "knn_over_decode": round(knn_s / decode_s, 2),
-            "own_over_decode": round((knn_s - forward_s) / decode_s, 2), "result": result.id,
-            "top1": result.metrics.get("top1"), "load": round(os.getloadavg()[0], 1)}
+            "own_over_decode": round((knn_s - forward_s) / decode_s, 2),
+            "manifest_cpu_over_decode": round(manifest_cpu / decode_cpu, 2),
+            "own_cpu_over_decode": round((knn_cpu - forward_cpu) / decode_cpu, 2),
+            "result": result.id, "top1": result.metrics.get("top1"),
+            "load": round(os.getloadavg()[0], 1)}
 
 
-def bare_pixels_s(paths: list[Path], device: str, batch_size: int) -> float:
-    """Seconds of ``test_pixels``' bare forward over as many images as ``paths``, in batches of
-    ``batch_size`` already preprocessed and on the device (cycling through at most 1024 of them,
-    so memory stays small: the forward does the same work on any pixels)."""
+def bare_pixels_s(paths: list[Path], device: str, batch_size: int) -> tuple[float, float]:
+    """Seconds (wall, CPU) of ``test_pixels``' bare forward over as many images as ``paths``, in
+    batches of ``batch_size`` already preprocessed and on the device (cycling through at most
+    1024 of them, so memory stays small: the forward does the same work on any pixels)."""
     import torch
     from PIL import Image
 
@@ -608,7 +615,7 @@ def bare_pixels_s(paths: list[Path], device: str, batch_size: int) -> float:
     batches = [torch.stack(tensors[i:i + batch_size]).to(device)
                for i in range(0, len(tensors), batch_size)]
     backbone.extract(batches[0])  # warm-up
-    left, start = len(paths), time.perf_counter()
+    left, start, cpu = len(paths), time.perf_counter(), time.process_time()
     while left > 0:
         for batch in batches:
             if left <= 0:
@@ -618,7 +625,7 @@ def bare_pixels_s(paths: list[Path], device: str, batch_size: int) -> float:
             left -= len(batch)
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def overhead_bench(args) -> None:
@@ -637,7 +644,7 @@ def overhead_bench(args) -> None:
                 if folder is None:
                     raise SystemExit(f"--code {spec}: neither a folder nor a git ref here")
             versions[label] = folder
-        versions["this"] = REPO
+        versions.setdefault("this", REPO)  # --code this=DIR measures DIR in its place
         rows: dict[str, list[dict]] = {label: [] for label in versions}
         for round_ in range(args.rounds):
             for label, code in versions.items():
@@ -649,18 +656,20 @@ def overhead_bench(args) -> None:
                 print(f"round {round_ + 1} {label}: {json.dumps(row)}", flush=True)
     print(f"(e) test_pixels on {args.tiny_images} 32-px PNGs, {args.rounds} rounds, "
           f"{os.cpu_count()} CPUs, device {args.device or 'cpu'}; medians over the rounds:")
-    print(f"{'':8} {'decode ms':>10} {'manifest ms':>12} {'/decode':>8} {'knn ms':>8} "
-          f"{'knn CPU ms':>11} {'/decode':>8} {'forward ms':>11} {'knn-fwd ms':>11} {'/decode':>8}"
-          "  load  result")
-    for label, runs in rows.items():
-        med = {key: statistics.median(r[key] for r in runs)
-               for key in ("decode_ms", "manifest_ms", "manifest_over_decode", "knn_ms",
-                           "knn_cpu_ms", "knn_over_decode", "forward_ms", "own_ms",
-                           "own_over_decode", "load")}
-        print(f"{label:8} {med['decode_ms']:10.3f} {med['manifest_ms']:12.3f} "
-              f"{med['manifest_over_decode']:8.2f} {med['knn_ms']:8.3f} {med['knn_cpu_ms']:11.3f} "
-              f"{med['knn_over_decode']:8.2f} {med['forward_ms']:11.3f} {med['own_ms']:11.3f} "
-              f"{med['own_over_decode']:8.2f} {med['load']:5.1f}  {runs[0]['result'][:12]}")
+    columns = [("decode", "decode_ms"), ("manifest", "manifest_ms"),
+               ("/decode", "manifest_over_decode"), ("knn", "knn_ms"),
+               ("/decode", "knn_over_decode"), ("forward", "forward_ms"), ("knn-fwd", "own_ms"),
+               ("/decode", "own_over_decode"), ("load", "load")]
+    cpu_columns = [("decode", "decode_cpu_ms"), ("manifest", "manifest_cpu_ms"),
+                   ("/decode", "manifest_cpu_over_decode"), ("knn", "knn_cpu_ms"),
+                   ("forward", "forward_cpu_ms"), ("knn-fwd", "own_cpu_ms"),
+                   ("/decode", "own_cpu_over_decode")]
+    for title, cols in (("wall, ms per image", columns), ("CPU, ms per image", cpu_columns)):
+        print(f"{title:19}" + "".join(f"{name:>10}" for name, _ in cols) + "  result")
+        for label, runs in rows.items():
+            med = [statistics.median(r[key] for r in runs) for _, key in cols]
+            print(f"{label:19}" + "".join(f"{v:10.3f}" for v in med)
+                  + f"  {runs[0]['result'][:12]}")
     ids = {r["result"] for runs in rows.values() for r in runs}
     print(f"same result id everywhere: {len(ids) == 1}. Issue 36's target: with a nearly free "
           "forward, knn/decode <= 2; where the forward is not free (a CPU), knn-fwd/decode")
