@@ -205,10 +205,10 @@ def test_preprocess_follows_the_cfg():
     assert squashed.shape == (3, 8, 8)
 
 
-@pytest.mark.parametrize("mean, std", [((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
-                                       ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
-                                       ((0.48145466, 0.4578275, 0.40821073),
-                                        (0.26862954, 0.26130258, 0.27577711))])
+@pytest.mark.parametrize(("mean", "std"), [((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+                                           ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+                                           ((0.48145466, 0.4578275, 0.40821073),
+                                            (0.26862954, 0.26130258, 0.27577711))])
 def test_preprocess_is_bit_for_bit_the_per_pixel_normalization(mean, std):
     """The table lookup gives exactly what ``(float32(v) / 255 - mean) / std`` per pixel gives
     (what preprocess computed before, and what every stored feature was made from): every 8-bit
@@ -227,10 +227,11 @@ def test_preprocess_is_bit_for_bit_the_per_pixel_normalization(mean, std):
                                                                                  dtype=np.float32)
         return torch.from_numpy(np.ascontiguousarray(normalized.transpose(2, 0, 1)))
 
-    for image in (Image.fromarray(pixels), pixels, Image.fromarray(pixels[..., 0], "L")):
+    for image in (Image.fromarray(pixels), pixels, Image.fromarray(np.ascontiguousarray(pixels[..., 0]))):
         tensor = preprocess(cfg, image)
         expected = per_pixel(np.asarray(Image.fromarray(np.asarray(image)).convert("RGB")))
-        assert tensor.dtype == torch.float32 and tensor.is_contiguous()
+        assert tensor.dtype == torch.float32
+        assert tensor.is_contiguous()
         assert torch.equal(tensor, expected)
     levels = np.arange(256, dtype=np.uint8)
     every = np.stack([np.tile(levels, (256, 1))] * 3, axis=-1)  # each value, each channel
