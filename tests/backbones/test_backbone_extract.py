@@ -227,7 +227,8 @@ def test_preprocess_is_bit_for_bit_the_per_pixel_normalization(mean, std):
                                                                                  dtype=np.float32)
         return torch.from_numpy(np.ascontiguousarray(normalized.transpose(2, 0, 1)))
 
-    for image in (Image.fromarray(pixels), pixels, Image.fromarray(np.ascontiguousarray(pixels[..., 0]))):
+    gray = Image.fromarray(np.ascontiguousarray(pixels[..., 0]))
+    for image in (Image.fromarray(pixels), pixels, gray):
         tensor = preprocess(cfg, image)
         expected = per_pixel(np.asarray(Image.fromarray(np.asarray(image)).convert("RGB")))
         assert tensor.dtype == torch.float32
