@@ -207,14 +207,17 @@ def load(model_name, pretrained, cache_dir=None, device="cpu"):
 
 
 # ``vbstore ARGS+EXTRA`` for each EXTRA in turn, in this one process (the entry point's own
-# main, whose answer cache answers before click loads): after each, whether click was loaded
-# (the full command ran, or an earlier one in this process) and the file --save-clf names
+# main, whose answer cache answers before click loads), each past the racy window of the one
+# before: after each, whether click was loaded (the full command ran, or an earlier one in this
+# process did) and what the file --save-clf names holds
 STEPS = """
-import json, os, sys
+import json, os, sys, time
 import vbstore.cli
+from vbstore.store import _answers
 args, saved, steps = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 said = []
 for extra in steps:
+    time.sleep(2 * _answers.RACY_NS / 1e9)  # past the racy window: an answer is recorded
     if os.path.exists(saved):
         os.unlink(saved)
     try:
@@ -234,9 +237,6 @@ def test_save_clf_writes_its_file_every_time_never_from_the_answer_cache(shapes,
     print the result and write no file: --save-clf is always the full command's."""
     import subprocess
     import sys
-    import time
-
-    from vbstore.store import _answers as cache
 
     plugin = tmp_path / "answer_clip.py"
     plugin.write_text(PLUGIN)
@@ -246,13 +246,13 @@ def test_save_clf_writes_its_file_every_time_never_from_the_answer_cache(shapes,
             "val"]
 
     def by(*steps):
-        time.sleep(2 * cache.RACY_NS / 1e9)  # past the racy window: the answer is recorded
         proc = subprocess.run([sys.executable, "-c", STEPS, json.dumps(args), str(saved),
                                json.dumps(steps)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stderr.rsplit("STEPS ", 1)[1])
 
-    (computed,) = by([])  # the full command: computed, and its answer recorded
+    # the full command computes; its answer is recorded by the time the line is repeated
+    computed, _ = by([], [])
     assert computed == {"click": True, "written": None}
     save = ["--save-clf", str(saved)]
     cached, first, again = by([], save, save)  # a fresh process
