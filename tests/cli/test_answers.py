@@ -55,13 +55,34 @@ def with_head(store_dir, data):
             "--head", "h"]
 
 
+def write_checkpoint(path, seed):
+    """test_cnn's random weights of ``seed``, saved as a checkpoint at ``path``."""
+    from safetensors.torch import save_file
+
+    from vbstore.backbones import build_backbone
+
+    model = build_backbone("test_cnn", weights="random", seed=seed, input_size=32).module
+    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
+              str(path))
+
+
+def on_checkpoint(args, path):
+    return [a if a != "random" else str(path) for a in args]
+
+
+def sample(data):
+    """The val image a test changes or copies."""
+    return min((data / "val").rglob("*.png"))
+
+
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """(data folders, store folder, knn result id): ``shapes`` (4 images per class and split)
     and ``other`` (5: other images under the same names), and a store holding ``args_for``'s
-    knn result on each, the same with ``LIMITED`` on ``shapes``, the head ``h`` trained on it
-    and its result (computed in this process, through the CLI; no answer recorded). Read only:
-    tests use copies."""
+    knn result on each, on ``shapes`` with one val image copied in, on ``shapes`` with
+    ``LIMITED``, and on checkpoints of seed 0's and seed 1's weights; the head ``h`` trained on
+    ``shapes`` and its result. Computed in this process, through the CLI (no answer recorded),
+    once for the module; read only: tests use copies."""
     from click.testing import CliRunner
 
     from vbstore.cli import cli
@@ -70,10 +91,16 @@ def made(tmp_path_factory):
     root = tmp_path_factory.mktemp("answers")
     folders = {"shapes": make_shapes(root / "shapes", per_class=4, seed=5, size=32),
                "other": make_shapes(root / "other", per_class=5, seed=5, size=32)}
+    grown = shutil.copytree(folders["shapes"], root / "grown")
+    shutil.copy(sample(grown), sample(grown).with_name("copy.png"))
+    checkpoints = [root / f"tuned{seed}.safetensors" for seed in (0, 1)]
+    for seed, path in enumerate(checkpoints):
+        write_checkpoint(path, seed)
     store_dir, runner = root / "store", CliRunner()
     shapes = folders["shapes"]
     for args in (args_for(store_dir, shapes, "--json"), args_for(store_dir, folders["other"]),
-                 args_for(store_dir, shapes, *LIMITED),
+                 args_for(store_dir, grown), args_for(store_dir, shapes, *LIMITED),
+                 *(on_checkpoint(args_for(store_dir, shapes), path) for path in checkpoints),
                  ["--store", str(store_dir), *HEAD, "--train-data", str(shapes)],
                  with_head(store_dir, shapes)):
         out = runner.invoke(cli, args)
@@ -133,16 +160,24 @@ def forget(store_dir):
 
 
 def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, data):
+    """The first repeat after a computation is answered from the cache, as the full command
+    prints it. The answer recorded after a computation leaves out the libraries only computing
+    loaded (torch...): what the same question answered from the store loads must all be among
+    its modules (``_answers.answer_modules``)."""
     args = args_for(store_dir, data)
     settled()
     computed, _, by = run(args)
     assert (by, "computed" in computed) == ("full", True)
+    (after_computing,) = answers(store_dir)
+    assert not any(f"{os.sep}torch{os.sep}" in m for m in after_computing["modules"])
     out, err, by = run(args)  # the first repeat: recorded by the computation
     assert by == "cache"
     assert "cached in the store" in out
     forget(store_dir)
     full_out, full_err, by = run(args)  # the full command's answer from the store
     assert by == "full"
+    (from_the_store,) = answers(store_dir)  # recorded with all it loaded
+    assert set(from_the_store["modules"]) <= set(after_computing["modules"])
     assert SECONDS.sub("", out) == SECONDS.sub("", full_out)
     assert err == full_err
     # what answering loaded: the cache and its printer, nothing of click, the engine or typing
@@ -166,12 +201,13 @@ def test_a_repeated_answer_comes_from_the_cache_and_prints_the_same(store_dir, d
     assert cached == full_json
 
 
-def test_every_spelling_of_the_question_is_answered_from_the_cache(store_dir, data):
+def test_every_spelling_of_the_question_is_answered_from_the_cache(stored, data):
+    store_dir = stored
     words = args_for(store_dir, data)[2:]  # from `get` on
     settled()
-    computed, _, by = run(["--quiet", "--store", str(store_dir), *words])
-    assert by == "full"
-    assert "computed" in computed
+    first, _, by = run(["--quiet", "--store", str(store_dir), *words])
+    assert by == "full"  # answered from the store, and recorded
+    assert "cached in the store" in first
     text = None
     for spelling, cwd, env in (
             (["--store", str(store_dir)], None, None),
@@ -215,7 +251,7 @@ def same_answer(a, b):
 def test_any_change_under_the_data_folder_misses(stored, data):
     args = args_for(stored, data)
     before = recorded(args)
-    image = next((data / "val").rglob("*.png"))
+    image = sample(data)
     changes = [
         ("a file touched", lambda: os.utime(image)),
         ("a hidden file added", lambda: (data / "train" / ".notes").write_text("x")),
@@ -229,11 +265,11 @@ def test_any_change_under_the_data_folder_misses(stored, data):
         assert by == "full", what
         assert same_answer(out, before), what  # none of these changes the samples
         assert run(args)[2] == "cache", what  # recorded again
-    # a new sample changes the answer: the full command computes it
+    # a new sample changes the answer (the template store holds it too): the full command
     shutil.copy(image, image.with_name("copy.png"))
     out, _, by = run(args)
     assert by == "full"
-    assert "computed" in out
+    assert not same_answer(out, before)
     image.with_name("copy.png").unlink()
     settled()
     out, _, by = run(args)
@@ -311,7 +347,6 @@ def test_gc_empties_the_cache(stored, data):
 def test_what_is_not_recorded(stored, data):
     # a head given by ref (the template's `h`): the ref can move
     args = with_head(stored, data)
-    run(args)
     settled()
     assert [run(args)[2], run(args)[2]] == ["full", "full"]
     assert answers(stored) == []
@@ -323,7 +358,6 @@ def test_a_folder_much_larger_than_what_is_read(stored, data):
     spare.mkdir()
     for i in range(cache.SPARE + 100):  # past the limit for the 10 samples read
         os.close(os.open(spare / f"{i}", os.O_CREAT | os.O_WRONLY))
-    run(args)
     settled()
     assert [run(args)[2], run(args)[2]] == ["full", "full"]
     (deps,) = answers(stored)
@@ -397,28 +431,15 @@ def numbers(printed: str) -> list[str]:
     return [line for line in printed.splitlines()[1:] if " features: " not in line]
 
 
-def test_a_rewritten_checkpoint_misses(store_dir, data, tmp_path):
-    from safetensors.torch import save_file
-
-    from vbstore.backbones import build_backbone
-
-    def write_checkpoint(seed):
-        model = build_backbone("test_cnn", weights="random", seed=seed, input_size=32).module
-        save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
-                  str(checkpoint))
-
+def test_a_rewritten_checkpoint_misses(stored, data, tmp_path):
     checkpoint = tmp_path / "tuned.safetensors"
-    write_checkpoint(0)
-    args = [a if a != "random" else str(checkpoint) for a in args_for(store_dir, data)]
-    settled()
-    before, _, by = run(args)  # computed, and recorded: its inputs are settled
-    assert (by, "computed" in before) == ("full", True)
-    assert run(args)[2] == "cache"
-    write_checkpoint(1)  # other weights under the same path: another backbone
+    write_checkpoint(checkpoint, 0)  # the template's weights: their result is stored
+    args = on_checkpoint(args_for(stored, data), checkpoint)
+    before = recorded(args)
+    write_checkpoint(checkpoint, 1)  # other weights under the same path: another backbone
     out, _, by = run(args)
     assert by == "full"
-    assert "computed" in out
-    assert not same_answer(out, before)
+    assert not same_answer(out, before)  # (the template store holds their result too)
 
 
 def test_a_file_name_that_is_not_utf8_does_not_fail_the_command(stored, data):
@@ -427,7 +448,6 @@ def test_a_file_name_that_is_not_utf8_does_not_fail_the_command(stored, data):
     except (OSError, UnicodeError):  # a filesystem that only takes UTF-8 names
         pytest.skip("this filesystem refuses names that are not UTF-8")
     args = args_for(stored, data)
-    run(args)
     settled()
     out, _, by = run(args)  # answered from the store, then the recording must not fail it
     assert by == "full"
@@ -527,25 +547,9 @@ def test_a_command_line_with_notes_is_never_answered_here(made, stored, data):
     from vbstore import Store
 
     args = args_for(stored, data, "--notes", "for the paper")
-    run(args)
     settled()
     assert [run(args)[2], run(args)[2]] == ["full", "full"]
     assert answers(stored) == []
     with Store(stored) as store:
         noted = {o.id: store.notes.of(o.id) for o in store.ls("result")}
     assert {oid: notes for oid, notes in noted.items() if notes} == {made[2]: ["for the paper"]}
-
-
-def test_a_computed_answer_checks_every_module_a_stored_answer_runs(store_dir, data):
-    """The answer recorded after a computation leaves out the libraries only computing loaded
-    (torch...): what the same question answered from the store loads must all be among its
-    modules (``_answers.answer_modules``)."""
-    args = args_for(store_dir, data)
-    settled()
-    run(args)  # computes, records
-    (computed,) = answers(store_dir)
-    assert not any(f"{os.sep}torch{os.sep}" in m for m in computed["modules"])
-    forget(store_dir)
-    assert run(args)[2] == "full"  # answered from the store, recorded with all it loaded
-    (stored,) = answers(store_dir)
-    assert set(stored["modules"]) <= set(computed["modules"])
