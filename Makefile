@@ -21,14 +21,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 # The suite on every core (pytest-xdist): whole test files to each worker (--dist loadfile), so
 # a file's module-scoped stores and data are built once, the costliest files first
-# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). Before it, on their
-# own, the tests marked `serial` (the two-node Ray cluster, in its own network namespace),
+# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). Beside it, in a pytest
+# of its own, the tests marked `serial` (the two-node Ray cluster, in its own network namespace),
 # collected from the files that spell `mark.serial` only (tests/conftest.py stops a run where a
-# serial test's file does not spell it): the Ray suite waits on its processes more than it
-# computes (2 min of CPU over 3-4 min of wall), but its windows are timed, and beside the suite
-# its Ctrl-C test's driver outlived its 3-minute bound twice in two runs (load 14-17; once at
-# `nice -n -10`), where alone it passed. mypy (30 s of CPU, no timed window) runs beside the
-# suite instead. Every pass always runs; each one's exit status is printed at the end, and any one
+# serial test's file does not spell it), and mypy: run before the suite, the two held the machine
+# 3 min 21 s while using a fraction of it (the Ray suite waits on its processes more than it
+# computes: 2 min of CPU over 3-4 min of wall; mypy 30 s of CPU); beside it they fill its waits.
+# Every pass always runs; each one's output and exit status is printed at the end, and any one
 # failing fails the target. PYTEST_WORKERS=N sets the workers (1: one process).
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
@@ -41,18 +40,22 @@ SERIAL_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 # against 4 s. What is written lands in .venv and the tree's __pycache__ (git ignores both).
 unexport PYTHONDONTWRITEBYTECODE
 
-# CI's command: ruff, the serial pass, then the suite with mypy beside it, slow cases included
+# CI's command: ruff, then the suite with the serial pass and mypy beside it, slow cases included
 # (the Datasette page in a real headless browser: `browser` installs one where none is found).
-# Ctrl-C stops mypy too: a background job ignores SIGINT (a shell's `&`), so it gets SIGTERM.
+# Ctrl-C stops every pass: the background ones ignore SIGINT (a shell's `&`), so they get SIGTERM
+# (the serial test then ends its Ray nodes).
 test: $(STAMP) browser
 	$(BIN)/python -m ruff check vbstore tests benchmarks
 	par=0; ser=0; typ=0; \
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m serial $(SERIAL_FILES) || ser=$$?; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m serial $(SERIAL_FILES) \
+		> $(VENV)/serial.out 2>&1 & serial=$$!; \
 	$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
-	trap 'kill -TERM $$mypy 2>/dev/null; wait; exit 130' INT TERM; \
+	trap 'kill -TERM $$serial $$mypy 2>/dev/null; wait; exit 130' INT TERM; \
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || par=$$?; \
-	wait $$mypy || typ=$$?; cat $(VENV)/mypy.out; \
-	echo "make test: serial pass exit $$ser, suite exit $$par, mypy exit $$typ"; \
+	wait $$serial || ser=$$?; wait $$mypy || typ=$$?; \
+	echo "--- the serial pass (beside the suite):"; cat $(VENV)/serial.out; \
+	echo "--- mypy:"; cat $(VENV)/mypy.out; \
+	echo "make test: suite exit $$par, serial pass exit $$ser, mypy exit $$typ"; \
 	[ $$par = 0 ] && [ $$ser = 0 ] && [ $$typ = 0 ]
 
 # a headless Chromium for the browser test: Debian's package, installed only when no browser is
