@@ -27,8 +27,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # serial test's file does not spell it), and mypy: run before the suite, the two held the machine
 # 3 min 21 s while using a fraction of it (the Ray suite waits on its processes more than it
 # computes: 2 min of CPU over 3-4 min of wall; mypy 30 s of CPU); beside it they fill its waits.
-# Every pass always runs; each one's output and exit status is printed at the end, and any one
-# failing fails the target. PYTEST_WORKERS=N sets the workers (1: one process).
+# (A background job hands SIGINT down ignored: the Ray test that sends Ctrl-C to a driver restores
+# it there.) Every pass always runs; each one's output and exit status is printed at the end, and
+# any one failing fails the target. PYTEST_WORKERS=N sets the workers (1: one process).
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 SERIAL_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
@@ -46,11 +47,11 @@ unexport PYTHONDONTWRITEBYTECODE
 # (the serial test then ends its Ray nodes).
 test: $(STAMP) browser
 	$(BIN)/python -m ruff check vbstore tests benchmarks
-	par=0; ser=0; typ=0; \
+	par=0; ser=0; typ=0; serial=; mypy=; \
+	trap 'kill -TERM $$serial $$mypy 2>/dev/null; wait; exit 130' INT TERM; \
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m serial $(SERIAL_FILES) \
 		> $(VENV)/serial.out 2>&1 & serial=$$!; \
 	$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
-	trap 'kill -TERM $$serial $$mypy 2>/dev/null; wait; exit 130' INT TERM; \
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || par=$$?; \
 	wait $$serial || ser=$$?; wait $$mypy || typ=$$?; \
 	echo "--- the serial pass (beside the suite):"; cat $(VENV)/serial.out; \
