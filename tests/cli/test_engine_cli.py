@@ -66,11 +66,12 @@ def test_the_readme_tour_has_its_demos():
     assert ["demo", "--task", "depth"] in _readme_demos()
 
 
-# README demos whose question is a reference-corpus probe's: tests/engine/
-# test_probe_signal_lite.py computes that probe and checks that lite0's ImageNet weights beat
-# random ones and the trivial predictor by a margin (its test_every_trained_probe_is_checked:
-# every trained vision probe of the corpus), so here only that the demo asks that question
-# (the demo's printing of a dense probe: tests/cli/test_dense_cli.py)
+# README demos whose question is a reference-corpus probe's: here only that the demo asks that
+# question. That lite0's ImageNet weights beat random ones and the trivial predictor on it is
+# checked by tests/engine/test_probe_signal_lite*.py (their test_every_trained_probe_is_checked:
+# every trained vision probe of the corpus), on the same data and input with fewer epochs (their
+# SMALLER), and shown with the corpus's own schedule by the reference board registry.db holds
+# (README); the demo's printing of a dense probe: tests/cli/test_dense_cli.py
 CORPUS_DEMOS = {("demo", "--task", "depth"): "depth"}
 
 
@@ -145,7 +146,7 @@ def _question(store, request) -> tuple:
 @pytest.mark.parametrize("args", list(CORPUS_DEMOS), ids=" ".join)
 def test_a_readme_demo_asks_the_question_of_its_corpus_probe(monkeypatch, tmp_path, args):
     """The demo's pretrained and random results are the corpus probe's on lite0 and on lite0's
-    random weights at seed 0 (test_probe_signal_lite.py's PRETRAINED and RANDOM)."""
+    random weights at seed 0 (the backbones test_probe_signal_lite*.py rank)."""
     from click.testing import CliRunner
 
     from vbstore.cli import cli
@@ -154,7 +155,7 @@ def test_a_readme_demo_asks_the_question_of_its_corpus_probe(monkeypatch, tmp_pa
     assert list(args) in _readme_demos()
     spec = next(p for p in _corpus.PROBES if p["task"] == CORPUS_DEMOS[args])
     assert spec["train"]
-    assert spec["backbones"] == "vision"  # so test_probe_signal_lite.py checks it
+    assert spec["backbones"] == "vision"  # so test_probe_signal_lite*.py check it
     store_dir = tmp_path / "s"
     demo = _asked(monkeypatch, lambda: CliRunner().invoke(
         cli, ["--store", str(store_dir), *args, "--json"], catch_exceptions=False), stop=3)
