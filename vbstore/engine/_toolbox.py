@@ -203,7 +203,7 @@ def head_draws(plan: Plan, run: Run, state, feats, targets) -> dict[str, Any]:
         out = bootstrap_per_sample(values)
     else:
         out = _redraw(lambda f, t: task.evaluate(state, f, t, params), feats, targets,
-                      task.target_kind)
+                      task.target_kind, task.array)
     run.timings["sample_ci_s"] = round(run.timings.get("sample_ci_s", 0.0)
                                        + time.perf_counter() - start, 4)
     return out
@@ -220,9 +220,12 @@ def zero_shot_draws(plan: Plan, run: Run, evaluation: Feed) -> dict[str, Any]:
     return out
 
 
-def _redraw(evaluate, feats, targets, target_kind: str) -> dict[str, Any]:
+def _redraw(evaluate, feats, targets, target_kind: str, array: str = "torch") -> dict[str, Any]:
     """Draws that evaluate again on resampled rows: where target rows index the features
-    (triplets, pairs) only the targets are drawn; otherwise features and targets together."""
+    (triplets, pairs) only the targets are drawn; otherwise features and targets together
+    (``array``: what the task computes with, so what the rows index)."""
     if get_target_kind(target_kind).rows_index_features:
-        return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets))
-    return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats))
+        return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets),
+                                  array=array)
+    return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats),
+                              array=array)

@@ -106,9 +106,13 @@ class Task:
             ``bias``, ``mean``, ``std``): the loss that head trains with (``cross_entropy`` or
             ``binary_cross_entropy``), so ``--finetune-blocks`` can train the backbone's last
             blocks with it (docs/finetune.md); None: the task cannot fine-tune.
+        array: What the task's calls compute with: ``torch`` tensors, or ``numpy`` arrays for a
+            task that scores (``ZeroShotTask``) or trains and scores (``PooledTask``) on the
+            stored rows without torch; the engine reads the rows as the task declares.
     """
 
     name: str = ""
+    array: ClassVar[Literal["torch", "numpy"]] = "torch"
     level: ClassVar[Level]
     op_version: ClassVar[int]
     shape: ClassVar[str] = ""
