@@ -195,7 +195,9 @@ def train(
     batch = min(batch_size, n)
     total = epochs * math.ceil(n / batch)
     adamw = AdamW([(weight, weight_decay), (bias, 0.0)])
-    with progress(f"training {task} head", epochs, "epoch") as shown:
+    # a diverging head overflows: the checks below say so, in one error rather than warnings
+    with np.errstate(over="ignore", invalid="ignore"), \
+            progress(f"training {task} head", epochs, "epoch") as shown:
         for epoch in range(epochs):
             order = draws.order(n) if batch < n else None
             for start in range(0, n, batch):
@@ -212,7 +214,8 @@ def train(
             if shown.active:  # the last step's loss: computed only when it is shown
                 shown.update(1, loss=float(row_losses(loss, scores, y[rows]).mean()))
     head = {"weight": weight, "bias": bias, "mean": mean, "std": std}
-    final = mean_loss(loss, head, x, y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        final = mean_loss(loss, head, x, y)
     if not math.isfinite(final):
         raise TrainingDiverged(f"task {task!r}: the final train loss is {final}")
     return head, final
