@@ -51,9 +51,11 @@ def test_a_new_head_on_stored_features_loads_no_torch(tmp_path, shapes, task):
     answer, loaded = _traced([*base, "-p", "epochs=3"])
     assert loaded == []
     assert not answer["from_cache"]  # a new head, trained now on the stored rows
-    assert answer["features"]["eval"]["stored"] and answer["features"]["train"]["stored"]
+    assert answer["features"]["eval"]["stored"]
+    assert answer["features"]["train"]["stored"]
     record = answer["record"]
-    assert record["sample_ci"] and record["baseline"]["metrics"]
+    assert record["sample_ci"]
+    assert record["baseline"]["metrics"]
     assert answer["run"]["device"].startswith("cpu")
     head = record["inputs"]["head"]
     # the head is the one the task trains in this process on the same rows and seed
