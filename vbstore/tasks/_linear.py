@@ -57,6 +57,7 @@ __all__ = ["AdamW", "Draws", "Loss", "check_head", "gradient", "logits", "mean_l
 
 # Local imports: torch (._linear_torch) loads only for features given as torch tensors.
 
+
 def standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature (mean, std) of ``x`` as float32, computed in float64."""
     x64 = x.astype(np.float64)
