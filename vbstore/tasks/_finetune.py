@@ -1,7 +1,8 @@
 """Training a linear head together with a backbone's last blocks, on stored prefix activations.
 
-The recipe is ``._linear``'s, extended to the blocks (fixed; a change bumps the fine-tuning
-``op_version`` in ``vbstore.engine._finetune``):
+The recipe is the linear probes' (``._linear``) as torch trained them before they moved to
+numpy (its draws from torch's generator, torch's autograd and AdamW), extended to the blocks
+(fixed; a change bumps the fine-tuning ``op_version`` in ``vbstore.engine._finetune``):
 
 - the blocks start from the parent weights and stay in eval mode (BatchNorm's running
   statistics and dropout as in a frozen forward; their affine parameters do train);

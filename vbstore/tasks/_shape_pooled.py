@@ -114,7 +114,8 @@ class PooledTask(Task):
                 split's (only a task that :attr:`takes_val_split`).
 
         Returns:
-            ``(head_state, train_metrics)``: CPU tensors for safetensors, and finite floats.
+            ``(head_state, train_metrics)``: CPU tensors for safetensors (numpy arrays from a
+            task that computes in numpy, given numpy features), and finite floats.
 
         Raises:
             UsageError: a bad param/seed.

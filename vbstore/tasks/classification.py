@@ -3,8 +3,10 @@
 The standard measure of what a backbone encodes linearly (linear evaluation as in SimCLR,
 DINO/DINOv2 and the CLIP paper's linear probes). The recipe is in :mod:`._linear`: AdamW with
 cosine decay, seeded init and shuffling; features standardised with train statistics kept in the
-head only when ``standardize`` is on. ``train_top1`` is reported with the head: a low one means
-the probe underfit, so a low eval ``top1`` says little about the backbone.
+head only when ``standardize`` is on. It runs in numpy (op_version 3), so the engine hands the
+task the stored rows as numpy arrays (``array = "numpy"``) and a new head loads no torch.
+``train_top1`` is reported with the head: a low one means the probe underfit, so a low eval
+``top1`` says little about the backbone.
 
 VisBench's defaults (op_version 2; before: 100 epochs, weight decay 0.01, always standardised,
 top5 on any class count): 200 epochs, ``lr`` 1e-2, weight decay 1e-4, batch 256, no
