@@ -260,7 +260,7 @@ class PooledRunner(_Trained):
             return feed.rows()  # numpy, read without torch
         from ._device import resolve_device  # torch: the head trains on the accelerator named
 
-        return feed.vectors().to(resolve_device(device))
+        return feed.vectors(resolve_device(device))
 
     def fit(self, task, train, params, seed, classes, val=None):
         # a validation split's labels are indexed as the train split's classes

@@ -37,17 +37,22 @@ class Feed:
     def __init__(self, plan: Plan, run: Run, features_id: str, manifest) -> None:
         self.plan, self.run, self.id, self.manifest = plan, run, features_id, manifest
         self._x: Any = None
+        self._on: dict[str, Any] = {}
         self._rows: Any = None
         self._grid: dict[int, Any] = {}
         self._split: Any = None
 
-    def vectors(self):
-        """(N, C) pooled features."""
+    def vectors(self, device: str | None = None):
+        """(N, C) pooled features (on ``device`` when given: copied there once)."""
         if self._x is None:
             from ..features import Features  # torch: only when features are read
 
             self._x = Features(self.plan.store, self.id).pooled()
-        return self._x
+        if device is None:
+            return self._x
+        if device not in self._on:
+            self._on[device] = self._x.to(device)
+        return self._on[device]
 
     def rows(self):
         """(N, C) pooled features as a numpy array, read without torch (a task that scores the
