@@ -35,11 +35,16 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
     if problems:
         warnings.warn("applying a mismatched head: " + "; ".join(problems), HeadMismatchWarning,
                       stacklevel=2)
+    data = store.read_bytes(head_id, verify=True)
+    state: dict[str, Any]
     if array == "numpy":
-        from safetensors.numpy import load  # numpy: a task that computes in numpy loads no torch
+        from safetensors.numpy import load as arrays  # numpy: a numpy task loads no torch
+
+        state = arrays(data)
     else:
         from safetensors.torch import load  # torch: only when a head's tensors are loaded
-    state = load(store.read_bytes(head_id, verify=True))
+
+        state = load(data)
     check_values(head_id, record, state)
     return state, record, not problems
 

@@ -192,7 +192,7 @@ class PooledTask(Task):
         eval_feats: torch.Tensor,
         eval_targets: torch.Tensor,
         params: Mapping[str, Any] | None = None,
-    ) -> dict[str, torch.Tensor] | None:
+    ) -> dict[str, Any] | None:
         """Each metric's value per eval row, for a task whose metrics are means of them.
 
         ``evaluate`` equals the mean of these values; the engine's bootstrap over eval samples
@@ -260,7 +260,7 @@ class PooledTask(Task):
 
     def _per_sample(
         self, head: HeadState, feats: torch.Tensor, targets: Any, params: dict[str, Any]
-    ) -> dict[str, torch.Tensor] | None:
+    ) -> dict[str, Any] | None:
         return None  # no per-sample form: the bootstrap re-evaluates each draw
 
 
