@@ -52,9 +52,6 @@ class ExtractorParams:
             raise UsageError("pooling none keeps no pooled vector",
                              hint=f"use {field_ref('mode')} dense or another pooling")
 
-    def with_pooling(self, pooling: str) -> ExtractorParams:
-        return ExtractorParams(**{**asdict(self), "pooling": pooling})
-
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["layers"] = list(self.layers)
