@@ -97,18 +97,20 @@ def test_result_ids_hold_no_run():
 # to 2 because the numbers (or the record) under VisBench's names changed; every other task kept
 # its version, so its keys (test_result_keys above: knn) are as they were.
 OP_VERSIONS = {
-    "classification": 2,  # VisBench's defaults: 200 epochs, wd 1e-4, standardize off; no top5 <= 5
+    # 2: VisBench's defaults (200 epochs, wd 1e-4, standardize off; no top5 <= 5); 3 (issue 36):
+    # the linear recipe in numpy, its own draws and rounding (multilabel 1 -> 2 with it)
+    "classification": 3,
     "corner": 2, "edge": 2, "keypoints2d": 2, "occlusion_edge": 2,  # per image; visbench_* names
     "depth": 2, "surface_normal": 2, "generic_segmentation": 2,  # per image; non-zero = foreground
     "detection": 2,  # protocol visbench_anchor_free_det
     "correspondence": 2,  # VisBench's auc@T: the recall curve interpolated, at every threshold
     "instance_segmentation": 1, "keypoint_correspondence": 1, "knn": 1,
-    "multilabel": 1, "orientation": 1, "relative_pose": 1, "retrieval": 1,
+    "multilabel": 2, "orientation": 1, "relative_pose": 1, "retrieval": 1,
     "semantic_segmentation": 1, "similarity": 1, "zeroshot_classification": 1,
     "zeroshot_multilabel": 1, "zeroshot_retrieval": 1,
     "linear_probe": 1, "image_caption_selection": 1, "captioning": 1,  # issue 26's, new at 1
     # issue 35's VisBench questions: new, with the versions of the probe they share
-    "scene_classification": 2, "fine_grained_classification": 2, "vehicle_classification": 2,
+    "scene_classification": 3, "fine_grained_classification": 3, "vehicle_classification": 3,
     "scene_parsing": 1,
 }
 
@@ -125,8 +127,8 @@ def test_result_keys_of_the_bumped_defaults():
     dense = ExtractorParams(layers=(-1,), pooling="mean", mode="dense", precision="fp32",
                             input_size=32)
     for name, extractor, key in (
-        ("classification", EXT,
-         "b999c072679764a89a2f69ef2d83577da2fd1e9612f8c5c97bdb80ee03bb29dd"),
+        ("classification", EXT,  # op_version 3 (b999c072... at op_version 2: see below)
+         "e5dcf5490ae3af7856542acc1d614c087007aebbfc7a0d5afaee3bc4bb5f9fb6"),
         ("depth", dense, "01fe29486ee83fcdda1b08bb0a6327c83220a5017eb8dcf56a7f76612af60666"),
         ("generic_segmentation", dense,
          "394cfc8027c9d6152f304eb03b7fd9f36411cbdddd0ba706b889db2f04f2f140"),
@@ -134,6 +136,16 @@ def test_result_keys_of_the_bumped_defaults():
         task = get_task(name)
         spec = result_spec(task, task.resolve_params({}), A, B, C, None, [0], extractor, True)
         assert derivation_key(spec) == key, name
+
+
+def test_classification_result_key_moved_with_its_op_version():
+    """classification's op_version 3 (the recipe in numpy, issue 36): a default request is a new
+    derivation; the key op_version 2's result is stored under is the one pinned before."""
+    task = get_task("classification")
+    spec = result_spec(task, task.resolve_params({}), A, B, C, None, [0], EXT, True)
+    assert derivation_key({**spec, "op_version": 2}) == (  # the key before the bump
+        "b999c072679764a89a2f69ef2d83577da2fd1e9612f8c5c97bdb80ee03bb29dd"
+    )
 
 
 def test_correspondence_result_key_moved_with_its_op_version():

@@ -34,9 +34,12 @@ def test_bootstrap_of_a_proportion_matches_its_standard_error():
 def test_draws_are_seeded_locally_and_cover_the_rows():
     torch.manual_seed(123)
     state = torch.random.get_rng_state()
-    first = torch.cat(list(resamples(50, 30)))
-    assert torch.equal(torch.random.get_rng_state(), state)  # global RNG untouched
-    assert torch.equal(first, torch.cat(list(resamples(50, 30))))
+    np.random.seed(123)
+    numpy_state = np.random.get_state()[1].copy()
+    first = np.concatenate(list(resamples(50, 30)))  # numpy arrays: drawn without torch
+    assert torch.equal(torch.random.get_rng_state(), state)  # global RNGs untouched
+    assert np.array_equal(np.random.get_state()[1], numpy_state)
+    assert np.array_equal(first, np.concatenate(list(resamples(50, 30))))
     assert first.shape == (30, 50)
     assert int(first.min()) >= 0
     assert int(first.max()) < 50

@@ -142,7 +142,8 @@ for _kind in (
     TargetKind("multi_hot", "class labels per image",
                "a .csv/.jsonl list with a labels column (several class names per image)",
                folders=("multi_label",), also_reads=("class_index",), per_sample=_multi_hot,
-               check_targets=_rows("multi_hot"), baseline=_trivial.multi_hot),
+               check_targets=_rows("multi_hot"), check_array=_arrays("multi_hot"),
+               baseline=_trivial.multi_hot),
     TargetKind("captions", "captions", "a .csv/.jsonl list with a captions column, or "
                "skimage:samples", folders=("captions",), check_targets=_rows("captions"),
                baseline=_trivial.caption_ranking),

@@ -39,3 +39,20 @@ def class_index(y: Any, n: int, split: str, n_classes: int | None = None) -> np.
         raise TaskInputError(
             f"{split} targets hold class {int(y.max())} but there are {n_classes} class names")
     return y
+
+
+def multi_hot(y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
+    """Multi-hot targets as float32 (n, K), K >= 1, every entry 0 or 1, K the class count when
+    known (the checks of ``data._target_rows.multi_hot``, in numpy)."""
+    y = as_array(y)
+    if not isinstance(y, np.ndarray):
+        raise TaskInputError(f"{split} targets must be an array, got {type(y).__name__}")
+    if y.ndim != 2 or len(y) != n or y.shape[1] == 0:
+        raise TaskInputError(
+            f"{split} targets must be multi-hot (N={n}, K>=1), got shape {tuple(y.shape)}")
+    if not ((y == 0) | (y == 1)).all():
+        raise TaskInputError(f"{split} multi-hot targets must hold only 0 and 1")
+    if n_classes is not None and y.shape[1] != n_classes:
+        raise TaskInputError(
+            f"{split} targets have {y.shape[1]} columns but there are {n_classes} class names")
+    return y.astype(np.float32)

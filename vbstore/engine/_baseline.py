@@ -42,10 +42,11 @@ def targets_baseline_of(plan, evaluation, train, eval_targets) -> Baseline | str
     task = plan.task
     try:
         if eval_targets is None:
-            eval_targets = evaluation.targets(plan.train_m.classes if train is not None else None)
+            eval_targets = evaluation.targets(plan.train_m.classes if train is not None else None,
+                                              task.array)
         classes = plan.eval_m.classes or None
         captions = [s.get("captions", []) for s in plan.eval_m.samples]
-        train_targets = train.targets() if train is not None else None
+        train_targets = train.targets(array=task.array) if train is not None else None
         return targets_baseline(task, eval_targets, train_targets,
                                 len(classes) if classes else None, captions,
                                 params=plan.task_params)

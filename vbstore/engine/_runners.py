@@ -227,7 +227,8 @@ class _Trained(Runner):
         targets = self.targets(evaluation, classes)
         scored.targets = targets
         for head in heads:
-            state, record, ok = load_head(store, head, expected, strict=plan.request.probe.strict)
+            state, record, ok = load_head(store, head, expected, strict=plan.request.probe.strict,
+                                          array=plan.task.array)
             scored.comparable = scored.comparable and ok
             metrics, draws = self.evaluate(plan, run, state, evaluation, targets)
             scored.per_seed.append(metrics)
@@ -242,25 +243,38 @@ class _Trained(Runner):
 
 class PooledRunner(_Trained):
     """``pooled``: a head on (N, C) vectors, a target per image; bootstrap from per-sample
-    values."""
+    values.
+
+    A task that computes in numpy (``PooledTask.array``) is handed the stored rows as numpy
+    arrays, read without torch, and its targets and heads as numpy; on a run that names an
+    accelerator (``--device cuda``) its features go there as torch tensors instead, so that a
+    large head trains on it."""
 
     shape = "pooled"
 
     def vectors(self, plan: Plan, feed: Feed) -> Any:
-        return feed.vectors()
+        if plan.task.array != "numpy":
+            return feed.vectors()
+        device = feed.run.device
+        if device is None or device.startswith("cpu"):
+            return feed.rows()  # numpy, read without torch
+        from ._device import resolve_device  # torch: the head trains on the accelerator named
+
+        return feed.vectors(resolve_device(device))
 
     def fit(self, task, train, params, seed, classes, val=None):
         # a validation split's labels are indexed as the train split's classes
+        array = task.array
         held = (None if val is None
-                else (self.vectors(val.plan, val), val.targets(classes or None)))
-        return task.fit(self.vectors(train.plan, train), train.targets(), params, seed, classes,
-                        **({"val": held} if held is not None else {}))
+                else (self.vectors(val.plan, val), val.targets(classes or None, array)))
+        return task.fit(self.vectors(train.plan, train), train.targets(array=array), params,
+                        seed, classes, **({"val": held} if held is not None else {}))
 
     def width(self, feed: Feed) -> int:
         return int(self.vectors(feed.plan, feed).shape[1])
 
     def targets(self, evaluation: Feed, classes: list[str] | None) -> Any:
-        return evaluation.targets(classes)
+        return evaluation.targets(classes, evaluation.plan.task.array)
 
     def finetune(self, plan, tuning, train, seed):
         from ._finetune_compute import fit_pooled  # the compute path only
@@ -387,7 +401,7 @@ class ZeroShotRunner(Runner):
         task, params = plan.task, plan.task_params
         files = param_files(plan.store, task, params)
         context = self.context(plan, files)
-        if getattr(task, "array", "torch") == "numpy":  # the stored rows alone: no torch
+        if task.array == "numpy":  # the stored rows alone: no torch
             feats, targets = evaluation.rows(), evaluation.targets(array="numpy")
         else:
             feats, targets = evaluation.vectors(), evaluation.targets()

@@ -37,17 +37,22 @@ class Feed:
     def __init__(self, plan: Plan, run: Run, features_id: str, manifest) -> None:
         self.plan, self.run, self.id, self.manifest = plan, run, features_id, manifest
         self._x: Any = None
+        self._on: dict[str, Any] = {}
         self._rows: Any = None
         self._grid: dict[int, Any] = {}
         self._split: Any = None
 
-    def vectors(self):
-        """(N, C) pooled features."""
+    def vectors(self, device: str | None = None):
+        """(N, C) pooled features (on ``device`` when given: copied there once)."""
         if self._x is None:
             from ..features import Features  # torch: only when features are read
 
             self._x = Features(self.plan.store, self.id).pooled()
-        return self._x
+        if device is None:
+            return self._x
+        if device not in self._on:
+            self._on[device] = self._x.to(device)
+        return self._on[device]
 
     def rows(self):
         """(N, C) pooled features as a numpy array, read without torch (a task that scores the
@@ -203,7 +208,7 @@ def head_draws(plan: Plan, run: Run, state, feats, targets) -> dict[str, Any]:
         out = bootstrap_per_sample(values)
     else:
         out = _redraw(lambda f, t: task.evaluate(state, f, t, params), feats, targets,
-                      task.target_kind)
+                      task.target_kind, task.array)
     run.timings["sample_ci_s"] = round(run.timings.get("sample_ci_s", 0.0)
                                        + time.perf_counter() - start, 4)
     return out
@@ -220,9 +225,12 @@ def zero_shot_draws(plan: Plan, run: Run, evaluation: Feed) -> dict[str, Any]:
     return out
 
 
-def _redraw(evaluate, feats, targets, target_kind: str) -> dict[str, Any]:
+def _redraw(evaluate, feats, targets, target_kind: str, array: str = "torch") -> dict[str, Any]:
     """Draws that evaluate again on resampled rows: where target rows index the features
-    (triplets, pairs) only the targets are drawn; otherwise features and targets together."""
+    (triplets, pairs) only the targets are drawn; otherwise features and targets together
+    (``array``: what the task computes with, so what the rows index)."""
     if get_target_kind(target_kind).rows_index_features:
-        return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets))
-    return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats))
+        return bootstrap_evaluate(lambda rows: evaluate(feats, targets[rows]), len(targets),
+                                  array=array)
+    return bootstrap_evaluate(lambda rows: evaluate(feats[rows], targets[rows]), len(feats),
+                              array=array)

@@ -11,8 +11,13 @@ from ._record import check_compat, head_record, name_backbones, reading_flags
 
 
 def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
-              strict: bool = True) -> tuple[dict[str, Any], dict[str, Any], bool]:
+              strict: bool = True, array: str = "torch"
+              ) -> tuple[dict[str, Any], dict[str, Any], bool]:
     """Load a head's tensors after checking it fits ``expected`` features.
+
+    Args:
+        array: ``torch`` tensors, or ``numpy`` arrays (read without torch, for a task that
+            computes in numpy).
 
     Returns:
         ``(state, record, compatible)``; ``compatible`` is False only when ``strict`` is off
@@ -22,9 +27,6 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
         HeadMismatch: ``strict`` and the backbone weights, input size, pooling, feature mode,
             layers or embedding width differ.
     """
-    # torch: only when a head's tensors are loaded
-    from safetensors.torch import load
-
     record = head_record(store, head_id)
     differences = check_compat(record, expected or {})
     problems = name_backbones(store, record, expected or {}, differences)
@@ -33,7 +35,16 @@ def load_head(store, head_id: str, expected: Mapping[str, Any] | None = None,
     if problems:
         warnings.warn("applying a mismatched head: " + "; ".join(problems), HeadMismatchWarning,
                       stacklevel=2)
-    state = load(store.read_bytes(head_id, verify=True))
+    data = store.read_bytes(head_id, verify=True)
+    state: dict[str, Any]
+    if array == "numpy":
+        from safetensors.numpy import load as arrays  # numpy: a numpy task loads no torch
+
+        state = arrays(data)
+    else:
+        from safetensors.torch import load  # torch: only when a head's tensors are loaded
+
+        state = load(data)
     check_values(head_id, record, state)
     return state, record, not problems
 
@@ -46,10 +57,8 @@ def check_values(head_id: str, record: Mapping[str, Any], state: Mapping[str, An
     Raises:
         BadHead: naming the tensor or the count.
     """
-    import torch  # the head's tensors are loaded: torch is already here
-
     for key, value in sorted(state.items()):
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        if not _finite(value):
             raise BadHead(head_id, f"tensor {key!r} holds NaN or infinite values")
     params = record.get("params")
     count = params.get("num_classes", 0) if isinstance(params, dict) else 0
@@ -59,3 +68,14 @@ def check_values(head_id: str, record: Mapping[str, Any], state: Mapping[str, An
     if count > outputs:
         raise BadHead(head_id, f"its record says num_classes {count} but its largest output "
                                f"has {outputs} rows")
+
+
+def _finite(value: Any) -> bool:
+    """Whether a head's tensor (torch) or array (numpy) holds no NaN or infinity."""
+    if hasattr(value, "is_floating_point"):
+        import torch  # the head's tensors are torch's: torch is already here
+
+        return not value.is_floating_point() or bool(torch.isfinite(value).all())
+    import numpy as np  # the head's arrays are numpy's: numpy is already here
+
+    return not np.issubdtype(value.dtype, np.inexact) or bool(np.isfinite(value).all())

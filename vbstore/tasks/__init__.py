@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._classifiers import check_shape, shape_of
     from ._dense import DenseTask, as_dense
     from ._finetune import Recipe, finetune
-    from ._linear import Loss
+    from ._linear_recipe import Loss
     from ._shape_generate import GenerateTask
     from ._shape_pooled import EmbeddingTask, PairsTask, PooledTask
     from ._shape_split import BoxesTask, DenseZeroShotTask, SplitTask
@@ -51,7 +51,7 @@ _LAZY = {"check_shape": "_classifiers", "shape_of": "_classifiers",
          "DenseTask": "_dense", "as_dense": "_dense", "aggregate_seeds": "aggregate",
          "Baseline": "_baselines", "keep_declared": "_baselines",
          "targets_baseline": "_baselines", "finetune": "_finetune", "Recipe": "_finetune",
-         "Loss": "_linear",
+         "Loss": "_linear_recipe",
          # each shape's base class: imported by the tasks of that shape, and a plugin's
          "PooledTask": "_shape_pooled", "EmbeddingTask": "_shape_pooled",
          "PairsTask": "_shape_pooled", "ZeroShotTask": "_shape_zero_shot",

@@ -40,16 +40,13 @@ from ..errors import UsageError, field_ref
 from ._declare import Direction, FileParam, Metric, Param, ParamValue
 from ._shapes import SHAPES, Shape, get_shape, infer_shape
 
-if TYPE_CHECKING:
-    import torch
-
-
 __all__ = ["Direction", "FileParam", "HeadState", "Level", "Metric", "Param", "ParamValue",
            "TargetKind", "Task", "of_shape", "unimplemented"]
 
 Level = Literal["high", "mid", "low"]
 TargetKind = str  # a registered target kind (vbstore.data.list_target_kinds())
-HeadState = dict[str, "torch.Tensor"]
+# a head's named tensors: torch tensors, or numpy arrays for a task that computes in numpy
+HeadState = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T", bound="Task")
 
@@ -106,9 +103,13 @@ class Task:
             ``bias``, ``mean``, ``std``): the loss that head trains with (``cross_entropy`` or
             ``binary_cross_entropy``), so ``--finetune-blocks`` can train the backbone's last
             blocks with it (docs/finetune.md); None: the task cannot fine-tune.
+        array: What the task's calls compute with: ``torch`` tensors, or ``numpy`` arrays for a
+            task that scores (``ZeroShotTask``) or trains and scores (``PooledTask``) on the
+            stored rows without torch; the engine reads the rows as the task declares.
     """
 
     name: str = ""
+    array: ClassVar[Literal["torch", "numpy"]] = "torch"
     level: ClassVar[Level]
     op_version: ClassVar[int]
     shape: ClassVar[str] = ""

@@ -5,25 +5,19 @@ Imported only inside task calls, because it imports torch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..data import _target_rows, get_target_kind
 from ..errors import UsageError
+from ._arrays import class_names, seed  # noqa: F401  (torch-free; tasks call _checks.seed)
 from ._declare import metrics_out  # noqa: F401  (the shapes call it as _checks.metrics_out)
 from ._errors import TaskInputError
 
 if TYPE_CHECKING:
     from ._base import HeadState
-
-
-def seed(value: Any) -> int:
-    """A seed is a non-negative int (bool refused: ``seed=True`` is a mistake)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UsageError(f"seed must be a non-negative integer, got {value!r}")
-    return value
 
 
 def _first_bad_row(x: torch.Tensor) -> int:
@@ -50,18 +44,6 @@ def features(x: Any, split: str) -> torch.Tensor:
     if not torch.isfinite(x).all():
         raise TaskInputError(f"{split} features hold NaN or Inf (first at row {_first_bad_row(x)})")
     return x.detach().to(torch.float32)
-
-
-def class_names(names: Any) -> list[str]:
-    """A non-empty list of distinct strings."""
-    if isinstance(names, str) or not isinstance(names, Sequence):
-        raise TaskInputError(f"class_names must be a list of strings, got {type(names).__name__}")
-    names = list(names)
-    if not names or not all(isinstance(n, str) for n in names):
-        raise TaskInputError("class_names must be a non-empty list of strings")
-    if len(set(names)) != len(names):
-        raise TaskInputError("class_names hold a duplicate name")
-    return names
 
 
 def context_class_names(task: str, context: Mapping[str, Any], hint: str) -> list[str]:

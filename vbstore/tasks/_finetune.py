@@ -1,7 +1,8 @@
 """Training a linear head together with a backbone's last blocks, on stored prefix activations.
 
-The recipe is ``._linear``'s, extended to the blocks (fixed; a change bumps the fine-tuning
-``op_version`` in ``vbstore.engine._finetune``):
+The recipe is the linear probes' (``._linear``) as torch trained them before they moved to
+numpy (its draws from torch's generator, torch's autograd and AdamW), extended to the blocks
+(fixed; a change bumps the fine-tuning ``op_version`` in ``vbstore.engine._finetune``):
 
 - the blocks start from the parent weights and stay in eval mode (BatchNorm's running
   statistics and dropout as in a frozen forward; their affine parameters do train);
@@ -32,7 +33,8 @@ import torch
 from .._progress import progress
 from ..errors import field_ref
 from ._errors import TaskInputError, TrainingDiverged
-from ._linear import Loss, _loss, standardisation
+from ._linear_recipe import Loss
+from ._linear_torch import mean_loss, standardisation
 
 # (activations of some rows, blocks) -> pooled features of those rows
 Forward = Callable[[torch.Tensor, Sequence[torch.nn.Module]], torch.Tensor]
@@ -145,7 +147,7 @@ def finetune(
                 picked = order[start:start + batch].sort().values
                 optimiser.zero_grad(set_to_none=True)
                 z = (forward(rows.rows(picked, device), blocks) - mean) / std
-                step_loss = _loss(loss, z @ weight.T + bias, y[picked.to(device)])
+                step_loss = mean_loss(loss, z @ weight.T + bias, y[picked.to(device)])
                 step_loss.backward()
                 optimiser.step()
                 schedule.step()
@@ -161,7 +163,7 @@ def finetune(
     head = {"weight": weight.detach(), "bias": bias.detach(), "mean": mean, "std": std}
     feats = pooled(rows, blocks, forward, batch_size, device)
     with torch.no_grad():
-        final = float(_loss(loss, ((feats - mean) / std) @ head["weight"].T + head["bias"], y))
+        final = float(mean_loss(loss, ((feats - mean) / std) @ head["weight"].T + head["bias"], y))
     if not math.isfinite(final):
         raise TrainingDiverged(f"task {task!r}: the final fine-tuning loss is {final}")
     return head, final, feats

@@ -137,9 +137,9 @@ def average_precisions_ranked(sorted_scores: np.ndarray, sorted_relevant: np.nda
             for precisions, relevant in zip(precision_at_end, sorted_relevant, strict=True)]
 
 
-def targets(kind: str, y: Any, n: int, split: str) -> np.ndarray:
-    """The targets of a numpy-array task, checked for ``n`` rows by the numpy check its kind
-    registers (``TargetKind.check_array``).
+def targets(kind: str, y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
+    """The targets of a numpy-array task, checked for ``n`` rows (and ``n_classes`` when known)
+    by the numpy check its kind registers (``TargetKind.check_array``).
 
     Raises:
         TaskInputError: targets that do not fit, or a kind that registers no numpy check.
@@ -148,7 +148,7 @@ def targets(kind: str, y: Any, n: int, split: str) -> np.ndarray:
     if check is None:
         raise TaskInputError(f"{kind} targets have no numpy check",
                              hint="declare the task's array as torch")
-    return check(y, n, split, None)
+    return check(y, n, split, n_classes)
 
 
 def descending_order(scores: np.ndarray) -> np.ndarray:

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
-# Local imports: numpy and torch load when a confidence interval is computed; the engine imports
-# this module on its compute path only.
+# Local imports: numpy (and torch, for a task that computes with it) load when a confidence
+# interval is computed; the engine imports this module on its compute path only.
 
 N_BOOT = 1000  # draws when the task gives per-sample values (each draw is one weighted mean)
 N_BOOT_REEVALUATE = 200  # draws when each draw re-runs the task's evaluate
@@ -48,38 +48,63 @@ BOOT_SEED = 0  # the draws depend on the row count only: every backbone is resam
 _BLOCK_ELEMENTS = 1 << 22  # indices drawn at once (32 MiB of int64)
 
 
-def resamples(n_rows: int, n_boot: int, seed: int = BOOT_SEED) -> Iterator[torch.Tensor]:
+def resamples(n_rows: int, n_boot: int, seed: int = BOOT_SEED) -> Iterator[np.ndarray]:
     """``(b, n_rows)`` int64 blocks of row indices drawn with replacement, ``n_boot`` rows in all.
 
-    The same ``(n_rows, n_boot, seed)`` always gives the same draws (a local generator).
+    The same ``(n_rows, n_boot, seed)`` always gives the same draws (a local generator): those
+    of ``torch.randint(n_rows, ..., generator=torch.Generator().manual_seed(seed))``, drawn
+    without torch. torch's CPU generator is the MT19937 that numpy's ``RandomState`` seeds
+    alike, and ``randint`` takes one 32-bit draw per index, modulo ``n_rows``.
     """
-    import torch  # only when a result is computed
+    import numpy as np  # only when a result is computed
 
-    generator = torch.Generator().manual_seed(seed)
+    if n_rows >= 1 << 32:  # torch draws 64 bits per index there; no eval split is that large
+        raise ValueError(f"cannot resample {n_rows} rows")
+    generator = np.random.RandomState(seed)
     step = max(1, _BLOCK_ELEMENTS // max(1, n_rows))
     for start in range(0, n_boot, step):
-        yield torch.randint(n_rows, (min(step, n_boot - start), n_rows), generator=generator)
+        raw = generator.randint(0, 1 << 32, size=(min(step, n_boot - start), n_rows),
+                                dtype=np.uint32)
+        yield (raw % np.uint32(n_rows)).astype(np.int64)
 
 
-def bootstrap_per_sample(per_sample: Mapping[str, torch.Tensor], n_boot: int = N_BOOT,
+def bootstrap_per_sample(per_sample: Mapping[str, Any], n_boot: int = N_BOOT,
                          seed: int = BOOT_SEED) -> dict[str, np.ndarray]:
-    """Each metric's mean over ``n_boot`` resamples of its per-sample values ``(N,)``."""
+    """Each metric's mean over ``n_boot`` resamples of its per-sample values ``(N,)``: numpy
+    arrays (a task that computes in numpy), or torch tensors, averaged by torch as before."""
     import numpy as np
-    import torch
+
+    if any(hasattr(v, "detach") for v in per_sample.values()):
+        return _torch_per_sample(per_sample, n_boot, seed)
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in per_sample.items()}
+    n_rows = len(next(iter(values.values())))
+    draws: dict[str, list[np.ndarray]] = {k: [] for k in values}
+    for rows in resamples(n_rows, n_boot, seed):
+        for name, v in values.items():
+            draws[name].append(v[rows].mean(axis=1))
+    return {k: np.concatenate(d) for k, d in draws.items()}
+
+
+def _torch_per_sample(per_sample: Mapping[str, torch.Tensor], n_boot: int, seed: int
+                      ) -> dict[str, np.ndarray]:
+    import numpy as np
+    import torch  # the values are torch tensors: torch is loaded
 
     values = {k: v.detach().to("cpu", torch.float64) for k, v in per_sample.items()}
     n_rows = len(next(iter(values.values())))
     draws: dict[str, list[np.ndarray]] = {k: [] for k in values}
     for rows in resamples(n_rows, n_boot, seed):
+        picked = torch.from_numpy(rows)
         for name, v in values.items():
-            draws[name].append(v[rows].mean(dim=1).numpy())
+            draws[name].append(v[picked].mean(dim=1).numpy())
     return {k: np.concatenate(d) for k, d in draws.items()}
 
 
-def bootstrap_evaluate(evaluate: Callable[[torch.Tensor], Mapping[str, float]], n_rows: int,
-                       n_boot: int = N_BOOT_REEVALUATE, seed: int = BOOT_SEED
-                       ) -> dict[str, np.ndarray]:
-    """Each metric of ``evaluate(rows)`` on ``n_boot`` resamples of ``n_rows`` row indices.
+def bootstrap_evaluate(evaluate: Callable[[Any], Mapping[str, float]], n_rows: int,
+                       n_boot: int = N_BOOT_REEVALUATE, seed: int = BOOT_SEED,
+                       array: str = "torch") -> dict[str, np.ndarray]:
+    """Each metric of ``evaluate(rows)`` on ``n_boot`` resamples of ``n_rows`` row indices
+    (``rows``: an int64 torch tensor, or a numpy array with ``array="numpy"``).
 
     A draw on which a metric is undefined (``UndefinedMetric``: say no positive label drawn)
     gives NaN for every metric of that draw; :func:`sample_ci` leaves such draws out and counts
@@ -88,7 +113,12 @@ def bootstrap_evaluate(evaluate: Callable[[torch.Tensor], Mapping[str, float]], 
     import numpy as np
 
     scored: list[Mapping[str, float] | None] = []
-    for block in resamples(n_rows, n_boot, seed):
+    for drawn in resamples(n_rows, n_boot, seed):
+        block: Any = drawn
+        if array != "numpy":
+            import torch  # a task that computes with torch: torch is loaded
+
+            block = torch.from_numpy(drawn)
         for rows in block:
             try:
                 scored.append(evaluate(rows))

@@ -3,8 +3,10 @@
 The standard measure of what a backbone encodes linearly (linear evaluation as in SimCLR,
 DINO/DINOv2 and the CLIP paper's linear probes). The recipe is in :mod:`._linear`: AdamW with
 cosine decay, seeded init and shuffling; features standardised with train statistics kept in the
-head only when ``standardize`` is on. ``train_top1`` is reported with the head: a low one means
-the probe underfit, so a low eval ``top1`` says little about the backbone.
+head only when ``standardize`` is on. It runs in numpy (op_version 3), so the engine hands the
+task the stored rows as numpy arrays (``array = "numpy"``) and a new head loads no torch.
+``train_top1`` is reported with the head: a low one means the probe underfit, so a low eval
+``top1`` says little about the backbone.
 
 VisBench's defaults (op_version 2; before: 100 epochs, weight decay 0.01, always standardised,
 top5 on any class count): 200 epochs, ``lr`` 1e-2, weight decay 1e-4, batch 256, no
@@ -26,11 +28,10 @@ from ._registry import register_task
 from ._shape_pooled import PooledTask
 
 if TYPE_CHECKING:
-    import torch
+    import numpy as np
 
-# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
-# load inside the functions that compute; importing a task only declares it, and a cached result
-# reads nothing more.
+# Local imports: numpy and the helpers built on it (_linear, _arrays) load inside the functions
+# that compute; importing a task only declares it, and a cached result reads nothing more.
 
 # The multi-label probe's schedule (a project extra, not VisBench's: its defaults stay).
 LINEAR_PARAMS = MappingProxyType(
@@ -60,7 +61,10 @@ class LinearClassification(PooledTask):
     """Linear probe for single-label classification; metrics top1, top5."""
 
     level = "high"
-    op_version = 2  # 2: VisBench's defaults (200 epochs, wd 1e-4, standardize off), no top5 <= 5
+    # 2: VisBench's defaults (200 epochs, wd 1e-4, standardize off), no top5 <= 5; 3: the
+    # recipe in numpy (._linear: its own draws and float32 arithmetic)
+    op_version = 3
+    array = "numpy"  # trained and scored on the stored rows without torch
     target_kind = "class_index"
     shape = "pooled"
     stochastic = True
@@ -79,13 +83,13 @@ class LinearClassification(PooledTask):
 
     def _fit(
         self,
-        feats: torch.Tensor,
-        targets: torch.Tensor,
+        feats: Any,
+        targets: np.ndarray,
         params: dict[str, Any],
         seed: int,
         class_names: list[str] | None,
     ) -> tuple[HeadState, dict[str, float]]:
-        from . import _linear, _metrics
+        from . import _arrays, _linear
 
         # Without class names the class count comes from the labels seen in training.
         n_classes = len(class_names) if class_names is not None else int(targets.max()) + 1
@@ -98,37 +102,32 @@ class LinearClassification(PooledTask):
             task=self.name,
             **params,
         )
-        train_top1, _ = _metrics.topk_accuracies(_linear.logits(head, feats), targets)
-        return head, {"train_top1": train_top1, "train_loss": loss}
+        (hits,) = _arrays.topk_hits(_linear.logits(head, feats), targets, (1,))
+        return head, {"train_top1": float(hits.mean()), "train_loss": loss}
 
     def _evaluate(
-        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
+        self, head: HeadState, feats: Any, targets: np.ndarray, params: dict[str, Any]
     ) -> dict[str, float]:
-        from . import _metrics
-
-        logits = self._logits(head, feats, targets)
-        top1, top5 = _metrics.topk_accuracies(logits, targets)
-        return {"top1": top1, "top5": top5} if logits.shape[1] > TOPK else {"top1": top1}
+        return {name: float(v.mean()) for name, v in self._hits(head, feats, targets).items()}
 
     def _per_sample(
-        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
-    ) -> dict[str, torch.Tensor]:
-        from . import _metrics
+        self, head: HeadState, feats: Any, targets: np.ndarray, params: dict[str, Any]
+    ) -> dict[str, np.ndarray]:
+        return {name: v.astype("float64") for name, v in self._hits(head, feats, targets).items()}
 
-        logits = self._logits(head, feats, targets)
-        out = {"top1": _metrics.topk_hits(logits, targets, 1).double()}
-        if logits.shape[1] > TOPK:
-            out["top5"] = _metrics.topk_hits(logits, targets, TOPK).double()
-        return out
+    def _hits(self, head: HeadState, feats: Any, targets: np.ndarray) -> dict[str, np.ndarray]:
+        """(N,) bool top-1 hits, and top-5 hits over more than 5 classes."""
+        from . import _arrays, _linear
 
-    def _logits(self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        from . import _linear
-
-        head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
+        head = _linear.check_head(head, self.name, feats.shape[1])
         n_classes = head["weight"].shape[0]
         if int(targets.max()) >= n_classes:
             raise TaskInputError(
                 f"eval targets hold class {int(targets.max())}; the head has {n_classes} classes",
                 hint="evaluate on data labelled with the head's class names",
             )
-        return _linear.logits(head, feats)
+        if n_classes <= TOPK:
+            (top1,) = _arrays.topk_hits(_linear.logits(head, feats), targets, (1,))
+            return {"top1": top1}
+        top1, top5 = _arrays.topk_hits(_linear.logits(head, feats), targets, (1, TOPK))
+        return {"top1": top1, "top5": top5}

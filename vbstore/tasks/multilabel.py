@@ -24,15 +24,20 @@ from ._shape_pooled import PooledTask
 from .classification import LINEAR_PARAMS
 
 if TYPE_CHECKING:
-    import torch
+    import numpy as np
 
-# Local imports: torch and the helpers built on it (_metrics, _linear, _checks, _dense_ops, _text)
-# load inside the functions that compute; importing a task only declares it, and a cached result
-# reads nothing more.
+# Local imports: numpy and the helpers built on it (_linear, _arrays) load inside the functions
+# that compute; importing a task only declares it, and a cached result reads nothing more.
 
 
-def macro_average_precision(scores: torch.Tensor, targets: torch.Tensor) -> float | None:
-    """Mean AP over the labels with a positive; ``None`` when no label has one."""
+def macro_average_precision(scores: Any, targets: Any) -> float | None:
+    """Mean AP over the labels with a positive; ``None`` when no label has one. numpy arrays
+    (the probe's scores) are ranked by ``._arrays``; torch tensors (the zero-shot multi-label
+    task's) by ``._metrics``."""
+    if not hasattr(scores, "detach"):
+        from ._arrays import macro_average_precision as in_numpy
+
+        return in_numpy(scores, targets)
     from ._metrics import average_precision
 
     present = targets.sum(dim=0) > 0
@@ -47,7 +52,8 @@ class MultiLabel(PooledTask):
     """Linear probe with per-label sigmoids; metric mean_average_precision."""
 
     level = "high"
-    op_version = 1
+    op_version = 2  # 2: the recipe in numpy (._linear: its own draws and float32 arithmetic)
+    array = "numpy"  # trained and scored on the stored rows without torch
     target_kind = "multi_hot"
     shape = "pooled"
     stochastic = True
@@ -62,8 +68,8 @@ class MultiLabel(PooledTask):
 
     def _fit(
         self,
-        feats: torch.Tensor,
-        targets: torch.Tensor,
+        feats: Any,
+        targets: np.ndarray,
         params: dict[str, Any],
         seed: int,
         class_names: list[str] | None,
@@ -87,11 +93,11 @@ class MultiLabel(PooledTask):
         return head, {"train_mean_average_precision": train_map, "train_loss": loss}
 
     def _evaluate(
-        self, head: HeadState, feats: torch.Tensor, targets: torch.Tensor, params: dict[str, Any]
+        self, head: HeadState, feats: Any, targets: np.ndarray, params: dict[str, Any]
     ) -> dict[str, float]:
         from . import _linear
 
-        head = _linear.check_head(head, self.name, feats.shape[1], feats.device)
+        head = _linear.check_head(head, self.name, feats.shape[1])
         n_labels = head["weight"].shape[0]
         if n_labels != targets.shape[1]:
             raise TaskInputError(

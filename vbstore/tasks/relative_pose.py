@@ -140,7 +140,7 @@ def fit_pose(feats: torch.Tensor, pairs: torch.Tensor, params: dict[str, Any], s
     """
     import torch
 
-    from ._linear import standardisation
+    from ._linear_torch import standardisation
 
     generator = torch.Generator().manual_seed(seed)
     mean, std = standardisation(feats.to(torch.float32))
