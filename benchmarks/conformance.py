@@ -1,7 +1,7 @@
 """Same names, same numbers: vbstore beside VisBench 0.27 and CLIP_benchmark 1.6.2, probe by probe.
 
     python benchmarks/conformance.py [--peers DIR] [--install] [--seeds N] [--threads N]
-                                     [--work DIR] [--json]
+                                     [--clip-arch ARCH] [--work DIR] [--json]
 
 Both tools run on the same generated data with the same real weights, and every shared probe's
 metrics are printed side by side with a verdict:
@@ -10,9 +10,9 @@ metrics are printed side by side with a verdict:
   package, no network), handed to VisBench as a ``CustomBackbone`` over timm's
   ``tf_efficientnet_lite0`` with the same tensors and timm's eval transform; pooled probes on
   ``shapes`` (an image folder), dense probes on ``scenes``.
-- CLIP_benchmark: one open_clip ViT-B-32 at 64 px with random weights (seed 0) written to a
-  checkpoint file that both tools load; zero-shot classification on ``shapes`` with vbstore's
-  prompt ensemble, zero-shot retrieval on a caption list of the same images.
+- CLIP_benchmark: one open_clip ViT-B-32 (``--clip-arch``) at 64 px with random weights (seed
+  0) written to a checkpoint file that both tools load; zero-shot classification on ``shapes``
+  with vbstore's prompt ensemble, zero-shot retrieval on a caption list of the same images.
 
 The peers are never imported here: they run in their own process (``conformance_peer.py``) with
 ``--peers DIR`` on ``PYTHONPATH``; ``--install`` fills DIR first with ``pip install --no-deps
@@ -156,26 +156,27 @@ def make_data(root: Path) -> dict[str, Path]:
     return {"shapes": shapes, "scenes": scenes, "captions": captions}
 
 
-def clip_checkpoint(path: Path) -> Path:
-    """A random ViT-B-32 at 64 px (seed 0) written as a state dict both tools load."""
+def clip_checkpoint(path: Path, arch: str = CLIP_ARCH) -> Path:
+    """A random open_clip ``arch`` (ViT-B-32 by default) at 64 px (seed 0) written as a state
+    dict both tools load."""
     import open_clip
     import torch
 
     torch.manual_seed(0)
-    model = open_clip.create_model(CLIP_ARCH, pretrained=None, force_image_size=CLIP_SIZE)
+    model = open_clip.create_model(arch, pretrained=None, force_image_size=CLIP_SIZE)
     torch.save(model.state_dict(), path)
     return path
 
 
 def ours(run: Run, data: dict[str, Path], seeds: list[int], store: Any,
-         checkpoint: Path) -> list[dict[str, Any]]:
+         checkpoint: Path, clip_arch: str = CLIP_ARCH) -> list[dict[str, Any]]:
     """vbstore's metrics of ``run`` at each seed, through the Python API."""
     import vbstore
 
     if run.peer == "visbench":
         backbone, kw = LITE0, {}
     else:
-        backbone, kw = f"open_clip:{CLIP_ARCH}", {"weights": str(checkpoint),
+        backbone, kw = f"open_clip:{clip_arch}", {"weights": str(checkpoint),
                                                   "input_size": CLIP_SIZE}
     options = dict(run.data_options)
     if run.target:
@@ -198,7 +199,7 @@ def ours(run: Run, data: dict[str, Path], seeds: list[int], store: Any,
 
 
 def peer_plan(data: dict[str, Path], seeds: list[int], checkpoint: Path, cache: Path,
-              threads: int) -> dict[str, Any]:
+              threads: int, clip_arch: str = CLIP_ARCH) -> dict[str, Any]:
     """What ``conformance_peer.py`` runs: every run's data, seeds and parameters."""
     from vbstore.data import SHAPES
     from vbstore.tasks.zeroshot_classification import TEMPLATES
@@ -210,7 +211,7 @@ def peer_plan(data: dict[str, Path], seeds: list[int], checkpoint: Path, cache: 
                                  "seeds": seeds if run.trained else [0],
                                  "params": run.peer_params, "target": run.target}
         if run.peer == "clip_benchmark":
-            entry.update(model=CLIP_ARCH, checkpoint=str(checkpoint), image_size=CLIP_SIZE,
+            entry.update(model=clip_arch, checkpoint=str(checkpoint), image_size=CLIP_SIZE,
                          classnames=sorted(SHAPES), templates=list(TEMPLATES["photo"]),
                          recall_k=[1, 5])
             if run.data == "captions":
@@ -260,19 +261,21 @@ def verdict(run: Run, row: Row, mine: list[dict], theirs: list[dict]) -> dict[st
     return entry
 
 
-def compare(peers: Path, work: Path, seeds: int, threads: int) -> dict[str, Any]:
-    """Run everything in ``work`` and return the table's rows and the seconds each side took."""
+def compare(peers: Path, work: Path, seeds: int, threads: int,
+            clip_arch: str = CLIP_ARCH) -> dict[str, Any]:
+    """Run everything in ``work`` and return the table's rows and the seconds each side took;
+    ``clip_arch``: the open_clip architecture both CLIP_benchmark runs use."""
     import torch
 
     from vbstore import Store
 
     torch.set_num_threads(threads)
     data = make_data(work / "data")
-    checkpoint = clip_checkpoint(work / "clip_vit_b32_64px_seed0.pt")
+    checkpoint = clip_checkpoint(work / f"clip_{clip_arch}_64px_seed0.pt", clip_arch)
     seed_list = list(range(seeds))
     plan = work / "peer_plan.json"
     plan.write_text(json.dumps(peer_plan(data, seed_list, checkpoint, work / "peer_cache",
-                                         threads)))
+                                         threads, clip_arch)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(peers), os.environ.get("PYTHONPATH", "")]))}
     begin = time.perf_counter()
@@ -288,7 +291,7 @@ def compare(peers: Path, work: Path, seeds: int, threads: int) -> dict[str, Any]
         for run in RUNS.values():
             try:
                 mine[run.id] = ours(run, data, seed_list if run.trained else [0], store,
-                                    checkpoint)
+                                    checkpoint, clip_arch)
             except Exception as exc:  # one failing probe is a row of the table, not its end
                 mine[run.id] = [{"seed": None, "metrics": {}, "error": f"{type(exc).__name__}: "
                                                                      f"{exc}"[:300]}]
@@ -324,6 +327,9 @@ def main() -> None:
     parser.add_argument("--install", action="store_true", help="pip install the peers first")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--clip-arch", default=CLIP_ARCH,
+                        help="the open_clip architecture of the CLIP_benchmark runs (random "
+                             f"weights at {CLIP_SIZE} px; default {CLIP_ARCH})")
     parser.add_argument("--work", type=Path, default=None, help="keep data and stores here")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args()
@@ -335,7 +341,7 @@ def main() -> None:
         if args.install or args.peers is None:
             install_peers(peers)
         begin = time.perf_counter()
-        report = compare(peers, work, args.seeds, args.threads)
+        report = compare(peers, work, args.seeds, args.threads, args.clip_arch)
         report["seconds"]["total"] = time.perf_counter() - begin
     if args.json:
         print(json.dumps(report, indent=1))

@@ -1,7 +1,8 @@
 """Run by test_captioning_conformance.py in a process of its own (transformers 4.x before 4.57
 and its huggingface_hub on sys.path): a tiny random CoCa checkpoint through ``open_clip:`` in
 vbstore, and the same model in CLIP_benchmark 1.6.2's ``captioning.evaluate`` (loaded as its
-open_clip loader loads a checkpoint); prints both metrics and both caption lists as JSON.
+open_clip loader loads a checkpoint); prints both metrics, the captions the model writes (decoded
+as CLIP_benchmark decodes them) and the captions vbstore stored, as JSON.
 
 Usage: ``python coca_captioning_run.py WORKDIR SPICE`` (SPICE: 1 to score it, 0 to leave it
 out of both).
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import open_clip
 import torch
+from open_clip.tokenizer import _tokenizer
 from PIL import Image
 
 SIZE = 32
@@ -85,11 +87,19 @@ def main(work: Path, spice: bool) -> None:
     weights = work / "tiny_coca.safetensors"
     _checkpoint(weights)
 
-    # 1: the captions the model writes, so that the references can share words with them
-    first = vbstore.get_result("open_clip:tiny_coca", "captioning",
-                               _write_list(data, names, [["a photo"]] * len(names)),
-                               weights=str(weights), store=store, params=params, progress=False)
-    written = json.loads(store.read_bytes(first.record.inputs["captions"]))["captions"]
+    model, _, transform = open_clip.create_model_and_transforms("tiny_coca",
+                                                                pretrained=str(weights))
+    model.eval()
+    generate = model.generate
+    model.generate = lambda images: generate(images, **DECODING)  # CoCa's defaults, but these
+    images = torch.stack([transform(Image.open(data / n).convert("RGB")) for n in names])
+
+    # 1: the captions the model writes, decoded as CLIP_benchmark decodes them, so that the
+    # references can share words with them
+    with torch.no_grad():
+        written = [_tokenizer.decode(row).split("<end_of_text>")[0]
+                   .replace("<start_of_text>", "").strip()
+                   for row in model.generate(images).cpu().numpy()]
     references = [[" ".join(c.split()[: max(1, len(c.split()) // 2)]) + " on a table",
                    "a photo of something"] for c in written]
 
@@ -109,15 +119,8 @@ def main(work: Path, spice: bool) -> None:
                 return math.nan, []
 
         captioning.Spice = NoSpice
-    model, _, transform = open_clip.create_model_and_transforms("tiny_coca",
-                                                                pretrained=str(weights))
-    model.eval()
-    generate = model.generate
-    model.generate = lambda images: generate(images, **DECODING)  # CoCa's defaults, but these
-
-    batches = [(torch.stack([transform(Image.open(data / n).convert("RGB")) for n in names]),
-                references)]
-    theirs = captioning.evaluate(model, batches, batch_size=4, device="cpu", transform=transform)
+    theirs = captioning.evaluate(model, [(images, references)], batch_size=4, device="cpu",
+                                 transform=transform)
     print(json.dumps({"ours": ours.metrics, "theirs": theirs, "written": written,
                       "ours_written": json.loads(store.read_bytes(
                           ours.record.inputs["captions"]))["captions"]}, default=float))

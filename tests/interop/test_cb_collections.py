@@ -4,9 +4,6 @@ ones CLIP_benchmark 1.6.2 itself holds (read in its own process), and a sweep ta
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -42,11 +39,8 @@ print(json.dumps({
 """
 
 
-def test_collections_and_auto_tasks_are_clip_benchmarks(clip_benchmark_site):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, clip_benchmark_site))}
-    out = subprocess.run([sys.executable, "-c", _THEIRS, json.dumps(NAMES)], env=env,
-                         capture_output=True, text=True, check=True, timeout=300)
-    theirs = json.loads(out.stdout.strip().splitlines()[-1])
+def test_collections_and_auto_tasks_are_clip_benchmarks(clip_benchmark_peer):
+    theirs = json.loads(clip_benchmark_peer(_THEIRS, json.dumps(NAMES)).strip().splitlines()[-1])
     assert {k: list(v) for k, v in DATASET_COLLECTIONS.items()} == theirs["datasets"]
     assert {k: [list(p) for p in v] for k, v in MODEL_COLLECTIONS.items()} == theirs["models"]
     assert {n: clip_benchmark_task(n) for n in NAMES} == theirs["tasks"]

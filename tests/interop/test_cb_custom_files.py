@@ -5,9 +5,6 @@ its own builder, so the classes and prompts are the ones it uses in its own proc
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from test_cb_data import _mnist
@@ -29,7 +26,7 @@ print(json.dumps({"classes": ds.classes, "templates": ds.templates}))
 """
 
 
-def test_custom_files_are_read_as_clip_benchmark_reads_them(clip_benchmark, clip_benchmark_site,
+def test_custom_files_are_read_as_clip_benchmark_reads_them(clip_benchmark, clip_benchmark_peer,
                                                             store, tmp_path):
     _mnist(tmp_path / "mnist")
     names, templates = tmp_path / "names.json", tmp_path / "templates.json"
@@ -37,11 +34,8 @@ def test_custom_files_are_read_as_clip_benchmark_reads_them(clip_benchmark, clip
     templates.write_text(json.dumps({"mnist": ["a digit {c}.", "the number {c}."]}))
     view = load_manifest(store, "cb:mnist", split="test", dataset_root=str(tmp_path / "mnist"),
                          custom_classname_file=str(names), custom_template_file=str(templates))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, clip_benchmark_site))}
-    out = subprocess.run([sys.executable, "-c", _THEIRS, str(tmp_path / "mnist"), str(names),
-                          str(templates)], env=env, capture_output=True, text=True, check=True,
-                         timeout=300)
-    theirs = json.loads(out.stdout.strip().splitlines()[-1])
+    out = clip_benchmark_peer(_THEIRS, str(tmp_path / "mnist"), str(names), str(templates))
+    theirs = json.loads(out.strip().splitlines()[-1])
     assert view.doc["classes"] == theirs["classes"] == NAMES
     assert view.doc["source"]["templates"] == theirs["templates"]
     assert view.doc["source"]["custom_template_file"].startswith("sha256:")

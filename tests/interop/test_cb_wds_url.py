@@ -8,9 +8,6 @@ import functools
 import http.server
 import io
 import json
-import os
-import subprocess
-import sys
 import tarfile
 import threading
 
@@ -72,17 +69,15 @@ print(json.dumps({"classes": ds.classes, "templates": ds.templates, "labels": la
 """
 
 
-def test_a_url_root_reads_what_clip_benchmark_reads(clip_benchmark, clip_benchmark_site, store,
+def test_a_url_root_reads_what_clip_benchmark_reads(clip_benchmark, clip_benchmark_peer, store,
                                                    served):
     pytest.importorskip("webdataset")
     template = served + "/wds_{dataset_cleaned}"
     view = load_manifest(store, "cb:wds/tiny", split="test", dataset_root=template,
                          download=True)
     doc = view.doc
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, clip_benchmark_site))}
-    out = subprocess.run([sys.executable, "-c", _THEIRS, served + "/wds_tiny"], env=env,
-                         capture_output=True, text=True, check=True, timeout=300)
-    theirs = json.loads(out.stdout.strip().splitlines()[-1])
+    theirs = json.loads(clip_benchmark_peer(_THEIRS, served + "/wds_tiny").strip()
+                        .splitlines()[-1])
     assert doc["classes"] == theirs["classes"] == CLASSES
     assert doc["source"]["templates"] == theirs["templates"] == TEMPLATES
     assert [s["label"] for s in doc["samples"]] == theirs["labels"]

@@ -102,8 +102,37 @@ def captioner():
     _clip_loaders._LOADERS.pop("cap_tiny")
 
 
-@pytest.fixture
-def captions_list(tmp_path):
+@pytest.fixture(scope="module", autouse=True)
+def one_meteor():
+    """One running METEOR for the module's scorings. pycocoevalcap's ``Meteor()`` starts a JVM
+    that loads METEOR's paraphrase tables before its first score (seconds: most of a scoring);
+    its ``-stdio`` protocol scores each ``EVAL`` line from that line alone, so one process gives
+    every scoring the numbers a fresh one gives. Each scoring still runs everything else afresh
+    (the PTB tokenizer's java, Bleu, ROUGE_L, CIDEr), and the interop tests compare scores
+    against CLIP_benchmark's with a fresh METEOR on both sides."""
+    try:
+        from pycocoevalcap.meteor import meteor
+    except ImportError:  # the scorers' tests skip (or fail under CI) on their own
+        yield
+        return
+    real, running = meteor.Meteor, []
+
+    def shared():
+        if not running:
+            running.append(real())
+        return running[0]
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(meteor, "Meteor", shared)
+    yield
+    patch.undo()
+    running.clear()  # its __del__ ends the JVM
+
+
+@pytest.fixture(scope="module")
+def captions_list(tmp_path_factory):
+    """Six random images and three references each; shared by the module, read only."""
+    tmp_path = tmp_path_factory.mktemp("captions")
     rng = np.random.default_rng(0)
     lines = []
     for i in range(6):
@@ -113,6 +142,37 @@ def captions_list(tmp_path):
         lines.append(json.dumps({"image": f"{i}.png", "captions": refs}))
     (tmp_path / "samples.jsonl").write_text("\n".join(lines) + "\n")
     return str(tmp_path / "samples.jsonl")
+
+
+@pytest.fixture(scope="module")
+def captioned(captions_list, tmp_path_factory):
+    """The module's one beam-search captioning (no SPICE), scored at seeds 0 and 1 in a store
+    of its own (each scoring starts java: seconds), and the model's ``generate`` calls each
+    took; a test reads or extends a copy of that store (:func:`stored`)."""
+    from vbstore import Store
+
+    root = tmp_path_factory.mktemp("captioned") / "store"
+    with Store(root) as store:
+        TinyCaptioner.calls = 0
+        first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
+                                   params={"spice": False}, progress=False)
+        first_calls = TinyCaptioner.calls
+        # another seed: a new result, the same captions (beam search ignores it)
+        again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list,
+                                   store=store, params={"spice": False}, seed=1,
+                                   progress=False)
+        again_calls = TinyCaptioner.calls - first_calls
+    return {"root": root, "first": first, "again": again, "first_calls": first_calls,
+            "again_calls": again_calls}
+
+
+@pytest.fixture
+def stored(captioned, tmp_path):
+    """A copy of :func:`captioned`'s store, this test's own."""
+    from vbstore import Store
+
+    with Store(shutil.copytree(captioned["root"], tmp_path / "stored")) as s:
+        yield s
 
 
 def _request(data, **params):
@@ -228,11 +288,11 @@ def test_perfect_captions_score_one():
 
 @pytest.mark.slow  # each scoring starts java (PTB tokenizer, METEOR): seconds
 @needs_scorers
-def test_captions_are_written_once_and_scored_again_without_the_model(captions_list, store):
-    TinyCaptioner.calls = 0
-    first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
-                               params={"spice": False}, progress=False)
-    assert TinyCaptioner.calls == 6
+def test_captions_are_written_once_and_scored_again_without_the_model(captioned, captions_list,
+                                                                      stored):
+    store = stored
+    first = captioned["first"]
+    assert captioned["first_calls"] == 6
     record = first.record
     assert set(record.metrics) == {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR",
                                    "ROUGE_L", "CIDEr"}
@@ -245,9 +305,8 @@ def test_captions_are_written_once_and_scored_again_without_the_model(captions_l
     assert set(doc["captions"][0].split()) <= set(WORDS)
 
     # another seed: a new result, the same captions (beam search ignores it), no generate call
-    again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
-                               params={"spice": False}, seed=1, progress=False)
-    assert TinyCaptioner.calls == 6
+    again = captioned["again"]
+    assert captioned["again_calls"] == 0
     assert again.id != first.id
     assert again.record.inputs["captions"] == record.inputs["captions"]
     assert again.metrics == first.metrics
@@ -354,9 +413,10 @@ def test_open_clip_without_transformers_refused_at_plan_before_anything_is_store
 
 @pytest.mark.slow  # each scoring starts java (PTB tokenizer, METEOR): seconds
 @needs_scorers
-def test_a_stored_result_is_answered_without_the_scorers(captions_list, store, monkeypatch):
-    first = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
-                               params={"spice": False}, progress=False)
+def test_a_stored_result_is_answered_without_the_scorers(captioned, captions_list, stored,
+                                                        monkeypatch):
+    store = stored
+    first = captioned["first"]
     monkeypatch.setattr(shutil, "which", lambda name: None)
     again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
                                params={"spice": False}, progress=False)
@@ -450,7 +510,9 @@ def test_coca_without_transformers_names_the_extra(captions_list, store, tmp_pat
 
 @pytest.mark.slow  # each scoring starts java (PTB tokenizer, METEOR): seconds
 @needs_scorers
-def test_sampling_writes_captions_per_seed_and_beam_search_once(captions_list, store):
+def test_sampling_writes_captions_per_seed_and_beam_search_once(captioned, captions_list,
+                                                                 stored):
+    store = stored  # beam search's captions and seeds 0 and 1 already there: `captioned`
     TinyCaptioner.calls = 0
     sampled = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
                                  params={"spice": False, "generation_type": "top_k"}, seeds=2,
@@ -461,14 +523,15 @@ def test_sampling_writes_captions_per_seed_and_beam_search_once(captions_list, s
     assert not any("ignores the seed" in w for w in sampled.record.warnings or [])
     beams = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
                                params={"spice": False}, seeds=2, progress=False)
-    assert TinyCaptioner.calls == 18  # beam search: one set for both seeds
-    assert "captions" in beams.record.inputs
+    assert TinyCaptioner.calls == 12  # beam search: the one set already stored, for both seeds
+    assert beams.record.inputs["captions"] == captioned["first"].record.inputs["captions"]
     assert any("ignores the seed" in w for w in beams.record.warnings or [])
 
 
 @pytest.mark.slow  # each scoring starts java (PTB tokenizer, METEOR): seconds
 @needs_scorers
-def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captions_list, store):
+def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captioned, captions_list,
+                                                                   stored):
     # sweep --pooling goes "to the tasks that read pooled vectors"; captioning reads none, so
     # it runs as without --pooling (as run captioning offers no --pooling), not as an error row
     from click.testing import CliRunner
@@ -477,9 +540,11 @@ def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captions_list,
     from vbstore.engine import sweep
     from vbstore.engine._sweep import SweepEntry
 
+    store = stored  # the result asked without --pooling is there (`captioned`)
     rows = list(sweep([SweepEntry("cap_tiny:tiny@v1")], ["captioning"], captions_list,
                       params={"spice": False}, pooling="mean", store=store, progress=False))
     assert [row.get("error") for row in rows] == [None]
+    assert rows[0]["id"] == captioned["first"].id  # the same question: --pooling keys nothing
     alone = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
                                params={"spice": False}, progress=False)
     assert rows[0]["id"] == alone.id
@@ -492,16 +557,19 @@ def test_a_sweeps_pooling_goes_past_a_task_that_reads_no_features(captions_list,
 
 @pytest.mark.slow  # each scoring starts java (PTB tokenizer, METEOR): seconds
 @needs_scorers
-def test_a_results_push_with_features_carries_the_captions(captions_list, store, tmp_path):
+def test_a_results_push_with_features_carries_the_captions(captioned, captions_list, stored,
+                                                           tmp_path):
     # the captions are the model's output, as features and text-tower outputs are: they travel
     # with --with features (a teammate then scores them again without the model), not with
     # --with images (the files behind manifests), and the summary names them
     from vbstore import Store
     from vbstore.remotes import add_remote, push_results
 
+    store = stored
     TinyCaptioner.calls = 0
     result = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=store,
                                 params={"spice": False}, progress=False)
+    assert result.id == captioned["first"].id  # stored: `captioned` computed it
     captions = result.record.inputs["captions"]
     add_remote(store, "team", str(tmp_path / "team"))
     assert push_results(store, "team", [result.id]).left_out["captions"]["objects"] == 1
@@ -514,5 +582,5 @@ def test_a_results_push_with_features_carries_the_captions(captions_list, store,
         again = vbstore.get_result("cap_tiny:tiny@v1", "captioning", captions_list, store=mate,
                                    params={"spice": False}, seed=1, progress=False)
         assert again.record.inputs["captions"] == captions
-    assert TinyCaptioner.calls == 6  # scored again from the pushed captions: no model ran
+    assert TinyCaptioner.calls == 0  # scored again from the pushed captions: no model ran
     assert again.metrics == result.metrics
