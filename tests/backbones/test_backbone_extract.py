@@ -205,6 +205,41 @@ def test_preprocess_follows_the_cfg():
     assert squashed.shape == (3, 8, 8)
 
 
+@pytest.mark.parametrize(("mean", "std"), [((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+                                           ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+                                           ((0.48145466, 0.4578275, 0.40821073),
+                                            (0.26862954, 0.26130258, 0.27577711))])
+def test_preprocess_is_bit_for_bit_the_per_pixel_normalization(mean, std):
+    """The table lookup gives exactly what ``(float32(v) / 255 - mean) / std`` per pixel gives
+    (what preprocess computed before, and what every stored feature was made from): every 8-bit
+    value in every channel, from a PIL image, an array and a grayscale image."""
+    import numpy as np
+
+    cfg = BackboneCfg(input_size=16, resize=16, mean=mean, std=std, interpolation="bilinear")
+    rng = np.random.default_rng(0)
+    pixels = rng.permutation(np.tile(np.arange(256, dtype=np.uint8), 3 * 16 * 16 // 256 + 3)
+                             )[:16 * 16 * 3].reshape(16, 16, 3)
+    pixels[0, :, :] = np.arange(16, dtype=np.uint8)[:, None] * 17  # 0 and 255 in each channel
+
+    def per_pixel(array: np.ndarray) -> torch.Tensor:
+        scaled = np.asarray(array, dtype=np.float32) / 255.0
+        normalized = (scaled - np.asarray(mean, dtype=np.float32)) / np.asarray(std,
+                                                                                 dtype=np.float32)
+        return torch.from_numpy(np.ascontiguousarray(normalized.transpose(2, 0, 1)))
+
+    gray = Image.fromarray(np.ascontiguousarray(pixels[..., 0]))
+    for image in (Image.fromarray(pixels), pixels, gray):
+        tensor = preprocess(cfg, image)
+        expected = per_pixel(np.asarray(Image.fromarray(np.asarray(image)).convert("RGB")))
+        assert tensor.dtype == torch.float32
+        assert tensor.is_contiguous()
+        assert torch.equal(tensor, expected)
+    levels = np.arange(256, dtype=np.uint8)
+    every = np.stack([np.tile(levels, (256, 1))] * 3, axis=-1)  # each value, each channel
+    wide = BackboneCfg(input_size=256, resize=256, mean=mean, std=std, interpolation="nearest")
+    assert torch.equal(preprocess(wide, every), per_pixel(every))
+
+
 def test_cfg_input_size_override_keeps_the_crop_ratio():
     cfg = BackboneCfg(input_size=224, resize=256)
     assert cfg.with_input_size(64).resize == 73

@@ -21,9 +21,9 @@ from vbstore.cli import _answers
 from vbstore.engine import _answers as engine_answers
 from vbstore.store import _answers as cache
 
-# each case runs the console script in fresh processes (~3-7 s apiece): the slow tier, which
-# `make test` and CI run; the store's own invalidation tests (tests/store/test_store_answers.py)
-# stay in the fast one
+# each case runs the console script in fresh processes (~1-4 s apiece, most answering from a
+# copy of the module's template store): the slow tier, which `make test` and CI run; the
+# store's own invalidation tests (tests/store/test_store_answers.py) stay in the fast one
 pytestmark = pytest.mark.slow
 
 # main() as the console script runs it; stderr's last line says which path answered

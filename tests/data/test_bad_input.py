@@ -34,6 +34,19 @@ def test_corrupt_jpeg_bytes_are_named(store, image_folder):
     _assert_nothing_stored(store)
 
 
+def test_an_unrecognised_image_names_its_file_not_the_bytes_read(store, image_folder):
+    """Decoded from the bytes that were hashed (the file is read once), the refusal still names
+    the file as PIL does when it opens a path: never the in-memory buffer."""
+    bad = image_folder / "train" / "cat" / "01.jpg"
+    bad.write_bytes(b"plain text, not an image")
+    age(image_folder)
+    with pytest.raises(BadInput) as caught:
+        load_manifest(store, image_folder, split="train")
+    assert caught.value.problems == [(str(bad), "not a readable image (UnidentifiedImageError: "
+                                                f"cannot identify image file {str(bad)!r})")]
+    _assert_nothing_stored(store)
+
+
 def test_corrupt_image_is_caught_again_until_fixed(store, image_folder):
     bad = image_folder / "val" / "eel" / "01.jpg"
     original = bad.read_bytes()

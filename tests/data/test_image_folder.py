@@ -79,8 +79,8 @@ def test_limit_hashes_only_the_kept_images(store, image_folder, monkeypatch):
     import vbstore.store._filestate as fs
 
     calls = []
-    real = fs.hash_file
-    monkeypatch.setattr(fs, "hash_file", lambda p: calls.append(p) or real(p))
+    real = fs.read_and_hash
+    monkeypatch.setattr(fs, "read_and_hash", lambda p: calls.append(p) or real(p))
     load_manifest(store, image_folder, split="train", limit=1)
     assert len(calls) == 3
 
@@ -111,9 +111,10 @@ def test_second_load_is_served_from_the_file_state_cache(store, image_folder, mo
     import vbstore.store._filestate as fs
 
     hashed, decoded = [], []
-    real_hash, real_check = fs.hash_file, manifest.check_image
-    monkeypatch.setattr(fs, "hash_file", lambda p: hashed.append(p) or real_hash(p))
-    monkeypatch.setattr(manifest, "check_image", lambda p: decoded.append(p) or real_check(p))
+    real_hash, real_check = fs.read_and_hash, manifest.check_image
+    monkeypatch.setattr(fs, "read_and_hash", lambda p: hashed.append(p) or real_hash(p))
+    monkeypatch.setattr(manifest, "check_image",
+                        lambda p, data: decoded.append(p) or real_check(p, data))
     first = load_manifest(store, image_folder, split="train")
     assert len(hashed) == len(decoded) == 15
     hashed.clear()

@@ -52,8 +52,8 @@ def test_a_pack_is_hashed_once_until_its_file_changes(store, shapes, monkeypatch
     past = time.time() - 10  # out of the racy window, as any pack older than a moment is
     os.utime(path, (past, past))
     calls = []
-    real = fs.hash_file
-    monkeypatch.setattr(fs, "hash_file", lambda p: calls.append(p) or real(p))
+    real = fs.read_and_hash
+    monkeypatch.setattr(fs, "read_and_hash", lambda p: calls.append(p) or real(p))
     for _ in range(3):
         features.features.pooled()
     assert len(calls) == 1  # verified once, then remembered under the file's state

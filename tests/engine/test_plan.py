@@ -116,7 +116,8 @@ def test_dry_run_computes_nothing_and_imports_no_torch_when_cached(tmp_path, sha
     assert "to compute: 30 forward passes" in cold
     assert imported == "NO-TORCH"
     assert vbstore.Store(tmp_path).ls("result") == []
-    subprocess.run([sys.executable, "-m", "vbstore", *args], check=True, capture_output=True)
+    computed = CliRunner().invoke(cli, args)  # in this process: what runs next is under test
+    assert computed.exit_code == 0, computed.output
     first, imported = dry()
     second, _ = dry()
     assert first == second

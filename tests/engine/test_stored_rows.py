@@ -192,10 +192,14 @@ def test_cosines_equal_in_exact_arithmetic_are_equal_bits():
 def test_second_task_on_stored_rows_loads_no_torch(tmp_path, shapes):
     args = ["--store", str(tmp_path), "get", "result", "-b", "test_cnn", "-d", shapes,
             "--split", "val", "--weights", "random", "--input-size", "32", "--json"]
-    first = subprocess.run([sys.executable, "-m", "vbstore", *args, "-t", "classification",
-                            "--train-data", shapes, "--train-split", "train", "-p", "epochs=2"],
-                           capture_output=True, text=True)
-    assert first.returncode == 0, first.stderr
+    from click.testing import CliRunner
+
+    from vbstore.cli import cli
+
+    # the features stored by a first task, computed in this process: the next is under test
+    first = CliRunner().invoke(cli, [*args, "-t", "classification", "--train-data", shapes,
+                                     "--train-split", "train", "-p", "epochs=2"])
+    assert first.exit_code == 0, first.output
     code = (f"import sys, json, vbstore.cli\nUNLOADED = {UNLOADED!r}\n"
             "try:\n    vbstore.cli.cli(sys.argv[1:], standalone_mode=False)\n"
             "finally:\n    print(json.dumps(sorted(m for m in UNLOADED if m in sys.modules)))")

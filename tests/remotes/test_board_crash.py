@@ -8,6 +8,7 @@ renamed into place, or its Nth leaderboard row is written), so each case is dete
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,17 +55,27 @@ CHILD = textwrap.dedent("""
 """).format(batch=BATCH)
 
 
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory):
+    """Store B's folder, before any pull: A's board of COUNT evaluations is on a directory
+    remote both stores know (``team``), and both hold the suite. Built once for the module:
+    every case pulls into a copy of B (a pull only reads the remote)."""
+    root = tmp_path_factory.mktemp("board")
+    with vbstore.Store(root / "a") as a, vbstore.Store(root / "b") as b:
+        for store in (a, b):
+            add_remote(store, "team", str(root / "team"))
+            push_suite(store, SUITE)
+        for i in range(COUNT):
+            evaluate(a, f"m{i:02d}", 0.5 + i / 100, 0.4)
+        push_board(a, "team", "road-test@1")
+    return root / "b"
+
+
 @pytest.fixture
-def board(stores, tmp_path):
-    """A's board of COUNT evaluations on a directory remote both stores know."""
-    a, b = stores
-    for store in stores:
-        add_remote(store, "team", str(tmp_path / "team"))
-        push_suite(store, SUITE)
-    for i in range(COUNT):
-        evaluate(a, f"m{i:02d}", 0.5 + i / 100, 0.4)
-    push_board(a, "team", "road-test@1")
-    return b
+def board(pushed, tmp_path):
+    """A copy of B, this case's own, with A's board on the remote ``team``."""
+    with vbstore.Store(shutil.copytree(pushed, tmp_path / "b")) as b:
+        yield b
 
 
 def _killed_pull(store, where: str, limit: int) -> None:

@@ -25,13 +25,13 @@ def _count_hashes(monkeypatch):
     import vbstore.store._filestate as fs
 
     calls = []
-    real = fs.hash_file
+    real = fs.read_and_hash
 
     def counting(path):
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(fs, "hash_file", counting)
+    monkeypatch.setattr(fs, "read_and_hash", counting)
     return calls
 
 
@@ -72,7 +72,8 @@ def test_missing_file_is_named(store, tmp_path):
 def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
     from vbstore.errors import BadInput
 
-    def reject_odd(path):
+    def reject_odd(path, data):
+        assert data == path.read_bytes()  # the bytes hashed, read once for both
         return "odd" if int(path.stem) % 2 else None
 
     with pytest.raises(BadInput, match=r"100 unusable files: .*0001.bin: odd.*and 95 more"):
@@ -80,7 +81,7 @@ def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
     evens = folder[::2]
     store.file_states.hash(evens, check=reject_odd)
     seen = []
-    store.file_states.hash(evens, check=lambda p: seen.append(p))
+    store.file_states.hash(evens, check=lambda p, data: seen.append(p))
     assert seen == []  # cached: not checked again
 
 

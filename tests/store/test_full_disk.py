@@ -81,7 +81,9 @@ with Store(root) as store:
 path = os.path.join(root, "objects", bad[:2], bad[2:])
 os.chmod(path, 0o644)
 with open(path, "r+b") as f:  # one flipped byte: fsck must still find it
-    f.write(b"\0" if f.read(1) != b"\0" else b"\1")
+    first = f.read(1)
+    f.seek(0)  # the byte read, not the next one (which is 0 once in 256 random blobs already)
+    f.write(b"\0" if first != b"\0" else b"\1")
 os.chmod(path, 0o444)
 fd = os.open(os.path.join(mount, "filler"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 for size in (1 << 16, 4096, 512, 1):  # whatever space is left, to the byte

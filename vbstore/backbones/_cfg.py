@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from functools import cache
 from typing import Any
 
 from ..errors import UsageError
@@ -130,7 +131,10 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
     """Turn a PIL image (or HxWx3 uint8 array) into a normalized float32 CHW tensor.
 
     Resizing follows torchvision's ``Resize(int)`` + ``CenterCrop`` on PIL images, which is what
-    timm, torchvision and open_clip evaluation transforms do.
+    timm, torchvision and open_clip evaluation transforms do. Each 8-bit value ``v`` of channel
+    ``c`` becomes ``(float32(v) / 255 - mean[c]) / std[c]`` in float32: looked up in a table of
+    the 256 values that formula gives (:func:`_levels`), bit for bit what computing it per pixel
+    gives, in one pass instead of four.
     """
     import numpy as np
     import torch
@@ -144,7 +148,22 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
     image = image.resize(new_size, resample)
     if box is not None:
         image = image.crop(box)
-    array = np.asarray(image, dtype=np.float32) / 255.0
-    mean, std = np.asarray(cfg.mean, dtype=np.float32), np.asarray(cfg.std, dtype=np.float32)
-    normalized = (array - mean) / std
-    return torch.from_numpy(np.ascontiguousarray(normalized.transpose(2, 0, 1)))
+    channels = np.asarray(image).transpose(2, 0, 1)  # (3, H, W) uint8, a view
+    levels = _levels(cfg.mean, cfg.std)
+    out = np.empty(channels.shape, dtype=np.float32)
+    for c in range(3):
+        np.take(levels[c], channels[c], out=out[c])
+    return torch.from_numpy(out)
+
+
+@cache
+def _levels(mean: tuple[float, ...], std: tuple[float, ...]) -> Any:
+    """``(3, 256)`` float32: what :func:`preprocess` makes of each 8-bit value, per channel,
+    computed with the very operations (and dtypes) a per-pixel normalization runs."""
+    import numpy as np
+
+    values = np.arange(256, dtype=np.float32)[:, None] / 255.0
+    table = (values - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
+    table = np.ascontiguousarray(table.T)
+    table.flags.writeable = False
+    return table

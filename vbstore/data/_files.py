@@ -86,18 +86,22 @@ def loose_images(top: Path) -> list[str]:
         )
 
 
-def check_image(path: Path) -> str | None:
+def check_image(path: Path, data: bytes | None = None) -> str | None:
     """Decode an image fully; return what is wrong with it, or None.
 
     ``load()`` rather than ``verify()``: verify only walks the chunk structure and lets a
     truncated JPEG through, which would then fail in the middle of an extraction. JPEGs are
-    decoded at reduced scale, which still reads all their data.
+    decoded at reduced scale, which still reads all their data. ``data``: the file's bytes, when
+    the caller has read them already (decoded from memory, the file is not opened again).
     """
-    from PIL import Image
+    import io
+
+    from PIL import Image, UnidentifiedImageError
 
     cap = max_image_pixels()
     try:
-        with Image.open(path) as image:  # reads the header only
+        # reads the header only
+        with Image.open(path if data is None else io.BytesIO(data)) as image:
             if image.width * image.height > cap:
                 return (f"{image.width} x {image.height} = {image.width * image.height} pixels, "
                         f"over the cap of {cap} (set {PIXELS_ENV} to allow more)")
@@ -106,6 +110,9 @@ def check_image(path: Path) -> str | None:
                 # corruption show), but most of the inverse DCT is skipped
                 image.draft(image.mode, (max(1, image.width // 8), max(1, image.height // 8)))
             image.load()
+    except UnidentifiedImageError:  # its message names the buffer, not the file: named here
+        return f"not a readable image (UnidentifiedImageError: cannot identify image file " \
+               f"{str(path)!r})"
     except Exception as exc:  # PIL raises many types (OSError, SyntaxError, ValueError...)
         return f"not a readable image ({type(exc).__name__}: {exc})"
     return None
@@ -130,10 +137,11 @@ def max_image_pixels() -> int:
     return value
 
 
-def check_target(path: Path) -> str | None:
-    """Decode a target file when its format is one vbstore reads (images, .npy)."""
+def check_target(path: Path, data: bytes | None = None) -> str | None:
+    """Decode a target file when its format is one vbstore reads (images, .npy); ``data``: its
+    bytes, when read already."""
     if is_image(path.name):
-        return check_image(path)
+        return check_image(path, data)
     if path.suffix.lower() == ".npy":
         import numpy as np
 

@@ -51,17 +51,32 @@ class ExtractionStats:
 
 def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch_size: int,
               workers: int, ahead: int = 3) -> Iterator[tuple[list[int], torch.Tensor]]:
-    with ThreadPoolExecutor(max(1, workers)) as pool:
+    """Batches of ``load(i)`` stacked, decoded ``ahead`` batches in advance on ``workers``
+    threads. Each batch goes to the threads as one run of images per thread, not an image per
+    task: a future and its locks per image cost about what decoding a small image does."""
+    threads = max(1, workers)
+
+    def run(chunk: list[int]) -> list[torch.Tensor]:
+        return [load(i) for i in chunk]
+
+    def submit(chunk: list[int]) -> list:
+        step = -(-len(chunk) // threads)
+        return [pool.submit(run, chunk[at:at + step]) for at in range(0, len(chunk), step)]
+
+    def stacked(futures: list) -> torch.Tensor:
+        return torch.stack([tensor for future in futures for tensor in future.result()])
+
+    with ThreadPoolExecutor(threads) as pool:
         window: deque = deque()
         for start in range(0, len(indices), batch_size):
             chunk = list(indices[start : start + batch_size])
-            window.append((chunk, [pool.submit(load, i) for i in chunk]))
+            window.append((chunk, submit(chunk)))
             if len(window) > ahead:
                 chunk, futures = window.popleft()
-                yield chunk, torch.stack([f.result() for f in futures])
+                yield chunk, stacked(futures)
         while window:
             chunk, futures = window.popleft()
-            yield chunk, torch.stack([f.result() for f in futures])
+            yield chunk, stacked(futures)
 
 
 def decode_image(path, expected: str, preprocess) -> torch.Tensor:

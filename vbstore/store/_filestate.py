@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import BadInput, StoreIOError
 from ._ids import db_id, hex_id
 from ._layout import RACY_SECONDS  # a file modified this recently is never cached
-from ._objects import hash_file
+from ._objects import read_and_hash
 
 if TYPE_CHECKING:
     from ._base import StoreBase
@@ -32,12 +32,15 @@ class FileStates:
 
     def hash(
         self, paths: Sequence[str | Path], threads: int | None = None,
-        check: Callable[[Path], str | None] | None = None, what: str = "unusable files",
+        check: Callable[[Path, bytes | None], str | None] | None = None,
+        what: str = "unusable files",
     ) -> list[str]:
         """BLAKE3 of each file's bytes, in order, skipping unchanged files via the cache.
 
-        ``check(path)`` runs on every file that is hashed afresh (not on cache hits) and returns
-        a problem description or None; problem files are never cached.
+        ``check(path, data)`` runs on every file that is hashed afresh (not on cache hits) and
+        returns a problem description or None; problem files are never cached. ``data`` is the
+        bytes that were hashed, for a file under 1 MiB (read once for both), else None (the
+        check reads the file itself).
 
         Raises:
             StoreIOError: a file is missing or unreadable (named).
@@ -57,7 +60,8 @@ class FileStates:
         if missing:
             def one(i: int) -> tuple[str, str | None]:
                 try:
-                    return hash_file(paths[i]), check(Path(paths[i])) if check else None
+                    digest, data = read_and_hash(paths[i])
+                    return digest, check(Path(paths[i]), data) if check else None
                 except OSError as exc:
                     raise StoreIOError(f"cannot read {paths[i]}: {exc.strerror}",
                                        hint="check the path and its permissions") from None

@@ -226,6 +226,17 @@ def hash_and_stat(path: str) -> tuple[str, os.stat_result]:
         os.close(fd)
 
 
+def read_and_hash(path: Path | str) -> tuple[str, bytes | None]:
+    """BLAKE3 of a file's bytes, and the bytes themselves when the file is small (one read,
+    so a check can decode what was hashed without opening the file again); None for a large
+    file, hashed as :func:`hash_file` does."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size < SMALL_FILE:
+            data = handle.read()
+            return blake3.blake3(data).hexdigest(), data
+    return hash_file(path), None
+
+
 def hash_file(path: Path | str) -> str:
     """BLAKE3 of a file's bytes, read through mmap (large files hash on several threads)."""
     size = os.path.getsize(path)
