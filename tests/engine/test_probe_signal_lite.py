@@ -76,11 +76,13 @@ MARGINS = {
 SHORT = {"relative_pose": 1.0}
 
 
-def corpus_store(tmp_path_factory):
-    """A store and the corpus inputs (each file of these cases builds its own)."""
+def corpus_store(tmp_path_factory, inputs: bool = True):
+    """A store and the corpus inputs (each file of these cases builds its own; ``inputs``
+    False: none written, for probes that read packaged or generated data only)."""
     root = tmp_path_factory.mktemp("lite_signal")
     with Store(root / "store") as store:
-        _corpus.write_inputs(store, root / "inputs")
+        if inputs:
+            _corpus.write_inputs(store, root / "inputs")
         yield store, root / "inputs"
 
 

@@ -17,8 +17,9 @@ CHECKED = ("surface_normal", "orientation", "depth", "edge", "detection",
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """One store and the corpus inputs for every case: each image is extracted once."""
-    yield from corpus_store(tmp_path_factory)
+    """One store for every case (each reads the generated scenes, none a written input): each
+    image is extracted once."""
+    yield from corpus_store(tmp_path_factory, inputs=False)
 
 
 @pytest.mark.slow(cost=4)
