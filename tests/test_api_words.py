@@ -12,6 +12,20 @@ from vbstore.cli import cli
 from vbstore.errors import UsageError, field_ref, spell
 
 
+@pytest.fixture(scope="module")
+def words_store(tmp_path_factory):
+    """A store folder where the named source ``shapes`` (the data the calls below name) is
+    generated, once for the module: the calls are refused before anything else is stored, so
+    they share it (the one test that stores a suite copies it)."""
+    from vbstore.data import load_manifest
+
+    root = tmp_path_factory.mktemp("words") / "s"
+    with vbstore.Store(root) as store:
+        for split in ("train", "val"):
+            load_manifest(store, "shapes", split=split)
+    return root
+
+
 def test_a_field_is_spelled_by_each_front_end_from_its_row():
     text = (f"use {field_ref('seed')} instead of {field_ref('param:seed')}; drop "
             f"{field_ref('train_data')}; read them with {field_ref('target', 'depth')}; "
@@ -25,13 +39,12 @@ def test_a_field_is_spelled_by_each_front_end_from_its_row():
 
 def test_every_field_a_message_names_is_a_row_of_the_table():
     import ast
-    from pathlib import Path
 
-    import vbstore as package
+    import package_code
 
     named = set()
-    for path in Path(package.__file__).parent.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path in package_code.modules():
+        for node in ast.walk(package_code.tree(path)):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "field_ref"
                     and node.args and isinstance(node.args[0], ast.Constant)):
                 named.add((node.args[0].value, path.name))
@@ -61,15 +74,15 @@ def test_every_flag_of_get_result_is_a_row_of_the_table():
             assert row.flag in flags, row.flag
 
 
-def test_the_api_names_keywords_and_the_cli_flags(tmp_path):
-    store = vbstore.Store(tmp_path / "s")
+def test_the_api_names_keywords_and_the_cli_flags(words_store):
+    store = vbstore.Store(words_store)
     with pytest.raises(UsageError) as err:
         vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
                            train_split="train", weights="random", params={"seed": 3})
     assert "use seed= instead of params={'seed': ...}" in str(err.value)
     assert "--seed" not in str(err.value)
     store.close()
-    out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
+    out = CliRunner().invoke(cli, ["--store", str(words_store), "get", "result", "-b",
                                    "test_cnn", "--weights", "random", "-t", "knn", "-d", "shapes",
                                    "--split", "val", "--train-data", "shapes", "--train-split",
                                    "train", "-p", "seed=3"])
@@ -85,10 +98,12 @@ def test_an_unknown_keyword_is_refused_as_python_refuses_one():
         list(vbstore.engine.sweep([], ["knn"], "shapes", device="cpu"))
 
 
-def test_a_suite_contradicted_in_python_says_which_keyword_to_drop(tmp_path):
+def test_a_suite_contradicted_in_python_says_which_keyword_to_drop(words_store, tmp_path):
+    import shutil
+
     from vbstore.suites import new_suite, push_suite
 
-    store = vbstore.Store(tmp_path / "s")
+    store = vbstore.Store(shutil.copytree(words_store, tmp_path / "s"))
     push_suite(store, new_suite(store, slug="s", task="knn", data="shapes", split="val",
                                 params={"k": 5}, weights="random"))
     with pytest.raises(UsageError) as err:
@@ -167,9 +182,10 @@ def test_a_hint_says_each_field_once_in_its_front_ends_words(tmp_path):
     ("correspondence", {"thresholds": "-1"}, "params={'thresholds': 1,2,5,10}"),
     ("correspondence", {"thresholds": ","}, "params={'thresholds': 1,2,5,10}"),
 ])
-def test_a_task_parameter_hint_names_the_api_s_params_not_a_flag(tmp_path, task, params, said):
+def test_a_task_parameter_hint_names_the_api_s_params_not_a_flag(words_store, task, params,
+                                                                 said):
     # these hints said "e.g. --topk 1,5,10" in Python too: a flag no function takes
-    store = vbstore.Store(tmp_path / "s")
+    store = vbstore.Store(words_store)
     with pytest.raises(UsageError) as err:
         vbstore.get_result("test_cnn", task, "shapes", store=store, split="val",
                            weights="random", params=params)
@@ -190,15 +206,15 @@ def test_a_task_parameter_hint_names_the_api_s_params_not_a_flag(tmp_path, task,
      "backbone_lr= must be a number > 0, not 0; e.g. backbone_lr=1e-4"),
 ])
 def test_a_bad_number_names_its_keyword_in_python_and_its_flag_on_the_cli(
-        tmp_path, keywords, said):
-    store = vbstore.Store(tmp_path / "s")
+        words_store, keywords, said):
+    store = vbstore.Store(words_store)
     with pytest.raises(UsageError) as err:
         vbstore.get_result("test_cnn", "knn", "shapes", "shapes", store=store, split="val",
                            train_split="train", weights="random", **keywords)
     assert str(err.value) == said
     assert err.value.field == list(keywords)[-1]
     store.close()
-    out = CliRunner().invoke(cli, ["--store", str(tmp_path / "s"), "get", "result", "-b",
+    out = CliRunner().invoke(cli, ["--store", str(words_store), "get", "result", "-b",
                                    "test_cnn", "--weights", "random", "-t", "knn", "-d", "shapes",
                                    "--split", "val", "--train-data", "shapes", "--train-split",
                                    "train", "--input-size", "-1"])

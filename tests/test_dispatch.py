@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ast
 import sys
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "vbstore"
+import package_code
+
+PACKAGE = package_code.PACKAGE
 FLAGS = {"feature_mode", "target_kind", "trains_head", "zero_shot", "needs_text", "views",
          "dense"}  # Feed.dense was a flag test in disguise
 KINDS = {"class_index", "multi_hot", "captions", "triplets", "pairs", "label_map", "depth_map",
@@ -148,8 +149,9 @@ def document_reads(tree: ast.AST) -> list[int]:
 
 
 def _modules():
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text())
+    """(path under the repository, tree) of each module: parsed once per process, shared."""
+    for path in package_code.modules():
+        yield path.relative_to(PACKAGE.parent).as_posix(), package_code.tree(path)
 
 
 def test_no_code_outside_tasks_branches_on_a_task_shape():

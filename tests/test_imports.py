@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import package_code
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "vbstore"
+PACKAGE = package_code.PACKAGE
 NOTE = "# Local imports:"  # a module-wide reason, under the module's imports
 
 
@@ -23,11 +24,10 @@ def _type_checking(tree: ast.AST) -> set[int]:
 def unexplained_local_imports(path: Path, root: Path = PACKAGE) -> list[str]:
     """``file:line`` of each function-local import with no comment on its line, above it (or
     above the run of imports it belongs to), and no module note."""
-    source = path.read_text()
-    lines = source.splitlines()
+    lines = package_code.source(path).splitlines()
     if any(line.startswith(NOTE) for line in lines):
         return []
-    tree = ast.parse(source)
+    tree = package_code.tree(path)
     skip = _type_checking(tree)
     found = []
     for function in ast.walk(tree):
@@ -49,7 +49,7 @@ def unexplained_local_imports(path: Path, root: Path = PACKAGE) -> list[str]:
 
 @pytest.mark.parametrize(
     "path",
-    sorted(PACKAGE.rglob("*.py")),
+    package_code.modules(),
     ids=lambda p: str(p.relative_to(PACKAGE)),
 )
 def test_function_local_imports_say_why(path):

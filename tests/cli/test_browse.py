@@ -78,14 +78,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_a_headless_browser_renders_a_result_row(populated, tmp_path):
-    browser = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
-    if browser is None:
+@pytest.fixture(scope="module")
+def browser() -> str:
+    """The headless browser on PATH; without one the test skips, or fails under CI. Asked for
+    before ``populated`` (same scope: argument order), so that a missing browser is found before
+    the store is computed (test_under_ci_a_missing_browser_fails_rather_than_skips runs it)."""
+    found = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+    if found is None:
         if os.environ.get("CI", "").lower() not in ("", "0", "false"):
             pytest.fail("no headless Chromium under CI: `make test` installs "
                         "chromium-headless-shell (make browser); CI must test the page")
         pytest.skip("no headless Chromium: apt-get install chromium-headless-shell")
+    return found
+
+
+@pytest.mark.slow
+def test_a_headless_browser_renders_a_result_row(browser, populated, tmp_path):
     root, result, _ = populated
     with Store(root) as store:
         path = build_snapshot(store, tmp_path / "vbstore.db")
@@ -122,6 +130,7 @@ def test_under_ci_a_missing_browser_fails_rather_than_skips(tmp_path):
         capture_output=True, text=True, env=env, timeout=600, check=False)
     assert out.returncode == 1, out.stdout[-2000:]
     assert "no headless Chromium under CI" in out.stdout
+    assert "1 error" in out.stdout  # in the browser fixture, set up before the store
 
 
 @pytest.mark.parametrize("target", ["registry.db", "objects/planted.db", "elsewhere.db"])

@@ -13,6 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
+from click.testing import CliRunner
+
+from vbstore.cli._root import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENES = "scenes:per_split=8,size=32"
@@ -29,6 +33,19 @@ def _vbstore(home: Path, *args: str) -> dict:
     out = subprocess.run([sys.executable, "-m", "vbstore", *args], env=_env(home),
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _in_process(home: Path, *args: str) -> dict:
+    """The same command line in this process (its store ``home``), on one thread as a
+    subprocess here runs (OMP_NUM_THREADS=1, tests/conftest.py)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = CliRunner().invoke(cli, ["--store", str(home), *args], catch_exceptions=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert out.exit_code == 0, out.output
     return json.loads(out.stdout)
 
 
@@ -65,7 +82,7 @@ def test_killed_dense_training_resumes_to_the_uninterrupted_result(tmp_path):
 
     resumed = _vbstore(killed_home, *ARGS)
     assert resumed["run"]["features_from_cache"] is True  # the packs survived the kill
-    uninterrupted = _vbstore(clean_home, *ARGS)
+    uninterrupted = _in_process(clean_home, *ARGS)
     assert resumed["record"]["metrics"] == uninterrupted["record"]["metrics"]
     assert resumed["record"]["train_metrics"] == uninterrupted["record"]["train_metrics"]
     assert resumed["record"]["inputs"]["head"] == uninterrupted["record"]["inputs"]["head"]

@@ -109,8 +109,21 @@ def store_remote(store, name):
     return registry(store).get(name)
 
 
+class _Ended(Exception):
+    """SIGTERM reached the runner (make test's Ctrl-C ends its serial pass so)."""
+
+
+def _end_on_sigterm(signum, frame):
+    raise _Ended(f"signal {signum}")
+
+
+def _end_group(run: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(run.pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
-@pytest.mark.serial  # a two-node Ray cluster: its processes and timing windows want the machine
+@pytest.mark.serial  # a two-node Ray cluster with timed windows: its own pytest, first on the CPU
 def test_ray_suite_in_loopback_namespace():
     """Run tests/ray_cluster (a real two-node Ray) inside a loopback-only network namespace."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:
@@ -118,19 +131,25 @@ def test_ray_suite_in_loopback_namespace():
     unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--map-root-user", "--net"]
     inner = (f"ip link set lo up && exec {sys.executable} -m pytest -q -x -p no:cacheprovider "
              f"{ROOT / 'tests' / 'ray_cluster'}")
-    # its own process group: a run past the limit is ended whole, with the Ray nodes it started
-    # (a timeout that killed `unshare` alone left both nodes running); the limit leaves room
-    # for a loaded machine, where the suite took 10 min for its first two tests (load 25)
+    # its own process group: a run past the limit, or one this runner must leave (SIGTERM,
+    # Ctrl-C), is ended whole, with the Ray nodes it started (a timeout that killed `unshare`
+    # alone left both nodes running); the limit leaves room for a loaded machine, where the
+    # suite took 10 min for its first two tests (load 25)
+    previous = signal.signal(signal.SIGTERM, _end_on_sigterm)
     run = subprocess.Popen([*unshare, "sh", "-c", inner], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
                            env={**os.environ, "VBSTORE_RAY_NETNS": "1", "PYTHONPATH": str(ROOT)})
     try:
         out, err = run.communicate(timeout=1800)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(run.pid, signal.SIGKILL)
+        _end_group(run)
         out, err = run.communicate()
         pytest.fail(f"the Ray suite ran past 30 min:\n{out[-6000:]}{err[-3000:]}")
+    finally:  # on SIGTERM or Ctrl-C too: nothing the run started outlives it
+        signal.signal(signal.SIGTERM, previous)
+        if run.poll() is None:
+            _end_group(run)
+            run.communicate()
     assert run.returncode == 0, out[-6000:] + err[-3000:]
     assert " passed" in out, out[-2000:]
     assert "skipped" not in out, out[-2000:]

@@ -9,9 +9,12 @@ what is imported. Copied here so the suite needs nothing outside the repository.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "vbstore"
+import package_code
+
+PACKAGE = package_code.PACKAGE
 
 
 def module_name(path: Path) -> str:
@@ -24,7 +27,7 @@ def module_name(path: Path) -> str:
 def imports(path: Path, name: str, known: set[str]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(package_code.tree(path)):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -45,7 +48,7 @@ def imports(path: Path, name: str, known: set[str]) -> set[str]:
 
 
 def is_face(path: Path) -> bool:
-    body = ast.parse(path.read_text(encoding="utf-8")).body
+    body = package_code.tree(path).body
     defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     return all(isinstance(n, ast.FunctionDef) and n.name in ("__getattr__", "__dir__")
                for n in defs)
@@ -100,24 +103,34 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_files() -> dict[str, Path]:
-    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {module_name(p): p for p in package_code.modules()}
+
+
+@cache
+def _package_graph() -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((n, frozenset(e)) for n, e in graph_of(package_files()).items())
+
+
+def package_graph() -> dict[str, set[str]]:
+    """The package's import graph, made once per process (each caller gets its own copy)."""
+    return {n: set(e) for n, e in _package_graph()}
 
 
 def test_the_package_has_no_import_circle():
     # the whole package, not only the engine: backbones, remotes, features, data and tasks held
     # the last seven (shared types and helpers now live in leaves below both sides)
-    assert circles(graph_of(package_files())) == []
+    assert circles(package_graph()) == []
 
 
 def test_the_engine_has_no_import_circle():
-    engine = [c for c in circles(graph_of(package_files()))
+    engine = [c for c in circles(package_graph())
               if any(m.startswith("vbstore.engine.") for m in c)]
     assert engine == []
 
 
 def test_heads_is_a_face_and_no_circle():
     assert is_face(PACKAGE / "heads" / "__init__.py")
-    assert not [c for c in circles(graph_of(package_files()))
+    assert not [c for c in circles(package_graph())
                 if any(m.startswith("vbstore.heads") for m in c)]
 
 
@@ -126,7 +139,7 @@ def test_a_package_that_is_no_face_closes_a_circle_through_its_init(tmp_path):
     # function again (it held add_remote), every module importing a sibling that way would tie
     # a circle through it
     files = package_files()
-    graph = graph_of(files)
+    graph = package_graph()
     face = files["vbstore.remotes"]
     assert is_face(face)
     known = set(files)
@@ -147,7 +160,7 @@ def test_a_local_or_type_checking_import_closes_a_circle(tmp_path):
     known = {"vbstore.engine._scored", "vbstore.engine._planned", "vbstore.engine._plan"}
     found = imports(source, "vbstore.engine._scored", known)
     assert found == {"vbstore.engine._planned", "vbstore.engine._plan"}
-    graph = graph_of(package_files())
+    graph = package_graph()
     graph["vbstore.engine._scored"] = graph["vbstore.engine._scored"] | found
     assert any("vbstore.engine._scored" in c and "vbstore.engine._plan" in c
                for c in circles(graph))
@@ -155,6 +168,6 @@ def test_a_local_or_type_checking_import_closes_a_circle(tmp_path):
 
 def test_the_store_has_no_import_circle():
     # its views and maintenance functions take a StoreBase (store/_base.py), never _store's Store
-    store = [c for c in circles(graph_of(package_files()))
+    store = [c for c in circles(package_graph())
              if any(m.startswith("vbstore.store.") for m in c)]
     assert store == []

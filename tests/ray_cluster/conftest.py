@@ -60,7 +60,7 @@ def _end(processes: list[subprocess.Popen]) -> None:
             proc.terminate()
         except psutil.NoSuchProcess:
             pass
-    _, alive = psutil.wait_procs(tree, timeout=15)
+    _, alive = psutil.wait_procs(tree, timeout=5)  # a node ignoring SIGTERM held teardown 15 s
     for proc in alive:
         try:
             proc.kill()
