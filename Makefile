@@ -21,16 +21,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 # The suite on every core (pytest-xdist): whole test files to each worker (--dist loadfile), so
 # a file's module-scoped stores and data are built once, the costliest files first
-# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). The tests marked
-# `serial` (the two-node Ray cluster, in its own network namespace) run in a pytest of their own,
+# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). Beside it, in a pytest
+# of its own, the tests marked `serial` (the two-node Ray cluster, in its own network namespace),
 # collected from the files that spell `mark.serial` only (tests/conftest.py stops a run where a
-# serial test's file does not spell it): beside the suite where they can be given the CPU first
-# (`nice -n -10`: root or CAP_SYS_NICE), else first, alone. The Ray suite waits on its processes
-# more than it computes (2 min of CPU over 3-4 min of wall), but its windows are timed (a driver's
-# exit on Ctrl-C within 3 min): beside the suite at equal priority one was missed (load 14-17).
-# mypy (30 s of CPU) runs beside the suite. Every pass always runs; each one's output and exit
-# status is printed at the end, and any one failing fails the target. PYTEST_WORKERS=N sets the
-# workers (1: one process).
+# serial test's file does not spell it), and mypy: run before the suite, the two held the machine
+# 3 min 21 s while using a fraction of it (the Ray suite waits on its processes more than it
+# computes: 2 min of CPU over 3-4 min of wall; mypy 30 s of CPU); beside it they fill its waits.
+# (A background job hands SIGINT down ignored: the Ray test that sends Ctrl-C to a driver restores
+# it there.) Every pass always runs; each one's output and exit status is printed at the end, and
+# any one failing fails the target. PYTEST_WORKERS=N sets the workers (1: one process).
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 SERIAL_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
@@ -42,26 +41,20 @@ SERIAL_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 # against 4 s. What is written lands in .venv and the tree's __pycache__ (git ignores both).
 unexport PYTHONDONTWRITEBYTECODE
 
-# CI's command: ruff, then the suite with mypy and (see above) the serial pass beside it, slow
-# cases included (the Datasette page in a real headless browser: `browser` installs one where
-# none is found). Ctrl-C stops every pass: the background ones ignore SIGINT (a shell's `&`), so
-# they get SIGTERM (the serial test then ends its Ray nodes).
-SERIAL_PASS = $(BIN)/python -m pytest -q -p no:cacheprovider -m serial $(SERIAL_FILES) > $(VENV)/serial.out 2>&1
+# CI's command: ruff, then the suite with the serial pass and mypy beside it, slow cases included
+# (the Datasette page in a real headless browser: `browser` installs one where none is found).
+# Ctrl-C stops every pass: the background ones ignore SIGINT (a shell's `&`), so they get SIGTERM
+# (the serial test then ends its Ray nodes).
 test: $(STAMP) browser
 	$(BIN)/python -m ruff check vbstore tests benchmarks
-	par=0; ser=0; typ=0; serial=; \
+	par=0; ser=0; typ=0; serial=; mypy=; \
 	trap 'kill -TERM $$serial $$mypy 2>/dev/null; wait; exit 130' INT TERM; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m serial $(SERIAL_FILES) \
+		> $(VENV)/serial.out 2>&1 & serial=$$!; \
 	$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
-	if [ "$$(nice -n -10 nice 2>/dev/null)" -lt "$$(nice)" ]; then \
-		echo "the serial pass runs beside the suite, first on the CPU (nice -n -10)"; \
-		nice -n -10 $(SERIAL_PASS) & serial=$$!; \
-	else \
-		echo "the serial pass runs first, alone (no right to raise its priority)"; \
-		$(SERIAL_PASS) || ser=$$?; \
-	fi; \
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not serial" || par=$$?; \
-	if [ -n "$$serial" ]; then wait $$serial || ser=$$?; fi; wait $$mypy || typ=$$?; \
-	echo "--- the serial pass:"; cat $(VENV)/serial.out; \
+	wait $$serial || ser=$$?; wait $$mypy || typ=$$?; \
+	echo "--- the serial pass (beside the suite):"; cat $(VENV)/serial.out; \
 	echo "--- mypy:"; cat $(VENV)/mypy.out; \
 	echo "make test: suite exit $$par, serial pass exit $$ser, mypy exit $$typ"; \
 	[ $$par = 0 ] && [ $$ser = 0 ] && [ $$typ = 0 ]

@@ -123,7 +123,7 @@ def _end_group(run: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # a two-node Ray cluster with timed windows: its own pytest, first on the CPU
+@pytest.mark.serial  # a two-node Ray cluster: one at a time, in a pytest of its own, never a worker
 def test_ray_suite_in_loopback_namespace():
     """Run tests/ray_cluster (a real two-node Ray) inside a loopback-only network namespace."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:

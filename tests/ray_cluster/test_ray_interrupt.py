@@ -23,8 +23,11 @@ from vbstore.store import fsck
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-# the CLI, with packs of 8 rows as the small_packs fixture makes them in this process
-LAUNCH = ("import sys\nfrom vbstore.features import _packs\n_packs.PACK_ROWS = 8\n"
+# the CLI, with packs of 8 rows as the small_packs fixture makes them in this process, and Ctrl-C
+# acted on as in a terminal's foreground process: a run started in the background (a shell's `&`)
+# hands SIGINT down ignored, and the driver then outlived its Ctrl-C every time
+LAUNCH = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+          "from vbstore.features import _packs\n_packs.PACK_ROWS = 8\n"
           "from vbstore.cli import cli\ncli(sys.argv[1:], prog_name='vbstore')")
 PROGRESS = re.compile(r"extracting: (\d+)/40 images, \d+\.\d images/s over 2 workers")
 
