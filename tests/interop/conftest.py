@@ -52,8 +52,8 @@ for line in sys.stdin:
 @pytest.fixture(scope="session")
 def clip_benchmark_peer(clip_benchmark_site, tmp_path_factory):
     """``peer(code, *argv)``: what ``python -c CODE ARGV...`` prints, run by CLIP_benchmark in
-    its own process, with only ``clip_benchmark_site`` added to its path (never vbstore's
-    code). One such process serves the test run (each xdist worker's own), so CLIP_benchmark's
+    its own process, ``clip_benchmark_site`` on its ``PYTHONPATH`` (the questions never import
+    vbstore). One such process serves the test run (each xdist worker's own), so CLIP_benchmark's
     imports (torch, torchvision, open_clip) are paid once, not once per question; each question
     gets fresh globals. A question that raises (or exits non-zero) fails the test with the
     peer's traceback."""
