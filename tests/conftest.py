@@ -46,6 +46,23 @@ def store(tmp_path):
         yield s
 
 
+@pytest.fixture
+def thread_submits(monkeypatch):
+    """The calls made to ``ThreadPoolExecutor.submit`` while the test runs (a list that grows by
+    one per call; each call still submits): what a task costs in futures and their locks."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    submitted: list[int] = []
+    real = ThreadPoolExecutor.submit
+
+    def submit(self, fn, *args, **kwargs):
+        submitted.append(1)
+        return real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    return submitted
+
+
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory):
     """``generated(kind, **params)``: a generated data folder (``"shapes"`` or ``"scenes"``,

@@ -89,27 +89,17 @@ def test_custom_backbone_module(store, shapes):
     assert weights["tensor_hash"] == vbstore.tensor_identity(conv.state_dict())
 
 
-def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(monkeypatch):
+def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(thread_submits):
     """A future and its locks per image cost about what decoding a small image does: a batch
     goes to the decode threads as one run per thread, and comes back whole and in order."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from vbstore.features._extract import _prefetch
 
-    submitted = []
-    real = ThreadPoolExecutor.submit
-
-    def submit(self, fn, *args, **kwargs):
-        submitted.append(1)
-        return real(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
     batches = list(_prefetch(lambda i: torch.full((3, 2, 2), float(i)), list(range(100)), 32, 2))
     assert [chunk for chunk, _ in batches] == [list(range(at, min(at + 32, 100)))
                                                for at in range(0, 100, 32)]
     for chunk, batch in batches:
         assert torch.equal(batch[:, 0, 0, 0], torch.tensor(chunk, dtype=torch.float32))
-    assert len(submitted) == 8  # 4 batches, 2 threads each (the last: 4 images, 2 runs of 2)
+    assert len(thread_submits) == 8  # 4 batches, 2 threads each (the last: 4 images, 2 runs of 2)
 
 
 def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):

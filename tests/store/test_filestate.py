@@ -85,19 +85,9 @@ def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
     assert seen == []  # cached: not checked again
 
 
-def test_files_reach_the_threads_in_runs_and_come_back_in_order(store, folder, monkeypatch):
+def test_files_reach_the_threads_in_runs_and_come_back_in_order(store, folder, thread_submits):
     """A future per file costs about what hashing a small file does: 200 files are hashed in
     a few dozen runs, every digest in its file's place."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    submitted = []
-    real = ThreadPoolExecutor.submit
-
-    def submit(self, fn, *args, **kwargs):
-        submitted.append(1)
-        return real(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
     hashes = store.file_states.hash(folder, threads=2)
     assert hashes == [digest(p.read_bytes()) for p in folder]
-    assert 1 < len(submitted) <= 200 // 8
+    assert 1 < len(thread_submits) <= 200 // 8
