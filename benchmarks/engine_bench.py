@@ -106,11 +106,12 @@ def cli_cached(work: Path, per_class: int, trials: int, compare: str | None) -> 
     # with bytecode caches (a normal install), and without any (an empty pycache prefix: every
     # module compiled at start, as where PYTHONDONTWRITEBYTECODE=1 kept caches from being written)
     cached_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    cached_env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="vbstore-pyc-")
+    cached_env["PYTHONPYCACHEPREFIX"] = str(work / "pyc")  # in the run's folder: removed with it
     this = str(Path(__file__).resolve().parents[1])
     here_env = {**cached_env, "PYTHONPATH": this}
-    empty = tempfile.mkdtemp(prefix="vbstore-nopyc-")
-    no_pyc_env = {**here_env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": empty}
+    empty = work / "nopyc"
+    empty.mkdir()
+    no_pyc_env = {**here_env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(empty)}
     files = work / "files.txt"
     files.write_text("\n".join(str(p) for p in sorted(Path(data).rglob("*")) if p.is_file()))
     stat = f"import os\nfor p in open({str(files)!r}).read().split(chr(10)): os.stat(p)"
