@@ -285,21 +285,11 @@ def test_a_stored_object_named_as_load_clfs_passes_the_files_checks(run, shapes,
                                                                     tensors, says):
     # -p load_clfs=ID (a record's params, replayed) named a stored tensors object that no file
     # check had read: NaN scored, another object's tensor names failed with a KeyError
-    from vbstore import Store
     from vbstore.store import to_safetensors_bytes
 
-    common = ["-b", CLIP, "-t", "zeroshot_classification", "-d", shapes, "--split", "val"]
-    _ok(run("get", "result", *common, "--json"))
-    before = _results(run)
-    store = Store(tmp_path / "s")
-    oid = store.put_bytes(to_safetensors_bytes(tensors, "tensors", {}), "tensors")
-    store.close()
-    for extra in ((), ("--dry-run",)):
-        out = run("get", "result", *common, "-p", f"load_clfs={oid}", *extra)
-        assert out.exit_code == 2, out.output
-        assert says in out.output
-        assert len(out.output.strip().splitlines()) == 1
-    assert _results(run) == before
+    _a_stored_param_is_refused(run, shapes, tmp_path, "load_clfs",
+                               to_safetensors_bytes(tensors, "tensors", {}), "tensors", says,
+                               also=("--dry-run",))
 
 
 @pytest.mark.parametrize(("entries", "says"), [
@@ -311,16 +301,26 @@ def test_a_stored_blob_named_as_templates_passes_the_files_checks(run, shapes, t
                                                                   entries, says):
     # -p templates=ID named any stored blob, read by no template check: a template without
     # {c} scored every class with one prompt
-    from vbstore import Store, canonical
+    from vbstore import canonical
+
+    _a_stored_param_is_refused(run, shapes, tmp_path, "templates", canonical.dumps(entries),
+                               "blob", says)
+
+
+def _a_stored_param_is_refused(run, shapes, tmp_path, param, data, kind, says, also=()):
+    """``-p PARAM=ID`` naming ``data`` stored as ``kind`` is refused in one line saying
+    ``says`` (exit 2), also with each flag of ``also``, and no result is stored."""
+    from vbstore import Store
 
     common = ["-b", CLIP, "-t", "zeroshot_classification", "-d", shapes, "--split", "val"]
     _ok(run("get", "result", *common, "--json"))
     before = _results(run)
     store = Store(tmp_path / "s")
-    oid = store.put_bytes(canonical.dumps(entries), "blob")
+    oid = store.put_bytes(data, kind)
     store.close()
-    out = run("get", "result", *common, "-p", f"templates={oid}")
-    assert out.exit_code == 2, out.output
-    assert says in out.output
-    assert len(out.output.strip().splitlines()) == 1
+    for extra in ((), *((flag,) for flag in also)):
+        out = run("get", "result", *common, "-p", f"{param}={oid}", *extra)
+        assert out.exit_code == 2, out.output
+        assert says in out.output
+        assert len(out.output.strip().splitlines()) == 1
     assert _results(run) == before
