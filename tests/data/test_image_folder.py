@@ -114,7 +114,7 @@ def test_second_load_is_served_from_the_file_state_cache(store, image_folder, mo
     real_hash, real_check = fs.read_and_hash, manifest.check_image
     monkeypatch.setattr(fs, "read_and_hash", lambda p: hashed.append(p) or real_hash(p))
     monkeypatch.setattr(manifest, "check_image",
-                        lambda p, data: decoded.append(p) or real_check(p, data))
+                        lambda p, *data: decoded.append(p) or real_check(p, *data))
     first = load_manifest(store, image_folder, split="train")
     assert len(hashed) == len(decoded) == 15
     hashed.clear()

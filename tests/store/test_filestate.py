@@ -72,8 +72,9 @@ def test_missing_file_is_named(store, tmp_path):
 def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
     from vbstore.errors import BadInput
 
-    def reject_odd(path, data):
+    def reject_odd(path, data, digest_):
         assert data == path.read_bytes()  # the bytes hashed, read once for both
+        assert digest_ == digest(data)  # and their hash
         return "odd" if int(path.stem) % 2 else None
 
     with pytest.raises(BadInput, match=r"100 unusable files: .*0001.bin: odd.*and 95 more"):
@@ -81,7 +82,7 @@ def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
     evens = folder[::2]
     store.file_states.hash(evens, check=reject_odd)
     seen = []
-    store.file_states.hash(evens, check=lambda p, data: seen.append(p))
+    store.file_states.hash(evens, check=lambda p, data, digest: seen.append(p))
     assert seen == []  # cached: not checked again
 
 

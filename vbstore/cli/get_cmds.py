@@ -120,6 +120,7 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
     answer cache). `vbstore why ID` shows where it came from.
     """
     from .._plugins import load_plugin
+    from ..data import decode_once
     from ..engine import execute, plan, result_request
     from ..errors import VbstoreError
 
@@ -161,24 +162,27 @@ def get_result_cmd(store, dry_run: bool, suite_ref: str | None, plugins: tuple[s
     for name, value in (("--task", task), ("--data", data)):
         if value is None:
             raise click.UsageError(f"Missing option '{name}' (or --suite, which names it).")
-    try:
-        check_save_clf(task, save_clf, dry_run)
-        options["params"] = merge(task, parse_params(options["params"]), flags)
-        # the key main made of this command line, when the answer cache could not answer it
-        pending = None if dry_run or run["recompute"] else (
-            click.get_current_context().find_root().obj or {}).get("answer")
-        _answers.watch(store, pending)  # the store notes what this answer reads
-        the_plan = plan(result_request(backbone, task, data, **options), store, dry_run=dry_run)
-    except VbstoreError as exc:
-        if auto:  # the user named no task: say which one was refused, and why it was picked
-            exc.hint = "; ".join(filter(None, (
-                exc.hint, f"-t auto picked {task} for {data} (CLIP_benchmark's --task auto); "
-                          "name another task with -t")))
-        raise
-    if dry_run:
-        emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
-        return
-    result = execute(the_plan, **run)
+    # one request: an image the plan's manifests decode is decoded once, for its extraction
+    with decode_once():
+        try:
+            check_save_clf(task, save_clf, dry_run)
+            options["params"] = merge(task, parse_params(options["params"]), flags)
+            # the key main made of this command line, when the answer cache could not answer it
+            pending = None if dry_run or run["recompute"] else (
+                click.get_current_context().find_root().obj or {}).get("answer")
+            _answers.watch(store, pending)  # the store notes what this answer reads
+            the_plan = plan(result_request(backbone, task, data, **options), store,
+                            dry_run=dry_run)
+        except VbstoreError as exc:
+            if auto:  # the user named no task: say which one was refused, and why it was picked
+                exc.hint = "; ".join(filter(None, (
+                    exc.hint, f"-t auto picked {task} for {data} (CLIP_benchmark's --task "
+                              "auto); name another task with -t")))
+            raise
+        if dry_run:
+            emit(as_json, the_plan.as_dict(), lambda: print_plan(the_plan))
+            return
+        result = execute(the_plan, **run)
     append_results(store, result.id, results_file)
     save_classifier_to(the_plan, save_clf)
     emit(as_json, result.as_dict(), lambda: print_result(result))

@@ -15,6 +15,7 @@ See docs/data.md for the layouts and the manifest format.
 import importlib
 from typing import Any
 
+from ._decoded import decode_once, take_decoded
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
 from ._kinds import (
     BaselineQuestion,
@@ -79,6 +80,7 @@ __all__ = [
     "coco_index",
     "coco_mask",
     "data_prefixes",
+    "decode_once",
     "decode_target",
     "describe_kind",
     "find_warped_views",
@@ -102,6 +104,7 @@ __all__ = [
     "register_target_kind",
     "source_kinds",
     "store_listing",
+    "take_decoded",
     "target_kind",
     "view_homographies",
     "warp_image",

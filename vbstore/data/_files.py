@@ -16,6 +16,7 @@ from typing import Any
 
 from ..canonical import digest
 from ..errors import BadInput, UsageError
+from ._decoded import keep_decoded, room_for
 
 # Local imports: PIL and numpy load when a file is hashed for the first time and decoded to check
 # it; a folder already seen decodes nothing.
@@ -86,13 +87,16 @@ def loose_images(top: Path) -> list[str]:
         )
 
 
-def check_image(path: Path, data: bytes | None = None) -> str | None:
+def check_image(path: Path, data: bytes | None = None, data_hash: str | None = None
+                ) -> str | None:
     """Decode an image fully; return what is wrong with it, or None.
 
     ``load()`` rather than ``verify()``: verify only walks the chunk structure and lets a
     truncated JPEG through, which would then fail in the middle of an extraction. JPEGs are
     decoded at reduced scale, which still reads all their data. ``data``: the file's bytes, when
-    the caller has read them already (decoded from memory, the file is not opened again).
+    the caller has read them already (decoded from memory, the file is not opened again), and
+    ``data_hash`` their BLAKE3: an image decoded fully from them is kept for extraction while a
+    request's scope is open (:mod:`vbstore.data._decoded`).
     """
     import io
 
@@ -105,17 +109,33 @@ def check_image(path: Path, data: bytes | None = None) -> str | None:
             if image.width * image.height > cap:
                 return (f"{image.width} x {image.height} = {image.width * image.height} pixels, "
                         f"over the cap of {cap} (set {PIXELS_ENV} to allow more)")
-            if image.format == "JPEG":
+            full = image.format != "JPEG"
+            if not full:
                 # decode at 1/8 scale: every entropy-coded byte is still read (so truncation and
                 # corruption show), but most of the inverse DCT is skipped
                 image.draft(image.mode, (max(1, image.width // 8), max(1, image.height // 8)))
             image.load()
+            # only the pixels of the very bytes hashed (a file checked from its path could have
+            # changed since), and only while a request's scope has room
+            if full and data is not None and data_hash is not None \
+                    and room_for(image.width * image.height):
+                _keep(data_hash, image)
     except UnidentifiedImageError:  # its message names the buffer, not the file: named here
         return f"not a readable image (UnidentifiedImageError: cannot identify image file " \
                f"{str(path)!r})"
     except Exception as exc:  # PIL raises many types (OSError, SyntaxError, ValueError...)
         return f"not a readable image ({type(exc).__name__}: {exc})"
     return None
+
+
+def _keep(data_hash: str, image: Any) -> None:
+    try:
+        # what extraction's decode_image makes of the same bytes: convert("RGB") of the image
+        # as opened (convert loads it first, so a loaded image converts to the same pixels)
+        rgb = image.convert("RGB")
+    except Exception:  # extraction decodes it itself, and names what is wrong
+        return
+    keep_decoded(data_hash, rgb)
 
 
 def max_image_pixels() -> int:
@@ -137,9 +157,11 @@ def max_image_pixels() -> int:
     return value
 
 
-def check_target(path: Path, data: bytes | None = None) -> str | None:
+def check_target(path: Path, data: bytes | None = None, data_hash: str | None = None
+                 ) -> str | None:
     """Decode a target file when its format is one vbstore reads (images, .npy); ``data``: its
-    bytes, when read already."""
+    bytes, when read already. ``data_hash`` is not used: extraction reads no target, so none is
+    kept decoded."""
     if is_image(path.name):
         return check_image(path, data)
     if path.suffix.lower() == ".npy":

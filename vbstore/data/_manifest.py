@@ -95,7 +95,8 @@ def kept_pairs(scan: Scan, limit: int | None) -> list[tuple[str, str, str, tuple
     return sorted(sorted(rows, key=lambda p: (name_hash(p[0]), p[0]))[:limit], key=lambda p: p[0])
 
 
-def _hash(store, paths: list[str], check: Callable[[Path], str | None], noun: str) -> list[str]:
+def _hash(store, paths: list[str], check: Callable[[Path, bytes | None, str], str | None],
+          noun: str) -> list[str]:
     try:
         return store.file_states.hash(paths, check=check, what=f"unreadable or corrupt {noun}")
     except StoreIOError as exc:

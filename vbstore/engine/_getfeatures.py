@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._fields import options_of, split_keywords
-from ..data import load_manifest
+from ..data import decode_once, load_manifest
 from ..errors import UsageError, field_ref
 from ..features import ExtractorParams
 from ..store import Store
@@ -150,6 +150,7 @@ def get_features(backbone: Any, data: Any, **options: Any) -> FeatureResult:
                         layers=layers_arg(o.layers), pooling=o.pooling, precision=o.precision),
         DataRef(data, split=o.split, limit=o.limit, options=o.data_options or {}),
         mode=o.mode, dense_dtype=o.dense_dtype, use_projection=o.use_projection)
-    return execute_features(plan_features(request, run.store), device=run.device,
-                            progress=run.progress, batch_size=run.batch_size, workers=o.workers,
-                            loader=o.loader, executor=run.executor)
+    with decode_once():  # as get's: each image decoded once in this request
+        return execute_features(plan_features(request, run.store), device=run.device,
+                                progress=run.progress, batch_size=run.batch_size,
+                                workers=o.workers, loader=o.loader, executor=run.executor)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data import decode_once
 from ..errors import ExecutorError, LeaseTimeout, UsageError, VbstoreError
 from ..store import Store
 from ..tasks import ordered_metrics
@@ -73,8 +74,9 @@ def run_unit(root: str, request: ResultRequest, wait: bool, driver: str | None =
                          f"{root}; sweeps on Ray need the store on the workers' filesystem"}
     with Store(root) as store:
         try:
-            result = execute(plan(request, store), progress=False,
-                             lease_timeout=None if wait else 0, batch_size=batch_size)
+            with decode_once():  # one unit is one request
+                result = execute(plan(request, store), progress=False,
+                                 lease_timeout=None if wait else 0, batch_size=batch_size)
         except LeaseTimeout:
             return {"busy": True}
         except VbstoreError as exc:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._fields import options_of, split_keywords
 from .._progress import about, reporting
+from ..data import decode_once
 from ..errors import (
     BlobMissing,
     CorruptObject,
@@ -473,14 +474,17 @@ def get(request: ResultRequest | HeadRequest | FeaturesRequest, *, store: Store 
         what = "a head" if isinstance(request, HeadRequest) else "a featureset"
         raise UsageError(f"{what} is not recomputed on its own",
                          hint=f"recompute a result that reads it ({field_ref('recompute')})")
-    if isinstance(request, FeaturesRequest):
-        return execute_features(plan_features(request, store), device=device,
-                                progress=progress, executor=executor, batch_size=batch_size)
-    if isinstance(request, HeadRequest):
-        return execute_head(plan_head(request, store), device=device, progress=progress,
-                            executor=executor, batch_size=batch_size)
-    return execute(plan(request, store), device=device, progress=progress, recompute=recompute,
-                   executor=executor, batch_size=batch_size)
+    # each image the plan's manifests decode is decoded once, kept for extraction until this
+    # request ends
+    with decode_once():
+        if isinstance(request, FeaturesRequest):
+            return execute_features(plan_features(request, store), device=device,
+                                    progress=progress, executor=executor, batch_size=batch_size)
+        if isinstance(request, HeadRequest):
+            return execute_head(plan_head(request, store), device=device, progress=progress,
+                                executor=executor, batch_size=batch_size)
+        return execute(plan(request, store), device=device, progress=progress,
+                       recompute=recompute, executor=executor, batch_size=batch_size)
 
 
 def get_result(backbone: Any, task: str, data: Any, train_data: Any = None,

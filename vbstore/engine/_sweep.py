@@ -10,6 +10,7 @@ from typing import Any
 
 from .._fields import options_of, split_keywords
 from ..backbones import check_seed, with_model_type
+from ..data import decode_once
 from ..errors import UsageError, VbstoreError, field_ref
 from ..interop import clip_benchmark_models, clip_benchmark_spec
 from ..records import ResultRecord
@@ -188,8 +189,9 @@ def sweep(entries: Sequence[SweepEntry], tasks: Sequence[str], data: Any, train_
             yield row
             continue
         try:
-            result = execute(plan(unit.request, store), progress=run.progress,
-                             batch_size=run.batch_size)
+            with decode_once():  # one unit is one request
+                result = execute(plan(unit.request, store), progress=run.progress,
+                                 batch_size=run.batch_size)
             row.update(result_fields(unit.request.probe.task, result))
         except VbstoreError as exc:
             row["error"] = str(exc)

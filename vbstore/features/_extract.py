@@ -26,6 +26,7 @@ from .._budget import check_input_size
 from .._progress import about, reporting
 from .._progress import progress as step_progress
 from ..canonical import digest
+from ..data import take_decoded
 from ..errors import BadInput
 from ..store import pack_index
 from ._packs import PackWriter
@@ -80,14 +81,17 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
 
 
 def decode_image(path, expected: str, preprocess) -> torch.Tensor:
-    """Read, check against the manifest's hash, decode and preprocess one image.
+    """Read, check against the manifest's hash, decode and preprocess one image; or preprocess
+    the image the manifest's check decoded in this request from bytes of that very hash
+    (:func:`vbstore.data.decode_once`: nothing read, hashed or decoded again).
 
     Raises:
         BadInput: the file changed since the manifest was read, or cannot be decoded.
     """
-
-
     try:
+        image = take_decoded(expected)
+        if image is not None:  # the RGB pixels of bytes whose BLAKE3 is the manifest's
+            return preprocess(image)
         data = path.read_bytes()
         # features are shared by image hash: never file them under bytes they were not made of
         if digest(data) != expected:

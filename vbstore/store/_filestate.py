@@ -32,15 +32,16 @@ class FileStates:
 
     def hash(
         self, paths: Sequence[str | Path], threads: int | None = None,
-        check: Callable[[Path, bytes | None], str | None] | None = None,
+        check: Callable[[Path, bytes | None, str], str | None] | None = None,
         what: str = "unusable files",
     ) -> list[str]:
         """BLAKE3 of each file's bytes, in order, skipping unchanged files via the cache.
 
-        ``check(path, data)`` runs on every file that is hashed afresh (not on cache hits) and
-        returns a problem description or None; problem files are never cached. ``data`` is the
-        bytes that were hashed, for a file under 1 MiB (read once for both), else None (the
-        check reads the file itself).
+        ``check(path, data, digest)`` runs on every file that is hashed afresh (not on cache
+        hits) and returns a problem description or None; problem files are never cached.
+        ``data`` is the bytes that were hashed, for a file under 1 MiB (read once for both),
+        else None (the check reads the file itself); ``digest`` is the file's BLAKE3 (of
+        ``data``, when given).
 
         Raises:
             StoreIOError: a file is missing or unreadable (named).
@@ -61,7 +62,7 @@ class FileStates:
             def one(i: int) -> tuple[str, str | None]:
                 try:
                     digest, data = read_and_hash(paths[i])
-                    return digest, check(Path(paths[i]), data) if check else None
+                    return digest, check(Path(paths[i]), data, digest) if check else None
                 except OSError as exc:
                     raise StoreIOError(f"cannot read {paths[i]}: {exc.strerror}",
                                        hint="check the path and its permissions") from None

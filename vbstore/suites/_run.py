@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data import SOURCES
+from ..data import SOURCES, decode_once
 from ..engine import execute, plan, result_request, store_param_files
 from ..errors import UsageError, field_ref
 from ..records import ManifestRecord
@@ -250,18 +250,20 @@ def run_suite(store: Store, suite_ref: str, backbone: Any, *, data: Any = None,
     task = settings.pop("task")
     train_data = arguments.pop("train_data", None)
     plans = {}
-    for condition, where in conditions_to_compute(suite):
-        eval_data, split = condition_source(source, where)
-        asked = result_request(backbone, task, eval_data, train_data, split=split,
-                               **settings, **arguments)
-        plans[condition] = plan(asked, store, dry_run=dry_run)
-        _check_train_data(suite, plans[condition])
-    _check_content(suite, source, plans)
-    if "weights" not in given:
-        _check_weights(suite, backbone, plans)
-    if dry_run:
-        return SuiteRun(suite, plans)
-    results = {c: execute(p, **run) for c, p in plans.items()}
+    # one request: an image the plans' manifests decode is decoded once, for its extraction
+    with decode_once():
+        for condition, where in conditions_to_compute(suite):
+            eval_data, split = condition_source(source, where)
+            asked = result_request(backbone, task, eval_data, train_data, split=split,
+                                   **settings, **arguments)
+            plans[condition] = plan(asked, store, dry_run=dry_run)
+            _check_train_data(suite, plans[condition])
+        _check_content(suite, source, plans)
+        if "weights" not in given:
+            _check_weights(suite, backbone, plans)
+        if dry_run:
+            return SuiteRun(suite, plans)
+        results = {c: execute(p, **run) for c, p in plans.items()}
     evaluation = record(store, from_results(store, suite, {c: r.id for c, r in results.items()}))
     return SuiteRun(suite, plans, results, evaluation, board_place(store, suite, evaluation))
 
