@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import vbstore
-from vbstore.data import decode_once, load_manifest
 from vbstore.data import _decoded as decoded
+from vbstore.data import decode_once, load_manifest
 from vbstore.errors import BadInput, UsageError
 from vbstore.features import _extract
 
@@ -63,6 +63,8 @@ def features(tmp_path, name, data, **kw):
 def test_every_mode_preprocesses_to_the_same_tensor_from_the_kept_image(store, modes):
     """What the check keeps is what decode_image made of the file's bytes: the same tensor, for
     every mode and format; the JPEG (checked at 1/8 scale) is not kept."""
+    from PIL import Image
+
     from vbstore.backbones import build_backbone
 
     preprocess = build_backbone("test_cnn", weights="random", input_size=32).preprocess
@@ -77,6 +79,11 @@ def test_every_mode_preprocesses_to_the_same_tensor_from_the_kept_image(store, m
         made = _extract.decode_image(path, expected, preprocess)  # no scope: the old path
         if image is not None:
             assert torch.equal(preprocess(image), made), path.name
+            # what any preprocessing is given: the file's image as decode_image converts it
+            with Image.open(path) as opened:
+                rgb = opened.convert("RGB")
+            assert (image.mode, image.size, image.tobytes()) == \
+                   (rgb.mode, rgb.size, rgb.tobytes()), path.name
 
 
 def test_features_and_their_ids_are_the_same_with_and_without_kept_images(
@@ -139,10 +146,17 @@ def test_the_scope_drops_what_it_kept_when_it_closes(tmp_path):
         with decode_once():  # nested (a sweep's unit inside a request): the outer one owns it
             assert decoded.keep_decoded("b", image)
         assert decoded.kept_count() == 2
+        assert decoded.take_decoded("b") is image
+        assert decoded.take_decoded("b") is None  # each is read once, then dropped
+        assert decoded.kept_count() == 1
     assert decoded.kept_count() == 0
-    with pytest.raises(KeyError), decode_once():
-        decoded.keep_decoded("a", image)
-        raise KeyError("a")
+    def fails():
+        with decode_once():
+            decoded.keep_decoded("a", image)
+            raise KeyError("a")
+
+    with pytest.raises(KeyError):
+        fails()
     assert decoded.kept_count() == 0
     assert decoded.take_decoded("a") is None
 
