@@ -142,11 +142,12 @@ def preprocess(cfg: BackboneCfg, image: Any) -> Any:
 
     if isinstance(image, np.ndarray):
         image = Image.fromarray(image)
-    image = image.convert("RGB")
+    if image.mode != "RGB":  # an RGB image's convert("RGB") is a copy of it: read it as it is
+        image = image.convert("RGB")
     resample = getattr(Image.Resampling, cfg.interpolation.upper())
     new_size, box = cfg.geometry(*image.size)
     image = image.resize(new_size, resample)
-    if box is not None:
+    if box is not None and box != (0, 0, *new_size):  # cropping it all would only copy it
         image = image.crop(box)
     channels = np.asarray(image).transpose(2, 0, 1)  # (3, H, W) uint8, a view
     levels = _levels(cfg.mean, cfg.std)
