@@ -20,8 +20,9 @@ What is kept, and for how long:
   beyond the request that decoded it.
 
 The scope is the process's, behind one lock, so the manifest's hashing threads and
-extraction's decode threads share it. A forked process (a DataLoader worker) starts with none
-open and decodes as before, as does a Ray actor in its own process.
+extraction's decode threads share it (two requests running at once in one process share its
+budget, and the images go when the last of them ends). A forked process (a DataLoader worker)
+starts with none open and decodes as before, as does a Ray actor in its own process.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ BUDGET_ENV = "VBSTORE_DECODED_MIB"
 RGB_BYTES = 4
 
 _lock = threading.Lock()
-_depth = 0  # scopes open in this process (nested: a sweep's unit inside a request)
+_depth = 0  # scopes open in this process (a request's inside another's, or beside it)
 _room = 0  # bytes of pixels still allowed
 _images: dict[str, Any] = {}  # BLAKE3 of the bytes -> the RGB PIL image decoded from them
 
