@@ -35,6 +35,16 @@ def test_fit_gives_the_marginal_cost_and_the_fixed_part():
         "overhead_s": 2.0, "img_per_s": 20.0, "ms_per_image": 50.0, "n_s": 2.5, "4n_s": 4.0}
 
 
+def test_the_n_4n_and_warm_up_sets_share_no_image(tmp_path):
+    # a cache of decoded images kept across the runs of one process would otherwise make 4N's
+    # marginal cost look smaller than it is
+    sets = _load_bench().overhead_sets(tmp_path, 10)
+    contents = {size: {p.read_bytes() for p in folder.rglob("*.png")}
+                for size, folder in sets.items()}
+    assert {size: len(c) for size, c in contents.items()} == {"warm": 10, "n": 10, "4n": 40}
+    assert len(set.union(*contents.values())) == 60
+
+
 @pytest.mark.slow
 def test_overhead_times_every_part_at_n_and_4n_under_two_versions(tmp_path):
     proc = subprocess.run(
