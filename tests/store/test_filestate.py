@@ -69,7 +69,30 @@ def test_missing_file_is_named(store, tmp_path):
         store.file_states.hash([tmp_path / "nope.jpg"])
 
 
-def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder):
+@pytest.fixture(params=["here", "threads"])
+def where(request, monkeypatch):
+    """Each file hashed in the calling thread (every file as fast as a small local image), or
+    all but the probe's on threads (every file as slow as a network filesystem's)."""
+    import vbstore.store._filestate as fs
+
+    monkeypatch.setattr(fs, "INLINE_SECONDS", 3600.0 if request.param == "here" else 0.0)
+    return request.param
+
+
+def test_fast_files_are_hashed_here_slow_ones_on_threads(store, folder, where, thread_submits):
+    """Threads fight for the GIL over small fast files: where the probe's median file is fast,
+    no thread is started; otherwise the files past the probe go to the pool in runs."""
+    from vbstore.store._filestate import PROBE_FILES
+
+    hashes = store.file_states.hash(folder)
+    assert hashes == [digest(p.read_bytes()) for p in folder]  # every digest in its place
+    if where == "here":
+        assert thread_submits == []
+    else:
+        assert 1 < len(thread_submits) <= (200 - PROBE_FILES) // 8
+
+
+def test_check_runs_on_fresh_files_only_and_reports_all_problems(store, folder, where):
     from vbstore.errors import BadInput
 
     def reject_odd(path, data, digest_):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,14 @@ from ..errors import BadInput, StoreIOError
 from ._ids import db_id, hex_id
 from ._layout import RACY_SECONDS  # a file modified this recently is never cached
 from ._objects import read_and_hash
+
+# Files are first hashed (and checked) in the calling thread, PROBE_FILES of them, each timed.
+# Where the median file takes under INLINE_SECONDS of wall (small images on a local disk or in
+# the page cache), the rest are hashed there too: threads would fight for the GIL at every
+# read, hash and decode, for more wall and 2-3x the CPU (32-px PNGs: docs/scale.md). Slower
+# files (larger images, a network filesystem) go to a pool of threads, as before.
+PROBE_FILES = 32
+INLINE_SECONDS = 100e-6
 
 if TYPE_CHECKING:
     from ._base import StoreBase
@@ -67,24 +75,13 @@ class FileStates:
                     raise StoreIOError(f"cannot read {paths[i]}: {exc.strerror}",
                                        hint="check the path and its permissions") from None
 
-            workers = threads or min(8, (os.cpu_count() or 2) * 2)
             problems = []
-            # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
-            # never on a cached `get`
-            from concurrent.futures import ThreadPoolExecutor
-
-            # files go to the threads in runs, not one by one: a future and its locks per file
-            # cost about what hashing a small image does
-            size = max(1, min(64, len(missing) // (4 * workers)))
-            runs = [missing[at:at + size] for at in range(0, len(missing), size)]
             fresh: dict[int, str] = {}
-            with ThreadPoolExecutor(workers) as pool:
-                done = (found for run in pool.map(lambda run: [one(i) for i in run], runs)
-                        for found in run)
-                for i, (digest, problem) in zip(missing, done, strict=True):
-                    hashes[i] = fresh[i] = digest
-                    if problem:
-                        problems.append((str(paths[i]), problem))
+            for i, (digest, problem) in zip(missing, self._hash_all(missing, one, threads),
+                                            strict=True):
+                hashes[i] = fresh[i] = digest
+                if problem:
+                    problems.append((str(paths[i]), problem))
             bad = {path for path, _ in problems}
             cutoff = time.time_ns() - int(RACY_SECONDS * 1e9)
             rows = [(*states[i], db_id(fresh[i])) for i in missing
@@ -99,6 +96,36 @@ class FileStates:
             if problems:  # the good files stay cached: fixing one file re-reads only it
                 raise BadInput(what, sorted(problems))
         return hashes  # type: ignore[return-value]
+
+    @staticmethod
+    def _hash_all(missing: list[int], one: Callable[[int], tuple[str, str | None]],
+                  threads: int | None) -> Iterator[tuple[str, str | None]]:
+        """``one(i)`` for each of ``missing``, in order: here while files are fast (see
+        :data:`PROBE_FILES`), else on ``threads`` threads (None: 2 per CPU, at most 8)."""
+        probe = missing[:PROBE_FILES] if threads is None else []
+        seconds = []
+        for i in probe:
+            start = time.perf_counter()
+            yield one(i)
+            seconds.append(time.perf_counter() - start)
+        rest = missing[len(probe):]
+        if threads == 1 or (seconds and sorted(seconds)[len(seconds) // 2] < INLINE_SECONDS):
+            yield from map(one, rest)
+            return
+        if not rest:
+            return
+        workers = threads or min(8, (os.cpu_count() or 2) * 2)
+        # a thread pool (with logging: ~4 ms of imports) only where blobs are hashed,
+        # never on a cached `get`
+        from concurrent.futures import ThreadPoolExecutor
+
+        # files go to the threads in runs, not one by one: a future and its locks per file
+        # cost about what hashing a small image does
+        size = max(1, min(64, len(rest) // (4 * workers)))
+        runs = [rest[at:at + size] for at in range(0, len(rest), size)]
+        with ThreadPoolExecutor(workers) as pool:
+            for run in pool.map(lambda run: [one(i) for i in run], runs):
+                yield from run
 
     def _cached_states(self, states: list[tuple]) -> dict[tuple, str]:
         # one indexed query per device: (dev, inode) is the primary key, and json_each passes
