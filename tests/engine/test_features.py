@@ -1,5 +1,6 @@
 
 import shutil
+import threading
 
 import pytest
 import torch
@@ -89,17 +90,39 @@ def test_custom_backbone_module(store, shapes):
     assert weights["tensor_hash"] == vbstore.tensor_identity(conv.state_dict())
 
 
-def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(thread_submits):
+@pytest.mark.parametrize("images", ["slow", "fast"])
+def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(images, thread_submits,
+                                                                       monkeypatch):
     """A future and its locks per image cost about what decoding a small image does: a batch
-    goes to the decode threads as one run per thread, and comes back whole and in order."""
+    goes to the decode threads as one run per thread, and comes back whole and in order. The
+    first batch is loaded on the calling thread, timed; where images are fast to load, one
+    thread loads the rest (more would fight for the GIL): the same batches either way."""
+    import vbstore._threads
     from vbstore.features._extract import _prefetch
 
-    batches = list(_prefetch(lambda i: torch.full((3, 2, 2), float(i)), list(range(100)), 32, 2))
+    monkeypatch.setattr(vbstore._threads, "DECODE_FAST_SECONDS",
+                        3600.0 if images == "fast" else 0.0)
+    loaded_by = []
+
+    def load(i: int) -> torch.Tensor:
+        loaded_by.append(threading.get_ident())
+        return torch.full((3, 2, 2), float(i))
+
+    stream = _prefetch(load, list(range(100)), 32, 2)
+    batches = [next(stream)]
+    # while the first batch is used, the next ones (up to 3) are already on the threads
+    assert len(thread_submits) == (3 if images == "fast" else 6)
+    batches += list(stream)
     assert [chunk for chunk, _ in batches] == [list(range(at, min(at + 32, 100)))
                                                for at in range(0, 100, 32)]
     for chunk, batch in batches:
         assert torch.equal(batch[:, 0, 0, 0], torch.tensor(chunk, dtype=torch.float32))
-    assert len(thread_submits) == 8  # 4 batches, 2 threads each (the last: 4 images, 2 runs of 2)
+    assert set(loaded_by[:32]) == {threading.get_ident()}  # the first batch: here, timed
+    assert threading.get_ident() not in loaded_by[32:]
+    if images == "fast":
+        assert len(set(loaded_by[32:])) == 1  # one decode thread
+    # the 3 later batches: 2 threads each (the last: 4 images, 2 runs of 2), or 1 for fast ones
+    assert len(thread_submits) == (3 if images == "fast" else 6)
 
 
 def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):

@@ -73,9 +73,10 @@ def test_missing_file_is_named(store, tmp_path):
 def where(request, monkeypatch):
     """Each file hashed in the calling thread (every file as fast as a small local image), or
     all but the probe's on threads (every file as slow as a network filesystem's)."""
-    import vbstore.store._filestate as fs
+    import vbstore._threads
 
-    monkeypatch.setattr(fs, "INLINE_SECONDS", 3600.0 if request.param == "here" else 0.0)
+    monkeypatch.setattr(vbstore._threads, "HASH_FAST_SECONDS",
+                        3600.0 if request.param == "here" else 0.0)
     return request.param
 
 

@@ -16,12 +16,14 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
+from .. import _threads
 from .._budget import check_input_size
 from .._progress import about, reporting
 from .._progress import progress as step_progress
@@ -54,8 +56,23 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
               workers: int, ahead: int = 3) -> Iterator[tuple[list[int], torch.Tensor]]:
     """Batches of ``load(i)`` stacked, decoded ``ahead`` batches in advance on ``workers``
     threads. Each batch goes to the threads as one run of images per thread, not an image per
-    task: a future and its locks per image cost about what decoding a small image does."""
+    task: a future and its locks per image cost about what decoding a small image does.
+
+    The first batch is loaded here, each image timed: where images are fast to load
+    (:func:`vbstore._threads.fast`: e.g. 32- and 64-px PNGs), one thread loads the rest, since more
+    would fight for the GIL over them (docs/scale.md). The batches are the same either way."""
     threads = max(1, workers)
+    first, seconds = list(indices[:batch_size]), []
+
+    def timed(i: int) -> torch.Tensor:
+        start = time.perf_counter()
+        tensor = load(i)
+        seconds.append(time.perf_counter() - start)
+        return tensor
+
+    loaded = [timed(i) for i in first]
+    if _threads.fast(seconds, _threads.DECODE_FAST_SECONDS):
+        threads = 1
 
     def run(chunk: list[int]) -> list[torch.Tensor]:
         return [load(i) for i in chunk]
@@ -68,13 +85,19 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
         return torch.stack([tensor for future in futures for tensor in future.result()])
 
     with ThreadPoolExecutor(threads) as pool:
+        starts = iter(range(len(first), len(indices), batch_size))
         window: deque = deque()
-        for start in range(0, len(indices), batch_size):
+        for start in islice(starts, ahead):  # on their way while the first batch is used
             chunk = list(indices[start : start + batch_size])
             window.append((chunk, submit(chunk)))
-            if len(window) > ahead:
-                chunk, futures = window.popleft()
-                yield chunk, stacked(futures)
+        if first:
+            yield first, torch.stack(loaded)
+        loaded.clear()
+        for start in starts:
+            chunk = list(indices[start : start + batch_size])
+            window.append((chunk, submit(chunk)))
+            chunk, futures = window.popleft()
+            yield chunk, stacked(futures)
         while window:
             chunk, futures = window.popleft()
             yield chunk, stacked(futures)

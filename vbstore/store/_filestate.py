@@ -15,18 +15,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import _threads
 from ..errors import BadInput, StoreIOError
 from ._ids import db_id, hex_id
 from ._layout import RACY_SECONDS  # a file modified this recently is never cached
 from ._objects import read_and_hash
 
 # Files are first hashed (and checked) in the calling thread, PROBE_FILES of them, each timed.
-# Where the median file takes under INLINE_SECONDS of wall (small images on a local disk or in
-# the page cache), the rest are hashed there too: threads would fight for the GIL at every
-# read, hash and decode, for more wall and 2-3x the CPU (32-px PNGs: docs/scale.md). Slower
-# files (larger images, a network filesystem) go to a pool of threads, as before.
+# Where they are fast (vbstore._threads: small images on a local disk or in the page cache),
+# the rest are hashed there too: threads would fight for the GIL at every read, hash and
+# decode. Slower files (larger images, a network filesystem) go to a pool of threads.
 PROBE_FILES = 32
-INLINE_SECONDS = 100e-6
 
 if TYPE_CHECKING:
     from ._base import StoreBase
@@ -109,7 +108,7 @@ class FileStates:
             yield one(i)
             seconds.append(time.perf_counter() - start)
         rest = missing[len(probe):]
-        if threads == 1 or (seconds and sorted(seconds)[len(seconds) // 2] < INLINE_SECONDS):
+        if threads == 1 or _threads.fast(seconds, _threads.HASH_FAST_SECONDS):
             yield from map(one, rest)
             return
         if not rest:
