@@ -136,6 +136,28 @@ def test_images_past_the_budget_are_decoded_as_before(tmp_path, shapes, fallback
     assert torch.equal(kept[1], plain[1])
 
 
+@pytest.mark.parametrize("why", ["stored rows", "worker processes"])
+def test_kept_images_no_thread_will_take_are_dropped_at_extraction(tmp_path, shapes, why):
+    """Within a longer request (a suite, a caller's scope), images the extraction will not take
+    (its rows already stored; decoded in DataLoader workers) are dropped when it starts, not
+    held to the request's end."""
+    copy = tmp_path / "copy"
+    shutil.copytree(shapes, copy)  # the same bytes under other paths: hashed afresh, kept
+    # one image fewer: another manifest, so its featureset is assembled, not found whole
+    next((copy / "val").rglob("*.png")).unlink()
+    with vbstore.Store(tmp_path / "store") as store:
+        if why == "stored rows":
+            vbstore.get_features("test_cnn", shapes, split="val", store=store, **KW)
+        options = {"loader": "workers", "workers": 1} if why == "worker processes" else {}
+        with decode_once():
+            load_manifest(store, str(copy), split="val")
+            assert decoded.kept_count() == 29
+            got = vbstore.get_features("test_cnn", str(copy), split="val", store=store, **KW,
+                                       **options)
+            assert decoded.kept_count() == 0
+        assert got.stats["reused" if why == "stored rows" else "extracted"] == 29
+
+
 def test_the_scope_drops_what_it_kept_when_it_closes(tmp_path):
     from PIL import Image
 

@@ -90,7 +90,7 @@ def test_custom_backbone_module(store, shapes):
     assert weights["tensor_hash"] == vbstore.tensor_identity(conv.state_dict())
 
 
-@pytest.mark.parametrize("images", ["slow", "fast"])
+@pytest.mark.parametrize("images", ["slow", "fast", "fast, some kept"])
 def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(images, thread_submits,
                                                                        monkeypatch):
     """A future and its locks per image cost about what decoding a small image does: a batch
@@ -101,14 +101,15 @@ def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(images, 
     from vbstore.features._extract import _prefetch
 
     monkeypatch.setattr(vbstore._threads, "DECODE_FAST_SECONDS",
-                        3600.0 if images == "fast" else 0.0)
+                        0.0 if images == "slow" else 3600.0)
     loaded_by = []
 
     def load(i: int) -> torch.Tensor:
         loaded_by.append(threading.get_ident())
         return torch.full((3, 2, 2), float(i))
 
-    stream = _prefetch(load, list(range(100)), 32, 2)
+    # some images kept decoded, not all: the first batch's cost is not the rest's
+    stream = _prefetch(load, list(range(100)), 32, 2, alike=images != "fast, some kept")
     batches = [next(stream)]
     # while the first batch is used, the next ones (up to 3) are already on the threads
     assert len(thread_submits) == (3 if images == "fast" else 6)

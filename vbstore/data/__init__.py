@@ -15,7 +15,7 @@ See docs/data.md for the layouts and the manifest format.
 import importlib
 from typing import Any
 
-from ._decoded import decode_once, take_decoded
+from ._decoded import decode_once, discard_decoded, is_kept, take_decoded
 from ._files import IMAGE_EXTENSIONS, MAX_IMAGE_PIXELS
 from ._kinds import (
     BaselineQuestion,
@@ -83,10 +83,12 @@ __all__ = [
     "decode_once",
     "decode_target",
     "describe_kind",
+    "discard_decoded",
     "find_warped_views",
     "get_target_kind",
     "image_sizes",
     "is_coco",
+    "is_kept",
     "is_navi",
     "label_values",
     "list_split",

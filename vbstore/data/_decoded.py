@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -83,7 +83,7 @@ def decode_once() -> Iterator[None]:
         yield
     finally:
         with _lock:
-            _depth -= 1
+            _depth = max(0, _depth - 1)  # a forked child leaving its parent's scope: none
             if _depth == 0:
                 _images.clear()
                 _room = 0
@@ -120,6 +120,24 @@ def take_decoded(digest: str) -> Any | None:
         return image
 
 
+def is_kept(digest: str) -> bool:
+    """Whether an image is kept under ``digest`` now (a hint, read without the lock)."""
+    return digest in _images
+
+
+def discard_decoded(digests: Iterable[str]) -> None:
+    """Drop the images kept under ``digests`` (those no extraction here will take: rows already
+    stored, or an extraction in other processes), giving their room back."""
+    global _room
+    if not _images:
+        return
+    with _lock:
+        for digest in digests:
+            image = _images.pop(digest, None)
+            if image is not None:
+                _room += image.width * image.height * RGB_BYTES
+
+
 def kept_count() -> int:
     """How many images are kept now (for tests and benchmarks)."""
     return len(_images)
@@ -128,9 +146,10 @@ def kept_count() -> int:
 def _forked() -> None:
     # a forked child (a DataLoader worker) shares no scope with its parent: it starts with none
     # open and a fresh lock (the parent's could have been held by another thread at the fork)
-    global _lock, _depth, _room
-    _lock, _depth, _room = threading.Lock(), 0, 0
-    _images.clear()
+    # the parent's images are left as they are, not freed: freeing them would write to (and so
+    # copy) every page they sit on, in each child
+    global _lock, _depth, _room, _images
+    _lock, _depth, _room, _images = threading.Lock(), 0, 0, {}
 
 
 os.register_at_fork(after_in_child=_forked)

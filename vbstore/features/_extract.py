@@ -28,7 +28,7 @@ from .._budget import check_input_size
 from .._progress import about, reporting
 from .._progress import progress as step_progress
 from ..canonical import digest
-from ..data import take_decoded
+from ..data import discard_decoded, is_kept, take_decoded
 from ..errors import BadInput
 from ..store import pack_index
 from ._packs import PackWriter
@@ -53,14 +53,17 @@ class ExtractionStats:
 
 
 def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch_size: int,
-              workers: int, ahead: int = 3) -> Iterator[tuple[list[int], torch.Tensor]]:
+              workers: int, ahead: int = 3, alike: bool = True,
+              ) -> Iterator[tuple[list[int], torch.Tensor]]:
     """Batches of ``load(i)`` stacked, decoded ``ahead`` batches in advance on ``workers``
     threads. Each batch goes to the threads as one run of images per thread, not an image per
     task: a future and its locks per image cost about what decoding a small image does.
 
-    The first batch is loaded here, each image timed: where images are fast to load
-    (:func:`vbstore._threads.fast`: e.g. 32- and 64-px PNGs), one thread loads the rest, since more
-    would fight for the GIL over them (docs/scale.md). The batches are the same either way."""
+    The first batch is loaded here, each image timed: where images are fast to load and
+    preprocess (:func:`vbstore._threads.fast`), one thread loads the rest, since more would
+    fight for the GIL over them (docs/scale.md). ``alike``: whether the first batch costs what
+    the rest do (False: some images, not all, were kept decoded; the rest stay on ``workers``
+    threads). The batches are the same either way."""
     threads = max(1, workers)
     first, seconds = list(indices[:batch_size]), []
 
@@ -71,7 +74,7 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
         return tensor
 
     loaded = [timed(i) for i in first]
-    if _threads.fast(seconds, _threads.DECODE_FAST_SECONDS):
+    if alike and _threads.fast(seconds, _threads.DECODE_FAST_SECONDS):
         threads = 1
 
     def run(chunk: list[int]) -> list[torch.Tensor]:
@@ -91,8 +94,9 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
             chunk = list(indices[start : start + batch_size])
             window.append((chunk, submit(chunk)))
         if first:
-            yield first, torch.stack(loaded)
-        loaded.clear()
+            batch = torch.stack(loaded)
+            loaded.clear()  # not held twice while the batch is used
+            yield first, batch
         for start in starts:
             chunk = list(indices[start : start + batch_size])
             window.append((chunk, submit(chunk)))
@@ -254,6 +258,10 @@ def extract_featureset(
     plan = plan_extraction(store, manifest, key)
     images, todo = plan.images, plan.todo
     stats.reused = plan.reused
+    # images the manifest's check kept that no thread here will take: free them now, not when
+    # the request ends (rows already stored; an extraction in other processes)
+    wanted = set() if executor is not None or loader == "workers" else {images[i] for i in todo}
+    discard_decoded(image for image in images if image not in wanted)
     if todo and executor is not None:
         plan.rows.update(executor.extract(
             store, manifest, plan, backbone_id, params, recipe=recipe, load_backbone=load_backbone,
@@ -276,7 +284,9 @@ def extract_featureset(
             batches = _worker_batches(decode, batch_size, workers)
         else:
             position = {index: p for p, index in enumerate(todo)}
-            batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers)
+            kept = sum(is_kept(images[i]) for i in todo)
+            batches = _prefetch(lambda i: decode[position[i]][1], todo, batch_size, workers,
+                                alike=kept in (0, len(todo)))
         report = progress if callable(progress) else None
         begun, done = time.perf_counter(), 0
         with progress_bar(len(todo), progress is True, manifest.doc.get("split")) as bar:
