@@ -126,6 +126,22 @@ def test_decode_threads_get_a_run_of_images_each_not_a_future_per_image(images, 
     assert len(thread_submits) == (3 if images == "fast" else 6)
 
 
+def test_a_failing_forward_ends_the_decode_threads_at_once(store, shapes, monkeypatch):
+    """The error's traceback holds the batches' generator: it is closed as the error leaves
+    the extraction, so its decode threads are joined then, not whenever the traceback goes."""
+    from vbstore.features import _extract
+
+    def boom(self, *args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_extract.PackWriter, "add", boom)
+    with pytest.raises(RuntimeError, match="boom") as failed:
+        vbstore.get_features("test_cnn", shapes, split="val", store=store, weights="random",
+                             input_size=32, progress=False, batch_size=4)
+    assert failed.traceback  # still held here
+    assert not [t for t in threading.enumerate() if t.name.startswith(_extract.DECODE_THREADS)]
+
+
 def test_corrupt_image_is_a_clear_error_and_writes_nothing(store, tmp_path):
     from vbstore.errors import BadInput
 

@@ -13,7 +13,7 @@ import contextlib
 import io
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
@@ -35,6 +35,8 @@ from ._packs import PackWriter
 from ._params import ExtractorParams, extractor_doc, extractor_key
 from ._progress import ExtractProgress
 
+# the decode threads of a local extraction (their names)
+DECODE_THREADS = "vbstore-decode"
 DTYPES = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
@@ -54,7 +56,7 @@ class ExtractionStats:
 
 def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch_size: int,
               workers: int, ahead: int = 3, alike: bool = True,
-              ) -> Iterator[tuple[list[int], torch.Tensor]]:
+              ) -> Generator[tuple[list[int], torch.Tensor], None, None]:
     """Batches of ``load(i)`` stacked, decoded ``ahead`` batches in advance on ``workers``
     threads. Each batch goes to the threads as one run of images per thread, not an image per
     task: a future and its locks per image cost about what decoding a small image does.
@@ -87,7 +89,7 @@ def _prefetch(load: Callable[[int], torch.Tensor], indices: Sequence[int], batch
     def stacked(futures: list) -> torch.Tensor:
         return torch.stack([tensor for future in futures for tensor in future.result()])
 
-    with ThreadPoolExecutor(threads) as pool:
+    with ThreadPoolExecutor(threads, thread_name_prefix=DECODE_THREADS) as pool:
         starts = iter(range(len(first), len(indices), batch_size))
         window: deque = deque()
         for start in islice(starts, ahead):  # on their way while the first batch is used
@@ -149,7 +151,7 @@ class _Decode(torch.utils.data.Dataset[tuple[int, torch.Tensor]]):
 
 
 def _worker_batches(decode: _Decode, batch_size: int, workers: int
-                    ) -> Iterator[tuple[list[int], torch.Tensor]]:
+                    ) -> Generator[tuple[list[int], torch.Tensor], None, None]:
     def collate(items):
         return [i for i, _ in items], torch.stack([t for _, t in items])
 
@@ -289,7 +291,10 @@ def extract_featureset(
                                 alike=kept in (0, len(todo)))
         report = progress if callable(progress) else None
         begun, done = time.perf_counter(), 0
-        with progress_bar(len(todo), progress is True, manifest.doc.get("split")) as bar:
+        # closed at once if the forward raises: the decode threads are joined then, not when
+        # the traceback that holds the generator is freed
+        with progress_bar(len(todo), progress is True, manifest.doc.get("split")) as bar, \
+                contextlib.closing(batches):
             for chunk, batch in batches:
                 if backbone.device.type == "cuda":
                     batch = batch.pin_memory()
