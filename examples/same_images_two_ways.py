@@ -31,7 +31,12 @@ def write_shards(folder: Path, out: Path) -> None:
 
 
 def main() -> None:
-    work = Path(tempfile.mkdtemp(prefix="vbstore-example-"))
+    # the example's images go when it ends (the store keeps their manifests and features)
+    with tempfile.TemporaryDirectory(prefix="vbstore-example-") as tmp:
+        run(Path(tmp))
+
+
+def run(work: Path) -> None:
     shapes = make_shapes(work / "shapes", per_class=3, size=32)
     write_shards(shapes / "val", work / "wds")
     store = vbstore.Store()

@@ -23,7 +23,12 @@ from vbstore.heads import export_head, import_head
 
 
 def main() -> None:
-    work = Path(tempfile.mkdtemp(prefix="vbstore-save-probe-"))
+    # the example's images and second store go when it ends
+    with tempfile.TemporaryDirectory(prefix="vbstore-save-probe-") as tmp:
+        run(Path(tmp))
+
+
+def run(work: Path) -> None:
     shapes = str(make_shapes(work / "shapes", per_class=4, size=32))
     common = {"split": "val", "train_split": "train", "weights": "random", "progress": False}
     store = vbstore.Store()

@@ -41,11 +41,15 @@ def test_changelog_names_this_version():
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
 def test_examples_run(script, tmp_path):
-    env = {**os.environ, "VBSTORE_HOME": str(tmp_path / "store"), "PYTHONPATH": str(ROOT)}
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "VBSTORE_HOME": str(tmp_path / "store"), "PYTHONPATH": str(ROOT),
+           "TMPDIR": str(scratch)}
     out = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path,
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()
+    assert [p.name for p in scratch.iterdir()] == []  # it leaves no temporary folder behind
     if script.name == "same_images_two_ways.py":
         assert "same images: True" in out.stdout
         assert "shards  extracted  0  reused 15" in out.stdout
