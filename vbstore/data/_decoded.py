@@ -95,11 +95,24 @@ def room_for(pixels: int) -> bool:
     return pixels * RGB_BYTES <= _room
 
 
+def _size(image: Any) -> int:
+    return image.width * image.height * RGB_BYTES
+
+
+def _pop(digest: str) -> Any | None:
+    """The image kept under ``digest``, removed and its room given back (the lock held)."""
+    global _room
+    image = _images.pop(digest, None)
+    if image is not None:
+        _room += _size(image)
+    return image
+
+
 def keep_decoded(digest: str, image: Any) -> bool:
     """Keep ``image`` (RGB, decoded from bytes whose BLAKE3 is ``digest``) while a scope is
     open and it fits; whether it was kept."""
     global _room
-    size = image.width * image.height * RGB_BYTES
+    size = _size(image)
     with _lock:
         if _depth == 0 or size > _room or digest in _images:
             return False
@@ -110,14 +123,10 @@ def keep_decoded(digest: str, image: Any) -> bool:
 
 def take_decoded(digest: str) -> Any | None:
     """The RGB image kept under ``digest``, removed (each is read once), or None."""
-    global _room
     if not _images:  # no scope, or nothing kept: no lock per image
         return None
     with _lock:
-        image = _images.pop(digest, None)
-        if image is not None:
-            _room += image.width * image.height * RGB_BYTES
-        return image
+        return _pop(digest)
 
 
 def is_kept(digest: str) -> bool:
@@ -128,14 +137,11 @@ def is_kept(digest: str) -> bool:
 def discard_decoded(digests: Iterable[str]) -> None:
     """Drop the images kept under ``digests`` (those no extraction here will take: rows already
     stored, or an extraction in other processes), giving their room back."""
-    global _room
     if not _images:
         return
     with _lock:
         for digest in digests:
-            image = _images.pop(digest, None)
-            if image is not None:
-                _room += image.width * image.height * RGB_BYTES
+            _pop(digest)
 
 
 def kept_count() -> int:

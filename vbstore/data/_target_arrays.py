@@ -1,5 +1,6 @@
-"""Pooled targets checked in numpy, for tasks that score stored rows without torch (the
-numpy counterparts of :mod:`._target_rows`' checks, registered as ``TargetKind.check_array``).
+"""Pooled targets checked in numpy, for tasks that score stored rows without torch
+(``TargetKind.check_array``); :mod:`._target_rows`' class-index and multi-hot checks, for
+tasks that take tensors, are these on the tensor's values: each check is written once.
 
 Imported only inside task calls, because it imports numpy.
 """
@@ -22,8 +23,7 @@ def as_array(x: Any) -> Any:
 
 
 def class_index(y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
-    """Class-index targets as int64 (n,), each >= 0 and below ``n_classes`` when known (the
-    checks of ``data._target_rows.class_index``, in numpy)."""
+    """Class-index targets as int64 (n,), each >= 0 and below ``n_classes`` when known."""
     y = as_array(y)
     if not isinstance(y, np.ndarray):
         raise TaskInputError(f"{split} targets must be an array, got {type(y).__name__}")
@@ -43,7 +43,7 @@ def class_index(y: Any, n: int, split: str, n_classes: int | None = None) -> np.
 
 def multi_hot(y: Any, n: int, split: str, n_classes: int | None = None) -> np.ndarray:
     """Multi-hot targets as float32 (n, K), K >= 1, every entry 0 or 1, K the class count when
-    known (the checks of ``data._target_rows.multi_hot``, in numpy)."""
+    known."""
     y = as_array(y)
     if not isinstance(y, np.ndarray):
         raise TaskInputError(f"{split} targets must be an array, got {type(y).__name__}")

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..errors import TaskInputError
+from . import _target_arrays
 
 
 def tensor(y: Any, split: str) -> torch.Tensor:
@@ -43,38 +44,21 @@ def captions(y: Any, n: int, split: str, n_classes: int | None) -> None:
     return None
 
 
-def class_index(y: Any, n: int, split: str, n_classes: int | None) -> torch.Tensor:
+def _in_numpy(check: Any, y: Any, n: int, split: str, n_classes: int | None) -> torch.Tensor:
+    """``check`` (one of :mod:`._target_arrays`: the checks are written once, in numpy) on a
+    tensor's values, its answer back as a tensor on the tensor's device."""
     y = tensor(y, split)
-    if y.ndim != 1 or len(y) != n:
-        raise TaskInputError(
-            f"{split} targets must be class indices of shape ({n},), got {tuple(y.shape)}"
-        )
-    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-        raise TaskInputError(f"{split} targets must be integer class indices, got {y.dtype}")
-    y = y.detach().to(torch.int64)
-    if int(y.min()) < 0:
-        raise TaskInputError(f"{split} targets hold a negative class index")
-    if n_classes is not None and int(y.max()) >= n_classes:
-        raise TaskInputError(
-            f"{split} targets hold class {int(y.max())} but there are {n_classes} class names"
-        )
-    return y
+    # numpy has no bfloat16: the same values as float32 (a float, refused or taken as before)
+    values = y.float() if y.dtype == torch.bfloat16 else y
+    return torch.from_numpy(check(values, n, split, n_classes)).to(y.device)
+
+
+def class_index(y: Any, n: int, split: str, n_classes: int | None) -> torch.Tensor:
+    return _in_numpy(_target_arrays.class_index, y, n, split, n_classes)
 
 
 def multi_hot(y: Any, n: int, split: str, n_classes: int | None) -> torch.Tensor:
-    y = tensor(y, split)
-    if y.ndim != 2 or len(y) != n or y.shape[1] == 0:
-        raise TaskInputError(
-            f"{split} targets must be multi-hot (N={n}, K>=1), got shape {tuple(y.shape)}"
-        )
-    y = y.detach()
-    if not ((y == 0) | (y == 1)).all():
-        raise TaskInputError(f"{split} multi-hot targets must hold only 0 and 1")
-    if n_classes is not None and y.shape[1] != n_classes:
-        raise TaskInputError(
-            f"{split} targets have {y.shape[1]} columns but there are {n_classes} class names"
-        )
-    return y.to(torch.float32)
+    return _in_numpy(_target_arrays.multi_hot, y, n, split, n_classes)
 
 
 def triplets(y: Any, n: int, split: str, n_classes: int | None) -> torch.Tensor:
